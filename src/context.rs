@@ -1,0 +1,659 @@
+//! Contexts: the brand `'ctx`, [`with_context`], [`ContextGuard`] and [`SharedContext`].
+//!
+//! # The brand
+//!
+//! Every value that belongs to a context carries the context's *brand*, an invariant
+//! lifetime `'ctx`:
+//!
+//! ```text
+//! type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
+//! ```
+//!
+//! [`with_context`] creates the context and calls a closure that must work `for<'ctx>`,
+//! any lifetime at all. Inside, `'ctx` is a fresh lifetime nobody else can name:
+//!
+//! * the closure's result type `R` is chosen outside, so it cannot mention `'ctx`: no
+//!   guard, stream, buffer or kernel leaves the closure, and every one of them is gone
+//!   before the context is destroyed;
+//! * `'ctx` is invariant, so two contexts' brands never unify: a value of one context
+//!   never type-checks where another context's value is required;
+//! * `'ctx` is not `'static`, so nothing branded reaches `std::thread::spawn`, a `static`,
+//!   a `thread_local!` or a `Box<dyn Any>`.
+//!
+//! The soundness argument follows [`std::thread::scope`]: the teardown (synchronize, pop,
+//! destroy) happens in `with_context` itself after the closure returns or unwinds, not in a
+//! `Drop`, so `mem::forget` of anything cannot skip it. A value leaked with `mem::forget`
+//! is reclaimed when the context is destroyed.
+//!
+//! # What is current
+//!
+//! The driver keeps a stack of current contexts per thread. `with_context` pushes its
+//! context and pops it on every exit path (return, error, panic), so the stack is always
+//! as it was before. An operation that needs its context current (allocation, module
+//! loading, the getters below) checks `cuCtxGetCurrent` (about 10 ns) and pushes and pops
+//! around the call only when another context is current: an outer guard keeps working
+//! inside a nested `with_context`.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUctx_st;
+
+use crate::device::Device;
+use crate::driver::{self, CUcontext, CUdevice};
+use crate::error::{Error, ErrorCode, Result};
+
+/// The invariant brand: `'ctx` can be neither shortened nor lengthened, so two brands are
+/// equal only if they are the same lifetime.
+pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
+
+/// Proof that the context branded `'ctx` is alive, handed to the closure of
+/// [`with_context`]. It is one pointer wide, `Copy`, and neither `Send` nor `Sync`: it stays
+/// on the thread that opened the context (use [`ContextGuard::share`] to reach other
+/// threads).
+///
+/// The guard cannot leave its closure:
+///
+/// ```compile_fail
+/// use cuda_brand::{with_context, ContextFlags, Device};
+/// let device = Device::get(0)?;
+/// let escaped = with_context(&device, ContextFlags::default(), |ctx| Ok::<_, cuda_brand::Error>(ctx))?;
+/// # Ok::<(), cuda_brand::Error>(())
+/// ```
+///
+/// (The UI suite in `ui-tests/fail/` pins this and every other rule with its full error.)
+#[derive(Clone, Copy)]
+pub struct ContextGuard<'ctx> {
+    raw: NonNull<CUctx_st>,
+    _brand: Brand<'ctx>,
+}
+
+/// A context's guard that may cross threads: `Copy + Send + Sync`, with the same brand.
+///
+/// Made by [`ContextGuard::share`]; used inside [`std::thread::scope`] workers through
+/// [`SharedContext::enter`]. A worker cannot outlive the context because `'ctx` is not
+/// `'static`, so only scoped threads (joined inside the closure) can hold it.
+#[derive(Clone, Copy)]
+pub struct SharedContext<'ctx> {
+    raw: NonNull<CUctx_st>,
+    _brand: Brand<'ctx>,
+}
+
+// SAFETY: a `CUcontext` is a process-wide handle that the driver lets any thread use (by
+// making it current there). `SharedContext` only hands out a guard inside `enter`, which
+// pushes the context on the calling thread's stack and pops it again, and the brand keeps
+// every copy inside the `with_context` closure, so the context outlives all of them.
+unsafe impl Send for SharedContext<'_> {}
+// SAFETY: `SharedContext` has no interior state; `&SharedContext` only allows copying it.
+unsafe impl Sync for SharedContext<'_> {}
+
+impl fmt::Debug for ContextGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ContextGuard").field(&self.raw).finish()
+    }
+}
+
+impl fmt::Debug for SharedContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SharedContext").field(&self.raw).finish()
+    }
+}
+
+/// How a context's host thread waits for the GPU (the `CU_CTX_SCHED_*` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Scheduling {
+    /// Let the driver choose (spin when there are fewer active contexts than cores).
+    #[default]
+    Auto,
+    /// Spin while waiting: lowest latency, one busy core.
+    Spin,
+    /// Yield the thread while waiting.
+    Yield,
+    /// Block the thread on a synchronization primitive while waiting.
+    BlockingSync,
+}
+
+/// Flags for a new context (`CUctx_flags`).
+///
+/// ```
+/// use cuda_brand::{ContextFlags, Scheduling};
+/// let flags = ContextFlags::new().scheduling(Scheduling::BlockingSync).map_host(true);
+/// assert_eq!(flags.bits(), 0x4 | 0x8);
+/// assert_eq!(flags.get_scheduling(), Scheduling::BlockingSync);
+/// assert!(flags.maps_host() && !flags.keeps_local_memory());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ContextFlags(u32);
+
+const SCHED_MASK: u32 = 0x07;
+const MAP_HOST: u32 = 0x08;
+const LMEM_RESIZE_TO_MAX: u32 = 0x10;
+
+impl ContextFlags {
+    /// Automatic scheduling, no host mapping, local memory freed after launches.
+    pub const fn new() -> Self {
+        ContextFlags(0)
+    }
+
+    /// Flags from the driver's bit pattern, unknown bits kept.
+    pub const fn from_bits(bits: u32) -> Self {
+        ContextFlags(bits)
+    }
+
+    /// The driver's bit pattern.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Sets how the host thread waits (`CU_CTX_SCHED_*`).
+    pub const fn scheduling(self, s: Scheduling) -> Self {
+        let bits = match s {
+            Scheduling::Auto => 0,
+            Scheduling::Spin => 1,
+            Scheduling::Yield => 2,
+            Scheduling::BlockingSync => 4,
+        };
+        ContextFlags((self.0 & !SCHED_MASK) | bits)
+    }
+
+    /// The scheduling policy (an unknown pattern reads as [`Scheduling::Auto`]).
+    pub const fn get_scheduling(self) -> Scheduling {
+        match self.0 & SCHED_MASK {
+            1 => Scheduling::Spin,
+            2 => Scheduling::Yield,
+            4 => Scheduling::BlockingSync,
+            _ => Scheduling::Auto,
+        }
+    }
+
+    /// Allows mapped page-locked host memory (`CU_CTX_MAP_HOST`; always on with unified
+    /// addressing).
+    pub const fn map_host(self, on: bool) -> Self {
+        ContextFlags(if on {
+            self.0 | MAP_HOST
+        } else {
+            self.0 & !MAP_HOST
+        })
+    }
+
+    /// Whether `CU_CTX_MAP_HOST` is set.
+    pub const fn maps_host(self) -> bool {
+        self.0 & MAP_HOST != 0
+    }
+
+    /// Keeps local memory at its high-water mark after launches
+    /// (`CU_CTX_LMEM_RESIZE_TO_MAX`).
+    pub const fn keep_local_memory(self, on: bool) -> Self {
+        ContextFlags(if on {
+            self.0 | LMEM_RESIZE_TO_MAX
+        } else {
+            self.0 & !LMEM_RESIZE_TO_MAX
+        })
+    }
+
+    /// Whether `CU_CTX_LMEM_RESIZE_TO_MAX` is set.
+    pub const fn keeps_local_memory(self) -> bool {
+        self.0 & LMEM_RESIZE_TO_MAX != 0
+    }
+}
+
+impl fmt::Debug for ContextFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextFlags")
+            .field("scheduling", &self.get_scheduling())
+            .field("map_host", &self.maps_host())
+            .field("keep_local_memory", &self.keeps_local_memory())
+            .field("bits", &format_args!("{:#x}", self.0))
+            .finish()
+    }
+}
+
+/// Preference between L1 cache and shared memory (`CUfunc_cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CacheConfig {
+    /// No preference.
+    #[default]
+    PreferNone,
+    /// Prefer a larger shared memory.
+    PreferShared,
+    /// Prefer a larger L1 cache.
+    PreferL1,
+    /// Equal L1 cache and shared memory.
+    PreferEqual,
+}
+
+impl CacheConfig {
+    /// The raw `CUfunc_cache` value.
+    pub const fn raw(self) -> i32 {
+        self as i32
+    }
+
+    /// The value for a raw `CUfunc_cache`, if it is one.
+    pub const fn from_raw(raw: i32) -> Option<Self> {
+        match raw {
+            0 => Some(CacheConfig::PreferNone),
+            1 => Some(CacheConfig::PreferShared),
+            2 => Some(CacheConfig::PreferL1),
+            3 => Some(CacheConfig::PreferEqual),
+            _ => None,
+        }
+    }
+}
+
+/// Shared memory bank size (`CUsharedconfig`). Devices since Maxwell have a fixed bank size:
+/// the driver accepts the setter there and the getter keeps reporting the fixed size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SharedMemoryConfig {
+    /// The device's default bank size.
+    #[default]
+    DefaultBankSize,
+    /// Four-byte banks.
+    FourByteBankSize,
+    /// Eight-byte banks.
+    EightByteBankSize,
+}
+
+impl SharedMemoryConfig {
+    /// The raw `CUsharedconfig` value.
+    pub const fn raw(self) -> i32 {
+        self as i32
+    }
+
+    /// The value for a raw `CUsharedconfig`, if it is one.
+    pub const fn from_raw(raw: i32) -> Option<Self> {
+        match raw {
+            0 => Some(SharedMemoryConfig::DefaultBankSize),
+            1 => Some(SharedMemoryConfig::FourByteBankSize),
+            2 => Some(SharedMemoryConfig::EightByteBankSize),
+            _ => None,
+        }
+    }
+}
+
+/// A context resource limit (`CUlimit`), for [`ContextGuard::limit`] and
+/// [`ContextGuard::set_limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResourceLimit {
+    /// Stack size in bytes of each GPU thread.
+    StackSize = 0,
+    /// Size in bytes of the FIFO used by device-side `printf`.
+    PrintfFifoSize = 1,
+    /// Size in bytes of the heap used by device-side `malloc`.
+    MallocHeapSize = 2,
+    /// Maximum grid depth at which a thread can synchronize with its children.
+    DevRuntimeSyncDepth = 3,
+    /// Maximum number of outstanding device-runtime launches.
+    DevRuntimePendingLaunchCount = 4,
+    /// L2 cache fetch granularity in bytes (a hint).
+    MaxL2FetchGranularity = 5,
+    /// Persisting L2 cache size in bytes.
+    PersistingL2CacheSize = 6,
+}
+
+/// The range of stream priorities a context allows (`cuCtxGetStreamPriorityRange`).
+/// Lower numbers are higher priorities: `greatest <= least`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamPriorityRange {
+    /// The lowest priority (the default for new streams), usually 0.
+    pub least: i32,
+    /// The highest priority, e.g. -5 on an H100.
+    pub greatest: i32,
+}
+
+impl StreamPriorityRange {
+    /// Whether `priority` lies within the range.
+    pub const fn contains(&self, priority: i32) -> bool {
+        self.greatest <= priority && priority <= self.least
+    }
+}
+
+fn unexpected(call: &'static str, value: i32) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidValue,
+        format!("the driver returned {value}, a value this crate does not know"),
+    )
+}
+
+impl<'ctx> ContextGuard<'ctx> {
+    /// # Safety
+    /// `raw` is a live context that stays alive for all of `'ctx`.
+    pub(crate) unsafe fn new_unchecked(raw: NonNull<CUctx_st>) -> Self {
+        ContextGuard {
+            raw,
+            _brand: PhantomData,
+        }
+    }
+
+    /// The driver's handle. Using it to destroy, reset or pop the context breaks the
+    /// guarantees of every value with this brand.
+    pub fn as_raw(self) -> CUcontext {
+        self.raw.as_ptr()
+    }
+
+    /// A copy of this guard that can be sent to and shared with scoped threads.
+    pub fn share(self) -> SharedContext<'ctx> {
+        SharedContext {
+            raw: self.raw,
+            _brand: PhantomData,
+        }
+    }
+
+    /// Runs `f` with this context current on the calling thread: directly if it already is
+    /// (one `cuCtxGetCurrent`), otherwise between a push and a pop. `f` must not panic.
+    #[inline]
+    pub(crate) fn with_current<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        if driver::ctx_get_current()? == self.as_raw() {
+            return f();
+        }
+        // SAFETY: the guard proves the context is alive; it is popped again right below.
+        unsafe { driver::ctx_push(self.as_raw()) }?;
+        let result = f();
+        let popped = driver::ctx_pop();
+        let value = result?;
+        popped?;
+        Ok(value)
+    }
+
+    /// Waits for all work of the context to finish (`cuCtxSynchronize`); reports a sticky
+    /// error such as an illegal address from a kernel as `Err`.
+    pub fn synchronize(self) -> Result<()> {
+        self.with_current(driver::ctx_synchronize)
+    }
+
+    /// The context's API version (`cuCtxGetApiVersion`), e.g. 3020.
+    pub fn api_version(self) -> Result<u32> {
+        // SAFETY: the guard proves the context is alive.
+        unsafe { driver::ctx_api_version(self.as_raw()) }
+    }
+
+    /// The device the context runs on.
+    pub fn device(self) -> Result<Device> {
+        let raw = self.with_current(driver::ctx_get_device)?;
+        device_of(raw)
+    }
+
+    /// The flags the context was created with.
+    pub fn flags(self) -> Result<ContextFlags> {
+        self.with_current(driver::ctx_get_flags)
+            .map(ContextFlags::from_bits)
+    }
+
+    /// The context's preference between L1 cache and shared memory.
+    pub fn cache_config(self) -> Result<CacheConfig> {
+        let raw = self.with_current(driver::ctx_get_cache_config)?;
+        CacheConfig::from_raw(raw).ok_or_else(|| unexpected("cuCtxGetCacheConfig", raw))
+    }
+
+    /// Sets the context's preference between L1 cache and shared memory.
+    pub fn set_cache_config(self, config: CacheConfig) -> Result<()> {
+        self.with_current(|| driver::ctx_set_cache_config(config.raw()))
+    }
+
+    /// The shared memory bank size.
+    pub fn shared_memory_config(self) -> Result<SharedMemoryConfig> {
+        let raw = self.with_current(driver::ctx_get_shared_mem_config)?;
+        SharedMemoryConfig::from_raw(raw).ok_or_else(|| unexpected("cuCtxGetSharedMemConfig", raw))
+    }
+
+    /// Sets the shared memory bank size (ignored by devices with a fixed bank size).
+    pub fn set_shared_memory_config(self, config: SharedMemoryConfig) -> Result<()> {
+        self.with_current(|| driver::ctx_set_shared_mem_config(config.raw()))
+    }
+
+    /// A resource limit's current value.
+    pub fn limit(self, limit: ResourceLimit) -> Result<usize> {
+        self.with_current(|| driver::ctx_get_limit(limit as i32))
+    }
+
+    /// Sets a resource limit. The driver may round the value (read it back with
+    /// [`ContextGuard::limit`]); a value it cannot honour is an error.
+    pub fn set_limit(self, limit: ResourceLimit, value: usize) -> Result<()> {
+        self.with_current(|| driver::ctx_set_limit(limit as i32, value))
+    }
+
+    /// The range of stream priorities the context allows.
+    pub fn stream_priority_range(self) -> Result<StreamPriorityRange> {
+        let (least, greatest) = self.with_current(driver::ctx_stream_priority_range)?;
+        Ok(StreamPriorityRange { least, greatest })
+    }
+}
+
+fn device_of(raw: CUdevice) -> Result<Device> {
+    for ordinal in 0..Device::count()? {
+        let device = Device::get(ordinal)?;
+        if device.as_raw() == raw {
+            return Ok(device);
+        }
+    }
+    Err(Error::with_detail(
+        "cuCtxGetDevice",
+        ErrorCode::InvalidDevice,
+        format!("no device has handle {raw}"),
+    ))
+}
+
+impl<'ctx> SharedContext<'ctx> {
+    /// Makes the context current on the calling thread, runs `f` with a guard of the same
+    /// brand, and restores what was current before, also when `f` panics.
+    ///
+    /// ```no_run
+    /// use cuda_brand::{with_context, ContextFlags, Device};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let shared = ctx.share();
+    ///     std::thread::scope(|s| {
+    ///         let workers: Vec<_> = (0..4)
+    ///             .map(|_| s.spawn(move || shared.enter(|ctx| ctx.api_version())))
+    ///             .collect();
+    ///         for w in workers {
+    ///             assert!(w.join().unwrap()? > 0);
+    ///         }
+    ///         Ok(())
+    ///     })
+    /// })
+    /// # }
+    /// ```
+    pub fn enter<R, E>(self, f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>) -> Result<R, E>
+    where
+        E: From<Error>,
+    {
+        // SAFETY: the brand keeps `self` inside the `with_context` closure, so the context is
+        // alive; `run_scoped` pops it again on every exit path.
+        unsafe { driver::ctx_push(self.raw.as_ptr()) }?;
+        // SAFETY: as above, the context outlives `'ctx`.
+        let guard = unsafe { ContextGuard::new_unchecked(self.raw) };
+        run_scoped(guard, Teardown::Pop, f)
+    }
+
+    /// The driver's handle.
+    pub fn as_raw(self) -> CUcontext {
+        self.raw.as_ptr()
+    }
+}
+
+/// What to do with a context that the calling thread has on top of its stack once the
+/// closure is done.
+#[derive(Clone, Copy)]
+enum Teardown {
+    /// Synchronize, pop, destroy (a context `with_context` created).
+    Destroy,
+    /// Synchronize, pop, release the primary context of this device.
+    Release(CUdevice),
+    /// Only pop (a context someone else owns).
+    Pop,
+}
+
+/// Calls `f` with `guard`, whose context the calling thread has on top of its stack, then
+/// tears down as `teardown` says on every exit path and resumes a panic of `f` afterwards.
+fn run_scoped<'ctx, R, E>(
+    guard: ContextGuard<'ctx>,
+    teardown: Teardown,
+    f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+) -> Result<R, E>
+where
+    E: From<Error>,
+{
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(guard)));
+    let torn_down = tear_down(guard.as_raw(), teardown);
+    match outcome {
+        Err(payload) => panic::resume_unwind(payload),
+        Ok(Ok(value)) => torn_down.map(|()| value).map_err(E::from),
+        Ok(Err(e)) => Err(e),
+    }
+}
+
+/// Tears a context down; every step runs even if an earlier one failed, and the first
+/// error is returned.
+fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
+    let synced = match teardown {
+        Teardown::Pop => Ok(()),
+        Teardown::Destroy | Teardown::Release(_) => driver::ctx_synchronize(),
+    };
+    // The crate keeps the stack balanced, so `raw` is on top; check rather than pop
+    // someone else's context if unsafe code broke that.
+    let popped = match driver::ctx_get_current() {
+        Ok(current) if current == raw => driver::ctx_pop().map(drop),
+        Ok(_) => Err(Error::with_detail(
+            "cuCtxPopCurrent_v2",
+            ErrorCode::InvalidContext,
+            "the context is not on top of this thread's stack: unsafe code changed the current context and did not restore it",
+        )),
+        Err(e) => Err(e),
+    };
+    let released = match teardown {
+        // SAFETY: every value branded with this context is gone (the brand cannot leave the
+        // closure) and this is the context `with_context` created.
+        Teardown::Destroy => unsafe { driver::ctx_destroy(raw) },
+        // SAFETY: balances the retain in `with_primary_context`; nothing branded remains.
+        Teardown::Release(device) => unsafe { driver::primary_ctx_release(device) },
+        Teardown::Pop => Ok(()),
+    };
+    synced.and(popped).and(released)
+}
+
+/// Creates a context on `device`, runs `f` with its guard, and destroys the context.
+///
+/// The context is current on the calling thread for the whole closure (and whatever was
+/// current before is current again afterwards). At the end, in this order: the context is
+/// synchronized (a sticky error such as an illegal address from a kernel comes back as
+/// `Err`), popped, and destroyed. If `f` panics, the context is torn down and the panic
+/// resumes. An error of the teardown becomes `E::from(error)` when `f` returned `Ok`.
+///
+/// The closure must work for any lifetime `'ctx`, so nothing carrying the brand can leave
+/// it (see the [module documentation](crate::context)).
+///
+/// # Inferring the error type
+///
+/// `E` is whatever the closure's `Err` is, converted from this crate's [`Error`] by `?`.
+/// When the call is the function's result, the function's return type decides it:
+///
+/// ```no_run
+/// use cuda_brand::{with_context, ContextFlags, Device};
+///
+/// fn api_version(device: &Device) -> cuda_brand::Result<u32> {
+///     with_context(device, ContextFlags::default(), |ctx| {
+///         ctx.synchronize()?;
+///         Ok(ctx.api_version()?)
+///     })
+/// }
+///
+/// fn with_anyhow(device: &Device) -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
+///     // any error type with `From<cuda_brand::Error>` works, e.g. `anyhow::Error`
+///     with_context(device, ContextFlags::default(), |ctx| Ok(ctx.api_version()?))
+/// }
+/// ```
+///
+/// Where nothing decides it (the result is itself used with `?`), name it once with
+/// `Ok::<_, cuda_brand::Error>(...)` or through a typed binding:
+///
+/// ```no_run
+/// # use cuda_brand::{with_context, ContextFlags, Device};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = Device::get(0)?;
+/// let version = with_context(&device, ContextFlags::default(), |ctx| {
+///     Ok::<_, cuda_brand::Error>(ctx.api_version()?)
+/// })?;
+/// # Ok(()) }
+/// ```
+pub fn with_context<R, E, F>(device: &Device, flags: ContextFlags, f: F) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    // cuCtxCreate pushes the new context on the calling thread's stack.
+    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
+    let raw = NonNull::new(raw).ok_or_else(|| {
+        Error::with_detail(
+            "cuCtxCreate_v2",
+            ErrorCode::InvalidContext,
+            "the driver returned a null context",
+        )
+    })?;
+    // SAFETY: the context was just created and is destroyed only after `f` returns.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    run_scoped(guard, Teardown::Destroy, f)
+}
+
+/// Like [`with_context`], over the device's primary context: retains it (creating it on
+/// first use, with the flags of [`Device::set_primary_context_flags`]), makes it current
+/// for `f`, then synchronizes, pops and releases it.
+///
+/// The primary context is the one the CUDA runtime API uses, so this is the way to share a
+/// context with libraries built on the runtime. Retaining it while it is already held is
+/// cheap (microseconds, against over 100 ms for a new context).
+pub fn with_primary_context<R, E, F>(device: &Device, f: F) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let raw = driver::primary_ctx_retain(device.as_raw())?;
+    let Some(raw) = NonNull::new(raw) else {
+        return Err(Error::with_detail(
+            "cuDevicePrimaryCtxRetain",
+            ErrorCode::InvalidContext,
+            "the driver returned a null context",
+        )
+        .into());
+    };
+    // SAFETY: just retained; the release comes after the pop below or in `run_scoped`.
+    if let Err(e) = unsafe { driver::ctx_push(raw.as_ptr()) } {
+        // SAFETY: balances the retain above; nothing used the context.
+        let _ = unsafe { driver::primary_ctx_release(device.as_raw()) };
+        return Err(e.into());
+    }
+    // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    run_scoped(guard, Teardown::Release(device.as_raw()), f)
+}
+
+/// Brands a context created elsewhere (by the runtime API, another library, raw driver
+/// calls) for the length of `f`: pushes it, runs `f` with a guard, and pops it. The context
+/// is neither synchronized nor destroyed.
+///
+/// # Safety
+///
+/// `raw` must be a live context that nothing destroys, resets or pops while `f` runs, so
+/// that it outlives every value branded inside `f`.
+pub unsafe fn with_raw_context<R, E, F>(raw: CUcontext, f: F) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let Some(raw) = NonNull::new(raw) else {
+        return Err(Error::with_detail(
+            "with_raw_context",
+            ErrorCode::InvalidContext,
+            "the context handle is null",
+        )
+        .into());
+    };
+    // SAFETY: the caller promises the context is alive; it is popped after `f`.
+    unsafe { driver::ctx_push(raw.as_ptr()) }?;
+    // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    run_scoped(guard, Teardown::Pop, f)
+}

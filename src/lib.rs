@@ -1,0 +1,64 @@
+//! The CUDA driver API with lifetime-branded contexts: using one context's memory, streams
+//! or kernels in another context, or keeping any of them after their context is gone, is a
+//! compile error.
+//!
+//! Everything starts with [`with_context`] (or [`with_primary_context`]), which hands a
+//! closure a [`ContextGuard<'ctx>`](ContextGuard). The lifetime `'ctx` is the context's
+//! *brand*: a fresh, invariant lifetime that every value made from the guard carries, that
+//! no two contexts share, and that cannot leave the closure. See the [`context`] module for
+//! the soundness argument.
+//!
+//! ```no_run
+//! use cuda_brand::{with_context, ContextFlags, Device};
+//!
+//! fn main() -> cuda_brand::Result<()> {
+//!     let device = Device::get(0)?;
+//!     with_context(&device, ContextFlags::default(), |ctx| {
+//!         println!("{} (API {})", ctx.device()?.name()?, ctx.api_version()?);
+//!         Ok(())
+//!     })
+//! }
+//! ```
+//!
+//! The rules are pinned by compile-fail tests in `ui-tests/fail/`, each with the compiler's
+//! full error committed next to it.
+
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod context;
+mod device;
+mod driver;
+mod error;
+
+pub use context::{
+    CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
+    SharedMemoryConfig, StreamPriorityRange, with_context, with_primary_context, with_raw_context,
+};
+pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
+pub use error::{Error, ErrorCode, Result};
+
+/// The raw driver types (`CUcontext`, `CUstream`, ...), for interoperation through the
+/// `as_raw` methods and [`with_raw_context`].
+pub use cuda_driver_sys as sys;
+
+/// The CUDA version of the installed driver (e.g. 12020 for 12.2), from
+/// `cuDriverGetVersion`. Works without a GPU.
+pub fn driver_version() -> Result<i32> {
+    driver::driver_version()
+}
+
+// Zero cost: the brand adds no bytes, and the thread rules are what the docs say.
+mod facts {
+    use super::*;
+    use static_assertions::{assert_eq_size, assert_impl_all, assert_not_impl_any};
+
+    assert_eq_size!(ContextGuard<'static>, *mut sys::CUctx_st);
+    assert_eq_size!(SharedContext<'static>, *mut sys::CUctx_st);
+    assert_eq_size!(Option<ContextGuard<'static>>, *mut sys::CUctx_st);
+    assert_impl_all!(ContextGuard<'static>: Copy);
+    assert_not_impl_any!(ContextGuard<'static>: Send, Sync);
+    assert_impl_all!(SharedContext<'static>: Copy, Send, Sync);
+    assert_impl_all!(Error: Send, Sync, std::error::Error);
+    assert_impl_all!(Device: Send, Sync, Copy);
+}
