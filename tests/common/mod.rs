@@ -1,0 +1,57 @@
+//! Shared by the GPU tests: find a device or skip.
+#![allow(dead_code)]
+
+use cuda_brand::{Device, ErrorCode};
+
+/// Device 0, or `None` after printing why the test is skipped. With
+/// `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.
+pub fn gpu() -> Option<Device> {
+    match Device::get(0) {
+        Ok(device) => Some(device),
+        Err(e) => {
+            let required = std::env::var("CUDA_BRAND_REQUIRE_GPU").is_ok_and(|v| v == "1");
+            assert!(
+                !required,
+                "CUDA_BRAND_REQUIRE_GPU=1 but no usable device: {e}"
+            );
+            assert!(
+                matches!(
+                    e.code(),
+                    ErrorCode::NoDevice | ErrorCode::InvalidDevice | ErrorCode::StubLibrary
+                ),
+                "unexpected error looking for a GPU: {e}"
+            );
+            eprintln!("skipped: no CUDA device ({e})");
+            None
+        }
+    }
+}
+
+/// Returns from the test (skipping it) when there is no GPU.
+#[macro_export]
+macro_rules! gpu_or_skip {
+    () => {
+        match common::gpu() {
+            Some(device) => device,
+            None => return,
+        }
+    };
+}
+
+/// The calling thread's current context, straight from the driver.
+pub fn current() -> cuda_brand::sys::CUcontext {
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: the out-pointer is a live local.
+    let rc = unsafe { cuda_brand::sys::cuCtxGetCurrent(&mut raw) };
+    assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+    raw
+}
+
+/// Free device memory of the current context's device, straight from the driver.
+pub fn free_memory() -> usize {
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: the out-pointers are live locals; a context is current.
+    let rc = unsafe { cuda_brand::sys::cuMemGetInfo_v2(&mut free, &mut total) };
+    assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+    free
+}

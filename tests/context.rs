@@ -1,0 +1,372 @@
+//! Contexts on a real GPU: creation and teardown, the current-context discipline, panics,
+//! shared contexts on scoped threads, and every getter and setter. Each test skips with a
+//! notice when there is no device, and fails instead with `CUDA_BRAND_REQUIRE_GPU=1`.
+
+mod common;
+
+use std::panic::{self, AssertUnwindSafe};
+
+use cuda_brand::{
+    CacheConfig, ContextFlags, Device, DeviceAttribute, Error, ErrorCode, ResourceLimit,
+    Scheduling, SharedMemoryConfig, with_context, with_primary_context,
+};
+
+#[test]
+fn device_properties_are_plausible() {
+    let device = gpu_or_skip!();
+    let n = Device::count().unwrap();
+    assert!(n >= 1);
+    assert_eq!(Device::all().unwrap().len(), n);
+    assert!(!device.name().unwrap().is_empty());
+    assert!(device.total_memory().unwrap() > 1 << 30);
+    let cc = device.compute_capability().unwrap();
+    assert!(cc.major >= 3, "{cc}");
+    assert_eq!(
+        device
+            .attribute(DeviceAttribute::ComputeCapabilityMajor)
+            .unwrap(),
+        cc.major as i32
+    );
+    assert!(
+        device
+            .attribute(DeviceAttribute::MaxThreadsPerBlock)
+            .unwrap()
+            >= 512
+    );
+    assert!(
+        device
+            .attribute(DeviceAttribute::MultiprocessorCount)
+            .unwrap()
+            >= 1
+    );
+    let uuid = device.uuid().unwrap();
+    assert_ne!(uuid.0, [0; 16]);
+    assert!(
+        uuid.to_string().starts_with("GPU-") && uuid.to_string().len() == 40,
+        "{uuid}"
+    );
+    assert_eq!(device.ordinal(), 0);
+}
+
+#[test]
+fn an_out_of_range_ordinal_is_a_clear_error() {
+    let _ = gpu_or_skip!();
+    let n = Device::count().unwrap();
+    let e = Device::get(n).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidDevice);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "Device::get failed: CUDA_ERROR_INVALID_DEVICE (invalid device ordinal): ordinal {n} is out of range: the driver sees {n} device(s)"
+        )
+    );
+}
+
+#[test]
+fn an_unknown_attribute_is_an_error() {
+    let device = gpu_or_skip!();
+    let e = device
+        .attribute(DeviceAttribute::Other(100_000))
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+    assert_eq!(e.call(), "cuDeviceGetAttribute");
+}
+
+#[test]
+fn with_context_creates_a_current_context_and_destroys_it() {
+    let device = gpu_or_skip!();
+    let before = common::current();
+    let raw = with_context(&device, ContextFlags::default(), |ctx| {
+        assert_eq!(
+            common::current(),
+            ctx.as_raw(),
+            "the new context is current inside"
+        );
+        assert_eq!(ctx.device()?, device);
+        Ok::<_, Error>(ctx.as_raw() as usize)
+    })
+    .unwrap();
+    assert_ne!(raw, 0);
+    assert_eq!(
+        common::current(),
+        before,
+        "what was current before is current again"
+    );
+}
+
+#[test]
+fn a_destroyed_context_gives_its_memory_back() {
+    let device = gpu_or_skip!();
+    with_primary_context(&device, |_| {
+        let free_before = common::free_memory();
+        with_context(&device, ContextFlags::default(), |_| {
+            // a fresh context reserves device memory of its own (hundreds of MiB on an H100)
+            let free_inside = common::free_memory();
+            assert!(
+                free_inside < free_before,
+                "free {free_inside} vs {free_before}"
+            );
+            Ok::<_, Error>(())
+        })?;
+        let free_after = common::free_memory();
+        let slack = 64 << 20;
+        assert!(
+            free_after + slack >= free_before,
+            "{free_after} + 64 MiB < {free_before}: context not destroyed"
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn primary_context_is_released_after_the_closure() {
+    let device = gpu_or_skip!();
+    let version = with_primary_context(&device, |ctx| {
+        assert_eq!(common::current(), ctx.as_raw());
+        assert!(device.primary_context_state()?.1, "retained inside");
+        ctx.api_version()
+    })
+    .unwrap();
+    assert!(version >= 3020, "{version}");
+    // other tests may hold the primary context at the same time; this one holds it no more
+    let nested_same = with_primary_context(&device, |a| {
+        with_primary_context(&device, |b| Ok::<_, Error>(a.as_raw() == b.as_raw()))
+    })
+    .unwrap();
+    assert!(
+        nested_same,
+        "the primary context is one context, retained twice"
+    );
+}
+
+#[test]
+fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works() {
+    let device = gpu_or_skip!();
+    assert!(
+        common::current().is_null(),
+        "a test thread starts with no current context"
+    );
+    with_context(&device, ContextFlags::default(), |outer| {
+        let outer_raw = outer.as_raw();
+        with_context(
+            &device,
+            ContextFlags::new().scheduling(Scheduling::Yield),
+            |inner| {
+                assert_ne!(inner.as_raw(), outer_raw);
+                assert_eq!(common::current(), inner.as_raw());
+                // the outer guard works inside, and leaves the inner context current
+                assert_eq!(outer.flags()?.get_scheduling(), Scheduling::Auto);
+                outer.synchronize()?;
+                assert_eq!(common::current(), inner.as_raw());
+                assert_eq!(inner.flags()?.get_scheduling(), Scheduling::Yield);
+                Ok::<_, Error>(())
+            },
+        )?;
+        assert_eq!(
+            common::current(),
+            outer_raw,
+            "the outer context is current again"
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    assert!(common::current().is_null());
+}
+
+#[test]
+fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
+    let device = gpu_or_skip!();
+    with_primary_context(&device, |outer| {
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            let _ = with_context(
+                &device,
+                ContextFlags::default(),
+                |inner| -> Result<(), Error> {
+                    assert_eq!(common::current(), inner.as_raw());
+                    panic!("boom inside the context");
+                },
+            );
+        }));
+        let payload = caught.expect_err("the panic resumes after teardown");
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"boom inside the context")
+        );
+        assert_eq!(
+            common::current(),
+            outer.as_raw(),
+            "the outer context is current again"
+        );
+        outer.synchronize()
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_closure_error_is_returned_and_the_context_still_torn_down() {
+    let device = gpu_or_skip!();
+    let before = common::current();
+    #[derive(Debug, PartialEq)]
+    enum AppError {
+        Cuda(ErrorCode),
+        Mine(&'static str),
+    }
+    impl From<Error> for AppError {
+        fn from(e: Error) -> Self {
+            AppError::Cuda(e.code())
+        }
+    }
+    let result: Result<(), AppError> = with_context(&device, ContextFlags::default(), |_| {
+        Err(AppError::Mine("mine"))
+    });
+    assert_eq!(result.unwrap_err(), AppError::Mine("mine"));
+    assert_eq!(common::current(), before);
+}
+
+#[test]
+fn a_shared_context_is_entered_from_four_scoped_threads() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        let main_raw = ctx.as_raw() as usize;
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|i| {
+                    s.spawn(move || {
+                        assert!(
+                            common::current().is_null(),
+                            "worker {i} starts with nothing current"
+                        );
+                        let seen = shared.enter(|ctx| {
+                            assert_eq!(common::current() as usize, main_raw);
+                            ctx.synchronize()?;
+                            Ok::<_, Error>((ctx.as_raw() as usize, ctx.stream_priority_range()?))
+                        })?;
+                        assert!(
+                            common::current().is_null(),
+                            "worker {i}: the stack is restored"
+                        );
+                        Ok::<_, Error>(seen)
+                    })
+                })
+                .collect();
+            for w in workers {
+                let (raw, range) = w.join().unwrap()?;
+                assert_eq!(raw, main_raw);
+                assert_eq!(range, ctx.stream_priority_range()?);
+            }
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_panic_inside_enter_restores_the_worker_stack() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+                    let _ = shared.enter(|_| -> Result<(), Error> { panic!("worker panic") });
+                }));
+                assert!(caught.is_err());
+                assert!(common::current().is_null());
+            })
+            .join()
+            .unwrap();
+        });
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn flags_given_at_creation_are_read_back() {
+    let device = gpu_or_skip!();
+    let flags = ContextFlags::new()
+        .scheduling(Scheduling::BlockingSync)
+        .keep_local_memory(true);
+    let got = with_context(&device, flags, |ctx| ctx.flags()).unwrap();
+    assert_eq!(got.get_scheduling(), Scheduling::BlockingSync);
+    assert!(got.keeps_local_memory());
+}
+
+#[test]
+fn every_getter_and_setter_round_trips() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        assert!(ctx.api_version()? >= 3020);
+        assert_eq!(ctx.device()?, device);
+
+        for config in [
+            CacheConfig::PreferShared,
+            CacheConfig::PreferL1,
+            CacheConfig::PreferEqual,
+            CacheConfig::PreferNone,
+        ] {
+            ctx.set_cache_config(config)?;
+            assert_eq!(ctx.cache_config()?, config);
+        }
+
+        // Devices since Maxwell have a fixed bank size: setting is accepted, the reading
+        // stays what the hardware has. Setting what was read must round-trip.
+        let bank = ctx.shared_memory_config()?;
+        assert_ne!(
+            bank,
+            SharedMemoryConfig::DefaultBankSize,
+            "the driver reports the real size"
+        );
+        ctx.set_shared_memory_config(SharedMemoryConfig::EightByteBankSize)?;
+        ctx.set_shared_memory_config(bank)?;
+        assert_eq!(ctx.shared_memory_config()?, bank);
+
+        for (limit, value) in [
+            (ResourceLimit::StackSize, 4096),
+            (ResourceLimit::PrintfFifoSize, 4 << 20),
+            (ResourceLimit::MallocHeapSize, 32 << 20),
+        ] {
+            ctx.set_limit(limit, value)?;
+            assert_eq!(ctx.limit(limit)?, value, "{limit:?}");
+        }
+
+        let range = ctx.stream_priority_range()?;
+        assert!(range.greatest <= range.least, "{range:?}");
+        assert!(range.contains(0));
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn an_impossible_limit_is_an_error() {
+    let device = gpu_or_skip!();
+    let e = with_context(&device, ContextFlags::default(), |ctx| {
+        ctx.set_limit(ResourceLimit::StackSize, usize::MAX)
+    })
+    .unwrap_err();
+    assert_eq!(e.call(), "cuCtxSetLimit");
+}
+
+#[test]
+fn a_raw_context_is_branded_and_not_destroyed() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |owner| {
+        let raw = owner.as_raw();
+        with_primary_context(&device, |_| {
+            // SAFETY: `owner`'s context lives until the outer closure ends.
+            let seen = unsafe {
+                cuda_brand::with_raw_context(raw, |borrowed| Ok::<_, Error>(borrowed.as_raw()))
+            }?;
+            assert_eq!(seen, raw);
+            Ok::<_, Error>(())
+        })?;
+        // still alive: it answers
+        owner.synchronize()?;
+        assert!(owner.api_version()? > 0);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
