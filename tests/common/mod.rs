@@ -55,3 +55,14 @@ pub fn free_memory() -> usize {
     assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
     free
 }
+
+/// True (after printing a notice) when the test runs under compute-sanitizer: tests that
+/// provoke a driver error on purpose skip there, because memcheck counts every failed API
+/// call as an error. They run, and assert the error, in the plain GPU run.
+pub fn under_sanitizer_skip(what: &str) -> bool {
+    let under = std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some();
+    if under {
+        eprintln!("skipped under compute-sanitizer: {what} provokes a driver error on purpose");
+    }
+    under
+}
