@@ -14,10 +14,10 @@
 
 #![allow(non_snake_case)]
 
-use std::ffi::{c_char, c_int, c_uint};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
-pub(crate) use cuda_driver_sys::{CUcontext, CUdevice, CUuuid};
+pub(crate) use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream, CUuuid};
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -54,6 +54,58 @@ unsafe extern "C" {
     fn cuCtxGetLimit(value: *mut usize, limit: c_int) -> u32;
     fn cuCtxSetLimit(limit: c_int, value: usize) -> u32;
     fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) -> u32;
+
+    fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytes: usize) -> u32;
+    fn cuMemFree_v2(dptr: CUdeviceptr) -> u32;
+    fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint) -> u32;
+    fn cuMemFreeHost(p: *mut c_void) -> u32;
+    fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> u32;
+    fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> u32;
+    fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> u32;
+    fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize) -> u32;
+    fn cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize) -> u32;
+    fn cuMemsetD32_v2(dst: CUdeviceptr, value: u32, n: usize) -> u32;
+    fn cuMemcpyHtoDAsync_v2(
+        dst: CUdeviceptr,
+        src: *const c_void,
+        bytes: usize,
+        stream: CUstream,
+    ) -> u32;
+    fn cuMemcpyDtoHAsync_v2(
+        dst: *mut c_void,
+        src: CUdeviceptr,
+        bytes: usize,
+        stream: CUstream,
+    ) -> u32;
+    fn cuMemcpyDtoDAsync_v2(
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        bytes: usize,
+        stream: CUstream,
+    ) -> u32;
+    fn cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, stream: CUstream) -> u32;
+    fn cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, stream: CUstream) -> u32;
+    fn cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream) -> u32;
+    // CUDA 11.2+, absent from the bindings' CUDA 10 headers.
+    fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, stream: CUstream) -> u32;
+    fn cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream) -> u32;
+    fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr) -> u32;
+
+    fn cuStreamCreateWithPriority(stream: *mut CUstream, flags: c_uint, priority: c_int) -> u32;
+    fn cuStreamDestroy_v2(stream: CUstream) -> u32;
+    fn cuStreamSynchronize(stream: CUstream) -> u32;
+    fn cuStreamQuery(stream: CUstream) -> u32;
+    fn cuStreamWaitEvent(stream: CUstream, event: CUevent, flags: c_uint) -> u32;
+    fn cuStreamGetPriority(stream: CUstream, priority: *mut c_int) -> u32;
+    fn cuStreamGetFlags(stream: CUstream, flags: *mut c_uint) -> u32;
+    fn cuStreamGetCtx(stream: CUstream, ctx: *mut CUcontext) -> u32;
+
+    fn cuEventCreate(event: *mut CUevent, flags: c_uint) -> u32;
+    fn cuEventDestroy_v2(event: CUevent) -> u32;
+    fn cuEventRecord(event: CUevent, stream: CUstream) -> u32;
+    fn cuEventSynchronize(event: CUevent) -> u32;
+    fn cuEventQuery(event: CUevent) -> u32;
+    fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) -> u32;
 }
 
 /// Turns a raw `CUresult` into a `Result`, naming the call on failure.
@@ -294,4 +346,311 @@ pub(crate) fn ctx_stream_priority_range() -> Result<(i32, i32)> {
     // SAFETY: the out-pointers are live locals.
     unsafe { cu!(cuCtxGetStreamPriorityRange(&mut least, &mut greatest)) }?;
     Ok((least, greatest))
+}
+
+/// `CUDA_ERROR_NOT_READY`: what `cuStreamQuery` and `cuEventQuery` return for "busy".
+const NOT_READY: u32 = 600;
+
+/// Outcome of a query: `Ok(true)` done, `Ok(false)` still busy.
+#[inline]
+fn ready(call: &'static str, raw: u32) -> Result<bool> {
+    if raw == NOT_READY {
+        Ok(false)
+    } else {
+        check(call, raw).map(|()| true)
+    }
+}
+
+// Memory. Functions taking a device pointer or host pointer are `unsafe`: the caller
+// guarantees the range is valid for the access, and stays valid until the (possibly
+// asynchronous) operation is done.
+
+/// Allocates in the current context.
+pub(crate) fn mem_alloc(bytes: usize) -> Result<CUdeviceptr> {
+    let mut p = 0;
+    // SAFETY: the out-pointer is a live local.
+    unsafe { cu!(cuMemAlloc_v2(&mut p, bytes)) }?;
+    Ok(p)
+}
+
+/// # Safety
+/// `p` came from [`mem_alloc`] and is not used afterwards.
+pub(crate) unsafe fn mem_free(p: CUdeviceptr) -> Result<()> {
+    // SAFETY: the caller gives up `p`.
+    unsafe { cu!(cuMemFree_v2(p)) }
+}
+
+/// Allocates page-locked host memory in the current context.
+pub(crate) fn mem_host_alloc(bytes: usize, flags: u32) -> Result<*mut c_void> {
+    let mut p = std::ptr::null_mut();
+    // SAFETY: the out-pointer is a live local.
+    unsafe { cu!(cuMemHostAlloc(&mut p, bytes, flags)) }?;
+    Ok(p)
+}
+
+/// # Safety
+/// `p` came from [`mem_host_alloc`] and is not used afterwards.
+pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
+    // SAFETY: the caller gives up `p`.
+    unsafe { cu!(cuMemFreeHost(p)) }
+}
+
+/// # Safety
+/// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
+pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> Result<()> {
+    // SAFETY: the caller guarantees both ranges.
+    unsafe { cu!(cuMemcpyHtoD_v2(dst, src, bytes)) }
+}
+
+/// # Safety
+/// `dst` is valid for `bytes` of host writes, `src` for `bytes` of device reads.
+pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> Result<()> {
+    // SAFETY: the caller guarantees both ranges.
+    unsafe { cu!(cuMemcpyDtoH_v2(dst, src, bytes)) }
+}
+
+/// # Safety
+/// Both device ranges are valid for `bytes`.
+pub(crate) unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
+    // SAFETY: the caller guarantees both ranges.
+    unsafe { cu!(cuMemcpyDtoD_v2(dst, src, bytes)) }
+}
+
+/// A memset pattern of 1, 2 or 4 bytes (`pub` only so the sealed `Memset` trait can name it;
+/// the module is private).
+#[derive(Clone, Copy)]
+pub enum Pattern {
+    D8(u8),
+    D16(u16),
+    D32(u32),
+}
+
+/// # Safety
+/// `dst` is valid for `n` elements of the pattern's width.
+pub(crate) unsafe fn memset(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Result<()> {
+    // SAFETY: the caller guarantees the range.
+    unsafe {
+        match pattern {
+            Pattern::D8(v) => cu!(cuMemsetD8_v2(dst, v, n)),
+            Pattern::D16(v) => cu!(cuMemsetD16_v2(dst, v, n)),
+            Pattern::D32(v) => cu!(cuMemsetD32_v2(dst, v, n)),
+        }
+    }
+}
+
+/// # Safety
+/// As [`memset`], and `stream` is live; the range stays valid until the stream has run it.
+pub(crate) unsafe fn memset_async(
+    dst: CUdeviceptr,
+    pattern: Pattern,
+    n: usize,
+    stream: CUstream,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the range, the stream and the lifetime.
+    unsafe {
+        match pattern {
+            Pattern::D8(v) => cu!(cuMemsetD8Async(dst, v, n, stream)),
+            Pattern::D16(v) => cu!(cuMemsetD16Async(dst, v, n, stream)),
+            Pattern::D32(v) => cu!(cuMemsetD32Async(dst, v, n, stream)),
+        }
+    }
+}
+
+/// # Safety
+/// As [`memcpy_htod`], `stream` is live, and both ranges stay valid (and the host range
+/// unmodified) until the stream has run the copy.
+#[inline]
+pub(crate) unsafe fn memcpy_htod_async(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the ranges, the stream and the lifetime.
+    unsafe { cu!(cuMemcpyHtoDAsync_v2(dst, src, bytes, stream)) }
+}
+
+/// # Safety
+/// As [`memcpy_dtoh`], `stream` is live, and both ranges stay valid (and the host range
+/// otherwise untouched) until the stream has run the copy.
+#[inline]
+pub(crate) unsafe fn memcpy_dtoh_async(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the ranges, the stream and the lifetime.
+    unsafe { cu!(cuMemcpyDtoHAsync_v2(dst, src, bytes, stream)) }
+}
+
+/// # Safety
+/// Both device ranges are valid for `bytes` until the stream has run the copy.
+#[inline]
+pub(crate) unsafe fn memcpy_dtod_async(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the ranges, the stream and the lifetime.
+    unsafe { cu!(cuMemcpyDtoDAsync_v2(dst, src, bytes, stream)) }
+}
+
+/// Stream-ordered allocation; `Ok(None)` where the device has no memory pools.
+///
+/// # Safety
+/// `stream` is live.
+#[inline]
+pub(crate) unsafe fn mem_alloc_async(
+    bytes: usize,
+    stream: CUstream,
+) -> Result<Option<CUdeviceptr>> {
+    let mut p = 0;
+    // SAFETY: the out-pointer is a live local; the caller guarantees the stream.
+    match unsafe { cuMemAllocAsync(&mut p, bytes, stream) } {
+        0 => Ok(Some(p)),
+        801 => Ok(None), // CUDA_ERROR_NOT_SUPPORTED: no memory pools on this device
+        raw => Err(failure("cuMemAllocAsync", raw)),
+    }
+}
+
+/// # Safety
+/// `p` came from [`mem_alloc_async`]; `stream` is live; nothing queued after the free on
+/// any stream uses `p`.
+#[inline]
+pub(crate) unsafe fn mem_free_async(p: CUdeviceptr, stream: CUstream) -> Result<()> {
+    // SAFETY: the caller guarantees all of the above.
+    unsafe { cu!(cuMemFreeAsync(p, stream)) }
+}
+
+/// The context that owns the memory at `p` (`CU_POINTER_ATTRIBUTE_CONTEXT`).
+///
+/// # Safety
+/// `p` is an address the driver allocated.
+pub(crate) unsafe fn pointer_context(p: CUdeviceptr) -> Result<CUcontext> {
+    let mut c: CUcontext = std::ptr::null_mut();
+    const CU_POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
+    // SAFETY: the out-pointer is a live local of the attribute's type.
+    unsafe {
+        cu!(cuPointerGetAttribute(
+            (&mut c as *mut CUcontext).cast(),
+            CU_POINTER_ATTRIBUTE_CONTEXT,
+            p
+        ))
+    }?;
+    Ok(c)
+}
+
+// Streams and events. Handles passed in are live: the callers hold their brand.
+
+/// Creates a stream in the current context.
+pub(crate) fn stream_create(flags: u32, priority: i32) -> Result<CUstream> {
+    let mut s = std::ptr::null_mut();
+    // SAFETY: the out-pointer is a live local.
+    unsafe { cu!(cuStreamCreateWithPriority(&mut s, flags, priority)) }?;
+    Ok(s)
+}
+
+/// # Safety
+/// `s` is a stream this crate created and nothing uses it afterwards.
+pub(crate) unsafe fn stream_destroy(s: CUstream) -> Result<()> {
+    // SAFETY: the caller gives up `s`.
+    unsafe { cu!(cuStreamDestroy_v2(s)) }
+}
+
+/// # Safety
+/// `s` is live.
+#[inline]
+pub(crate) unsafe fn stream_synchronize(s: CUstream) -> Result<()> {
+    // SAFETY: the caller guarantees the stream.
+    unsafe { cu!(cuStreamSynchronize(s)) }
+}
+
+/// # Safety
+/// `s` is live.
+pub(crate) unsafe fn stream_query(s: CUstream) -> Result<bool> {
+    // SAFETY: the caller guarantees the stream.
+    ready("cuStreamQuery", unsafe { cuStreamQuery(s) })
+}
+
+/// # Safety
+/// `s` and `e` are live.
+pub(crate) unsafe fn stream_wait_event(s: CUstream, e: CUevent) -> Result<()> {
+    // SAFETY: the caller guarantees both handles.
+    unsafe { cu!(cuStreamWaitEvent(s, e, 0)) }
+}
+
+/// # Safety
+/// `s` is live.
+pub(crate) unsafe fn stream_priority(s: CUstream) -> Result<i32> {
+    let mut p = 0;
+    // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
+    unsafe { cu!(cuStreamGetPriority(s, &mut p)) }?;
+    Ok(p)
+}
+
+/// # Safety
+/// `s` is live.
+pub(crate) unsafe fn stream_flags(s: CUstream) -> Result<u32> {
+    let mut f = 0;
+    // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
+    unsafe { cu!(cuStreamGetFlags(s, &mut f)) }?;
+    Ok(f)
+}
+
+/// Creates an event in the current context.
+pub(crate) fn event_create(flags: u32) -> Result<CUevent> {
+    let mut e = std::ptr::null_mut();
+    // SAFETY: the out-pointer is a live local.
+    unsafe { cu!(cuEventCreate(&mut e, flags)) }?;
+    Ok(e)
+}
+
+/// # Safety
+/// `e` is an event this crate created and nothing uses it afterwards.
+pub(crate) unsafe fn event_destroy(e: CUevent) -> Result<()> {
+    // SAFETY: the caller gives up `e`.
+    unsafe { cu!(cuEventDestroy_v2(e)) }
+}
+
+/// # Safety
+/// `e` and `s` are live and of the same context.
+#[inline]
+pub(crate) unsafe fn event_record(e: CUevent, s: CUstream) -> Result<()> {
+    // SAFETY: the caller guarantees both handles.
+    unsafe { cu!(cuEventRecord(e, s)) }
+}
+
+/// # Safety
+/// `e` is live.
+pub(crate) unsafe fn event_synchronize(e: CUevent) -> Result<()> {
+    // SAFETY: the caller guarantees the event.
+    unsafe { cu!(cuEventSynchronize(e)) }
+}
+
+/// # Safety
+/// `e` is live.
+pub(crate) unsafe fn event_query(e: CUevent) -> Result<bool> {
+    // SAFETY: the caller guarantees the event.
+    ready("cuEventQuery", unsafe { cuEventQuery(e) })
+}
+
+/// # Safety
+/// `start` and `end` are live.
+#[inline]
+pub(crate) unsafe fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
+    let mut ms = 0.0;
+    // SAFETY: the caller guarantees both events; the out-pointer is a live local.
+    unsafe { cu!(cuEventElapsedTime(&mut ms, start, end)) }?;
+    Ok(ms)
+}
+
+/// # Safety
+/// `s` is live.
+pub(crate) unsafe fn stream_get_ctx(s: CUstream) -> Result<CUcontext> {
+    let mut c = std::ptr::null_mut();
+    // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
+    unsafe { cu!(cuStreamGetCtx(s, &mut c)) }?;
+    Ok(c)
 }

@@ -30,6 +30,9 @@ pub mod context;
 mod device;
 mod driver;
 mod error;
+mod event;
+pub mod memory;
+pub mod stream;
 
 pub use context::{
     CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
@@ -37,6 +40,9 @@ pub use context::{
 };
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
+pub use event::{Event, EventFlags};
+pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
+pub use stream::{DeviceMut, DeviceRef, Stream, StreamFlags, StreamScope};
 
 /// The raw driver types (`CUcontext`, `CUstream`, ...), for interoperation through the
 /// `as_raw` methods and [`with_raw_context`].
@@ -61,4 +67,20 @@ mod facts {
     assert_impl_all!(SharedContext<'static>: Copy, Send, Sync);
     assert_impl_all!(Error: Send, Sync, std::error::Error);
     assert_impl_all!(Device: Send, Sync, Copy);
+
+    assert_eq_size!(Stream<'static>, *mut sys::CUstream_st);
+    assert_eq_size!(Option<Stream<'static>>, *mut sys::CUstream_st);
+    assert_eq_size!(Event<'static>, *mut sys::CUevent_st);
+    assert_eq_size!(DeviceBuffer<'static, f32>, (sys::CUdeviceptr, usize));
+    assert_eq_size!(&DeviceSlice<'static, f32>, (sys::CUdeviceptr, usize));
+    assert_eq_size!(DeviceRef<'static, 'static, f32>, (sys::CUdeviceptr, usize));
+    assert_eq_size!(DeviceMut<'static, 'static, f32>, (sys::CUdeviceptr, usize));
+    assert_impl_all!(Stream<'static>: Send, Sync);
+    assert_impl_all!(Event<'static>: Send, Sync);
+    assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);
+    assert_impl_all!(PinnedBuffer<'static, f32>: Send, Sync);
+    // scopes and their handles stay on the thread that opened the scope
+    assert_not_impl_any!(StreamScope<'static, 'static, 'static>: Sync);
+    assert_not_impl_any!(DeviceMut<'static, 'static, f32>: Send, Sync);
+    assert_not_impl_any!(DeviceRef<'static, 'static, f32>: Send, Sync);
 }

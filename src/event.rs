@@ -1,0 +1,119 @@
+//! Events ([`Event`]): markers recorded on a stream, to wait for, order streams, or time.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUevent_st;
+
+use crate::context::{Brand, ContextGuard};
+use crate::driver::{self, CUevent};
+use crate::error::Result;
+use crate::stream::Stream;
+
+/// Flags for a new event (`CU_EVENT_*`).
+///
+/// ```
+/// use cuda_brand::EventFlags;
+/// assert_eq!(EventFlags::new().bits(), 0);
+/// assert_eq!(EventFlags::new().disable_timing(true).blocking_sync(true).bits(), 0x2 | 0x1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EventFlags(u32);
+
+impl EventFlags {
+    /// Timing enabled, spin-waiting on synchronize.
+    pub const fn new() -> Self {
+        EventFlags(0)
+    }
+
+    /// Make [`Event::synchronize`] block the thread instead of spinning (`CU_EVENT_BLOCKING_SYNC`).
+    pub const fn blocking_sync(self, on: bool) -> Self {
+        EventFlags(if on { self.0 | 1 } else { self.0 & !1 })
+    }
+
+    /// Record no timestamps (`CU_EVENT_DISABLE_TIMING`): cheaper, but
+    /// [`Event::elapsed_ms`] is an error for such an event.
+    pub const fn disable_timing(self, on: bool) -> Self {
+        EventFlags(if on { self.0 | 2 } else { self.0 & !2 })
+    }
+
+    /// The driver's bit pattern.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// An event of the context branded `'ctx`. One pointer wide, `Send` and `Sync`, destroyed
+/// when dropped. It can only be recorded on, and waited for by, streams of its own context.
+pub struct Event<'ctx> {
+    raw: NonNull<CUevent_st>,
+    _brand: Brand<'ctx>,
+}
+
+// SAFETY: event handles may be used from any thread; the driver's event calls are
+// thread-safe and need no current context.
+unsafe impl Send for Event<'_> {}
+// SAFETY: every method takes `&self` and is a thread-safe driver call.
+unsafe impl Sync for Event<'_> {}
+
+impl<'ctx> Event<'ctx> {
+    /// Creates an event in `ctx`.
+    pub fn new(ctx: ContextGuard<'ctx>, flags: EventFlags) -> Result<Self> {
+        let raw = ctx.with_current(|| driver::event_create(flags.bits()))?;
+        let raw = NonNull::new(raw).expect("cuEventCreate returned success and a null event");
+        Ok(Event {
+            raw,
+            _brand: PhantomData,
+        })
+    }
+
+    /// The driver's handle.
+    #[inline]
+    pub fn as_raw(&self) -> CUevent {
+        self.raw.as_ptr()
+    }
+
+    /// Records the event on `stream` (`cuEventRecord`): it completes when the work queued
+    /// before it has.
+    #[inline]
+    pub fn record(&self, stream: &Stream<'ctx>) -> Result<()> {
+        // SAFETY: both handles are alive and branded with the same context.
+        unsafe { driver::event_record(self.as_raw(), stream.as_raw()) }
+    }
+
+    /// Waits until the event has completed (`cuEventSynchronize`).
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: the event is alive.
+        unsafe { driver::event_synchronize(self.as_raw()) }
+    }
+
+    /// Whether the event has completed (`cuEventQuery`); an event never recorded has.
+    pub fn is_complete(&self) -> Result<bool> {
+        // SAFETY: the event is alive.
+        unsafe { driver::event_query(self.as_raw()) }
+    }
+
+    /// Milliseconds between two completed events of this context (`cuEventElapsedTime`),
+    /// with a resolution of about half a microsecond. An error if either was created with
+    /// timing disabled, or has not been recorded or completed.
+    #[inline]
+    pub fn elapsed_ms(start: &Event<'ctx>, end: &Event<'ctx>) -> Result<f32> {
+        // SAFETY: both events are alive.
+        unsafe { driver::event_elapsed_ms(start.as_raw(), end.as_raw()) }
+    }
+}
+
+impl Drop for Event<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the event is ours and unused from now on. An error cannot be reported from
+        // `drop`; the context's destruction reclaims the event.
+        let _ = unsafe { driver::event_destroy(self.as_raw()) };
+    }
+}
+
+impl fmt::Debug for Event<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Event").field(&self.raw).finish()
+    }
+}

@@ -1,0 +1,669 @@
+//! Device memory ([`DeviceBuffer`], [`DeviceSlice`]), page-locked host memory
+//! ([`PinnedBuffer`]) and the [`DeviceCopy`] rule for what may live there.
+//!
+//! `DeviceBuffer<'ctx, T>` owns an allocation of the context branded `'ctx`;
+//! `DeviceSlice<'ctx, T>` is a borrowed view of one, exactly as `Vec<T>` and `[T]`:
+//! `&buf[2..10]`, `split_at_mut`, `chunks`, and the borrow checker's usual rules about
+//! `&` and `&mut` apply to device memory too.
+//!
+//! The synchronous operations here (copies, fills) are complete when they return. The
+//! asynchronous ones live on a stream's scope ([`Stream::scope`](crate::Stream::scope)),
+//! which borrows every buffer it touches until it has synchronized, so no buffer can be
+//! freed or touched by the host while queued work still uses it.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{self, size_of};
+use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
+use std::ptr::NonNull;
+
+use crate::context::{Brand, ContextGuard};
+use crate::driver::{self, CUcontext, CUdeviceptr, Pattern};
+use crate::error::{ErrorCode, Result};
+
+/// Types that may be copied to and from the GPU as plain bytes.
+///
+/// # Safety
+///
+/// Every bit pattern of the type's size must be a valid value (the GPU may write any
+/// bytes), and the type must own nothing (no references, pointers the host would follow,
+/// heap memory or `Drop`). That is why `bool`, `char`, references and `NonZero*` are not
+/// `DeviceCopy`.
+///
+/// For your own types: `#[repr(C)]` (so a kernel sees the same layout as CUDA C's
+/// `struct`), every field `DeviceCopy`, then `unsafe impl DeviceCopy for MyType {}`.
+/// Tuples and arrays of `DeviceCopy` types are `DeviceCopy`, but a tuple's field order in
+/// memory is Rust's choice: use them for data a kernel treats as bytes, or a `#[repr(C)]`
+/// struct when a kernel reads fields.
+pub unsafe trait DeviceCopy: Copy + 'static {}
+
+macro_rules! device_copy {
+    ($($t:ty),*) => { $(
+        // SAFETY: a primitive number: every bit pattern is a value, it owns nothing.
+        unsafe impl DeviceCopy for $t {}
+    )* };
+}
+device_copy!(
+    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64
+);
+
+// SAFETY: an array of plain-data elements is plain data.
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+
+macro_rules! device_copy_tuple {
+    ($($name:ident),+) => {
+        // SAFETY: a tuple of plain-data fields is plain data (padding bytes are never read
+        // as values).
+        unsafe impl<$($name: DeviceCopy),+> DeviceCopy for ($($name,)+) {}
+    };
+}
+device_copy_tuple!(A);
+device_copy_tuple!(A, B);
+device_copy_tuple!(A, B, C);
+device_copy_tuple!(A, B, C, D);
+device_copy_tuple!(A, B, C, D, E);
+device_copy_tuple!(A, B, C, D, E, F);
+
+/// Element types that the driver can fill with a repeated value (`cuMemsetD8/16/32`):
+/// the 8-, 16- and 32-bit numbers.
+pub trait Memset: DeviceCopy + sealed::Sealed {}
+
+pub(crate) mod sealed {
+    /// The driver's fill pattern of a `Memset` type; private, so no other type can be one.
+    pub trait Sealed {
+        fn pattern(self) -> crate::driver::Pattern;
+    }
+}
+
+macro_rules! memset_impl {
+    ($($t:ty => $variant:ident as $bits:ty),*) => { $(
+        impl sealed::Sealed for $t {
+            #[inline]
+            fn pattern(self) -> Pattern {
+                Pattern::$variant(<$bits>::from_ne_bytes(self.to_ne_bytes()))
+            }
+        }
+        impl Memset for $t {}
+    )* };
+}
+memset_impl!(u8 => D8 as u8, i8 => D8 as u8, u16 => D16 as u16, i16 => D16 as u16, u32 => D32 as u32, i32 => D32 as u32, f32 => D32 as u32);
+
+/// A zero-sized, align-1 element, so that a `&DeviceSlice` is a fat pointer (device address,
+/// element count) that claims no host-dereferenceable bytes.
+#[repr(transparent)]
+struct Slot(());
+
+/// A borrowed view of device memory of the context branded `'ctx`: the `[T]` of
+/// [`DeviceBuffer`].
+///
+/// Always behind a reference: `&DeviceSlice` reads, `&mut DeviceSlice` writes, and they
+/// follow the borrow rules of `&[T]` and `&mut [T]`. The reference's address is the device
+/// address (it is never dereferenced on the host; the view occupies zero host bytes), and
+/// its length is the element count.
+///
+/// ```no_run
+/// use cuda_brand::{with_context, ContextFlags, Device, DeviceBuffer};
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let mut buf = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3, 4, 5, 6])?;
+///     let (left, right) = buf.split_at_mut(3);
+///     left.copy_from_device(right)?;
+///     buf[4..].fill(9)?;
+///     assert_eq!(buf.to_vec()?, [4, 5, 6, 4, 9, 9]);
+///     Ok(())
+/// })
+/// # }
+/// ```
+#[repr(C)]
+pub struct DeviceSlice<'ctx, T> {
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<T>,
+    slots: [Slot],
+}
+
+impl<'ctx, T> DeviceSlice<'ctx, T> {
+    /// # Safety
+    /// `[ptr, ptr + len * size_of::<T>())` is device memory of the context `'ctx` that
+    /// stays allocated for `'a` and is not accessed through other views during `'a`
+    /// (other than as `&` for `&`). For `len == 0`, `ptr` may be any non-zero address.
+    #[inline]
+    pub(crate) unsafe fn from_raw_parts<'a>(ptr: CUdeviceptr, len: usize) -> &'a Self {
+        let fat = std::ptr::slice_from_raw_parts(ptr as usize as *const Slot, len) as *const Self;
+        // SAFETY: `Self` has size zero and alignment one, so any non-null address is a
+        // valid reference to it; the caller guarantees the device memory behind it.
+        unsafe { &*fat }
+    }
+
+    /// # Safety
+    /// As [`DeviceSlice::from_raw_parts`], and no other view exists during `'a`.
+    #[inline]
+    pub(crate) unsafe fn from_raw_parts_mut<'a>(ptr: CUdeviceptr, len: usize) -> &'a mut Self {
+        let fat = std::ptr::slice_from_raw_parts_mut(ptr as usize as *mut Slot, len) as *mut Self;
+        // SAFETY: as above.
+        unsafe { &mut *fat }
+    }
+
+    /// The number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the view has no elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The size in bytes.
+    #[inline]
+    pub fn size_in_bytes(&self) -> usize {
+        self.len() * size_of::<T>()
+    }
+
+    /// The device address of the first element (`CUdeviceptr`). For an empty view this is
+    /// an address nothing is allocated at.
+    #[inline]
+    pub fn as_device_ptr(&self) -> CUdeviceptr {
+        self.slots.as_ptr() as usize as CUdeviceptr
+    }
+
+    #[inline]
+    fn at(&self, index: usize) -> CUdeviceptr {
+        self.as_device_ptr() + (index * size_of::<T>()) as CUdeviceptr
+    }
+
+    /// A sub-view, or `None` if the range is out of bounds.
+    pub fn get(&self, range: impl RangeBounds<usize>) -> Option<&Self> {
+        let (start, end) = bounds(&range, self.len())?;
+        // SAFETY: in bounds of `self`, borrowed from `self`.
+        Some(unsafe { Self::from_raw_parts(self.at(start), end - start) })
+    }
+
+    /// A mutable sub-view, or `None` if the range is out of bounds.
+    pub fn get_mut(&mut self, range: impl RangeBounds<usize>) -> Option<&mut Self> {
+        let (start, end) = bounds(&range, self.len())?;
+        // SAFETY: in bounds of `self`, exclusively borrowed from `self`.
+        Some(unsafe { Self::from_raw_parts_mut(self.at(start), end - start) })
+    }
+
+    /// Two views, `[0, mid)` and `[mid, len)`.
+    ///
+    /// # Panics
+    /// If `mid > len`.
+    pub fn split_at(&self, mid: usize) -> (&Self, &Self) {
+        assert!(
+            mid <= self.len(),
+            "DeviceSlice::split_at: mid {mid} > len {}",
+            self.len()
+        );
+        (&self[..mid], &self[mid..])
+    }
+
+    /// Two disjoint mutable views, `[0, mid)` and `[mid, len)`.
+    ///
+    /// # Panics
+    /// If `mid > len`.
+    pub fn split_at_mut(&mut self, mid: usize) -> (&mut Self, &mut Self) {
+        let len = self.len();
+        assert!(
+            mid <= len,
+            "DeviceSlice::split_at_mut: mid {mid} > len {len}"
+        );
+        // SAFETY: the two ranges are disjoint and within `self`, which is borrowed
+        // exclusively for as long as both views live.
+        unsafe {
+            (
+                Self::from_raw_parts_mut(self.at(0), mid),
+                Self::from_raw_parts_mut(self.at(mid), len - mid),
+            )
+        }
+    }
+
+    /// Views of `size` elements each (the last may be shorter).
+    ///
+    /// # Panics
+    /// If `size` is 0.
+    pub fn chunks(&self, size: usize) -> impl ExactSizeIterator<Item = &Self> {
+        assert!(
+            size != 0,
+            "DeviceSlice::chunks: chunk size must be non-zero"
+        );
+        let len = self.len();
+        (0..len.div_ceil(size)).map(move |i| &self[i * size..((i + 1) * size).min(len)])
+    }
+
+    /// Disjoint mutable views of `size` elements each (the last may be shorter).
+    ///
+    /// # Panics
+    /// If `size` is 0.
+    pub fn chunks_mut(&mut self, size: usize) -> impl ExactSizeIterator<Item = &mut Self> {
+        assert!(
+            size != 0,
+            "DeviceSlice::chunks_mut: chunk size must be non-zero"
+        );
+        let (base, len) = (self.at(0), self.len());
+        (0..len.div_ceil(size)).map(move |i| {
+            let start = i * size;
+            let n = size.min(len - start);
+            // SAFETY: the chunks are disjoint and within `self`, which the iterator borrows
+            // exclusively for as long as any chunk lives.
+            unsafe { Self::from_raw_parts_mut(base + (start * size_of::<T>()) as CUdeviceptr, n) }
+        })
+    }
+}
+
+impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
+    /// Copies `src` from the host into this view (`cuMemcpyHtoD`); done when it returns.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        check_lengths("copy_from_host", self.len(), src.len());
+        if self.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: both ranges have `size_in_bytes` bytes; `self` is exclusively borrowed
+        // device memory of a live context and `src` a live host slice.
+        in_pointer_context(self.as_device_ptr(), || unsafe {
+            driver::memcpy_htod(
+                self.as_device_ptr(),
+                src.as_ptr().cast(),
+                self.size_in_bytes(),
+            )
+        })
+    }
+
+    /// Copies this view into `dst` on the host (`cuMemcpyDtoH`); done when it returns.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        check_lengths("copy_to_host", dst.len(), self.len());
+        if self.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: both ranges have `size_in_bytes` bytes; `dst` is exclusively borrowed, and
+        // any bytes are a valid `T` (`DeviceCopy`).
+        in_pointer_context(self.as_device_ptr(), || unsafe {
+            driver::memcpy_dtoh(
+                dst.as_mut_ptr().cast(),
+                self.as_device_ptr(),
+                self.size_in_bytes(),
+            )
+        })
+    }
+
+    /// Copies another view of the same context into this one (`cuMemcpyDtoD`).
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
+        check_lengths("copy_from_device", self.len(), src.len());
+        if self.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: both device ranges have `size_in_bytes` bytes and cannot overlap (one is
+        // borrowed exclusively).
+        in_pointer_context(self.as_device_ptr(), || unsafe {
+            driver::memcpy_dtod(
+                self.as_device_ptr(),
+                src.as_device_ptr(),
+                self.size_in_bytes(),
+            )
+        })
+    }
+
+    /// The contents, copied into a new `Vec`.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut v = Vec::with_capacity(self.len());
+        let dst = v.spare_capacity_mut();
+        if !self.is_empty() {
+            // SAFETY: `dst` has room for `len` elements; any bytes are a valid `T`.
+            in_pointer_context(self.as_device_ptr(), || unsafe {
+                driver::memcpy_dtoh(
+                    dst.as_mut_ptr().cast(),
+                    self.as_device_ptr(),
+                    self.size_in_bytes(),
+                )
+            })?;
+        }
+        // SAFETY: the copy initialised all `len` elements.
+        unsafe { v.set_len(self.len()) };
+        Ok(v)
+    }
+
+    /// Sets every element to `value` (`cuMemsetD8/16/32`).
+    pub fn fill(&mut self, value: T) -> Result<()>
+    where
+        T: Memset,
+    {
+        if self.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `len` elements of the pattern's width are the view's bytes.
+        in_pointer_context(self.as_device_ptr(), || unsafe {
+            driver::memset(
+                self.as_device_ptr(),
+                sealed::Sealed::pattern(value),
+                self.len(),
+            )
+        })
+    }
+}
+
+impl<T> fmt::Debug for DeviceSlice<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceSlice<{}>({:#x}, len {})",
+            std::any::type_name::<T>(),
+            self.as_device_ptr(),
+            self.len()
+        )
+    }
+}
+
+impl<'ctx, T, R: RangeBounds<usize>> Index<R> for DeviceSlice<'ctx, T> {
+    type Output = DeviceSlice<'ctx, T>;
+
+    /// # Panics
+    /// If the range is out of bounds, like slice indexing.
+    fn index(&self, range: R) -> &Self::Output {
+        let len = self.len();
+        match self.get(range) {
+            Some(view) => view,
+            None => out_of_range(len),
+        }
+    }
+}
+
+impl<'ctx, T, R: RangeBounds<usize>> IndexMut<R> for DeviceSlice<'ctx, T> {
+    fn index_mut(&mut self, range: R) -> &mut Self::Output {
+        let len = self.len();
+        match self.get_mut(range) {
+            Some(view) => view,
+            None => out_of_range(len),
+        }
+    }
+}
+
+#[cold]
+#[track_caller]
+fn out_of_range(len: usize) -> ! {
+    panic!("DeviceSlice: range out of bounds for a view of {len} elements")
+}
+
+#[track_caller]
+pub(crate) fn check_lengths(what: &str, dst: usize, src: usize) {
+    assert!(
+        dst == src,
+        "{what}: destination has {dst} elements but source has {src}"
+    );
+}
+
+fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some((start, end))
+}
+
+/// Runs a synchronous memory operation; if the calling thread has no current context (a
+/// scoped worker that did not `enter`), runs it again with the memory's own context pushed.
+fn in_pointer_context(ptr: CUdeviceptr, mut op: impl FnMut() -> Result<()>) -> Result<()> {
+    match op() {
+        Err(e) if e.code() == ErrorCode::InvalidContext => {
+            // SAFETY: `ptr` is live memory of a branded, hence live, context.
+            let ctx = unsafe { driver::pointer_context(ptr) }?;
+            with_pushed(ctx, op)
+        }
+        other => other,
+    }
+}
+
+/// Runs `op` with `ctx` pushed on the calling thread, popping it afterwards.
+fn with_pushed<T>(ctx: CUcontext, op: impl FnOnce() -> Result<T>) -> Result<T> {
+    // SAFETY: callers pass the context of live, branded memory.
+    unsafe { driver::ctx_push(ctx) }?;
+    let result = op();
+    let popped = driver::ctx_pop();
+    let value = result?;
+    popped?;
+    Ok(value)
+}
+
+/// Owned device memory of the context branded `'ctx`: the `Vec<T>` of [`DeviceSlice`].
+/// Pointer plus length, freed (`cuMemFree`) when dropped.
+///
+/// A buffer cannot outlive its context, cannot be used with another context's streams or
+/// buffers, and cannot be dropped while a stream scope still uses it: each is a compile
+/// error (see `ui-tests/fail/`).
+///
+/// Zero-length buffers allocate nothing.
+pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
+    ptr: CUdeviceptr,
+    len: usize,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<T>,
+}
+
+// SAFETY: the buffer owns device memory, which any thread may access through the driver
+// (operations without a current context are retried in the memory's own context), and
+// `T: DeviceCopy` owns nothing on the host.
+unsafe impl<T: DeviceCopy> Send for DeviceBuffer<'_, T> {}
+// SAFETY: `&DeviceBuffer` only allows reading the device memory, which is safe from any
+// number of threads.
+unsafe impl<T: DeviceCopy> Sync for DeviceBuffer<'_, T> {}
+
+impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
+    /// An address that is never allocated, for empty buffers (aligned for any `T`).
+    const EMPTY: CUdeviceptr = 256;
+
+    /// Allocates `len` elements without initialising them (`cuMemAlloc`).
+    ///
+    /// # Safety
+    /// The contents are whatever the memory held. Reading them before writing is not
+    /// undefined behaviour for `DeviceCopy` types (every bit pattern is valid), but it is
+    /// a read of stale data, possibly another allocation's: hence `unsafe`.
+    pub unsafe fn uninitialized(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| too_large(len, size_of::<T>()))?;
+        let ptr = if bytes == 0 {
+            Self::EMPTY
+        } else {
+            ctx.with_current(|| driver::mem_alloc(bytes))?
+        };
+        Ok(DeviceBuffer {
+            ptr,
+            len,
+            _brand: PhantomData,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Allocates `len` elements set to zero bytes.
+    pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
+        // SAFETY: every byte is written below before anyone can read it.
+        let buf = unsafe { Self::uninitialized(ctx, len) }?;
+        if !buf.is_empty() {
+            // SAFETY: the buffer's bytes, just allocated.
+            ctx.with_current(|| unsafe {
+                driver::memset(buf.ptr, Pattern::D8(0), buf.size_in_bytes())
+            })?;
+        }
+        Ok(buf)
+    }
+
+    /// Allocates a buffer holding a copy of `src`.
+    pub fn from_slice(ctx: ContextGuard<'ctx>, src: &[T]) -> Result<Self> {
+        // SAFETY: every element is written by the copy below before anyone can read it.
+        let buf = unsafe { Self::uninitialized(ctx, src.len()) }?;
+        if !buf.is_empty() {
+            // SAFETY: same length; the buffer was just allocated.
+            ctx.with_current(|| unsafe {
+                driver::memcpy_htod(buf.ptr, src.as_ptr().cast(), buf.size_in_bytes())
+            })?;
+        }
+        Ok(buf)
+    }
+
+    /// The raw device pointer and length, without freeing; the memory is reclaimed when the
+    /// context is destroyed unless freed with `cuMemFree` first.
+    pub fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+        let parts = (self.ptr, self.len);
+        mem::forget(self);
+        parts
+    }
+}
+
+fn too_large(len: usize, size: usize) -> crate::Error {
+    crate::Error::with_detail(
+        "DeviceBuffer::uninitialized",
+        ErrorCode::InvalidValue,
+        format!("{len} elements of {size} bytes overflow usize"),
+    )
+}
+
+impl<'ctx, T: DeviceCopy> Deref for DeviceBuffer<'ctx, T> {
+    type Target = DeviceSlice<'ctx, T>;
+
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: the buffer owns `len` elements at `ptr` for as long as it is borrowed.
+        unsafe { DeviceSlice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for DeviceBuffer<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        // SAFETY: as above, and the borrow is exclusive.
+        unsafe { DeviceSlice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
+    fn drop(&mut self) {
+        if self.len == 0 || self.size_in_bytes() == 0 {
+            return;
+        }
+        let ptr = self.ptr;
+        // SAFETY: the buffer owns `ptr`, and no queued work can still use it: asynchronous
+        // work only runs inside a stream scope, which borrows the buffer until its stream
+        // has finished. An error (there is no way to report it from `drop`) leaves the
+        // memory to be reclaimed with the context.
+        let _ = in_pointer_context(ptr, || unsafe { driver::mem_free(ptr) });
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer<{}>({:#x}, len {})",
+            std::any::type_name::<T>(),
+            self.ptr,
+            self.len
+        )
+    }
+}
+
+/// Page-locked ("pinned") host memory allocated by the context branded `'ctx`
+/// (`cuMemHostAlloc`), the source and destination of truly asynchronous copies.
+///
+/// It dereferences to `[T]`, so the host reads and writes it like any slice. Asynchronous
+/// copies from or to it only exist inside [`Stream::scope`](crate::Stream::scope), which
+/// borrows the slice until the stream has finished the copy: the host can neither free nor
+/// touch the memory while the GPU's copy engine is reading or writing it. (A pinned copy
+/// returns in microseconds, long before the data has moved: see `FACTS.md`.)
+pub struct PinnedBuffer<'ctx, T: DeviceCopy> {
+    ptr: NonNull<T>,
+    len: usize,
+    ctx: NonNull<cuda_driver_sys::CUctx_st>,
+    _brand: Brand<'ctx>,
+}
+
+// SAFETY: page-locked memory is ordinary host memory to every thread; freeing it pushes
+// the owning context explicitly, so the dropping thread needs no current context.
+unsafe impl<T: DeviceCopy + Send> Send for PinnedBuffer<'_, T> {}
+// SAFETY: `&PinnedBuffer` only gives `&[T]`.
+unsafe impl<T: DeviceCopy + Sync> Sync for PinnedBuffer<'_, T> {}
+
+impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
+    /// Allocates `len` elements of page-locked host memory set to zero bytes.
+    pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| too_large(len, size_of::<T>()))?;
+        let ptr = if bytes == 0 {
+            NonNull::dangling()
+        } else {
+            let p = ctx.with_current(|| driver::mem_host_alloc(bytes, 0))?;
+            // SAFETY: the driver allocated `bytes` bytes at `p`.
+            unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+            NonNull::new(p.cast()).expect("cuMemHostAlloc returned success and a null pointer")
+        };
+        let ctx = NonNull::new(ctx.as_raw()).expect("a guard is never null");
+        Ok(PinnedBuffer {
+            ptr,
+            len,
+            ctx,
+            _brand: PhantomData,
+        })
+    }
+
+    /// Allocates page-locked memory holding a copy of `src`.
+    pub fn from_slice(ctx: ContextGuard<'ctx>, src: &[T]) -> Result<Self> {
+        let mut buf = Self::zeroed(ctx, src.len())?;
+        buf.copy_from_slice(src);
+        Ok(buf)
+    }
+}
+
+impl<T: DeviceCopy> Deref for PinnedBuffer<'_, T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` initialised elements at `ptr`, owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for PinnedBuffer<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, borrowed exclusively.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
+    fn drop(&mut self) {
+        if self.len == 0 || size_of::<T>() == 0 {
+            return;
+        }
+        let p = self.ptr.as_ptr().cast::<c_void>();
+        // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
+        // copy can still use it (they only run inside a scope that borrows the buffer). An
+        // error leaves the memory to be reclaimed with the context.
+        let _ = with_pushed(self.ctx.as_ptr(), || unsafe { driver::mem_free_host(p) });
+    }
+}
+
+impl<T: DeviceCopy + fmt::Debug> fmt::Debug for PinnedBuffer<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PinnedBuffer").field(&&**self).finish()
+    }
+}

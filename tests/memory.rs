@@ -1,0 +1,255 @@
+//! Device and pinned memory on a real GPU: round trips, views, fills, bad input.
+//! Skips without a device; fails instead with `CUDA_BRAND_REQUIRE_GPU=1`.
+
+mod common;
+
+use std::panic::{self, AssertUnwindSafe};
+
+use cuda_brand::{
+    ContextFlags, ContextGuard, DeviceBuffer, DeviceCopy, Error, PinnedBuffer, with_context,
+};
+
+fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
+    let device = match common::gpu() {
+        Some(d) => d,
+        None => return,
+    };
+    with_context(&device, ContextFlags::default(), f).unwrap();
+}
+
+fn pattern<T: DeviceCopy>(len: usize, make: impl Fn(usize) -> T) -> Vec<T> {
+    (0..len).map(make).collect()
+}
+
+fn round_trip<T: DeviceCopy + PartialEq + std::fmt::Debug>(
+    ctx: ContextGuard<'_>,
+    host: &[T],
+) -> Result<(), Error> {
+    let buf = DeviceBuffer::from_slice(ctx, host)?;
+    assert_eq!(buf.len(), host.len());
+    assert_eq!(buf.size_in_bytes(), std::mem::size_of_val(host));
+    assert!(buf.to_vec()? == host, "to_vec of {} elements", host.len());
+    // start from different contents (the reverse), so a copy that does nothing fails
+    let mut back: Vec<T> = host.iter().rev().copied().collect();
+    let mut other = DeviceBuffer::from_slice(ctx, &back)?;
+    other.copy_from_device(&buf)?;
+    other.copy_to_host(&mut back)?;
+    assert!(
+        back == host,
+        "device-to-device then copy_to_host of {} elements",
+        host.len()
+    );
+    Ok(())
+}
+
+#[test]
+fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
+    in_context(|ctx| {
+        for len in [0, 1, 4097] {
+            round_trip(ctx, &pattern(len, |i| i as u8))?;
+            round_trip(ctx, &pattern(len, |i| -(i as i32) * 7919))?;
+            round_trip(ctx, &pattern(len, |i| i as f64 * 0.5 - 3.25))?;
+            round_trip(ctx, &pattern(len, |i| [i as f32, 1.5, -(i as f32), 1e30]))?;
+            round_trip(ctx, &pattern(len, |i| (i as u16, i as u64 * 3)))?;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn a_64_mib_buffer_round_trips() {
+    in_context(|ctx| {
+        let n = (64 << 20) / 4;
+        let host: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let buf = DeviceBuffer::from_slice(ctx, &host)?;
+        assert_eq!(buf.size_in_bytes(), 64 << 20);
+        let back = buf.to_vec()?;
+        assert!(
+            back == host,
+            "first mismatch at {:?}",
+            back.iter().zip(&host).position(|(a, b)| a != b)
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn zero_length_buffers_allocate_nothing_and_work() {
+    in_context(|ctx| {
+        let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 0)?;
+        assert!(buf.is_empty());
+        assert_eq!(
+            buf.as_device_ptr(),
+            256,
+            "the sentinel address, not an allocation"
+        );
+        buf.copy_from_host(&[])?;
+        buf.fill(5)?;
+        assert_eq!(buf.to_vec()?, Vec::<u32>::new());
+        assert_eq!(buf.chunks(4).count(), 0);
+        let pinned = PinnedBuffer::<f32>::zeroed(ctx, 0)?;
+        assert!(pinned.is_empty());
+        Ok(())
+    });
+}
+
+#[test]
+fn zeroed_is_zero_and_fill_sets_every_element() {
+    in_context(|ctx| {
+        let mut b8 = DeviceBuffer::<u8>::zeroed(ctx, 1001)?;
+        assert_eq!(b8.to_vec()?, vec![0u8; 1001]);
+        b8.fill(0xab)?;
+        assert_eq!(b8.to_vec()?, vec![0xabu8; 1001]);
+        let mut b16 = DeviceBuffer::<i16>::zeroed(ctx, 777)?;
+        b16.fill(-2)?;
+        assert_eq!(b16.to_vec()?, vec![-2i16; 777]);
+        let mut b32 = DeviceBuffer::<u32>::zeroed(ctx, 4097)?;
+        b32.fill(0xdead_beef)?;
+        assert_eq!(b32.to_vec()?, vec![0xdead_beefu32; 4097]);
+        let mut f = DeviceBuffer::<f32>::zeroed(ctx, 3)?;
+        f.fill(-1.25)?;
+        assert_eq!(f.to_vec()?, vec![-1.25f32; 3]);
+        Ok(())
+    });
+}
+
+#[test]
+fn views_and_split_copies_touch_only_their_range() {
+    in_context(|ctx| {
+        let mut buf = DeviceBuffer::from_slice(ctx, &(0..10u32).collect::<Vec<_>>())?;
+        assert_eq!(buf[2..5].to_vec()?, [2, 3, 4]);
+        assert_eq!(buf[..=1].to_vec()?, [0, 1]);
+        assert_eq!(buf[8..].len(), 2);
+        buf[3..6].fill(99)?;
+        assert_eq!(buf.to_vec()?, [0, 1, 2, 99, 99, 99, 6, 7, 8, 9]);
+        {
+            let (left, right) = buf.split_at_mut(5);
+            left.copy_from_device(right)?;
+            right.copy_from_host(&[50, 51, 52, 53, 54])?;
+        }
+        assert_eq!(buf.to_vec()?, [99, 6, 7, 8, 9, 50, 51, 52, 53, 54]);
+        let (a, b) = buf.split_at(4);
+        assert_eq!((a.len(), b.len()), (4, 6));
+        for (i, chunk) in buf.chunks_mut(4).enumerate() {
+            chunk.fill(i as u32)?;
+        }
+        assert_eq!(buf.to_vec()?, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]);
+        let lens: Vec<usize> = buf.chunks(3).map(|c| c.len()).collect();
+        assert_eq!(lens, [3, 3, 3, 1]);
+        assert!(buf.get(5..11).is_none());
+        assert!(buf.get(7..3).is_none());
+        assert_eq!(buf.get(10..).map(|v| v.len()), Some(0));
+        Ok(())
+    });
+}
+
+fn panic_message(f: impl FnOnce()) -> String {
+    let payload = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("should panic");
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn bad_lengths_and_ranges_panic_clearly_before_the_driver() {
+    in_context(|ctx| {
+        let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 4)?;
+        let msg = panic_message(|| {
+            let _ = buf.copy_from_host(&[1, 2, 3]);
+        });
+        assert_eq!(
+            msg,
+            "copy_from_host: destination has 4 elements but source has 3"
+        );
+        let msg = panic_message(|| {
+            let _ = buf.copy_to_host(&mut [0; 5]);
+        });
+        assert_eq!(
+            msg,
+            "copy_to_host: destination has 5 elements but source has 4"
+        );
+        let msg = panic_message(|| {
+            let _ = &buf[2..9];
+        });
+        assert_eq!(
+            msg,
+            "DeviceSlice: range out of bounds for a view of 4 elements"
+        );
+        let msg = panic_message(|| {
+            let _ = buf.split_at(5);
+        });
+        assert_eq!(msg, "DeviceSlice::split_at: mid 5 > len 4");
+        // nothing above reached the driver: the buffer is intact
+        assert_eq!(buf.to_vec()?, [0; 4]);
+        Ok(())
+    });
+}
+
+#[test]
+fn pinned_memory_is_zeroed_and_a_host_slice() {
+    in_context(|ctx| {
+        let mut pinned = PinnedBuffer::<u64>::zeroed(ctx, 1000)?;
+        assert!(pinned.iter().all(|&x| x == 0));
+        pinned[999] = 42;
+        pinned[..3].copy_from_slice(&[1, 2, 3]);
+        let buf = DeviceBuffer::from_slice(ctx, &pinned)?;
+        let back = buf.to_vec()?;
+        assert_eq!(&back[..3], &[1, 2, 3]);
+        assert_eq!(back[999], 42);
+        let p2 = PinnedBuffer::from_slice(ctx, &[1.5f32, 2.5])?;
+        assert_eq!(&p2[..], &[1.5, 2.5]);
+        Ok(())
+    });
+}
+
+#[test]
+fn buffers_work_and_drop_on_a_scoped_thread_without_a_current_context() {
+    in_context(|ctx| {
+        let buf = DeviceBuffer::from_slice(ctx, &[3u16; 100])?;
+        let pinned = PinnedBuffer::from_slice(ctx, &[9u8; 10])?;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                assert!(common::current().is_null());
+                // no `enter`: synchronous operations fall back to the memory's own context
+                assert_eq!(buf.to_vec().unwrap(), vec![3u16; 100]);
+                drop(buf);
+                drop(pinned);
+                assert!(common::current().is_null());
+            });
+        });
+        Ok(())
+    });
+}
+
+#[test]
+fn buffers_of_an_outer_context_work_inside_a_nested_one() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |outer| {
+        let mut kept = DeviceBuffer::from_slice(outer, &[1i32, 2, 3])?;
+        with_context(&device, ContextFlags::default(), |inner| {
+            // allocated with the outer guard while the inner context is current: outer's memory
+            let made = DeviceBuffer::<i32>::zeroed(outer, 3)?;
+            let mut owner = std::ptr::null_mut();
+            // SAFETY: a live device pointer; the out-pointer has the attribute's type.
+            let rc = unsafe {
+                cuda_brand::sys::cuPointerGetAttribute(
+                    (&mut owner as *mut cuda_brand::sys::CUcontext).cast(),
+                    cuda_brand::sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT,
+                    made.as_device_ptr(),
+                )
+            };
+            assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+            assert_eq!(owner, outer.as_raw());
+            assert_ne!(owner, inner.as_raw());
+            kept.fill(7)?;
+            assert_eq!(kept.to_vec()?, [7, 7, 7]);
+            assert_eq!(common::current(), inner.as_raw(), "still the inner context");
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}

@@ -1,0 +1,261 @@
+//! Streams, scopes and events on a real GPU. Skips without a device; fails instead with
+//! `CUDA_BRAND_REQUIRE_GPU=1`.
+
+mod common;
+
+use cuda_brand::{
+    ContextFlags, ContextGuard, DeviceBuffer, Error, ErrorCode, Event, EventFlags, PinnedBuffer,
+    Stream, StreamFlags, with_context,
+};
+
+fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
+    let device = match common::gpu() {
+        Some(d) => d,
+        None => return,
+    };
+    with_context(&device, ContextFlags::default(), f).unwrap();
+}
+
+#[test]
+fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
+    in_context(|ctx| {
+        let n = 4 << 20; // 16 MiB of f32
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let src = PinnedBuffer::from_slice(ctx, &(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
+        let mut dst = PinnedBuffer::<f32>::zeroed(ctx, n)?;
+        let mut dev = DeviceBuffer::<f32>::zeroed(ctx, n)?;
+        stream.scope(|s| {
+            let d = s.bind_mut(&mut dev);
+            s.copy_to_device(d, &src)?;
+            s.copy_to_host(&mut dst, d)?;
+            Ok::<_, Error>(())
+        })?;
+        assert!(stream.is_idle()?, "the scope synchronized");
+        assert!(dst.iter().enumerate().all(|(i, &x)| x == i as f32));
+        Ok(())
+    });
+}
+
+#[test]
+fn async_copies_from_plain_slices_device_to_device_and_fill() {
+    in_context(|ctx| {
+        let stream = Stream::new(ctx, StreamFlags::Default)?;
+        let host: Vec<u32> = (0..10_000).collect();
+        let mut a = DeviceBuffer::<u32>::zeroed(ctx, host.len())?;
+        let mut b = DeviceBuffer::<u32>::zeroed(ctx, host.len())?;
+        let mut back = vec![0u32; host.len()];
+        let mut head = vec![0u32; 10];
+        stream.scope(|s| {
+            let (a, b) = (s.bind_mut(&mut a), s.bind_mut(&mut b));
+            s.copy_to_device(a, &host)?;
+            s.copy(b, a)?;
+            s.fill(a, 5u32)?;
+            s.copy_to_host(&mut back, b)?;
+            s.copy_to_host(&mut head, cuda_brand::DeviceRef::from(a))?;
+            Ok::<_, Error>(())
+        })?;
+        assert_eq!(back, host);
+        assert_eq!(head, [5; 10]);
+        assert_eq!(a.to_vec()?, vec![5; host.len()]);
+        Ok(())
+    });
+}
+
+#[test]
+fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
+    in_context(|ctx| {
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let mut out = vec![1u32; 1 << 16];
+        let mut out2 = vec![0i16; 300];
+        stream.scope(|s| {
+            let zeroed = s.alloc_zeroed::<u32>(1 << 16)?;
+            s.copy_to_host(&mut out, zeroed)?;
+            // SAFETY: filled before it is read.
+            let raw = unsafe { s.alloc::<i16>(300) }?;
+            s.fill(raw, -9i16)?;
+            s.copy_to_host(&mut out2, raw)?;
+            let empty = s.alloc_zeroed::<u8>(0)?;
+            assert!(empty.is_empty());
+            Ok::<_, Error>(())
+        })?;
+        assert!(out.iter().all(|&x| x == 0));
+        assert_eq!(out2, vec![-9; 300]);
+        // many allocations in a row all come back (the sanitizer run checks for leaks)
+        for _ in 0..100 {
+            stream.scope(|s| s.alloc_zeroed::<u8>(1024).map(drop))?;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn a_scope_synchronizes_even_when_its_closure_fails_or_panics() {
+    in_context(|ctx| {
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let host = vec![7u8; 32 << 20];
+        let mut dev = DeviceBuffer::<u8>::zeroed(ctx, host.len())?;
+        let result: Result<(), Error> = stream.scope(|s| {
+            s.copy_to_device(&mut dev, &host)?;
+            Err(Error::new("my step", ErrorCode::NotReady))
+        });
+        assert_eq!(result.unwrap_err().call(), "my step");
+        assert!(stream.is_idle()?);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = stream.scope(|s| -> Result<(), Error> {
+                s.copy_to_device(&mut dev, &host)?;
+                panic!("mid-scope")
+            });
+        }));
+        assert!(caught.is_err());
+        assert!(stream.is_idle()?, "synchronized before the panic resumed");
+        assert!(dev.to_vec()?.iter().all(|&x| x == 7));
+        Ok(())
+    });
+}
+
+#[test]
+fn events_time_a_copy() {
+    in_context(|ctx| {
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let (start, end) = (
+            Event::new(ctx, EventFlags::new())?,
+            Event::new(ctx, EventFlags::new())?,
+        );
+        let host = PinnedBuffer::<u8>::zeroed(ctx, 64 << 20)?;
+        let mut dev = DeviceBuffer::<u8>::zeroed(ctx, 64 << 20)?;
+        stream.scope(|s| {
+            start.record(s)?;
+            s.copy_to_device(&mut dev, &host)?;
+            end.record(s)?;
+            Ok::<_, Error>(())
+        })?;
+        assert!(end.is_complete()?);
+        end.synchronize()?;
+        let ms = Event::elapsed_ms(&start, &end)?;
+        let gbps = (64 << 20) as f64 / (ms as f64 * 1e-3) / 1e9;
+        println!("64 MiB host-to-device from pinned memory: {ms:.3} ms, {gbps:.1} GB/s");
+        assert!(ms > 0.0 && gbps < 1000.0, "{ms} ms");
+        // an event without timing cannot be timed
+        let untimed = Event::new(ctx, EventFlags::new().disable_timing(true))?;
+        untimed.record(&stream)?;
+        untimed.synchronize()?;
+        if !common::under_sanitizer_skip("timing an untimed event") {
+            let e = Event::elapsed_ms(&start, &untimed).unwrap_err();
+            assert_eq!(e.call(), "cuEventElapsedTime");
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn stream_priorities_are_validated_against_the_context_range() {
+    in_context(|ctx| {
+        let range = ctx.stream_priority_range()?;
+        let high = Stream::with_priority(ctx, StreamFlags::NonBlocking, range.greatest)?;
+        assert_eq!(high.priority()?, range.greatest);
+        assert_eq!(high.flags()?, StreamFlags::NonBlocking);
+        let low = Stream::new(ctx, StreamFlags::Default)?;
+        assert_eq!(low.priority()?, range.least);
+        assert_eq!(low.flags()?, StreamFlags::Default);
+        let e = Stream::with_priority(ctx, StreamFlags::Default, range.greatest - 1).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "Stream::with_priority failed: CUDA_ERROR_INVALID_VALUE (invalid argument): priority {} is outside the context's range {} (highest) to {} (lowest)",
+                range.greatest - 1,
+                range.greatest,
+                range.least
+            )
+        );
+        assert!(Stream::with_priority(ctx, StreamFlags::Default, range.least + 1).is_err());
+        Ok(())
+    });
+}
+
+#[test]
+fn two_streams_are_ordered_by_an_event() {
+    in_context(|ctx| {
+        let (a, b) = (
+            Stream::new(ctx, StreamFlags::NonBlocking)?,
+            Stream::new(ctx, StreamFlags::NonBlocking)?,
+        );
+        let done = Event::new(ctx, EventFlags::new().disable_timing(true))?;
+        let n = 64 << 20;
+        let mut big = DeviceBuffer::<u8>::zeroed(ctx, n)?;
+        let mut host = PinnedBuffer::<u8>::zeroed(ctx, n)?;
+        for round in 1..=3u8 {
+            a.scope_with(&b, |sa, sb| {
+                let d = sa.bind_mut(&mut big);
+                sa.fill(d, round)?;
+                sa.fill(d, round.wrapping_mul(3))?;
+                done.record(&a)?;
+                sb.wait_event(&done)?;
+                sb.copy_to_host(&mut host, d)?;
+                Ok::<_, Error>(())
+            })?;
+            let want = round.wrapping_mul(3);
+            assert!(
+                host.iter().all(|&x| x == want),
+                "round {round}: b read before a finished"
+            );
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |outer| {
+        let stream = Stream::new(outer, StreamFlags::NonBlocking)?;
+        let mut buf = DeviceBuffer::<u32>::zeroed(outer, 1000)?;
+        let mut host = vec![0u32; 1000];
+        with_context(&device, ContextFlags::default(), |inner| {
+            stream.scope(|s| {
+                let d = s.bind_mut(&mut buf);
+                s.fill(d, 12345u32)?;
+                let extra = s.alloc_zeroed::<u32>(1000)?;
+                s.copy(extra, d)?;
+                s.copy_to_host(&mut host, extra)?;
+                Ok::<_, Error>(())
+            })?;
+            assert_eq!(common::current(), inner.as_raw());
+            Ok::<_, Error>(())
+        })?;
+        assert_eq!(host, vec![12345; 1000]);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
+    in_context(|ctx| {
+        let shared = ctx.share();
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let event = Event::new(ctx, EventFlags::new())?;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // no current context on this thread
+                event.record(&stream).unwrap();
+                stream.synchronize().unwrap();
+                assert!(event.is_complete().unwrap());
+            });
+            s.spawn(move || {
+                shared
+                    .enter(|ctx| {
+                        let own = Stream::new(ctx, StreamFlags::NonBlocking)?;
+                        let mut buf = DeviceBuffer::<u8>::zeroed(ctx, 16)?;
+                        own.scope(|s| s.fill(&mut buf, 1u8))?;
+                        assert_eq!(buf.to_vec()?, [1; 16]);
+                        Ok::<_, Error>(())
+                    })
+                    .unwrap();
+            });
+        });
+        drop(stream);
+        drop(event);
+        Ok(())
+    });
+}
