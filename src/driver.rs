@@ -395,11 +395,28 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
     unsafe { cu!(cuMemFreeHost(p)) }
 }
 
+/// Waits for the current context's legacy default stream.
+///
+/// The "synchronous" copies and fills of the driver are not all complete when they
+/// return: `cuMemset*` and device-to-device `cuMemcpy*` are asynchronous with respect to
+/// the host, and a host-to-device copy from pageable memory returns once the data is
+/// staged, before the DMA has finished (CUDA's "API synchronization behavior"). Work on a
+/// non-blocking stream is not ordered after them, so without this wait a scope could read
+/// memory that a "finished" fill is still writing (observed on an H100: a `zeroed` buffer's
+/// memset landing after a scope's copy into it).
+fn legacy_stream_synchronize() -> Result<()> {
+    // SAFETY: the null stream is the current context's legacy default stream.
+    unsafe { cu!(cuStreamSynchronize(std::ptr::null_mut())) }
+}
+
+/// Copies host to device; complete when it returns.
+///
 /// # Safety
 /// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
 pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> Result<()> {
     // SAFETY: the caller guarantees both ranges.
-    unsafe { cu!(cuMemcpyHtoD_v2(dst, src, bytes)) }
+    unsafe { cu!(cuMemcpyHtoD_v2(dst, src, bytes)) }?;
+    legacy_stream_synchronize()
 }
 
 /// # Safety
@@ -409,11 +426,14 @@ pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usiz
     unsafe { cu!(cuMemcpyDtoH_v2(dst, src, bytes)) }
 }
 
+/// Copies device to device; complete when it returns.
+///
 /// # Safety
 /// Both device ranges are valid for `bytes`.
 pub(crate) unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
     // SAFETY: the caller guarantees both ranges.
-    unsafe { cu!(cuMemcpyDtoD_v2(dst, src, bytes)) }
+    unsafe { cu!(cuMemcpyDtoD_v2(dst, src, bytes)) }?;
+    legacy_stream_synchronize()
 }
 
 /// A memset pattern of 1, 2 or 4 bytes (`pub` only so the sealed `Memset` trait can name it;
@@ -425,6 +445,8 @@ pub enum Pattern {
     D32(u32),
 }
 
+/// Fills device memory; complete when it returns.
+///
 /// # Safety
 /// `dst` is valid for `n` elements of the pattern's width.
 pub(crate) unsafe fn memset(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Result<()> {
@@ -435,7 +457,8 @@ pub(crate) unsafe fn memset(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Res
             Pattern::D16(v) => cu!(cuMemsetD16_v2(dst, v, n)),
             Pattern::D32(v) => cu!(cuMemsetD32_v2(dst, v, n)),
         }
-    }
+    }?;
+    legacy_stream_synchronize()
 }
 
 /// # Safety

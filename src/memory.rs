@@ -404,7 +404,7 @@ pub(crate) fn check_lengths(what: &str, dst: usize, src: usize) {
     );
 }
 
-fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+pub(crate) fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s.checked_add(1)?,
@@ -418,17 +418,16 @@ fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)>
     (start <= end && end <= len).then_some((start, end))
 }
 
-/// Runs a synchronous memory operation; if the calling thread has no current context (a
-/// scoped worker that did not `enter`), runs it again with the memory's own context pushed.
-fn in_pointer_context(ptr: CUdeviceptr, mut op: impl FnMut() -> Result<()>) -> Result<()> {
-    match op() {
-        Err(e) if e.code() == ErrorCode::InvalidContext => {
-            // SAFETY: `ptr` is live memory of a branded, hence live, context.
-            let ctx = unsafe { driver::pointer_context(ptr) }?;
-            with_pushed(ctx, op)
-        }
-        other => other,
+/// Runs a synchronous memory operation. The driver needs some context current (with
+/// unified addressing any one will do); on a thread with none (a scoped worker that did
+/// not `enter`), the memory's own context is pushed around the operation.
+fn in_pointer_context(ptr: CUdeviceptr, op: impl FnOnce() -> Result<()>) -> Result<()> {
+    if !driver::ctx_get_current()?.is_null() {
+        return op();
     }
+    // SAFETY: `ptr` is live memory of a branded, hence live, context.
+    let ctx = unsafe { driver::pointer_context(ptr) }?;
+    with_pushed(ctx, op)
 }
 
 /// Runs `op` with `ctx` pushed on the calling thread, popping it afterwards.

@@ -30,7 +30,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
-use std::ops::Deref;
+use std::ops::{Deref, RangeBounds};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 
@@ -366,6 +366,25 @@ macro_rules! scoped_view {
             #[inline]
             fn bytes(&self) -> usize {
                 self.len * size_of::<T>()
+            }
+
+            /// The elements in `range`, as a handle of the same kind.
+            ///
+            /// # Panics
+            /// If the range is out of bounds.
+            #[track_caller]
+            pub fn slice(self, range: impl RangeBounds<usize>) -> Self {
+                let Some((start, end)) = crate::memory::bounds(&range, self.len) else {
+                    panic!(
+                        "{}::slice: range out of bounds for {} elements",
+                        stringify!($name),
+                        self.len
+                    )
+                };
+                Self::new(
+                    self.ptr + (start * size_of::<T>()) as CUdeviceptr,
+                    end - start,
+                )
             }
         }
 

@@ -216,6 +216,7 @@ fn buffers_work_and_drop_on_a_scoped_thread_without_a_current_context() {
         std::thread::scope(|s| {
             s.spawn(move || {
                 assert!(common::current().is_null());
+                // (no driver error on the way: the crate sees that nothing is current)
                 // no `enter`: synchronous operations fall back to the memory's own context
                 assert_eq!(buf.to_vec().unwrap(), vec![3u16; 100]);
                 drop(buf);

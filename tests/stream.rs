@@ -51,7 +51,8 @@ fn async_copies_from_plain_slices_device_to_device_and_fill() {
             s.copy(b, a)?;
             s.fill(a, 5u32)?;
             s.copy_to_host(&mut back, b)?;
-            s.copy_to_host(&mut head, cuda_brand::DeviceRef::from(a))?;
+            s.copy_to_host(&mut head, a.slice(..10))?;
+            assert_eq!(a.slice(4..=5).len(), 2);
             Ok::<_, Error>(())
         })?;
         assert_eq!(back, host);
@@ -256,6 +257,31 @@ fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
         });
         drop(stream);
         drop(event);
+        Ok(())
+    });
+}
+
+#[test]
+fn synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads() {
+    // The driver's cuMemset and device-to-device cuMemcpy return before the GPU is done,
+    // and non-blocking streams are not ordered after them: the crate waits, so this holds.
+    in_context(|ctx| {
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let n = 64 << 20;
+        let mut buf = DeviceBuffer::<u8>::zeroed(ctx, n)?;
+        let mut other = DeviceBuffer::<u8>::zeroed(ctx, n)?;
+        let mut host = PinnedBuffer::<u8>::zeroed(ctx, n)?;
+        for round in 1..=4u8 {
+            buf.fill(round)?;
+            stream.scope(|s| s.copy_to_host(&mut host, &buf))?;
+            assert!(host.iter().all(|&x| x == round), "fill round {round}");
+            other.copy_from_device(&buf)?;
+            stream.scope(|s| s.copy_to_host(&mut host, &other))?;
+            assert!(
+                host.iter().all(|&x| x == round),
+                "device copy round {round}"
+            );
+        }
         Ok(())
     });
 }
