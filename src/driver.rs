@@ -17,7 +17,9 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
-pub(crate) use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream, CUuuid};
+pub(crate) use cuda_driver_sys::{
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream, CUuuid,
+};
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -106,6 +108,46 @@ unsafe extern "C" {
     fn cuEventSynchronize(event: CUevent) -> u32;
     fn cuEventQuery(event: CUevent) -> u32;
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) -> u32;
+
+    fn cuModuleLoadDataEx(
+        module: *mut CUmodule,
+        image: *const c_void,
+        num_options: c_uint,
+        options: *mut c_int,
+        values: *mut *mut c_void,
+    ) -> u32;
+    fn cuModuleUnload(module: CUmodule) -> u32;
+    fn cuModuleGetFunction(f: *mut CUfunction, module: CUmodule, name: *const c_char) -> u32;
+    fn cuModuleGetGlobal_v2(
+        dptr: *mut CUdeviceptr,
+        bytes: *mut usize,
+        module: CUmodule,
+        name: *const c_char,
+    ) -> u32;
+    fn cuFuncGetAttribute(value: *mut c_int, attrib: c_int, f: CUfunction) -> u32;
+    fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int) -> u32;
+    fn cuFuncSetCacheConfig(f: CUfunction, config: c_int) -> u32;
+    fn cuOccupancyMaxPotentialBlockSize(
+        min_grid_size: *mut c_int,
+        block_size: *mut c_int,
+        f: CUfunction,
+        smem_for_block: Option<unsafe extern "C" fn(c_int) -> usize>,
+        dynamic_smem: usize,
+        block_size_limit: c_int,
+    ) -> u32;
+    fn cuLaunchKernel(
+        f: CUfunction,
+        grid_x: c_uint,
+        grid_y: c_uint,
+        grid_z: c_uint,
+        block_x: c_uint,
+        block_y: c_uint,
+        block_z: c_uint,
+        shared_mem_bytes: c_uint,
+        stream: CUstream,
+        params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> u32;
 }
 
 /// Turns a raw `CUresult` into a `Result`, naming the call on failure.
@@ -676,4 +718,163 @@ pub(crate) unsafe fn stream_get_ctx(s: CUstream) -> Result<CUcontext> {
     // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
     unsafe { cu!(cuStreamGetCtx(s, &mut c)) }?;
     Ok(c)
+}
+
+// Modules and functions. Handles passed in are live: the callers hold their brand.
+
+/// Loads a module image (PTX text, NUL-terminated, or a cubin/fatbin) into the current
+/// context, returning the JIT error log (and info log) with a failure.
+///
+/// # Safety
+/// `image` points to a complete image: NUL-terminated text for PTX.
+pub(crate) unsafe fn module_load(
+    image: *const c_void,
+) -> std::result::Result<CUmodule, (Error, String)> {
+    const LOG: usize = 16 << 10;
+    let mut error_log = vec![0u8; LOG];
+    let mut info_log = vec![0u8; LOG];
+    // CU_JIT_INFO_LOG_BUFFER, its size, CU_JIT_ERROR_LOG_BUFFER, its size.
+    let mut options: [c_int; 4] = [3, 4, 5, 6];
+    let mut values: [*mut c_void; 4] = [
+        info_log.as_mut_ptr().cast(),
+        LOG as *mut c_void,
+        error_log.as_mut_ptr().cast(),
+        LOG as *mut c_void,
+    ];
+    let mut module = std::ptr::null_mut();
+    // SAFETY: the option arrays have 4 entries whose values are of the documented types;
+    // the log buffers outlive the call; the caller guarantees the image.
+    let raw = unsafe {
+        cuModuleLoadDataEx(
+            &mut module,
+            image,
+            4,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    match check("cuModuleLoadDataEx", raw) {
+        Ok(()) => Ok(module),
+        Err(e) => {
+            let text = |buf: &[u8]| {
+                String::from_utf8_lossy(
+                    &buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())],
+                )
+                .trim()
+                .to_owned()
+            };
+            let (error_log, info_log) = (text(&error_log), text(&info_log));
+            let log = match (error_log.is_empty(), info_log.is_empty()) {
+                (false, true) => error_log,
+                (false, false) => format!("{error_log}\n{info_log}"),
+                (true, _) => info_log,
+            };
+            Err((e, log))
+        }
+    }
+}
+
+/// # Safety
+/// `m` is a module this crate loaded, nothing uses it afterwards, and its context is current.
+pub(crate) unsafe fn module_unload(m: CUmodule) -> Result<()> {
+    // SAFETY: the caller gives up `m`.
+    unsafe { cu!(cuModuleUnload(m)) }
+}
+
+/// # Safety
+/// `m` is live.
+pub(crate) unsafe fn module_get_function(m: CUmodule, name: &std::ffi::CStr) -> Result<CUfunction> {
+    let mut f = std::ptr::null_mut();
+    // SAFETY: the caller guarantees the module; the name is NUL-terminated.
+    unsafe { cu!(cuModuleGetFunction(&mut f, m, name.as_ptr())) }?;
+    Ok(f)
+}
+
+/// # Safety
+/// `m` is live.
+pub(crate) unsafe fn module_get_global(
+    m: CUmodule,
+    name: &std::ffi::CStr,
+) -> Result<(CUdeviceptr, usize)> {
+    let (mut p, mut bytes) = (0, 0);
+    // SAFETY: the caller guarantees the module; the name is NUL-terminated.
+    unsafe { cu!(cuModuleGetGlobal_v2(&mut p, &mut bytes, m, name.as_ptr())) }?;
+    Ok((p, bytes))
+}
+
+/// # Safety
+/// `f` is live.
+pub(crate) unsafe fn func_get_attribute(f: CUfunction, attrib: i32) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: the caller guarantees the function; the out-pointer is a live local.
+    unsafe { cu!(cuFuncGetAttribute(&mut v, attrib, f)) }?;
+    Ok(v)
+}
+
+/// # Safety
+/// `f` is live.
+pub(crate) unsafe fn func_set_attribute(f: CUfunction, attrib: i32, value: i32) -> Result<()> {
+    // SAFETY: the caller guarantees the function.
+    unsafe { cu!(cuFuncSetAttribute(f, attrib, value)) }
+}
+
+/// # Safety
+/// `f` is live.
+pub(crate) unsafe fn func_set_cache_config(f: CUfunction, config: i32) -> Result<()> {
+    // SAFETY: the caller guarantees the function.
+    unsafe { cu!(cuFuncSetCacheConfig(f, config)) }
+}
+
+/// `(minimum grid size for full occupancy, block size)` for a launch of `f`.
+///
+/// # Safety
+/// `f` is live.
+pub(crate) unsafe fn occupancy_block_size(
+    f: CUfunction,
+    dynamic_smem: usize,
+) -> Result<(i32, i32)> {
+    let (mut grid, mut block) = (0, 0);
+    // SAFETY: the caller guarantees the function; no callback; out-pointers are locals.
+    unsafe {
+        cu!(cuOccupancyMaxPotentialBlockSize(
+            &mut grid,
+            &mut block,
+            f,
+            None,
+            dynamic_smem,
+            0
+        ))
+    }?;
+    Ok((grid, block))
+}
+
+/// # Safety
+/// `f` and `stream` are live and of one context; `params` points to one pointer per kernel
+/// parameter, each to a value of the parameter's type, and every memory the kernel
+/// reaches stays valid until the stream has run it.
+#[inline]
+pub(crate) unsafe fn launch_kernel(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    stream: CUstream,
+    params: *mut *mut c_void,
+) -> Result<()> {
+    // SAFETY: the caller guarantees all of the above.
+    unsafe {
+        cu!(cuLaunchKernel(
+            f,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            shared_mem_bytes,
+            stream,
+            params,
+            std::ptr::null_mut()
+        ))
+    }
 }

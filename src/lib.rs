@@ -32,6 +32,7 @@ mod driver;
 mod error;
 mod event;
 pub mod memory;
+pub mod module;
 pub mod stream;
 
 pub use context::{
@@ -42,6 +43,10 @@ pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{Event, EventFlags};
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
+pub use module::{
+    ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelParam,
+    KernelParams, LaunchConfig, Module, Out,
+};
 pub use stream::{DeviceMut, DeviceRef, Stream, StreamFlags, StreamScope};
 
 /// The raw driver types (`CUcontext`, `CUstream`, ...), for interoperation through the
@@ -75,6 +80,11 @@ mod facts {
     assert_eq_size!(&DeviceSlice<'static, f32>, (sys::CUdeviceptr, usize));
     assert_eq_size!(DeviceRef<'static, 'static, f32>, (sys::CUdeviceptr, usize));
     assert_eq_size!(DeviceMut<'static, 'static, f32>, (sys::CUdeviceptr, usize));
+    assert_eq_size!(Function<'static, 'static>, *mut sys::CUfunc_st);
+    assert_eq_size!(Option<Function<'static, 'static>>, *mut sys::CUfunc_st);
+    assert_impl_all!(Function<'static, 'static>: Send, Sync, Copy);
+    assert_impl_all!(Kernel<'static, 'static, (In<f32>, Out<f32>, u32)>: Send, Sync);
+    assert_impl_all!(Module<'static>: Send, Sync);
     assert_impl_all!(Stream<'static>: Send, Sync);
     assert_impl_all!(Event<'static>: Send, Sync);
     assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);

@@ -41,6 +41,7 @@ use crate::driver::{self, CUdeviceptr, CUstream, Pattern};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
 use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, check_lengths};
+use crate::module::{Kernel, KernelArgs, KernelParams, LaunchConfig, launch_raw};
 
 /// How a stream relates to the legacy default stream (`CU_STREAM_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -588,6 +589,29 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
                 self.stream.as_raw(),
             )
         }
+    }
+
+    /// Queues a launch of `kernel` (`cuLaunchKernel`) with `args`, one per declared
+    /// parameter: `&buffer` or a [`DeviceRef`] for an [`In<T>`](crate::In), `&mut buffer`
+    /// or a [`DeviceMut`] for an [`Out<T>`](crate::Out), a number for a scalar. The kernel,
+    /// the stream and every buffer share the context brand `'ctx`, and the scope keeps the
+    /// kernel's module and every buffer borrowed until the kernel has run.
+    ///
+    /// The configuration is checked first (zero dimensions, more threads per block or
+    /// more dynamic shared memory than the kernel allows): a clear error, no driver call.
+    #[inline]
+    pub fn launch<P: KernelParams>(
+        &'scope self,
+        kernel: &'scope Kernel<'_, 'ctx, P>,
+        config: LaunchConfig,
+        args: impl KernelArgs<'scope, 'ctx, P>,
+    ) -> Result<()> {
+        kernel.check(&config)?;
+        let stream = self.stream.as_raw();
+        // SAFETY: the stream is alive and shares the kernel's brand; every buffer argument
+        // is borrowed for 'scope, so stays allocated until the scope has synchronized; the
+        // parameter layout is the kernel's declared (unsafe-promised) one.
+        args.with_params(|params| unsafe { launch_raw(kernel, &config, stream, params) })
     }
 
     /// Allocates `len` elements in stream order and queues zeroing them; freed in stream

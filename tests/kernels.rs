@@ -1,0 +1,258 @@
+//! Modules, functions and launches on a real GPU. Skips without a device; fails instead
+//! with `CUDA_BRAND_REQUIRE_GPU=1`.
+
+mod common;
+
+use cuda_brand::{
+    ContextFlags, ContextGuard, DeviceBuffer, Error, ErrorCode, FunctionAttribute, In,
+    LaunchConfig, Module, Out, Stream, StreamFlags, with_context,
+};
+
+const PTX: &str = include_str!("../kernels/kernels.ptx");
+const CUBIN: &[u8] = include_bytes!("../kernels/kernels_sm90.cubin");
+
+fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
+    let device = match common::gpu() {
+        Some(d) => d,
+        None => return,
+    };
+    with_context(&device, ContextFlags::default(), f).unwrap();
+}
+
+#[test]
+fn vector_add_is_correct_for_every_element() {
+    in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
+        // stays below all three lengths.
+        let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        for n in [1usize, 1000, 1 << 20, (1 << 20) + 7] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let b: Vec<f32> = (0..n).map(|i| (2 * i) as f32 + 0.5).collect();
+            let (da, db) = (
+                DeviceBuffer::from_slice(ctx, &a)?,
+                DeviceBuffer::from_slice(ctx, &b)?,
+            );
+            let mut dc = DeviceBuffer::<f32>::zeroed(ctx, n)?;
+            let config = add.config_for(n)?;
+            stream.scope(|s| s.launch(&add, config, (&da, &db, &mut dc)))?;
+            let c = dc.to_vec()?;
+            for i in 0..n {
+                assert_eq!(c[i], a[i] + b[i], "n = {n}, element {i}");
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn a_reduction_sums_exactly() {
+    in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        // SAFETY: sum_u64(const unsigned*, size_t, unsigned long long*, size_t), in bounds.
+        let sum = unsafe { module.kernel::<(In<u32>, Out<u64>)>("sum_u64") }?;
+        let stream = Stream::new(ctx, StreamFlags::Default)?;
+        let n = 10_000_019usize;
+        let host: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) >> 12)
+            .collect();
+        let expected: u64 = host.iter().map(|&x| x as u64).sum();
+        let input = DeviceBuffer::from_slice(ctx, &host)?;
+        let mut out = [0u64];
+        stream.scope(|s| {
+            let total = s.alloc_zeroed::<u64>(1)?;
+            s.launch(&sum, LaunchConfig::linear(264, 256), (&input, total))?;
+            s.copy_to_host(&mut out, total)
+        })?;
+        assert_eq!(out[0], expected);
+        Ok(())
+    });
+}
+
+#[test]
+fn scalar_arguments_and_sub_views_reach_the_kernel() {
+    in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        // SAFETY: scale(float*, size_t, float), in bounds.
+        let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let mut x = DeviceBuffer::from_slice(ctx, &[1.0f32; 10])?;
+        stream.scope(|s| {
+            let x = s.bind_mut(&mut x);
+            s.launch(&scale, LaunchConfig::linear(1, 64), (x.slice(2..5), 3.0f32))?;
+            s.launch(&scale, LaunchConfig::linear(2, 32), (x.slice(4..), -1.0f32))
+        })?;
+        assert_eq!(
+            x.to_vec()?,
+            [1.0, 1.0, 3.0, 3.0, -3.0, -1.0, -1.0, -1.0, -1.0, -1.0]
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_cubin_loads_and_runs_on_hopper() {
+    in_context(|ctx| {
+        let cc = ctx.device()?.compute_capability()?;
+        if (cc.major, cc.minor) != (9, 0) {
+            eprintln!("skipped: the committed cubin is for sm_90, this GPU is {cc}");
+            return Ok(());
+        }
+        let module = Module::from_binary(ctx, CUBIN)?;
+        // SAFETY: as in the PTX test.
+        let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+        assert_eq!(scale.function().binary_version()?, 90);
+        let mut x = DeviceBuffer::from_slice(ctx, &[2.0f32, 4.0])?;
+        Stream::new(ctx, StreamFlags::NonBlocking)?
+            .scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 0.5f32)))?;
+        assert_eq!(x.to_vec()?, [1.0, 2.0]);
+        Ok(())
+    });
+}
+
+#[test]
+fn not_an_image_is_refused_before_the_driver() {
+    in_context(|ctx| {
+        let e = Module::from_binary(ctx, b"hello").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidImage);
+        assert_eq!(e.call(), "Module::from_binary");
+        let e = Module::from_ptx(ctx, "a\0b").unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some("the PTX text contains a NUL byte at offset 1")
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_broken_ptx_reports_the_jit_log_with_the_line() {
+    if common::under_sanitizer_skip("a broken PTX") {
+        return;
+    }
+    in_context(|ctx| {
+        let broken = ".version 7.5\n.target sm_75\n.address_size 64\n\n.visible .entry broken()\n{\n\tthis_is_not_an_instruction;\n\tret;\n}\n";
+        let e = Module::from_ptx(ctx, broken).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidPtx, "{e}");
+        let log = e.detail().expect("the JIT log");
+        println!("{e}");
+        assert!(log.starts_with("JIT log:"), "{log}");
+        assert!(log.contains("line 7"), "the log names the line: {log}");
+        Ok(())
+    });
+}
+
+#[test]
+fn a_missing_function_is_an_error_naming_it() {
+    if common::under_sanitizer_skip("a missing function") {
+        return;
+    }
+    in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        let e = module.function("no_such_kernel").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NotFound);
+        assert_eq!(
+            e.to_string(),
+            "cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (named symbol not found): no function named `no_such_kernel` in the module"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn function_attributes_are_read_and_set() {
+    in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        let f = module.function("sum_u64")?;
+        assert!(f.max_threads_per_block()? >= 256);
+        assert!(f.num_registers()? > 0);
+        assert_eq!(
+            f.static_shared_bytes()?,
+            1024 * 8,
+            "__shared__ unsigned long long partial[1024]"
+        );
+        assert_eq!(f.ptx_version()?, 90, "PTX ISA 9.0");
+        let cc = ctx.device()?.compute_capability()?;
+        assert_eq!(f.binary_version()?, cc.major * 10 + cc.minor);
+        assert!(f.attribute(FunctionAttribute::LocalSizeBytes)? >= 0);
+        let e = module.function("empty")?;
+        e.set_max_dynamic_shared_bytes(64 << 10)?;
+        assert_eq!(e.max_dynamic_shared_bytes()?, 64 << 10);
+        e.set_cache_config(cuda_brand::CacheConfig::PreferShared)?;
+        let block = e.suggested_block_size(0)?;
+        assert!((32..=1024).contains(&block) && block % 32 == 0, "{block}");
+        Ok(())
+    });
+}
+
+#[test]
+fn bad_launch_configurations_are_refused_before_the_driver() {
+    in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        // SAFETY: empty(float*, size_t) touches nothing.
+        let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
+        let max = empty.function().max_threads_per_block()?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let mut buf = DeviceBuffer::<f32>::zeroed(ctx, 1)?;
+        let bad = [
+            LaunchConfig::linear(0, 32),
+            LaunchConfig::linear(1, 0),
+            LaunchConfig::new([1, 1, 1], [32, 32, 2]),
+            LaunchConfig::linear(1, max + 1),
+            LaunchConfig::new([1, 70_000, 1], [32, 1, 1]),
+            LaunchConfig::linear(1, 32).with_shared_mem(1 << 30),
+        ];
+        for config in bad {
+            let e = stream
+                .scope(|s| s.launch(&empty, config, (&mut buf,)))
+                .unwrap_err();
+            assert_eq!(e.call(), "StreamScope::launch", "{config:?}");
+            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert!(
+                e.detail()
+                    .unwrap()
+                    .starts_with("invalid launch configuration"),
+                "{e}"
+            );
+        }
+        let e = stream
+            .scope(|s| s.launch(&empty, LaunchConfig::linear(1, max + 1), (&mut buf,)))
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the block has more threads than the kernel allows"),
+            "{e}"
+        );
+        stream.scope(|s| s.launch(&empty, LaunchConfig::linear(1, max), (&mut buf,)))?;
+        Ok(())
+    });
+}
+
+#[test]
+fn module_globals_are_read_and_written() {
+    in_context(|ctx| {
+        let mut module = Module::from_ptx(ctx, PTX)?;
+        module.global_mut::<i32>("counter")?.copy_from_host(&[40])?;
+        assert_eq!(module.global::<f32>("table")?.len(), 16);
+        {
+            // SAFETY: bump(int) writes only its module's globals.
+            let bump = unsafe { module.kernel::<(i32,)>("bump") }?;
+            Stream::new(ctx, StreamFlags::NonBlocking)?
+                .scope(|s| s.launch(&bump, LaunchConfig::linear(1, 32), (2i32,)))?;
+        }
+        assert_eq!(module.global::<i32>("counter")?.to_vec()?, [42]);
+        let table = module.global::<f32>("table")?.to_vec()?;
+        assert_eq!(table, (0..16).map(|i| i as f32 * 2.0).collect::<Vec<_>>());
+        if !common::under_sanitizer_skip("a missing global") {
+            let e = module.global::<u8>("nope").unwrap_err();
+            assert_eq!(e.detail(), Some("no global named `nope` in the module"));
+        }
+        let e = module.global::<[u8; 3]>("counter").unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some("global `counter` has 4 bytes, not a whole number of 3-byte `[u8; 3]`")
+        );
+        Ok(())
+    });
+}
