@@ -269,7 +269,8 @@ pub enum FunctionAttribute {
     LocalSizeBytes = 3,
     /// Registers per thread.
     NumRegs = 4,
-    /// The PTX ISA version it was compiled from, major * 10 + minor.
+    /// The virtual architecture its PTX was compiled for, major * 10 + minor (75 for
+    /// `compute_75`).
     PtxVersion = 5,
     /// The binary architecture it was compiled for, major * 10 + minor.
     BinaryVersion = 6,
@@ -327,7 +328,8 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         }
     }
 
-    /// The PTX ISA version, e.g. 75 for a module compiled for `compute_75`.
+    /// The virtual architecture its PTX targets, e.g. 75 for a module compiled for
+    /// `compute_75`.
     pub fn ptx_version(&self) -> Result<u32> {
         Ok(self.attribute(FunctionAttribute::PtxVersion)? as u32)
     }

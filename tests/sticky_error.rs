@@ -1,0 +1,37 @@
+//! A kernel that faults: a test binary of its own, because a sticky error such as an
+//! illegal address poisons every context of the process afterwards.
+
+mod common;
+
+use cuda_brand::{ContextFlags, Error, with_context};
+
+#[test]
+fn a_kernel_that_traps_makes_teardown_return_err_without_a_panic() {
+    use cuda_brand::{LaunchConfig, Module, Out, Stream, StreamFlags};
+    let device = gpu_or_skip!();
+    if common::under_sanitizer_skip("an illegal address") {
+        return;
+    }
+    let before = common::current();
+    let result = with_context(&device, ContextFlags::default(), |ctx| {
+        let module = Module::from_ptx(ctx, include_str!("../kernels/kernels.ptx"))?;
+        // SAFETY: NOT true: write_wild writes through a wild pointer. That is this test's
+        // point: the crate reports the resulting sticky error instead of crashing.
+        let wild = unsafe { module.kernel::<(Out<f32>,)>("write_wild") }?;
+        let mut buf = cuda_brand::DeviceBuffer::<f32>::zeroed(ctx, 1)?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let scope = stream.scope(|s| s.launch(&wild, LaunchConfig::linear(1, 1), (&mut buf,)));
+        let e = scope.expect_err("the scope's synchronization reports the fault");
+        assert_eq!(e.code(), cuda_brand::ErrorCode::IllegalAddress, "{e}");
+        Ok::<_, Error>(())
+    });
+    // the context is destroyed; its teardown synchronize reports the sticky error
+    let e = result.expect_err("teardown reports the sticky error");
+    assert_eq!(e.code(), cuda_brand::ErrorCode::IllegalAddress, "{e}");
+    assert_eq!(common::current(), before, "the stack is restored");
+    // and the device is usable again in a fresh context
+    let ok = with_context(&device, ContextFlags::default(), |ctx| {
+        cuda_brand::DeviceBuffer::from_slice(ctx, &[1u8])?.to_vec()
+    });
+    assert_eq!(ok.unwrap(), [1]);
+}

@@ -1,0 +1,27 @@
+// Rule: a `ContextGuard` cannot be stored in a `Vec` that lives outside the `with_context`
+// closure.
+//
+// The `Vec` is declared outside, so its element type is fixed outside, where the brand
+// `'ctx` of the closure does not exist: pushing the guard would let it outlive the closure.
+//
+// Without it: the guards in the `Vec` would name contexts that `with_context` has already
+// destroyed. The driver does not catch that reliably (shared/gpu/FACTS.md):
+// `cuStreamSynchronize` on a stream of a destroyed context is a segmentation fault inside
+// libcuda, and rustacuda 0.1.3 in safe code: "`Stream::synchronize` after its `Context` is
+// dropped: segmentation fault (exit 139)".
+
+use cuda_brand::{ContextFlags, ContextGuard, Device, with_context};
+
+fn main() -> cuda_brand::Result<()> {
+    let device = Device::get(0)?;
+    let mut guards: Vec<ContextGuard<'_>> = Vec::new();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        guards.push(ctx);
+        Ok::<_, cuda_brand::Error>(())
+    })?;
+    // every context is destroyed here
+    for ctx in guards {
+        ctx.synchronize()?;
+    }
+    Ok(())
+}
