@@ -513,15 +513,20 @@ fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
         Teardown::Pop => Ok(()),
         Teardown::Destroy | Teardown::Release(_) => driver::ctx_synchronize(),
     };
-    // The crate keeps the stack balanced, so `raw` is on top; check rather than pop
-    // someone else's context if unsafe code broke that.
-    let popped = match driver::ctx_get_current() {
-        Ok(current) if current == raw => driver::ctx_pop().map(drop),
-        Ok(_) => Err(Error::with_detail(
-            "cuCtxPopCurrent_v2",
-            ErrorCode::InvalidContext,
-            "the context is not on top of this thread's stack: unsafe code changed the current context and did not restore it",
-        )),
+    // The crate keeps the stack balanced, so `raw` is on top. If unsafe code broke that,
+    // the pop took someone else's context: put it back and report it (checking after the
+    // pop costs nothing on the normal path, unlike a `cuCtxGetCurrent` before it).
+    let popped = match driver::ctx_pop() {
+        Ok(top) if top == raw => Ok(()),
+        Ok(other) => {
+            // SAFETY: `other` was current on this thread a moment ago, so it is alive.
+            let _ = unsafe { driver::ctx_push(other) };
+            Err(Error::with_detail(
+                "cuCtxPopCurrent_v2",
+                ErrorCode::InvalidContext,
+                "the context is not on top of this thread's stack: unsafe code changed the current context and did not restore it",
+            ))
+        }
         Err(e) => Err(e),
     };
     let released = match teardown {

@@ -351,3 +351,43 @@ fn a_raw_context_is_branded_and_not_destroyed() {
     })
     .unwrap();
 }
+
+#[test]
+fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
+    let device = gpu_or_skip!();
+    let mut primary = std::ptr::null_mut();
+    // SAFETY: retains the primary context, released below.
+    let rc = unsafe { cuda_brand::sys::cuDevicePrimaryCtxRetain(&mut primary, device.as_raw()) };
+    assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+    let before = common::current();
+    let result = with_context(&device, ContextFlags::default(), |_| {
+        // SAFETY (of the test): pushes a live context and "forgets" to pop it.
+        let rc = unsafe { cuda_brand::sys::cuCtxPushCurrent_v2(primary) };
+        assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+        Ok::<_, Error>(())
+    });
+    let e = result.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidContext);
+    assert!(
+        e.detail()
+            .unwrap()
+            .contains("not on top of this thread's stack"),
+        "{e}"
+    );
+    // the foreign context was put back, not lost
+    assert_eq!(common::current(), primary);
+    let mut popped = std::ptr::null_mut();
+    // SAFETY: undoes the test's push and retain.
+    unsafe {
+        assert_eq!(
+            cuda_brand::sys::cuCtxPopCurrent_v2(&mut popped),
+            cuda_brand::sys::CUresult::CUDA_SUCCESS
+        );
+        assert_eq!(
+            cuda_brand::sys::cuDevicePrimaryCtxRelease(device.as_raw()),
+            cuda_brand::sys::CUresult::CUDA_SUCCESS
+        );
+    }
+    assert_eq!(popped, primary);
+    let _ = before;
+}

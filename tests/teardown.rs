@@ -3,18 +3,7 @@
 
 mod common;
 
-use std::sync::Mutex;
-
 use cuda_brand::{ContextFlags, Error, with_context, with_primary_context};
-
-/// The tests of this binary run one at a time: each measures or breaks a whole context.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 #[test]
 fn a_destroyed_context_gives_its_memory_back() {
