@@ -531,6 +531,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                 })
             }),
             raw: Box::new(move || {
+                ok(unsafe { sys::cuStreamSynchronize(raw_stream) });
                 per_op(20000, || unsafe {
                     let mut ms = 0.0;
                     ok(sys::cuEventElapsedTime(&mut ms, raw_ev_a, raw_ev_b));

@@ -359,7 +359,6 @@ fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
     // SAFETY: retains the primary context, released below.
     let rc = unsafe { cuda_brand::sys::cuDevicePrimaryCtxRetain(&mut primary, device.as_raw()) };
     assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
-    let before = common::current();
     let result = with_context(&device, ContextFlags::default(), |_| {
         // SAFETY (of the test): pushes a live context and "forgets" to pop it.
         let rc = unsafe { cuda_brand::sys::cuCtxPushCurrent_v2(primary) };
@@ -389,5 +388,4 @@ fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
         );
     }
     assert_eq!(popped, primary);
-    let _ = before;
 }

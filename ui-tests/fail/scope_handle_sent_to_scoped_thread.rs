@@ -1,0 +1,30 @@
+// Rule: a stream scope's handle stays on the thread that opened the scope: `StreamScope` is
+// not `Sync`, so `&StreamScope` cannot be sent to another thread, not even a scoped thread
+// that is joined inside the scope.
+//
+// The scope keeps the list of its stream-ordered allocations in a `RefCell` (to free them
+// when it ends), and a `RefCell` must not be used from two threads at once. rustc names
+// that field in the error: it is why the scope is not `Sync`.
+//
+// Without it: two threads allocating through one scope (`alloc_zeroed`) would race on the
+// list, a data race in the crate's own bookkeeping that no driver call can detect, and an
+// allocation lost from the list would never be freed. Stream operations themselves may run
+// on any thread ("stream-based ops do not need their context current",
+// shared/gpu/FACTS.md): work for another thread goes through its own stream and scope (a
+// `Stream` is `Send` and `Sync`).
+
+use cuda_brand::{ContextFlags, Device, Stream, StreamFlags, with_context};
+
+fn main() -> cuda_brand::Result<()> {
+    let device = Device::get(0)?;
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        stream.scope(|s| {
+            std::thread::scope(|threads| {
+                let worker = threads.spawn(|| s.alloc_zeroed::<u32>(1024).map(drop));
+                let here = s.alloc_zeroed::<u32>(1024).map(drop);
+                worker.join().expect("worker panicked").and(here)
+            })
+        })
+    })
+}

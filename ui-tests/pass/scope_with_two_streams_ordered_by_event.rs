@@ -1,0 +1,35 @@
+// Allowed: two streams of one context sharing a buffer inside `Stream::scope_with`, with an
+// event ordering them: stream `a` fills the buffer and records `filled`; stream `b` waits
+// for `filled`, then copies the buffer to the host.
+//
+// The two scopes share one lifetime, so `b`'s copy may use the `DeviceMut` that `a` bound;
+// the event, recorded on `a` and waited for by `b` (both of the event's context), is what
+// orders the copy after the fill. Both streams are synchronized when `scope_with` returns.
+
+use cuda_brand::{
+    ContextFlags, DeviceBuffer, Event, EventFlags, Stream, StreamFlags, with_context,
+};
+
+fn main() {
+    let Ok(device) = cuda_brand::Device::get(0) else {
+        return;
+    };
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let a = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let b = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let filled = Event::new(ctx, EventFlags::new().disable_timing(true))?;
+        let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 16)?;
+        let mut host = vec![0u32; 1 << 16];
+        a.scope_with(&b, |sa, sb| {
+            let d = sa.bind_mut(&mut on_device);
+            sa.fill(d, 7)?;
+            filled.record(sa)?;
+            sb.wait_event(&filled)?; // b's copy starts after a's fill
+            sb.copy_to_host(&mut host, d)?;
+            Ok::<_, cuda_brand::Error>(())
+        })?;
+        assert!(host.iter().all(|&x| x == 7));
+        Ok::<_, cuda_brand::Error>(())
+    })
+    .expect("two streams ordered by an event");
+}
