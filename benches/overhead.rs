@@ -18,7 +18,7 @@ use cuda_driver_sys as sys;
 use cudarc::driver as rc;
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
-const ROUNDS: usize = 9;
+const ROUNDS: usize = 15;
 
 #[track_caller]
 fn ok(r: sys::CUresult) {
@@ -318,6 +318,37 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             })),
         },
         Row {
+            name: "the same, raw made complete (+ cuStreamSynchronize(NULL) after the copy to the device)",
+            unit: Unit::Ns,
+            ours: Box::new({
+                let mut small = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
+                move || {
+                    let mut back = [0u32];
+                    per_op(2000, || {
+                        small.copy_from_host(&[7]).unwrap();
+                        small.copy_to_host(&mut back).unwrap();
+                    })
+                }
+            }),
+            raw: Box::new(move || {
+                let (x, mut back) = (7u32, 0u32);
+                per_op(2000, || unsafe {
+                    ok(sys::cuMemcpyHtoD_v2(
+                        raw_small,
+                        (&x as *const u32).cast(),
+                        4,
+                    ));
+                    ok(sys::cuStreamSynchronize(std::ptr::null_mut()));
+                    ok(sys::cuMemcpyDtoH_v2(
+                        (&mut back as *mut u32).cast(),
+                        raw_small,
+                        4,
+                    ));
+                })
+            }),
+            cudarc: None,
+        },
+        Row {
             name: "4 B async host-to-device + stream sync",
             unit: Unit::Ns,
             ours: Box::new({
@@ -509,16 +540,21 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             cudarc: Some(Box::new(|| per_op(5000, || rstream.synchronize().unwrap()))),
         },
         Row {
-            name: "event record",
+            name: "event record (batches of 1000 on an idle stream)",
             unit: Unit::Ns,
-            ours: Box::new(|| per_op(20000, || ev_b.record(&stream).unwrap())),
+            ours: Box::new(|| {
+                stream.synchronize().unwrap();
+                per_op(1000, || ev_b.record(&stream).unwrap())
+            }),
             raw: Box::new(move || {
-                per_op(20000, || {
+                ok(unsafe { sys::cuStreamSynchronize(raw_stream) });
+                per_op(1000, || {
                     ok(unsafe { sys::cuEventRecord(raw_ev_b, raw_stream) })
                 })
             }),
             cudarc: Some(Box::new(|| {
-                per_op(20000, || rev_b.record(&rstream).unwrap())
+                rstream.synchronize().unwrap();
+                per_op(1000, || rev_b.record(&rstream).unwrap())
             })),
         },
         Row {

@@ -36,7 +36,6 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
@@ -488,7 +487,10 @@ enum Teardown {
 }
 
 /// Calls `f` with `guard`, whose context the calling thread has on top of its stack, then
-/// tears down as `teardown` says on every exit path and resumes a panic of `f` afterwards.
+/// tears down as `teardown` says on every exit path. On a panic of `f` the teardown runs in
+/// a drop guard while the panic unwinds (after every value of the closure's frame, so every
+/// branded value, has been dropped); it reports nothing and never panics. The guard is
+/// local, so no user code can `mem::forget` it.
 fn run_scoped<'ctx, R, E>(
     guard: ContextGuard<'ctx>,
     teardown: Teardown,
@@ -497,12 +499,19 @@ fn run_scoped<'ctx, R, E>(
 where
     E: From<Error>,
 {
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(guard)));
+    struct TearDownOnUnwind(CUcontext, Teardown);
+    impl Drop for TearDownOnUnwind {
+        fn drop(&mut self) {
+            let _ = tear_down(self.0, self.1);
+        }
+    }
+    let on_unwind = TearDownOnUnwind(guard.as_raw(), teardown);
+    let outcome = f(guard);
+    std::mem::forget(on_unwind);
     let torn_down = tear_down(guard.as_raw(), teardown);
     match outcome {
-        Err(payload) => panic::resume_unwind(payload),
-        Ok(Ok(value)) => torn_down.map(|()| value).map_err(E::from),
-        Ok(Err(e)) => Err(e),
+        Ok(value) => torn_down.map(|()| value).map_err(E::from),
+        Err(e) => Err(e),
     }
 }
 

@@ -31,7 +31,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Deref, RangeBounds};
-use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use cuda_driver_sys::CUstream_st;
@@ -160,7 +159,7 @@ impl<'ctx> Stream<'ctx> {
     }
 
     /// Opens a scope for asynchronous work on this stream, runs `f` with it, then
-    /// synchronizes the stream (also if `f` panics) before returning. See the
+    /// synchronizes the stream (also if `f` panics, while the panic unwinds) before returning. See the
     /// [module documentation](crate::stream) for why this makes asynchronous work sound.
     ///
     /// A failure of the final synchronization (for example an illegal address in a kernel)
@@ -192,7 +191,9 @@ impl<'ctx> Stream<'ctx> {
         E: From<Error>,
     {
         let scope = StreamScope::open(self);
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+        let on_unwind = FinishOnUnwind(&[&scope]);
+        let outcome = f(&scope);
+        std::mem::forget(on_unwind);
         finish_scopes(outcome, &[&scope])
     }
 
@@ -233,19 +234,30 @@ impl<'ctx> Stream<'ctx> {
         E: From<Error>,
     {
         let (first, second) = (StreamScope::open(self), StreamScope::open(other));
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&first, &second)));
+        let on_unwind = FinishOnUnwind(&[&first, &second]);
+        let outcome = f(&first, &second);
+        std::mem::forget(on_unwind);
         finish_scopes(outcome, &[&first, &second])
     }
 }
 
-/// Ends scopes whose closure produced `outcome`: synchronizes every stream, frees the
-/// scopes' allocations, then resumes a panic or returns the closure's result (or the first
-/// error of the teardown, if the closure returned `Ok`).
+/// Ends scopes whose closure returned `outcome`: see [`end_scopes`]. Returns the closure's
+/// result, or the first error of the ending if the closure returned `Ok`.
+#[inline]
 fn finish_scopes<R, E: From<Error>>(
-    outcome: std::thread::Result<Result<R, E>>,
+    outcome: Result<R, E>,
     scopes: &[&StreamScope<'_, '_, '_>],
 ) -> Result<R, E> {
-    // All streams first: an allocation of one scope may be used by another's stream.
+    let finished = end_scopes(scopes);
+    match outcome {
+        Ok(value) => finished.map(|()| value).map_err(E::from),
+        Err(e) => Err(e),
+    }
+}
+
+/// Synchronizes every scope's stream, then frees the scopes' allocations (all streams
+/// first: an allocation of one scope may be used by another's stream).
+fn end_scopes(scopes: &[&StreamScope<'_, '_, '_>]) -> Result<()> {
     let mut finished = Ok(());
     for scope in scopes {
         // SAFETY: the stream is alive (borrowed by the scope).
@@ -254,10 +266,18 @@ fn finish_scopes<R, E: From<Error>>(
     for scope in scopes {
         finished = finished.and(scope.free_allocations());
     }
-    match outcome {
-        Err(payload) => panic::resume_unwind(payload),
-        Ok(Ok(value)) => finished.map(|()| value).map_err(E::from),
-        Ok(Err(e)) => Err(e),
+    finished
+}
+
+/// Ends the scopes if their closure panics: the synchronization happens while the panic
+/// unwinds, after the closure's frame (and every borrow it held) is gone from the stack but
+/// before anything the scope borrowed can be dropped by the caller. Local to
+/// `Stream::scope`, so user code cannot `mem::forget` it; it never panics.
+struct FinishOnUnwind<'a, 'scope, 'env, 'ctx>(&'a [&'a StreamScope<'scope, 'env, 'ctx>]);
+
+impl Drop for FinishOnUnwind<'_, '_, '_, '_> {
+    fn drop(&mut self) {
+        let _ = end_scopes(self.0);
     }
 }
 
