@@ -517,6 +517,7 @@ where
 
 /// Tears a context down; every step runs even if an earlier one failed, and the first
 /// error is returned.
+#[inline]
 fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
     let synced = match teardown {
         Teardown::Pop => Ok(()),

@@ -187,6 +187,7 @@ pub(crate) fn init() -> Result<()> {
 }
 
 /// The driver's CUDA version, e.g. 12020 for 12.2. Needs no `cuInit`.
+#[inline]
 pub(crate) fn driver_version() -> Result<i32> {
     let mut v = 0;
     // SAFETY: the out-pointer is a live local.
@@ -194,6 +195,7 @@ pub(crate) fn driver_version() -> Result<i32> {
     Ok(v)
 }
 
+#[inline]
 pub(crate) fn device_count() -> Result<i32> {
     init()?;
     let mut n = 0;
@@ -202,6 +204,7 @@ pub(crate) fn device_count() -> Result<i32> {
     Ok(n)
 }
 
+#[inline]
 pub(crate) fn device_get(ordinal: i32) -> Result<CUdevice> {
     init()?;
     let mut d = 0;
@@ -210,6 +213,7 @@ pub(crate) fn device_get(ordinal: i32) -> Result<CUdevice> {
     Ok(d)
 }
 
+#[inline]
 pub(crate) fn device_name(dev: CUdevice) -> Result<String> {
     let mut buf = [0 as c_char; 256];
     // SAFETY: the buffer is live and its length is passed; the driver NUL-terminates.
@@ -222,6 +226,7 @@ pub(crate) fn device_name(dev: CUdevice) -> Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+#[inline]
 pub(crate) fn device_total_mem(dev: CUdevice) -> Result<usize> {
     let mut b = 0;
     // SAFETY: the out-pointer is a live local.
@@ -229,6 +234,7 @@ pub(crate) fn device_total_mem(dev: CUdevice) -> Result<usize> {
     Ok(b)
 }
 
+#[inline]
 pub(crate) fn device_attribute(dev: CUdevice, attrib: c_int) -> Result<i32> {
     let mut v = 0;
     // SAFETY: the out-pointer is a live local; unknown attributes are reported as an error.
@@ -236,6 +242,7 @@ pub(crate) fn device_attribute(dev: CUdevice, attrib: c_int) -> Result<i32> {
     Ok(v)
 }
 
+#[inline]
 pub(crate) fn device_uuid(dev: CUdevice) -> Result<[u8; 16]> {
     let mut u = CUuuid { bytes: [0; 16] };
     // SAFETY: the out-pointer is a live local of the driver's struct type.
@@ -243,6 +250,7 @@ pub(crate) fn device_uuid(dev: CUdevice) -> Result<[u8; 16]> {
     Ok(u.bytes.map(|b| b as u8))
 }
 
+#[inline]
 pub(crate) fn device_can_access_peer(dev: CUdevice, peer: CUdevice) -> Result<bool> {
     let mut v = 0;
     // SAFETY: the out-pointer is a live local.
@@ -250,6 +258,7 @@ pub(crate) fn device_can_access_peer(dev: CUdevice, peer: CUdevice) -> Result<bo
     Ok(v != 0)
 }
 
+#[inline]
 pub(crate) fn primary_ctx_retain(dev: CUdevice) -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local.
@@ -260,16 +269,19 @@ pub(crate) fn primary_ctx_retain(dev: CUdevice) -> Result<CUcontext> {
 /// # Safety
 /// Balances one successful [`primary_ctx_retain`] of `dev`; nothing of the context may be
 /// used afterwards unless another retain holds it.
+#[inline]
 pub(crate) unsafe fn primary_ctx_release(dev: CUdevice) -> Result<()> {
     // SAFETY: the caller balances a retain.
     unsafe { cu!(cuDevicePrimaryCtxRelease_v2(dev)) }
 }
 
+#[inline]
 pub(crate) fn primary_ctx_set_flags(dev: CUdevice, flags: u32) -> Result<()> {
     // SAFETY: takes plain values; the driver validates them.
     unsafe { cu!(cuDevicePrimaryCtxSetFlags_v2(dev, flags)) }
 }
 
+#[inline]
 pub(crate) fn primary_ctx_state(dev: CUdevice) -> Result<(u32, bool)> {
     let (mut flags, mut active) = (0, 0);
     // SAFETY: the out-pointers are live locals.
@@ -278,6 +290,7 @@ pub(crate) fn primary_ctx_state(dev: CUdevice) -> Result<(u32, bool)> {
 }
 
 /// Creates a context on `dev` and pushes it on the calling thread's stack.
+#[inline]
 pub(crate) fn ctx_create(flags: u32, dev: CUdevice) -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local; flags and device are validated by the driver.
@@ -287,6 +300,7 @@ pub(crate) fn ctx_create(flags: u32, dev: CUdevice) -> Result<CUcontext> {
 
 /// # Safety
 /// `ctx` is a context this crate created and nothing will use it afterwards.
+#[inline]
 pub(crate) unsafe fn ctx_destroy(ctx: CUcontext) -> Result<()> {
     // SAFETY: the caller owns `ctx` and gives it up.
     unsafe { cu!(cuCtxDestroy_v2(ctx)) }
@@ -294,12 +308,14 @@ pub(crate) unsafe fn ctx_destroy(ctx: CUcontext) -> Result<()> {
 
 /// # Safety
 /// `ctx` is a live context, and the caller pops it again before the context goes away.
+#[inline]
 pub(crate) unsafe fn ctx_push(ctx: CUcontext) -> Result<()> {
     // SAFETY: the caller guarantees `ctx` is alive.
     unsafe { cu!(cuCtxPushCurrent_v2(ctx)) }
 }
 
 /// Pops the calling thread's current context and returns it.
+#[inline]
 pub(crate) fn ctx_pop() -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local; popping an empty stack is an error, not UB.
@@ -319,6 +335,7 @@ pub(crate) fn ctx_get_current() -> Result<CUcontext> {
 // The functions below act on the calling thread's current context; callers make the
 // right context current first (see `context::ensure_current`).
 
+#[inline]
 pub(crate) fn ctx_get_device() -> Result<CUdevice> {
     let mut d = 0;
     // SAFETY: the out-pointer is a live local.
@@ -326,6 +343,7 @@ pub(crate) fn ctx_get_device() -> Result<CUdevice> {
     Ok(d)
 }
 
+#[inline]
 pub(crate) fn ctx_get_flags() -> Result<u32> {
     let mut f = 0;
     // SAFETY: the out-pointer is a live local.
@@ -333,6 +351,7 @@ pub(crate) fn ctx_get_flags() -> Result<u32> {
     Ok(f)
 }
 
+#[inline]
 pub(crate) fn ctx_synchronize() -> Result<()> {
     // SAFETY: takes no arguments; acts on the current context.
     unsafe { cu!(cuCtxSynchronize()) }
@@ -340,6 +359,7 @@ pub(crate) fn ctx_synchronize() -> Result<()> {
 
 /// # Safety
 /// `ctx` is a live context.
+#[inline]
 pub(crate) unsafe fn ctx_api_version(ctx: CUcontext) -> Result<u32> {
     let mut v = 0;
     // SAFETY: the caller guarantees `ctx` is alive; the out-pointer is a live local.
@@ -347,6 +367,7 @@ pub(crate) unsafe fn ctx_api_version(ctx: CUcontext) -> Result<u32> {
     Ok(v)
 }
 
+#[inline]
 pub(crate) fn ctx_get_cache_config() -> Result<i32> {
     let mut v = 0;
     // SAFETY: the out-pointer is a live local (read as an integer, not as an enum).
@@ -354,11 +375,13 @@ pub(crate) fn ctx_get_cache_config() -> Result<i32> {
     Ok(v)
 }
 
+#[inline]
 pub(crate) fn ctx_set_cache_config(v: i32) -> Result<()> {
     // SAFETY: plain value, validated by the driver.
     unsafe { cu!(cuCtxSetCacheConfig(v)) }
 }
 
+#[inline]
 pub(crate) fn ctx_get_shared_mem_config() -> Result<i32> {
     let mut v = 0;
     // SAFETY: the out-pointer is a live local (read as an integer, not as an enum).
@@ -366,11 +389,13 @@ pub(crate) fn ctx_get_shared_mem_config() -> Result<i32> {
     Ok(v)
 }
 
+#[inline]
 pub(crate) fn ctx_set_shared_mem_config(v: i32) -> Result<()> {
     // SAFETY: plain value, validated by the driver.
     unsafe { cu!(cuCtxSetSharedMemConfig(v)) }
 }
 
+#[inline]
 pub(crate) fn ctx_get_limit(limit: i32) -> Result<usize> {
     let mut v = 0;
     // SAFETY: the out-pointer is a live local; unknown limits are an error.
@@ -378,11 +403,13 @@ pub(crate) fn ctx_get_limit(limit: i32) -> Result<usize> {
     Ok(v)
 }
 
+#[inline]
 pub(crate) fn ctx_set_limit(limit: i32, value: usize) -> Result<()> {
     // SAFETY: plain values, validated by the driver.
     unsafe { cu!(cuCtxSetLimit(limit, value)) }
 }
 
+#[inline]
 pub(crate) fn ctx_stream_priority_range() -> Result<(i32, i32)> {
     let (mut least, mut greatest) = (0, 0);
     // SAFETY: the out-pointers are live locals.
@@ -408,6 +435,7 @@ fn ready(call: &'static str, raw: u32) -> Result<bool> {
 // asynchronous) operation is done.
 
 /// Allocates in the current context.
+#[inline]
 pub(crate) fn mem_alloc(bytes: usize) -> Result<CUdeviceptr> {
     let mut p = 0;
     // SAFETY: the out-pointer is a live local.
@@ -417,12 +445,14 @@ pub(crate) fn mem_alloc(bytes: usize) -> Result<CUdeviceptr> {
 
 /// # Safety
 /// `p` came from [`mem_alloc`] and is not used afterwards.
+#[inline]
 pub(crate) unsafe fn mem_free(p: CUdeviceptr) -> Result<()> {
     // SAFETY: the caller gives up `p`.
     unsafe { cu!(cuMemFree_v2(p)) }
 }
 
 /// Allocates page-locked host memory in the current context.
+#[inline]
 pub(crate) fn mem_host_alloc(bytes: usize, flags: u32) -> Result<*mut c_void> {
     let mut p = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local.
@@ -432,6 +462,7 @@ pub(crate) fn mem_host_alloc(bytes: usize, flags: u32) -> Result<*mut c_void> {
 
 /// # Safety
 /// `p` came from [`mem_host_alloc`] and is not used afterwards.
+#[inline]
 pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
     // SAFETY: the caller gives up `p`.
     unsafe { cu!(cuMemFreeHost(p)) }
@@ -455,6 +486,7 @@ fn legacy_stream_synchronize() -> Result<()> {
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
+#[inline]
 pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> Result<()> {
     // SAFETY: the caller guarantees both ranges.
     unsafe { cu!(cuMemcpyHtoD_v2(dst, src, bytes)) }?;
@@ -463,6 +495,7 @@ pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: us
 
 /// # Safety
 /// `dst` is valid for `bytes` of host writes, `src` for `bytes` of device reads.
+#[inline]
 pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> Result<()> {
     // SAFETY: the caller guarantees both ranges.
     unsafe { cu!(cuMemcpyDtoH_v2(dst, src, bytes)) }
@@ -472,6 +505,7 @@ pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usiz
 ///
 /// # Safety
 /// Both device ranges are valid for `bytes`.
+#[inline]
 pub(crate) unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
     // SAFETY: the caller guarantees both ranges.
     unsafe { cu!(cuMemcpyDtoD_v2(dst, src, bytes)) }?;
@@ -491,6 +525,7 @@ pub enum Pattern {
 ///
 /// # Safety
 /// `dst` is valid for `n` elements of the pattern's width.
+#[inline]
 pub(crate) unsafe fn memset(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Result<()> {
     // SAFETY: the caller guarantees the range.
     unsafe {
@@ -505,6 +540,7 @@ pub(crate) unsafe fn memset(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Res
 
 /// # Safety
 /// As [`memset`], and `stream` is live; the range stays valid until the stream has run it.
+#[inline]
 pub(crate) unsafe fn memset_async(
     dst: CUdeviceptr,
     pattern: Pattern,
@@ -593,6 +629,7 @@ pub(crate) unsafe fn mem_free_async(p: CUdeviceptr, stream: CUstream) -> Result<
 ///
 /// # Safety
 /// `p` is an address the driver allocated.
+#[inline]
 pub(crate) unsafe fn pointer_context(p: CUdeviceptr) -> Result<CUcontext> {
     let mut c: CUcontext = std::ptr::null_mut();
     const CU_POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
@@ -610,6 +647,7 @@ pub(crate) unsafe fn pointer_context(p: CUdeviceptr) -> Result<CUcontext> {
 // Streams and events. Handles passed in are live: the callers hold their brand.
 
 /// Creates a stream in the current context.
+#[inline]
 pub(crate) fn stream_create(flags: u32, priority: i32) -> Result<CUstream> {
     let mut s = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local.
@@ -619,6 +657,7 @@ pub(crate) fn stream_create(flags: u32, priority: i32) -> Result<CUstream> {
 
 /// # Safety
 /// `s` is a stream this crate created and nothing uses it afterwards.
+#[inline]
 pub(crate) unsafe fn stream_destroy(s: CUstream) -> Result<()> {
     // SAFETY: the caller gives up `s`.
     unsafe { cu!(cuStreamDestroy_v2(s)) }
@@ -634,6 +673,7 @@ pub(crate) unsafe fn stream_synchronize(s: CUstream) -> Result<()> {
 
 /// # Safety
 /// `s` is live.
+#[inline]
 pub(crate) unsafe fn stream_query(s: CUstream) -> Result<bool> {
     // SAFETY: the caller guarantees the stream.
     ready("cuStreamQuery", unsafe { cuStreamQuery(s) })
@@ -641,6 +681,7 @@ pub(crate) unsafe fn stream_query(s: CUstream) -> Result<bool> {
 
 /// # Safety
 /// `s` and `e` are live.
+#[inline]
 pub(crate) unsafe fn stream_wait_event(s: CUstream, e: CUevent) -> Result<()> {
     // SAFETY: the caller guarantees both handles.
     unsafe { cu!(cuStreamWaitEvent(s, e, 0)) }
@@ -648,6 +689,7 @@ pub(crate) unsafe fn stream_wait_event(s: CUstream, e: CUevent) -> Result<()> {
 
 /// # Safety
 /// `s` is live.
+#[inline]
 pub(crate) unsafe fn stream_priority(s: CUstream) -> Result<i32> {
     let mut p = 0;
     // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
@@ -657,6 +699,7 @@ pub(crate) unsafe fn stream_priority(s: CUstream) -> Result<i32> {
 
 /// # Safety
 /// `s` is live.
+#[inline]
 pub(crate) unsafe fn stream_flags(s: CUstream) -> Result<u32> {
     let mut f = 0;
     // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
@@ -665,6 +708,7 @@ pub(crate) unsafe fn stream_flags(s: CUstream) -> Result<u32> {
 }
 
 /// Creates an event in the current context.
+#[inline]
 pub(crate) fn event_create(flags: u32) -> Result<CUevent> {
     let mut e = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local.
@@ -674,6 +718,7 @@ pub(crate) fn event_create(flags: u32) -> Result<CUevent> {
 
 /// # Safety
 /// `e` is an event this crate created and nothing uses it afterwards.
+#[inline]
 pub(crate) unsafe fn event_destroy(e: CUevent) -> Result<()> {
     // SAFETY: the caller gives up `e`.
     unsafe { cu!(cuEventDestroy_v2(e)) }
@@ -689,6 +734,7 @@ pub(crate) unsafe fn event_record(e: CUevent, s: CUstream) -> Result<()> {
 
 /// # Safety
 /// `e` is live.
+#[inline]
 pub(crate) unsafe fn event_synchronize(e: CUevent) -> Result<()> {
     // SAFETY: the caller guarantees the event.
     unsafe { cu!(cuEventSynchronize(e)) }
@@ -696,6 +742,7 @@ pub(crate) unsafe fn event_synchronize(e: CUevent) -> Result<()> {
 
 /// # Safety
 /// `e` is live.
+#[inline]
 pub(crate) unsafe fn event_query(e: CUevent) -> Result<bool> {
     // SAFETY: the caller guarantees the event.
     ready("cuEventQuery", unsafe { cuEventQuery(e) })
@@ -713,6 +760,7 @@ pub(crate) unsafe fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f3
 
 /// # Safety
 /// `s` is live.
+#[inline]
 pub(crate) unsafe fn stream_get_ctx(s: CUstream) -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
     // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
@@ -727,6 +775,7 @@ pub(crate) unsafe fn stream_get_ctx(s: CUstream) -> Result<CUcontext> {
 ///
 /// # Safety
 /// `image` points to a complete image: NUL-terminated text for PTX.
+#[inline]
 pub(crate) unsafe fn module_load(
     image: *const c_void,
 ) -> std::result::Result<CUmodule, (Error, String)> {
@@ -776,6 +825,7 @@ pub(crate) unsafe fn module_load(
 
 /// # Safety
 /// `m` is a module this crate loaded, nothing uses it afterwards, and its context is current.
+#[inline]
 pub(crate) unsafe fn module_unload(m: CUmodule) -> Result<()> {
     // SAFETY: the caller gives up `m`.
     unsafe { cu!(cuModuleUnload(m)) }
@@ -783,6 +833,7 @@ pub(crate) unsafe fn module_unload(m: CUmodule) -> Result<()> {
 
 /// # Safety
 /// `m` is live.
+#[inline]
 pub(crate) unsafe fn module_get_function(m: CUmodule, name: &std::ffi::CStr) -> Result<CUfunction> {
     let mut f = std::ptr::null_mut();
     // SAFETY: the caller guarantees the module; the name is NUL-terminated.
@@ -792,6 +843,7 @@ pub(crate) unsafe fn module_get_function(m: CUmodule, name: &std::ffi::CStr) -> 
 
 /// # Safety
 /// `m` is live.
+#[inline]
 pub(crate) unsafe fn module_get_global(
     m: CUmodule,
     name: &std::ffi::CStr,
@@ -804,6 +856,7 @@ pub(crate) unsafe fn module_get_global(
 
 /// # Safety
 /// `f` is live.
+#[inline]
 pub(crate) unsafe fn func_get_attribute(f: CUfunction, attrib: i32) -> Result<i32> {
     let mut v = 0;
     // SAFETY: the caller guarantees the function; the out-pointer is a live local.
@@ -813,6 +866,7 @@ pub(crate) unsafe fn func_get_attribute(f: CUfunction, attrib: i32) -> Result<i3
 
 /// # Safety
 /// `f` is live.
+#[inline]
 pub(crate) unsafe fn func_set_attribute(f: CUfunction, attrib: i32, value: i32) -> Result<()> {
     // SAFETY: the caller guarantees the function.
     unsafe { cu!(cuFuncSetAttribute(f, attrib, value)) }
@@ -820,6 +874,7 @@ pub(crate) unsafe fn func_set_attribute(f: CUfunction, attrib: i32, value: i32) 
 
 /// # Safety
 /// `f` is live.
+#[inline]
 pub(crate) unsafe fn func_set_cache_config(f: CUfunction, config: i32) -> Result<()> {
     // SAFETY: the caller guarantees the function.
     unsafe { cu!(cuFuncSetCacheConfig(f, config)) }
@@ -829,6 +884,7 @@ pub(crate) unsafe fn func_set_cache_config(f: CUfunction, config: i32) -> Result
 ///
 /// # Safety
 /// `f` is live.
+#[inline]
 pub(crate) unsafe fn occupancy_block_size(
     f: CUfunction,
     dynamic_smem: usize,
