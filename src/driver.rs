@@ -34,6 +34,22 @@ unsafe extern "C" {
     fn cuDeviceGetAttribute(value: *mut c_int, attrib: c_int, dev: CUdevice) -> u32;
     fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> u32;
     fn cuDeviceCanAccessPeer(can: *mut c_int, dev: CUdevice, peer: CUdevice) -> u32;
+    fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> u32;
+    fn cuMemcpyPeer(
+        dst: CUdeviceptr,
+        dst_ctx: CUcontext,
+        src: CUdeviceptr,
+        src_ctx: CUcontext,
+        bytes: usize,
+    ) -> u32;
+    fn cuMemcpyPeerAsync(
+        dst: CUdeviceptr,
+        dst_ctx: CUcontext,
+        src: CUdeviceptr,
+        src_ctx: CUcontext,
+        bytes: usize,
+        stream: CUstream,
+    ) -> u32;
 
     fn cuDevicePrimaryCtxRetain(ctx: *mut CUcontext, dev: CUdevice) -> u32;
     fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> u32;
@@ -933,4 +949,50 @@ pub(crate) unsafe fn launch_kernel(
             std::ptr::null_mut()
         ))
     }
+}
+
+/// Lets the current context access `peer`'s memory; `Ok` also when it already could.
+///
+/// # Safety
+/// `peer` is a live context.
+#[inline]
+pub(crate) unsafe fn ctx_enable_peer_access(peer: CUcontext) -> Result<()> {
+    const PEER_ACCESS_ALREADY_ENABLED: u32 = 704;
+    // SAFETY: the caller guarantees the context; flags must be 0.
+    match unsafe { cuCtxEnablePeerAccess(peer, 0) } {
+        PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        raw => check("cuCtxEnablePeerAccess", raw),
+    }
+}
+
+/// Copies between contexts (devices); complete when it returns.
+///
+/// # Safety
+/// Both contexts are live, and each range is valid memory of its context for `bytes`.
+#[inline]
+pub(crate) unsafe fn memcpy_peer(
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    bytes: usize,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the contexts and the ranges.
+    unsafe { cu!(cuMemcpyPeer(dst, dst_ctx, src, src_ctx, bytes)) }?;
+    legacy_stream_synchronize()
+}
+
+/// # Safety
+/// As [`memcpy_peer`], `stream` is live, and both ranges stay valid until it has run the copy.
+#[inline]
+pub(crate) unsafe fn memcpy_peer_async(
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<()> {
+    // SAFETY: the caller guarantees all of the above.
+    unsafe { cu!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, stream)) }
 }

@@ -33,6 +33,7 @@ mod error;
 mod event;
 pub mod memory;
 pub mod module;
+pub mod peer;
 pub mod stream;
 
 pub use context::{
@@ -47,6 +48,7 @@ pub use module::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelParam,
     KernelParams, LaunchConfig, Module, Out,
 };
+pub use peer::{PeerAccess, copy_peer};
 pub use stream::{DeviceMut, DeviceRef, Stream, StreamFlags, StreamScope};
 
 /// The raw driver types (`CUcontext`, `CUstream`, ...), for interoperation through the
@@ -85,6 +87,7 @@ mod facts {
     assert_impl_all!(Function<'static, 'static>: Send, Sync, Copy);
     assert_impl_all!(Kernel<'static, 'static, (In<f32>, Out<f32>, u32)>: Send, Sync);
     assert_impl_all!(Module<'static>: Send, Sync);
+    assert_eq_size!(PeerAccess<'static, 'static>, ());
     assert_impl_all!(Stream<'static>: Send, Sync);
     assert_impl_all!(Event<'static>: Send, Sync);
     assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);

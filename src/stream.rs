@@ -590,6 +590,41 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         unsafe { driver::memcpy_dtod_async(dst.ptr, src.ptr, dst.bytes(), self.stream.as_raw()) }
     }
 
+    /// Queues a copy from `src`, memory of another context `'peer` (another device, usually),
+    /// into `dst`, memory of this scope's context (`cuMemcpyPeerAsync`). `src_ctx` is the
+    /// source's guard, so the two brands cannot be swapped; `src` stays borrowed until the
+    /// scope has synchronized. Needs no peer access.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_from_peer<'peer, T: DeviceCopy>(
+        &'scope self,
+        dst: impl Into<DeviceMut<'scope, 'ctx, T>>,
+        src: &'scope DeviceSlice<'peer, T>,
+        src_ctx: ContextGuard<'peer>,
+    ) -> Result<()> {
+        let dst = dst.into();
+        check_lengths("copy_from_peer", dst.len(), src.len());
+        if dst.bytes() == 0 {
+            return Ok(());
+        }
+        let stream = self.stream.as_raw();
+        // SAFETY: the stream is alive, so is its context.
+        let dst_ctx = unsafe { driver::stream_get_ctx(stream) }?;
+        // SAFETY: both contexts are alive (brands), each range is memory of its context,
+        // both stay borrowed until the scope synchronizes.
+        unsafe {
+            driver::memcpy_peer_async(
+                dst.ptr,
+                dst_ctx,
+                src.as_device_ptr(),
+                src_ctx.as_raw(),
+                dst.bytes(),
+                stream,
+            )
+        }
+    }
+
     /// Queues setting every element of `dst` to `value` (`cuMemsetD8/16/32Async`).
     pub fn fill<T: Memset>(
         &'scope self,

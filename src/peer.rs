@@ -1,0 +1,127 @@
+//! Several contexts at once: peer access ([`PeerAccess`]) and copies between contexts
+//! ([`copy_peer`], [`StreamScope::copy_from_peer`](crate::StreamScope::copy_from_peer)),
+//! usually one context per device.
+//!
+//! Each context keeps its own brand, so nothing of one device's context is used with
+//! another's by accident. Open them nested (an outer guard stays usable inside an inner
+//! closure):
+//!
+//! ```no_run
+//! use cuda_brand::{copy_peer, with_context, ContextFlags, Device, DeviceBuffer};
+//! # fn main() -> cuda_brand::Result<()> {
+//! let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+//! with_context(&d0, ContextFlags::default(), |c0| {
+//!     let mut gathered = DeviceBuffer::<f32>::zeroed(c0, 1024)?;
+//!     with_context(&d1, ContextFlags::default(), |c1| {
+//!         let part = DeviceBuffer::from_slice(c1, &[1.0f32; 1024])?;
+//!         // the one API that names two brands: destination first, then source
+//!         copy_peer(&mut gathered, c0, &part, c1)
+//!     })?;
+//!     assert_eq!(gathered.to_vec()?, vec![1.0; 1024]);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! The copy functions are the only ones that take two brands, and each buffer must come
+//! with its own context's guard: swapping them does not compile. A kernel of one context
+//! reads or writes another context's memory only through a view made by [`PeerAccess`],
+//! which exists only once peer access is enabled.
+
+use std::marker::PhantomData;
+
+use crate::context::{Brand, ContextGuard};
+use crate::driver;
+use crate::error::Result;
+use crate::memory::{DeviceCopy, DeviceSlice, check_lengths};
+
+/// Proof that contexts of the brand `'ctx` may access the memory of the context `'peer`
+/// (`cuCtxEnablePeerAccess`). Zero-sized and `Copy`; it cannot outlive either context.
+/// Peer access is never disabled by this crate, so the proof holds until one of the two
+/// contexts is destroyed, which the brands place after every use of the token.
+pub struct PeerAccess<'ctx, 'peer> {
+    _ctx: Brand<'ctx>,
+    _peer: Brand<'peer>,
+}
+
+impl Clone for PeerAccess<'_, '_> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl Copy for PeerAccess<'_, '_> {}
+
+impl std::fmt::Debug for PeerAccess<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerAccess")
+    }
+}
+
+impl<'ctx> ContextGuard<'ctx> {
+    /// Lets this context access `peer`'s memory (`cuCtxEnablePeerAccess`, one direction;
+    /// call it on both guards for both). Idempotent: the driver's "already enabled" answer
+    /// is success. Two contexts of one device share its memory already; the token is given
+    /// without a driver call. Devices without a peer path give
+    /// `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED` (see [`Device::can_access_peer`](crate::Device::can_access_peer)).
+    pub fn enable_peer_access<'peer>(
+        self,
+        peer: ContextGuard<'peer>,
+    ) -> Result<PeerAccess<'ctx, 'peer>> {
+        if self.device()? != peer.device()? {
+            // SAFETY: the peer's guard proves it alive; self is made current for the call.
+            self.with_current(|| unsafe { driver::ctx_enable_peer_access(peer.as_raw()) })?;
+        }
+        Ok(PeerAccess {
+            _ctx: PhantomData,
+            _peer: PhantomData,
+        })
+    }
+}
+
+impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
+    /// `peer`'s memory, viewed as memory this context's kernels and streams may use: the
+    /// explicit peer-mapped view. It borrows the peer's slice, so it cannot outlive it.
+    pub fn view<'v, T>(self, slice: &'v DeviceSlice<'peer, T>) -> &'v DeviceSlice<'ctx, T> {
+        // SAFETY: the same device memory, borrowed from `slice` for 'v; peer access makes it
+        // accessible from `'ctx`, and the brands keep both contexts alive for 'v.
+        unsafe { DeviceSlice::from_raw_parts(slice.as_device_ptr(), slice.len()) }
+    }
+
+    /// As [`PeerAccess::view`], for writing.
+    pub fn view_mut<'v, T>(
+        self,
+        slice: &'v mut DeviceSlice<'peer, T>,
+    ) -> &'v mut DeviceSlice<'ctx, T> {
+        // SAFETY: as above, borrowed exclusively.
+        unsafe { DeviceSlice::from_raw_parts_mut(slice.as_device_ptr(), slice.len()) }
+    }
+}
+
+/// Copies `src`, memory of the context `'s`, into `dst`, memory of the context `'d`
+/// (`cuMemcpyPeer`), between devices or contexts; complete when it returns. Each buffer
+/// comes with its own context's guard, destination first. Needs no peer access.
+///
+/// # Panics
+/// If the lengths differ (before any driver call).
+pub fn copy_peer<'d, 's, T: DeviceCopy>(
+    dst: &mut DeviceSlice<'d, T>,
+    dst_ctx: ContextGuard<'d>,
+    src: &DeviceSlice<'s, T>,
+    src_ctx: ContextGuard<'s>,
+) -> Result<()> {
+    check_lengths("copy_peer", dst.len(), src.len());
+    if dst.size_in_bytes() == 0 {
+        return Ok(());
+    }
+    // SAFETY: both guards prove their contexts alive, each slice is memory of its guard's
+    // context (same brand), same length; the destination context is current for the wait.
+    dst_ctx.with_current(|| unsafe {
+        driver::memcpy_peer(
+            dst.as_device_ptr(),
+            dst_ctx.as_raw(),
+            src.as_device_ptr(),
+            src_ctx.as_raw(),
+            dst.size_in_bytes(),
+        )
+    })
+}

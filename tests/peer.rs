@@ -1,0 +1,137 @@
+//! Several contexts at once: peer access, peer copies and peer views. Tests that need two
+//! GPUs skip with a notice on one; the same-device tests run on any GPU.
+
+mod common;
+
+use cuda_brand::{
+    ContextFlags, Device, DeviceBuffer, Error, LaunchConfig, Module, Out, Stream, StreamFlags,
+    copy_peer, with_context,
+};
+
+const PTX: &str = include_str!("../kernels/kernels.ptx");
+
+fn two_gpus() -> Option<(Device, Device)> {
+    common::gpu()?;
+    match Device::count().unwrap() {
+        n if n >= 2 => Some((Device::get(0).unwrap(), Device::get(1).unwrap())),
+        n => {
+            eprintln!("skipped: needs two GPUs, this machine has {n}");
+            None
+        }
+    }
+}
+
+#[test]
+fn peer_copies_between_two_contexts_of_one_device() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |a| {
+        let src: Vec<u32> = (0..100_000).collect();
+        let in_a = DeviceBuffer::from_slice(a, &src)?;
+        with_context(&device, ContextFlags::default(), |b| {
+            let mut in_b = DeviceBuffer::<u32>::zeroed(b, src.len())?;
+            copy_peer(&mut in_b, b, &in_a, a)?;
+            assert_eq!(in_b.to_vec()?, src);
+            // and on a stream of b, asynchronously
+            let mut again = DeviceBuffer::<u32>::zeroed(b, src.len())?;
+            Stream::new(b, StreamFlags::NonBlocking)?
+                .scope(|s| s.copy_from_peer(&mut again, &in_a, a))?;
+            assert_eq!(again.to_vec()?, src);
+            // same device: access is given without a driver call, and is idempotent
+            let access = b.enable_peer_access(a)?;
+            b.enable_peer_access(a)?;
+            assert_eq!(access.view(&in_a).to_vec()?, src);
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_kernel_writes_another_contexts_memory_only_through_a_peer_view() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |a| {
+        let mut in_a = DeviceBuffer::from_slice(a, &[1.0f32, 2.0, 3.0])?;
+        with_context(&device, ContextFlags::default(), |b| {
+            let access = b.enable_peer_access(a)?;
+            let module = Module::from_ptx(b, PTX)?;
+            // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+            let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+            let view = access.view_mut(&mut in_a);
+            Stream::new(b, StreamFlags::NonBlocking)?
+                .scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (view, 10.0f32)))?;
+            Ok::<_, Error>(())
+        })?;
+        assert_eq!(in_a.to_vec()?, [10.0, 20.0, 30.0]);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn peer_access_between_two_gpus_is_idempotent() {
+    let Some((d0, d1)) = two_gpus() else { return };
+    assert!(
+        d0.can_access_peer(&d1).unwrap(),
+        "the two GPUs of this machine have a peer path"
+    );
+    assert!(!d0.can_access_peer(&d0).unwrap());
+    with_context(&d0, ContextFlags::default(), |c0| {
+        with_context(&d1, ContextFlags::default(), |c1| {
+            c0.enable_peer_access(c1)?;
+            c0.enable_peer_access(c1)?; // already enabled: still Ok
+            c1.enable_peer_access(c0)?;
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+#[test]
+fn peer_copies_between_two_gpus_preserve_every_byte() {
+    let Some((d0, d1)) = two_gpus() else { return };
+    with_context(&d0, ContextFlags::default(), |c0| {
+        let n = 16 << 20; // 64 MiB of u32
+        let src: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let on0 = DeviceBuffer::from_slice(c0, &src)?;
+        with_context(&d1, ContextFlags::default(), |c1| {
+            assert_eq!(c1.device()?, d1);
+            let mut on1 = DeviceBuffer::<u32>::zeroed(c1, n)?;
+            copy_peer(&mut on1, c1, &on0, c0)?;
+            assert!(on1.to_vec()? == src, "device 0 -> device 1");
+            let mut back = DeviceBuffer::<u32>::zeroed(c1, n)?;
+            Stream::new(c1, StreamFlags::NonBlocking)?
+                .scope(|s| s.copy_from_peer(&mut back[..n / 2], &on0[n / 2..], c0))?;
+            let half = back.to_vec()?;
+            assert!(half[..n / 2] == src[n / 2..], "async device 0 -> device 1");
+            assert!(
+                half[n / 2..].iter().all(|&x| x == 0),
+                "only the first half was written"
+            );
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
+    let Some((d0, d1)) = two_gpus() else { return };
+    with_context(&d0, ContextFlags::default(), |c0| {
+        let mut on0 = DeviceBuffer::from_slice(c0, &vec![2.0f32; 1 << 20])?;
+        with_context(&d1, ContextFlags::default(), |c1| {
+            let access = c1.enable_peer_access(c0)?;
+            let module = Module::from_ptx(c1, PTX)?;
+            // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+            let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+            let view = access.view_mut(&mut on0);
+            Stream::new(c1, StreamFlags::NonBlocking)?
+                .scope(|s| s.launch(&scale, scale.config_for(1 << 20)?, (view, 1.5f32)))?;
+            Ok::<_, Error>(())
+        })?;
+        assert!(on0.to_vec()?.iter().all(|&x| x == 3.0));
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
