@@ -540,21 +540,21 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             cudarc: Some(Box::new(|| per_op(5000, || rstream.synchronize().unwrap()))),
         },
         Row {
-            name: "event record (batches of 1000 on an idle stream)",
+            name: "event record (batches of 200 on an idle stream)",
             unit: Unit::Ns,
             ours: Box::new(|| {
                 stream.synchronize().unwrap();
-                per_op(1000, || ev_b.record(&stream).unwrap())
+                per_op(200, || ev_b.record(&stream).unwrap())
             }),
             raw: Box::new(move || {
                 ok(unsafe { sys::cuStreamSynchronize(raw_stream) });
-                per_op(1000, || {
+                per_op(200, || {
                     ok(unsafe { sys::cuEventRecord(raw_ev_b, raw_stream) })
                 })
             }),
             cudarc: Some(Box::new(|| {
                 rstream.synchronize().unwrap();
-                per_op(1000, || rev_b.record(&rstream).unwrap())
+                per_op(200, || rev_b.record(&rstream).unwrap())
             })),
         },
         Row {
