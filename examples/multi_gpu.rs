@@ -100,23 +100,19 @@ fn peer_bandwidth(peer: &Device, c0: ContextGuard<'_>) -> Result<(), Error> {
     let mut on0 = DeviceBuffer::<u8>::zeroed(c0, BYTES)?;
     with_context(peer, ContextFlags::default(), |c1| {
         let on1 = DeviceBuffer::<u8>::zeroed(c1, BYTES)?;
-        let mut times = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            copy_peer(&mut on0, c0, &on1, c1)?;
-            times.push(t.elapsed().as_secs_f64());
-        }
-        times.sort_by(f64::total_cmp);
-        let without = BYTES as f64 / times[2] / 1e9;
+        let mut median_gbps = || -> Result<f64, Error> {
+            let mut times = Vec::new();
+            for _ in 0..5 {
+                let t = Instant::now();
+                copy_peer(&mut on0, c0, &on1, c1)?;
+                times.push(t.elapsed().as_secs_f64());
+            }
+            times.sort_by(f64::total_cmp);
+            Ok(BYTES as f64 / times[2] / 1e9)
+        };
+        let without = median_gbps()?;
         c0.enable_peer_access(c1)?;
-        let mut times = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            copy_peer(&mut on0, c0, &on1, c1)?;
-            times.push(t.elapsed().as_secs_f64());
-        }
-        times.sort_by(f64::total_cmp);
-        let with = BYTES as f64 / times[2] / 1e9;
+        let with = median_gbps()?;
         println!(
             "peer copy device 1 -> device 0, 256 MiB: {without:.1} GB/s; with peer access enabled: {with:.1} GB/s"
         );

@@ -4,24 +4,15 @@
 mod common;
 
 use cuda_brand::{
-    ContextFlags, ContextGuard, DeviceBuffer, Error, ErrorCode, FunctionAttribute, In,
-    LaunchConfig, Module, Out, Stream, StreamFlags, with_context,
+    DeviceBuffer, ErrorCode, FunctionAttribute, In, LaunchConfig, Module, Out, Stream, StreamFlags,
 };
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
 const CUBIN: &[u8] = include_bytes!("../kernels/kernels_sm90.cubin");
 
-fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
-    let device = match common::gpu() {
-        Some(d) => d,
-        None => return,
-    };
-    with_context(&device, ContextFlags::default(), f).unwrap();
-}
-
 #[test]
 fn vector_add_is_correct_for_every_element() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
         // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
         // stays below all three lengths.
@@ -48,7 +39,7 @@ fn vector_add_is_correct_for_every_element() {
 
 #[test]
 fn a_reduction_sums_exactly() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
         // SAFETY: sum_u64(const unsigned*, size_t, unsigned long long*, size_t), in bounds.
         let sum = unsafe { module.kernel::<(In<u32>, Out<u64>)>("sum_u64") }?;
@@ -72,7 +63,7 @@ fn a_reduction_sums_exactly() {
 
 #[test]
 fn scalar_arguments_and_sub_views_reach_the_kernel() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
         // SAFETY: scale(float*, size_t, float), in bounds.
         let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
@@ -93,7 +84,7 @@ fn scalar_arguments_and_sub_views_reach_the_kernel() {
 
 #[test]
 fn a_cubin_loads_and_runs_on_hopper() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let cc = ctx.device()?.compute_capability()?;
         if (cc.major, cc.minor) != (9, 0) {
             eprintln!("skipped: the committed cubin is for sm_90, this GPU is {cc}");
@@ -113,7 +104,7 @@ fn a_cubin_loads_and_runs_on_hopper() {
 
 #[test]
 fn not_an_image_is_refused_before_the_driver() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let e = Module::from_binary(ctx, b"hello").unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidImage);
         assert_eq!(e.call(), "Module::from_binary");
@@ -131,7 +122,7 @@ fn a_broken_ptx_reports_the_jit_log_with_the_line() {
     if common::under_sanitizer_skip("a broken PTX") {
         return;
     }
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let broken = ".version 7.5\n.target sm_75\n.address_size 64\n\n.visible .entry broken()\n{\n\tthis_is_not_an_instruction;\n\tret;\n}\n";
         let e = Module::from_ptx(ctx, broken).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidPtx, "{e}");
@@ -148,7 +139,7 @@ fn a_missing_function_is_an_error_naming_it() {
     if common::under_sanitizer_skip("a missing function") {
         return;
     }
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
         let e = module.function("no_such_kernel").unwrap_err();
         assert_eq!(e.code(), ErrorCode::NotFound);
@@ -162,7 +153,7 @@ fn a_missing_function_is_an_error_naming_it() {
 
 #[test]
 fn function_attributes_are_read_and_set() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
         let f = module.function("sum_u64")?;
         assert!(f.max_threads_per_block()? >= 256);
@@ -192,7 +183,7 @@ fn function_attributes_are_read_and_set() {
 
 #[test]
 fn bad_launch_configurations_are_refused_before_the_driver() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
         // SAFETY: empty(float*, size_t) touches nothing.
         let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
@@ -235,7 +226,7 @@ fn bad_launch_configurations_are_refused_before_the_driver() {
 
 #[test]
 fn module_globals_are_read_and_written() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let mut module = Module::from_ptx(ctx, PTX)?;
         module.global_mut::<i32>("counter")?.copy_from_host(&[40])?;
         assert_eq!(module.global::<f32>("table")?.len(), 16);

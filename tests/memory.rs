@@ -9,14 +9,6 @@ use cuda_brand::{
     ContextFlags, ContextGuard, DeviceBuffer, DeviceCopy, Error, PinnedBuffer, with_context,
 };
 
-fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
-    let device = match common::gpu() {
-        Some(d) => d,
-        None => return,
-    };
-    with_context(&device, ContextFlags::default(), f).unwrap();
-}
-
 fn pattern<T: DeviceCopy>(len: usize, make: impl Fn(usize) -> T) -> Vec<T> {
     (0..len).map(make).collect()
 }
@@ -44,7 +36,7 @@ fn round_trip<T: DeviceCopy + PartialEq + std::fmt::Debug>(
 
 #[test]
 fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         for len in [0, 1, 4097] {
             round_trip(ctx, &pattern(len, |i| i as u8))?;
             round_trip(ctx, &pattern(len, |i| -(i as i32) * 7919))?;
@@ -58,7 +50,7 @@ fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
 
 #[test]
 fn a_64_mib_buffer_round_trips() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let n = (64 << 20) / 4;
         let host: Vec<u32> = (0..n as u32)
             .map(|i| i.wrapping_mul(2_654_435_761))
@@ -77,7 +69,7 @@ fn a_64_mib_buffer_round_trips() {
 
 #[test]
 fn zero_length_buffers_allocate_nothing_and_work() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 0)?;
         assert!(buf.is_empty());
         assert_eq!(
@@ -97,7 +89,7 @@ fn zero_length_buffers_allocate_nothing_and_work() {
 
 #[test]
 fn zeroed_is_zero_and_fill_sets_every_element() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let mut b8 = DeviceBuffer::<u8>::zeroed(ctx, 1001)?;
         assert_eq!(b8.to_vec()?, vec![0u8; 1001]);
         b8.fill(0xab)?;
@@ -117,7 +109,7 @@ fn zeroed_is_zero_and_fill_sets_every_element() {
 
 #[test]
 fn views_and_split_copies_touch_only_their_range() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let mut buf = DeviceBuffer::from_slice(ctx, &(0..10u32).collect::<Vec<_>>())?;
         assert_eq!(buf[2..5].to_vec()?, [2, 3, 4]);
         assert_eq!(buf[..=1].to_vec()?, [0, 1]);
@@ -158,7 +150,7 @@ fn panic_message(f: impl FnOnce()) -> String {
 
 #[test]
 fn bad_lengths_and_ranges_panic_clearly_before_the_driver() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 4)?;
         let msg = panic_message(|| {
             let _ = buf.copy_from_host(&[1, 2, 3]);
@@ -193,7 +185,7 @@ fn bad_lengths_and_ranges_panic_clearly_before_the_driver() {
 
 #[test]
 fn pinned_memory_is_zeroed_and_a_host_slice() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let mut pinned = PinnedBuffer::<u64>::zeroed(ctx, 1000)?;
         assert!(pinned.iter().all(|&x| x == 0));
         pinned[999] = 42;
@@ -210,7 +202,7 @@ fn pinned_memory_is_zeroed_and_a_host_slice() {
 
 #[test]
 fn buffers_work_and_drop_on_a_scoped_thread_without_a_current_context() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let buf = DeviceBuffer::from_slice(ctx, &[3u16; 100])?;
         let pinned = PinnedBuffer::from_slice(ctx, &[9u8; 10])?;
         std::thread::scope(|s| {

@@ -4,21 +4,13 @@
 mod common;
 
 use cuda_brand::{
-    ContextFlags, ContextGuard, DeviceBuffer, Error, ErrorCode, Event, EventFlags, PinnedBuffer,
-    Stream, StreamFlags, with_context,
+    ContextFlags, DeviceBuffer, Error, ErrorCode, Event, EventFlags, PinnedBuffer, Stream,
+    StreamFlags, with_context,
 };
-
-fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
-    let device = match common::gpu() {
-        Some(d) => d,
-        None => return,
-    };
-    with_context(&device, ContextFlags::default(), f).unwrap();
-}
 
 #[test]
 fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let n = 4 << 20; // 16 MiB of f32
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let src = PinnedBuffer::from_slice(ctx, &(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
@@ -38,7 +30,7 @@ fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
 
 #[test]
 fn async_copies_from_plain_slices_device_to_device_and_fill() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::Default)?;
         let host: Vec<u32> = (0..10_000).collect();
         let mut a = DeviceBuffer::<u32>::zeroed(ctx, host.len())?;
@@ -64,7 +56,7 @@ fn async_copies_from_plain_slices_device_to_device_and_fill() {
 
 #[test]
 fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let mut out = vec![1u32; 1 << 16];
         let mut out2 = vec![0i16; 300];
@@ -91,7 +83,7 @@ fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
 
 #[test]
 fn a_scope_synchronizes_even_when_its_closure_fails_or_panics() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let host = vec![7u8; 32 << 20];
         let mut dev = DeviceBuffer::<u8>::zeroed(ctx, host.len())?;
@@ -116,7 +108,7 @@ fn a_scope_synchronizes_even_when_its_closure_fails_or_panics() {
 
 #[test]
 fn events_time_a_copy() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let (start, end) = (
             Event::new(ctx, EventFlags::new())?,
@@ -150,7 +142,7 @@ fn events_time_a_copy() {
 
 #[test]
 fn stream_priorities_are_validated_against_the_context_range() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let range = ctx.stream_priority_range()?;
         let high = Stream::with_priority(ctx, StreamFlags::NonBlocking, range.greatest)?;
         assert_eq!(high.priority()?, range.greatest);
@@ -176,7 +168,7 @@ fn stream_priorities_are_validated_against_the_context_range() {
 
 #[test]
 fn two_streams_are_ordered_by_an_event() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let (a, b) = (
             Stream::new(ctx, StreamFlags::NonBlocking)?,
             Stream::new(ctx, StreamFlags::NonBlocking)?,
@@ -232,7 +224,7 @@ fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
 
 #[test]
 fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let shared = ctx.share();
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let event = Event::new(ctx, EventFlags::new())?;
@@ -265,7 +257,7 @@ fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
 fn synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads() {
     // The driver's cuMemset and device-to-device cuMemcpy return before the GPU is done,
     // and non-blocking streams are not ordered after them: the crate waits, so this holds.
-    in_context(|ctx| {
+    common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let n = 64 << 20;
         let mut buf = DeviceBuffer::<u8>::zeroed(ctx, n)?;

@@ -1,7 +1,7 @@
 //! Shared by the GPU tests: find a device or skip.
 #![allow(dead_code)]
 
-use cuda_brand::{Device, ErrorCode};
+use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
 
 /// Device 0, or `None` after printing why the test is skipped. With
 /// `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.
@@ -65,4 +65,10 @@ pub fn under_sanitizer_skip(what: &str) -> bool {
         eprintln!("skipped under compute-sanitizer: {what} provokes a driver error on purpose");
     }
     under
+}
+
+/// Runs `f` in a fresh context of device 0, or skips (see [`gpu`]); a failure panics.
+pub fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
+    let Some(device) = gpu() else { return };
+    with_context(&device, ContextFlags::default(), f).unwrap();
 }
