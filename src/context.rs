@@ -80,10 +80,10 @@ pub struct SharedContext<'ctx> {
     _brand: Brand<'ctx>,
 }
 
-// SAFETY: a `CUcontext` is a process-wide handle that the driver lets any thread use (by
-// making it current there). `SharedContext` only hands out a guard inside `enter`, which
-// pushes the context on the calling thread's stack and pops it again, and the brand keeps
-// every copy inside the `with_context` closure, so the context outlives all of them.
+// A `CUcontext` is a process-wide handle that the driver lets any thread use (by making it
+// current there); `SharedContext` only hands out a guard inside `enter`, which pushes and
+// pops it. SAFETY: the brand keeps every copy inside the `with_context` closure, so the
+// context outlives all of them.
 unsafe impl Send for SharedContext<'_> {}
 // SAFETY: `SharedContext` has no interior state; `&SharedContext` only allows copying it.
 unsafe impl Sync for SharedContext<'_> {}
