@@ -515,30 +515,50 @@ where
     }
 }
 
-/// Tears a context down; every step runs even if an earlier one failed, and the first
-/// error is returned.
-#[inline]
+/// Pops `raw` off the calling thread's stack. The crate keeps the stack balanced, so `raw`
+/// is on top; if unsafe code broke that, the pop took someone else's context: it is put back
+/// and the mistake reported. (Checking after the pop costs one compare on the normal path,
+/// unlike a `cuCtxGetCurrent` before it.)
+#[inline(always)]
+fn pop_exact(raw: CUcontext) -> Result<()> {
+    match driver::ctx_pop() {
+        Ok(top) if top == raw => Ok(()),
+        Ok(other) => Err(put_back(other)),
+        Err(e) => Err(e),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn put_back(other: CUcontext) -> Error {
+    // SAFETY: `other` was current on this thread a moment ago, so it is alive.
+    let _ = unsafe { driver::ctx_push(other) };
+    Error::with_detail(
+        "cuCtxPopCurrent_v2",
+        ErrorCode::InvalidContext,
+        "the context is not on top of this thread's stack: unsafe code changed the current context and did not restore it",
+    )
+}
+
+/// Tears a context down as `teardown` says. A plain pop (entering a shared or raw context,
+/// the hot case) is inlined at the call site; the full teardown is a call.
+#[inline(always)]
 fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
+    match teardown {
+        Teardown::Pop => pop_exact(raw),
+        _ => tear_down_fully(raw, teardown),
+    }
+}
+
+/// Synchronizes, pops and destroys or releases; every step runs even if an earlier one
+/// failed, and the first error is returned.
+#[inline(never)]
+fn tear_down_fully(raw: CUcontext, teardown: Teardown) -> Result<()> {
     let synced = match teardown {
         Teardown::Pop => Ok(()),
         Teardown::Destroy | Teardown::Release(_) => driver::ctx_synchronize(),
     };
-    // The crate keeps the stack balanced, so `raw` is on top. If unsafe code broke that,
-    // the pop took someone else's context: put it back and report it (checking after the
-    // pop costs nothing on the normal path, unlike a `cuCtxGetCurrent` before it).
-    let popped = match driver::ctx_pop() {
-        Ok(top) if top == raw => Ok(()),
-        Ok(other) => {
-            // SAFETY: `other` was current on this thread a moment ago, so it is alive.
-            let _ = unsafe { driver::ctx_push(other) };
-            Err(Error::with_detail(
-                "cuCtxPopCurrent_v2",
-                ErrorCode::InvalidContext,
-                "the context is not on top of this thread's stack: unsafe code changed the current context and did not restore it",
-            ))
-        }
-        Err(e) => Err(e),
-    };
+    let popped = pop_exact(raw);
     let released = match teardown {
         // SAFETY: every value branded with this context is gone (the brand cannot leave the
         // closure) and this is the context `with_context` created.
