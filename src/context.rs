@@ -596,8 +596,15 @@ fn tear_down_fully(raw: CUcontext, teardown: Teardown) -> Result<()> {
 ///     })
 /// }
 ///
-/// fn with_anyhow(device: &Device) -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
-///     // any error type with `From<cuda_brand::Error>` works, e.g. `anyhow::Error`
+/// fn with_anyhow(device: &Device) -> anyhow::Result<u32> {
+///     // any error type with `From<cuda_brand::Error>` works
+///     with_context(device, ContextFlags::default(), |ctx| {
+///         anyhow::ensure!(ctx.api_version()? >= 3020, "an old context API");
+///         Ok(ctx.api_version()?)
+///     })
+/// }
+///
+/// fn with_box_dyn(device: &Device) -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
 ///     with_context(device, ContextFlags::default(), |ctx| Ok(ctx.api_version()?))
 /// }
 /// ```
