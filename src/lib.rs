@@ -35,6 +35,8 @@ pub mod memory;
 pub mod module;
 pub mod peer;
 pub mod stream;
+#[doc = include_str!("../docs/guide.md")]
+pub mod guide {}
 
 pub use context::{
     CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,

@@ -1,0 +1,324 @@
+//! Keeps the guide (`docs/guide.md`, the crate's `guide` module) true to what it quotes.
+//!
+//! The guide quotes the compiler's errors from the compile-fail suite and the output of
+//! the C programs in `docs/c/`. A quote is a fenced ```text block right after an HTML
+//! comment naming its source:
+//!
+//! ```text
+//! <!-- stderr: ui-tests/fail/NAME.stderr -->
+//! <!-- output: docs/c/NAME.out -->
+//! ```
+//!
+//! Each quote must equal its file (trailing whitespace aside). When a compiler update
+//! changes the suite's `.stderr` files (`TRYBUILD=overwrite cargo test --test ui`), copy
+//! the new text into the guide too. The doc tests check the other half: each forbidden
+//! example in the guide fails to compile with the error code it names.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A quote in the guide: the file it names, its text, and where it is.
+struct Quote {
+    source: String,
+    text: String,
+    line: usize,
+}
+
+/// A chapter: a level-one heading that starts with its number, e.g. `# 3. ...`.
+struct Chapter {
+    title: String,
+    stderr_quotes: Vec<Quote>,
+    output_quotes: Vec<Quote>,
+    /// The error codes of the chapter's `compile_fail` examples, "" for one without.
+    compile_fail_codes: Vec<String>,
+    /// The chapter says why it quotes no `.stderr` (`<!-- no stderr quote: ... -->`).
+    exempt: bool,
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// Trailing whitespace of every line and trailing blank lines removed.
+fn normalize(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    lines.join("\n").trim_end().to_string()
+}
+
+/// The source named by a marker comment, e.g. `stderr` in `<!-- stderr: path -->`.
+fn marker<'a>(line: &'a str, kind: &str) -> Option<&'a str> {
+    let rest = line
+        .trim()
+        .strip_prefix("<!--")?
+        .strip_suffix("-->")?
+        .trim();
+    let path = rest.strip_prefix(kind)?.strip_prefix(':')?.trim();
+    Some(path)
+}
+
+fn parse(guide: &str) -> Vec<Chapter> {
+    let lines: Vec<&str> = guide.lines().collect();
+    let mut chapters: Vec<Chapter> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(info) = line.strip_prefix("```") {
+            // A code block: note compile_fail examples, skip to the closing fence.
+            let tokens: Vec<&str> = info.split(',').map(str::trim).collect();
+            if tokens.contains(&"compile_fail") {
+                let code = tokens
+                    .iter()
+                    .find(|t| t.len() == 5 && t.starts_with('E'))
+                    .map_or(String::new(), |t| t.to_string());
+                let chapter = chapters.last_mut().unwrap_or_else(|| {
+                    panic!(
+                        "line {}: a compile_fail example before the first chapter",
+                        i + 1
+                    )
+                });
+                chapter.compile_fail_codes.push(code);
+            }
+            i += 1;
+            while i < lines.len() && !lines[i].starts_with("```") {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if let Some(title) = line.strip_prefix("# ") {
+            if title.starts_with(|c: char| c.is_ascii_digit()) {
+                chapters.push(Chapter {
+                    title: title.to_string(),
+                    stderr_quotes: Vec::new(),
+                    output_quotes: Vec::new(),
+                    compile_fail_codes: Vec::new(),
+                    exempt: false,
+                });
+            }
+        }
+        if line.trim().starts_with("<!-- no stderr quote:") {
+            if let Some(chapter) = chapters.last_mut() {
+                chapter.exempt = true;
+            }
+        }
+        for kind in ["stderr", "output"] {
+            let Some(source) = marker(line, kind) else {
+                continue;
+            };
+            let fence = i + 1;
+            assert!(
+                lines.get(fence) == Some(&"```text"),
+                "docs/guide.md:{}: the `{kind}` marker for {source} must be followed directly by a ```text block",
+                i + 1
+            );
+            let end = (fence + 1..lines.len())
+                .find(|&j| lines[j].starts_with("```"))
+                .unwrap_or_else(|| panic!("docs/guide.md:{}: unclosed ```text block", fence + 1));
+            let quote = Quote {
+                source: source.to_string(),
+                text: lines[fence + 1..end].join("\n"),
+                line: fence + 2,
+            };
+            let chapter = chapters.last_mut().unwrap_or_else(|| {
+                panic!("docs/guide.md:{}: a quote before the first chapter", i + 1)
+            });
+            match kind {
+                "stderr" => chapter.stderr_quotes.push(quote),
+                _ => chapter.output_quotes.push(quote),
+            }
+            i = end;
+        }
+        i += 1;
+    }
+    chapters
+}
+
+fn guide() -> Vec<Chapter> {
+    let chapters = parse(&read(&root().join("docs/guide.md")));
+    assert!(
+        chapters.len() >= 9,
+        "docs/guide.md has {} numbered chapters, expected one per rule (9)",
+        chapters.len()
+    );
+    chapters
+}
+
+/// Where two texts first differ, for the failure message.
+fn first_difference(quoted: &str, actual: &str) -> String {
+    let (q, a): (Vec<&str>, Vec<&str>) = (quoted.lines().collect(), actual.lines().collect());
+    for k in 0..q.len().max(a.len()) {
+        let (ql, al) = (q.get(k), a.get(k));
+        if ql != al {
+            return format!(
+                "line {} of the quote:\n    guide: {}\n    file:  {}",
+                k + 1,
+                ql.copied().unwrap_or("<missing>"),
+                al.copied().unwrap_or("<missing>")
+            );
+        }
+    }
+    String::from("(no difference)")
+}
+
+/// Compares every quote with its file; returns one message per mismatch.
+fn mismatches<'a>(quotes: impl Iterator<Item = &'a Quote>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for quote in quotes {
+        let path = root().join(&quote.source);
+        let Ok(actual) = fs::read_to_string(&path) else {
+            problems.push(format!(
+                "docs/guide.md:{}: quotes {}, which does not exist",
+                quote.line, quote.source
+            ));
+            continue;
+        };
+        let (quoted, actual) = (normalize(&quote.text), normalize(&actual));
+        if quoted != actual {
+            problems.push(format!(
+                "docs/guide.md:{}: the quote of {} differs from the file; {}",
+                quote.line,
+                quote.source,
+                first_difference(&quoted, &actual)
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn quoted_compiler_errors_match_the_ui_suite() {
+    let chapters = guide();
+    let problems = mismatches(chapters.iter().flat_map(|c| &c.stderr_quotes));
+    assert!(
+        problems.is_empty(),
+        "{} quoted compiler error(s) no longer match the UI suite; copy the .stderr files into docs/guide.md:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_chapter_with_a_forbidden_example_quotes_its_error() {
+    let chapters = guide();
+    let mut problems = Vec::new();
+    for chapter in &chapters {
+        if chapter.compile_fail_codes.is_empty() || chapter.exempt {
+            continue;
+        }
+        if chapter.stderr_quotes.is_empty() {
+            problems.push(format!(
+                "\"{}\" has compile_fail examples but quotes no .stderr",
+                chapter.title
+            ));
+            continue;
+        }
+        // Each error code the chapter's examples expect is one its quotes show.
+        let quoted = chapter
+            .stderr_quotes
+            .iter()
+            .map(|q| q.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for code in chapter.compile_fail_codes.iter().filter(|c| !c.is_empty()) {
+            if !quoted.contains(&format!("error[{code}]")) {
+                problems.push(format!(
+                    "\"{}\" has a compile_fail,{code} example but no quoted error[{code}]",
+                    chapter.title
+                ));
+            }
+        }
+    }
+    let total: usize = chapters.iter().map(|c| c.stderr_quotes.len()).sum();
+    if total < 8 {
+        problems.push(format!(
+            "the guide quotes {total} .stderr files, expected at least 8"
+        ));
+    }
+    let distinct: BTreeSet<&str> = chapters
+        .iter()
+        .flat_map(|c| &c.stderr_quotes)
+        .map(|q| q.source.as_str())
+        .collect();
+    assert!(
+        distinct
+            .iter()
+            .all(|s| s.starts_with("ui-tests/fail/") && s.ends_with(".stderr")),
+        "stderr quotes must name ui-tests/fail/*.stderr files: {distinct:?}"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn quoted_c_outputs_match_their_files() {
+    let chapters = guide();
+    let problems = mismatches(chapters.iter().flat_map(|c| &c.output_quotes));
+    assert!(
+        problems.is_empty(),
+        "{} quoted C output(s) differ from docs/c/*.out:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_c_program_has_its_observed_output_in_the_guide() {
+    let guide_text = read(&root().join("docs/guide.md"));
+    let quoted: BTreeSet<String> = guide()
+        .iter()
+        .flat_map(|c| &c.output_quotes)
+        .map(|q| q.source.clone())
+        .collect();
+    let mut problems = Vec::new();
+    let dir = root().join("docs/c");
+    let mut programs: Vec<String> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|name| name.strip_suffix(".c").map(str::to_string))
+        .collect();
+    programs.sort();
+    assert!(!programs.is_empty(), "docs/c/ has no C programs");
+    for name in &programs {
+        let out = format!("docs/c/{name}.out");
+        if !root().join(&out).exists() {
+            problems.push(format!(
+                "{out} is missing: run `bash docs/c/run.sh` on a machine with a GPU"
+            ));
+        }
+        if !quoted.contains(&out) {
+            problems.push(format!("docs/guide.md quotes no {out}"));
+        }
+        if !guide_text.contains(&format!("docs/c/{name}.c")) {
+            problems.push(format!("docs/guide.md never mentions docs/c/{name}.c"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_guide_is_the_guide_module_of_the_crate_docs() {
+    let lib = read(&root().join("src/lib.rs"));
+    assert!(
+        lib.contains("#[doc = include_str!(\"../docs/guide.md\")]\npub mod guide {}"),
+        "src/lib.rs must include docs/guide.md as the `guide` module"
+    );
+    // Every program the guide names exists.
+    let guide_text = read(&root().join("docs/guide.md"));
+    for (at, _) in guide_text.match_indices("docs/c/") {
+        let name: String = guide_text[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '.'))
+            .collect();
+        let name = name.trim_end_matches('.');
+        if name.ends_with(".c") || name.ends_with(".sh") {
+            assert!(
+                root().join(name).exists(),
+                "docs/guide.md names {name}, which does not exist"
+            );
+        }
+    }
+}
