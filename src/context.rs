@@ -478,12 +478,19 @@ impl<'ctx> SharedContext<'ctx> {
 /// closure is done.
 #[derive(Clone, Copy)]
 enum Teardown {
-    /// Synchronize, pop, destroy (a context `with_context` created).
-    Destroy,
-    /// Synchronize, pop, release the primary context of this device.
-    Release(CUdevice),
     /// Only pop (a context someone else owns).
     Pop,
+    /// Synchronize, pop, then give the context up (one the crate created or retained).
+    Finish(Owned),
+}
+
+/// How a context the crate holds is given up.
+#[derive(Clone, Copy)]
+enum Owned {
+    /// Destroy it (a context `with_context` created).
+    Destroy,
+    /// Release the primary context of this device.
+    Release(CUdevice),
 }
 
 /// Calls `f` with `guard`, whose context the calling thread has on top of its stack, then
@@ -546,26 +553,22 @@ fn put_back(other: CUcontext) -> Error {
 fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
     match teardown {
         Teardown::Pop => pop_exact(raw),
-        _ => tear_down_fully(raw, teardown),
+        Teardown::Finish(owned) => tear_down_fully(raw, owned),
     }
 }
 
 /// Synchronizes, pops and destroys or releases; every step runs even if an earlier one
 /// failed, and the first error is returned.
 #[inline(never)]
-fn tear_down_fully(raw: CUcontext, teardown: Teardown) -> Result<()> {
-    let synced = match teardown {
-        Teardown::Pop => Ok(()),
-        Teardown::Destroy | Teardown::Release(_) => driver::ctx_synchronize(),
-    };
+fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
+    let synced = driver::ctx_synchronize();
     let popped = pop_exact(raw);
-    let released = match teardown {
+    let released = match owned {
         // SAFETY: every value branded with this context is gone (the brand cannot leave the
         // closure) and this is the context `with_context` created.
-        Teardown::Destroy => unsafe { driver::ctx_destroy(raw) },
+        Owned::Destroy => unsafe { driver::ctx_destroy(raw) },
         // SAFETY: balances the retain in `with_primary_context`; nothing branded remains.
-        Teardown::Release(device) => unsafe { driver::primary_ctx_release(device) },
-        Teardown::Pop => Ok(()),
+        Owned::Release(device) => unsafe { driver::primary_ctx_release(device) },
     };
     synced.and(popped).and(released)
 }
@@ -637,7 +640,7 @@ where
     })?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Destroy, f)
+    run_scoped(guard, Teardown::Finish(Owned::Destroy), f)
 }
 
 /// Like [`with_context`], over the device's primary context: retains it (creating it on
@@ -669,7 +672,7 @@ where
     }
     // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Release(device.as_raw()), f)
+    run_scoped(guard, Teardown::Finish(Owned::Release(device.as_raw())), f)
 }
 
 /// Brands a context created elsewhere (by the runtime API, another library, raw driver
