@@ -326,6 +326,12 @@ impl<'ctx> ContextGuard<'ctx> {
         }
     }
 
+    /// The handle, never null.
+    #[inline]
+    pub(crate) fn as_non_null(self) -> NonNull<CUctx_st> {
+        self.raw
+    }
+
     /// The driver's handle. Using it to destroy, reset or pop the context breaks the
     /// guarantees of every value with this brand.
     pub fn as_raw(self) -> CUcontext {
@@ -631,13 +637,7 @@ where
 {
     // cuCtxCreate pushes the new context on the calling thread's stack.
     let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
-    let raw = NonNull::new(raw).ok_or_else(|| {
-        Error::with_detail(
-            "cuCtxCreate_v2",
-            ErrorCode::InvalidContext,
-            "the driver returned a null context",
-        )
-    })?;
+    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
     run_scoped(guard, Teardown::Finish(Owned::Destroy), f)
@@ -656,14 +656,7 @@ where
     E: From<Error>,
 {
     let raw = driver::primary_ctx_retain(device.as_raw())?;
-    let Some(raw) = NonNull::new(raw) else {
-        return Err(Error::with_detail(
-            "cuDevicePrimaryCtxRetain",
-            ErrorCode::InvalidContext,
-            "the driver returned a null context",
-        )
-        .into());
-    };
+    let raw = driver::non_null("cuDevicePrimaryCtxRetain", raw)?;
     // SAFETY: just retained; the release comes after the pop below or in `run_scoped`.
     if let Err(e) = unsafe { driver::ctx_push(raw.as_ptr()) } {
         // SAFETY: balances the retain above; nothing used the context.

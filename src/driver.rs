@@ -185,6 +185,23 @@ fn failure(call: &'static str, raw: u32) -> Error {
     )
 }
 
+/// A handle a successful call returned, or an error if the driver returned success with
+/// a null one (never seen; checked so that no null handle is ever branded).
+#[inline]
+pub(crate) fn non_null<T>(call: &'static str, p: *mut T) -> Result<std::ptr::NonNull<T>> {
+    std::ptr::NonNull::new(p).ok_or_else(|| null_handle(call))
+}
+
+#[cold]
+#[inline(never)]
+fn null_handle(call: &'static str) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::Unknown,
+        "the driver returned success and a null handle",
+    )
+}
+
 /// Calls a driver entry point of this module and checks its result, naming the call.
 macro_rules! cu {
     ($f:ident($($arg:expr),* $(,)?)) => {

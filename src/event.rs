@@ -61,7 +61,7 @@ impl<'ctx> Event<'ctx> {
     /// Creates an event in `ctx`.
     pub fn new(ctx: ContextGuard<'ctx>, flags: EventFlags) -> Result<Self> {
         let raw = ctx.with_current(|| driver::event_create(flags.bits()))?;
-        let raw = NonNull::new(raw).expect("cuEventCreate returned success and a null event");
+        let raw = driver::non_null("cuEventCreate", raw)?;
         Ok(Event {
             raw,
             _brand: PhantomData,

@@ -609,11 +609,12 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
             NonNull::dangling()
         } else {
             let p = ctx.with_current(|| driver::mem_host_alloc(bytes, 0))?;
-            // SAFETY: the driver allocated `bytes` bytes at `p`.
-            unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
-            NonNull::new(p.cast()).expect("cuMemHostAlloc returned success and a null pointer")
+            let p = driver::non_null("cuMemHostAlloc", p.cast::<T>())?;
+            // SAFETY: the driver allocated `bytes` bytes at `p` (page-aligned, so aligned for T).
+            unsafe { std::ptr::write_bytes(p.as_ptr().cast::<u8>(), 0, bytes) };
+            p
         };
-        let ctx = NonNull::new(ctx.as_raw()).expect("a guard is never null");
+        let ctx = ctx.as_non_null();
         Ok(PinnedBuffer {
             ptr,
             len,

@@ -117,8 +117,8 @@ impl<'ctx> Module<'ctx> {
             true => e,
             false => Error::with_detail(e.call(), e.code(), format!("JIT log:\n{log}")),
         })?;
-        let raw = NonNull::new(raw).expect("cuModuleLoadDataEx returned success and a null module");
-        let ctx = NonNull::new(ctx.as_raw()).expect("a guard is never null");
+        let raw = driver::non_null("cuModuleLoadDataEx", raw)?;
+        let ctx = ctx.as_non_null();
         Ok(Module {
             raw,
             ctx,
@@ -143,8 +143,7 @@ impl<'ctx> Module<'ctx> {
                 format!("no function named `{name}` in the module"),
             )
         })?;
-        let raw =
-            NonNull::new(raw).expect("cuModuleGetFunction returned success and a null function");
+        let raw = driver::non_null("cuModuleGetFunction", raw)?;
         Ok(Function {
             raw,
             _module: PhantomData,

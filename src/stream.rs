@@ -107,8 +107,7 @@ impl<'ctx> Stream<'ctx> {
     fn create(ctx: ContextGuard<'ctx>, flags: StreamFlags, priority: i32) -> Result<Self> {
         // The stream belongs to the current context: make it `ctx`'s.
         let raw = ctx.with_current(|| driver::stream_create(flags.bits(), priority))?;
-        let raw = NonNull::new(raw)
-            .expect("cuStreamCreateWithPriority returned success and a null stream");
+        let raw = driver::non_null("cuStreamCreateWithPriority", raw)?;
         Ok(Stream {
             raw,
             _brand: PhantomData,
@@ -771,7 +770,5 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
 unsafe fn stream_context(stream: CUstream) -> Result<NonNull<cuda_driver_sys::CUctx_st>> {
     // SAFETY: the caller guarantees the stream.
     let raw = unsafe { driver::stream_get_ctx(stream) }?;
-    NonNull::new(raw).ok_or_else(|| {
-        Error::with_detail("cuStreamGetCtx", ErrorCode::InvalidContext, "null context")
-    })
+    driver::non_null("cuStreamGetCtx", raw)
 }
