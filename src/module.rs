@@ -524,6 +524,11 @@ pub trait KernelParam: private::Sealed {
 
 /// An argument that may be passed for the parameter `P` in a scope `'scope` of the context
 /// `'ctx`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed for a kernel parameter declared as `{P}`",
+    label = "the kernel's declaration says `{P}` here",
+    note = "`In<T>` takes `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut`; `Out<T>` takes `&mut buffer`, `&mut buffer[range]` or a `DeviceMut`; a scalar parameter takes a value of exactly its type"
+)]
 pub trait KernelArg<'scope, 'ctx, P: KernelParam> {
     #[doc(hidden)]
     fn into_raw(self) -> P::Raw;
@@ -616,6 +621,10 @@ scalar_params!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 pub trait KernelParams: private::Sealed {}
 
 /// Arguments for the parameter list `P`: a tuple with one [`KernelArg`] per parameter.
+#[diagnostic::on_unimplemented(
+    message = "these arguments do not match the kernel's declared parameters `{P}`",
+    note = "pass a tuple with one argument per declared parameter, in order (a one-parameter kernel takes `(arg,)`)"
+)]
 pub trait KernelArgs<'scope, 'ctx, P: KernelParams> {
     #[doc(hidden)]
     /// Lays the arguments out and calls `launch` with the `void**` array the driver takes.
