@@ -689,8 +689,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// free, against about 94 µs for `cuMemAlloc` and `cuMemFree`), without initialising
     /// them. The memory lives until the scope ends, where it is freed in stream order
     /// (`cuMemFreeAsync`) before the final synchronization. On a device without memory
-    /// pools (`MEMORY_POOLS_SUPPORTED` = 0) it comes from `cuMemAlloc` instead, freed after
-    /// the synchronization.
+    /// pools (`cuMemAllocAsync` answers `CUDA_ERROR_NOT_SUPPORTED` where
+    /// `MEMORY_POOLS_SUPPORTED` is 0) it comes from `cuMemAlloc` in the stream's context
+    /// instead, freed after the synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that
+    /// path (for tests).
     ///
     /// # Safety
     /// The contents are stale bytes until written (valid values for `DeviceCopy` types,
@@ -712,9 +714,14 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         let mut allocations = self.allocations.borrow_mut();
         allocations.reserve(1);
         // SAFETY: the stream is alive (borrowed for 'env).
-        let allocation = match unsafe { driver::mem_alloc_async(bytes, self.stream.as_raw()) }? {
+        let pooled = match pools_disabled() {
+            true => None,
+            // SAFETY: the stream is alive (borrowed for 'env).
+            false => unsafe { driver::mem_alloc_async(bytes, self.stream.as_raw()) }?,
+        };
+        let allocation = match pooled {
             Some(ptr) => Allocation::Pool(ptr),
-            None => Allocation::Plain(self.plain_alloc(bytes)?),
+            None => Allocation::Plain(self.with_stream_context(|| driver::mem_alloc(bytes))?),
         };
         let ptr = match allocation {
             Allocation::Pool(p) | Allocation::Plain(p) => p,
@@ -723,14 +730,14 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         Ok(DeviceMut::new(ptr, len))
     }
 
-    /// `cuMemAlloc` in the stream's context, for devices without memory pools.
-    fn plain_alloc(&self, bytes: usize) -> Result<CUdeviceptr> {
-        // SAFETY: the stream's context is alive (branded); it is pushed and popped around
-        // the allocation so the memory is that context's.
+    /// Runs `op` with the stream's context current (the fallback allocations without memory
+    /// pools are made and freed in it, whatever context is current).
+    fn with_stream_context<T>(&self, op: impl FnOnce() -> Result<T>) -> Result<T> {
+        // SAFETY: the stream is alive, so is its context (branded).
         let ctx = unsafe { stream_context(self.stream.as_raw()) }?;
-        // SAFETY: a live context, as above.
+        // SAFETY: a live context, as above; `with_current` pushes and pops it if needed.
         let guard = unsafe { ContextGuard::new_unchecked(ctx) };
-        guard.with_current(|| driver::mem_alloc(bytes))
+        guard.with_current(op)
     }
 
     fn open(stream: &'env Stream<'ctx>) -> Self {
@@ -751,16 +758,26 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         for a in self.allocations.take() {
             // SAFETY: allocated by this scope; every stream that could use it has finished,
             // and no handle to it outlives the scope.
-            let freed = unsafe {
-                match a {
-                    Allocation::Pool(p) => driver::mem_free_async(p, stream),
-                    Allocation::Plain(p) => driver::mem_free(p),
-                }
+            let freed = match a {
+                // SAFETY: as above, in stream order.
+                Allocation::Pool(p) => unsafe { driver::mem_free_async(p, stream) },
+                // SAFETY: as above; freed in the context it was allocated in.
+                Allocation::Plain(p) => self.with_stream_context(|| unsafe { driver::mem_free(p) }),
             };
             first_error = first_error.and(freed);
         }
         first_error
     }
+}
+
+/// Whether stream-ordered allocation is switched off by `CUDA_BRAND_NO_MEMORY_POOLS=1`
+/// (read once): scopes then allocate as on a device without memory pools, with `cuMemAlloc`
+/// freed after the scope's synchronization. For testing that path on devices that have
+/// pools.
+fn pools_disabled() -> bool {
+    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DISABLED
+        .get_or_init(|| std::env::var_os("CUDA_BRAND_NO_MEMORY_POOLS").is_some_and(|v| v == "1"))
 }
 
 /// The context a stream belongs to.

@@ -62,6 +62,11 @@ fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
         let mut out2 = vec![0i16; 300];
         stream.scope(|s| {
             let zeroed = s.alloc_zeroed::<u32>(1 << 16)?;
+            assert_ne!(
+                common::mempool_of(zeroed.as_device_ptr()),
+                0,
+                "from the stream's memory pool"
+            );
             s.copy_to_host(&mut out, zeroed)?;
             // SAFETY: filled before it is read.
             let raw = unsafe { s.alloc::<i16>(300) }?;

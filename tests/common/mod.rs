@@ -72,3 +72,18 @@ pub fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Err
     let Some(device) = gpu() else { return };
     with_context(&device, ContextFlags::default(), f).unwrap();
 }
+
+unsafe extern "C" {
+    #[link_name = "cuPointerGetAttribute"]
+    fn cu_pointer_get_attribute(data: *mut std::ffi::c_void, attribute: i32, ptr: u64) -> u32;
+}
+
+/// The memory pool an allocation came from (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`, 17;
+/// newer than the bindings' enum), or 0 for memory from `cuMemAlloc`.
+pub fn mempool_of(ptr: u64) -> usize {
+    let mut pool: usize = 0;
+    // SAFETY: the out-pointer is a live local of the attribute's size (a handle).
+    let rc = unsafe { cu_pointer_get_attribute((&mut pool as *mut usize).cast(), 17, ptr) };
+    assert_eq!(rc, 0, "cuPointerGetAttribute(MEMPOOL_HANDLE)");
+    pool
+}
