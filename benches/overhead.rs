@@ -18,7 +18,7 @@ use cuda_driver_sys as sys;
 use cudarc::driver as rc;
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
-const ROUNDS: usize = 15;
+const ROUNDS: usize = 31;
 
 #[track_caller]
 fn ok(r: sys::CUresult) {
