@@ -252,6 +252,32 @@ fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
                     .unwrap();
             });
         });
+        // handles moved to a thread with no current context, used and dropped there
+        let (stream2, event2) = (
+            Stream::new(ctx, StreamFlags::NonBlocking)?,
+            Event::new(ctx, EventFlags::new())?,
+        );
+        let module = cuda_brand::Module::from_ptx(ctx, include_str!("../kernels/kernels.ptx"))?;
+        let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 64)?;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                assert!(common::current().is_null());
+                let mut host = vec![0u32; 64];
+                stream2
+                    .scope(|s| {
+                        let scratch = s.alloc_zeroed::<u32>(64)?;
+                        s.fill(scratch, 9u32)?;
+                        s.copy(&mut buf, scratch)?;
+                        s.copy_to_host(&mut host, scratch)
+                    })
+                    .unwrap();
+                assert_eq!(host, vec![9; 64]);
+                event2.record(&stream2).unwrap();
+                event2.synchronize().unwrap();
+                drop((stream2, event2, module, buf));
+                assert!(common::current().is_null());
+            });
+        });
         drop(stream);
         drop(event);
         Ok(())
