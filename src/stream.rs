@@ -712,7 +712,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             return Ok(DeviceMut::new(256, len));
         }
         let mut allocations = self.allocations.borrow_mut();
-        allocations.reserve(1);
+        // room first, so a failed push cannot leak the allocation; 16 at once, so a scope
+        // that allocates does not regrow its list allocation by allocation
+        let room = if allocations.capacity() == 0 { 16 } else { 1 };
+        allocations.reserve(room);
         // SAFETY: the stream is alive (borrowed for 'env).
         let pooled = match pools_disabled() {
             true => None,
@@ -774,6 +777,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
 /// (read once): scopes then allocate as on a device without memory pools, with `cuMemAlloc`
 /// freed after the scope's synchronization. For testing that path on devices that have
 /// pools.
+#[inline]
 fn pools_disabled() -> bool {
     static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *DISABLED
