@@ -353,6 +353,12 @@ impl<'ctx> ContextGuard<'ctx> {
         if driver::ctx_get_current()? == self.as_raw() {
             return f();
         }
+        self.with_pushed(f)
+    }
+
+    /// Runs `f` between a push of this context and a pop, whatever is current. `f` must not
+    /// panic.
+    pub(crate) fn with_pushed<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         // SAFETY: the guard proves the context is alive; it is popped again right below.
         unsafe { driver::ctx_push(self.as_raw()) }?;
         let result = f();

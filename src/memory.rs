@@ -19,7 +19,7 @@ use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
 use std::ptr::NonNull;
 
 use crate::context::{Brand, ContextGuard};
-use crate::driver::{self, CUcontext, CUdeviceptr, Pattern};
+use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::{ErrorCode, Result};
 
 /// Types that may be copied to and from the GPU as plain bytes.
@@ -426,19 +426,10 @@ fn in_pointer_context(ptr: CUdeviceptr, op: impl FnOnce() -> Result<()>) -> Resu
         return op();
     }
     // SAFETY: `ptr` is live memory of a branded, hence live, context.
-    let ctx = unsafe { driver::pointer_context(ptr) }?;
-    with_pushed(ctx, op)
-}
-
-/// Runs `op` with `ctx` pushed on the calling thread, popping it afterwards.
-fn with_pushed<T>(ctx: CUcontext, op: impl FnOnce() -> Result<T>) -> Result<T> {
-    // SAFETY: callers pass the context of live, branded memory.
-    unsafe { driver::ctx_push(ctx) }?;
-    let result = op();
-    let popped = driver::ctx_pop();
-    let value = result?;
-    popped?;
-    Ok(value)
+    let raw = unsafe { driver::pointer_context(ptr) }?;
+    let ctx = driver::non_null("cuPointerGetAttribute", raw)?;
+    // SAFETY: as above, the memory's context is alive while the memory is.
+    unsafe { ContextGuard::new_unchecked(ctx) }.with_pushed(op)
 }
 
 /// Owned device memory of the context branded `'ctx`: the `Vec<T>` of [`DeviceSlice`].
@@ -658,7 +649,8 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
         // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
         // copy can still use it (they only run inside a scope that borrows the buffer). An
         // error leaves the memory to be reclaimed with the context.
-        let _ = with_pushed(self.ctx.as_ptr(), || unsafe { driver::mem_free_host(p) });
+        let _ = unsafe { ContextGuard::new_unchecked(self.ctx) }
+            .with_pushed(|| unsafe { driver::mem_free_host(p) });
     }
 }
 
