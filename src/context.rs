@@ -346,26 +346,62 @@ impl<'ctx> ContextGuard<'ctx> {
         }
     }
 
-    /// Runs `f` with this context current on the calling thread: directly if it already is
-    /// (one `cuCtxGetCurrent`), otherwise between a push and a pop. `f` must not panic.
-    #[inline]
-    pub(crate) fn with_current<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        if driver::ctx_get_current()? == self.as_raw() {
-            return f();
-        }
-        self.with_pushed(f)
+    /// A new non-blocking stream of this context with the lowest priority:
+    /// [`Stream::new`](crate::Stream::new) with [`StreamFlags::NonBlocking`](crate::StreamFlags::NonBlocking),
+    /// the choice for almost every program.
+    pub fn stream(self) -> Result<crate::Stream<'ctx>> {
+        crate::Stream::new(self, crate::StreamFlags::NonBlocking)
     }
 
-    /// Runs `f` between a push of this context and a pop, whatever is current. `f` must not
-    /// panic.
-    pub(crate) fn with_pushed<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        // SAFETY: the guard proves the context is alive; it is popped again right below.
-        unsafe { driver::ctx_push(self.as_raw()) }?;
-        let result = f();
-        let popped = driver::ctx_pop();
-        let value = result?;
-        popped?;
-        Ok(value)
+    /// A new event of this context that records timestamps:
+    /// [`Event::new`](crate::Event::new) with default flags.
+    pub fn event(self) -> Result<crate::Event<'ctx>> {
+        crate::Event::new(self, crate::EventFlags::new())
+    }
+
+    /// `len` elements of device memory set to zero bytes:
+    /// [`DeviceBuffer::zeroed`](crate::DeviceBuffer::zeroed).
+    pub fn zeroed<T: crate::DeviceCopy>(self, len: usize) -> Result<crate::DeviceBuffer<'ctx, T>> {
+        crate::DeviceBuffer::zeroed(self, len)
+    }
+
+    /// Device memory holding a copy of `src`:
+    /// [`DeviceBuffer::from_slice`](crate::DeviceBuffer::from_slice).
+    pub fn from_slice<T: crate::DeviceCopy>(
+        self,
+        src: &[T],
+    ) -> Result<crate::DeviceBuffer<'ctx, T>> {
+        crate::DeviceBuffer::from_slice(self, src)
+    }
+
+    /// `len` elements of page-locked host memory set to zero bytes:
+    /// [`PinnedBuffer::zeroed`](crate::PinnedBuffer::zeroed).
+    pub fn pinned_zeroed<T: crate::DeviceCopy>(
+        self,
+        len: usize,
+    ) -> Result<crate::PinnedBuffer<'ctx, T>> {
+        crate::PinnedBuffer::zeroed(self, len)
+    }
+
+    /// Page-locked host memory holding a copy of `src`:
+    /// [`PinnedBuffer::from_slice`](crate::PinnedBuffer::from_slice).
+    pub fn pinned_from_slice<T: crate::DeviceCopy>(
+        self,
+        src: &[T],
+    ) -> Result<crate::PinnedBuffer<'ctx, T>> {
+        crate::PinnedBuffer::from_slice(self, src)
+    }
+
+    /// A module JIT-compiled from PTX text: [`Module::from_ptx`](crate::Module::from_ptx).
+    pub fn load_ptx(self, ptx: &str) -> Result<crate::Module<'ctx>> {
+        crate::Module::from_ptx(self, ptx)
+    }
+
+    /// Runs `f` with this context current on the calling thread (see [`in_context`]).
+    #[inline]
+    pub(crate) fn with_current<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        // SAFETY: the guard proves the context alive.
+        unsafe { in_context(self.raw, f) }
     }
 
     /// Waits for all work of the context to finish (`cuCtxSynchronize`); reports a sticky
@@ -429,6 +465,73 @@ impl<'ctx> ContextGuard<'ctx> {
     pub fn stream_priority_range(self) -> Result<StreamPriorityRange> {
         let (least, greatest) = self.with_current(driver::ctx_stream_priority_range)?;
         Ok(StreamPriorityRange { least, greatest })
+    }
+}
+
+/// Runs `op` with `ctx` current on the calling thread: directly if it already is (one
+/// `cuCtxGetCurrent`), otherwise between a push and a pop. The pop is checked like the
+/// teardown's (the context must be the one on top) and happens also if `op` panics. This is
+/// the crate's one way of making a context current for an operation: the guard's methods,
+/// synchronous memory operations (in the memory's own context), stream-ordered fallbacks
+/// and drops all go through it.
+///
+/// # Safety
+/// `ctx` is a live context that stays alive while `op` runs.
+#[inline]
+pub(crate) unsafe fn in_context<T>(
+    ctx: NonNull<CUctx_st>,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let raw = ctx.as_ptr();
+    if driver::ctx_get_current()? == raw {
+        return op();
+    }
+    // SAFETY: the caller guarantees the context; it is popped again below (or by the
+    // guard while a panic of `op` unwinds).
+    unsafe { driver::ctx_push(raw) }?;
+    struct PopOnUnwind(CUcontext);
+    impl Drop for PopOnUnwind {
+        fn drop(&mut self) {
+            let _ = pop_exact(self.0);
+        }
+    }
+    let on_unwind = PopOnUnwind(raw);
+    let result = op();
+    std::mem::forget(on_unwind);
+    let popped = pop_exact(raw);
+    let value = result?;
+    popped?;
+    Ok(value)
+}
+
+/// Runs `body`, then `teardown`, also while a panic of `body` unwinds (then in a drop
+/// guard, after `body`'s frame, and so every borrow it held, is gone; its error is dropped
+/// and the panic resumes). The closure's result wins over the teardown's: a teardown error
+/// becomes `E::from(error)` only when `body` returned `Ok`. The guard is local, so no user
+/// code can `mem::forget` it. Used by every closure-scoped entry point: contexts, shared
+/// contexts and stream scopes.
+#[inline(always)]
+pub(crate) fn run_then<R, E: From<Error>>(
+    body: impl FnOnce() -> Result<R, E>,
+    teardown: impl FnOnce() -> Result<()>,
+) -> Result<R, E> {
+    struct OnUnwind<T: FnOnce() -> Result<()>>(Option<T>);
+    impl<T: FnOnce() -> Result<()>> Drop for OnUnwind<T> {
+        fn drop(&mut self) {
+            if let Some(teardown) = self.0.take() {
+                let _ = teardown();
+            }
+        }
+    }
+    let mut on_unwind = OnUnwind(Some(teardown));
+    let outcome = body();
+    let torn_down = match on_unwind.0.take() {
+        Some(teardown) => teardown(),
+        None => Ok(()),
+    };
+    match outcome {
+        Ok(value) => torn_down.map(|()| value).map_err(E::from),
+        Err(e) => Err(e),
     }
 }
 
@@ -506,10 +609,8 @@ enum Owned {
 }
 
 /// Calls `f` with `guard`, whose context the calling thread has on top of its stack, then
-/// tears down as `teardown` says on every exit path. On a panic of `f` the teardown runs in
-/// a drop guard while the panic unwinds (after every value of the closure's frame, so every
-/// branded value, has been dropped); it reports nothing and never panics. The guard is
-/// local, so no user code can `mem::forget` it.
+/// tears down as `teardown` says on every exit path (see [`run_then`]).
+#[inline(always)]
 fn run_scoped<'ctx, R, E>(
     guard: ContextGuard<'ctx>,
     teardown: Teardown,
@@ -518,20 +619,7 @@ fn run_scoped<'ctx, R, E>(
 where
     E: From<Error>,
 {
-    struct TearDownOnUnwind(CUcontext, Teardown);
-    impl Drop for TearDownOnUnwind {
-        fn drop(&mut self) {
-            let _ = tear_down(self.0, self.1);
-        }
-    }
-    let on_unwind = TearDownOnUnwind(guard.as_raw(), teardown);
-    let outcome = f(guard);
-    std::mem::forget(on_unwind);
-    let torn_down = tear_down(guard.as_raw(), teardown);
-    match outcome {
-        Ok(value) => torn_down.map(|()| value).map_err(E::from),
-        Err(e) => Err(e),
-    }
+    run_then(|| f(guard), || tear_down(guard.as_raw(), teardown))
 }
 
 /// Pops `raw` off the calling thread's stack. The crate keeps the stack balanced, so `raw`
@@ -569,20 +657,32 @@ fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
     }
 }
 
-/// Synchronizes, pops and destroys or releases; every step runs even if an earlier one
-/// failed, and the first error is returned.
+/// Synchronizes, pops and destroys or releases; returns the first error. If the pop finds
+/// another context on top of the stack (unsafe code changed the stack and did not restore
+/// it), the context is neither destroyed nor released: it is still somewhere on this
+/// thread's stack, and destroying it would leave a dangling entry there. It is leaked, and
+/// the error says so.
 #[inline(never)]
 fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
     let synced = driver::ctx_synchronize();
-    let popped = pop_exact(raw);
+    if let Err(e) = pop_exact(raw) {
+        return Err(Error::with_detail(
+            e.call(),
+            e.code(),
+            format!(
+                "{}; the context was left alive (not destroyed or released) because it is still on this thread's stack",
+                e.detail().unwrap_or("the context could not be popped")
+            ),
+        ));
+    }
     let released = match owned {
         // SAFETY: every value branded with this context is gone (the brand cannot leave the
-        // closure) and this is the context `with_context` created.
+        // closure), this is the context `with_context` created, and it is off the stack.
         Owned::Destroy => unsafe { driver::ctx_destroy(raw) },
         // SAFETY: balances the retain in `with_primary_context`; nothing branded remains.
         Owned::Release(device) => unsafe { driver::primary_ctx_release(device) },
     };
-    synced.and(popped).and(released)
+    synced.and(released)
 }
 
 /// Creates a context on `device`, runs `f` with its guard, and destroys the context.

@@ -31,9 +31,12 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod image;
+pub mod launch;
 pub mod memory;
 pub mod module;
 pub mod peer;
+pub mod scope;
 pub mod stream;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
@@ -45,13 +48,26 @@ pub use context::{
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{Event, EventFlags};
-pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
-pub use module::{
-    ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelParam,
-    KernelParams, LaunchConfig, Module, Out,
+pub use launch::{
+    ByValue, In, Kernel, KernelArg, KernelArgs, KernelMut, KernelParam, KernelParams, Launch,
+    LaunchConfig, Out, ScopedKernel,
 };
+pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
+pub use module::{Function, FunctionAttribute, Module};
 pub use peer::{PeerAccess, copy_peer};
-pub use stream::{DeviceMut, DeviceRef, Stream, StreamFlags, StreamScope};
+pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
+pub use stream::{Stream, StreamFlags};
+
+/// The names most programs use, for `use cuda_brand::prelude::*;`: the entry points, the
+/// guard, devices and flags, buffers, streams, kernels and their parameter kinds, and the
+/// error type.
+pub mod prelude {
+    pub use crate::{
+        ContextFlags, ContextGuard, Device, DeviceBuffer, DeviceCopy, DeviceSlice, Error, Event,
+        In, LaunchConfig, Module, Out, PinnedBuffer, Stream, StreamFlags, with_context,
+        with_primary_context,
+    };
+}
 
 /// The raw driver types (`CUcontext`, `CUstream`, ...), for interoperation through the
 /// `as_raw` methods and [`with_raw_context`].

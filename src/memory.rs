@@ -18,9 +18,9 @@ use std::mem::{self, size_of};
 use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
 use std::ptr::NonNull;
 
-use crate::context::{Brand, ContextGuard};
+use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern};
-use crate::error::{ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 /// Types that may be copied to and from the GPU as plain bytes.
 ///
@@ -160,7 +160,7 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     /// The size in bytes.
     #[inline]
     pub fn size_in_bytes(&self) -> usize {
-        self.len() * size_of::<T>()
+        byte_len::<T>(self.len())
     }
 
     /// The device address of the first element (`CUdeviceptr`). For an empty view this is
@@ -171,8 +171,17 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     }
 
     #[inline]
+    pub(crate) fn span(&self, write: bool) -> crate::launch::Span {
+        crate::launch::Span {
+            start: self.as_device_ptr(),
+            bytes: self.size_in_bytes() as u64,
+            write,
+        }
+    }
+
+    #[inline]
     fn at(&self, index: usize) -> CUdeviceptr {
-        self.as_device_ptr() + (index * size_of::<T>()) as CUdeviceptr
+        self.as_device_ptr() + byte_len::<T>(index) as CUdeviceptr
     }
 
     /// A sub-view, or `None` if the range is out of bounds.
@@ -222,35 +231,45 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
         }
     }
 
-    /// Views of `size` elements each (the last may be shorter).
+    /// Views of `size` elements each (the last may be shorter), like `[T]::chunks`.
     ///
     /// # Panics
     /// If `size` is 0.
-    pub fn chunks(&self, size: usize) -> impl ExactSizeIterator<Item = &Self> {
+    pub fn chunks(
+        &self,
+        size: usize,
+    ) -> impl DoubleEndedIterator<Item = &Self> + ExactSizeIterator {
         assert!(
             size != 0,
             "DeviceSlice::chunks: chunk size must be non-zero"
         );
         let len = self.len();
-        (0..len.div_ceil(size)).map(move |i| &self[i * size..((i + 1) * size).min(len)])
+        (0..len.div_ceil(size)).map(move |i| {
+            let start = i * size; // < len: i < len / size rounded up
+            &self[start..start + size.min(len - start)]
+        })
     }
 
-    /// Disjoint mutable views of `size` elements each (the last may be shorter).
+    /// Disjoint mutable views of `size` elements each (the last may be shorter), like
+    /// `[T]::chunks_mut`.
     ///
     /// # Panics
     /// If `size` is 0.
-    pub fn chunks_mut(&mut self, size: usize) -> impl ExactSizeIterator<Item = &mut Self> {
+    pub fn chunks_mut(
+        &mut self,
+        size: usize,
+    ) -> impl DoubleEndedIterator<Item = &mut Self> + ExactSizeIterator {
         assert!(
             size != 0,
             "DeviceSlice::chunks_mut: chunk size must be non-zero"
         );
         let (base, len) = (self.at(0), self.len());
         (0..len.div_ceil(size)).map(move |i| {
-            let start = i * size;
+            let start = i * size; // < len, as in `chunks`
             let n = size.min(len - start);
             // SAFETY: the chunks are disjoint and within `self`, which the iterator borrows
             // exclusively for as long as any chunk lives.
-            unsafe { Self::from_raw_parts_mut(base + (start * size_of::<T>()) as CUdeviceptr, n) }
+            unsafe { Self::from_raw_parts_mut(base + byte_len::<T>(start) as CUdeviceptr, n) }
         })
     }
 }
@@ -267,7 +286,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         // SAFETY: both ranges have `size_in_bytes` bytes; `self` is exclusively borrowed
         // device memory of a live context and `src` a live host slice.
-        in_pointer_context(self.as_device_ptr(), || unsafe {
+        in_memory_context(self.as_device_ptr(), || unsafe {
             driver::memcpy_htod(
                 self.as_device_ptr(),
                 src.as_ptr().cast(),
@@ -287,7 +306,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         // SAFETY: both ranges have `size_in_bytes` bytes; `dst` is exclusively borrowed, and
         // any bytes are a valid `T` (`DeviceCopy`).
-        in_pointer_context(self.as_device_ptr(), || unsafe {
+        in_memory_context(self.as_device_ptr(), || unsafe {
             driver::memcpy_dtoh(
                 dst.as_mut_ptr().cast(),
                 self.as_device_ptr(),
@@ -296,7 +315,8 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         })
     }
 
-    /// Copies another view of the same context into this one (`cuMemcpyDtoD`).
+    /// Copies another view of the same context into this one (`cuMemcpyDtoD`); complete
+    /// when it returns.
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
@@ -305,9 +325,20 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if self.is_empty() {
             return Ok(());
         }
-        // SAFETY: both device ranges have `size_in_bytes` bytes and cannot overlap (one is
-        // borrowed exclusively).
-        in_pointer_context(self.as_device_ptr(), || unsafe {
+        let (dst_span, src_span) = (self.span(true), src.span(false));
+        if dst_span.overlaps(&src_span) {
+            // unreachable through the borrow rules (`self` is borrowed exclusively, `src`
+            // shared); checked anyway, it costs two compares
+            return Err(crate::launch::overlap_error(
+                "DeviceSlice::copy_from_device",
+                ["the destination", "the source"],
+                &dst_span,
+                &src_span,
+            ));
+        }
+        // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this context
+        // (one brand) and do not overlap (checked above).
+        in_memory_context(self.as_device_ptr(), || unsafe {
             driver::memcpy_dtod(
                 self.as_device_ptr(),
                 src.as_device_ptr(),
@@ -322,7 +353,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         let dst = v.spare_capacity_mut();
         if !self.is_empty() {
             // SAFETY: `dst` has room for `len` elements; any bytes are a valid `T`.
-            in_pointer_context(self.as_device_ptr(), || unsafe {
+            in_memory_context(self.as_device_ptr(), || unsafe {
                 driver::memcpy_dtoh(
                     dst.as_mut_ptr().cast(),
                     self.as_device_ptr(),
@@ -344,7 +375,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         // SAFETY: `len` elements of the pattern's width are the view's bytes.
-        in_pointer_context(self.as_device_ptr(), || unsafe {
+        in_memory_context(self.as_device_ptr(), || unsafe {
             driver::memset(
                 self.as_device_ptr(),
                 sealed::Sealed::pattern(value),
@@ -418,19 +449,44 @@ pub(crate) fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usi
     (start <= end && end <= len).then_some((start, end))
 }
 
-/// Runs a synchronous memory operation. The driver needs some context current (with
-/// unified addressing any one will do); on a thread with none (a scoped worker that did
-/// not `enter`), the memory's own context is pushed around the operation.
-fn in_pointer_context(ptr: CUdeviceptr, op: impl FnOnce() -> Result<()>) -> Result<()> {
-    if !driver::ctx_get_current()?.is_null() {
-        return op();
-    }
+/// Runs a synchronous memory operation on the memory at `ptr` with the memory's own
+/// context current (`CU_POINTER_ATTRIBUTE_CONTEXT`), whatever is current on the calling
+/// thread: a nested context of another device, or none (a scoped worker that did not
+/// `enter`). The driver queues a "synchronous" fill or device copy on the current
+/// context's legacy stream, and the crate waits for that stream: running in the memory's
+/// own context makes that wait the right one by construction. Memory the attribute query
+/// does not know (a module's global variable) runs in the current context, which must then
+/// exist.
+fn in_memory_context<T>(ptr: CUdeviceptr, op: impl FnOnce() -> Result<T>) -> Result<T> {
     // SAFETY: `ptr` is live memory of a branded, hence live, context.
-    let raw = unsafe { driver::pointer_context(ptr) }?;
-    let ctx = driver::non_null("cuPointerGetAttribute", raw)?;
-    // SAFETY: as above, the memory's context is alive while the memory is.
-    unsafe { ContextGuard::new_unchecked(ctx) }.with_pushed(op)
+    match unsafe { driver::pointer_context(ptr) } {
+        Ok(raw) => {
+            let ctx = driver::non_null("cuPointerGetAttribute", raw)?;
+            // SAFETY: the memory's context is alive while the memory is.
+            unsafe { context::in_context(ctx, op) }
+        }
+        Err(e) if driver::ctx_get_current()?.is_null() => Err(e),
+        Err(_) => op(),
+    }
 }
+
+/// The size in bytes of `len` elements of `T`, for a length that already describes memory
+/// (so it cannot overflow).
+#[inline(always)]
+pub(crate) fn byte_len<T>(len: usize) -> usize {
+    len * size_of::<T>()
+}
+
+/// The size in bytes of `len` elements of `T`, or an error naming `call` if it overflows.
+#[inline]
+pub(crate) fn checked_byte_len<T>(call: &'static str, len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>())
+        .ok_or_else(|| too_large(call, len, size_of::<T>()))
+}
+
+/// The device address of every empty buffer and view: never allocated, aligned for any
+/// element type.
+pub(crate) const EMPTY: CUdeviceptr = 256;
 
 /// Owned device memory of the context branded `'ctx`: the `Vec<T>` of [`DeviceSlice`].
 /// Pointer plus length, freed (`cuMemFree`) when dropped.
@@ -456,9 +512,6 @@ unsafe impl<T: DeviceCopy> Send for DeviceBuffer<'_, T> {}
 unsafe impl<T: DeviceCopy> Sync for DeviceBuffer<'_, T> {}
 
 impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
-    /// An address that is never allocated, for empty buffers (aligned for any `T`).
-    const EMPTY: CUdeviceptr = 256;
-
     /// Allocates `len` elements without initialising them (`cuMemAlloc`).
     ///
     /// # Safety
@@ -466,11 +519,9 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// undefined behaviour for `DeviceCopy` types (every bit pattern is valid), but it is
     /// a read of stale data, possibly another allocation's: hence `unsafe`.
     pub unsafe fn uninitialized(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
-        let bytes = len
-            .checked_mul(size_of::<T>())
-            .ok_or_else(|| too_large(len, size_of::<T>()))?;
+        let bytes = checked_byte_len::<T>("DeviceBuffer::uninitialized", len)?;
         let ptr = if bytes == 0 {
-            Self::EMPTY
+            EMPTY
         } else {
             ctx.with_current(|| driver::mem_alloc(bytes))?
         };
@@ -517,9 +568,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     }
 }
 
-fn too_large(len: usize, size: usize) -> crate::Error {
-    crate::Error::with_detail(
-        "DeviceBuffer::uninitialized",
+#[cold]
+fn too_large(call: &'static str, len: usize, size: usize) -> Error {
+    Error::with_detail(
+        call,
         ErrorCode::InvalidValue,
         format!("{len} elements of {size} bytes overflow usize"),
     )
@@ -553,7 +605,7 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
         // work only runs inside a stream scope, which borrows the buffer until its stream
         // has finished. An error (there is no way to report it from `drop`) leaves the
         // memory to be reclaimed with the context.
-        let _ = in_pointer_context(ptr, || unsafe { driver::mem_free(ptr) });
+        let _ = in_memory_context(ptr, || unsafe { driver::mem_free(ptr) });
     }
 }
 
@@ -593,9 +645,7 @@ unsafe impl<T: DeviceCopy + Sync> Sync for PinnedBuffer<'_, T> {}
 impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     /// Allocates `len` elements of page-locked host memory set to zero bytes.
     pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
-        let bytes = len
-            .checked_mul(size_of::<T>())
-            .ok_or_else(|| too_large(len, size_of::<T>()))?;
+        let bytes = checked_byte_len::<T>("PinnedBuffer::zeroed", len)?;
         let ptr = if bytes == 0 {
             NonNull::dangling()
         } else {
@@ -649,13 +699,52 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
         // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
         // copy can still use it (they only run inside a scope that borrows the buffer). An
         // error leaves the memory to be reclaimed with the context.
-        let _ = unsafe { ContextGuard::new_unchecked(self.ctx) }
-            .with_pushed(|| unsafe { driver::mem_free_host(p) });
+        let _ = unsafe { context::in_context(self.ctx, || driver::mem_free_host(p)) };
     }
 }
 
 impl<T: DeviceCopy + fmt::Debug> fmt::Debug for PinnedBuffer<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("PinnedBuffer").field(&&**self).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_of_zero_sized_elements_work_like_slice_chunks() {
+        // SAFETY: zero-sized elements: the view claims no device bytes.
+        let huge = unsafe { DeviceSlice::<'static, ()>::from_raw_parts(EMPTY, usize::MAX) };
+        let slice_chunks = vec![(); 0].chunks(2).len(); // the std behaviour for comparison
+        assert_eq!(slice_chunks, 0);
+        let chunks = huge.chunks(2);
+        assert_eq!(chunks.len(), usize::MAX.div_ceil(2));
+        let last = huge.chunks(usize::MAX - 1).next_back().unwrap();
+        assert_eq!(last.len(), 1);
+        assert_eq!(huge.chunks(usize::MAX).len(), 1);
+        // SAFETY: as above.
+        let huge_mut = unsafe { DeviceSlice::<'static, ()>::from_raw_parts_mut(EMPTY, usize::MAX) };
+        assert_eq!(huge_mut.chunks_mut(3).next_back().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn chunks_cover_the_view_exactly() {
+        // SAFETY: a view that is never dereferenced: only addresses are computed.
+        let v = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x1000, 10) };
+        let parts: Vec<(CUdeviceptr, usize)> =
+            v.chunks(4).map(|c| (c.as_device_ptr(), c.len())).collect();
+        assert_eq!(parts, [(0x1000, 4), (0x1010, 4), (0x1020, 2)]);
+        assert_eq!(bounds(&(2..=3), 10), Some((2, 4)));
+        assert_eq!(bounds(&(..11), 10), None);
+        assert_eq!(bounds(&(5..4), 10), None);
+        assert_eq!(bounds(&(usize::MAX..), 10), None);
+        assert_eq!(
+            checked_byte_len::<u64>("x", usize::MAX / 4)
+                .unwrap_err()
+                .call(),
+            "x"
+        );
     }
 }

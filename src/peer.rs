@@ -33,7 +33,7 @@ use std::marker::PhantomData;
 use crate::context::{Brand, ContextGuard};
 use crate::driver;
 use crate::error::Result;
-use crate::memory::{DeviceCopy, DeviceSlice, check_lengths};
+use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths};
 
 /// Proof that contexts of the brand `'ctx` may access the memory of the context `'peer`
 /// (`cuCtxEnablePeerAccess`). Zero-sized and `Copy`; it cannot outlive either context.
@@ -79,21 +79,32 @@ impl<'ctx> ContextGuard<'ctx> {
 }
 
 impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
-    /// `peer`'s memory, viewed as memory this context's kernels and streams may use: the
-    /// explicit peer-mapped view. It borrows the peer's slice, so it cannot outlive it.
-    pub fn view<'v, T>(self, slice: &'v DeviceSlice<'peer, T>) -> &'v DeviceSlice<'ctx, T> {
-        // SAFETY: the same device memory, borrowed from `slice` for 'v; peer access makes it
-        // accessible from `'ctx`, and the brands keep both contexts alive for 'v.
-        unsafe { DeviceSlice::from_raw_parts(slice.as_device_ptr(), slice.len()) }
+    /// `peer`'s buffer, viewed as memory this context's kernels and streams may use: the
+    /// explicit peer-mapped view. It borrows the buffer, so it cannot outlive it.
+    ///
+    /// Only an owned [`DeviceBuffer`] of `'peer` can be viewed, not a view: a view is
+    /// already memory of `'ctx`, and viewing it again with a token of another pair of
+    /// contexts would combine two grants (c0 may access c1, c1 may access c2) into one the
+    /// driver never gave (c0 accessing c2). Sub-slice the view instead:
+    /// `access.view(&buffer)[10..20]`.
+    pub fn view<'v, T: DeviceCopy>(
+        self,
+        buffer: &'v DeviceBuffer<'peer, T>,
+    ) -> &'v DeviceSlice<'ctx, T> {
+        // SAFETY: the buffer's own device memory (allocated in the context `'peer`),
+        // borrowed from it for 'v; the token proves that the context `'ctx` may access
+        // memory of `'peer` (peer access enabled, or the same device), and the brands keep
+        // both contexts alive for 'v.
+        unsafe { DeviceSlice::from_raw_parts(buffer.as_device_ptr(), buffer.len()) }
     }
 
-    /// As [`PeerAccess::view`], for writing.
-    pub fn view_mut<'v, T>(
+    /// As [`PeerAccess::view`], for writing: borrows the buffer exclusively.
+    pub fn view_mut<'v, T: DeviceCopy>(
         self,
-        slice: &'v mut DeviceSlice<'peer, T>,
+        buffer: &'v mut DeviceBuffer<'peer, T>,
     ) -> &'v mut DeviceSlice<'ctx, T> {
         // SAFETY: as above, borrowed exclusively.
-        unsafe { DeviceSlice::from_raw_parts_mut(slice.as_device_ptr(), slice.len()) }
+        unsafe { DeviceSlice::from_raw_parts_mut(buffer.as_device_ptr(), buffer.len()) }
     }
 }
 

@@ -231,10 +231,10 @@ fn module_globals_are_read_and_written() {
         module.global_mut::<i32>("counter")?.copy_from_host(&[40])?;
         assert_eq!(module.global::<f32>("table")?.len(), 16);
         {
-            // SAFETY: bump(int) writes only its module's globals.
-            let bump = unsafe { module.kernel::<(i32,)>("bump") }?;
+            // SAFETY: bump(int) writes only its module's globals `counter` and `table`.
+            let mut bump = unsafe { module.kernel_mut::<(i32,)>("bump") }?;
             Stream::new(ctx, StreamFlags::NonBlocking)?
-                .scope(|s| s.launch(&bump, LaunchConfig::linear(1, 32), (2i32,)))?;
+                .scope(|s| s.launch(&mut bump, LaunchConfig::linear(1, 32), (2i32,)))?;
         }
         assert_eq!(module.global::<i32>("counter")?.to_vec()?, [42]);
         let table = module.global::<f32>("table")?.to_vec()?;

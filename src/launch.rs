@@ -1,0 +1,713 @@
+//! Launching kernels: typed kernels ([`Kernel`], [`KernelMut`]), their parameter lists
+//! ([`In`], [`Out`], [`ByValue`] and the scalars), launch configurations
+//! ([`LaunchConfig`]), and what is checked before the driver sees a launch.
+//!
+//! # What stays `unsafe`, and why
+//!
+//! The driver cannot check a kernel's signature or what memory it touches. So declaring a
+//! kernel, naming its parameter list as Rust types, is the one `unsafe` promise
+//! ([`Module::kernel`](crate::Module::kernel)). After it every launch is safe code:
+//!
+//! * the arguments are type-checked against the declaration (a buffer for each [`In`] or
+//!   [`Out`], a value of exactly the declared type for each scalar);
+//! * the kernel, the stream and every buffer share one context brand;
+//! * the stream scope keeps every buffer (and the kernel's module) borrowed until the
+//!   kernel has run;
+//! * an [`Out`] slice must not share memory with any other slice argument of the same
+//!   launch: checked before the driver call (pairs of at most 12 arguments, nanoseconds),
+//!   an error naming the two arguments otherwise;
+//! * the grid, the block and the dynamic shared memory are checked against the kernel's
+//!   limits, an error otherwise.
+//!
+//! Every trait here that decides what reaches the driver (the parameter list, how an
+//! argument is laid out, the `void**` array handed to `cuLaunchKernel`) is *sealed*: only
+//! this crate implements it, so no user type can forge a pointer or a length. The compile
+//! errors are pinned in `ui-tests/fail/soundness_*`.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::size_of;
+
+use crate::driver::CUfunction;
+use crate::error::{Error, ErrorCode, Result};
+use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use crate::module::{Function, Module};
+use crate::scope::{DeviceMut, DeviceRef};
+
+/// A function whose parameter list `P` has been declared (an `unsafe` promise, see
+/// [`Module::kernel`]), ready for [`StreamScope::launch`](crate::StreamScope::launch).
+/// Keeps the two limits a launch is checked against, so checking costs no driver call.
+///
+/// It borrows its module (`'m`), so the module cannot be unloaded while a kernel of it
+/// exists, and the stream scope that launches it borrows the kernel until the launch has
+/// run.
+pub struct Kernel<'m, 'ctx, P> {
+    function: Function<'m, 'ctx>,
+    max_threads: u32,
+    max_dynamic_shared: u32,
+    _params: PhantomData<fn(P)>,
+}
+
+/// A kernel that writes its module's global variables (`__device__` variables), declared
+/// with [`Module::kernel_mut`]. It borrows its module *exclusively*, so while it exists the
+/// host cannot read or write those globals ([`Module::global`] needs the module), and a
+/// scope launches it through an exclusive borrow ([`StreamScope::bind_kernel`] or
+/// `&mut kernel`), so no two streams run it unordered.
+///
+/// [`StreamScope::bind_kernel`]: crate::StreamScope::bind_kernel
+pub struct KernelMut<'m, 'ctx, P> {
+    kernel: Kernel<'m, 'ctx, P>,
+    module: usize,
+    _exclusive: PhantomData<&'m mut Module<'ctx>>,
+}
+
+/// A [`KernelMut`] bound to one stream scope by
+/// [`StreamScope::bind_kernel`](crate::StreamScope::bind_kernel): `Copy`, so the scope can
+/// launch it any number of times (in order, on its stream), and usable by that scope only.
+pub struct ScopedKernel<'scope, 'ctx, P> {
+    function: CUfunction,
+    max_threads: u32,
+    max_dynamic_shared: u32,
+    module: usize,
+    _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    _brand: crate::context::Brand<'ctx>,
+    _params: PhantomData<fn(P)>,
+}
+
+impl<P> Clone for ScopedKernel<'_, '_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P> Copy for ScopedKernel<'_, '_, P> {}
+
+impl<'m, 'ctx, P> Kernel<'m, 'ctx, P> {
+    /// # Safety
+    /// `P` is the function's parameter list, as [`Module::kernel`] requires.
+    pub(crate) unsafe fn new(function: Function<'m, 'ctx>) -> Result<Self> {
+        Ok(Kernel {
+            function,
+            max_threads: function.max_threads_per_block()?,
+            max_dynamic_shared: function.max_dynamic_shared_bytes()?,
+            _params: PhantomData,
+        })
+    }
+
+    /// The underlying function (attributes, cache preference).
+    pub fn function(&self) -> Function<'m, 'ctx> {
+        self.function
+    }
+
+    /// A one-dimensional configuration covering `n` threads, with the block size that
+    /// maximises occupancy (capped at 1024), and enough blocks for `n`.
+    pub fn config_for(&self, n: usize) -> Result<LaunchConfig> {
+        let block = self.function.suggested_block_size(0)?.clamp(1, 1024);
+        let grid = n.div_ceil(block as usize).clamp(1, i32::MAX as usize) as u32;
+        Ok(LaunchConfig::linear(grid, block))
+    }
+
+    /// Refreshes the limits a launch is checked against, after
+    /// [`Function::set_max_dynamic_shared_bytes`].
+    pub fn refresh_limits(&mut self) -> Result<()> {
+        self.max_threads = self.function.max_threads_per_block()?;
+        self.max_dynamic_shared = self.function.max_dynamic_shared_bytes()?;
+        Ok(())
+    }
+
+    #[inline]
+    fn target(&self, globals: Option<usize>) -> Target {
+        Target {
+            function: self.function.as_raw(),
+            max_threads: self.max_threads,
+            max_dynamic_shared: self.max_dynamic_shared,
+            globals,
+        }
+    }
+}
+
+impl<'m, 'ctx, P> KernelMut<'m, 'ctx, P> {
+    pub(crate) fn new(kernel: Kernel<'m, 'ctx, P>, module: usize) -> Self {
+        KernelMut {
+            kernel,
+            module,
+            _exclusive: PhantomData,
+        }
+    }
+
+    /// The kernel, for its configuration helpers and its function.
+    pub fn kernel(&self) -> &Kernel<'m, 'ctx, P> {
+        &self.kernel
+    }
+
+    pub(crate) fn scoped<'scope>(&self) -> ScopedKernel<'scope, 'ctx, P> {
+        ScopedKernel {
+            function: self.kernel.function.as_raw(),
+            max_threads: self.kernel.max_threads,
+            max_dynamic_shared: self.kernel.max_dynamic_shared,
+            module: self.module,
+            _scope: PhantomData,
+            _brand: PhantomData,
+            _params: PhantomData,
+        }
+    }
+}
+
+impl<P> fmt::Debug for Kernel<'_, '_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("function", &self.function)
+            .field("params", &std::any::type_name::<P>())
+            .field("max_threads", &self.max_threads)
+            .finish()
+    }
+}
+
+impl<P> fmt::Debug for KernelMut<'_, '_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("KernelMut").field(&self.kernel).finish()
+    }
+}
+
+impl<P> fmt::Debug for ScopedKernel<'_, '_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopedKernel")
+            .field("function", &self.function)
+            .field("params", &std::any::type_name::<P>())
+            .finish()
+    }
+}
+
+// SAFETY: a function handle plus plain numbers; launching from several threads at once is
+// thread-safe in the driver.
+unsafe impl<P> Send for Kernel<'_, '_, P> {}
+// SAFETY: as above.
+unsafe impl<P> Sync for Kernel<'_, '_, P> {}
+// SAFETY: as for `Kernel`; `&KernelMut` allows no launch (launching needs `&mut`).
+unsafe impl<P> Send for KernelMut<'_, '_, P> {}
+// SAFETY: as above.
+unsafe impl<P> Sync for KernelMut<'_, '_, P> {}
+
+/// The grid and block of a launch, and its dynamic shared memory.
+///
+/// ```
+/// use cuda_brand::LaunchConfig;
+/// let c = LaunchConfig::linear(64, 256).with_shared_mem(4096);
+/// assert_eq!((c.grid, c.block, c.shared_mem_bytes), ([64, 1, 1], [256, 1, 1], 4096));
+/// assert_eq!(LaunchConfig::new([8, 8, 1], [16, 16, 1]).threads(), 8 * 8 * 16 * 16);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[must_use]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// `grid` blocks of `block` threads, in x only.
+    pub const fn linear(grid: u32, block: u32) -> Self {
+        LaunchConfig {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// A three-dimensional grid of three-dimensional blocks.
+    pub const fn new(grid: [u32; 3], block: [u32; 3]) -> Self {
+        LaunchConfig {
+            grid,
+            block,
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// The same, with `bytes` of dynamic shared memory per block.
+    pub const fn with_shared_mem(self, bytes: u32) -> Self {
+        LaunchConfig {
+            shared_mem_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// The number of threads the launch runs (grid times block, in all three dimensions).
+    pub const fn threads(&self) -> u64 {
+        let [gx, gy, gz] = self.grid;
+        let [bx, by, bz] = self.block;
+        gx as u64 * gy as u64 * gz as u64 * bx as u64 * by as u64 * bz as u64
+    }
+
+    /// Checks the configuration against a kernel's limits and the limits every CUDA GPU
+    /// has; the text says what is wrong.
+    #[inline]
+    pub(crate) fn problem(
+        &self,
+        max_threads: u32,
+        max_dynamic_shared: u32,
+    ) -> Option<&'static str> {
+        let [gx, gy, gz] = self.grid;
+        let [bx, by, bz] = self.block;
+        let threads = bx as u64 * by as u64 * bz as u64;
+        if gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 {
+            Some("a dimension is zero")
+        } else if threads > max_threads as u64 {
+            Some("the block has more threads than the kernel allows")
+        } else if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 || bz > 64 {
+            Some(
+                "a dimension exceeds CUDA's limits (grid x < 2^31, y and z <= 65535; block z <= 64)",
+            )
+        } else if self.shared_mem_bytes > max_dynamic_shared {
+            Some("more dynamic shared memory than the kernel allows")
+        } else {
+            None
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_config(c: &LaunchConfig, t: &Target, problem: &str) -> Error {
+    Error::with_detail(
+        "StreamScope::launch",
+        ErrorCode::InvalidValue,
+        format!(
+            "invalid launch configuration, {problem}: grid {:?}, block {:?} ({} threads; the kernel allows {}), {} bytes of dynamic shared memory (the kernel allows {})",
+            c.grid,
+            c.block,
+            c.block.iter().map(|&d| d as u64).product::<u64>(),
+            t.max_threads,
+            c.shared_mem_bytes,
+            t.max_dynamic_shared
+        ),
+    )
+}
+
+/// A slice parameter the kernel reads: `const T *p, size_t p_len` in C. Pass `&buffer`,
+/// `&buffer[range]`, a [`DeviceRef`] or a [`DeviceMut`].
+pub struct In<T>(PhantomData<T>);
+
+/// A slice parameter the kernel writes: `T *p, size_t p_len` in C. Pass `&mut buffer`,
+/// `&mut buffer[range]` or a [`DeviceMut`]. Its memory must not overlap any other slice
+/// argument of the launch.
+pub struct Out<T>(PhantomData<T>);
+
+/// A by-value parameter of a user `DeviceCopy` type (a `#[repr(C)]` struct the kernel
+/// takes by value). The primitive numbers are parameters as they are.
+pub struct ByValue<T>(PhantomData<T>);
+
+/// One parameter of a kernel's declared list: [`In<T>`], [`Out<T>`], [`ByValue<T>`], or a
+/// primitive number (`u8` ... `u64`, `i8` ... `i64`, `usize`, `isize`, `f32`, `f64`).
+/// Sealed: no other type can be a parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a kernel parameter",
+    label = "not a kernel parameter",
+    note = "a parameter is `In<T>` (a slice the kernel reads), `Out<T>` (a slice it writes), a primitive number, or `ByValue<T>` for a `#[repr(C)]` struct that is `DeviceCopy`"
+)]
+pub trait KernelParam: sealed::Param {}
+
+/// A kernel's whole parameter list: a tuple of [`KernelParam`]s, 1 to 12 of them. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a kernel parameter list",
+    label = "not a parameter list",
+    note = "declare the parameters as a tuple of `In<T>`, `Out<T>`, numbers and `ByValue<T>`, 1 to 12 of them; a single parameter is `(In<f32>,)`"
+)]
+pub trait KernelParams: sealed::Params {}
+
+/// An argument that may be passed for the parameter `P` in a scope `'scope` of the context
+/// `'ctx`. Sealed: the crate lays out every argument the driver sees.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed for a kernel parameter declared as `{P}`",
+    label = "the kernel's declaration says `{P}` here",
+    note = "`In<T>` takes `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut`; `Out<T>` takes `&mut buffer`, `&mut buffer[range]` or a `DeviceMut`; a scalar parameter takes a value of exactly its type"
+)]
+pub trait KernelArg<'scope, 'ctx, P: KernelParam>: sealed::Arg<'scope, 'ctx, P> {}
+
+/// Arguments for the parameter list `P`: a tuple with one [`KernelArg`] per parameter.
+/// Sealed: the crate builds the `void**` array the driver reads.
+#[diagnostic::on_unimplemented(
+    message = "these arguments do not match the kernel's declared parameters `{P}`",
+    note = "pass a tuple with one argument per declared parameter, in order (a one-parameter kernel takes `(arg,)`)"
+)]
+pub trait KernelArgs<'scope, 'ctx, P: KernelParams>: sealed::Args<'scope, 'ctx, P> {}
+
+/// What [`StreamScope::launch`](crate::StreamScope::launch) can launch in a scope `'scope`:
+/// `&kernel` for a [`Kernel`], `&mut kernel` for a [`KernelMut`] (once per scope), or a
+/// [`ScopedKernel`] (any number of times). Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be launched in this scope",
+    label = "not a kernel of this scope",
+    note = "launch `&kernel` for a `Kernel`; a `KernelMut` (a kernel that writes its module's globals) is launched as `&mut kernel`, or bound once with `s.bind_kernel(&mut kernel)` and then launched any number of times"
+)]
+pub trait Launch<'scope, 'ctx, P: KernelParams>: sealed::Launch<'scope, 'ctx, P> {}
+
+pub(crate) use sealed::Span;
+pub(crate) use sealed::Target;
+
+/// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
+/// share memory.
+#[inline]
+pub(crate) fn first_overlap(spans: &[Span]) -> Option<(usize, usize)> {
+    for i in 0..spans.len() {
+        for j in i + 1..spans.len() {
+            if (spans[i].write || spans[j].write) && spans[i].overlaps(&spans[j]) {
+                return Some((i, j));
+            }
+        }
+    }
+    None
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn overlap_error(call: &'static str, names: [&str; 2], a: &Span, b: &Span) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidValue,
+        format!(
+            "{} ({} bytes at {:#x}) and {} ({} bytes at {:#x}) overlap: memory that a GPU operation writes must not also be another of its arguments",
+            names[0], a.bytes, a.start, names[1], b.bytes, b.start
+        ),
+    )
+}
+
+/// The sealed halves of the public traits: what reaches the driver is decided here only.
+pub(crate) mod sealed {
+    use std::ffi::c_void;
+
+    use crate::driver::CUfunction;
+
+    /// What a launch needs to know about its kernel.
+    #[derive(Clone, Copy)]
+    pub struct Target {
+        pub(crate) function: CUfunction,
+        pub(crate) max_threads: u32,
+        pub(crate) max_dynamic_shared: u32,
+        /// The module whose globals the kernel writes, for [`KernelMut`]s.
+        pub(crate) globals: Option<usize>,
+    }
+
+    /// The memory one argument touches: `bytes` at `start`, written or only read. Scalars
+    /// touch none (`bytes == 0`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Span {
+        pub(crate) start: u64,
+        pub(crate) bytes: u64,
+        pub(crate) write: bool,
+    }
+
+    impl Span {
+        pub(crate) const NONE: Span = Span {
+            start: 0,
+            bytes: 0,
+            write: false,
+        };
+
+        #[inline(always)]
+        pub(crate) fn overlaps(&self, other: &Span) -> bool {
+            self.bytes != 0
+                && other.bytes != 0
+                && self.start < other.start.wrapping_add(other.bytes)
+                && other.start < self.start.wrapping_add(self.bytes)
+        }
+    }
+
+    pub trait Param {
+        /// C parameters this one stands for (a slice is two: pointer and length).
+        const COUNT: usize;
+        /// The argument's bytes as the driver reads them.
+        type Raw;
+        /// Points `out[..COUNT]` at the C parameters inside `raw`.
+        fn pointers(raw: &mut Self::Raw, out: &mut [*mut c_void]);
+    }
+
+    pub trait Params {
+        /// The number of C parameters.
+        const C_PARAMS: usize;
+    }
+
+    pub trait Arg<'scope, 'ctx, P: Param> {
+        /// The argument's bytes, and the memory it touches.
+        fn lower(self) -> (P::Raw, Span);
+    }
+
+    pub trait Args<'scope, 'ctx, P> {
+        /// Lays the arguments out, then calls `launch` with the memory each touches and
+        /// the `void**` array the driver takes (one pointer per C parameter, each to a
+        /// value of its type, alive for the call).
+        fn with_params<R>(self, launch: impl FnOnce(&[Span], *mut *mut c_void) -> R) -> R;
+    }
+
+    pub trait Launch<'scope, 'ctx, P> {
+        fn target(&self) -> Target;
+    }
+}
+
+impl<T: DeviceCopy> sealed::Param for In<T> {
+    const COUNT: usize = 2;
+    type Raw = [u64; 2];
+    #[inline(always)]
+    fn pointers(raw: &mut [u64; 2], out: &mut [*mut c_void]) {
+        out[0] = (&mut raw[0] as *mut u64).cast();
+        out[1] = (&mut raw[1] as *mut u64).cast();
+    }
+}
+impl<T: DeviceCopy> KernelParam for In<T> {}
+
+impl<T: DeviceCopy> sealed::Param for Out<T> {
+    const COUNT: usize = 2;
+    type Raw = [u64; 2];
+    #[inline(always)]
+    fn pointers(raw: &mut [u64; 2], out: &mut [*mut c_void]) {
+        <In<T> as sealed::Param>::pointers(raw, out)
+    }
+}
+impl<T: DeviceCopy> KernelParam for Out<T> {}
+
+impl<T: DeviceCopy> sealed::Param for ByValue<T> {
+    const COUNT: usize = 1;
+    type Raw = T;
+    #[inline(always)]
+    fn pointers(raw: &mut T, out: &mut [*mut c_void]) {
+        out[0] = (raw as *mut T).cast();
+    }
+}
+impl<T: DeviceCopy> KernelParam for ByValue<T> {}
+
+#[inline(always)]
+fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64; 2], Span) {
+    (
+        [ptr, len as u64],
+        Span {
+            start: ptr,
+            bytes: (len * elem) as u64,
+            write,
+        },
+    )
+}
+
+/// `KernelArg` for the argument types of a slice parameter.
+macro_rules! slice_args {
+    ($param:ident, $write:literal: $($arg:ty),*) => { $(
+        impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, $param<T>> for $arg {
+            #[inline(always)]
+            fn lower(self) -> ([u64; 2], Span) {
+                slice_raw(self.as_device_ptr(), self.len(), size_of::<T>(), $write)
+            }
+        }
+        impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, $param<T>> for $arg {}
+    )* };
+}
+slice_args!(In, false: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+slice_args!(Out, true: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+
+impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, ByValue<T>> for T {
+    #[inline(always)]
+    fn lower(self) -> (T, Span) {
+        (self, Span::NONE)
+    }
+}
+impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, ByValue<T>> for T {}
+
+macro_rules! scalar_params {
+    ($($t:ty),*) => { $(
+        impl sealed::Param for $t {
+            const COUNT: usize = 1;
+            type Raw = $t;
+            #[inline(always)]
+            fn pointers(raw: &mut $t, out: &mut [*mut c_void]) {
+                out[0] = (raw as *mut $t).cast();
+            }
+        }
+        impl KernelParam for $t {}
+        impl<'scope, 'ctx> sealed::Arg<'scope, 'ctx, $t> for $t {
+            #[inline(always)]
+            fn lower(self) -> ($t, Span) {
+                (self, Span::NONE)
+            }
+        }
+        impl<'scope, 'ctx> KernelArg<'scope, 'ctx, $t> for $t {}
+    )* };
+}
+scalar_params!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+
+macro_rules! kernel_params {
+    ($max:literal; $n:literal; $($p:ident $a:ident $i:tt),+) => {
+        impl<$($p: KernelParam),+> sealed::Params for ($($p,)+) {
+            const C_PARAMS: usize = 0 $(+ <$p as sealed::Param>::COUNT)+;
+        }
+        impl<$($p: KernelParam),+> KernelParams for ($($p,)+) {}
+
+        impl<'scope, 'ctx, $($p: KernelParam, $a: KernelArg<'scope, 'ctx, $p>),+>
+            sealed::Args<'scope, 'ctx, ($($p,)+)> for ($($a,)+)
+        {
+            #[inline(always)]
+            fn with_params<R>(self, launch: impl FnOnce(&[Span], *mut *mut c_void) -> R) -> R {
+                let lowered = ($(sealed::Arg::<'scope, 'ctx, $p>::lower(self.$i),)+);
+                let spans: [Span; $n] = [$(lowered.$i.1),+];
+                let mut raw = ($(lowered.$i.0,)+);
+                let mut pointers = [std::ptr::null_mut::<c_void>(); $max];
+                let mut at = 0;
+                $(
+                    <$p as sealed::Param>::pointers(&mut raw.$i, &mut pointers[at..]);
+                    at += <$p as sealed::Param>::COUNT;
+                )+
+                let _ = at;
+                launch(&spans, pointers.as_mut_ptr())
+            }
+        }
+        impl<'scope, 'ctx, $($p: KernelParam, $a: KernelArg<'scope, 'ctx, $p>),+>
+            KernelArgs<'scope, 'ctx, ($($p,)+)> for ($($a,)+) {}
+    };
+}
+kernel_params!(2; 1; P0 A0 0);
+kernel_params!(4; 2; P0 A0 0, P1 A1 1);
+kernel_params!(6; 3; P0 A0 0, P1 A1 1, P2 A2 2);
+kernel_params!(8; 4; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3);
+kernel_params!(10; 5; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4);
+kernel_params!(12; 6; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5);
+kernel_params!(14; 7; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6);
+kernel_params!(16; 8; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7);
+kernel_params!(18; 9; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8);
+kernel_params!(20; 10; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9);
+kernel_params!(22; 11; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10);
+kernel_params!(24; 12; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10, P11 A11 11);
+
+impl<'scope, 'm, 'ctx, P: KernelParams> sealed::Launch<'scope, 'ctx, P>
+    for &'scope Kernel<'m, 'ctx, P>
+{
+    #[inline(always)]
+    fn target(&self) -> Target {
+        Kernel::target(self, None)
+    }
+}
+impl<'scope, 'm, 'ctx, P: KernelParams> Launch<'scope, 'ctx, P> for &'scope Kernel<'m, 'ctx, P> {}
+
+impl<'scope, 'm, 'ctx, P: KernelParams> sealed::Launch<'scope, 'ctx, P>
+    for &'scope mut KernelMut<'m, 'ctx, P>
+{
+    #[inline(always)]
+    fn target(&self) -> Target {
+        self.kernel.target(Some(self.module))
+    }
+}
+impl<'scope, 'm, 'ctx, P: KernelParams> Launch<'scope, 'ctx, P>
+    for &'scope mut KernelMut<'m, 'ctx, P>
+{
+}
+
+impl<'scope, 'ctx, P: KernelParams> sealed::Launch<'scope, 'ctx, P>
+    for ScopedKernel<'scope, 'ctx, P>
+{
+    #[inline(always)]
+    fn target(&self) -> Target {
+        Target {
+            function: self.function,
+            max_threads: self.max_threads,
+            max_dynamic_shared: self.max_dynamic_shared,
+            globals: Some(self.module),
+        }
+    }
+}
+impl<'scope, 'ctx, P: KernelParams> Launch<'scope, 'ctx, P> for ScopedKernel<'scope, 'ctx, P> {}
+
+/// Checks a configuration against a kernel's limits, before any driver call.
+#[inline(always)]
+pub(crate) fn check_config(config: &LaunchConfig, target: &Target) -> Result<()> {
+    match config.problem(target.max_threads, target.max_dynamic_shared) {
+        None => Ok(()),
+        Some(problem) => Err(bad_config(config, target, problem)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn launch_overlap(spans: &[Span], i: usize, j: usize) -> Error {
+    let name = |k: usize| {
+        let kind = if spans[k].write { "Out" } else { "In" };
+        format!("`{kind}` argument {k}")
+    };
+    overlap_error(
+        "StreamScope::launch",
+        [&name(i), &name(j)],
+        &spans[i],
+        &spans[j],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(start: u64, bytes: u64, write: bool) -> Span {
+        Span {
+            start,
+            bytes,
+            write,
+        }
+    }
+
+    #[test]
+    fn overlapping_writes_are_found_and_reads_may_share() {
+        // two reads of the same memory are fine
+        assert_eq!(
+            first_overlap(&[span(0x1000, 400, false), span(0x1000, 400, false)]),
+            None
+        );
+        // d[1..] read, d[..n-1] written: the vector_add aliasing case
+        assert_eq!(
+            first_overlap(&[span(0x1004, 396, false), span(0x1000, 396, true)]),
+            Some((0, 1))
+        );
+        // adjacent, not overlapping
+        assert_eq!(
+            first_overlap(&[span(0x1000, 16, true), span(0x1010, 16, true)]),
+            None
+        );
+        // empty slices and scalars never overlap
+        assert_eq!(
+            first_overlap(&[span(0x1000, 0, true), span(0x1000, 16, true), Span::NONE]),
+            None
+        );
+        // the first offending pair is reported
+        assert_eq!(
+            first_overlap(&[
+                span(0x0, 8, false),
+                span(0x100, 8, false),
+                span(0x2000, 8, true),
+                span(0x104, 8, true)
+            ]),
+            Some((1, 3))
+        );
+    }
+
+    #[test]
+    fn launch_configurations_are_checked() {
+        let ok = LaunchConfig::linear(10, 256);
+        assert_eq!(ok.problem(1024, 48 << 10), None);
+        assert_eq!(
+            LaunchConfig::linear(0, 32).problem(1024, 0),
+            Some("a dimension is zero")
+        );
+        assert_eq!(
+            LaunchConfig::linear(1, 1025).problem(1024, 0),
+            Some("the block has more threads than the kernel allows")
+        );
+        assert!(
+            LaunchConfig::new([1, 70_000, 1], [32, 1, 1])
+                .problem(1024, 0)
+                .unwrap()
+                .starts_with("a dimension exceeds")
+        );
+        assert_eq!(
+            LaunchConfig::linear(1, 32)
+                .with_shared_mem(100)
+                .problem(1024, 99),
+            Some("more dynamic shared memory than the kernel allows")
+        );
+        assert_eq!(LaunchConfig::new([2, 3, 4], [5, 6, 7]).threads(), 24 * 210);
+    }
+}

@@ -1,0 +1,1138 @@
+//! Stream scopes ([`StreamScope`]), where all asynchronous work happens, and the views of
+//! device memory bound to them ([`DeviceRef`], [`DeviceMut`]).
+//!
+//! # The rule for asynchronous work
+//!
+//! Every asynchronous operation (copies, fills, stream-ordered allocation, kernel launches)
+//! is queued through a [`StreamScope`], which [`Stream::scope`] hands to a closure. The
+//! scope borrows every buffer and host slice an operation touches for the whole scope
+//! (`'scope`), and `Stream::scope` synchronizes the stream before it returns, also when the
+//! closure panics. So, checked by the borrow checker:
+//!
+//! * device memory cannot be freed while queued work still uses it (dropping it needs the
+//!   borrow to end, which is after the synchronization);
+//! * host memory, pageable or page-locked ([`PinnedBuffer`](crate::PinnedBuffer), or a
+//!   plain `Vec` that some other code registered with `cuMemHostRegister`), cannot be
+//!   freed, read or written by the host while a copy engine still reads or writes it;
+//! * the same buffer cannot be written by two scopes at once.
+//!
+//! The synchronization happens in `Stream::scope` itself, not in a destructor, so
+//! `mem::forget` cannot skip it (the pattern of [`std::thread::scope`]). Because of this
+//! rule a plain `&[T]` is a sound source for an asynchronous copy even when it happens to
+//! be page-locked, with no run-time check.
+//!
+//! # One stream, one brand
+//!
+//! A scope's lifetime `'scope` is invariant and higher-ranked, like a context's brand: a
+//! scope's handle, and the [`DeviceRef`]/[`DeviceMut`] views bound to it, cannot leave the
+//! closure or be used by any other scope. Two scopes on two streams (nested, or side by
+//! side on scoped threads) therefore never share a bound view: work of one stream cannot
+//! touch memory that another stream writes without an order. Each scope's operations run
+//! in order on its one stream, so reusing a `Copy` view inside a scope is safe.
+//!
+//! # Several streams in one scope
+//!
+//! [`Stream::scope_all`] (and [`Stream::scope_with`] for two) opens one scope over several
+//! streams: the closure gets one [`StreamScope`] per stream, sharing one `'scope`, so a view
+//! bound (or allocated) on one stream can be used on another. Then the crate orders them:
+//! it remembers, for every view bound or allocated in the scope, which stream last wrote it
+//! and which streams read it since, and before an operation on a stream touches that memory
+//! it makes the stream wait (`cuEventRecord` on the other stream, `cuStreamWaitEvent` on
+//! this one) for the conflicting work: a write waits for the last write and every read
+//! since, a read waits for the last write. Work on different memory still overlaps.
+//! Memory borrowed directly for one operation (`&mut buffer`, `&buffer`) needs no
+//! tracking: a `&mut` borrow for `'scope` can be used once, and memory borrowed shared is
+//! written by nobody.
+//!
+//! A stream-ordered allocation counts as a write on its stream, so memory from
+//! [`StreamScope::alloc_zeroed`] is zero for every stream that reads it.
+//!
+//! # What the end of a scope guarantees
+//!
+//! Before a scope returns it waits for each of its streams (`cuStreamSynchronize`). The
+//! driver documents that this call returns once all the stream's work has completed, and
+//! that it may *also* report an error of an earlier asynchronous operation; such an error
+//! does not mean that work is still running. For every other failure the scope confirms
+//! with `cuStreamQuery` that the stream is no longer busy (waiting while it reports
+//! `CUDA_ERROR_NOT_READY`) before it releases any borrow, so no error path returns while the
+//! GPU may still use borrowed memory. On a sticky error (an illegal address, see
+//! [`ErrorCode::is_sticky`](crate::ErrorCode::is_sticky)) the driver has stopped all work of
+//! the context.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Deref, RangeBounds};
+
+use crate::context::{self, Brand};
+use crate::driver::{self, CUdeviceptr, CUevent, CUstream, Pattern};
+use crate::error::{Error, Result};
+use crate::launch::{
+    self, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel, Span,
+};
+use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, check_lengths};
+use crate::stream::Stream;
+
+/// Asynchronous work on one stream, open for the length of a [`Stream::scope`] closure (or
+/// one of the streams of [`Stream::scope_all`]).
+///
+/// Every operation borrows what it touches for `'scope`, the whole scope; use
+/// [`StreamScope::bind_mut`] to write one buffer in several operations of the scope.
+/// `'env` is the borrow of the stream. Not `Sync`, so the closure's `&StreamScope` cannot
+/// reach another thread: the scope stays on the thread that opened it.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let stream = ctx.stream()?;
+///     let mut buf = ctx.zeroed::<u32>(1024)?;
+///     let mut host = vec![0u32; 1024];
+///     stream.scope(|s| {
+///         let d = s.bind_mut(&mut buf); // one buffer, written by two operations in order
+///         s.fill(d, 7)?;
+///         s.copy_to_host(&mut host, d)
+///     })?; // synchronized: `host` is complete, `buf` is free again
+///     assert!(host.iter().all(|&x| x == 7));
+///     Ok(())
+/// })
+/// # }
+/// ```
+pub struct StreamScope<'scope, 'env: 'scope, 'ctx> {
+    stream: &'env Stream<'ctx>,
+    allocations: RefCell<Vec<Allocation>>,
+    /// The shared order book of a multi-stream scope, and this stream's place in it.
+    lanes: Option<(&'scope Lanes, usize)>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+/// An allocation a scope made, freed when the scope ends.
+enum Allocation {
+    /// From the stream's memory pool (`cuMemAllocAsync`): freed in stream order.
+    Pool(CUdeviceptr),
+    /// From `cuMemAlloc` (devices without memory pools): freed after the synchronization.
+    Plain(CUdeviceptr),
+}
+
+impl<'ctx> Deref for StreamScope<'_, '_, 'ctx> {
+    type Target = Stream<'ctx>;
+
+    /// The scope's stream: its queries, events and priority are available in the scope.
+    fn deref(&self) -> &Stream<'ctx> {
+        self.stream
+    }
+}
+
+impl fmt::Debug for StreamScope<'_, '_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamScope")
+            .field("stream", &self.stream)
+            .field("lane", &self.lanes.map(|(_, i)| i))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'ctx> Stream<'ctx> {
+    /// Opens a scope for asynchronous work on this stream, runs `f` with it, then
+    /// synchronizes the stream (also if `f` panics, while the panic unwinds) before
+    /// returning. See the [`scope` module](crate::scope) for why this makes asynchronous
+    /// work sound.
+    ///
+    /// A failure of the final synchronization (for example an illegal address in a kernel)
+    /// becomes `E::from(error)` when `f` returned `Ok`.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let stream = ctx.stream()?;
+    ///     let host = ctx.pinned_from_slice(&[1.0f32; 1024])?;
+    ///     let mut device_copy = ctx.zeroed::<f32>(1024)?;
+    ///     let mut back = vec![0.0f32; 1024];
+    ///     stream.scope(|s| {
+    ///         let d = s.bind_mut(&mut device_copy);
+    ///         s.copy_to_device(d, &host)?;
+    ///         s.copy_to_host(&mut back, d)
+    ///     })?; // synchronized here: `back` is complete, `host` and `device_copy` free again
+    ///     assert_eq!(back, vec![1.0; 1024]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn scope<'env, R, E, F>(&'env self, f: F) -> Result<R, E>
+    where
+        F: for<'scope> FnOnce(&'scope StreamScope<'scope, 'env, 'ctx>) -> Result<R, E>,
+        E: From<Error>,
+    {
+        let scope = StreamScope::open(self, None);
+        context::run_then(|| f(&scope), || end_scopes(std::slice::from_ref(&scope)))
+    }
+
+    /// One scope over two streams: [`Stream::scope_all`] for `[self, other]`, with the two
+    /// scopes handed to the closure separately. Views bound on one stream may be used on
+    /// the other; the crate orders the two streams where they touch the same memory.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
+    ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
+    ///     let mut host = vec![0u32; 1 << 20];
+    ///     a.scope_with(&b, |sa, sb| {
+    ///         let d = sa.bind_mut(&mut buf);
+    ///         sa.fill(d, 7)?;
+    ///         sb.copy_to_host(&mut host, d) // b waits for a's fill: the crate orders it
+    ///     })?;
+    ///     assert!(host.iter().all(|&x| x == 7));
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn scope_with<'env, R, E, F>(&'env self, other: &'env Stream<'ctx>, f: F) -> Result<R, E>
+    where
+        F: for<'scope> FnOnce(
+            &'scope StreamScope<'scope, 'env, 'ctx>,
+            &'scope StreamScope<'scope, 'env, 'ctx>,
+        ) -> Result<R, E>,
+        E: From<Error>,
+    {
+        Stream::scope_all(&[self, other], |s| f(&s[0], &s[1]))
+    }
+
+    /// Opens one scope over all of `streams`, runs `f` with one [`StreamScope`] per stream
+    /// (in the order given), then synchronizes every stream before returning (also on a
+    /// panic). The scopes share one `'scope`, so memory bound or allocated on one stream
+    /// may be used on the others; the crate orders the streams wherever they touch the
+    /// same bound memory (see the [module documentation](crate::scope)), and work on
+    /// different memory runs concurrently.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let streams = [ctx.stream()?, ctx.stream()?, ctx.stream()?, ctx.stream()?];
+    ///     let host: Vec<f32> = (0..1 << 20).map(|i| i as f32).collect();
+    ///     let mut dev = ctx.zeroed::<f32>(host.len())?;
+    ///     let mut back = vec![0.0f32; host.len()];
+    ///     Stream::scope_all(&streams.each_ref(), |lanes| {
+    ///         // four chunks, each uploaded and downloaded on its own stream, overlapping
+    ///         let d = lanes[0].bind_mut(&mut dev);
+    ///         let chunk = host.len() / 4;
+    ///         for (i, (src, dst)) in host.chunks(chunk).zip(back.chunks_mut(chunk)).enumerate() {
+    ///             let part = d.slice(i * chunk..(i + 1) * chunk);
+    ///             lanes[i].copy_to_device(part, src)?;
+    ///             lanes[i].copy_to_host(dst, part)?;
+    ///         }
+    ///         Ok(())
+    ///     })?;
+    ///     assert_eq!(back, host);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn scope_all<'env, R, E, F>(streams: &[&'env Stream<'ctx>], f: F) -> Result<R, E>
+    where
+        F: for<'scope> FnOnce(&'scope [StreamScope<'scope, 'env, 'ctx>]) -> Result<R, E>,
+        E: From<Error>,
+    {
+        let lanes = Lanes::new(streams.iter().map(|s| s.as_raw()));
+        let scopes: Vec<StreamScope<'_, 'env, 'ctx>> = streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
+            .collect();
+        context::run_then(
+            || f(&scopes),
+            || end_scopes(&scopes).and(lanes.destroy_events()),
+        )
+    }
+}
+
+/// Waits for every scope's stream, then frees the scopes' allocations (all streams first:
+/// an allocation of one stream may be used by another's). Returns the first error.
+fn end_scopes(scopes: &[StreamScope<'_, '_, '_>]) -> Result<()> {
+    let mut finished = Ok(());
+    for scope in scopes {
+        finished = finished.and(wait_idle(scope.stream.as_raw()));
+    }
+    for scope in scopes {
+        finished = finished.and(scope.free_allocations());
+    }
+    finished
+}
+
+/// Waits until `stream` has no work left. `cuStreamSynchronize` returns when the stream's
+/// work is complete, possibly reporting an error of an earlier asynchronous operation; an
+/// error of the wait itself would leave that open, so after any error the stream is polled
+/// until it is no longer busy. Returns the first error.
+fn wait_idle(stream: CUstream) -> Result<()> {
+    // SAFETY: the stream is alive: the scope borrows it.
+    let synced = unsafe { driver::stream_synchronize(stream) };
+    if synced.is_err() {
+        // SAFETY: as above.
+        while let Ok(false) = unsafe { driver::stream_query(stream) } {
+            std::thread::yield_now();
+        }
+    }
+    synced
+}
+
+/// Read access to device memory for the length of a scope: a `Copy` handle that the
+/// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
+/// ([`DeviceMut::as_ref`]); operations also take `&buffer` and `&buffer[range]` directly.
+pub struct DeviceRef<'scope, 'ctx, T> {
+    ptr: CUdeviceptr,
+    len: usize,
+    _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<*const T>,
+}
+
+/// Write access to device memory for the length of a scope: a `Copy` handle, so one
+/// buffer can be written by several operations of the same stream (which run in order).
+/// Made by [`StreamScope::bind_mut`], [`StreamScope::alloc_zeroed`] or
+/// [`StreamScope::alloc`]; operations also take `&mut buffer` directly for a single use.
+pub struct DeviceMut<'scope, 'ctx, T> {
+    ptr: CUdeviceptr,
+    len: usize,
+    _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<*mut T>,
+}
+
+macro_rules! scoped_view {
+    ($name:ident) => {
+        impl<T> Clone for $name<'_, '_, T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T> Copy for $name<'_, '_, T> {}
+
+        impl<'scope, 'ctx, T> $name<'scope, 'ctx, T> {
+            #[inline]
+            fn new(ptr: CUdeviceptr, len: usize) -> Self {
+                $name {
+                    ptr,
+                    len,
+                    _scope: PhantomData,
+                    _brand: PhantomData,
+                    _elem: PhantomData,
+                }
+            }
+
+            /// The number of elements.
+            #[inline]
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether there are no elements.
+            #[inline]
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device address.
+            #[inline]
+            pub fn as_device_ptr(&self) -> CUdeviceptr {
+                self.ptr
+            }
+
+            #[inline]
+            fn bytes(&self) -> usize {
+                memory::byte_len::<T>(self.len)
+            }
+
+            /// The elements in `range`, as a handle of the same kind.
+            ///
+            /// # Panics
+            /// If the range is out of bounds; [`try_slice`](Self::try_slice) returns `None`
+            /// instead.
+            #[track_caller]
+            pub fn slice(self, range: impl RangeBounds<usize>) -> Self {
+                match self.try_slice(range) {
+                    Some(view) => view,
+                    None => panic!(
+                        "{}::slice: range out of bounds for {} elements",
+                        stringify!($name),
+                        self.len
+                    ),
+                }
+            }
+
+            /// The elements in `range`, or `None` if it is out of bounds.
+            pub fn try_slice(self, range: impl RangeBounds<usize>) -> Option<Self> {
+                let (start, end) = memory::bounds(&range, self.len)?;
+                Some(Self::new(
+                    self.ptr + memory::byte_len::<T>(start) as CUdeviceptr,
+                    end - start,
+                ))
+            }
+        }
+
+        impl<T> fmt::Debug for $name<'_, '_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(
+                    f,
+                    "{}({:#x}, len {})",
+                    stringify!($name),
+                    self.ptr,
+                    self.len
+                )
+            }
+        }
+    };
+}
+scoped_view!(DeviceRef);
+scoped_view!(DeviceMut);
+
+impl<'scope, 'ctx, T> DeviceMut<'scope, 'ctx, T> {
+    /// The same memory, for reading.
+    #[inline]
+    pub fn as_ref(self) -> DeviceRef<'scope, 'ctx, T> {
+        DeviceRef::new(self.ptr, self.len)
+    }
+}
+
+/// Device memory a scope's operation may write: `&mut buffer`, `&mut buffer[range]`, or a
+/// [`DeviceMut`] of the scope. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not device memory this scope may write",
+    label = "expected `&mut buffer`, `&mut buffer[range]` or a `DeviceMut` of this scope",
+    note = "to write a buffer in several operations of one scope, bind it once: `let d = s.bind_mut(&mut buffer);`"
+)]
+pub trait IntoDeviceMut<'scope, 'ctx, T>: sealed::IntoMut<'scope, 'ctx, T> {}
+
+/// Device memory a scope's operation may read: `&buffer`, `&buffer[range]`, a
+/// [`DeviceRef`] or a [`DeviceMut`] of the scope. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not device memory this scope may read",
+    label = "expected `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut` of this scope"
+)]
+pub trait IntoDeviceRef<'scope, 'ctx, T>: sealed::IntoRef<'scope, 'ctx, T> {}
+
+pub(crate) mod sealed {
+    use super::{DeviceMut, DeviceRef};
+
+    pub trait IntoMut<'scope, 'ctx, T> {
+        fn into_mut(self) -> DeviceMut<'scope, 'ctx, T>;
+    }
+    pub trait IntoRef<'scope, 'ctx, T> {
+        fn into_ref(self) -> DeviceRef<'scope, 'ctx, T>;
+    }
+}
+
+macro_rules! into_view {
+    ($trait:ident, $sealed:ident, $method:ident, $view:ident: $($arg:ty),*) => { $(
+        impl<'scope, 'ctx, T: DeviceCopy> sealed::$sealed<'scope, 'ctx, T> for $arg {
+            #[inline(always)]
+            fn $method(self) -> $view<'scope, 'ctx, T> {
+                $view::new(self.as_device_ptr(), self.len())
+            }
+        }
+        impl<'scope, 'ctx, T: DeviceCopy> $trait<'scope, 'ctx, T> for $arg {}
+    )* };
+}
+into_view!(IntoDeviceMut, IntoMut, into_mut, DeviceMut: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+into_view!(IntoDeviceRef, IntoRef, into_ref, DeviceRef: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+
+#[inline(always)]
+fn write_span<T>(v: &DeviceMut<'_, '_, T>) -> Span {
+    Span {
+        start: v.ptr,
+        bytes: v.bytes() as u64,
+        write: true,
+    }
+}
+
+#[inline(always)]
+fn read_span<T>(v: &DeviceRef<'_, '_, T>) -> Span {
+    Span {
+        start: v.ptr,
+        bytes: v.bytes() as u64,
+        write: false,
+    }
+}
+
+impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
+    fn open(stream: &'env Stream<'ctx>, lanes: Option<(&'scope Lanes, usize)>) -> Self {
+        StreamScope {
+            stream,
+            allocations: RefCell::new(Vec::new()),
+            lanes,
+            _scope: PhantomData,
+            _env: PhantomData,
+        }
+    }
+
+    /// The scope's stream.
+    #[inline]
+    pub fn stream(&self) -> &'env Stream<'ctx> {
+        self.stream
+    }
+
+    /// Runs `op`, one operation on this scope's stream touching `spans`, after the waits a
+    /// multi-stream scope needs (none for a scope of one stream), and records it.
+    #[inline(always)]
+    fn ordered(
+        &self,
+        spans: &[Span],
+        globals: Option<usize>,
+        op: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        match self.lanes {
+            None => op(),
+            Some((lanes, me)) => lanes.run(me, spans, globals, op),
+        }
+    }
+
+    /// Binds `slice` to the scope for writing: the returned handle is `Copy`, so several
+    /// operations of this scope (which run in order on its stream) can write the same
+    /// memory, while the host cannot touch it until the scope has synchronized.
+    #[inline]
+    pub fn bind_mut<T>(
+        &'scope self,
+        slice: &'scope mut DeviceSlice<'ctx, T>,
+    ) -> DeviceMut<'scope, 'ctx, T> {
+        DeviceMut::new(slice.as_device_ptr(), slice.len())
+    }
+
+    /// Binds a [`KernelMut`] (a kernel that writes its module's globals) to the scope: the
+    /// returned handle is `Copy`, so the scope can launch it any number of times, in order
+    /// on its stream (in a multi-stream scope, ordered like a write of memory).
+    #[inline]
+    pub fn bind_kernel<P>(
+        &'scope self,
+        kernel: &'scope mut KernelMut<'_, 'ctx, P>,
+    ) -> ScopedKernel<'scope, 'ctx, P> {
+        kernel.scoped()
+    }
+
+    /// Queues a copy of `src` from the host into `dst` (`cuMemcpyHtoDAsync`).
+    ///
+    /// `src` may be any slice: pageable memory, a [`PinnedBuffer`](crate::PinnedBuffer),
+    /// or memory registered elsewhere; it stays borrowed until the scope has synchronized.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    #[inline]
+    pub fn copy_to_device<T: DeviceCopy>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: &'scope [T],
+    ) -> Result<()> {
+        let dst = dst.into_mut();
+        check_lengths("copy_to_device", dst.len(), src.len());
+        if dst.bytes() == 0 {
+            return Ok(());
+        }
+        self.ordered(&[write_span(&dst)], None, || {
+            // SAFETY: same lengths; both ranges stay borrowed, and the host range
+            // unmodified, until the scope synchronizes the stream; the stream is alive
+            // (borrowed); other streams of the scope are ordered around it by `ordered`.
+            unsafe {
+                driver::memcpy_htod_async(
+                    dst.ptr,
+                    src.as_ptr().cast::<c_void>(),
+                    dst.bytes(),
+                    self.stream.as_raw(),
+                )
+            }
+        })
+    }
+
+    /// Queues a copy of `src` into `dst` on the host (`cuMemcpyDtoHAsync`). `dst` is
+    /// complete once the scope has returned.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    #[inline]
+    pub fn copy_to_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut [T],
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
+    ) -> Result<()> {
+        let src = src.into_ref();
+        check_lengths("copy_to_host", dst.len(), src.len());
+        if src.bytes() == 0 {
+            return Ok(());
+        }
+        self.ordered(&[read_span(&src)], None, || {
+            // SAFETY: same lengths; `dst` is borrowed exclusively until the scope
+            // synchronizes, and any bytes are a valid `T` (`DeviceCopy`).
+            unsafe {
+                driver::memcpy_dtoh_async(
+                    dst.as_mut_ptr().cast::<c_void>(),
+                    src.ptr,
+                    src.bytes(),
+                    self.stream.as_raw(),
+                )
+            }
+        })
+    }
+
+    /// Queues a device-to-device copy (`cuMemcpyDtoDAsync`). The two ranges must not
+    /// overlap (two views of one bound buffer can): an error before any driver call.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy<T: DeviceCopy>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
+    ) -> Result<()> {
+        let (dst, src) = (dst.into_mut(), src.into_ref());
+        check_lengths("copy", dst.len(), src.len());
+        if dst.bytes() == 0 {
+            return Ok(());
+        }
+        let spans = [write_span(&dst), read_span(&src)];
+        if spans[0].overlaps(&spans[1]) {
+            return Err(launch::overlap_error(
+                "StreamScope::copy",
+                ["the destination", "the source"],
+                &spans[0],
+                &spans[1],
+            ));
+        }
+        self.ordered(&spans, None, || {
+            // SAFETY: same lengths, disjoint (checked above), both device ranges borrowed
+            // until the scope synchronizes; other streams are ordered by `ordered`.
+            unsafe {
+                driver::memcpy_dtod_async(dst.ptr, src.ptr, dst.bytes(), self.stream.as_raw())
+            }
+        })
+    }
+
+    /// Queues a copy from `src`, memory of another context `'peer` (another device,
+    /// usually), into `dst`, memory of this scope's context (`cuMemcpyPeerAsync`).
+    /// `src_ctx` is the source's guard, so the two brands cannot be swapped; `src` stays
+    /// borrowed until the scope has synchronized. Needs no peer access.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_from_peer<'peer, T: DeviceCopy>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: &'scope DeviceSlice<'peer, T>,
+        src_ctx: crate::ContextGuard<'peer>,
+    ) -> Result<()> {
+        let dst = dst.into_mut();
+        check_lengths("copy_from_peer", dst.len(), src.len());
+        if dst.bytes() == 0 {
+            return Ok(());
+        }
+        let stream = self.stream.as_raw();
+        // SAFETY: the stream is alive, so is its context.
+        let dst_ctx = unsafe { driver::stream_get_ctx(stream) }?;
+        self.ordered(&[write_span(&dst)], None, || {
+            // SAFETY: both contexts are alive (brands), each range is memory of its
+            // context, both stay borrowed until the scope synchronizes; `src` is borrowed
+            // shared, so nothing writes it meanwhile.
+            unsafe {
+                driver::memcpy_peer_async(
+                    dst.ptr,
+                    dst_ctx,
+                    src.as_device_ptr(),
+                    src_ctx.as_raw(),
+                    dst.bytes(),
+                    stream,
+                )
+            }
+        })
+    }
+
+    /// Queues setting every element of `dst` to `value` (`cuMemsetD8/16/32Async`).
+    pub fn fill<T: Memset>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        value: T,
+    ) -> Result<()> {
+        let dst = dst.into_mut();
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.ordered(&[write_span(&dst)], None, || {
+            // SAFETY: `len` elements of the pattern's width, borrowed until the scope
+            // synchronizes; other streams are ordered by `ordered`.
+            unsafe {
+                driver::memset_async(
+                    dst.ptr,
+                    crate::memory::sealed::Sealed::pattern(value),
+                    dst.len,
+                    self.stream.as_raw(),
+                )
+            }
+        })
+    }
+
+    /// Queues a launch of `kernel` (`cuLaunchKernel`) with `args`, one per declared
+    /// parameter: `&buffer` or a [`DeviceRef`] for an [`In<T>`](crate::In), `&mut buffer`
+    /// or a [`DeviceMut`] for an [`Out<T>`](crate::Out), a number for a scalar. The kernel,
+    /// the stream and every buffer share the context brand `'ctx`, and the scope keeps the
+    /// kernel's module and every buffer borrowed until the kernel has run.
+    ///
+    /// Checked first, each a clear error with no driver call: the configuration (zero
+    /// dimensions, more threads per block or more dynamic shared memory than the kernel
+    /// allows), and that no `Out` argument overlaps another slice argument.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+    ///     // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t).
+    ///     let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+    ///     let mut d = ctx.from_slice(&[1.0f32; 8])?;
+    ///     let stream = ctx.stream()?;
+    ///     let e = stream.scope(|s| {
+    ///         let d = s.bind_mut(&mut d);
+    ///         // the output overlaps an input: refused before the driver sees it
+    ///         s.launch(&add, LaunchConfig::linear(1, 32), (d.slice(1..), d.slice(1..), d.slice(..7)))
+    ///     });
+    ///     assert!(e.unwrap_err().to_string().contains("overlap"));
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    #[inline]
+    pub fn launch<P: KernelParams>(
+        &'scope self,
+        kernel: impl Launch<'scope, 'ctx, P>,
+        config: LaunchConfig,
+        args: impl KernelArgs<'scope, 'ctx, P>,
+    ) -> Result<()> {
+        let target = launch::sealed::Launch::target(&kernel);
+        launch::check_config(&config, &target)?;
+        let stream = self.stream.as_raw();
+        launch::sealed::Args::with_params(args, |spans, params| {
+            if let Some((i, j)) = launch::first_overlap(spans) {
+                return Err(launch::launch_overlap(spans, i, j));
+            }
+            self.ordered(spans, target.globals, || {
+                // SAFETY: the kernel's declaration (the promise of `Module::kernel`) makes
+                // `params` one pointer per C parameter, each to a value of its type,
+                // alive for this call; the stream is alive and of the kernel's context
+                // (one brand); every argument's memory and the kernel's module stay
+                // borrowed until the scope has synchronized the stream; no `Out` argument
+                // overlaps another slice argument (checked above); other streams of the
+                // scope are ordered around it by `ordered`.
+                unsafe {
+                    driver::launch_kernel(
+                        target.function,
+                        config.grid,
+                        config.block,
+                        config.shared_mem_bytes,
+                        stream,
+                        params,
+                    )
+                }
+            })
+        })
+    }
+
+    /// Allocates `len` elements in stream order and queues zeroing them; freed in stream
+    /// order when the scope ends. Every stream of the scope sees zeros: in a multi-stream
+    /// scope, other streams wait for the zeroing before they touch the memory. See
+    /// [`StreamScope::alloc`].
+    pub fn alloc_zeroed<T: DeviceCopy>(
+        &'scope self,
+        len: usize,
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: zeroed below, in stream order, before anything of the scope reads it
+        // (on this stream by order, on others because the allocation is recorded as this
+        // stream's write, so they wait for it).
+        let buf = unsafe { self.alloc::<T>(len) }?;
+        if !buf.is_empty() {
+            self.ordered(&[write_span(&buf)], None, || {
+                // SAFETY: the allocation's bytes, in stream order after the allocation.
+                unsafe {
+                    driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.as_raw())
+                }
+            })?;
+        }
+        Ok(buf)
+    }
+
+    /// Allocates `len` elements in stream order (`cuMemAllocAsync`, about 1.5 µs with the
+    /// free, against about 94 µs for `cuMemAlloc` and `cuMemFree`), without initialising
+    /// them. The memory lives until the scope ends: after the final synchronization it is
+    /// freed in stream order (`cuMemFreeAsync`). On a device without memory pools
+    /// (`cuMemAllocAsync` answers `CUDA_ERROR_NOT_SUPPORTED` where `MEMORY_POOLS_SUPPORTED`
+    /// is 0) it comes from `cuMemAlloc` in the stream's context instead, freed after the
+    /// synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that path (for tests). In a
+    /// multi-stream scope the allocation counts as a write on this stream: other streams
+    /// wait for it before they touch the memory.
+    ///
+    /// # Safety
+    /// The contents are stale bytes until written (valid values for `DeviceCopy` types,
+    /// but possibly another allocation's data).
+    pub unsafe fn alloc<T: DeviceCopy>(
+        &'scope self,
+        len: usize,
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        let bytes = memory::checked_byte_len::<T>("StreamScope::alloc", len)?;
+        if bytes == 0 {
+            return Ok(DeviceMut::new(memory::EMPTY, len));
+        }
+        let mut allocations = self.allocations.borrow_mut();
+        // room first, so a failed push cannot leak the allocation; 16 at once, so a scope
+        // that allocates does not regrow its list allocation by allocation
+        let room = if allocations.capacity() == 0 { 16 } else { 1 };
+        allocations.reserve(room);
+        let pooled = match pools_disabled() {
+            true => None,
+            // SAFETY: the stream is alive (borrowed for 'env).
+            false => unsafe { driver::mem_alloc_async(bytes, self.stream.as_raw()) }?,
+        };
+        let allocation = match pooled {
+            Some(ptr) => Allocation::Pool(ptr),
+            None => Allocation::Plain(self.with_stream_context(|| driver::mem_alloc(bytes))?),
+        };
+        let ptr = match allocation {
+            Allocation::Pool(p) | Allocation::Plain(p) => p,
+        };
+        allocations.push(allocation);
+        if let Some((lanes, me)) = self.lanes {
+            lanes.allocated(me, ptr, bytes as u64);
+        }
+        Ok(DeviceMut::new(ptr, len))
+    }
+
+    /// Runs `op` with the stream's context current (the fallback allocations without memory
+    /// pools are made and freed in it, whatever context is current).
+    fn with_stream_context<T>(&self, op: impl FnOnce() -> Result<T>) -> Result<T> {
+        // SAFETY: the stream is alive, so is its context (branded).
+        let ctx = unsafe { driver::stream_get_ctx(self.stream.as_raw()) }?;
+        let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
+        // SAFETY: a live context, as above.
+        unsafe { context::in_context(ctx, op) }
+    }
+
+    /// Frees the scope's allocations, once every stream of the scope is idle: pool memory
+    /// in stream order (`cuMemFreeAsync`), fallback memory with `cuMemFree`. Returns the
+    /// first error.
+    fn free_allocations(&self) -> Result<()> {
+        let stream = self.stream.as_raw();
+        let mut first_error = Ok(());
+        for a in self.allocations.take() {
+            let freed = match a {
+                // SAFETY: allocated by this scope from the stream's pool; every stream that
+                // could use it is idle, and no handle to it outlives the scope.
+                Allocation::Pool(p) => unsafe { driver::mem_free_async(p, stream) },
+                // SAFETY: as above; freed in the context it was allocated in.
+                Allocation::Plain(p) => self.with_stream_context(|| unsafe { driver::mem_free(p) }),
+            };
+            first_error = first_error.and(freed);
+        }
+        first_error
+    }
+}
+
+/// Whether stream-ordered allocation is switched off by `CUDA_BRAND_NO_MEMORY_POOLS=1`
+/// (read once): scopes then allocate as on a device without memory pools, with `cuMemAlloc`
+/// freed after the scope's synchronization. For testing that path on devices that have
+/// pools.
+#[inline]
+fn pools_disabled() -> bool {
+    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DISABLED
+        .get_or_init(|| std::env::var_os("CUDA_BRAND_NO_MEMORY_POOLS").is_some_and(|v| v == "1"))
+}
+
+/// What an access touches: device memory, or the globals of one module (written by a
+/// [`KernelMut`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Key {
+    Memory,
+    Globals,
+}
+
+/// The order book of a multi-stream scope: the accesses queued so far (which lane, which
+/// of its operations, which range, written or read), and for each lane how far it has
+/// waited for each other lane. Operations are counted per lane from 1.
+///
+/// Before an operation on lane `me`, every earlier access by another lane that overlaps
+/// one of its accesses and conflicts with it (either is a write) is waited for. After it,
+/// its accesses are recorded; a write drops the records it covers (anything ordered after
+/// it is ordered after them too: it waited for them, or ran after them on its own lane),
+/// a read drops the same lane's reads it covers. So the book stays as small as the
+/// distinct ranges in flight.
+pub(crate) struct Lanes {
+    state: RefCell<LaneState>,
+}
+
+struct LaneState {
+    lanes: Vec<Lane>,
+    records: Vec<Record>,
+}
+
+struct Lane {
+    stream: CUstream,
+    /// Operations queued so far.
+    ops: u64,
+    /// This lane's event (made on first need) and the op count when it was last recorded.
+    event: Option<CUevent>,
+    recorded: u64,
+    /// For each lane, the op count of it this lane has already waited for.
+    waited: Vec<u64>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Record {
+    key: Key,
+    start: u64,
+    end: u64,
+    lane: usize,
+    op: u64,
+    write: bool,
+}
+
+/// One access of an operation: `(key, start, end, write)`.
+type Access = (Key, u64, u64, bool);
+
+impl Lanes {
+    fn new(streams: impl ExactSizeIterator<Item = CUstream>) -> Self {
+        let n = streams.len();
+        let lanes = streams
+            .map(|stream| Lane {
+                stream,
+                ops: 0,
+                event: None,
+                recorded: 0,
+                waited: vec![0; n],
+            })
+            .collect();
+        Lanes {
+            state: RefCell::new(LaneState {
+                lanes,
+                records: Vec::new(),
+            }),
+        }
+    }
+
+    /// Records a stream-ordered allocation of `[start, start + bytes)` on lane `me`: an
+    /// operation of that lane that writes the memory first.
+    fn allocated(&self, me: usize, start: u64, bytes: u64) {
+        let mut state = self.state.borrow_mut();
+        state.lanes[me].ops += 1;
+        let op = state.lanes[me].ops;
+        state.record(me, op, (Key::Memory, start, start + bytes, true));
+    }
+
+    /// Runs `op` on lane `me` after the waits its accesses need, then records them.
+    fn run(
+        &self,
+        me: usize,
+        spans: &[Span],
+        globals: Option<usize>,
+        op: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let mut state = self.state.borrow_mut();
+        let accesses = spans
+            .iter()
+            .filter(|s| s.bytes != 0)
+            .map(|s| (Key::Memory, s.start, s.start + s.bytes, s.write))
+            .chain(globals.map(|m| (Key::Globals, m as u64, m as u64 + 1, true)));
+        let needs: Vec<(usize, u64)> = accesses
+            .clone()
+            .flat_map(|a| state.conflicts(me, a))
+            .collect();
+        for (lane, op) in needs {
+            state.wait_for(me, lane, op)?;
+        }
+        op()?;
+        state.lanes[me].ops += 1;
+        let now = state.lanes[me].ops;
+        for access in accesses {
+            state.record(me, now, access);
+        }
+        Ok(())
+    }
+
+    /// Destroys the lanes' events (after every stream is idle).
+    fn destroy_events(&self) -> Result<()> {
+        let mut first = Ok(());
+        for lane in &mut self.state.borrow_mut().lanes {
+            if let Some(e) = lane.event.take() {
+                // SAFETY: created by `wait_for`; every stream of the scope is synchronized,
+                // so no record or wait of it is pending.
+                first = first.and(unsafe { driver::event_destroy(e) });
+            }
+        }
+        first
+    }
+}
+
+impl LaneState {
+    /// The `(lane, op)` of every earlier access by another lane that conflicts with `a`.
+    fn conflicts(&self, me: usize, a: Access) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let (key, start, end, write) = a;
+        self.records
+            .iter()
+            .filter(move |r| {
+                r.key == key && r.lane != me && (write || r.write) && r.start < end && start < r.end
+            })
+            .map(|r| (r.lane, r.op))
+    }
+
+    fn record(&mut self, me: usize, op: u64, a: Access) {
+        let (key, start, end, write) = a;
+        self.records.retain(|r| {
+            let covered = r.key == key && start <= r.start && r.end <= end;
+            !(covered && (write || (!r.write && r.lane == me)))
+        });
+        self.records.push(Record {
+            key,
+            start,
+            end,
+            lane: me,
+            op,
+            write,
+        });
+    }
+
+    /// Makes lane `me` wait for lane `other`'s operations up to `op`.
+    fn wait_for(&mut self, me: usize, other: usize, op: u64) -> Result<()> {
+        if self.lanes[me].waited[other] >= op {
+            return Ok(());
+        }
+        let stream = self.lanes[other].stream;
+        let event = match self.lanes[other].event {
+            Some(e) => e,
+            None => {
+                // SAFETY: the stream is alive (borrowed by the scope), so is its context.
+                let ctx = unsafe { driver::stream_get_ctx(stream) }?;
+                let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
+                // The event belongs to the stream's context: create it there, without
+                // timing (`CU_EVENT_DISABLE_TIMING`). SAFETY: a live context, as above.
+                let e = unsafe { context::in_context(ctx, || driver::event_create(0x2)) }?;
+                self.lanes[other].event = Some(e);
+                e
+            }
+        };
+        if self.lanes[other].recorded < op {
+            // SAFETY: event and stream are alive and of one context.
+            unsafe { driver::event_record(event, stream) }?;
+            self.lanes[other].recorded = self.lanes[other].ops;
+        }
+        // SAFETY: both alive, one context; the wait captures the event's latest record.
+        unsafe { driver::stream_wait_event(self.lanes[me].stream, event) }?;
+        self.lanes[me].waited[other] = self.lanes[other].recorded;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    fn w(start: u64, bytes: u64) -> Span {
+        Span {
+            start,
+            bytes,
+            write: true,
+        }
+    }
+
+    fn r(start: u64, bytes: u64) -> Span {
+        Span {
+            start,
+            bytes,
+            write: false,
+        }
+    }
+
+    /// The order book's decisions, without a GPU: which earlier accesses each new access
+    /// must wait for, and what stays recorded.
+    #[test]
+    fn the_order_book_finds_exactly_the_conflicting_accesses() {
+        let lanes = Lanes::new([std::ptr::null_mut(); 3].into_iter());
+        let no_op = || Ok(());
+        // lane 1 allocates [0x2000, 0x2100): its first operation, a write
+        lanes.allocated(1, 0x2000, 0x100);
+        // lanes 0 and 2 write disjoint halves of [0x1000, 0x1100): no conflict, no wait
+        lanes.run(0, &[w(0x1000, 0x80)], None, no_op).unwrap();
+        lanes.run(2, &[w(0x1080, 0x80)], None, no_op).unwrap();
+        {
+            let state = lanes.state.borrow();
+            assert_eq!(
+                state
+                    .conflicts(1, (Key::Memory, 0x1000, 0x1100, false))
+                    .count(),
+                2
+            );
+            assert_eq!(
+                state
+                    .conflicts(0, (Key::Memory, 0x1000, 0x1080, false))
+                    .count(),
+                0,
+                "lane 0 reading what it wrote itself waits for nobody"
+            );
+            assert_eq!(
+                state
+                    .conflicts(0, (Key::Memory, 0x2000, 0x2004, false))
+                    .collect::<Vec<_>>(),
+                [(1, 1)],
+                "reading lane 1's allocation waits for the allocation"
+            );
+            // reads never wait for reads
+            assert_eq!(
+                state
+                    .conflicts(0, (Key::Memory, 0x3000, 0x3010, false))
+                    .count(),
+                0
+            );
+            // globals are their own namespace
+            assert_eq!(
+                state
+                    .conflicts(0, (Key::Globals, 0x1000, 0x1001, true))
+                    .count(),
+                0
+            );
+        }
+        // lane 0 reads its half twice: the second read replaces the first
+        lanes.run(0, &[r(0x1000, 0x80)], None, no_op).unwrap();
+        lanes.run(0, &[r(0x1000, 0x80)], None, no_op).unwrap();
+        {
+            let state = lanes.state.borrow();
+            let reads = state.records.iter().filter(|r| !r.write).count();
+            assert_eq!(reads, 1);
+            // a write by lane 2 over lane 0's half must wait for lane 0's read and write
+            let mut c: Vec<_> = state
+                .conflicts(2, (Key::Memory, 0x1000, 0x1080, true))
+                .collect();
+            c.sort();
+            assert_eq!(c, [(0, 1), (0, 3)]);
+        }
+        // an operation that fails is not recorded
+        let e = lanes.run(0, &[w(0x1000, 4)], None, || {
+            Err(Error::new("x", ErrorCode::Unknown))
+        });
+        assert!(e.is_err());
+        assert_eq!(lanes.state.borrow().lanes[0].ops, 3);
+        // lane 0 writes the whole range it owns: the records it covers are dropped
+        lanes.run(0, &[w(0x1000, 0x80)], None, no_op).unwrap();
+        let state = lanes.state.borrow();
+        let in_half: Vec<_> = state
+            .records
+            .iter()
+            .filter(|r| r.start >= 0x1000 && r.end <= 0x1080)
+            .collect();
+        assert_eq!(in_half.len(), 1);
+        assert_eq!(
+            (in_half[0].lane, in_half[0].op, in_half[0].write),
+            (0, 4, true)
+        );
+    }
+}
