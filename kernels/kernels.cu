@@ -1,7 +1,7 @@
 // Kernels used by cuda-brand's tests, examples and benchmarks.
 //
 // Regenerate the committed PTX on a machine with CUDA (see kernels/README.md):
-//   nvcc -ptx -arch=compute_75 kernels/kernels.cu -o kernels/kernels.ptx
+//   nvcc -ptx -arch=compute_52 kernels/kernels.cu -o kernels/kernels.ptx  (then .version 7.4)
 //
 // Convention of the crate's typed kernels: a slice parameter (`In<T>` / `Out<T>` on the
 // Rust side) is TWO C parameters, the pointer and its element count, so that a kernel

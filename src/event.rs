@@ -94,13 +94,14 @@ impl<'ctx> Event<'ctx> {
         unsafe { driver::event_query(self.as_raw()) }
     }
 
-    /// Milliseconds between two completed events of this context (`cuEventElapsedTime`),
-    /// with a resolution of about half a microsecond. An error if either was created with
-    /// timing disabled, or has not been recorded or completed.
+    /// Milliseconds from this event to `end`, two completed events of this context
+    /// (`cuEventElapsedTime`), with a resolution of about half a microsecond:
+    /// `start.elapsed_ms(&end)`. An error if either was created with timing disabled, or
+    /// has not been recorded or completed.
     #[inline]
-    pub fn elapsed_ms(start: &Event<'ctx>, end: &Event<'ctx>) -> Result<f32> {
-        // SAFETY: both events are alive.
-        unsafe { driver::event_elapsed_ms(start.as_raw(), end.as_raw()) }
+    pub fn elapsed_ms(&self, end: &Event<'ctx>) -> Result<f32> {
+        // SAFETY: both events are alive and of one context.
+        unsafe { driver::event_elapsed_ms(self.as_raw(), end.as_raw()) }
     }
 }
 

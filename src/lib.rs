@@ -114,4 +114,7 @@ mod facts {
     assert_not_impl_any!(StreamScope<'static, 'static, 'static>: Sync);
     assert_not_impl_any!(DeviceMut<'static, 'static, f32>: Send, Sync);
     assert_not_impl_any!(DeviceRef<'static, 'static, f32>: Send, Sync);
+    assert_not_impl_any!(ScopedKernel<'static, 'static, (In<f32>,)>: Send, Sync);
+    assert_not_impl_any!(StreamScope<'static, 'static, 'static>: Send);
+    assert_impl_all!(KernelMut<'static, 'static, (In<f32>,)>: Send, Sync);
 }

@@ -36,6 +36,12 @@ use crate::error::{Error, ErrorCode, Result};
 /// Tuples and arrays of `DeviceCopy` types are `DeviceCopy`, but a tuple's field order in
 /// memory is Rust's choice: use them for data a kernel treats as bytes, or a `#[repr(C)]`
 /// struct when a kernel reads fields.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot live in GPU memory: it is not `DeviceCopy`",
+    label = "not plain data the GPU may read and write",
+    note = "the GPU may write any bytes, so only types for which every bit pattern is a value may live there: numbers, arrays and tuples of them, and `#[repr(C)]` structs of them marked `unsafe impl DeviceCopy`",
+    note = "`bool`, `char`, references, pointers and `NonZero*` are not: store a `u8` for a flag, a `u32` for a character"
+)]
 pub unsafe trait DeviceCopy: Copy + 'static {}
 
 macro_rules! device_copy {
@@ -66,7 +72,12 @@ device_copy_tuple!(A, B, C, D, E);
 device_copy_tuple!(A, B, C, D, E, F);
 
 /// Element types that the driver can fill with a repeated value (`cuMemsetD8/16/32`):
-/// the 8-, 16- and 32-bit numbers.
+/// the 8-, 16- and 32-bit numbers. Sealed: the pattern reaches the driver.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be filled by the driver's memset",
+    label = "`fill` needs an 8-, 16- or 32-bit number",
+    note = "the driver fills with 1-, 2- or 4-byte patterns: `u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `f32`; for other types copy a host slice of the value instead"
+)]
 pub trait Memset: DeviceCopy + sealed::Sealed {}
 
 pub(crate) mod sealed {

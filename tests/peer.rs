@@ -135,3 +135,45 @@ fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
     })
     .unwrap();
 }
+
+/// The driver queues a "synchronous" fill or device copy on the current context's legacy
+/// stream and returns before the GPU has finished; the crate waits. When the memory belongs
+/// to an outer context of another device, the crate runs the operation in the memory's own
+/// context, so the wait is on the right device: each operation is complete when it returns,
+/// which a non-blocking stream of the memory's context (not ordered after the legacy
+/// stream) then observes.
+#[test]
+fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context() {
+    let Some((d0, d1)) = two_gpus() else { return };
+    with_context(&d0, ContextFlags::default(), |c0| {
+        let n = 64 << 20;
+        let mut buf = DeviceBuffer::<u8>::zeroed(c0, n)?;
+        let mut copy = DeviceBuffer::<u8>::zeroed(c0, n)?;
+        let mut host = c0.pinned_zeroed::<u8>(n)?;
+        let stream0 = Stream::new(c0, StreamFlags::NonBlocking)?;
+        with_context(&d1, ContextFlags::default(), |c1| {
+            for round in 1..=4u8 {
+                buf.fill(round)?; // device 0's memory, device 1's context current
+                stream0.scope(|s| s.copy_to_host(&mut host, &buf))?;
+                assert!(host.iter().all(|&x| x == round), "fill, round {round}");
+                copy.copy_from_device(&buf)?;
+                stream0.scope(|s| s.copy_to_host(&mut host, &copy))?;
+                assert!(
+                    host.iter().all(|&x| x == round),
+                    "device copy, round {round}"
+                );
+                let pattern = vec![round.wrapping_mul(7); n];
+                buf.copy_from_host(&pattern)?;
+                stream0.scope(|s| s.copy_to_host(&mut host, &buf))?;
+                assert!(host[..] == pattern[..], "host copy, round {round}");
+            }
+            assert_eq!(
+                common::current(),
+                c1.as_raw(),
+                "the nested context is current again"
+            );
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
