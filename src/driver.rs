@@ -279,7 +279,9 @@ macro_rules! driver_table {
             version: i32,
             $(
                 $(#[$meta])*
-                $name: driver_table!(@field $kind $(($since))? unsafe extern "C" fn($($ty),*) -> u32),
+                $name: driver_table!(
+                    @field $kind $(($since))? unsafe extern "C" fn($($ty),*) -> u32
+                ),
             )*
         }
 
@@ -298,7 +300,11 @@ macro_rules! driver_table {
 
             /// Reads every entry point from `library` (the file `file`, a driver of CUDA
             /// `version`).
-            fn load_from(library: &'static libloading::Library, file: &str, version: i32) -> Result<Api> {
+            fn load_from(
+                library: &'static libloading::Library,
+                file: &str,
+                version: i32,
+            ) -> Result<Api> {
                 Ok(Api {
                     version,
                     $(
@@ -350,7 +356,9 @@ macro_rules! driver_table {
             Err(_) => return Err(lacks_required($file, stringify!($name), $version)),
         }
     };
-    (@load $library:ident $file:ident $version:ident $name:ident optional($since:literal) $f:ty) => {
+    (
+        @load $library:ident $file:ident $version:ident $name:ident optional($since:literal) $f:ty
+    ) => {
         // SAFETY: the symbol has the signature `$f` (the table's first rule).
         unsafe { $library.get::<$f>(concat!(stringify!($name), "\0").as_bytes()) }
             .ok()
@@ -443,7 +451,12 @@ driver_table! {
     // The pre-13.0 ABI (a `CUdevice`); CUDA 13's cuda.h maps the name to
     // cuMemPrefetchAsync_v2 / cuMemAdvise_v2 (a `CUmemLocation`), and drivers keep exporting
     // these symbols for binaries built against older headers.
-    required fn cuMemPrefetchAsync(dptr: CUdeviceptr, bytes: usize, dst: CUdevice, stream: CUstream);
+    required fn cuMemPrefetchAsync(
+        dptr: CUdeviceptr,
+        bytes: usize,
+        dst: CUdevice,
+        stream: CUstream,
+    );
     required fn cuMemAdvise(dptr: CUdeviceptr, bytes: usize, advice: c_int, device: CUdevice);
     required fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint);
     required fn cuMemFreeHost(p: *mut c_void);
@@ -519,7 +532,11 @@ driver_table! {
     required fn cuStreamBeginCapture_v2(stream: CUstream, mode: c_int);
     required fn cuStreamEndCapture(stream: CUstream, graph: *mut CUgraph);
     required fn cuStreamIsCapturing(stream: CUstream, status: *mut c_int);
-    required fn cuGraphInstantiateWithFlags(exec: *mut CUgraphExec, graph: CUgraph, flags: c_ulonglong);
+    required fn cuGraphInstantiateWithFlags(
+        exec: *mut CUgraphExec,
+        graph: CUgraph,
+        flags: c_ulonglong,
+    );
     required fn cuGraphLaunch(exec: CUgraphExec, stream: CUstream);
     required fn cuGraphExecDestroy(exec: CUgraphExec);
     required fn cuGraphDestroy(graph: CUgraph);
@@ -556,7 +573,11 @@ driver_table! {
         num_library_options: c_uint,
     );
     optional(12000) fn cuLibraryUnload(library: CUlibrary);
-    optional(12000) fn cuLibraryGetKernel(kernel: *mut CUkernel, library: CUlibrary, name: *const c_char);
+    optional(12000) fn cuLibraryGetKernel(
+        kernel: *mut CUkernel,
+        library: CUlibrary,
+        name: *const c_char,
+    );
     optional(12000) fn cuKernelGetFunction(f: *mut CUfunction, kernel: CUkernel);
     required fn cuFuncGetAttribute(value: *mut c_int, attrib: c_int, f: CUfunction);
     required fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int);
@@ -1602,4 +1623,150 @@ pub(crate) unsafe fn memcpy_peer_async(
     stream: CUstream,
 ) -> Result<()> {
     cu!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_optional_entry_point_the_driver_lacks_is_an_error_naming_both_versions() {
+        let api = Api::fake(11040);
+        let mut id = 0;
+        // SAFETY: the fake table reaches no driver.
+        let e = unsafe { api.cuCtxGetId(std::ptr::null_mut(), &mut id) }.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DriverTooOld);
+        assert_eq!(e.call(), "cuCtxGetId");
+        assert_eq!(
+            e.to_string(),
+            "cuCtxGetId failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is too old): \
+             cuCtxGetId needs a CUDA 12.0 driver (R525 or newer); this driver is CUDA 11.4"
+        );
+        // a required entry point is called (the fake returns FAKE_RESULT)
+        let mut current = std::ptr::null_mut();
+        // SAFETY: the fake table reaches no driver.
+        assert_eq!(
+            unsafe { api.cuCtxGetCurrent(&mut current) },
+            Ok(FAKE_RESULT)
+        );
+        // every optional entry point of the fake is absent, and each says why
+        let optional = api.optional_entries();
+        assert_eq!(optional.len(), 9, "{optional:?}");
+        assert!(
+            optional
+                .iter()
+                .all(|&(_, since, present)| !present && since > MINIMUM_DRIVER)
+        );
+        let e = Api::fake(11000).lacks("cuMemAllocAsync", 11020);
+        assert_eq!(
+            e.detail(),
+            Some(
+                "cuMemAllocAsync needs a CUDA 11.2 driver (R460 or newer); this driver is CUDA 11.0"
+            )
+        );
+    }
+
+    #[test]
+    fn versions_read_as_cuda_writes_them() {
+        assert_eq!(cuda_version(11040), "CUDA 11.4");
+        assert_eq!(cuda_version(12020), "CUDA 12.2");
+        assert_eq!(cuda_version(13000), "CUDA 13.0");
+        assert_eq!(cuda_version(0), "of an unknown version");
+        assert_eq!(
+            driver_for(MINIMUM_DRIVER),
+            "a CUDA 11.4 driver (R470 or newer)"
+        );
+        assert_eq!(driver_for(12040), "a CUDA 12.4 driver (R550 or newer)");
+        assert_eq!(driver_for(12070), "a CUDA 12.7 driver or newer");
+    }
+
+    #[test]
+    fn a_missing_library_is_driver_not_found_with_how_to_get_one() {
+        let Err(e) = Api::load(Some(OsStr::new("/nonexistent/libcuda.so.1"))) else {
+            panic!("/nonexistent/libcuda.so.1 loaded");
+        };
+        assert_eq!(e.code(), ErrorCode::DriverNotFound);
+        assert_eq!(e.call(), "loading the CUDA driver library");
+        let text = e.to_string();
+        for part in [
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_NOT_FOUND (CUDA driver \
+             library not found): CUDA_BRAND_DRIVER_LIBRARY=/nonexistent/libcuda.so.1 could not \
+             be loaded (",
+            "install the NVIDIA driver (CUDA 11.4, R470, or newer)",
+            "scripts/install-libcuda",
+        ] {
+            assert!(text.contains(part), "{text}");
+        }
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        assert_eq!(
+            text,
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_NOT_FOUND (CUDA driver \
+             library not found): CUDA_BRAND_DRIVER_LIBRARY=/nonexistent/libcuda.so.1 could not \
+             be loaded (/nonexistent/libcuda.so.1: cannot open shared object file: No such file \
+             or directory): point it at the driver library, or unset it; install the NVIDIA \
+             driver (CUDA 11.4, R470, or newer), or on Debian without a GPU run cuda-brand's \
+             scripts/install-libcuda (it installs libcuda1, whose cuInit reports no device)"
+        );
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_library_without_a_required_entry_point_is_driver_too_old_naming_it() {
+        // The C library loads everywhere and has no CUDA entry points.
+        let Err(e) = Api::load(Some(OsStr::new("libc.so.6"))) else {
+            panic!("libc.so.6 passed for a CUDA driver");
+        };
+        assert_eq!(
+            e.to_string(),
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is \
+             too old): libc.so.6 has no cuDriverGetVersion: cuda-brand needs a CUDA 11.4 driver \
+             (R470 or newer); this driver is of an unknown version"
+        );
+        assert_eq!(
+            lacks_required("libcuda.so.1", "cuGraphInstantiateWithFlags", 11030).to_string(),
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is \
+             too old): libcuda.so.1 has no cuGraphInstantiateWithFlags: cuda-brand needs a CUDA \
+             11.4 driver (R470 or newer); this driver is CUDA 11.3"
+        );
+    }
+
+    /// With a driver library installed (this crate's CI installs Debian's libcuda1, no GPU
+    /// needed), checks the real table; without one, that the load failed as it should.
+    #[test]
+    fn the_installed_driver_lacks_only_entry_points_newer_than_it() {
+        let api = match api() {
+            Ok(api) => api,
+            Err(e) => {
+                assert_eq!(e.code(), ErrorCode::DriverNotFound, "{e}");
+                eprintln!("skipped: no driver library ({e})");
+                return;
+            }
+        };
+        assert!(api.version >= MINIMUM_DRIVER, "driver {}", api.version);
+        for (name, since, present) in api.optional_entries() {
+            assert!(
+                present || api.version < since,
+                "a CUDA {} driver lacks {name} (CUDA {since})",
+                api.version
+            );
+        }
+        if api.cuFuncGetParamInfo.is_none() {
+            let (mut offset, mut size) = (0, 0);
+            // SAFETY: the entry point is absent, so nothing reaches the driver.
+            let e =
+                unsafe { api.cuFuncGetParamInfo(std::ptr::null_mut(), 0, &mut offset, &mut size) }
+                    .unwrap_err();
+            assert_eq!(
+                e.detail(),
+                Some(
+                    format!(
+                        "cuFuncGetParamInfo needs a CUDA 12.4 driver (R550 or newer); this \
+                         driver is {}",
+                        cuda_version(api.version)
+                    )
+                    .as_str()
+                )
+            );
+        }
+    }
 }
