@@ -655,27 +655,34 @@ const GET_A_DRIVER: &str = "install the NVIDIA driver (CUDA 11.4, R470, or newer
      Debian without a GPU run cuda-brand's scripts/install-libcuda (it installs libcuda1, \
      whose cuInit reports no device)";
 
-/// The loaded table, or why it could not be loaded; set once per process.
-static API: OnceLock<Result<Api>> = OnceLock::new();
+/// The loaded table; set once, when the load succeeds.
+static API: OnceLock<Api> = OnceLock::new();
 
 /// The driver table, loading it on first use.
 ///
-/// The fast path (every call after the first) is one atomic load of the `OnceLock`'s
-/// state and a check of the result it holds; the load itself is out of line.
+/// The fast path (every call after a successful load) is one atomic load of the
+/// `OnceLock`'s state and one branch; the table's address is a constant. The load itself,
+/// and every call after a failed one, is out of line.
 #[inline(always)]
 fn api() -> Result<&'static Api> {
     match API.get() {
-        Some(Ok(api)) => Ok(api),
-        _ => api_slow(),
+        Some(api) => Ok(api),
+        None => api_slow(),
     }
 }
 
+/// Loads the table once per process (later calls get the first outcome).
 #[cold]
 #[inline(never)]
 fn api_slow() -> Result<&'static Api> {
-    API.get_or_init(|| Api::load(std::env::var_os(DRIVER_LIBRARY_VAR).as_deref()))
-        .as_ref()
-        .map_err(Clone::clone)
+    static OUTCOME: OnceLock<Result<&'static Api>> = OnceLock::new();
+    OUTCOME
+        .get_or_init(|| {
+            let api = Api::load(std::env::var_os(DRIVER_LIBRARY_VAR).as_deref())?;
+            // The only place that sets `API`, and it runs once: this is the first set.
+            Ok(API.get_or_init(|| api))
+        })
+        .clone()
 }
 
 impl Api {
