@@ -246,7 +246,7 @@ pub(crate) const MINIMUM_DRIVER: i32 = 11040;
 ///   which calls the pointer (or, for an optional entry the driver lacks, returns the
 ///   "needs a CUDA X driver" error);
 /// - under `cfg(test)`, `Api::fake(version)`, a table whose required entries return
-///   [`FAKE_RESULT`] without touching any driver and whose optional entries are absent.
+///   `FAKE_RESULT` without touching any driver and whose optional entries are absent.
 macro_rules! driver_table {
     ($(
         $(#[$meta:meta])*
@@ -258,7 +258,7 @@ macro_rules! driver_table {
         /// # Safety of the calls
         ///
         /// Stated here once for every call the wrappers of this module make through the
-        /// table (with [`cu!`] and [`cu_raw!`]):
+        /// table (with `cu!` and `cu_raw!`):
         ///
         /// - each pointer was read from the library under the symbol's own name and has the
         ///   signature `cuda.h` gives that symbol, with the raw `u32` for `CUresult` (valid
@@ -316,7 +316,7 @@ macro_rules! driver_table {
                 })
             }
 
-            /// A table that reaches no driver: required entries return [`FAKE_RESULT`],
+            /// A table that reaches no driver: required entries return `FAKE_RESULT`,
             /// optional ones are absent, and the driver says it is CUDA `version`.
             #[cfg(test)]
             fn fake(version: i32) -> Api {
@@ -904,7 +904,7 @@ macro_rules! cu_raw {
     };
 }
 
-/// Calls entry point `$f` of the table (see [`cu_raw!`]) and checks its result, naming the
+/// Calls entry point `$f` of the table (see `cu_raw!`) and checks its result, naming the
 /// call.
 macro_rules! cu {
     ($f:ident($($arg:expr),* $(,)?)) => {
