@@ -1,20 +1,43 @@
-//! The private driver layer: the only code that calls into `libcuda`.
+//! The private driver layer: the only code that calls into the CUDA driver library.
 //!
-//! Why not call `cuda_driver_sys` functions directly: the bindings declare every entry
-//! point as returning the Rust enum `CUresult`, which only knows the codes of CUDA 10. A
-//! newer driver returns codes outside it (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION` = 222 for
-//! a PTX that is too new, `CUDA_ERROR_STUB_LIBRARY` = 34, ...), and an out-of-range value in
-//! a Rust enum is undefined behaviour. So the entry points used here are declared again,
-//! with the same symbols and argument types, but returning the raw `u32`, and enum-typed
-//! out-parameters are read as integers. `cuda_driver_sys` still provides the handle types
-//! and the link to `libcuda`. Entry points newer than its CUDA 10 headers (stream-ordered
-//! allocation) are declared here the same way.
+//! # Loading
+//!
+//! Nothing links against `libcuda`: the library is opened at run time with `libloading`,
+//! on the first call that needs it and once per process. On Linux that is `libcuda.so.1`
+//! (then `libcuda.so`), on Windows `nvcuda.dll`; the environment variable
+//! `CUDA_BRAND_DRIVER_LIBRARY=/path/to/file` loads that file instead (to test a given
+//! library, or none). A library that cannot be opened is an [`Error`] with
+//! [`ErrorCode::DriverNotFound`] whose detail says what was tried and how to get the
+//! driver; every entry point then returns that error, and nothing panics.
+//!
+//! # Minimum driver: CUDA 11.4 (R470)
+//!
+//! Every entry point that CUDA 11.4 has is *required*: a library without one, or a driver
+//! older than 11.4, fails to load with [`ErrorCode::DriverTooOld`] naming what is missing.
+//! Entry points newer than 11.4 are *optional*: the table holds `None` where the driver
+//! lacks them, and calling one is an error with [`ErrorCode::DriverTooOld`] that names the
+//! call, the CUDA version it needs and the installed driver's version, e.g.
+//! `cuCtxGetId needs a CUDA 12.0 driver (R525 or newer); this driver is CUDA 11.4`.
+//!
+//! # Why not call `cuda_driver_sys`
+//!
+//! The bindings declare every entry point as returning the Rust enum `CUresult`, which only
+//! knows the codes of CUDA 10. A newer driver returns codes outside it
+//! (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION` = 222 for a PTX that is too new,
+//! `CUDA_ERROR_STUB_LIBRARY` = 34, ...), and an out-of-range value in a Rust enum is
+//! undefined behaviour. So every entry point is declared here, once, in [the table](Api),
+//! returning the raw `u32`, and enum-typed out-parameters are read as integers.
+//! `cuda_driver_sys` only provides handle and struct types; types newer than its CUDA 10
+//! headers are declared here, matching `cuda.h`.
 //!
 //! Each wrapper is `#[inline]` and turns the code into [`Result`]; the error path is cold.
+//! A call through the table costs what a call through the PLT did: one atomic load of the
+//! loaded table's state (already initialised), one load of the function pointer, one
+//! indirect call.
 
 #![allow(non_snake_case)]
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{OsStr, c_char, c_int, c_uint, c_ulonglong, c_void};
 use std::sync::OnceLock;
 
 pub(crate) use cuda_driver_sys::{
@@ -23,135 +46,568 @@ pub(crate) use cuda_driver_sys::{
 
 use crate::error::{Error, ErrorCode, Result};
 
-#[link(name = "cuda")]
-unsafe extern "C" {
-    fn cuInit(flags: c_uint) -> u32;
-    fn cuDriverGetVersion(version: *mut c_int) -> u32;
-    fn cuDeviceGetCount(count: *mut c_int) -> u32;
-    fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> u32;
-    fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) -> u32;
-    fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -> u32;
-    fn cuDeviceGetAttribute(value: *mut c_int, attrib: c_int, dev: CUdevice) -> u32;
-    fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> u32;
-    fn cuDeviceCanAccessPeer(can: *mut c_int, dev: CUdevice, peer: CUdevice) -> u32;
-    fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint) -> u32;
-    fn cuMemcpyPeer(
+pub(crate) use ffi::*;
+
+/// Types of `cuda.h` that the table's signatures need and the bindings (CUDA 10) lack or
+/// declare with Rust enums; layouts are those of `cuda.h` on 64-bit targets (checked
+/// below). Enum-typed fields are plain integers, so a zeroed value is valid.
+mod ffi {
+    #![allow(dead_code, non_camel_case_types)]
+
+    use std::ffi::{c_int, c_uint, c_void};
+
+    pub(crate) use cuda_driver_sys::{CUarray, CUgraph, CUgraphExec, CUgraphNode, CUhostFn};
+    use cuda_driver_sys::{CUdeviceptr, CUstream};
+
+    /// `struct CUmemPoolHandle_st` (CUDA 11.2).
+    #[repr(C)]
+    pub(crate) struct CUmemPoolHandle_st {
+        _opaque: [u8; 0],
+    }
+    /// `CUmemoryPool` (CUDA 11.2).
+    pub(crate) type CUmemoryPool = *mut CUmemPoolHandle_st;
+
+    /// `struct CUlib_st` (CUDA 12.0).
+    #[repr(C)]
+    pub(crate) struct CUlib_st {
+        _opaque: [u8; 0],
+    }
+    /// `CUlibrary` (CUDA 12.0).
+    pub(crate) type CUlibrary = *mut CUlib_st;
+
+    /// `struct CUkern_st` (CUDA 12.0).
+    #[repr(C)]
+    pub(crate) struct CUkern_st {
+        _opaque: [u8; 0],
+    }
+    /// `CUkernel` (CUDA 12.0).
+    pub(crate) type CUkernel = *mut CUkern_st;
+
+    /// `CUmemLocation` (CUDA 11.2); `type` is a `CUmemLocationType`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub(crate) struct CUmemLocation {
+        pub(crate) type_: c_int,
+        pub(crate) id: c_int,
+    }
+
+    /// `CUmemPoolProps` (CUDA 11.2), as of CUDA 12.6: `maxSize` (12.2) and `usage` (12.6)
+    /// were reserved bytes before, which older drivers require to be zero.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUmemPoolProps {
+        /// `CUmemAllocationType`.
+        pub(crate) allocType: c_int,
+        /// `CUmemAllocationHandleType`.
+        pub(crate) handleTypes: c_int,
+        pub(crate) location: CUmemLocation,
+        pub(crate) win32SecurityAttributes: *mut c_void,
+        pub(crate) maxSize: usize,
+        pub(crate) usage: u16,
+        pub(crate) reserved: [u8; 54],
+    }
+
+    /// `CUDA_MEMCPY2D` (`CUDA_MEMCPY2D_v2`); the memory types are `CUmemorytype` values.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUDA_MEMCPY2D {
+        pub(crate) srcXInBytes: usize,
+        pub(crate) srcY: usize,
+        pub(crate) srcMemoryType: c_uint,
+        pub(crate) srcHost: *const c_void,
+        pub(crate) srcDevice: CUdeviceptr,
+        pub(crate) srcArray: CUarray,
+        pub(crate) srcPitch: usize,
+        pub(crate) dstXInBytes: usize,
+        pub(crate) dstY: usize,
+        pub(crate) dstMemoryType: c_uint,
+        pub(crate) dstHost: *mut c_void,
+        pub(crate) dstDevice: CUdeviceptr,
+        pub(crate) dstArray: CUarray,
+        pub(crate) dstPitch: usize,
+        pub(crate) WidthInBytes: usize,
+        pub(crate) Height: usize,
+    }
+
+    /// `CUDA_MEMCPY3D` (`CUDA_MEMCPY3D_v2`); the memory types are `CUmemorytype` values,
+    /// the reserved pointers must be null.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUDA_MEMCPY3D {
+        pub(crate) srcXInBytes: usize,
+        pub(crate) srcY: usize,
+        pub(crate) srcZ: usize,
+        pub(crate) srcLOD: usize,
+        pub(crate) srcMemoryType: c_uint,
+        pub(crate) srcHost: *const c_void,
+        pub(crate) srcDevice: CUdeviceptr,
+        pub(crate) srcArray: CUarray,
+        pub(crate) reserved0: *mut c_void,
+        pub(crate) srcPitch: usize,
+        pub(crate) srcHeight: usize,
+        pub(crate) dstXInBytes: usize,
+        pub(crate) dstY: usize,
+        pub(crate) dstZ: usize,
+        pub(crate) dstLOD: usize,
+        pub(crate) dstMemoryType: c_uint,
+        pub(crate) dstHost: *mut c_void,
+        pub(crate) dstDevice: CUdeviceptr,
+        pub(crate) dstArray: CUarray,
+        pub(crate) reserved1: *mut c_void,
+        pub(crate) dstPitch: usize,
+        pub(crate) dstHeight: usize,
+        pub(crate) WidthInBytes: usize,
+        pub(crate) Height: usize,
+        pub(crate) Depth: usize,
+    }
+
+    /// `CUlaunchAttributeValue` (CUDA 11.8): a union of 64 bytes whose members include
+    /// pointers; kept as its bytes.
+    #[repr(C, align(8))]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUlaunchAttributeValue {
+        pub(crate) bytes: [u8; 64],
+    }
+
+    /// `CUlaunchAttribute` (CUDA 11.8); `id` is a `CUlaunchAttributeID`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUlaunchAttribute {
+        pub(crate) id: c_uint,
+        pub(crate) pad: [u8; 4],
+        pub(crate) value: CUlaunchAttributeValue,
+    }
+
+    /// `CUlaunchConfig` (CUDA 11.8).
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUlaunchConfig {
+        pub(crate) gridDimX: c_uint,
+        pub(crate) gridDimY: c_uint,
+        pub(crate) gridDimZ: c_uint,
+        pub(crate) blockDimX: c_uint,
+        pub(crate) blockDimY: c_uint,
+        pub(crate) blockDimZ: c_uint,
+        pub(crate) sharedMemBytes: c_uint,
+        pub(crate) hStream: CUstream,
+        pub(crate) attrs: *mut CUlaunchAttribute,
+        pub(crate) numAttrs: c_uint,
+    }
+
+    /// `CUgraphExecUpdateResultInfo` (CUDA 12.0); `result` is a `CUgraphExecUpdateResult`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUgraphExecUpdateResultInfo {
+        pub(crate) result: c_int,
+        pub(crate) errorNode: CUgraphNode,
+        pub(crate) errorFromNode: CUgraphNode,
+    }
+
+    // The layouts of cuda.h (x86-64 and aarch64; CUDA has no 32-bit driver API any more).
+    #[cfg(target_pointer_width = "64")]
+    const _: () = {
+        use std::mem::{offset_of, size_of};
+        assert!(size_of::<CUmemPoolProps>() == 88);
+        assert!(offset_of!(CUmemPoolProps, win32SecurityAttributes) == 16);
+        assert!(offset_of!(CUmemPoolProps, maxSize) == 24);
+        assert!(offset_of!(CUmemPoolProps, usage) == 32);
+        assert!(size_of::<CUDA_MEMCPY2D>() == 128);
+        assert!(offset_of!(CUDA_MEMCPY2D, srcHost) == 24);
+        assert!(offset_of!(CUDA_MEMCPY2D, dstMemoryType) == 72);
+        assert!(offset_of!(CUDA_MEMCPY2D, Height) == 120);
+        assert!(size_of::<CUDA_MEMCPY3D>() == 200);
+        assert!(offset_of!(CUDA_MEMCPY3D, srcMemoryType) == 32);
+        assert!(offset_of!(CUDA_MEMCPY3D, dstPitch) == 160);
+        assert!(offset_of!(CUDA_MEMCPY3D, Depth) == 192);
+        assert!(size_of::<CUlaunchAttribute>() == 72);
+        assert!(offset_of!(CUlaunchAttribute, value) == 8);
+        assert!(size_of::<CUlaunchConfig>() == 56);
+        assert!(offset_of!(CUlaunchConfig, hStream) == 32);
+        assert!(offset_of!(CUlaunchConfig, numAttrs) == 48);
+        assert!(size_of::<CUgraphExecUpdateResultInfo>() == 24);
+    };
+}
+
+/// The minimum driver: CUDA 11.4 (R470). Entry points newer than this are optional.
+pub(crate) const MINIMUM_DRIVER: i32 = 11040;
+
+/// Generates the driver table from one list of entry points.
+///
+/// Each entry is `required fn name(args);` or `optional(VERSION) fn name(args);`, where
+/// `name` is the exported symbol, the arguments are those of `cuda.h` (enums as `c_int`,
+/// enum out-parameters as integer pointers), every entry point returns the raw `CUresult`
+/// as `u32`, and `VERSION` is the first CUDA version that has it (`cuDriverGetVersion`
+/// style, 12040 for 12.4). It generates:
+///
+/// - [`Api`], one function pointer per entry (an `Option` for optional ones), filled by
+///   `Api::load_from` with `libloading`; a missing required symbol fails the load with an
+///   error naming it, a missing optional one is `None`;
+/// - for each entry a method `Api::name(&self, args) -> Result<u32>`, `#[inline(always)]`,
+///   which calls the pointer (or, for an optional entry the driver lacks, returns the
+///   "needs a CUDA X driver" error);
+/// - under `cfg(test)`, `Api::fake(version)`, a table whose required entries return
+///   `FAKE_RESULT` without touching any driver and whose optional entries are absent.
+macro_rules! driver_table {
+    ($(
+        $(#[$meta:meta])*
+        $kind:ident $(($since:literal))? fn $name:ident($($arg:ident: $ty:ty),* $(,)?);
+    )*) => {
+        /// The driver's entry points, loaded once from the driver library (see the module
+        /// docs), each declared once below.
+        ///
+        /// # Safety of the calls
+        ///
+        /// Stated here once for every call the wrappers of this module make through the
+        /// table (with `cu!` and `cu_raw!`):
+        ///
+        /// - each pointer was read from the library under the symbol's own name and has the
+        ///   signature `cuda.h` gives that symbol, with the raw `u32` for `CUresult` (valid
+        ///   for any code) and integers for enums; the library is never unloaded, so the
+        ///   pointers stay valid for the whole process;
+        /// - every out-pointer a wrapper passes is `&mut` of a live local (or of a live
+        ///   buffer whose length it passes) with the C type's size and alignment;
+        /// - every other pointer, device address or handle is either made by the wrapper
+        ///   itself (a null stream, a `CStr`, option arrays it owns for the call), or comes
+        ///   from the wrapper's caller, and then the wrapper is an `unsafe fn` whose
+        ///   `# Safety` section states what the driver requires of it (a live handle, a
+        ///   range valid for the access until the stream has run the operation, ...);
+        /// - the driver checks every plain value (flags, sizes, ordinals, attributes) and
+        ///   reports a bad one as an error code, not undefined behaviour.
+        pub(crate) struct Api {
+            /// The driver's CUDA version from `cuDriverGetVersion` (12020 for 12.2), or 0
+            /// if it did not say.
+            version: i32,
+            $(
+                $(#[$meta])*
+                $name: driver_table!(
+                    @field $kind $(($since))? unsafe extern "C" fn($($ty),*) -> u32
+                ),
+            )*
+        }
+
+        #[allow(dead_code)] // declared for work that has no wrapper yet
+        impl Api {
+            $(
+                $(#[$meta])*
+                #[inline(always)]
+                #[allow(clippy::too_many_arguments)]
+                pub(crate) unsafe fn $name(&self, $($arg: $ty),*) -> Result<u32> {
+                    let f = driver_table!(@entry self $name $kind $(($since))?);
+                    // SAFETY: the caller keeps the rules of the table ("Safety of the calls").
+                    Ok(unsafe { f($($arg),*) })
+                }
+            )*
+
+            /// Reads every entry point from `library` (the file `file`, a driver of CUDA
+            /// `version`).
+            fn load_from(
+                library: &'static libloading::Library,
+                file: &str,
+                version: i32,
+            ) -> Result<Api> {
+                Ok(Api {
+                    version,
+                    $(
+                        $name: driver_table!(
+                            @load library file version $name $kind $(($since))?
+                            unsafe extern "C" fn($($ty),*) -> u32
+                        ),
+                    )*
+                })
+            }
+
+            /// A table that reaches no driver: required entries return `FAKE_RESULT`,
+            /// optional ones are absent, and the driver says it is CUDA `version`.
+            #[cfg(test)]
+            fn fake(version: i32) -> Api {
+                Api {
+                    version,
+                    $($name: driver_table!(@fake $kind $(($since))? ($($ty),*)),)*
+                }
+            }
+
+            /// Every optional entry point: its name, the CUDA version that has it, and
+            /// whether this driver does.
+            #[cfg(test)]
+            #[allow(clippy::vec_init_then_push)]
+            fn optional_entries(&self) -> Vec<(&'static str, i32, bool)> {
+                let mut all = Vec::new();
+                $(driver_table!(@optional all self $name $kind $(($since))?);)*
+                all
+            }
+        }
+    };
+
+    (@field required $f:ty) => { $f };
+    (@field optional($since:literal) $f:ty) => { Option<$f> };
+
+    (@entry $api:ident $name:ident required) => { $api.$name };
+    (@entry $api:ident $name:ident optional($since:literal)) => {
+        match $api.$name {
+            Some(f) => f,
+            None => return Err($api.lacks(stringify!($name), $since)),
+        }
+    };
+
+    (@load $library:ident $file:ident $version:ident $name:ident required $f:ty) => {
+        // SAFETY: the symbol has the signature `$f` (the table's first rule).
+        match unsafe { $library.get::<$f>(concat!(stringify!($name), "\0").as_bytes()) } {
+            Ok(symbol) => *symbol,
+            Err(_) => return Err(lacks_required($file, stringify!($name), $version)),
+        }
+    };
+    (
+        @load $library:ident $file:ident $version:ident $name:ident optional($since:literal) $f:ty
+    ) => {
+        // SAFETY: the symbol has the signature `$f` (the table's first rule).
+        unsafe { $library.get::<$f>(concat!(stringify!($name), "\0").as_bytes()) }
+            .ok()
+            .map(|symbol| *symbol)
+    };
+
+    (@fake required ($($ty:ty),*)) => {{
+        unsafe extern "C" fn fake($(_: $ty),*) -> u32 {
+            FAKE_RESULT
+        }
+        fake
+    }};
+    (@fake optional($since:literal) ($($ty:ty),*)) => { None };
+
+    (@optional $all:ident $api:ident $name:ident required) => {};
+    (@optional $all:ident $api:ident $name:ident optional($since:literal)) => {
+        $all.push((stringify!($name), $since, $api.$name.is_some()))
+    };
+}
+
+/// What every required entry of [`Api::fake`] returns (`CUDA_ERROR_UNKNOWN`).
+#[cfg(test)]
+const FAKE_RESULT: u32 = 999;
+
+driver_table! {
+    // Initialisation, version, devices.
+    required fn cuInit(flags: c_uint);
+    required fn cuDriverGetVersion(version: *mut c_int);
+    required fn cuDeviceGetCount(count: *mut c_int);
+    required fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int);
+    required fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice);
+    required fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice);
+    required fn cuDeviceGetAttribute(value: *mut c_int, attrib: c_int, dev: CUdevice);
+    required fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice);
+    required fn cuDeviceCanAccessPeer(can: *mut c_int, dev: CUdevice, peer: CUdevice);
+
+    // Peer access.
+    required fn cuCtxEnablePeerAccess(peer: CUcontext, flags: c_uint);
+    required fn cuMemcpyPeer(
         dst: CUdeviceptr,
         dst_ctx: CUcontext,
         src: CUdeviceptr,
         src_ctx: CUcontext,
         bytes: usize,
-    ) -> u32;
-    fn cuMemcpyPeerAsync(
+    );
+    required fn cuMemcpyPeerAsync(
         dst: CUdeviceptr,
         dst_ctx: CUcontext,
         src: CUdeviceptr,
         src_ctx: CUcontext,
         bytes: usize,
         stream: CUstream,
-    ) -> u32;
+    );
 
-    fn cuDevicePrimaryCtxRetain(ctx: *mut CUcontext, dev: CUdevice) -> u32;
-    fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> u32;
-    fn cuDevicePrimaryCtxSetFlags_v2(dev: CUdevice, flags: c_uint) -> u32;
-    fn cuDevicePrimaryCtxGetState(dev: CUdevice, flags: *mut c_uint, active: *mut c_int) -> u32;
+    // Contexts.
+    required fn cuDevicePrimaryCtxRetain(ctx: *mut CUcontext, dev: CUdevice);
+    required fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice);
+    required fn cuDevicePrimaryCtxSetFlags_v2(dev: CUdevice, flags: c_uint);
+    required fn cuDevicePrimaryCtxGetState(dev: CUdevice, flags: *mut c_uint, active: *mut c_int);
+    required fn cuCtxCreate_v2(ctx: *mut CUcontext, flags: c_uint, dev: CUdevice);
+    required fn cuCtxDestroy_v2(ctx: CUcontext);
+    required fn cuCtxPushCurrent_v2(ctx: CUcontext);
+    required fn cuCtxPopCurrent_v2(ctx: *mut CUcontext);
+    required fn cuCtxGetCurrent(ctx: *mut CUcontext);
+    required fn cuCtxGetDevice(dev: *mut CUdevice);
+    required fn cuCtxGetFlags(flags: *mut c_uint);
+    required fn cuCtxSynchronize();
+    required fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut c_uint);
+    required fn cuCtxGetCacheConfig(config: *mut c_int);
+    required fn cuCtxSetCacheConfig(config: c_int);
+    required fn cuCtxGetSharedMemConfig(config: *mut c_int);
+    required fn cuCtxSetSharedMemConfig(config: c_int);
+    required fn cuCtxGetLimit(value: *mut usize, limit: c_int);
+    required fn cuCtxSetLimit(limit: c_int, value: usize);
+    required fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int);
+    optional(12000) fn cuCtxGetId(ctx: CUcontext, id: *mut c_ulonglong);
 
-    fn cuCtxCreate_v2(ctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> u32;
-    fn cuCtxDestroy_v2(ctx: CUcontext) -> u32;
-    fn cuCtxPushCurrent_v2(ctx: CUcontext) -> u32;
-    fn cuCtxPopCurrent_v2(ctx: *mut CUcontext) -> u32;
-    fn cuCtxGetCurrent(ctx: *mut CUcontext) -> u32;
-    fn cuCtxGetDevice(dev: *mut CUdevice) -> u32;
-    fn cuCtxGetFlags(flags: *mut c_uint) -> u32;
-    fn cuCtxSynchronize() -> u32;
-    fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut c_uint) -> u32;
-    fn cuCtxGetCacheConfig(config: *mut c_int) -> u32;
-    fn cuCtxSetCacheConfig(config: c_int) -> u32;
-    fn cuCtxGetSharedMemConfig(config: *mut c_int) -> u32;
-    fn cuCtxSetSharedMemConfig(config: c_int) -> u32;
-    fn cuCtxGetLimit(value: *mut usize, limit: c_int) -> u32;
-    fn cuCtxSetLimit(limit: c_int, value: usize) -> u32;
-    fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) -> u32;
-
-    fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytes: usize) -> u32;
-    fn cuMemFree_v2(dptr: CUdeviceptr) -> u32;
-    fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint) -> u32;
-    fn cuMemFreeHost(p: *mut c_void) -> u32;
-    fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> u32;
-    fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> u32;
-    fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> u32;
-    fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize) -> u32;
-    fn cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize) -> u32;
-    fn cuMemsetD32_v2(dst: CUdeviceptr, value: u32, n: usize) -> u32;
-    fn cuMemcpyHtoDAsync_v2(
+    // Memory.
+    required fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize);
+    required fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytes: usize);
+    required fn cuMemFree_v2(dptr: CUdeviceptr);
+    required fn cuMemAllocPitch_v2(
+        dptr: *mut CUdeviceptr,
+        pitch: *mut usize,
+        width_bytes: usize,
+        height: usize,
+        element_bytes: c_uint,
+    );
+    required fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytes: usize, flags: c_uint);
+    // The pre-13.0 ABI (a `CUdevice`); CUDA 13's cuda.h maps the name to
+    // cuMemPrefetchAsync_v2 / cuMemAdvise_v2 (a `CUmemLocation`), and drivers keep exporting
+    // these symbols for binaries built against older headers.
+    required fn cuMemPrefetchAsync(
+        dptr: CUdeviceptr,
+        bytes: usize,
+        dst: CUdevice,
+        stream: CUstream,
+    );
+    required fn cuMemAdvise(dptr: CUdeviceptr, bytes: usize, advice: c_int, device: CUdevice);
+    required fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint);
+    required fn cuMemFreeHost(p: *mut c_void);
+    required fn cuMemHostRegister_v2(p: *mut c_void, bytes: usize, flags: c_uint);
+    required fn cuMemHostUnregister(p: *mut c_void);
+    required fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize);
+    required fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize);
+    required fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);
+    required fn cuMemcpy2D_v2(copy: *const CUDA_MEMCPY2D);
+    required fn cuMemcpy3D_v2(copy: *const CUDA_MEMCPY3D);
+    required fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize);
+    required fn cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize);
+    required fn cuMemsetD32_v2(dst: CUdeviceptr, value: u32, n: usize);
+    required fn cuMemcpyHtoDAsync_v2(
         dst: CUdeviceptr,
         src: *const c_void,
         bytes: usize,
         stream: CUstream,
-    ) -> u32;
-    fn cuMemcpyDtoHAsync_v2(
+    );
+    required fn cuMemcpyDtoHAsync_v2(
         dst: *mut c_void,
         src: CUdeviceptr,
         bytes: usize,
         stream: CUstream,
-    ) -> u32;
-    fn cuMemcpyDtoDAsync_v2(
+    );
+    required fn cuMemcpyDtoDAsync_v2(
         dst: CUdeviceptr,
         src: CUdeviceptr,
         bytes: usize,
         stream: CUstream,
-    ) -> u32;
-    fn cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, stream: CUstream) -> u32;
-    fn cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, stream: CUstream) -> u32;
-    fn cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream) -> u32;
-    // CUDA 11.2+, absent from the bindings' CUDA 10 headers.
-    fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, stream: CUstream) -> u32;
-    fn cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream) -> u32;
-    fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr) -> u32;
+    );
+    required fn cuMemcpy2DAsync_v2(copy: *const CUDA_MEMCPY2D, stream: CUstream);
+    required fn cuMemcpy3DAsync_v2(copy: *const CUDA_MEMCPY3D, stream: CUstream);
+    required fn cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, stream: CUstream);
+    required fn cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, stream: CUstream);
+    required fn cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream);
+    required fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr);
 
-    fn cuStreamCreateWithPriority(stream: *mut CUstream, flags: c_uint, priority: c_int) -> u32;
-    fn cuStreamDestroy_v2(stream: CUstream) -> u32;
-    fn cuStreamSynchronize(stream: CUstream) -> u32;
-    fn cuStreamQuery(stream: CUstream) -> u32;
-    fn cuStreamWaitEvent(stream: CUstream, event: CUevent, flags: c_uint) -> u32;
-    fn cuStreamGetPriority(stream: CUstream, priority: *mut c_int) -> u32;
-    fn cuStreamGetFlags(stream: CUstream, flags: *mut c_uint) -> u32;
-    fn cuStreamGetCtx(stream: CUstream, ctx: *mut CUcontext) -> u32;
+    // Stream-ordered allocation and memory pools (CUDA 11.2: required under an 11.4 minimum).
+    required fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, stream: CUstream);
+    required fn cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream);
+    required fn cuMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolProps);
+    required fn cuMemPoolDestroy(pool: CUmemoryPool);
+    required fn cuDeviceGetDefaultMemPool(pool: *mut CUmemoryPool, dev: CUdevice);
+    required fn cuMemPoolSetAttribute(pool: CUmemoryPool, attribute: c_int, value: *mut c_void);
+    required fn cuMemPoolGetAttribute(pool: CUmemoryPool, attribute: c_int, value: *mut c_void);
+    required fn cuMemPoolTrimTo(pool: CUmemoryPool, min_bytes_to_keep: usize);
+    required fn cuMemAllocFromPoolAsync(
+        dptr: *mut CUdeviceptr,
+        bytes: usize,
+        pool: CUmemoryPool,
+        stream: CUstream,
+    );
 
-    fn cuEventCreate(event: *mut CUevent, flags: c_uint) -> u32;
-    fn cuEventDestroy_v2(event: CUevent) -> u32;
-    fn cuEventRecord(event: CUevent, stream: CUstream) -> u32;
-    fn cuEventSynchronize(event: CUevent) -> u32;
-    fn cuEventQuery(event: CUevent) -> u32;
-    fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent) -> u32;
+    // Streams and events.
+    required fn cuStreamCreateWithPriority(stream: *mut CUstream, flags: c_uint, priority: c_int);
+    required fn cuStreamDestroy_v2(stream: CUstream);
+    required fn cuStreamSynchronize(stream: CUstream);
+    required fn cuStreamQuery(stream: CUstream);
+    required fn cuStreamWaitEvent(stream: CUstream, event: CUevent, flags: c_uint);
+    required fn cuStreamGetPriority(stream: CUstream, priority: *mut c_int);
+    required fn cuStreamGetFlags(stream: CUstream, flags: *mut c_uint);
+    required fn cuStreamGetCtx(stream: CUstream, ctx: *mut CUcontext);
+    required fn cuLaunchHostFunc(stream: CUstream, f: CUhostFn, user_data: *mut c_void);
+    required fn cuEventCreate(event: *mut CUevent, flags: c_uint);
+    required fn cuEventDestroy_v2(event: CUevent);
+    required fn cuEventRecord(event: CUevent, stream: CUstream);
+    required fn cuEventSynchronize(event: CUevent);
+    required fn cuEventQuery(event: CUevent);
+    required fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent);
 
-    fn cuModuleLoadDataEx(
+    // Graphs and stream capture.
+    required fn cuStreamBeginCapture_v2(stream: CUstream, mode: c_int);
+    required fn cuStreamEndCapture(stream: CUstream, graph: *mut CUgraph);
+    required fn cuStreamIsCapturing(stream: CUstream, status: *mut c_int);
+    required fn cuGraphInstantiateWithFlags(
+        exec: *mut CUgraphExec,
+        graph: CUgraph,
+        flags: c_ulonglong,
+    );
+    required fn cuGraphLaunch(exec: CUgraphExec, stream: CUstream);
+    required fn cuGraphExecDestroy(exec: CUgraphExec);
+    required fn cuGraphDestroy(graph: CUgraph);
+    optional(12000) fn cuGraphExecUpdate_v2(
+        exec: CUgraphExec,
+        graph: CUgraph,
+        result: *mut CUgraphExecUpdateResultInfo,
+    );
+
+    // Modules, libraries, functions, launches.
+    required fn cuModuleLoadDataEx(
         module: *mut CUmodule,
         image: *const c_void,
         num_options: c_uint,
         options: *mut c_int,
         values: *mut *mut c_void,
-    ) -> u32;
-    fn cuModuleUnload(module: CUmodule) -> u32;
-    fn cuModuleGetFunction(f: *mut CUfunction, module: CUmodule, name: *const c_char) -> u32;
-    fn cuModuleGetGlobal_v2(
+    );
+    required fn cuModuleUnload(module: CUmodule);
+    required fn cuModuleGetFunction(f: *mut CUfunction, module: CUmodule, name: *const c_char);
+    required fn cuModuleGetGlobal_v2(
         dptr: *mut CUdeviceptr,
         bytes: *mut usize,
         module: CUmodule,
         name: *const c_char,
-    ) -> u32;
-    fn cuFuncGetAttribute(value: *mut c_int, attrib: c_int, f: CUfunction) -> u32;
-    fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int) -> u32;
-    fn cuFuncSetCacheConfig(f: CUfunction, config: c_int) -> u32;
-    fn cuOccupancyMaxPotentialBlockSize(
+    );
+    optional(12000) fn cuLibraryLoadData(
+        library: *mut CUlibrary,
+        code: *const c_void,
+        jit_options: *mut c_int,
+        jit_option_values: *mut *mut c_void,
+        num_jit_options: c_uint,
+        library_options: *mut c_int,
+        library_option_values: *mut *mut c_void,
+        num_library_options: c_uint,
+    );
+    optional(12000) fn cuLibraryUnload(library: CUlibrary);
+    optional(12000) fn cuLibraryGetKernel(
+        kernel: *mut CUkernel,
+        library: CUlibrary,
+        name: *const c_char,
+    );
+    optional(12000) fn cuKernelGetFunction(f: *mut CUfunction, kernel: CUkernel);
+    required fn cuFuncGetAttribute(value: *mut c_int, attrib: c_int, f: CUfunction);
+    required fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int);
+    required fn cuFuncSetCacheConfig(f: CUfunction, config: c_int);
+    optional(12040) fn cuFuncGetParamInfo(
+        f: CUfunction,
+        index: usize,
+        offset: *mut usize,
+        size: *mut usize,
+    );
+    required fn cuOccupancyMaxPotentialBlockSize(
         min_grid_size: *mut c_int,
         block_size: *mut c_int,
         f: CUfunction,
         smem_for_block: Option<unsafe extern "C" fn(c_int) -> usize>,
         dynamic_smem: usize,
         block_size_limit: c_int,
-    ) -> u32;
-    fn cuLaunchKernel(
+    );
+    required fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        blocks: *mut c_int,
+        f: CUfunction,
+        block_size: c_int,
+        dynamic_smem: usize,
+    );
+    optional(11080) fn cuOccupancyMaxActiveClusters(
+        clusters: *mut c_int,
+        f: CUfunction,
+        config: *const CUlaunchConfig,
+    );
+    required fn cuLaunchKernel(
         f: CUfunction,
         grid_x: c_uint,
         grid_y: c_uint,
@@ -163,7 +619,221 @@ unsafe extern "C" {
         stream: CUstream,
         params: *mut *mut c_void,
         extra: *mut *mut c_void,
-    ) -> u32;
+    );
+    required fn cuLaunchCooperativeKernel(
+        f: CUfunction,
+        grid_x: c_uint,
+        grid_y: c_uint,
+        grid_z: c_uint,
+        block_x: c_uint,
+        block_y: c_uint,
+        block_z: c_uint,
+        shared_mem_bytes: c_uint,
+        stream: CUstream,
+        params: *mut *mut c_void,
+    );
+    optional(11080) fn cuLaunchKernelEx(
+        config: *const CUlaunchConfig,
+        f: CUfunction,
+        params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    );
+}
+
+/// The environment variable that names the driver library to load instead of the
+/// system's (a path, or any name the platform's loader resolves).
+pub(crate) const DRIVER_LIBRARY_VAR: &str = "CUDA_BRAND_DRIVER_LIBRARY";
+
+/// The files tried, in order, when [`DRIVER_LIBRARY_VAR`] is not set.
+#[cfg(windows)]
+const DRIVER_LIBRARIES: &[&str] = &["nvcuda.dll"];
+#[cfg(not(windows))]
+const DRIVER_LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+
+/// How to get a driver library, the end of every "not found" error.
+const GET_A_DRIVER: &str = "install the NVIDIA driver (CUDA 11.4, R470, or newer), or on \
+     Debian without a GPU run cuda-brand's scripts/install-libcuda (it installs libcuda1, \
+     whose cuInit reports no device)";
+
+/// The loaded table; set once, when the load succeeds.
+static API: OnceLock<Api> = OnceLock::new();
+
+/// The driver table, loading it on first use.
+///
+/// The fast path (every call after a successful load) is one atomic load of the
+/// `OnceLock`'s state and one branch; the table's address is a constant. The load itself,
+/// and every call after a failed one, is out of line.
+#[inline(always)]
+fn api() -> Result<&'static Api> {
+    match API.get() {
+        Some(api) => Ok(api),
+        None => api_slow(),
+    }
+}
+
+/// Loads the table once per process (later calls get the first outcome).
+#[cold]
+#[inline(never)]
+fn api_slow() -> Result<&'static Api> {
+    static OUTCOME: OnceLock<Result<&'static Api>> = OnceLock::new();
+    OUTCOME
+        .get_or_init(|| {
+            let api = Api::load(std::env::var_os(DRIVER_LIBRARY_VAR).as_deref())?;
+            // The only place that sets `API`, and it runs once: this is the first set.
+            Ok(API.get_or_init(|| api))
+        })
+        .clone()
+}
+
+impl Api {
+    /// Opens the driver library (`file`, or the platform's default names when `None` or
+    /// empty) and reads the table from it. The library is never closed.
+    fn load(file: Option<&OsStr>) -> Result<Api> {
+        let (library, name) = open(file.filter(|f| !f.is_empty()))?;
+        let library: &'static libloading::Library = Box::leak(Box::new(library));
+        // SAFETY: cuDriverGetVersion has this signature in every driver, takes only its
+        // out-pointer (a live local) and may be called before cuInit.
+        let version = unsafe {
+            match library.get::<unsafe extern "C" fn(*mut c_int) -> u32>(b"cuDriverGetVersion\0") {
+                Ok(get_version) => {
+                    let mut version = 0;
+                    match get_version(&mut version) {
+                        0 => version,
+                        _ => 0,
+                    }
+                }
+                Err(_) => return Err(lacks_required(&name, "cuDriverGetVersion", 0)),
+            }
+        };
+        if version != 0 && version < MINIMUM_DRIVER {
+            return Err(Error::with_detail(
+                Error::LOAD_DRIVER,
+                ErrorCode::DriverTooOld,
+                format!(
+                    "cuda-brand needs {}; {name} is {}",
+                    driver_for(MINIMUM_DRIVER),
+                    cuda_version(version)
+                ),
+            ));
+        }
+        Api::load_from(library, &name, version)
+    }
+
+    /// The error of an optional entry point that this driver lacks.
+    #[cold]
+    #[inline(never)]
+    fn lacks(&self, call: &'static str, since: i32) -> Error {
+        Error::with_detail(
+            call,
+            ErrorCode::DriverTooOld,
+            format!(
+                "{call} needs {}; this driver is {}",
+                driver_for(since),
+                cuda_version(self.version)
+            ),
+        )
+    }
+}
+
+/// Opens the first library that loads, returning it and the name it was opened under.
+fn open(file: Option<&OsStr>) -> Result<(libloading::Library, String)> {
+    let names: Vec<&OsStr> = match file {
+        Some(file) => vec![file],
+        None => DRIVER_LIBRARIES.iter().map(OsStr::new).collect(),
+    };
+    let mut failures = Vec::new();
+    for name in names {
+        // SAFETY: loading the driver library runs its initialisers, which have no
+        // preconditions; nothing else is assumed of the file until its symbols are read.
+        match unsafe { libloading::Library::new(name) } {
+            Ok(library) => return Ok((library, name.to_string_lossy().into_owned())),
+            Err(e) => failures.push(error_chain(&e)),
+        }
+    }
+    let detail = match file {
+        Some(file) => format!(
+            "{DRIVER_LIBRARY_VAR}={} could not be loaded ({}): point it at the driver \
+             library, or unset it; {GET_A_DRIVER}",
+            file.to_string_lossy(),
+            failures.join("; ")
+        ),
+        None => format!(
+            "{} could not be loaded ({}): {GET_A_DRIVER}, or set {DRIVER_LIBRARY_VAR} to the \
+             library's path",
+            DRIVER_LIBRARIES.join(" and "),
+            failures.join("; ")
+        ),
+    };
+    Err(Error::with_detail(
+        Error::LOAD_DRIVER,
+        ErrorCode::DriverNotFound,
+        detail,
+    ))
+}
+
+/// An error and its sources, as one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// The load error for a library that lacks a required entry point.
+#[cold]
+fn lacks_required(file: &str, symbol: &str, version: i32) -> Error {
+    Error::with_detail(
+        Error::LOAD_DRIVER,
+        ErrorCode::DriverTooOld,
+        format!(
+            "{file} has no {symbol}: cuda-brand needs {}; this driver is {}",
+            driver_for(MINIMUM_DRIVER),
+            cuda_version(version)
+        ),
+    )
+}
+
+/// `"CUDA 12.2"` for 12020; `"of an unknown version"` for 0.
+fn cuda_version(version: i32) -> String {
+    match version {
+        0 => "of an unknown version".to_owned(),
+        v => format!("CUDA {}.{}", v / 1000, v % 1000 / 10),
+    }
+}
+
+/// `"a CUDA 11.2 driver (R460 or newer)"` for 11020: the driver branch that first shipped
+/// each CUDA version (NVIDIA's CUDA toolkit release notes, Linux).
+fn driver_for(version: i32) -> String {
+    let branch = match version {
+        11000 => Some(450),
+        11010 => Some(455),
+        11020 => Some(460),
+        11030 => Some(465),
+        11040 => Some(470),
+        11050 => Some(495),
+        11060 => Some(510),
+        11070 => Some(515),
+        11080 => Some(520),
+        12000 => Some(525),
+        12010 => Some(530),
+        12020 => Some(535),
+        12030 => Some(545),
+        12040 => Some(550),
+        12050 => Some(555),
+        12060 => Some(560),
+        12080 => Some(570),
+        12090 => Some(575),
+        13000 => Some(580),
+        _ => None,
+    };
+    match branch {
+        Some(r) => format!("a {} driver (R{r} or newer)", cuda_version(version)),
+        None => format!("a {} driver or newer", cuda_version(version)),
+    }
 }
 
 /// Turns a raw `CUresult` into a `Result`, naming the call on failure.
@@ -202,29 +872,61 @@ fn null_handle(call: &'static str) -> Error {
     )
 }
 
-/// Calls a driver entry point of this module and checks its result, naming the call.
+/// The raw value of a driver code, for comparing results without a lookup; a crate code
+/// (which has none) fails to compile.
+const fn raw_code(code: ErrorCode) -> u32 {
+    match code.raw() {
+        Some(raw) => raw,
+        None => panic!("not a CUresult"),
+    }
+}
+
+/// `CUDA_ERROR_NOT_READY`: what `cuStreamQuery` and `cuEventQuery` return for "busy".
+const NOT_READY: u32 = raw_code(ErrorCode::NotReady);
+/// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
+const PEER_ACCESS_ALREADY_ENABLED: u32 = raw_code(ErrorCode::PeerAccessAlreadyEnabled);
+/// `CUDA_ERROR_NOT_SUPPORTED`: what `cuMemAllocAsync` returns on a device without pools.
+const NOT_SUPPORTED: u32 = raw_code(ErrorCode::NotSupported);
+
+/// Calls entry point `$f` of the table: `Ok` with its raw `CUresult`, or `Err` when the
+/// driver library could not be loaded or (an optional entry point) lacks `$f`.
+///
+/// Contains the call's `unsafe` block: its justification is the table's "Safety of the
+/// calls", which every wrapper of this module keeps (a wrapper handing the driver a pointer
+/// or handle its caller gave it is an `unsafe fn` that says what the caller guarantees).
+macro_rules! cu_raw {
+    ($f:ident($($arg:expr),* $(,)?)) => {
+        match api() {
+            // SAFETY: the table's "Safety of the calls", kept by this module's wrappers.
+            Ok(api) => unsafe { api.$f($($arg),*) },
+            Err(e) => Err(e),
+        }
+    };
+}
+
+/// Calls entry point `$f` of the table (see `cu_raw!`) and checks its result, naming the
+/// call.
 macro_rules! cu {
     ($f:ident($($arg:expr),* $(,)?)) => {
-        check(stringify!($f), $f($($arg),*))
+        match cu_raw!($f($($arg),*)) {
+            Ok(raw) => check(stringify!($f), raw),
+            Err(e) => Err(e),
+        }
     };
 }
 
 /// Runs `cuInit(0)` once per process; later calls return the first outcome.
 pub(crate) fn init() -> Result<()> {
     static INIT: OnceLock<Result<()>> = OnceLock::new();
-    INIT.get_or_init(|| {
-        // SAFETY: cuInit takes only a flags word (which must be 0) and may be called at any time.
-        unsafe { cu!(cuInit(0)) }
-    })
-    .clone()
+    // cuInit takes only a flags word (which must be 0) and may be called at any time.
+    INIT.get_or_init(|| cu!(cuInit(0))).clone()
 }
 
 /// The driver's CUDA version, e.g. 12020 for 12.2. Needs no `cuInit`.
 #[inline]
 pub(crate) fn driver_version() -> Result<i32> {
     let mut v = 0;
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuDriverGetVersion(&mut v)) }?;
+    cu!(cuDriverGetVersion(&mut v))?;
     Ok(v)
 }
 
@@ -232,8 +934,7 @@ pub(crate) fn driver_version() -> Result<i32> {
 pub(crate) fn device_count() -> Result<i32> {
     init()?;
     let mut n = 0;
-    // SAFETY: the out-pointer is a live local; the driver is initialised.
-    unsafe { cu!(cuDeviceGetCount(&mut n)) }?;
+    cu!(cuDeviceGetCount(&mut n))?;
     Ok(n)
 }
 
@@ -241,16 +942,14 @@ pub(crate) fn device_count() -> Result<i32> {
 pub(crate) fn device_get(ordinal: i32) -> Result<CUdevice> {
     init()?;
     let mut d = 0;
-    // SAFETY: the out-pointer is a live local; any ordinal is accepted (bad ones are an error).
-    unsafe { cu!(cuDeviceGet(&mut d, ordinal)) }?;
+    cu!(cuDeviceGet(&mut d, ordinal))?;
     Ok(d)
 }
 
 #[inline]
 pub(crate) fn device_name(dev: CUdevice) -> Result<String> {
     let mut buf = [0 as c_char; 256];
-    // SAFETY: the buffer is live and its length is passed; the driver NUL-terminates.
-    unsafe { cu!(cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev)) }?;
+    cu!(cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev))?;
     let bytes: Vec<u8> = buf
         .iter()
         .take_while(|&&c| c != 0)
@@ -262,40 +961,35 @@ pub(crate) fn device_name(dev: CUdevice) -> Result<String> {
 #[inline]
 pub(crate) fn device_total_mem(dev: CUdevice) -> Result<usize> {
     let mut b = 0;
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuDeviceTotalMem_v2(&mut b, dev)) }?;
+    cu!(cuDeviceTotalMem_v2(&mut b, dev))?;
     Ok(b)
 }
 
 #[inline]
 pub(crate) fn device_attribute(dev: CUdevice, attrib: c_int) -> Result<i32> {
     let mut v = 0;
-    // SAFETY: the out-pointer is a live local; unknown attributes are reported as an error.
-    unsafe { cu!(cuDeviceGetAttribute(&mut v, attrib, dev)) }?;
+    cu!(cuDeviceGetAttribute(&mut v, attrib, dev))?;
     Ok(v)
 }
 
 #[inline]
 pub(crate) fn device_uuid(dev: CUdevice) -> Result<[u8; 16]> {
     let mut u = CUuuid { bytes: [0; 16] };
-    // SAFETY: the out-pointer is a live local of the driver's struct type.
-    unsafe { cu!(cuDeviceGetUuid(&mut u, dev)) }?;
+    cu!(cuDeviceGetUuid(&mut u, dev))?;
     Ok(u.bytes.map(|b| b as u8))
 }
 
 #[inline]
 pub(crate) fn device_can_access_peer(dev: CUdevice, peer: CUdevice) -> Result<bool> {
     let mut v = 0;
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuDeviceCanAccessPeer(&mut v, dev, peer)) }?;
+    cu!(cuDeviceCanAccessPeer(&mut v, dev, peer))?;
     Ok(v != 0)
 }
 
 #[inline]
 pub(crate) fn primary_ctx_retain(dev: CUdevice) -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuDevicePrimaryCtxRetain(&mut c, dev)) }?;
+    cu!(cuDevicePrimaryCtxRetain(&mut c, dev))?;
     Ok(c)
 }
 
@@ -304,21 +998,18 @@ pub(crate) fn primary_ctx_retain(dev: CUdevice) -> Result<CUcontext> {
 /// used afterwards unless another retain holds it.
 #[inline]
 pub(crate) unsafe fn primary_ctx_release(dev: CUdevice) -> Result<()> {
-    // SAFETY: the caller balances a retain.
-    unsafe { cu!(cuDevicePrimaryCtxRelease_v2(dev)) }
+    cu!(cuDevicePrimaryCtxRelease_v2(dev))
 }
 
 #[inline]
 pub(crate) fn primary_ctx_set_flags(dev: CUdevice, flags: u32) -> Result<()> {
-    // SAFETY: takes plain values; the driver validates them.
-    unsafe { cu!(cuDevicePrimaryCtxSetFlags_v2(dev, flags)) }
+    cu!(cuDevicePrimaryCtxSetFlags_v2(dev, flags))
 }
 
 #[inline]
 pub(crate) fn primary_ctx_state(dev: CUdevice) -> Result<(u32, bool)> {
     let (mut flags, mut active) = (0, 0);
-    // SAFETY: the out-pointers are live locals.
-    unsafe { cu!(cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active)) }?;
+    cu!(cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active))?;
     Ok((flags, active != 0))
 }
 
@@ -326,8 +1017,7 @@ pub(crate) fn primary_ctx_state(dev: CUdevice) -> Result<(u32, bool)> {
 #[inline]
 pub(crate) fn ctx_create(flags: u32, dev: CUdevice) -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
-    // SAFETY: the out-pointer is a live local; flags and device are validated by the driver.
-    unsafe { cu!(cuCtxCreate_v2(&mut c, flags, dev)) }?;
+    cu!(cuCtxCreate_v2(&mut c, flags, dev))?;
     Ok(c)
 }
 
@@ -335,24 +1025,21 @@ pub(crate) fn ctx_create(flags: u32, dev: CUdevice) -> Result<CUcontext> {
 /// `ctx` is a context this crate created and nothing will use it afterwards.
 #[inline]
 pub(crate) unsafe fn ctx_destroy(ctx: CUcontext) -> Result<()> {
-    // SAFETY: the caller owns `ctx` and gives it up.
-    unsafe { cu!(cuCtxDestroy_v2(ctx)) }
+    cu!(cuCtxDestroy_v2(ctx))
 }
 
 /// # Safety
 /// `ctx` is a live context, and the caller pops it again before the context goes away.
 #[inline]
 pub(crate) unsafe fn ctx_push(ctx: CUcontext) -> Result<()> {
-    // SAFETY: the caller guarantees `ctx` is alive.
-    unsafe { cu!(cuCtxPushCurrent_v2(ctx)) }
+    cu!(cuCtxPushCurrent_v2(ctx))
 }
 
 /// Pops the calling thread's current context and returns it.
 #[inline]
 pub(crate) fn ctx_pop() -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
-    // SAFETY: the out-pointer is a live local; popping an empty stack is an error, not UB.
-    unsafe { cu!(cuCtxPopCurrent_v2(&mut c)) }?;
+    cu!(cuCtxPopCurrent_v2(&mut c))?;
     Ok(c)
 }
 
@@ -360,8 +1047,7 @@ pub(crate) fn ctx_pop() -> Result<CUcontext> {
 #[inline]
 pub(crate) fn ctx_get_current() -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuCtxGetCurrent(&mut c)) }?;
+    cu!(cuCtxGetCurrent(&mut c))?;
     Ok(c)
 }
 
@@ -371,23 +1057,20 @@ pub(crate) fn ctx_get_current() -> Result<CUcontext> {
 #[inline]
 pub(crate) fn ctx_get_device() -> Result<CUdevice> {
     let mut d = 0;
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuCtxGetDevice(&mut d)) }?;
+    cu!(cuCtxGetDevice(&mut d))?;
     Ok(d)
 }
 
 #[inline]
 pub(crate) fn ctx_get_flags() -> Result<u32> {
     let mut f = 0;
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuCtxGetFlags(&mut f)) }?;
+    cu!(cuCtxGetFlags(&mut f))?;
     Ok(f)
 }
 
 #[inline]
 pub(crate) fn ctx_synchronize() -> Result<()> {
-    // SAFETY: takes no arguments; acts on the current context.
-    unsafe { cu!(cuCtxSynchronize()) }
+    cu!(cuCtxSynchronize())
 }
 
 /// # Safety
@@ -395,63 +1078,52 @@ pub(crate) fn ctx_synchronize() -> Result<()> {
 #[inline]
 pub(crate) unsafe fn ctx_api_version(ctx: CUcontext) -> Result<u32> {
     let mut v = 0;
-    // SAFETY: the caller guarantees `ctx` is alive; the out-pointer is a live local.
-    unsafe { cu!(cuCtxGetApiVersion(ctx, &mut v)) }?;
+    cu!(cuCtxGetApiVersion(ctx, &mut v))?;
     Ok(v)
 }
 
 #[inline]
 pub(crate) fn ctx_get_cache_config() -> Result<i32> {
     let mut v = 0;
-    // SAFETY: the out-pointer is a live local (read as an integer, not as an enum).
-    unsafe { cu!(cuCtxGetCacheConfig(&mut v)) }?;
+    cu!(cuCtxGetCacheConfig(&mut v))?;
     Ok(v)
 }
 
 #[inline]
 pub(crate) fn ctx_set_cache_config(v: i32) -> Result<()> {
-    // SAFETY: plain value, validated by the driver.
-    unsafe { cu!(cuCtxSetCacheConfig(v)) }
+    cu!(cuCtxSetCacheConfig(v))
 }
 
 #[inline]
 pub(crate) fn ctx_get_shared_mem_config() -> Result<i32> {
     let mut v = 0;
-    // SAFETY: the out-pointer is a live local (read as an integer, not as an enum).
-    unsafe { cu!(cuCtxGetSharedMemConfig(&mut v)) }?;
+    cu!(cuCtxGetSharedMemConfig(&mut v))?;
     Ok(v)
 }
 
 #[inline]
 pub(crate) fn ctx_set_shared_mem_config(v: i32) -> Result<()> {
-    // SAFETY: plain value, validated by the driver.
-    unsafe { cu!(cuCtxSetSharedMemConfig(v)) }
+    cu!(cuCtxSetSharedMemConfig(v))
 }
 
 #[inline]
 pub(crate) fn ctx_get_limit(limit: i32) -> Result<usize> {
     let mut v = 0;
-    // SAFETY: the out-pointer is a live local; unknown limits are an error.
-    unsafe { cu!(cuCtxGetLimit(&mut v, limit)) }?;
+    cu!(cuCtxGetLimit(&mut v, limit))?;
     Ok(v)
 }
 
 #[inline]
 pub(crate) fn ctx_set_limit(limit: i32, value: usize) -> Result<()> {
-    // SAFETY: plain values, validated by the driver.
-    unsafe { cu!(cuCtxSetLimit(limit, value)) }
+    cu!(cuCtxSetLimit(limit, value))
 }
 
 #[inline]
 pub(crate) fn ctx_stream_priority_range() -> Result<(i32, i32)> {
     let (mut least, mut greatest) = (0, 0);
-    // SAFETY: the out-pointers are live locals.
-    unsafe { cu!(cuCtxGetStreamPriorityRange(&mut least, &mut greatest)) }?;
+    cu!(cuCtxGetStreamPriorityRange(&mut least, &mut greatest))?;
     Ok((least, greatest))
 }
-
-/// `CUDA_ERROR_NOT_READY`: what `cuStreamQuery` and `cuEventQuery` return for "busy".
-const NOT_READY: u32 = 600;
 
 /// Outcome of a query: `Ok(true)` done, `Ok(false)` still busy.
 #[inline]
@@ -471,8 +1143,7 @@ fn ready(call: &'static str, raw: u32) -> Result<bool> {
 #[inline]
 pub(crate) fn mem_alloc(bytes: usize) -> Result<CUdeviceptr> {
     let mut p = 0;
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuMemAlloc_v2(&mut p, bytes)) }?;
+    cu!(cuMemAlloc_v2(&mut p, bytes))?;
     Ok(p)
 }
 
@@ -480,16 +1151,14 @@ pub(crate) fn mem_alloc(bytes: usize) -> Result<CUdeviceptr> {
 /// `p` came from [`mem_alloc`] and is not used afterwards.
 #[inline]
 pub(crate) unsafe fn mem_free(p: CUdeviceptr) -> Result<()> {
-    // SAFETY: the caller gives up `p`.
-    unsafe { cu!(cuMemFree_v2(p)) }
+    cu!(cuMemFree_v2(p))
 }
 
 /// Allocates page-locked host memory in the current context.
 #[inline]
 pub(crate) fn mem_host_alloc(bytes: usize, flags: u32) -> Result<*mut c_void> {
     let mut p = std::ptr::null_mut();
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuMemHostAlloc(&mut p, bytes, flags)) }?;
+    cu!(cuMemHostAlloc(&mut p, bytes, flags))?;
     Ok(p)
 }
 
@@ -497,8 +1166,7 @@ pub(crate) fn mem_host_alloc(bytes: usize, flags: u32) -> Result<*mut c_void> {
 /// `p` came from [`mem_host_alloc`] and is not used afterwards.
 #[inline]
 pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
-    // SAFETY: the caller gives up `p`.
-    unsafe { cu!(cuMemFreeHost(p)) }
+    cu!(cuMemFreeHost(p))
 }
 
 /// Waits for the current context's legacy default stream.
@@ -511,8 +1179,7 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
 /// memory that a "finished" fill is still writing (observed on an H100: a `zeroed` buffer's
 /// memset landing after a scope's copy into it).
 fn legacy_stream_synchronize() -> Result<()> {
-    // SAFETY: the null stream is the current context's legacy default stream.
-    unsafe { cu!(cuStreamSynchronize(std::ptr::null_mut())) }
+    cu!(cuStreamSynchronize(std::ptr::null_mut()))
 }
 
 /// Copies host to device; complete when it returns.
@@ -521,8 +1188,7 @@ fn legacy_stream_synchronize() -> Result<()> {
 /// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
 #[inline]
 pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> Result<()> {
-    // SAFETY: the caller guarantees both ranges.
-    unsafe { cu!(cuMemcpyHtoD_v2(dst, src, bytes)) }?;
+    cu!(cuMemcpyHtoD_v2(dst, src, bytes))?;
     legacy_stream_synchronize()
 }
 
@@ -530,8 +1196,7 @@ pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: us
 /// `dst` is valid for `bytes` of host writes, `src` for `bytes` of device reads.
 #[inline]
 pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> Result<()> {
-    // SAFETY: the caller guarantees both ranges.
-    unsafe { cu!(cuMemcpyDtoH_v2(dst, src, bytes)) }
+    cu!(cuMemcpyDtoH_v2(dst, src, bytes))
 }
 
 /// Copies device to device; complete when it returns.
@@ -540,8 +1205,7 @@ pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usiz
 /// Both device ranges are valid for `bytes`.
 #[inline]
 pub(crate) unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
-    // SAFETY: the caller guarantees both ranges.
-    unsafe { cu!(cuMemcpyDtoD_v2(dst, src, bytes)) }?;
+    cu!(cuMemcpyDtoD_v2(dst, src, bytes))?;
     legacy_stream_synchronize()
 }
 
@@ -560,13 +1224,10 @@ pub enum Pattern {
 /// `dst` is valid for `n` elements of the pattern's width.
 #[inline]
 pub(crate) unsafe fn memset(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Result<()> {
-    // SAFETY: the caller guarantees the range.
-    unsafe {
-        match pattern {
-            Pattern::D8(v) => cu!(cuMemsetD8_v2(dst, v, n)),
-            Pattern::D16(v) => cu!(cuMemsetD16_v2(dst, v, n)),
-            Pattern::D32(v) => cu!(cuMemsetD32_v2(dst, v, n)),
-        }
+    match pattern {
+        Pattern::D8(v) => cu!(cuMemsetD8_v2(dst, v, n)),
+        Pattern::D16(v) => cu!(cuMemsetD16_v2(dst, v, n)),
+        Pattern::D32(v) => cu!(cuMemsetD32_v2(dst, v, n)),
     }?;
     legacy_stream_synchronize()
 }
@@ -580,13 +1241,10 @@ pub(crate) unsafe fn memset_async(
     n: usize,
     stream: CUstream,
 ) -> Result<()> {
-    // SAFETY: the caller guarantees the range, the stream and the lifetime.
-    unsafe {
-        match pattern {
-            Pattern::D8(v) => cu!(cuMemsetD8Async(dst, v, n, stream)),
-            Pattern::D16(v) => cu!(cuMemsetD16Async(dst, v, n, stream)),
-            Pattern::D32(v) => cu!(cuMemsetD32Async(dst, v, n, stream)),
-        }
+    match pattern {
+        Pattern::D8(v) => cu!(cuMemsetD8Async(dst, v, n, stream)),
+        Pattern::D16(v) => cu!(cuMemsetD16Async(dst, v, n, stream)),
+        Pattern::D32(v) => cu!(cuMemsetD32Async(dst, v, n, stream)),
     }
 }
 
@@ -600,8 +1258,7 @@ pub(crate) unsafe fn memcpy_htod_async(
     bytes: usize,
     stream: CUstream,
 ) -> Result<()> {
-    // SAFETY: the caller guarantees the ranges, the stream and the lifetime.
-    unsafe { cu!(cuMemcpyHtoDAsync_v2(dst, src, bytes, stream)) }
+    cu!(cuMemcpyHtoDAsync_v2(dst, src, bytes, stream))
 }
 
 /// # Safety
@@ -614,8 +1271,7 @@ pub(crate) unsafe fn memcpy_dtoh_async(
     bytes: usize,
     stream: CUstream,
 ) -> Result<()> {
-    // SAFETY: the caller guarantees the ranges, the stream and the lifetime.
-    unsafe { cu!(cuMemcpyDtoHAsync_v2(dst, src, bytes, stream)) }
+    cu!(cuMemcpyDtoHAsync_v2(dst, src, bytes, stream))
 }
 
 /// # Safety
@@ -627,8 +1283,7 @@ pub(crate) unsafe fn memcpy_dtod_async(
     bytes: usize,
     stream: CUstream,
 ) -> Result<()> {
-    // SAFETY: the caller guarantees the ranges, the stream and the lifetime.
-    unsafe { cu!(cuMemcpyDtoDAsync_v2(dst, src, bytes, stream)) }
+    cu!(cuMemcpyDtoDAsync_v2(dst, src, bytes, stream))
 }
 
 /// Stream-ordered allocation; `Ok(None)` where the device has no memory pools.
@@ -641,10 +1296,9 @@ pub(crate) unsafe fn mem_alloc_async(
     stream: CUstream,
 ) -> Result<Option<CUdeviceptr>> {
     let mut p = 0;
-    // SAFETY: the out-pointer is a live local; the caller guarantees the stream.
-    match unsafe { cuMemAllocAsync(&mut p, bytes, stream) } {
+    match cu_raw!(cuMemAllocAsync(&mut p, bytes, stream))? {
         0 => Ok(Some(p)),
-        801 => Ok(None), // CUDA_ERROR_NOT_SUPPORTED: no memory pools on this device
+        NOT_SUPPORTED => Ok(None), // no memory pools on this device
         raw => Err(failure("cuMemAllocAsync", raw)),
     }
 }
@@ -654,8 +1308,7 @@ pub(crate) unsafe fn mem_alloc_async(
 /// any stream uses `p`.
 #[inline]
 pub(crate) unsafe fn mem_free_async(p: CUdeviceptr, stream: CUstream) -> Result<()> {
-    // SAFETY: the caller guarantees all of the above.
-    unsafe { cu!(cuMemFreeAsync(p, stream)) }
+    cu!(cuMemFreeAsync(p, stream))
 }
 
 /// The context that owns the memory at `p` (`CU_POINTER_ATTRIBUTE_CONTEXT`).
@@ -666,14 +1319,11 @@ pub(crate) unsafe fn mem_free_async(p: CUdeviceptr, stream: CUstream) -> Result<
 pub(crate) unsafe fn pointer_context(p: CUdeviceptr) -> Result<CUcontext> {
     let mut c: CUcontext = std::ptr::null_mut();
     const CU_POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
-    // SAFETY: the out-pointer is a live local of the attribute's type.
-    unsafe {
-        cu!(cuPointerGetAttribute(
-            (&mut c as *mut CUcontext).cast(),
-            CU_POINTER_ATTRIBUTE_CONTEXT,
-            p
-        ))
-    }?;
+    cu!(cuPointerGetAttribute(
+        (&mut c as *mut CUcontext).cast(),
+        CU_POINTER_ATTRIBUTE_CONTEXT,
+        p
+    ))?;
     Ok(c)
 }
 
@@ -683,8 +1333,7 @@ pub(crate) unsafe fn pointer_context(p: CUdeviceptr) -> Result<CUcontext> {
 #[inline]
 pub(crate) fn stream_create(flags: u32, priority: i32) -> Result<CUstream> {
     let mut s = std::ptr::null_mut();
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuStreamCreateWithPriority(&mut s, flags, priority)) }?;
+    cu!(cuStreamCreateWithPriority(&mut s, flags, priority))?;
     Ok(s)
 }
 
@@ -692,32 +1341,28 @@ pub(crate) fn stream_create(flags: u32, priority: i32) -> Result<CUstream> {
 /// `s` is a stream this crate created and nothing uses it afterwards.
 #[inline]
 pub(crate) unsafe fn stream_destroy(s: CUstream) -> Result<()> {
-    // SAFETY: the caller gives up `s`.
-    unsafe { cu!(cuStreamDestroy_v2(s)) }
+    cu!(cuStreamDestroy_v2(s))
 }
 
 /// # Safety
 /// `s` is live.
 #[inline]
 pub(crate) unsafe fn stream_synchronize(s: CUstream) -> Result<()> {
-    // SAFETY: the caller guarantees the stream.
-    unsafe { cu!(cuStreamSynchronize(s)) }
+    cu!(cuStreamSynchronize(s))
 }
 
 /// # Safety
 /// `s` is live.
 #[inline]
 pub(crate) unsafe fn stream_query(s: CUstream) -> Result<bool> {
-    // SAFETY: the caller guarantees the stream.
-    ready("cuStreamQuery", unsafe { cuStreamQuery(s) })
+    ready("cuStreamQuery", cu_raw!(cuStreamQuery(s))?)
 }
 
 /// # Safety
 /// `s` and `e` are live.
 #[inline]
 pub(crate) unsafe fn stream_wait_event(s: CUstream, e: CUevent) -> Result<()> {
-    // SAFETY: the caller guarantees both handles.
-    unsafe { cu!(cuStreamWaitEvent(s, e, 0)) }
+    cu!(cuStreamWaitEvent(s, e, 0))
 }
 
 /// # Safety
@@ -725,8 +1370,7 @@ pub(crate) unsafe fn stream_wait_event(s: CUstream, e: CUevent) -> Result<()> {
 #[inline]
 pub(crate) unsafe fn stream_priority(s: CUstream) -> Result<i32> {
     let mut p = 0;
-    // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
-    unsafe { cu!(cuStreamGetPriority(s, &mut p)) }?;
+    cu!(cuStreamGetPriority(s, &mut p))?;
     Ok(p)
 }
 
@@ -735,8 +1379,7 @@ pub(crate) unsafe fn stream_priority(s: CUstream) -> Result<i32> {
 #[inline]
 pub(crate) unsafe fn stream_flags(s: CUstream) -> Result<u32> {
     let mut f = 0;
-    // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
-    unsafe { cu!(cuStreamGetFlags(s, &mut f)) }?;
+    cu!(cuStreamGetFlags(s, &mut f))?;
     Ok(f)
 }
 
@@ -744,8 +1387,7 @@ pub(crate) unsafe fn stream_flags(s: CUstream) -> Result<u32> {
 #[inline]
 pub(crate) fn event_create(flags: u32) -> Result<CUevent> {
     let mut e = std::ptr::null_mut();
-    // SAFETY: the out-pointer is a live local.
-    unsafe { cu!(cuEventCreate(&mut e, flags)) }?;
+    cu!(cuEventCreate(&mut e, flags))?;
     Ok(e)
 }
 
@@ -753,32 +1395,28 @@ pub(crate) fn event_create(flags: u32) -> Result<CUevent> {
 /// `e` is an event this crate created and nothing uses it afterwards.
 #[inline]
 pub(crate) unsafe fn event_destroy(e: CUevent) -> Result<()> {
-    // SAFETY: the caller gives up `e`.
-    unsafe { cu!(cuEventDestroy_v2(e)) }
+    cu!(cuEventDestroy_v2(e))
 }
 
 /// # Safety
 /// `e` and `s` are live and of the same context.
 #[inline]
 pub(crate) unsafe fn event_record(e: CUevent, s: CUstream) -> Result<()> {
-    // SAFETY: the caller guarantees both handles.
-    unsafe { cu!(cuEventRecord(e, s)) }
+    cu!(cuEventRecord(e, s))
 }
 
 /// # Safety
 /// `e` is live.
 #[inline]
 pub(crate) unsafe fn event_synchronize(e: CUevent) -> Result<()> {
-    // SAFETY: the caller guarantees the event.
-    unsafe { cu!(cuEventSynchronize(e)) }
+    cu!(cuEventSynchronize(e))
 }
 
 /// # Safety
 /// `e` is live.
 #[inline]
 pub(crate) unsafe fn event_query(e: CUevent) -> Result<bool> {
-    // SAFETY: the caller guarantees the event.
-    ready("cuEventQuery", unsafe { cuEventQuery(e) })
+    ready("cuEventQuery", cu_raw!(cuEventQuery(e))?)
 }
 
 /// # Safety
@@ -786,8 +1424,7 @@ pub(crate) unsafe fn event_query(e: CUevent) -> Result<bool> {
 #[inline]
 pub(crate) unsafe fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
     let mut ms = 0.0;
-    // SAFETY: the caller guarantees both events; the out-pointer is a live local.
-    unsafe { cu!(cuEventElapsedTime(&mut ms, start, end)) }?;
+    cu!(cuEventElapsedTime(&mut ms, start, end))?;
     Ok(ms)
 }
 
@@ -796,8 +1433,7 @@ pub(crate) unsafe fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f3
 #[inline]
 pub(crate) unsafe fn stream_get_ctx(s: CUstream) -> Result<CUcontext> {
     let mut c = std::ptr::null_mut();
-    // SAFETY: the caller guarantees the stream; the out-pointer is a live local.
-    unsafe { cu!(cuStreamGetCtx(s, &mut c)) }?;
+    cu!(cuStreamGetCtx(s, &mut c))?;
     Ok(c)
 }
 
@@ -824,18 +1460,16 @@ pub(crate) unsafe fn module_load(
         LOG as *mut c_void,
     ];
     let mut module = std::ptr::null_mut();
-    // SAFETY: the option arrays have 4 entries whose values are of the documented types;
-    // the log buffers outlive the call; the caller guarantees the image.
-    let raw = unsafe {
-        cuModuleLoadDataEx(
-            &mut module,
-            image,
-            4,
-            options.as_mut_ptr(),
-            values.as_mut_ptr(),
-        )
-    };
-    match check("cuModuleLoadDataEx", raw) {
+    // The option arrays have 4 entries whose values are of the documented types; the log
+    // buffers outlive the call; the caller guarantees the image.
+    let loaded = cu!(cuModuleLoadDataEx(
+        &mut module,
+        image,
+        4,
+        options.as_mut_ptr(),
+        values.as_mut_ptr(),
+    ));
+    match loaded {
         Ok(()) => Ok(module),
         Err(e) => {
             let text = |buf: &[u8]| {
@@ -860,8 +1494,7 @@ pub(crate) unsafe fn module_load(
 /// `m` is a module this crate loaded, nothing uses it afterwards, and its context is current.
 #[inline]
 pub(crate) unsafe fn module_unload(m: CUmodule) -> Result<()> {
-    // SAFETY: the caller gives up `m`.
-    unsafe { cu!(cuModuleUnload(m)) }
+    cu!(cuModuleUnload(m))
 }
 
 /// # Safety
@@ -869,8 +1502,7 @@ pub(crate) unsafe fn module_unload(m: CUmodule) -> Result<()> {
 #[inline]
 pub(crate) unsafe fn module_get_function(m: CUmodule, name: &std::ffi::CStr) -> Result<CUfunction> {
     let mut f = std::ptr::null_mut();
-    // SAFETY: the caller guarantees the module; the name is NUL-terminated.
-    unsafe { cu!(cuModuleGetFunction(&mut f, m, name.as_ptr())) }?;
+    cu!(cuModuleGetFunction(&mut f, m, name.as_ptr()))?;
     Ok(f)
 }
 
@@ -882,8 +1514,7 @@ pub(crate) unsafe fn module_get_global(
     name: &std::ffi::CStr,
 ) -> Result<(CUdeviceptr, usize)> {
     let (mut p, mut bytes) = (0, 0);
-    // SAFETY: the caller guarantees the module; the name is NUL-terminated.
-    unsafe { cu!(cuModuleGetGlobal_v2(&mut p, &mut bytes, m, name.as_ptr())) }?;
+    cu!(cuModuleGetGlobal_v2(&mut p, &mut bytes, m, name.as_ptr()))?;
     Ok((p, bytes))
 }
 
@@ -892,8 +1523,7 @@ pub(crate) unsafe fn module_get_global(
 #[inline]
 pub(crate) unsafe fn func_get_attribute(f: CUfunction, attrib: i32) -> Result<i32> {
     let mut v = 0;
-    // SAFETY: the caller guarantees the function; the out-pointer is a live local.
-    unsafe { cu!(cuFuncGetAttribute(&mut v, attrib, f)) }?;
+    cu!(cuFuncGetAttribute(&mut v, attrib, f))?;
     Ok(v)
 }
 
@@ -901,16 +1531,14 @@ pub(crate) unsafe fn func_get_attribute(f: CUfunction, attrib: i32) -> Result<i3
 /// `f` is live.
 #[inline]
 pub(crate) unsafe fn func_set_attribute(f: CUfunction, attrib: i32, value: i32) -> Result<()> {
-    // SAFETY: the caller guarantees the function.
-    unsafe { cu!(cuFuncSetAttribute(f, attrib, value)) }
+    cu!(cuFuncSetAttribute(f, attrib, value))
 }
 
 /// # Safety
 /// `f` is live.
 #[inline]
 pub(crate) unsafe fn func_set_cache_config(f: CUfunction, config: i32) -> Result<()> {
-    // SAFETY: the caller guarantees the function.
-    unsafe { cu!(cuFuncSetCacheConfig(f, config)) }
+    cu!(cuFuncSetCacheConfig(f, config))
 }
 
 /// `(minimum grid size for full occupancy, block size)` for a launch of `f`.
@@ -923,17 +1551,14 @@ pub(crate) unsafe fn occupancy_block_size(
     dynamic_smem: usize,
 ) -> Result<(i32, i32)> {
     let (mut grid, mut block) = (0, 0);
-    // SAFETY: the caller guarantees the function; no callback; out-pointers are locals.
-    unsafe {
-        cu!(cuOccupancyMaxPotentialBlockSize(
-            &mut grid,
-            &mut block,
-            f,
-            None,
-            dynamic_smem,
-            0
-        ))
-    }?;
+    cu!(cuOccupancyMaxPotentialBlockSize(
+        &mut grid,
+        &mut block,
+        f,
+        None,
+        dynamic_smem,
+        0
+    ))?;
     Ok((grid, block))
 }
 
@@ -950,22 +1575,19 @@ pub(crate) unsafe fn launch_kernel(
     stream: CUstream,
     params: *mut *mut c_void,
 ) -> Result<()> {
-    // SAFETY: the caller guarantees all of the above.
-    unsafe {
-        cu!(cuLaunchKernel(
-            f,
-            grid[0],
-            grid[1],
-            grid[2],
-            block[0],
-            block[1],
-            block[2],
-            shared_mem_bytes,
-            stream,
-            params,
-            std::ptr::null_mut()
-        ))
-    }
+    cu!(cuLaunchKernel(
+        f,
+        grid[0],
+        grid[1],
+        grid[2],
+        block[0],
+        block[1],
+        block[2],
+        shared_mem_bytes,
+        stream,
+        params,
+        std::ptr::null_mut()
+    ))
 }
 
 /// Lets the current context access `peer`'s memory; `Ok` also when it already could.
@@ -974,9 +1596,7 @@ pub(crate) unsafe fn launch_kernel(
 /// `peer` is a live context.
 #[inline]
 pub(crate) unsafe fn ctx_enable_peer_access(peer: CUcontext) -> Result<()> {
-    const PEER_ACCESS_ALREADY_ENABLED: u32 = 704;
-    // SAFETY: the caller guarantees the context; flags must be 0.
-    match unsafe { cuCtxEnablePeerAccess(peer, 0) } {
+    match cu_raw!(cuCtxEnablePeerAccess(peer, 0))? {
         PEER_ACCESS_ALREADY_ENABLED => Ok(()),
         raw => check("cuCtxEnablePeerAccess", raw),
     }
@@ -994,8 +1614,7 @@ pub(crate) unsafe fn memcpy_peer(
     src_ctx: CUcontext,
     bytes: usize,
 ) -> Result<()> {
-    // SAFETY: the caller guarantees the contexts and the ranges.
-    unsafe { cu!(cuMemcpyPeer(dst, dst_ctx, src, src_ctx, bytes)) }?;
+    cu!(cuMemcpyPeer(dst, dst_ctx, src, src_ctx, bytes))?;
     legacy_stream_synchronize()
 }
 
@@ -1010,6 +1629,151 @@ pub(crate) unsafe fn memcpy_peer_async(
     bytes: usize,
     stream: CUstream,
 ) -> Result<()> {
-    // SAFETY: the caller guarantees all of the above.
-    unsafe { cu!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, stream)) }
+    cu!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_optional_entry_point_the_driver_lacks_is_an_error_naming_both_versions() {
+        let api = Api::fake(11040);
+        let mut id = 0;
+        // SAFETY: the fake table reaches no driver.
+        let e = unsafe { api.cuCtxGetId(std::ptr::null_mut(), &mut id) }.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DriverTooOld);
+        assert_eq!(e.call(), "cuCtxGetId");
+        assert_eq!(
+            e.to_string(),
+            "cuCtxGetId failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is too old): \
+             cuCtxGetId needs a CUDA 12.0 driver (R525 or newer); this driver is CUDA 11.4"
+        );
+        // a required entry point is called (the fake returns FAKE_RESULT)
+        let mut current = std::ptr::null_mut();
+        // SAFETY: the fake table reaches no driver.
+        assert_eq!(
+            unsafe { api.cuCtxGetCurrent(&mut current) },
+            Ok(FAKE_RESULT)
+        );
+        // every optional entry point of the fake is absent, and each says why
+        let optional = api.optional_entries();
+        assert_eq!(optional.len(), 9, "{optional:?}");
+        assert!(
+            optional
+                .iter()
+                .all(|&(_, since, present)| !present && since > MINIMUM_DRIVER)
+        );
+        let e = Api::fake(11000).lacks("cuMemAllocAsync", 11020);
+        assert_eq!(
+            e.detail(),
+            Some(
+                "cuMemAllocAsync needs a CUDA 11.2 driver (R460 or newer); this driver is CUDA 11.0"
+            )
+        );
+    }
+
+    #[test]
+    fn versions_read_as_cuda_writes_them() {
+        assert_eq!(cuda_version(11040), "CUDA 11.4");
+        assert_eq!(cuda_version(12020), "CUDA 12.2");
+        assert_eq!(cuda_version(13000), "CUDA 13.0");
+        assert_eq!(cuda_version(0), "of an unknown version");
+        assert_eq!(
+            driver_for(MINIMUM_DRIVER),
+            "a CUDA 11.4 driver (R470 or newer)"
+        );
+        assert_eq!(driver_for(12040), "a CUDA 12.4 driver (R550 or newer)");
+        assert_eq!(driver_for(12070), "a CUDA 12.7 driver or newer");
+    }
+
+    #[test]
+    fn a_missing_library_is_driver_not_found_with_how_to_get_one() {
+        let Err(e) = Api::load(Some(OsStr::new("/nonexistent/libcuda.so.1"))) else {
+            panic!("/nonexistent/libcuda.so.1 loaded");
+        };
+        assert_eq!(e.code(), ErrorCode::DriverNotFound);
+        assert_eq!(e.call(), "loading the CUDA driver library");
+        let text = e.to_string();
+        for part in [
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_NOT_FOUND (CUDA driver \
+             library not found): CUDA_BRAND_DRIVER_LIBRARY=/nonexistent/libcuda.so.1 could not \
+             be loaded (",
+            "install the NVIDIA driver (CUDA 11.4, R470, or newer)",
+            "scripts/install-libcuda",
+        ] {
+            assert!(text.contains(part), "{text}");
+        }
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        assert_eq!(
+            text,
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_NOT_FOUND (CUDA driver \
+             library not found): CUDA_BRAND_DRIVER_LIBRARY=/nonexistent/libcuda.so.1 could not \
+             be loaded (/nonexistent/libcuda.so.1: cannot open shared object file: No such file \
+             or directory): point it at the driver library, or unset it; install the NVIDIA \
+             driver (CUDA 11.4, R470, or newer), or on Debian without a GPU run cuda-brand's \
+             scripts/install-libcuda (it installs libcuda1, whose cuInit reports no device)"
+        );
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_library_without_a_required_entry_point_is_driver_too_old_naming_it() {
+        // The C library loads everywhere and has no CUDA entry points.
+        let Err(e) = Api::load(Some(OsStr::new("libc.so.6"))) else {
+            panic!("libc.so.6 passed for a CUDA driver");
+        };
+        assert_eq!(
+            e.to_string(),
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is \
+             too old): libc.so.6 has no cuDriverGetVersion: cuda-brand needs a CUDA 11.4 driver \
+             (R470 or newer); this driver is of an unknown version"
+        );
+        assert_eq!(
+            lacks_required("libcuda.so.1", "cuGraphInstantiateWithFlags", 11030).to_string(),
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is \
+             too old): libcuda.so.1 has no cuGraphInstantiateWithFlags: cuda-brand needs a CUDA \
+             11.4 driver (R470 or newer); this driver is CUDA 11.3"
+        );
+    }
+
+    /// With a driver library installed (this crate's CI installs Debian's libcuda1, no GPU
+    /// needed), checks the real table; without one, that the load failed as it should.
+    #[test]
+    fn the_installed_driver_lacks_only_entry_points_newer_than_it() {
+        let api = match api() {
+            Ok(api) => api,
+            Err(e) => {
+                assert_eq!(e.code(), ErrorCode::DriverNotFound, "{e}");
+                eprintln!("skipped: no driver library ({e})");
+                return;
+            }
+        };
+        assert!(api.version >= MINIMUM_DRIVER, "driver {}", api.version);
+        for (name, since, present) in api.optional_entries() {
+            assert!(
+                present || api.version < since,
+                "a CUDA {} driver lacks {name} (CUDA {since})",
+                api.version
+            );
+        }
+        if api.cuFuncGetParamInfo.is_none() {
+            let (mut offset, mut size) = (0, 0);
+            // SAFETY: the entry point is absent, so nothing reaches the driver.
+            let e =
+                unsafe { api.cuFuncGetParamInfo(std::ptr::null_mut(), 0, &mut offset, &mut size) }
+                    .unwrap_err();
+            assert_eq!(
+                e.detail(),
+                Some(
+                    format!(
+                        "cuFuncGetParamInfo needs a CUDA 12.4 driver (R550 or newer); this \
+                         driver is {}",
+                        cuda_version(api.version)
+                    )
+                    .as_str()
+                )
+            );
+        }
+    }
 }

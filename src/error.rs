@@ -12,12 +12,33 @@ use std::fmt;
 /// let e = Error::new("cuMemAlloc_v2", ErrorCode::OutOfMemory);
 /// assert_eq!(e.to_string(), "cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// `Debug` prints the same text, so a `main` that returns [`Result`] reports a failure
+/// readably: `Error: cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is
+/// detected)` rather than the fields of a struct.
+///
+/// ```
+/// use cuda_brand::{Error, ErrorCode};
+/// let e = Error::new("cuInit", ErrorCode::NoDevice);
+/// assert_eq!(
+///     format!("{e:?}"),
+///     "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
+/// );
+/// assert_eq!(format!("{e:?}"), e.to_string());
+/// ```
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{call} failed: {code}{}", detail_suffix(.detail))]
 pub struct Error {
     call: &'static str,
     code: ErrorCode,
     detail: Option<Box<str>>,
+}
+
+impl fmt::Debug for Error {
+    /// The `Display` text (what `main` prints when it returns this error).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 fn detail_suffix(detail: &Option<Box<str>>) -> String {
@@ -47,17 +68,23 @@ impl Error {
     }
 
     /// The driver entry point (or the crate's function, for checks made before a call)
-    /// that failed, e.g. `"cuMemAlloc_v2"`.
+    /// that failed, e.g. `"cuMemAlloc_v2"`; `"loading the CUDA driver library"` when the
+    /// driver library itself could not be loaded.
     pub fn call(&self) -> &'static str {
         self.call
     }
 
-    /// The driver's result code.
+    /// What [`call`](Error::call) is when loading the driver library failed (the error's
+    /// code is then [`ErrorCode::DriverNotFound`] or [`ErrorCode::DriverTooOld`]).
+    pub(crate) const LOAD_DRIVER: &'static str = "loading the CUDA driver library";
+
+    /// The driver's result code (or one of the crate's own, see [`ErrorCode`]).
     pub fn code(&self) -> ErrorCode {
         self.code
     }
 
-    /// Extra text: the JIT compiler's log, or what was wrong with the input.
+    /// Extra text: the JIT compiler's log, what was wrong with the input, or which driver
+    /// library was not found and how to get one.
     pub fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
     }
@@ -70,7 +97,22 @@ macro_rules! error_codes {
     ($($variant:ident = $value:literal, $name:literal, $description:literal;)*) => {
         /// A `CUresult` other than `CUDA_SUCCESS`: every code the driver library names
         /// (taken from the driver's own `cuGetErrorName`/`cuGetErrorString`), plus
-        /// [`ErrorCode::Unrecognized`] for codes newer than this table.
+        /// [`ErrorCode::Unrecognized`] for codes newer than this table; and two codes of
+        /// the crate's own, for a driver library that is missing
+        /// ([`DriverNotFound`](ErrorCode::DriverNotFound)) or too old
+        /// ([`DriverTooOld`](ErrorCode::DriverTooOld)), which are not `CUresult`s and have
+        /// no raw value.
+        ///
+        /// ```
+        /// use cuda_brand::ErrorCode;
+        /// assert_eq!(ErrorCode::from_raw(2), Some(ErrorCode::OutOfMemory));
+        /// assert_eq!(ErrorCode::OutOfMemory.raw(), Some(2));
+        /// assert_eq!(ErrorCode::DriverNotFound.raw(), None);
+        /// assert_eq!(
+        ///     ErrorCode::DriverNotFound.to_string(),
+        ///     "CUDA_BRAND_DRIVER_NOT_FOUND (CUDA driver library not found)"
+        /// );
+        /// ```
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
         pub enum ErrorCode {
@@ -80,10 +122,21 @@ macro_rules! error_codes {
             )*
             /// A code this crate does not know, kept as the driver returned it.
             Unrecognized(u32),
+            /// `CUDA_BRAND_DRIVER_NOT_FOUND` (the crate's own, no raw value): the CUDA driver
+            /// library (`libcuda.so.1`, `nvcuda.dll`, or the file that
+            /// `CUDA_BRAND_DRIVER_LIBRARY` names) could not be loaded. The error's detail says
+            /// what was tried and how to get the library.
+            DriverNotFound,
+            /// `CUDA_BRAND_DRIVER_TOO_OLD` (the crate's own, no raw value): the driver is
+            /// older than the crate's minimum (CUDA 11.4, R470), or older than an entry point
+            /// newer than that minimum needs. The error's detail names the version needed
+            /// and the installed one.
+            DriverTooOld,
         }
 
         impl ErrorCode {
-            /// The code for a raw `CUresult` value; `None` for `CUDA_SUCCESS` (0).
+            /// The code for a raw `CUresult` value; `None` for `CUDA_SUCCESS` (0). Never
+            /// one of the crate's own codes.
             pub const fn from_raw(raw: u32) -> Option<ErrorCode> {
                 match raw {
                     0 => None,
@@ -92,31 +145,41 @@ macro_rules! error_codes {
                 }
             }
 
-            /// The raw `CUresult` value.
-            pub const fn raw(self) -> u32 {
+            /// The raw `CUresult` value; `None` for the crate's own codes
+            /// ([`DriverNotFound`](ErrorCode::DriverNotFound),
+            /// [`DriverTooOld`](ErrorCode::DriverTooOld)), which no driver call returns.
+            pub const fn raw(self) -> Option<u32> {
                 match self {
-                    $(ErrorCode::$variant => $value,)*
-                    ErrorCode::Unrecognized(raw) => raw,
+                    $(ErrorCode::$variant => Some($value),)*
+                    ErrorCode::Unrecognized(raw) => Some(raw),
+                    ErrorCode::DriverNotFound | ErrorCode::DriverTooOld => None,
                 }
             }
 
-            /// The driver's name of the code, e.g. `"CUDA_ERROR_OUT_OF_MEMORY"`.
+            /// The driver's name of the code, e.g. `"CUDA_ERROR_OUT_OF_MEMORY"` (for the
+            /// crate's own codes, a name in the same style: `"CUDA_BRAND_DRIVER_NOT_FOUND"`).
             pub const fn name(self) -> &'static str {
                 match self {
                     $(ErrorCode::$variant => $name,)*
                     ErrorCode::Unrecognized(_) => "CUDA_ERROR_UNRECOGNIZED",
+                    ErrorCode::DriverNotFound => "CUDA_BRAND_DRIVER_NOT_FOUND",
+                    ErrorCode::DriverTooOld => "CUDA_BRAND_DRIVER_TOO_OLD",
                 }
             }
 
-            /// The driver's description of the code, e.g. `"out of memory"`.
+            /// The driver's description of the code, e.g. `"out of memory"` (the crate's own,
+            /// for its own codes).
             pub const fn description(self) -> &'static str {
                 match self {
                     $(ErrorCode::$variant => $description,)*
                     ErrorCode::Unrecognized(_) => "a result code this version of cuda-brand does not know",
+                    ErrorCode::DriverNotFound => "CUDA driver library not found",
+                    ErrorCode::DriverTooOld => "CUDA driver is too old",
                 }
             }
 
-            /// Every named code, in increasing order of value.
+            /// Every named `CUresult` code, in increasing order of value (not
+            /// [`Unrecognized`](ErrorCode::Unrecognized), nor the crate's own codes).
             pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
         }
     };

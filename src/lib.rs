@@ -69,12 +69,29 @@ pub mod prelude {
     };
 }
 
-/// The raw driver types (`CUcontext`, `CUstream`, ...), for interoperation through the
-/// `as_raw` methods and [`with_raw_context`].
-pub use cuda_driver_sys as sys;
+/// The driver's handle types, for interoperation through the `as_raw` methods and
+/// [`with_raw_context`], and the structs they point to (which compile errors about a
+/// guard's thread name). The crate loads the driver library at run time and exports no
+/// bindings to call it with.
+pub mod sys {
+    pub use cuda_driver_sys::{
+        CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
+        CUmod_st, CUmodule, CUstream, CUstream_st,
+    };
+
+    // Transitional, hidden: tests/context.rs and tests/memory.rs still call these bindings
+    // (which link libcuda and return the CUDA 10 `CUresult` enum). Remove once they call
+    // the driver through tests/common (`common::driver()`).
+    #[doc(hidden)]
+    pub use cuda_driver_sys::{
+        CUpointer_attribute, CUresult, cuCtxPopCurrent_v2, cuCtxPushCurrent_v2,
+        cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRetain, cuPointerGetAttribute,
+    };
+}
 
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from
-/// `cuDriverGetVersion`. Works without a GPU.
+/// `cuDriverGetVersion`. Works without a GPU; without a driver library it is an error
+/// with [`ErrorCode::DriverNotFound`].
 pub fn driver_version() -> Result<i32> {
     driver::driver_version()
 }
@@ -84,24 +101,24 @@ mod facts {
     use super::*;
     use static_assertions::{assert_eq_size, assert_impl_all, assert_not_impl_any};
 
-    assert_eq_size!(ContextGuard<'static>, *mut sys::CUctx_st);
-    assert_eq_size!(SharedContext<'static>, *mut sys::CUctx_st);
-    assert_eq_size!(Option<ContextGuard<'static>>, *mut sys::CUctx_st);
+    assert_eq_size!(ContextGuard<'static>, sys::CUcontext);
+    assert_eq_size!(SharedContext<'static>, sys::CUcontext);
+    assert_eq_size!(Option<ContextGuard<'static>>, sys::CUcontext);
     assert_impl_all!(ContextGuard<'static>: Copy);
     assert_not_impl_any!(ContextGuard<'static>: Send, Sync);
     assert_impl_all!(SharedContext<'static>: Copy, Send, Sync);
     assert_impl_all!(Error: Send, Sync, std::error::Error);
     assert_impl_all!(Device: Send, Sync, Copy);
 
-    assert_eq_size!(Stream<'static>, *mut sys::CUstream_st);
-    assert_eq_size!(Option<Stream<'static>>, *mut sys::CUstream_st);
-    assert_eq_size!(Event<'static>, *mut sys::CUevent_st);
+    assert_eq_size!(Stream<'static>, sys::CUstream);
+    assert_eq_size!(Option<Stream<'static>>, sys::CUstream);
+    assert_eq_size!(Event<'static>, sys::CUevent);
     assert_eq_size!(DeviceBuffer<'static, f32>, (sys::CUdeviceptr, usize));
     assert_eq_size!(&DeviceSlice<'static, f32>, (sys::CUdeviceptr, usize));
     assert_eq_size!(DeviceRef<'static, 'static, f32>, (sys::CUdeviceptr, usize));
     assert_eq_size!(DeviceMut<'static, 'static, f32>, (sys::CUdeviceptr, usize));
-    assert_eq_size!(Function<'static, 'static>, *mut sys::CUfunc_st);
-    assert_eq_size!(Option<Function<'static, 'static>>, *mut sys::CUfunc_st);
+    assert_eq_size!(Function<'static, 'static>, sys::CUfunction);
+    assert_eq_size!(Option<Function<'static, 'static>>, sys::CUfunction);
     assert_impl_all!(Function<'static, 'static>: Send, Sync, Copy);
     assert_impl_all!(Kernel<'static, 'static, (In<f32>, Out<f32>, u32)>: Send, Sync);
     assert_impl_all!(Module<'static>: Send, Sync);

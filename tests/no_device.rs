@@ -1,11 +1,22 @@
 //! Tests that need no GPU: the error mapping, the flags, and every path that meets a
-//! machine without a device (where `cuInit` returns `CUDA_ERROR_NO_DEVICE`).
+//! machine without a device. Such a machine is in one of two states, told apart by whether
+//! the driver library loads (found as the crate finds it, see
+//! `common::load_driver_library`):
+//!
+//! - no driver library (a fresh machine, or `CUDA_BRAND_DRIVER_LIBRARY=/nonexistent`):
+//!   every entry point returns `DriverNotFound`, with a message saying how to get one;
+//! - a driver library but no GPU (Debian's `libcuda1`, `scripts/install-libcuda`): `cuInit`
+//!   returns `CUDA_ERROR_NO_DEVICE`.
+//!
+//! On a GPU machine neither path can be taken, and those tests skip.
 
-use cuda_brand::sys::CUresult;
+mod common;
+
 use cuda_brand::{
     CacheConfig, ContextFlags, Device, Error, ErrorCode, Scheduling, SharedMemoryConfig,
     StreamPriorityRange,
 };
+use cuda_driver_sys::CUresult;
 
 #[test]
 fn every_code_of_the_bindings_maps_to_its_own_name() {
@@ -93,7 +104,7 @@ fn every_code_of_the_bindings_maps_to_its_own_name() {
             "{r:?} is not named"
         );
         assert_eq!(code.name(), format!("{r:?}"));
-        assert_eq!(code.raw(), r as u32);
+        assert_eq!(code.raw(), Some(r as u32));
     }
 }
 
@@ -101,7 +112,7 @@ fn every_code_of_the_bindings_maps_to_its_own_name() {
 fn raw_values_round_trip_and_success_is_not_an_error() {
     assert_eq!(ErrorCode::from_raw(0), None);
     for &code in ErrorCode::ALL {
-        assert_eq!(ErrorCode::from_raw(code.raw()), Some(code));
+        assert_eq!(code.raw().and_then(ErrorCode::from_raw), Some(code));
         assert!(code.name().starts_with("CUDA_ERROR_"), "{}", code.name());
         assert!(!code.description().is_empty());
     }
@@ -117,7 +128,7 @@ fn raw_values_round_trip_and_success_is_not_an_error() {
 fn unknown_codes_are_kept_not_lost() {
     let code = ErrorCode::from_raw(4242).unwrap();
     assert_eq!(code, ErrorCode::Unrecognized(4242));
-    assert_eq!(code.raw(), 4242);
+    assert_eq!(code.raw(), Some(4242));
     let e = Error::new("cuFuture", code);
     assert_eq!(
         e.to_string(),
@@ -207,33 +218,85 @@ fn enum_values_match_the_driver() {
     assert!(!range.contains(1) && !range.contains(-6));
 }
 
-#[test]
-fn driver_version_needs_no_gpu() {
-    let v = cuda_brand::driver_version().expect("cuDriverGetVersion");
-    assert!(v >= 10000, "driver version {v}");
+/// What this machine offers the crate.
+#[derive(Debug)]
+enum Machine {
+    /// No driver library loads; the loader's message.
+    NoLibrary(String),
+    /// A driver library, and `cuInit` finds no device.
+    NoDevice,
+    /// A GPU: the no-device paths cannot be taken.
+    Gpu,
 }
 
-/// Only meaningful where there is no GPU (this machine and CI); on a GPU machine the
-/// driver initialises and there is nothing to check.
+fn machine() -> Machine {
+    match common::load_driver_library() {
+        Err(why) => Machine::NoLibrary(why),
+        Ok(_) => match Device::count() {
+            Ok(n) if n > 0 => Machine::Gpu,
+            _ => Machine::NoDevice,
+        },
+    }
+}
+
+/// The error every entry point returns on this machine, or `None` (after a notice) on a
+/// GPU machine.
 fn no_device() -> Option<Error> {
-    match Device::count() {
-        Ok(n) if n > 0 => {
+    match machine() {
+        Machine::Gpu => {
             eprintln!("skipped: a GPU is present, so the no-device paths cannot be taken");
             None
         }
-        Ok(_) => Some(Device::get(0).unwrap_err()),
-        Err(e) => Some(e),
+        Machine::NoLibrary(_) | Machine::NoDevice => Some(Device::get(0).unwrap_err()),
+    }
+}
+
+/// How the "driver library not found" error begins, whatever the platform's loader says.
+const NOT_FOUND: &str = "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_NOT_FOUND \
+                         (CUDA driver library not found): ";
+
+#[test]
+fn driver_version_needs_no_gpu() {
+    match machine() {
+        Machine::NoLibrary(why) => {
+            let e = cuda_brand::driver_version().unwrap_err();
+            assert_eq!(e.code(), ErrorCode::DriverNotFound, "{e} ({why})");
+            assert!(e.to_string().starts_with(NOT_FOUND), "{e}");
+        }
+        Machine::NoDevice | Machine::Gpu => {
+            let v = cuda_brand::driver_version().expect("cuDriverGetVersion");
+            assert!(
+                v >= 11040,
+                "driver version {v}, below the minimum (CUDA 11.4)"
+            );
+        }
     }
 }
 
 #[test]
-fn without_a_device_every_entry_point_returns_no_device() {
+fn without_a_device_every_entry_point_returns_the_same_error() {
     let Some(e) = no_device() else { return };
-    assert_eq!(e.code(), ErrorCode::NoDevice);
-    assert_eq!(
-        e.to_string(),
-        "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
-    );
+    match machine() {
+        Machine::NoLibrary(_) => {
+            assert_eq!(e.code(), ErrorCode::DriverNotFound);
+            assert_eq!(e.call(), "loading the CUDA driver library");
+            let text = e.to_string();
+            assert!(text.starts_with(NOT_FOUND), "{text}");
+            assert!(
+                text.contains("install the NVIDIA driver (CUDA 11.4, R470, or newer)"),
+                "{text}"
+            );
+            assert!(text.contains("scripts/install-libcuda"), "{text}");
+            assert_eq!(cuda_brand::driver_version().unwrap_err(), e);
+        }
+        _ => {
+            assert_eq!(e.code(), ErrorCode::NoDevice);
+            assert_eq!(
+                e.to_string(),
+                "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
+            );
+        }
+    }
     assert_eq!(Device::count().unwrap_err(), e);
     assert_eq!(Device::get(0).unwrap_err(), e);
     assert_eq!(Device::all().unwrap_err(), e);
@@ -243,14 +306,103 @@ fn without_a_device_every_entry_point_returns_no_device() {
 
 #[test]
 fn without_a_device_with_context_is_an_error_not_a_panic() {
-    let Some(_) = no_device() else { return };
+    let Some(e) = no_device() else { return };
     let result = Device::get(0).and_then(|device| {
         cuda_brand::with_context(&device, ContextFlags::default(), |ctx| ctx.api_version())
     });
-    assert_eq!(result.unwrap_err().code(), ErrorCode::NoDevice);
+    assert_eq!(result.unwrap_err().code(), e.code());
     let result = Device::get(0)
         .and_then(|device| cuda_brand::with_primary_context(&device, |ctx| ctx.api_version()));
-    assert_eq!(result.unwrap_err().code(), ErrorCode::NoDevice);
+    assert_eq!(result.unwrap_err().code(), e.code());
+}
+
+/// Set in the child process that `a_missing_library_named_by_the_override_is_driver_not_found`
+/// starts (the same test, alone): the driver is loaded once per process, so the override
+/// must be in place before anything loads it.
+const CHILD: &str = "CUDA_BRAND_TEST_CHILD";
+const MISSING: &str = "/nonexistent/libcuda.so.1";
+
+#[test]
+fn a_missing_library_named_by_the_override_is_driver_not_found() {
+    if std::env::var_os(CHILD).is_some() {
+        // The child, with CUDA_BRAND_DRIVER_LIBRARY=/nonexistent/libcuda.so.1.
+        let e = Device::count().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DriverNotFound, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "{NOT_FOUND}CUDA_BRAND_DRIVER_LIBRARY={MISSING} could not be loaded ("
+            )),
+            "{text}"
+        );
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        assert_eq!(
+            text,
+            format!(
+                "{NOT_FOUND}CUDA_BRAND_DRIVER_LIBRARY={MISSING} could not be loaded ({MISSING}: \
+                 cannot open shared object file: No such file or directory): point it at the \
+                 driver library, or unset it; install the NVIDIA driver (CUDA 11.4, R470, or \
+                 newer), or on Debian without a GPU run cuda-brand's scripts/install-libcuda \
+                 (it installs libcuda1, whose cuInit reports no device)"
+            )
+        );
+        assert_eq!(cuda_brand::driver_version().unwrap_err(), e);
+        println!("child saw: {text}");
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_missing_library_named_by_the_override_is_driver_not_found",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CUDA_BRAND_DRIVER_LIBRARY", MISSING)
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("1 passed") && stdout.contains("child saw: "),
+        "child process failed:\n{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+fn the_crate_codes_have_no_raw_value_and_read_like_the_drivers() {
+    for (code, text) in [
+        (
+            ErrorCode::DriverNotFound,
+            "CUDA_BRAND_DRIVER_NOT_FOUND (CUDA driver library not found)",
+        ),
+        (
+            ErrorCode::DriverTooOld,
+            "CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is too old)",
+        ),
+    ] {
+        assert_eq!(code.raw(), None);
+        assert_eq!(code.to_string(), text);
+        assert!(!ErrorCode::ALL.contains(&code));
+    }
+    // no raw value maps to them
+    for raw in 0..=1000 {
+        assert!(!matches!(
+            ErrorCode::from_raw(raw),
+            Some(ErrorCode::DriverNotFound | ErrorCode::DriverTooOld)
+        ));
+    }
+}
+
+#[test]
+fn debug_prints_like_display_for_main() {
+    let e = Error::new("cuInit", ErrorCode::NoDevice);
+    assert_eq!(
+        format!("{e:?}"),
+        "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
+    );
+    let e = Error::with_detail("cuModuleLoadDataEx", ErrorCode::InvalidPtx, "line 3");
+    assert_eq!(format!("{e:?}"), e.to_string());
 }
 
 #[test]

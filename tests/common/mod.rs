@@ -1,6 +1,10 @@
 //! Shared by the GPU tests: find a device or skip.
 #![allow(dead_code)]
 
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+
+use cuda_brand::sys::{CUcontext, CUdevice, CUdeviceptr};
 use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
 
 /// Device 0, or `None` after printing why the test is skipped. With
@@ -17,7 +21,10 @@ pub fn gpu() -> Option<Device> {
             assert!(
                 matches!(
                     e.code(),
-                    ErrorCode::NoDevice | ErrorCode::InvalidDevice | ErrorCode::StubLibrary
+                    ErrorCode::NoDevice
+                        | ErrorCode::InvalidDevice
+                        | ErrorCode::StubLibrary
+                        | ErrorCode::DriverNotFound
                 ),
                 "unexpected error looking for a GPU: {e}"
             );
@@ -38,12 +45,74 @@ macro_rules! gpu_or_skip {
     };
 }
 
+/// The driver entry points that tests call directly, loaded from the library the crate
+/// loads, and declared with the raw `u32` result (not the bindings' `CUresult` enum, which
+/// is undefined behaviour for a code newer than CUDA 10). Only GPU tests call them.
+#[allow(non_snake_case)]
+pub struct Driver {
+    pub cuCtxGetCurrent: unsafe extern "C" fn(*mut CUcontext) -> u32,
+    pub cuMemGetInfo_v2: unsafe extern "C" fn(*mut usize, *mut usize) -> u32,
+    pub cuPointerGetAttribute: unsafe extern "C" fn(*mut c_void, c_int, CUdeviceptr) -> u32,
+    pub cuDevicePrimaryCtxRetain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> u32,
+    pub cuDevicePrimaryCtxRelease_v2: unsafe extern "C" fn(CUdevice) -> u32,
+    pub cuCtxPushCurrent_v2: unsafe extern "C" fn(CUcontext) -> u32,
+    pub cuCtxPopCurrent_v2: unsafe extern "C" fn(*mut CUcontext) -> u32,
+}
+
+/// The driver library as the crate finds it: the file `CUDA_BRAND_DRIVER_LIBRARY` names,
+/// else `libcuda.so.1`, then `libcuda.so` (`nvcuda.dll` on Windows); `Err` with the
+/// loader's messages when none loads.
+pub fn load_driver_library() -> Result<libloading::Library, String> {
+    let names: Vec<std::ffi::OsString> = match std::env::var_os("CUDA_BRAND_DRIVER_LIBRARY") {
+        Some(file) if !file.is_empty() => vec![file],
+        _ if cfg!(windows) => vec!["nvcuda.dll".into()],
+        _ => vec!["libcuda.so.1".into(), "libcuda.so".into()],
+    };
+    let mut failures = Vec::new();
+    for name in names {
+        // SAFETY: loading the driver library runs its initialisers, which have no
+        // preconditions.
+        match unsafe { libloading::Library::new(&name) } {
+            Ok(library) => return Ok(library),
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    Err(failures.join("; "))
+}
+
+/// The entry points of [`Driver`], loaded once; panics if the library or one of them is
+/// missing (a GPU test only gets here after finding a device).
+pub fn driver() -> &'static Driver {
+    static DRIVER: OnceLock<Driver> = OnceLock::new();
+    DRIVER.get_or_init(|| {
+        let library = load_driver_library().expect("the CUDA driver library");
+        let library: &'static libloading::Library = Box::leak(Box::new(library));
+        macro_rules! entry {
+            ($name:literal) => {
+                // SAFETY: the field the symbol goes to has the signature cuda.h gives it
+                // (with the raw `u32` result); the library is never unloaded.
+                *unsafe { library.get(concat!($name, "\0").as_bytes()) }
+                    .expect(concat!("the driver exports ", $name))
+            };
+        }
+        Driver {
+            cuCtxGetCurrent: entry!("cuCtxGetCurrent"),
+            cuMemGetInfo_v2: entry!("cuMemGetInfo_v2"),
+            cuPointerGetAttribute: entry!("cuPointerGetAttribute"),
+            cuDevicePrimaryCtxRetain: entry!("cuDevicePrimaryCtxRetain"),
+            cuDevicePrimaryCtxRelease_v2: entry!("cuDevicePrimaryCtxRelease_v2"),
+            cuCtxPushCurrent_v2: entry!("cuCtxPushCurrent_v2"),
+            cuCtxPopCurrent_v2: entry!("cuCtxPopCurrent_v2"),
+        }
+    })
+}
+
 /// The calling thread's current context, straight from the driver.
 pub fn current() -> cuda_brand::sys::CUcontext {
     let mut raw = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local.
-    let rc = unsafe { cuda_brand::sys::cuCtxGetCurrent(&mut raw) };
-    assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+    let rc = unsafe { (driver().cuCtxGetCurrent)(&mut raw) };
+    assert_eq!(rc, 0, "cuCtxGetCurrent");
     raw
 }
 
@@ -51,8 +120,8 @@ pub fn current() -> cuda_brand::sys::CUcontext {
 pub fn free_memory() -> usize {
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: the out-pointers are live locals; a context is current.
-    let rc = unsafe { cuda_brand::sys::cuMemGetInfo_v2(&mut free, &mut total) };
-    assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+    let rc = unsafe { (driver().cuMemGetInfo_v2)(&mut free, &mut total) };
+    assert_eq!(rc, 0, "cuMemGetInfo_v2");
     free
 }
 
@@ -73,17 +142,12 @@ pub fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Err
     with_context(&device, ContextFlags::default(), f).unwrap();
 }
 
-unsafe extern "C" {
-    #[link_name = "cuPointerGetAttribute"]
-    fn cu_pointer_get_attribute(data: *mut std::ffi::c_void, attribute: i32, ptr: u64) -> u32;
-}
-
 /// The memory pool an allocation came from (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`, 17;
 /// newer than the bindings' enum), or 0 for memory from `cuMemAlloc`.
 pub fn mempool_of(ptr: u64) -> usize {
     let mut pool: usize = 0;
     // SAFETY: the out-pointer is a live local of the attribute's size (a handle).
-    let rc = unsafe { cu_pointer_get_attribute((&mut pool as *mut usize).cast(), 17, ptr) };
+    let rc = unsafe { (driver().cuPointerGetAttribute)((&mut pool as *mut usize).cast(), 17, ptr) };
     assert_eq!(rc, 0, "cuPointerGetAttribute(MEMPOOL_HANDLE)");
     pool
 }
