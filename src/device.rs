@@ -7,14 +7,18 @@ use crate::error::{Error, ErrorCode, Result};
 
 /// A CUDA device (a GPU), found by its ordinal.
 ///
-/// Looking up a device runs `cuInit` once per process; on a machine without a GPU that
-/// fails with `CUDA_ERROR_NO_DEVICE`, as an ordinary [`Error`]:
+/// Looking up a device loads the driver library and runs `cuInit`, once per process; on a
+/// machine without the driver that fails with [`ErrorCode::DriverNotFound`], on one with the
+/// driver but without a GPU with `CUDA_ERROR_NO_DEVICE`, each an ordinary [`Error`]:
 ///
 /// ```
 /// use cuda_brand::{Device, ErrorCode};
 /// match Device::get(0) {
 ///     Ok(device) => println!("found {}", device.name()?),
-///     Err(e) => assert!(matches!(e.code(), ErrorCode::NoDevice | ErrorCode::InvalidDevice)),
+///     Err(e) => assert!(matches!(
+///         e.code(),
+///         ErrorCode::DriverNotFound | ErrorCode::NoDevice | ErrorCode::InvalidDevice
+///     )),
 /// }
 /// # Ok::<(), cuda_brand::Error>(())
 /// ```

@@ -79,14 +79,6 @@ pub mod sys {
         CUmod_st, CUmodule, CUstream, CUstream_st,
     };
 
-    // Transitional, hidden: tests/context.rs and tests/memory.rs still call these bindings
-    // (which link libcuda and return the CUDA 10 `CUresult` enum). Remove once they call
-    // the driver through tests/common (`common::driver()`).
-    #[doc(hidden)]
-    pub use cuda_driver_sys::{
-        CUpointer_attribute, CUresult, cuCtxPopCurrent_v2, cuCtxPushCurrent_v2,
-        cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRetain, cuPointerGetAttribute,
-    };
 }
 
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from

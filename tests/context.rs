@@ -11,7 +11,6 @@ use cuda_brand::{
     Scheduling, SharedMemoryConfig, with_context, with_primary_context,
 };
 
-#[test]
 fn device_properties_are_plausible() {
     let device = gpu_or_skip!();
     let n = Device::count().unwrap();
@@ -48,7 +47,6 @@ fn device_properties_are_plausible() {
     assert_eq!(device.ordinal(), 0);
 }
 
-#[test]
 fn an_out_of_range_ordinal_is_a_clear_error() {
     let _ = gpu_or_skip!();
     let n = Device::count().unwrap();
@@ -62,7 +60,6 @@ fn an_out_of_range_ordinal_is_a_clear_error() {
     );
 }
 
-#[test]
 fn an_unknown_attribute_is_an_error() {
     let device = gpu_or_skip!();
     if common::under_sanitizer_skip("an unknown attribute") {
@@ -75,7 +72,6 @@ fn an_unknown_attribute_is_an_error() {
     assert_eq!(e.call(), "cuDeviceGetAttribute");
 }
 
-#[test]
 fn with_context_creates_a_current_context_and_destroys_it() {
     let device = gpu_or_skip!();
     let before = common::current();
@@ -97,7 +93,6 @@ fn with_context_creates_a_current_context_and_destroys_it() {
     );
 }
 
-#[test]
 fn primary_context_is_released_after_the_closure() {
     let device = gpu_or_skip!();
     let version = with_primary_context(&device, |ctx| {
@@ -118,7 +113,6 @@ fn primary_context_is_released_after_the_closure() {
     );
 }
 
-#[test]
 fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works() {
     let device = gpu_or_skip!();
     assert!(
@@ -152,7 +146,6 @@ fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works
     assert!(common::current().is_null());
 }
 
-#[test]
 fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
     let device = gpu_or_skip!();
     with_primary_context(&device, |outer| {
@@ -181,7 +174,6 @@ fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
     .unwrap();
 }
 
-#[test]
 fn a_closure_error_is_returned_and_the_context_still_torn_down() {
     let device = gpu_or_skip!();
     let before = common::current();
@@ -202,7 +194,6 @@ fn a_closure_error_is_returned_and_the_context_still_torn_down() {
     assert_eq!(common::current(), before);
 }
 
-#[test]
 fn a_shared_context_is_entered_from_four_scoped_threads() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |ctx| {
@@ -240,7 +231,6 @@ fn a_shared_context_is_entered_from_four_scoped_threads() {
     .unwrap();
 }
 
-#[test]
 fn a_panic_inside_enter_restores_the_worker_stack() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |ctx| {
@@ -261,7 +251,6 @@ fn a_panic_inside_enter_restores_the_worker_stack() {
     .unwrap();
 }
 
-#[test]
 fn flags_given_at_creation_are_read_back() {
     let device = gpu_or_skip!();
     let flags = ContextFlags::new()
@@ -272,7 +261,6 @@ fn flags_given_at_creation_are_read_back() {
     assert!(got.keeps_local_memory());
 }
 
-#[test]
 fn every_getter_and_setter_round_trips() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |ctx| {
@@ -318,7 +306,6 @@ fn every_getter_and_setter_round_trips() {
     .unwrap();
 }
 
-#[test]
 fn an_impossible_limit_is_an_error() {
     let device = gpu_or_skip!();
     if common::under_sanitizer_skip("an impossible limit") {
@@ -331,7 +318,6 @@ fn an_impossible_limit_is_an_error() {
     assert_eq!(e.call(), "cuCtxSetLimit");
 }
 
-#[test]
 fn a_raw_context_is_branded_and_not_destroyed() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |owner| {
@@ -352,40 +338,59 @@ fn a_raw_context_is_branded_and_not_destroyed() {
     .unwrap();
 }
 
-#[test]
 fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
     let device = gpu_or_skip!();
+    let driver = common::driver();
+    let before = common::current();
     let mut primary = std::ptr::null_mut();
     // SAFETY: retains the primary context, released below.
-    let rc = unsafe { cuda_brand::sys::cuDevicePrimaryCtxRetain(&mut primary, device.as_raw()) };
-    assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
-    let result = with_context(&device, ContextFlags::default(), |_| {
+    let rc = unsafe { (driver.cuDevicePrimaryCtxRetain)(&mut primary, device.as_raw()) };
+    assert_eq!(rc, 0);
+    let mut created = std::ptr::null_mut();
+    let result = with_context(&device, ContextFlags::default(), |ctx| {
+        created = ctx.as_raw();
         // SAFETY (of the test): pushes a live context and "forgets" to pop it.
-        let rc = unsafe { cuda_brand::sys::cuCtxPushCurrent_v2(primary) };
-        assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+        let rc = unsafe { (driver.cuCtxPushCurrent_v2)(primary) };
+        assert_eq!(rc, 0);
         Ok::<_, Error>(())
     });
     let e = result.unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidContext);
-    assert!(
-        e.detail()
-            .unwrap()
-            .contains("not on top of this thread's stack"),
-        "{e}"
-    );
+    let detail = e.detail().unwrap();
+    assert!(detail.contains("not on top of this thread's stack"), "{e}");
+    assert!(detail.contains("the context was left alive"), "{e}");
     // the foreign context was put back, not lost
     assert_eq!(common::current(), primary);
     let mut popped = std::ptr::null_mut();
     // SAFETY: undoes the test's push and retain.
     unsafe {
-        assert_eq!(
-            cuda_brand::sys::cuCtxPopCurrent_v2(&mut popped),
-            cuda_brand::sys::CUresult::CUDA_SUCCESS
-        );
-        assert_eq!(
-            cuda_brand::sys::cuDevicePrimaryCtxRelease(device.as_raw()),
-            cuda_brand::sys::CUresult::CUDA_SUCCESS
-        );
+        assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+        assert_eq!((driver.cuDevicePrimaryCtxRelease_v2)(device.as_raw()), 0);
     }
     assert_eq!(popped, primary);
+    // The crate did not destroy its context, which was still on the stack: it is current
+    // again now, alive (the driver destroys it without complaint), and the stack is whole.
+    assert_eq!(common::current(), created);
+    // SAFETY: the test takes over the context the crate left alive; it is current, so the
+    // destroy also pops it.
+    assert_eq!(unsafe { (driver.cuCtxDestroy_v2)(created) }, 0);
+    assert_eq!(common::current(), before);
 }
+
+gpu_test_main!(
+    device_properties_are_plausible,
+    an_out_of_range_ordinal_is_a_clear_error,
+    an_unknown_attribute_is_an_error,
+    with_context_creates_a_current_context_and_destroys_it,
+    primary_context_is_released_after_the_closure,
+    nesting_restores_the_previous_current_context_and_the_outer_guard_still_works,
+    a_panic_in_the_closure_tears_down_and_restores_the_stack,
+    a_closure_error_is_returned_and_the_context_still_torn_down,
+    a_shared_context_is_entered_from_four_scoped_threads,
+    a_panic_inside_enter_restores_the_worker_stack,
+    flags_given_at_creation_are_read_back,
+    every_getter_and_setter_round_trips,
+    an_impossible_limit_is_an_error,
+    a_raw_context_is_branded_and_not_destroyed,
+    unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown,
+);

@@ -10,7 +10,6 @@ use cuda_brand::{
 const PTX: &str = include_str!("../kernels/kernels.ptx");
 const CUBIN: &[u8] = include_bytes!("../kernels/kernels_sm90.cubin");
 
-#[test]
 fn vector_add_is_correct_for_every_element() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -37,7 +36,6 @@ fn vector_add_is_correct_for_every_element() {
     });
 }
 
-#[test]
 fn a_reduction_sums_exactly() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -61,7 +59,6 @@ fn a_reduction_sums_exactly() {
     });
 }
 
-#[test]
 fn scalar_arguments_and_sub_views_reach_the_kernel() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -82,7 +79,6 @@ fn scalar_arguments_and_sub_views_reach_the_kernel() {
     });
 }
 
-#[test]
 fn a_cubin_loads_and_runs_on_hopper_and_is_refused_elsewhere() {
     common::in_context(|ctx| {
         let cc = ctx.device()?.compute_capability()?;
@@ -104,7 +100,6 @@ fn a_cubin_loads_and_runs_on_hopper_and_is_refused_elsewhere() {
     });
 }
 
-#[test]
 fn not_an_image_is_refused_before_the_driver() {
     common::in_context(|ctx| {
         let e = Module::from_binary(ctx, b"hello").unwrap_err();
@@ -119,7 +114,6 @@ fn not_an_image_is_refused_before_the_driver() {
     });
 }
 
-#[test]
 fn a_broken_ptx_reports_the_jit_log_with_the_line() {
     if common::under_sanitizer_skip("a broken PTX") {
         return;
@@ -136,7 +130,6 @@ fn a_broken_ptx_reports_the_jit_log_with_the_line() {
     });
 }
 
-#[test]
 fn a_missing_function_is_an_error_naming_it() {
     if common::under_sanitizer_skip("a missing function") {
         return;
@@ -153,7 +146,6 @@ fn a_missing_function_is_an_error_naming_it() {
     });
 }
 
-#[test]
 fn function_attributes_are_read_and_set() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -183,7 +175,6 @@ fn function_attributes_are_read_and_set() {
     });
 }
 
-#[test]
 fn bad_launch_configurations_are_refused_before_the_driver() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -226,7 +217,6 @@ fn bad_launch_configurations_are_refused_before_the_driver() {
     });
 }
 
-#[test]
 fn module_globals_are_read_and_written() {
     common::in_context(|ctx| {
         let mut module = Module::from_ptx(ctx, PTX)?;
@@ -253,3 +243,16 @@ fn module_globals_are_read_and_written() {
         Ok(())
     });
 }
+
+gpu_test_main!(
+    vector_add_is_correct_for_every_element,
+    a_reduction_sums_exactly,
+    scalar_arguments_and_sub_views_reach_the_kernel,
+    a_cubin_loads_and_runs_on_hopper_and_is_refused_elsewhere,
+    not_an_image_is_refused_before_the_driver,
+    a_broken_ptx_reports_the_jit_log_with_the_line,
+    a_missing_function_is_an_error_naming_it,
+    function_attributes_are_read_and_set,
+    bad_launch_configurations_are_refused_before_the_driver,
+    module_globals_are_read_and_written,
+);

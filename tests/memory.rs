@@ -34,7 +34,6 @@ fn round_trip<T: DeviceCopy + PartialEq + std::fmt::Debug>(
     Ok(())
 }
 
-#[test]
 fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
     common::in_context(|ctx| {
         for len in [0, 1, 4097] {
@@ -48,7 +47,6 @@ fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
     });
 }
 
-#[test]
 fn a_64_mib_buffer_round_trips() {
     common::in_context(|ctx| {
         let n = (64 << 20) / 4;
@@ -67,7 +65,6 @@ fn a_64_mib_buffer_round_trips() {
     });
 }
 
-#[test]
 fn zero_length_buffers_allocate_nothing_and_work() {
     common::in_context(|ctx| {
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 0)?;
@@ -87,7 +84,6 @@ fn zero_length_buffers_allocate_nothing_and_work() {
     });
 }
 
-#[test]
 fn zeroed_is_zero_and_fill_sets_every_element() {
     common::in_context(|ctx| {
         let mut b8 = DeviceBuffer::<u8>::zeroed(ctx, 1001)?;
@@ -107,7 +103,6 @@ fn zeroed_is_zero_and_fill_sets_every_element() {
     });
 }
 
-#[test]
 fn views_and_split_copies_touch_only_their_range() {
     common::in_context(|ctx| {
         let mut buf = DeviceBuffer::from_slice(ctx, &(0..10u32).collect::<Vec<_>>())?;
@@ -148,7 +143,6 @@ fn panic_message(f: impl FnOnce()) -> String {
         .unwrap_or_default()
 }
 
-#[test]
 fn bad_lengths_and_ranges_panic_clearly_before_the_driver() {
     common::in_context(|ctx| {
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 4)?;
@@ -183,7 +177,6 @@ fn bad_lengths_and_ranges_panic_clearly_before_the_driver() {
     });
 }
 
-#[test]
 fn pinned_memory_is_zeroed_and_a_host_slice() {
     common::in_context(|ctx| {
         let mut pinned = PinnedBuffer::<u64>::zeroed(ctx, 1000)?;
@@ -200,7 +193,6 @@ fn pinned_memory_is_zeroed_and_a_host_slice() {
     });
 }
 
-#[test]
 fn buffers_work_and_drop_on_a_scoped_thread_without_a_current_context() {
     common::in_context(|ctx| {
         let buf = DeviceBuffer::from_slice(ctx, &[3u16; 100])?;
@@ -220,7 +212,6 @@ fn buffers_work_and_drop_on_a_scoped_thread_without_a_current_context() {
     });
 }
 
-#[test]
 fn buffers_of_an_outer_context_work_inside_a_nested_one() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |outer| {
@@ -231,13 +222,13 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
             let mut owner = std::ptr::null_mut();
             // SAFETY: a live device pointer; the out-pointer has the attribute's type.
             let rc = unsafe {
-                cuda_brand::sys::cuPointerGetAttribute(
+                (common::driver().cuPointerGetAttribute)(
                     (&mut owner as *mut cuda_brand::sys::CUcontext).cast(),
-                    cuda_brand::sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT,
+                    1, // CU_POINTER_ATTRIBUTE_CONTEXT
                     made.as_device_ptr(),
                 )
             };
-            assert_eq!(rc, cuda_brand::sys::CUresult::CUDA_SUCCESS);
+            assert_eq!(rc, 0);
             assert_eq!(owner, outer.as_raw());
             assert_ne!(owner, inner.as_raw());
             kept.fill(7)?;
@@ -248,3 +239,15 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
     })
     .unwrap();
 }
+
+gpu_test_main!(
+    copy_round_trip_preserves_values_of_several_types_and_sizes,
+    a_64_mib_buffer_round_trips,
+    zero_length_buffers_allocate_nothing_and_work,
+    zeroed_is_zero_and_fill_sets_every_element,
+    views_and_split_copies_touch_only_their_range,
+    bad_lengths_and_ranges_panic_clearly_before_the_driver,
+    pinned_memory_is_zeroed_and_a_host_slice,
+    buffers_work_and_drop_on_a_scoped_thread_without_a_current_context,
+    buffers_of_an_outer_context_work_inside_a_nested_one,
+);

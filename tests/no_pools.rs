@@ -6,7 +6,6 @@ mod common;
 
 use cuda_brand::{ContextFlags, DeviceBuffer, Error, Stream, StreamFlags, with_context};
 
-#[test]
 fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
     // SAFETY: the only test of this binary sets it before any thread reads the environment.
     unsafe { std::env::set_var("CUDA_BRAND_NO_MEMORY_POOLS", "1") };
@@ -45,3 +44,7 @@ fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
     })
     .unwrap();
 }
+
+gpu_test_main!(
+    scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization,
+);

@@ -10,18 +10,14 @@ use cuda_brand::{
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
 
+/// Devices 0 and 1. The harness runs a two-GPU test only where there are two (or with
+/// `CUDA_BRAND_REQUIRE_GPUS=2`, where their absence is this panic: a failure).
 fn two_gpus() -> Option<(Device, Device)> {
-    common::gpu()?;
-    match Device::count().unwrap() {
-        n if n >= 2 => Some((Device::get(0).unwrap(), Device::get(1).unwrap())),
-        n => {
-            eprintln!("skipped: needs two GPUs, this machine has {n}");
-            None
-        }
-    }
+    let n = Device::count().expect("a device count");
+    assert!(n >= 2, "needs two GPUs, this machine has {n}");
+    Some((Device::get(0).unwrap(), Device::get(1).unwrap()))
 }
 
-#[test]
 fn peer_copies_between_two_contexts_of_one_device() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |a| {
@@ -46,7 +42,6 @@ fn peer_copies_between_two_contexts_of_one_device() {
     .unwrap();
 }
 
-#[test]
 fn a_kernel_writes_another_contexts_memory_only_through_a_peer_view() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |a| {
@@ -67,7 +62,6 @@ fn a_kernel_writes_another_contexts_memory_only_through_a_peer_view() {
     .unwrap();
 }
 
-#[test]
 fn peer_access_between_two_gpus_is_idempotent() {
     let Some((d0, d1)) = two_gpus() else { return };
     assert!(
@@ -86,7 +80,6 @@ fn peer_access_between_two_gpus_is_idempotent() {
     .unwrap();
 }
 
-#[test]
 fn peer_copies_between_two_gpus_preserve_every_byte() {
     let Some((d0, d1)) = two_gpus() else { return };
     with_context(&d0, ContextFlags::default(), |c0| {
@@ -115,7 +108,6 @@ fn peer_copies_between_two_gpus_preserve_every_byte() {
     .unwrap();
 }
 
-#[test]
 fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
     let Some((d0, d1)) = two_gpus() else { return };
     with_context(&d0, ContextFlags::default(), |c0| {
@@ -142,7 +134,6 @@ fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
 /// context, so the wait is on the right device: each operation is complete when it returns,
 /// which a non-blocking stream of the memory's context (not ordered after the legacy
 /// stream) then observes.
-#[test]
 fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context() {
     let Some((d0, d1)) = two_gpus() else { return };
     with_context(&d0, ContextFlags::default(), |c0| {
@@ -177,3 +168,9 @@ fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_neste
     })
     .unwrap();
 }
+
+gpu_test_main!(
+    peer_copies_between_two_contexts_of_one_device,
+    a_kernel_writes_another_contexts_memory_only_through_a_peer_view,
+    ; two_gpus: [peer_access_between_two_gpus_is_idempotent, peer_copies_between_two_gpus_preserve_every_byte, a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view, synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context]
+);

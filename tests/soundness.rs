@@ -28,7 +28,6 @@ fn streams(ctx: ContextGuard<'_>) -> Result<(Stream<'_>, Stream<'_>), Error> {
     ))
 }
 
-#[test]
 fn alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -59,7 +58,6 @@ fn alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel() {
     });
 }
 
-#[test]
 fn two_streams_writing_one_bound_buffer_run_in_the_order_they_were_queued() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -82,7 +80,6 @@ fn two_streams_writing_one_bound_buffer_run_in_the_order_they_were_queued() {
     });
 }
 
-#[test]
 fn a_stream_reading_what_another_wrote_waits_and_a_writer_waits_for_readers() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -109,7 +106,6 @@ fn a_stream_reading_what_another_wrote_waits_and_a_writer_waits_for_readers() {
     });
 }
 
-#[test]
 fn four_streams_share_one_buffer_by_chunks_and_overlap() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -146,7 +142,6 @@ fn four_streams_share_one_buffer_by_chunks_and_overlap() {
     });
 }
 
-#[test]
 fn a_launch_whose_output_overlaps_an_input_is_refused_before_the_driver() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -193,7 +188,6 @@ fn a_launch_whose_output_overlaps_an_input_is_refused_before_the_driver() {
     });
 }
 
-#[test]
 fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
     common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
@@ -223,7 +217,6 @@ fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
     });
 }
 
-#[test]
 fn a_kernel_that_writes_globals_holds_its_module_and_is_ordered_across_streams() {
     common::in_context(|ctx| {
         let mut module = Module::from_ptx(ctx, PTX)?;
@@ -249,7 +242,6 @@ fn a_kernel_that_writes_globals_holds_its_module_and_is_ordered_across_streams()
     });
 }
 
-#[test]
 fn a_damaged_image_is_refused_before_the_driver_reads_it() {
     common::in_context(|ctx| {
         let cubin = include_bytes!("../kernels/kernels_sm90.cubin");
@@ -267,3 +259,14 @@ fn a_damaged_image_is_refused_before_the_driver_reads_it() {
         Ok(())
     });
 }
+
+gpu_test_main!(
+    alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel,
+    two_streams_writing_one_bound_buffer_run_in_the_order_they_were_queued,
+    a_stream_reading_what_another_wrote_waits_and_a_writer_waits_for_readers,
+    four_streams_share_one_buffer_by_chunks_and_overlap,
+    a_launch_whose_output_overlaps_an_input_is_refused_before_the_driver,
+    an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs,
+    a_kernel_that_writes_globals_holds_its_module_and_is_ordered_across_streams,
+    a_damaged_image_is_refused_before_the_driver_reads_it,
+);

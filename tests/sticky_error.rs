@@ -5,7 +5,6 @@ mod common;
 
 use cuda_brand::{ContextFlags, Error, with_context};
 
-#[test]
 fn a_kernel_that_traps_makes_teardown_return_err_without_a_panic() {
     use cuda_brand::{LaunchConfig, Module, Out, Stream, StreamFlags};
     let device = gpu_or_skip!();
@@ -37,3 +36,7 @@ fn a_kernel_that_traps_makes_teardown_return_err_without_a_panic() {
         cuda_brand::ErrorCode::IllegalAddress
     );
 }
+
+gpu_test_main!(
+    a_kernel_that_traps_makes_teardown_return_err_without_a_panic,
+);

@@ -8,7 +8,6 @@ use cuda_brand::{
     StreamFlags, with_context,
 };
 
-#[test]
 fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
     common::in_context(|ctx| {
         let n = 4 << 20; // 16 MiB of f32
@@ -28,7 +27,6 @@ fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
     });
 }
 
-#[test]
 fn async_copies_from_plain_slices_device_to_device_and_fill() {
     common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::Default)?;
@@ -54,7 +52,6 @@ fn async_copies_from_plain_slices_device_to_device_and_fill() {
     });
 }
 
-#[test]
 fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
     common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
@@ -86,7 +83,6 @@ fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
     });
 }
 
-#[test]
 fn a_scope_synchronizes_even_when_its_closure_fails_or_panics() {
     common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
@@ -111,7 +107,6 @@ fn a_scope_synchronizes_even_when_its_closure_fails_or_panics() {
     });
 }
 
-#[test]
 fn events_time_a_copy() {
     common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
@@ -145,7 +140,6 @@ fn events_time_a_copy() {
     });
 }
 
-#[test]
 fn stream_priorities_are_validated_against_the_context_range() {
     common::in_context(|ctx| {
         let range = ctx.stream_priority_range()?;
@@ -171,7 +165,6 @@ fn stream_priorities_are_validated_against_the_context_range() {
     });
 }
 
-#[test]
 fn two_streams_are_ordered_by_an_event() {
     common::in_context(|ctx| {
         let (a, b) = (
@@ -202,7 +195,6 @@ fn two_streams_are_ordered_by_an_event() {
     });
 }
 
-#[test]
 fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |outer| {
@@ -227,7 +219,6 @@ fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
     .unwrap();
 }
 
-#[test]
 fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
     common::in_context(|ctx| {
         let shared = ctx.share();
@@ -284,7 +275,6 @@ fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
     });
 }
 
-#[test]
 fn synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads() {
     // The driver's cuMemset and device-to-device cuMemcpy return before the GPU is done,
     // and non-blocking streams are not ordered after them: the crate waits, so this holds.
@@ -308,3 +298,16 @@ fn synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads(
         Ok(())
     });
 }
+
+gpu_test_main!(
+    async_copies_through_pinned_memory_round_trip_in_a_scope,
+    async_copies_from_plain_slices_device_to_device_and_fill,
+    stream_ordered_allocation_is_zeroed_usable_and_freed,
+    a_scope_synchronizes_even_when_its_closure_fails_or_panics,
+    events_time_a_copy,
+    stream_priorities_are_validated_against_the_context_range,
+    two_streams_are_ordered_by_an_event,
+    a_stream_of_an_outer_context_works_inside_a_nested_one,
+    streams_and_events_are_used_and_dropped_on_scoped_threads,
+    synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads,
+);

@@ -5,7 +5,6 @@ mod common;
 
 use cuda_brand::{ContextFlags, Error, with_context, with_primary_context};
 
-#[test]
 fn a_destroyed_context_gives_its_memory_back() {
     let device = gpu_or_skip!();
     with_primary_context(&device, |_| {
@@ -29,3 +28,7 @@ fn a_destroyed_context_gives_its_memory_back() {
     })
     .unwrap();
 }
+
+gpu_test_main!(
+    a_destroyed_context_gives_its_memory_back,
+);

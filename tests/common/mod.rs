@@ -1,5 +1,8 @@
-//! Shared by the GPU tests: find a device or skip.
+//! Shared by the GPU tests: their harness, the device, and the driver calls tests make
+//! directly.
 #![allow(dead_code)]
+
+pub mod harness;
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -57,6 +60,7 @@ pub struct Driver {
     pub cuDevicePrimaryCtxRelease_v2: unsafe extern "C" fn(CUdevice) -> u32,
     pub cuCtxPushCurrent_v2: unsafe extern "C" fn(CUcontext) -> u32,
     pub cuCtxPopCurrent_v2: unsafe extern "C" fn(*mut CUcontext) -> u32,
+    pub cuCtxDestroy_v2: unsafe extern "C" fn(CUcontext) -> u32,
 }
 
 /// The driver library as the crate finds it: the file `CUDA_BRAND_DRIVER_LIBRARY` names,
@@ -103,6 +107,7 @@ pub fn driver() -> &'static Driver {
             cuDevicePrimaryCtxRelease_v2: entry!("cuDevicePrimaryCtxRelease_v2"),
             cuCtxPushCurrent_v2: entry!("cuCtxPushCurrent_v2"),
             cuCtxPopCurrent_v2: entry!("cuCtxPopCurrent_v2"),
+            cuCtxDestroy_v2: entry!("cuCtxDestroy_v2"),
         }
     })
 }

@@ -17,7 +17,7 @@ use cuda_brand::{
 use cuda_driver_sys as sys;
 use cudarc::driver as rc;
 
-const PTX: &str = include_str!("../kernels/kernels.ptx");
+const PTX: &str = include_str!("../../kernels/kernels.ptx");
 const ROUNDS: usize = 31;
 
 #[track_caller]

@@ -1,0 +1,116 @@
+//! The harness of the GPU test binaries (`harness = false` in `Cargo.toml`), on
+//! `libtest-mimic`: it decides at run time which tests can run here, so a test that needs a
+//! GPU shows as **ignored**, with the reason printed once at the top, in `cargo test`'s
+//! normal output and counts, instead of passing without having run.
+//!
+//! * A test that needs a GPU is ignored where `Device::get(0)` fails (no driver library, no
+//!   device); with `CUDA_BRAND_REQUIRE_GPU=1` it runs anyway, and fails.
+//! * A test that needs two GPUs is ignored where there are fewer; with
+//!   `CUDA_BRAND_REQUIRE_GPUS=2` it runs anyway, and fails.
+//! * `--include-ignored` and `--ignored` (which the GPU bundle passes to every test
+//!   binary) are accepted but do not run a test that cannot run here: no test of this
+//!   suite is ignored by choice, only by what the machine lacks.
+
+use std::process::ExitCode;
+
+use cuda_brand::Device;
+use libtest_mimic::{Arguments, Trial};
+
+/// What a test needs from the machine.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Nothing: runs everywhere.
+    Nothing,
+    /// One GPU.
+    Gpu,
+    /// Two GPUs.
+    TwoGpus,
+}
+
+/// One test: a name, what it needs, and a body that panics on failure.
+pub struct Test {
+    pub name: &'static str,
+    pub needs: Needs,
+    pub body: fn(),
+}
+
+fn env_is(name: &str, value: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == value)
+}
+
+/// How many GPUs the driver reports here, or why there are none.
+fn gpus() -> Result<usize, String> {
+    Device::get(0).map_err(|e| e.to_string())?;
+    Device::count().map_err(|e| e.to_string())
+}
+
+/// Runs `tests` like `cargo test` does, ignoring (with the reason) those this machine
+/// cannot run.
+pub fn run(tests: Vec<Test>) -> ExitCode {
+    let mut args = Arguments::from_args();
+    args.include_ignored = false;
+    args.ignored = false;
+    let found = gpus();
+    let require_one = env_is("CUDA_BRAND_REQUIRE_GPU", "1");
+    let require_two = env_is("CUDA_BRAND_REQUIRE_GPUS", "2");
+    let n = *found.as_ref().unwrap_or(&0);
+    let missing = |needs: Needs| match needs {
+        Needs::Nothing => None,
+        Needs::Gpu if n >= 1 || require_one => None,
+        Needs::Gpu => Some(match &found {
+            Err(why) => format!("no usable GPU ({why})"),
+            Ok(_) => "no GPU".to_owned(),
+        }),
+        Needs::TwoGpus if n >= 2 || require_two => None,
+        Needs::TwoGpus => Some(format!("needs two GPUs, this machine has {n}")),
+    };
+    let mut reasons: Vec<(Needs, String, usize)> = Vec::new();
+    for t in &tests {
+        if let Some(why) = missing(t.needs) {
+            match reasons.iter_mut().find(|(needs, _, _)| *needs == t.needs) {
+                Some((_, _, count)) => *count += 1,
+                None => reasons.push((t.needs, why, 1)),
+            }
+        }
+    }
+    if !args.list {
+        for (_, why, count) in &reasons {
+            println!("note: {count} test(s) ignored here: {why}");
+        }
+    }
+    let trials = tests
+        .into_iter()
+        .map(|t| {
+            let kind = match t.needs {
+                Needs::Nothing => "",
+                Needs::Gpu => "gpu",
+                Needs::TwoGpus => "2 gpus",
+            };
+            let ignored = missing(t.needs).is_some();
+            let body = t.body;
+            Trial::test(t.name, move || {
+                body();
+                Ok(())
+            })
+            .with_kind(kind)
+            .with_ignored_flag(ignored)
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// `fn main` of a GPU test binary: every named function is a test needing one GPU.
+/// `two_gpus: [...]` names those that need two, `anywhere: [...]` those that need none.
+#[macro_export]
+macro_rules! gpu_test_main {
+    ($($name:ident),* $(,)? $(; two_gpus: [$($two:ident),* $(,)?])? $(; anywhere: [$($any:ident),* $(,)?])?) => {
+        fn main() -> std::process::ExitCode {
+            use common::harness::{Needs, Test, run};
+            run(vec![
+                $(Test { name: stringify!($name), needs: Needs::Gpu, body: $name },)*
+                $($(Test { name: stringify!($two), needs: Needs::TwoGpus, body: $two },)*)?
+                $($(Test { name: stringify!($any), needs: Needs::Nothing, body: $any },)*)?
+            ])
+        }
+    };
+}
