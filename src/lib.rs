@@ -31,6 +31,7 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod image;
 pub mod memory;
 pub mod module;
 pub mod peer;
