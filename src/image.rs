@@ -11,15 +11,21 @@
 //!
 //! # Cubin (ELF64, little-endian, `EM_CUDA`)
 //!
-//! - ELF header: magic, class 64, LSB, version 1, CUDA OS/ABI (0x29, 0x33 or 0x41) and
+//! - ELF header: magic, class 64, LSB, identification version 1, CUDA OS/ABI (0x29, 0x33 or 0x41) and
 //!   ABI version (7 or 8), `ET_EXEC`, `EM_CUDA` (190), `e_ehsize` 64; the section header
 //!   table (`e_shentsize` 64) and program header table (`e_phentsize` 56) 8-byte aligned
 //!   and inside the slice (overflow-checked), `e_shstrndx` a string table.
 //! - Every section: a known type; file bytes inside the slice unless `SHT_NOBITS` (whose
-//!   size is capped at 2^40); offset aligned to `sh_addralign` (a power of two up to 2^20)
-//!   and tables to their natural alignment; a unique name inside the section-name string
-//!   table; `sh_link`/`sh_info` in range for what they name; names and types that agree
-//!   (`.nv.info*`, `.nv.callgraph`, `.nv.compat`, `.note*`, `.symtab`).
+//!   size is capped at 2^40, and which must be a `.nv.global`, `.nv.shared.*` or
+//!   `.nv.local.*` data section, not code); offset aligned to `sh_addralign` (a power of
+//!   two up to 2^20) and tables to their natural alignment; `sh_addr` at most 2^40; a
+//!   unique name inside the section-name string table; `sh_link`/`sh_info` in range for
+//!   what they name (for code, `sh_info`'s low 24 bits are the function's symbol); names
+//!   and types that agree (`.nv.info*`, `.nv.callgraph`, `.nv.compat`, `.nv.rel.action`,
+//!   `.note*`, `.symtab`); constant banks named `.nv.constant<0-17>[.<kernel>]`; no
+//!   sections known to be parsed but not checked here (`.debug_*` other than
+//!   `.debug_frame`, `.nv_debug*`, `.nv.merc*`, `.nv.capmerc*`, `.nv.resolvedrela`,
+//!   `.nv.prototype`, `.nv.uft*`).
 //! - String tables: start and end with NUL.
 //! - The one symbol table: `sh_entsize` 24, size a multiple of it, linked to `.strtab`;
 //!   every symbol's `st_name` inside it, `st_shndx` a section or `SHN_UNDEF`/`SHN_ABS`/
@@ -36,15 +42,19 @@
 //!   attributes whose payload is known are accepted, and their contents are checked: symbol
 //!   indices (`EIATTR_REGCOUNT`, `_FRAME_SIZE`, `_MIN/MAX_STACK_SIZE`, `_EXTERNS`,
 //!   `_PARAM_CBANK`), instruction offsets (`EIATTR_EXIT_INSTR_OFFSETS` and the other offset
-//!   lists, `EIATTR_INDIRECT_BRANCH_TARGETS`) inside the kernel's `.text.<kernel>` (which `sh_info` must name), the parameter
-//!   bank (`EIATTR_PARAM_CBANK`) inside `.nv.constant0.<kernel>`, every parameter
-//!   (`EIATTR_KPARAM_INFO`) inside `EIATTR_CBANK_PARAM_SIZE` with ordinals `0..n`.
+//!   lists, `EIATTR_INDIRECT_BRANCH_TARGETS`) inside the kernel's `.text.<kernel>` (which
+//!   `sh_info` must name), the parameter bank (`EIATTR_PARAM_CBANK`) inside
+//!   `.nv.constant0.<kernel>`, every parameter (`EIATTR_KPARAM_INFO`) inside
+//!   `EIATTR_CBANK_PARAM_SIZE` with ordinals `0..n`. Record formats: public descriptions of
+//!   ptxas's `EIATTR` table (the "EIATTR Attribute Catalog" of ptxas 13.0.88, reprospect's
+//!   `NvInfo` parser), checked against `nvdisasm` / `cuobjdump -elf` of nvcc 11.8 cubins
+//!   for sm_50 to sm_90 and of the committed CUDA 13 cubin.
 //! - `.nv.compat`: the same record walk. `.nv.callgraph`: 8-byte entries of symbol indices
 //!   (or the markers `0xfffffffc..=0xffffffff`). Notes: every note inside its section, and
 //!   NVIDIA's `cuinfo`/`tkinfo` descriptors (string offsets NUL-terminated inside the note).
 //!   `.debug_frame`: every CIE/FDE length inside the section, every FDE's CIE pointer at a CIE.
 //! - Program headers (`PT_NULL`, `PT_LOAD`, `PT_PHDR`): `p_offset + p_filesz` inside the
-//!   slice, `p_filesz <= p_memsz <= 2^40`.
+//!   slice, `p_filesz <= p_memsz <= 2^40`, addresses at most 2^40, alignment a power of two.
 //!
 //! # Fatbin
 //!
