@@ -297,3 +297,22 @@ device_attributes! {
     TimelineSemaphoreInteropSupported = 114, "CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED";
     MemoryPoolsSupported = 115, "CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED";
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_and_compute_capabilities_print_like_nvidia_smi() {
+        // the H100 of the project's GPU machine, as `nvidia-smi -L` printed it
+        let uuid = Uuid([
+            0x84, 0x01, 0x19, 0xdf, 0x0e, 0x37, 0xcf, 0x47, 0x23, 0xb9, 0xbf, 0x81, 0x52, 0x1c,
+            0x83, 0xef,
+        ]);
+        assert_eq!(uuid.to_string(), "GPU-840119df-0e37-cf47-23b9-bf81521c83ef");
+        assert_eq!(Uuid([0; 16]).to_string().len(), 40);
+        let cc = ComputeCapability { major: 9, minor: 0 };
+        assert_eq!(cc.to_string(), "9.0");
+        assert!(ComputeCapability { major: 8, minor: 9 } < cc);
+    }
+}

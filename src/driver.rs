@@ -494,6 +494,12 @@ driver_table! {
     required fn cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, stream: CUstream);
     required fn cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream);
     required fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr);
+    required fn cuPointerGetAttributes(
+        num_attributes: c_uint,
+        attributes: *mut c_int,
+        data: *mut *mut c_void,
+        ptr: CUdeviceptr,
+    );
 
     // Stream-ordered allocation and memory pools (CUDA 11.2: required under an 11.4 minimum).
     required fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, stream: CUstream);
@@ -1311,19 +1317,20 @@ pub(crate) unsafe fn mem_free_async(p: CUdeviceptr, stream: CUstream) -> Result<
     cu!(cuMemFreeAsync(p, stream))
 }
 
-/// The context that owns the memory at `p` (`CU_POINTER_ATTRIBUTE_CONTEXT`).
+/// The context that owns the memory at `p` (`CU_POINTER_ATTRIBUTE_CONTEXT`), or null
+/// where the driver ties it to no context (memory-pool allocations, module globals).
 ///
 /// # Safety
-/// `p` is an address the driver allocated.
+/// None beyond a loaded driver: any address may be asked about.
 #[inline]
 pub(crate) unsafe fn pointer_context(p: CUdeviceptr) -> Result<CUcontext> {
     let mut c: CUcontext = std::ptr::null_mut();
-    const CU_POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
-    cu!(cuPointerGetAttribute(
-        (&mut c as *mut CUcontext).cast(),
-        CU_POINTER_ATTRIBUTE_CONTEXT,
-        p
-    ))?;
+    let mut attribute: c_int = 1; // CU_POINTER_ATTRIBUTE_CONTEXT
+    let mut data: *mut c_void = (&mut c as *mut CUcontext).cast();
+    // `cuPointerGetAttributes`, unlike `cuPointerGetAttribute`, answers an address the
+    // driver did not allocate by itself (a module global) or one of a memory pool with a
+    // null context and success, not an error.
+    cu!(cuPointerGetAttributes(1, &mut attribute, &mut data, p))?;
     Ok(c)
 }
 

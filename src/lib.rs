@@ -78,7 +78,6 @@ pub mod sys {
         CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
         CUmod_st, CUmodule, CUstream, CUstream_st,
     };
-
 }
 
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from

@@ -1053,6 +1053,29 @@ mod tests {
         }
     }
 
+    #[test]
+    fn scope_views_slice_like_slices() {
+        let v: DeviceMut<'static, 'static, u32> = DeviceMut::new(0x1000, 10);
+        let part = v.slice(2..5);
+        assert_eq!((part.as_device_ptr(), part.len()), (0x1008, 3));
+        assert_eq!(part.slice(1..).as_device_ptr(), 0x100c);
+        assert_eq!(v.as_ref().slice(..=9).len(), 10);
+        assert!(v.try_slice(..11).is_none());
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = 7..3;
+        assert!(v.try_slice(reversed).is_none());
+        assert!(v.slice(10..).is_empty());
+        let panicked = std::panic::catch_unwind(|| v.slice(3..12)).unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().unwrap(),
+            "DeviceMut::slice: range out of bounds for 10 elements"
+        );
+        // zero-sized elements: any count, no bytes
+        let z: DeviceRef<'static, 'static, ()> = DeviceRef::new(memory::EMPTY, usize::MAX);
+        assert_eq!(z.slice(5..).len(), usize::MAX - 5);
+        assert_eq!(z.slice(5..).as_device_ptr(), memory::EMPTY);
+    }
+
     /// The order book's decisions, without a GPU: which earlier accesses each new access
     /// must wait for, and what stays recorded.
     #[test]

@@ -72,7 +72,7 @@ fn an_unknown_attribute_is_an_error() {
     assert_eq!(e.call(), "cuDeviceGetAttribute");
 }
 
-fn with_context_creates_a_current_context_and_destroys_it() {
+fn with_context_makes_its_context_current_and_restores_the_previous_one() {
     let device = gpu_or_skip!();
     let before = common::current();
     let raw = with_context(&device, ContextFlags::default(), |ctx| {
@@ -93,7 +93,7 @@ fn with_context_creates_a_current_context_and_destroys_it() {
     );
 }
 
-fn primary_context_is_released_after_the_closure() {
+fn primary_context_is_one_context_retained_twice_when_nested() {
     let device = gpu_or_skip!();
     let version = with_primary_context(&device, |ctx| {
         assert_eq!(common::current(), ctx.as_raw());
@@ -102,7 +102,7 @@ fn primary_context_is_released_after_the_closure() {
     })
     .unwrap();
     assert!(version >= 3020, "{version}");
-    // other tests may hold the primary context at the same time; this one holds it no more
+    // (its release is observed in tests/teardown.rs, which runs alone)
     let nested_same = with_primary_context(&device, |a| {
         with_primary_context(&device, |b| Ok::<_, Error>(a.as_raw() == b.as_raw()))
     })
@@ -381,8 +381,8 @@ gpu_test_main!(
     device_properties_are_plausible,
     an_out_of_range_ordinal_is_a_clear_error,
     an_unknown_attribute_is_an_error,
-    with_context_creates_a_current_context_and_destroys_it,
-    primary_context_is_released_after_the_closure,
+    with_context_makes_its_context_current_and_restores_the_previous_one,
+    primary_context_is_one_context_retained_twice_when_nested,
     nesting_restores_the_previous_current_context_and_the_outer_guard_still_works,
     a_panic_in_the_closure_tears_down_and_restores_the_stack,
     a_closure_error_is_returned_and_the_context_still_torn_down,

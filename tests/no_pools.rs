@@ -45,6 +45,4 @@ fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
     .unwrap();
 }
 
-gpu_test_main!(
-    scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization,
-);
+gpu_test_main!(scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization,);

@@ -37,6 +37,4 @@ fn a_kernel_that_traps_makes_teardown_return_err_without_a_panic() {
     );
 }
 
-gpu_test_main!(
-    a_kernel_that_traps_makes_teardown_return_err_without_a_panic,
-);
+gpu_test_main!(a_kernel_that_traps_makes_teardown_return_err_without_a_panic,);

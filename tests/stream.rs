@@ -84,25 +84,46 @@ fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
 }
 
 fn a_scope_synchronizes_even_when_its_closure_fails_or_panics() {
+    // The copy lands in pinned memory behind a kernel that spins for about 50 ms, so a scope
+    // that returned without waiting would leave `host` untouched: only the synchronization
+    // makes it complete when the scope returns.
     common::in_context(|ctx| {
+        let module = cuda_brand::Module::from_ptx(ctx, include_str!("../kernels/kernels.ptx"))?;
+        // SAFETY: spin(long long) writes nothing.
+        let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
-        let host = vec![7u8; 32 << 20];
-        let mut dev = DeviceBuffer::<u8>::zeroed(ctx, host.len())?;
+        let n = 1 << 20;
+        let dev = DeviceBuffer::from_slice(ctx, &vec![7u32; n])?;
+        let mut host = PinnedBuffer::<u32>::zeroed(ctx, n)?;
         let result: Result<(), Error> = stream.scope(|s| {
-            s.copy_to_device(&mut dev, &host)?;
+            s.launch(
+                &spin,
+                cuda_brand::LaunchConfig::linear(1, 1),
+                (100_000_000i64,),
+            )?;
+            s.copy_to_host(&mut host, &dev)?;
             Err(Error::new("my step", ErrorCode::NotReady))
         });
         assert_eq!(result.unwrap_err().call(), "my step");
-        assert!(stream.is_idle()?);
+        assert!(host.iter().all(|&x| x == 7), "complete after an Err");
+        host.fill(0);
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = stream.scope(|s| -> Result<(), Error> {
-                s.copy_to_device(&mut dev, &host)?;
+                s.launch(
+                    &spin,
+                    cuda_brand::LaunchConfig::linear(1, 1),
+                    (100_000_000i64,),
+                )?;
+                s.copy_to_host(&mut host, &dev)?;
                 panic!("mid-scope")
             });
         }));
         assert!(caught.is_err());
-        assert!(stream.is_idle()?, "synchronized before the panic resumed");
-        assert!(dev.to_vec()?.iter().all(|&x| x == 7));
+        assert!(
+            host.iter().all(|&x| x == 7),
+            "complete before the panic resumed"
+        );
+        assert!(stream.is_idle()?);
         Ok(())
     });
 }

@@ -1,5 +1,6 @@
-//! Teardown, measured: a test binary of its own, so that no other test creates or destroys
-//! contexts at the same time and the device's free memory is a clean signal.
+//! Teardown, observed: a test binary of its own whose tests run one at a time, so that no
+//! other test creates, destroys, retains or releases contexts meanwhile and the device's
+//! free memory and the primary context's state are clean signals.
 
 mod common;
 
@@ -29,6 +30,50 @@ fn a_destroyed_context_gives_its_memory_back() {
     .unwrap();
 }
 
-gpu_test_main!(
-    a_destroyed_context_gives_its_memory_back,
-);
+fn the_primary_context_is_released_after_the_closure() {
+    let device = gpu_or_skip!();
+    let (_, active) = device.primary_context_state().unwrap();
+    assert!(
+        !active,
+        "nothing in this binary holds the primary context yet"
+    );
+    with_primary_context(&device, |_| {
+        assert!(device.primary_context_state()?.1, "retained inside");
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    let (_, active) = device.primary_context_state().unwrap();
+    assert!(!active, "released after the closure");
+    // also when the closure fails or panics
+    let _ = with_primary_context(&device, |_| {
+        Err::<(), _>(Error::new("my step", cuda_brand::ErrorCode::Unknown))
+    });
+    assert!(
+        !device.primary_context_state().unwrap().1,
+        "released after an error"
+    );
+    let caught = std::panic::catch_unwind(|| {
+        let _ = with_primary_context(&device, |_| -> Result<(), Error> { panic!("inside") });
+    });
+    assert!(caught.is_err());
+    assert!(
+        !device.primary_context_state().unwrap().1,
+        "released after a panic"
+    );
+}
+
+fn main() -> std::process::ExitCode {
+    use common::harness::{Needs, Test, run_serial};
+    run_serial(vec![
+        Test {
+            name: "a_destroyed_context_gives_its_memory_back",
+            needs: Needs::Gpu,
+            body: a_destroyed_context_gives_its_memory_back,
+        },
+        Test {
+            name: "the_primary_context_is_released_after_the_closure",
+            needs: Needs::Gpu,
+            body: the_primary_context_is_released_after_the_closure,
+        },
+    ])
+}

@@ -455,13 +455,19 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             ours: Box::new({
                 let mut dev4 = DeviceBuffer::<f32>::zeroed(ctx, 4)?;
                 let mut other = DeviceBuffer::<f32>::zeroed(ctx, 4)?;
+                // four distinct buffers, as cudarc's column has: an `Out` may not overlap
+                // another argument
+                let (in1, in2) = (
+                    DeviceBuffer::<f32>::zeroed(ctx, 4)?,
+                    DeviceBuffer::<f32>::zeroed(ctx, 4)?,
+                );
                 move || {
                     let cfg = LaunchConfig::linear(1, 32);
                     per_op(20, || {
                         st.scope(|s| {
                             let (a, b) = (s.bind_mut(&mut dev4), s.bind_mut(&mut other));
                             for _ in 0..100 {
-                                s.launch(empty8, cfg, (a, b, a.as_ref(), b.as_ref()))?;
+                                s.launch(empty8, cfg, (a, b, &in1, &in2))?;
                             }
                             Ok::<_, Error>(())
                         })

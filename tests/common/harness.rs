@@ -25,6 +25,8 @@ pub enum Needs {
     Gpu,
     /// Two GPUs.
     TwoGpus,
+    /// No GPU: a no-device path (no driver library, or a driver without a device).
+    NoGpu,
 }
 
 /// One test: a name, what it needs, and a body that panics on failure.
@@ -47,7 +49,18 @@ fn gpus() -> Result<usize, String> {
 /// Runs `tests` like `cargo test` does, ignoring (with the reason) those this machine
 /// cannot run.
 pub fn run(tests: Vec<Test>) -> ExitCode {
+    run_with(tests, Arguments::from_args())
+}
+
+/// As [`run`], one test at a time: for binaries whose tests observe process-wide state
+/// (free device memory, the primary context's retain count).
+pub fn run_serial(tests: Vec<Test>) -> ExitCode {
     let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    run_with(tests, args)
+}
+
+fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
     args.include_ignored = false;
     args.ignored = false;
     let found = gpus();
@@ -63,6 +76,8 @@ pub fn run(tests: Vec<Test>) -> ExitCode {
         }),
         Needs::TwoGpus if n >= 2 || require_two => None,
         Needs::TwoGpus => Some(format!("needs two GPUs, this machine has {n}")),
+        Needs::NoGpu if n == 0 => None,
+        Needs::NoGpu => Some("a GPU is present, so the no-device paths cannot be taken".to_owned()),
     };
     let mut reasons: Vec<(Needs, String, usize)> = Vec::new();
     for t in &tests {
@@ -85,6 +100,7 @@ pub fn run(tests: Vec<Test>) -> ExitCode {
                 Needs::Nothing => "",
                 Needs::Gpu => "gpu",
                 Needs::TwoGpus => "2 gpus",
+                Needs::NoGpu => "no gpu",
             };
             let ignored = missing(t.needs).is_some();
             let body = t.body;
@@ -100,16 +116,18 @@ pub fn run(tests: Vec<Test>) -> ExitCode {
 }
 
 /// `fn main` of a GPU test binary: every named function is a test needing one GPU.
-/// `two_gpus: [...]` names those that need two, `anywhere: [...]` those that need none.
+/// `two_gpus: [...]` names those that need two, `anywhere: [...]` those that need none,
+/// `no_gpu: [...]` those that only run where there is none.
 #[macro_export]
 macro_rules! gpu_test_main {
-    ($($name:ident),* $(,)? $(; two_gpus: [$($two:ident),* $(,)?])? $(; anywhere: [$($any:ident),* $(,)?])?) => {
+    ($($name:ident),* $(,)? $(; two_gpus: [$($two:ident),* $(,)?])? $(; anywhere: [$($any:ident),* $(,)?])? $(; no_gpu: [$($none:ident),* $(,)?])?) => {
         fn main() -> std::process::ExitCode {
             use common::harness::{Needs, Test, run};
             run(vec![
                 $(Test { name: stringify!($name), needs: Needs::Gpu, body: $name },)*
                 $($(Test { name: stringify!($two), needs: Needs::TwoGpus, body: $two },)*)?
                 $($(Test { name: stringify!($any), needs: Needs::Nothing, body: $any },)*)?
+                $($(Test { name: stringify!($none), needs: Needs::NoGpu, body: $none },)*)?
             ])
         }
     };
