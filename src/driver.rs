@@ -1184,8 +1184,19 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
 /// non-blocking stream is not ordered after them, so without this wait a scope could read
 /// memory that a "finished" fill is still writing (observed on an H100: a `zeroed` buffer's
 /// memset landing after a scope's copy into it).
+///
+/// An error of the wait may be an earlier asynchronous operation's; the stream is then
+/// polled until it is no longer busy, so no error path returns while the operation may
+/// still be running.
 fn legacy_stream_synchronize() -> Result<()> {
-    cu!(cuStreamSynchronize(std::ptr::null_mut()))
+    let synced = cu!(cuStreamSynchronize(std::ptr::null_mut()));
+    if synced.is_err() {
+        // SAFETY: the null stream is the current context's legacy default stream.
+        while let Ok(false) = unsafe { stream_query(std::ptr::null_mut()) } {
+            std::thread::yield_now();
+        }
+    }
+    synced
 }
 
 /// Copies host to device; complete when it returns.

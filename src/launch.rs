@@ -135,9 +135,16 @@ impl<'m, 'ctx, P> KernelMut<'m, 'ctx, P> {
         }
     }
 
-    /// The kernel, for its configuration helpers and its function.
-    pub fn kernel(&self) -> &Kernel<'m, 'ctx, P> {
-        &self.kernel
+    /// The underlying function (attributes, cache preference). There is deliberately no
+    /// way to get a plain [`Kernel`] out of a `KernelMut`: a `&Kernel` launches without the
+    /// exclusive borrow that orders writes of the module's globals.
+    pub fn function(&self) -> Function<'m, 'ctx> {
+        self.kernel.function
+    }
+
+    /// A one-dimensional configuration covering `n` threads: see [`Kernel::config_for`].
+    pub fn config_for(&self, n: usize) -> Result<LaunchConfig> {
+        self.kernel.config_for(n)
     }
 
     pub(crate) fn scoped<'scope>(&self) -> ScopedKernel<'scope, 'ctx, P> {
@@ -183,7 +190,8 @@ impl<P> fmt::Debug for ScopedKernel<'_, '_, P> {
 unsafe impl<P> Send for Kernel<'_, '_, P> {}
 // SAFETY: as above.
 unsafe impl<P> Sync for Kernel<'_, '_, P> {}
-// SAFETY: as for `Kernel`; `&KernelMut` allows no launch (launching needs `&mut`).
+// SAFETY: as for `Kernel`. `&KernelMut` allows no launch: launching needs `&mut KernelMut`
+// or a `ScopedKernel` bound from one, and nothing hands out the inner `Kernel`.
 unsafe impl<P> Send for KernelMut<'_, '_, P> {}
 // SAFETY: as above.
 unsafe impl<P> Sync for KernelMut<'_, '_, P> {}

@@ -36,6 +36,12 @@ use crate::error::{Error, ErrorCode, Result};
 /// Tuples and arrays of `DeviceCopy` types are `DeviceCopy`, but a tuple's field order in
 /// memory is Rust's choice: use them for data a kernel treats as bytes, or a `#[repr(C)]`
 /// struct when a kernel reads fields.
+///
+/// Padding bytes of a type (a tuple `(u8, u32)` has three) are copied to the GPU as they
+/// are: whatever host memory held there goes along. That is no undefined behaviour, but
+/// it can leak host data into device memory; prefer types without padding. Alignments
+/// above the driver's (256 bytes for device memory, a page for pinned memory) are checked
+/// where the host dereferences the memory ([`PinnedBuffer`] refuses them).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot live in GPU memory: it is not `DeviceCopy`",
     label = "not plain data the GPU may read and write",
@@ -136,9 +142,11 @@ pub struct DeviceSlice<'ctx, T> {
 
 impl<'ctx, T> DeviceSlice<'ctx, T> {
     /// # Safety
-    /// `[ptr, ptr + len * size_of::<T>())` is device memory of the context `'ctx` that
-    /// stays allocated for `'a` and is not accessed through other views during `'a`
-    /// (other than as `&` for `&`). For `len == 0`, `ptr` may be any non-zero address.
+    /// `[ptr, ptr + len * size_of::<T>())` is device memory that the context `'ctx` may
+    /// access (its own, or a peer's through a [`PeerAccess`](crate::PeerAccess) token),
+    /// that stays allocated for `'a` and is not accessed through other views during `'a`
+    /// (other than as `&` for `&`). For a view of zero bytes, `ptr` may be any non-zero
+    /// address; it never reaches the driver.
     #[inline]
     pub(crate) unsafe fn from_raw_parts<'a>(ptr: CUdeviceptr, len: usize) -> &'a Self {
         let fat = std::ptr::slice_from_raw_parts(ptr as usize as *const Slot, len) as *const Self;
@@ -292,7 +300,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     /// If the lengths differ (before any driver call).
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         check_lengths("copy_from_host", self.len(), src.len());
-        if self.is_empty() {
+        if self.size_in_bytes() == 0 {
             return Ok(());
         }
         // SAFETY: both ranges have `size_in_bytes` bytes; `self` is exclusively borrowed
@@ -312,7 +320,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     /// If the lengths differ (before any driver call).
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         check_lengths("copy_to_host", dst.len(), self.len());
-        if self.is_empty() {
+        if self.size_in_bytes() == 0 {
             return Ok(());
         }
         // SAFETY: both ranges have `size_in_bytes` bytes; `dst` is exclusively borrowed, and
@@ -333,7 +341,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     /// If the lengths differ (before any driver call).
     pub fn copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
         check_lengths("copy_from_device", self.len(), src.len());
-        if self.is_empty() {
+        if self.size_in_bytes() == 0 {
             return Ok(());
         }
         let (dst_span, src_span) = (self.span(true), src.span(false));
@@ -362,7 +370,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let mut v = Vec::with_capacity(self.len());
         let dst = v.spare_capacity_mut();
-        if !self.is_empty() {
+        if self.size_in_bytes() != 0 {
             // SAFETY: `dst` has room for `len` elements; any bytes are a valid `T`.
             in_memory_context(self.as_device_ptr(), || unsafe {
                 driver::memcpy_dtoh(
@@ -382,7 +390,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     where
         T: Memset,
     {
-        if self.is_empty() {
+        if self.size_in_bytes() == 0 {
             return Ok(());
         }
         // SAFETY: `len` elements of the pattern's width are the view's bytes.
@@ -496,9 +504,12 @@ pub(crate) fn checked_byte_len<T>(call: &'static str, len: usize) -> Result<usiz
         .ok_or_else(|| too_large(call, len, size_of::<T>()))
 }
 
-/// The device address of every empty buffer and view: never allocated, aligned for any
-/// element type.
-pub(crate) const EMPTY: CUdeviceptr = 256;
+/// The device address of every buffer and view of zero bytes (no elements, or zero-sized
+/// ones): never allocated, never reaching the driver, aligned for `T`.
+pub(crate) const fn empty_address<T>() -> CUdeviceptr {
+    let align = std::mem::align_of::<T>() as CUdeviceptr;
+    if align > 256 { align } else { 256 }
+}
 
 /// Owned device memory of the context branded `'ctx`: the `Vec<T>` of [`DeviceSlice`].
 /// Pointer plus length, freed (`cuMemFree`) when dropped.
@@ -533,7 +544,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     pub unsafe fn uninitialized(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
         let bytes = checked_byte_len::<T>("DeviceBuffer::uninitialized", len)?;
         let ptr = if bytes == 0 {
-            EMPTY
+            empty_address::<T>()
         } else {
             ctx.with_current(|| driver::mem_alloc(bytes))?
         };
@@ -549,7 +560,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
         // SAFETY: every byte is written below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, len) }?;
-        if !buf.is_empty() {
+        if buf.size_in_bytes() != 0 {
             // SAFETY: the buffer's bytes, just allocated.
             ctx.with_current(|| unsafe {
                 driver::memset(buf.ptr, Pattern::D8(0), buf.size_in_bytes())
@@ -562,7 +573,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     pub fn from_slice(ctx: ContextGuard<'ctx>, src: &[T]) -> Result<Self> {
         // SAFETY: every element is written by the copy below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, src.len()) }?;
-        if !buf.is_empty() {
+        if buf.size_in_bytes() != 0 {
             // SAFETY: same length; the buffer was just allocated.
             ctx.with_current(|| unsafe {
                 driver::memcpy_htod(buf.ptr, src.as_ptr().cast(), buf.size_in_bytes())
@@ -663,7 +674,21 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
         } else {
             let p = ctx.with_current(|| driver::mem_host_alloc(bytes, 0))?;
             let p = driver::non_null("cuMemHostAlloc", p.cast::<T>())?;
-            // SAFETY: the driver allocated `bytes` bytes at `p` (page-aligned, so aligned for T).
+            if p.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
+                // SAFETY: just allocated by cuMemHostAlloc in `ctx`, not used.
+                let _ = ctx.with_current(|| unsafe { driver::mem_free_host(p.as_ptr().cast()) });
+                return Err(Error::with_detail(
+                    "PinnedBuffer::zeroed",
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "the driver's page-locked memory at {:p} is not aligned for `{}` (alignment {})",
+                        p.as_ptr(),
+                        std::any::type_name::<T>(),
+                        std::mem::align_of::<T>()
+                    ),
+                ));
+            }
+            // SAFETY: the driver allocated `bytes` bytes at `p`, aligned for `T` (checked).
             unsafe { std::ptr::write_bytes(p.as_ptr().cast::<u8>(), 0, bytes) };
             p
         };
@@ -728,14 +753,18 @@ mod tests {
     #[test]
     fn chunks_of_zero_sized_elements_work_like_slice_chunks() {
         // SAFETY: zero-sized elements: the view claims no device bytes.
-        let huge = unsafe { DeviceSlice::<'static, ()>::from_raw_parts(EMPTY, usize::MAX) };
+        let huge = unsafe {
+            DeviceSlice::<'static, ()>::from_raw_parts(empty_address::<()>(), usize::MAX)
+        };
         let chunks = huge.chunks(2);
         assert_eq!(chunks.len(), usize::MAX.div_ceil(2));
         let last = huge.chunks(usize::MAX - 1).next_back().unwrap();
         assert_eq!(last.len(), 1);
         assert_eq!(huge.chunks(usize::MAX).len(), 1);
         // SAFETY: as above.
-        let huge_mut = unsafe { DeviceSlice::<'static, ()>::from_raw_parts_mut(EMPTY, usize::MAX) };
+        let huge_mut = unsafe {
+            DeviceSlice::<'static, ()>::from_raw_parts_mut(empty_address::<()>(), usize::MAX)
+        };
         assert_eq!(huge_mut.chunks_mut(3).next_back().unwrap().len(), 3);
     }
 

@@ -56,6 +56,15 @@ impl<'ctx> Module<'ctx> {
     /// compile, the error's [`detail`](Error::detail) is the JIT compiler's log, which names
     /// the offending line.
     pub fn from_ptx(ctx: ContextGuard<'ctx>, ptx: &str) -> Result<Self> {
+        // The driver sniffs its input: text that starts like an ELF image would be parsed as
+        // a cubin, offsets and all, without the check `from_binary` makes.
+        if ptx.as_bytes().starts_with(b"\x7fELF") {
+            return Err(Error::with_detail(
+                "Module::from_ptx",
+                ErrorCode::InvalidPtx,
+                "the text starts with the ELF magic: it is a cubin, load it with Module::from_binary",
+            ));
+        }
         let text = CString::new(ptx).map_err(|e| {
             Error::with_detail(
                 "Module::from_ptx",
@@ -181,9 +190,14 @@ impl<'ctx> Module<'ctx> {
     /// * its C parameter list is exactly `P`, each `In<T>`/`Out<T>` being a
     ///   `const T*`/`T*` followed by a `size_t` element count;
     /// * it accesses a slice parameter only below the element count it is given;
-    /// * it writes memory only through its `Out` parameters: not through `In` parameters,
-    ///   not through pointers it finds in memory or computes, and **no global variable of
-    ///   the module** (declare such a kernel with [`Module::kernel_mut`]).
+    /// * it **reads** only memory of its `In` and `Out` parameters and global variables of
+    ///   this module, and **writes** only through its `Out` parameters: not through
+    ///   pointers it finds in memory (a global holding an address, a scalar or `ByValue`
+    ///   argument the host chose) or computes, and **no global variable of the module**
+    ///   (declare such a kernel with [`Module::kernel_mut`]);
+    /// * all of this holds for every launch configuration the crate lets through (any grid
+    ///   and block the kernel's limits allow, any dynamic shared memory up to its limit):
+    ///   a kernel that relies on a particular block size or shared-memory size checks it.
     ///
     /// The crate checks the rest before each launch: arguments match `P` (by type), every
     /// buffer is of this context and stays borrowed until the kernel has run, and no `Out`

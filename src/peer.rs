@@ -124,8 +124,10 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
     if dst.size_in_bytes() == 0 {
         return Ok(());
     }
-    // SAFETY: both guards prove their contexts alive, each slice is memory of its guard's
-    // context (same brand), same length; the destination context is current for the wait.
+    // SAFETY: both guards prove their contexts alive; each slice is memory its guard's
+    // context may access (its own, or a peer's through a `PeerAccess` view of that brand,
+    // which the driver then reaches through the granted peer mapping); same length; the
+    // destination context is current for the wait.
     dst_ctx.with_current(|| unsafe {
         driver::memcpy_peer(
             dst.as_device_ptr(),

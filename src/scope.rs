@@ -13,7 +13,9 @@
 //!   borrow to end, which is after the synchronization);
 //! * host memory, pageable or page-locked ([`PinnedBuffer`](crate::PinnedBuffer), or a
 //!   plain `Vec` that some other code registered with `cuMemHostRegister`), cannot be
-//!   freed, read or written by the host while a copy engine still reads or writes it;
+//!   freed or written by the host while a copy engine still reads it, nor freed, read or
+//!   written while a copy engine writes it (reading what a copy only reads is allowed, as
+//!   for `&[T]`);
 //! * the same buffer cannot be written by two scopes at once.
 //!
 //! The synchronization happens in `Stream::scope` itself, not in a destructor, so
@@ -35,14 +37,14 @@
 //! [`Stream::scope_all`] (and [`Stream::scope_with`] for two) opens one scope over several
 //! streams: the closure gets one [`StreamScope`] per stream, sharing one `'scope`, so a view
 //! bound (or allocated) on one stream can be used on another. Then the crate orders them:
-//! it remembers, for every view bound or allocated in the scope, which stream last wrote it
-//! and which streams read it since, and before an operation on a stream touches that memory
-//! it makes the stream wait (`cuEventRecord` on the other stream, `cuStreamWaitEvent` on
-//! this one) for the conflicting work: a write waits for the last write and every read
-//! since, a read waits for the last write. Work on different memory still overlaps.
-//! Memory borrowed directly for one operation (`&mut buffer`, `&buffer`) needs no
-//! tracking: a `&mut` borrow for `'scope` can be used once, and memory borrowed shared is
-//! written by nobody.
+//! it keeps an order book of the ranges each stream's operations have written and read
+//! (and of the module globals a [`KernelMut`] writes), and before an operation on a stream
+//! touches memory that another stream's queued work conflicts with, it makes the stream
+//! wait (`cuEventRecord` on the other stream, `cuStreamWaitEvent` on this one): a write
+//! waits for earlier writes and reads of the range, a read for earlier writes. Work on
+//! different memory still overlaps. (Memory borrowed directly for one operation,
+//! `&mut buffer` or `&buffer`, is recorded too; it could do without: a `&mut` borrow for
+//! `'scope` can be used once, and memory borrowed shared is written by nobody.)
 //!
 //! A stream-ordered allocation counts as a write on its stream, so memory from
 //! [`StreamScope::alloc_zeroed`] is zero for every stream that reads it.
@@ -634,9 +636,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         // SAFETY: the stream is alive, so is its context.
         let dst_ctx = unsafe { driver::stream_get_ctx(stream) }?;
         self.ordered(&[write_span(&dst)], None, || {
-            // SAFETY: both contexts are alive (brands), each range is memory of its
-            // context, both stay borrowed until the scope synchronizes; `src` is borrowed
-            // shared, so nothing writes it meanwhile.
+            // SAFETY: both contexts are alive (brands); each range is memory its context
+            // may access (its own, or a peer's through a `PeerAccess` view); both stay
+            // borrowed until the scope synchronizes; `src` is borrowed shared, so nothing
+            // writes it meanwhile.
             unsafe {
                 driver::memcpy_peer_async(
                     dst.ptr,
@@ -657,7 +660,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         value: T,
     ) -> Result<()> {
         let dst = dst.into_mut();
-        if dst.is_empty() {
+        if dst.bytes() == 0 {
             return Ok(());
         }
         self.ordered(&[write_span(&dst)], None, || {
@@ -752,7 +755,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         // (on this stream by order, on others because the allocation is recorded as this
         // stream's write, so they wait for it).
         let buf = unsafe { self.alloc::<T>(len) }?;
-        if !buf.is_empty() {
+        if buf.bytes() != 0 {
             self.ordered(&[write_span(&buf)], None, || {
                 // SAFETY: the allocation's bytes, in stream order after the allocation.
                 unsafe {
@@ -782,7 +785,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ) -> Result<DeviceMut<'scope, 'ctx, T>> {
         let bytes = memory::checked_byte_len::<T>("StreamScope::alloc", len)?;
         if bytes == 0 {
-            return Ok(DeviceMut::new(memory::EMPTY, len));
+            return Ok(DeviceMut::new(memory::empty_address::<T>(), len));
         }
         let mut allocations = self.allocations.borrow_mut();
         // room first, so a failed push cannot leak the allocation; 16 at once, so a scope
@@ -950,13 +953,15 @@ impl Lanes {
         for (lane, op) in needs {
             state.wait_for(me, lane, op)?;
         }
-        op()?;
+        let done = op();
+        // Recorded even when the driver returned an error: the error may be an earlier
+        // asynchronous operation's, and this one may still have been queued.
         state.lanes[me].ops += 1;
         let now = state.lanes[me].ops;
         for access in accesses {
             state.record(me, now, access);
         }
-        Ok(())
+        done
     }
 
     /// Destroys the lanes' events (after every stream is idle).
@@ -1071,9 +1076,10 @@ mod tests {
             "DeviceMut::slice: range out of bounds for 10 elements"
         );
         // zero-sized elements: any count, no bytes
-        let z: DeviceRef<'static, 'static, ()> = DeviceRef::new(memory::EMPTY, usize::MAX);
+        let z: DeviceRef<'static, 'static, ()> =
+            DeviceRef::new(memory::empty_address::<()>(), usize::MAX);
         assert_eq!(z.slice(5..).len(), usize::MAX - 5);
-        assert_eq!(z.slice(5..).as_device_ptr(), memory::EMPTY);
+        assert_eq!(z.slice(5..).as_device_ptr(), memory::empty_address::<()>());
     }
 
     /// The order book's decisions, without a GPU: which earlier accesses each new access
@@ -1138,12 +1144,12 @@ mod tests {
             c.sort();
             assert_eq!(c, [(0, 1), (0, 3)]);
         }
-        // an operation that fails is not recorded
-        let e = lanes.run(0, &[w(0x1000, 4)], None, || {
+        // an operation that fails is recorded all the same (it may have been queued)
+        let e = lanes.run(0, &[r(0x1000, 4)], None, || {
             Err(Error::new("x", ErrorCode::Unknown))
         });
         assert!(e.is_err());
-        assert_eq!(lanes.state.borrow().lanes[0].ops, 3);
+        assert_eq!(lanes.state.borrow().lanes[0].ops, 4);
         // lane 0 writes the whole range it owns: the records it covers are dropped
         lanes.run(0, &[w(0x1000, 0x80)], None, no_op).unwrap();
         let state = lanes.state.borrow();
@@ -1155,7 +1161,7 @@ mod tests {
         assert_eq!(in_half.len(), 1);
         assert_eq!(
             (in_half[0].lane, in_half[0].op, in_half[0].write),
-            (0, 4, true)
+            (0, 5, true)
         );
     }
 }

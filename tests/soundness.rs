@@ -260,7 +260,41 @@ fn a_damaged_image_is_refused_before_the_driver_reads_it() {
     });
 }
 
+fn ptx_text_that_is_really_an_elf_image_is_refused_before_the_driver() {
+    common::in_context(|ctx| {
+        // valid UTF-8 and no NUL, so it is a `&str`; the driver would parse it as a cubin
+        let header = "\x7fELF\x02\x01\x01\x33\x07\x01\x01\x01\x01\x01\x01\x01";
+        let e = Module::from_ptx(ctx, header).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidPtx);
+        assert_eq!(e.call(), "Module::from_ptx");
+        Ok(())
+    });
+}
+
+fn pinned_memory_of_an_over_aligned_type_is_aligned_or_refused() {
+    #[derive(Clone, Copy)]
+    #[repr(C, align(65536))]
+    struct Page([u8; 65536]);
+    // SAFETY: bytes only; every bit pattern is a value, it owns nothing.
+    unsafe impl cuda_brand::DeviceCopy for Page {}
+    common::in_context(|ctx| {
+        match cuda_brand::PinnedBuffer::<Page>::zeroed(ctx, 3) {
+            Ok(pages) => {
+                assert_eq!(pages.as_ptr() as usize % 65536, 0);
+                assert!(pages.iter().all(|p| p.0.iter().all(|&b| b == 0)));
+            }
+            Err(e) => {
+                assert_eq!(e.call(), "PinnedBuffer::zeroed");
+                assert!(e.detail().unwrap().contains("not aligned for"), "{e}");
+            }
+        }
+        Ok(())
+    });
+}
+
 gpu_test_main!(
+    ptx_text_that_is_really_an_elf_image_is_refused_before_the_driver,
+    pinned_memory_of_an_over_aligned_type_is_aligned_or_refused,
     alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel,
     two_streams_writing_one_bound_buffer_run_in_the_order_they_were_queued,
     a_stream_reading_what_another_wrote_waits_and_a_writer_waits_for_readers,
