@@ -2,9 +2,11 @@
 // not `Sync`, so `&StreamScope` cannot be sent to another thread, not even a scoped thread
 // that is joined inside the scope.
 //
-// The scope keeps the list of its stream-ordered allocations in a `RefCell` (to free them
-// when it ends), and a `RefCell` must not be used from two threads at once. rustc names
-// that field in the error: it is why the scope is not `Sync`.
+// The scope keeps its bookkeeping in `RefCell`s: the list of its stream-ordered
+// allocations (to free them when it ends) and the order book that a multi-stream scope
+// shares between its streams (`scope::Lanes`), and a `RefCell` must not be used from two
+// threads at once. rustc reports each of those fields as its own error: together they are
+// why the scope is not `Sync`.
 //
 // Without it: two threads allocating through one scope (`alloc_zeroed`) would race on the
 // list, a data race in the crate's own bookkeeping that no driver call can detect, and an
