@@ -65,8 +65,27 @@ pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
 /// (The UI suite in `ui-tests/fail/` pins this and every other rule with its full error.)
 #[derive(Clone, Copy)]
 pub struct ContextGuard<'ctx> {
-    raw: NonNull<CUctx_st>,
+    raw: Handle,
     _brand: Brand<'ctx>,
+    _thread: PhantomData<UseShareToCrossThreads>,
+}
+
+/// A context handle as a plain value (`Send` and `Sync`: what may be done with it is up to
+/// the type that holds it), so that the guard's only non-`Send` part is the marker below.
+#[derive(Clone, Copy, Debug)]
+struct Handle(NonNull<CUctx_st>);
+
+// SAFETY: a bare handle value with no methods; `ContextGuard` stays on its thread through
+// its marker, and `SharedContext` has its own argument (below).
+unsafe impl Send for Handle {}
+// SAFETY: as above.
+unsafe impl Sync for Handle {}
+
+/// Makes [`ContextGuard`] neither `Send` nor `Sync`. Named after the fix, because the
+/// compiler quotes this name when a guard is sent to or shared with another thread.
+#[derive(Clone, Copy)]
+struct UseShareToCrossThreads {
+    _not_send: PhantomData<*const ()>,
 }
 
 /// A context's guard that may cross threads: `Copy + Send + Sync`, with the same brand.
@@ -90,7 +109,7 @@ unsafe impl Sync for SharedContext<'_> {}
 
 impl fmt::Debug for ContextGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ContextGuard").field(&self.raw).finish()
+        f.debug_tuple("ContextGuard").field(&self.raw.0).finish()
     }
 }
 
@@ -321,27 +340,28 @@ impl<'ctx> ContextGuard<'ctx> {
     /// `raw` is a live context that stays alive for all of `'ctx`.
     pub(crate) unsafe fn new_unchecked(raw: NonNull<CUctx_st>) -> Self {
         ContextGuard {
-            raw,
+            raw: Handle(raw),
             _brand: PhantomData,
+            _thread: PhantomData,
         }
     }
 
     /// The handle, never null.
     #[inline]
     pub(crate) fn as_non_null(self) -> NonNull<CUctx_st> {
-        self.raw
+        self.raw.0
     }
 
     /// The driver's handle. Using it to destroy, reset or pop the context breaks the
     /// guarantees of every value with this brand.
     pub fn as_raw(self) -> CUcontext {
-        self.raw.as_ptr()
+        self.raw.0.as_ptr()
     }
 
     /// A copy of this guard that can be sent to and shared with scoped threads.
     pub fn share(self) -> SharedContext<'ctx> {
         SharedContext {
-            raw: self.raw,
+            raw: self.raw.0,
             _brand: PhantomData,
         }
     }
@@ -401,7 +421,7 @@ impl<'ctx> ContextGuard<'ctx> {
     #[inline]
     pub(crate) fn with_current<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         // SAFETY: the guard proves the context alive.
-        unsafe { in_context(self.raw, f) }
+        unsafe { in_context(self.raw.0, f) }
     }
 
     /// Waits for all work of the context to finish (`cuCtxSynchronize`); reports a sticky

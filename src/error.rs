@@ -185,6 +185,37 @@ macro_rules! error_codes {
     };
 }
 
+impl ErrorCode {
+    /// Whether the error is *sticky*: it leaves the context, and the process, in a state
+    /// the driver documents as unrecoverable ("the process must be terminated and
+    /// relaunched"): every later call of the process reports it again. These are the
+    /// faults of a kernel (an illegal address or instruction, a misaligned address, a
+    /// hardware stack error, a device-side assert, a launch failure or timeout) and
+    /// uncorrectable ECC or NVLink errors.
+    ///
+    /// ```
+    /// use cuda_brand::ErrorCode;
+    /// assert!(ErrorCode::IllegalAddress.is_sticky());
+    /// assert!(!ErrorCode::OutOfMemory.is_sticky()); // a failed allocation can be retried
+    /// ```
+    pub const fn is_sticky(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::EccUncorrectable
+                | ErrorCode::NvlinkUncorrectable
+                | ErrorCode::IllegalAddress
+                | ErrorCode::LaunchTimeout
+                | ErrorCode::Assert
+                | ErrorCode::HardwareStackError
+                | ErrorCode::IllegalInstruction
+                | ErrorCode::MisalignedAddress
+                | ErrorCode::InvalidAddressSpace
+                | ErrorCode::InvalidPc
+                | ErrorCode::LaunchFailed
+        )
+    }
+}
+
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

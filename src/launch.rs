@@ -423,6 +423,10 @@ pub(crate) mod sealed {
         }
     }
 
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `KernelParam`: the trait is sealed",
+        note = "only the crate's parameter kinds (`In<T>`, `Out<T>`, `ByValue<T>`, the numbers) exist, so that no user type decides how many C parameters a kernel gets or where their bytes are"
+    )]
     pub trait Param {
         /// C parameters this one stands for (a slice is two: pointer and length).
         const COUNT: usize;
@@ -432,16 +436,28 @@ pub(crate) mod sealed {
         fn pointers(raw: &mut Self::Raw, out: &mut [*mut c_void]);
     }
 
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `KernelParams`: the trait is sealed",
+        note = "a parameter list is a tuple of the crate's parameter kinds"
+    )]
     pub trait Params {
         /// The number of C parameters.
         const C_PARAMS: usize;
     }
 
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `KernelArg`: the trait is sealed",
+        note = "only the crate's buffers, views and numbers can be kernel arguments, so that no user type decides which pointer or length reaches the driver"
+    )]
     pub trait Arg<'scope, 'ctx, P: Param> {
         /// The argument's bytes, and the memory it touches.
         fn lower(self) -> (P::Raw, Span);
     }
 
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `KernelArgs`: the trait is sealed",
+        note = "the crate builds the `void**` array the driver reads, from tuples of kernel arguments only"
+    )]
     pub trait Args<'scope, 'ctx, P> {
         /// Lays the arguments out, then calls `launch` with the memory each touches and
         /// the `void**` array the driver takes (one pointer per C parameter, each to a
@@ -449,6 +465,10 @@ pub(crate) mod sealed {
         fn with_params<R>(self, launch: impl FnOnce(&[Span], *mut *mut c_void) -> R) -> R;
     }
 
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `Launch`: the trait is sealed",
+        note = "only declared kernels (`&Kernel`, `&mut KernelMut`, `ScopedKernel`) can be launched, so that no user type decides which function or limits reach the driver"
+    )]
     pub trait Launch<'scope, 'ctx, P> {
         fn target(&self) -> Target;
     }

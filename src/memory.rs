@@ -88,6 +88,10 @@ pub trait Memset: DeviceCopy + sealed::Sealed {}
 
 pub(crate) mod sealed {
     /// The driver's fill pattern of a `Memset` type; private, so no other type can be one.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `Memset`: the trait is sealed",
+        note = "the driver fills with 1-, 2- or 4-byte patterns, and only the crate's 8-, 16- and 32-bit numbers provide one"
+    )]
     pub trait Sealed {
         fn pattern(self) -> crate::driver::Pattern;
     }

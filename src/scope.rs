@@ -61,11 +61,11 @@
 //! [`ErrorCode::is_sticky`](crate::ErrorCode::is_sticky)) the driver has stopped all work of
 //! the context.
 
-use std::cell::RefCell;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, RangeBounds};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::context::{self, Brand};
 use crate::driver::{self, CUdeviceptr, CUevent, CUstream, Pattern};
@@ -104,11 +104,25 @@ use crate::stream::Stream;
 /// ```
 pub struct StreamScope<'scope, 'env: 'scope, 'ctx> {
     stream: &'env Stream<'ctx>,
-    allocations: RefCell<Vec<Allocation>>,
+    allocations: Mutex<Vec<Allocation>>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
+    _thread: PhantomData<ScopesStayOnTheirThread>,
+}
+
+/// Makes [`StreamScope`] neither `Send` nor `Sync` (its state is behind locks only so that
+/// this is its one non-thread-safe part). Named after the rule, because the compiler quotes
+/// this name when a scope is sent to or shared with another thread.
+struct ScopesStayOnTheirThread {
+    _not_send: PhantomData<*const ()>,
+}
+
+/// Locks `m`; a poisoned lock (a panic while it was held) still holds consistent data here:
+/// every critical section is a push, a take or bookkeeping arithmetic.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// An allocation a scope made, freed when the scope ends.
@@ -424,9 +438,17 @@ pub trait IntoDeviceRef<'scope, 'ctx, T>: sealed::IntoRef<'scope, 'ctx, T> {}
 pub(crate) mod sealed {
     use super::{DeviceMut, DeviceRef};
 
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `IntoDeviceMut`: the trait is sealed",
+        note = "only a scope makes write handles (`bind_mut`, `alloc_zeroed`), and `&mut buffer` is one for a single use, so that no user type decides which memory GPU work writes"
+    )]
     pub trait IntoMut<'scope, 'ctx, T> {
         fn into_mut(self) -> DeviceMut<'scope, 'ctx, T>;
     }
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `IntoDeviceRef`: the trait is sealed",
+        note = "only the crate's buffers and views can be read by GPU work, so that no user type decides which memory it reads"
+    )]
     pub trait IntoRef<'scope, 'ctx, T> {
         fn into_ref(self) -> DeviceRef<'scope, 'ctx, T>;
     }
@@ -468,10 +490,11 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     fn open(stream: &'env Stream<'ctx>, lanes: Option<(&'scope Lanes, usize)>) -> Self {
         StreamScope {
             stream,
-            allocations: RefCell::new(Vec::new()),
+            allocations: Mutex::new(Vec::new()),
             lanes,
             _scope: PhantomData,
             _env: PhantomData,
+            _thread: PhantomData,
         }
     }
 
@@ -787,7 +810,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         if bytes == 0 {
             return Ok(DeviceMut::new(memory::empty_address::<T>(), len));
         }
-        let mut allocations = self.allocations.borrow_mut();
+        let mut allocations = lock(&self.allocations);
         // room first, so a failed push cannot leak the allocation; 16 at once, so a scope
         // that allocates does not regrow its list allocation by allocation
         let room = if allocations.capacity() == 0 { 16 } else { 1 };
@@ -827,7 +850,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     fn free_allocations(&self) -> Result<()> {
         let stream = self.stream.as_raw();
         let mut first_error = Ok(());
-        for a in self.allocations.take() {
+        for a in std::mem::take(&mut *lock(&self.allocations)) {
             let freed = match a {
                 // SAFETY: allocated by this scope from the stream's pool; every stream that
                 // could use it is idle, and no handle to it outlives the scope.
@@ -871,13 +894,18 @@ enum Key {
 /// a read drops the same lane's reads it covers. So the book stays as small as the
 /// distinct ranges in flight.
 pub(crate) struct Lanes {
-    state: RefCell<LaneState>,
+    state: Mutex<LaneState>,
 }
 
 struct LaneState {
     lanes: Vec<Lane>,
     records: Vec<Record>,
 }
+
+// SAFETY: stream and event handles, which the driver lets any thread use, plus numbers; the
+// scope that holds the book stays on its thread anyway (`ScopesStayOnTheirThread`): this
+// only keeps raw pointers out of the compiler's explanation of that rule.
+unsafe impl Send for LaneState {}
 
 struct Lane {
     stream: CUstream,
@@ -916,7 +944,7 @@ impl Lanes {
             })
             .collect();
         Lanes {
-            state: RefCell::new(LaneState {
+            state: Mutex::new(LaneState {
                 lanes,
                 records: Vec::new(),
             }),
@@ -926,7 +954,7 @@ impl Lanes {
     /// Records a stream-ordered allocation of `[start, start + bytes)` on lane `me`: an
     /// operation of that lane that writes the memory first.
     fn allocated(&self, me: usize, start: u64, bytes: u64) {
-        let mut state = self.state.borrow_mut();
+        let mut state = lock(&self.state);
         state.lanes[me].ops += 1;
         let op = state.lanes[me].ops;
         state.record(me, op, (Key::Memory, start, start + bytes, true));
@@ -940,7 +968,7 @@ impl Lanes {
         globals: Option<usize>,
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        let mut state = self.state.borrow_mut();
+        let mut state = lock(&self.state);
         let accesses = spans
             .iter()
             .filter(|s| s.bytes != 0)
@@ -967,7 +995,7 @@ impl Lanes {
     /// Destroys the lanes' events (after every stream is idle).
     fn destroy_events(&self) -> Result<()> {
         let mut first = Ok(());
-        for lane in &mut self.state.borrow_mut().lanes {
+        for lane in &mut lock(&self.state).lanes {
             if let Some(e) = lane.event.take() {
                 // SAFETY: created by `wait_for`; every stream of the scope is synchronized,
                 // so no record or wait of it is pending.
@@ -1094,7 +1122,7 @@ mod tests {
         lanes.run(0, &[w(0x1000, 0x80)], None, no_op).unwrap();
         lanes.run(2, &[w(0x1080, 0x80)], None, no_op).unwrap();
         {
-            let state = lanes.state.borrow();
+            let state = lock(&lanes.state);
             assert_eq!(
                 state
                     .conflicts(1, (Key::Memory, 0x1000, 0x1100, false))
@@ -1134,7 +1162,7 @@ mod tests {
         lanes.run(0, &[r(0x1000, 0x80)], None, no_op).unwrap();
         lanes.run(0, &[r(0x1000, 0x80)], None, no_op).unwrap();
         {
-            let state = lanes.state.borrow();
+            let state = lock(&lanes.state);
             let reads = state.records.iter().filter(|r| !r.write).count();
             assert_eq!(reads, 1);
             // a write by lane 2 over lane 0's half must wait for lane 0's read and write
@@ -1149,10 +1177,10 @@ mod tests {
             Err(Error::new("x", ErrorCode::Unknown))
         });
         assert!(e.is_err());
-        assert_eq!(lanes.state.borrow().lanes[0].ops, 4);
+        assert_eq!(lock(&lanes.state).lanes[0].ops, 4);
         // lane 0 writes the whole range it owns: the records it covers are dropped
         lanes.run(0, &[w(0x1000, 0x80)], None, no_op).unwrap();
-        let state = lanes.state.borrow();
+        let state = lock(&lanes.state);
         let in_half: Vec<_> = state
             .records
             .iter()

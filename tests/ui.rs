@@ -1,31 +1,78 @@
-//! The compile-fail suite: every rule of the brand, pinned with the compiler's full error.
+//! The compile-fail suite: every rule, pinned with the compiler's full error.
 //!
-//! `ui-tests/fail/*.rs` are complete programs that would be correct except for one misuse
-//! (a guard leaving its closure, a guard sent to another thread, two contexts' values
-//! mixed, something branded reaching a `static`, ...). Each must fail to compile, with
-//! exactly the error committed next to it in the `.stderr` file of the same name; the
-//! comment at the top of each case names the rule and says what the driver (or today's
-//! Rust wrappers, see `shared/gpu/FACTS.md`) does at run time without it.
+//! `ui-tests/fail/<rule>/*.rs` are complete programs that would be correct except for one
+//! misuse, grouped by the README's rules (`1_context_lifetime`, `2_one_context`,
+//! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`); the guide has a chapter for each.
+//! Each must fail to compile with exactly the error committed next to it in the `.stderr`
+//! file of the same name; the comment at the top of each case names the rule, says what
+//! goes wrong at run time without it (measured: `docs/driver-facts.md`, `docs/c/`), and
+//! gives the fix.
 //!
-//! `ui-tests/pass/*.rs` are the uses the rules must keep allowed (nested contexts, scoped
-//! threads sharing a context, `?` with an inferred error type, ...). trybuild compiles
-//! *and runs* them; they return early when `Device::get(0)` fails, so they pass on a
-//! machine without a GPU.
+//! `ui-tests/pass/*.rs` are the uses the rules must keep allowed. trybuild compiles *and
+//! runs* them; they return early when `Device::get(0)` fails, so they pass without a GPU.
 //!
-//! A new compiler version may word an error differently. Regenerate the `.stderr` files
-//! with
+//! # Which compiler
+//!
+//! The `.stderr` files are the words of one compiler: the one named in
+//! `ui-tests/rustc-version.txt`. With another `rustc` the test is reported as *ignored*,
+//! with both versions named (a newer compiler may word an error differently; that is no
+//! failure of the crate). `CUDA_BRAND_UI_ANY_RUSTC=1` runs it anyway.
+//!
+//! # Re-blessing
 //!
 //! ```text
 //! TRYBUILD=overwrite cargo test --test ui
 //! ```
 //!
-//! and review every changed file before committing it: the error must still point at the
-//! misuse and name the rule's reason (an escaping borrow, a missing `Send`, a lifetime that
-//! does not live long enough), not an unrelated mistake in the case.
+//! rewrites every `.stderr` and `ui-tests/rustc-version.txt`. Review every changed file
+//! before committing it: the error must still point at the misuse and name the rule's
+//! reason (an escaping borrow, a missing `Send`, a lifetime that does not live long
+//! enough), not an unrelated mistake in the case. `tests/guide.rs` then names the guide's
+//! quotes that no longer match.
 
-#[test]
-fn ui() {
-    let t = trybuild::TestCases::new();
-    t.compile_fail("ui-tests/fail/*.rs");
-    t.pass("ui-tests/pass/*.rs");
+use std::process::{Command, ExitCode};
+
+use libtest_mimic::{Arguments, Trial};
+
+const RECORDED: &str = "ui-tests/rustc-version.txt";
+
+fn rustc_version() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let out = Command::new(&rustc)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("running `{rustc} --version`: {e}"));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let recorded_path = format!("{root}/{RECORDED}");
+    let recorded = std::fs::read_to_string(&recorded_path).unwrap_or_default();
+    let recorded = recorded.trim().to_owned();
+    let current = rustc_version();
+    let bless = std::env::var("TRYBUILD").is_ok_and(|v| v == "overwrite");
+    let any = std::env::var("CUDA_BRAND_UI_ANY_RUSTC").is_ok_and(|v| v == "1");
+    let ignored = !bless && !any && current != recorded;
+    if ignored && !args.list {
+        println!(
+            "note: the UI suite is ignored here: its .stderr files were recorded with `{recorded}`, \
+             this is `{current}` (CUDA_BRAND_UI_ANY_RUSTC=1 runs it anyway; \
+             TRYBUILD=overwrite cargo test --test ui re-blesses)"
+        );
+    }
+    let trial = Trial::test("ui", move || {
+        let t = trybuild::TestCases::new();
+        t.compile_fail("ui-tests/fail/*/*.rs");
+        t.pass("ui-tests/pass/*.rs");
+        drop(t); // runs the cases, panicking on a mismatch
+        if bless {
+            std::fs::write(&recorded_path, format!("{current}\n"))
+                .map_err(|e| format!("writing {recorded_path}: {e}"))?;
+        }
+        Ok(())
+    })
+    .with_ignored_flag(ignored);
+    libtest_mimic::run(&args, vec![trial]).exit_code()
 }
