@@ -366,57 +366,6 @@ impl<'ctx> ContextGuard<'ctx> {
         }
     }
 
-    /// A new non-blocking stream of this context with the lowest priority:
-    /// [`Stream::new`](crate::Stream::new) with [`StreamFlags::NonBlocking`](crate::StreamFlags::NonBlocking),
-    /// the choice for almost every program.
-    pub fn stream(self) -> Result<crate::Stream<'ctx>> {
-        crate::Stream::new(self, crate::StreamFlags::NonBlocking)
-    }
-
-    /// A new event of this context that records timestamps:
-    /// [`Event::new`](crate::Event::new) with default flags.
-    pub fn event(self) -> Result<crate::Event<'ctx>> {
-        crate::Event::new(self, crate::EventFlags::new())
-    }
-
-    /// `len` elements of device memory set to zero bytes:
-    /// [`DeviceBuffer::zeroed`](crate::DeviceBuffer::zeroed).
-    pub fn zeroed<T: crate::DeviceCopy>(self, len: usize) -> Result<crate::DeviceBuffer<'ctx, T>> {
-        crate::DeviceBuffer::zeroed(self, len)
-    }
-
-    /// Device memory holding a copy of `src`:
-    /// [`DeviceBuffer::from_slice`](crate::DeviceBuffer::from_slice).
-    pub fn from_slice<T: crate::DeviceCopy>(
-        self,
-        src: &[T],
-    ) -> Result<crate::DeviceBuffer<'ctx, T>> {
-        crate::DeviceBuffer::from_slice(self, src)
-    }
-
-    /// `len` elements of page-locked host memory set to zero bytes:
-    /// [`PinnedBuffer::zeroed`](crate::PinnedBuffer::zeroed).
-    pub fn pinned_zeroed<T: crate::DeviceCopy>(
-        self,
-        len: usize,
-    ) -> Result<crate::PinnedBuffer<'ctx, T>> {
-        crate::PinnedBuffer::zeroed(self, len)
-    }
-
-    /// Page-locked host memory holding a copy of `src`:
-    /// [`PinnedBuffer::from_slice`](crate::PinnedBuffer::from_slice).
-    pub fn pinned_from_slice<T: crate::DeviceCopy>(
-        self,
-        src: &[T],
-    ) -> Result<crate::PinnedBuffer<'ctx, T>> {
-        crate::PinnedBuffer::from_slice(self, src)
-    }
-
-    /// A module JIT-compiled from PTX text: [`Module::from_ptx`](crate::Module::from_ptx).
-    pub fn load_ptx(self, ptx: &str) -> Result<crate::Module<'ctx>> {
-        crate::Module::from_ptx(self, ptx)
-    }
-
     /// Runs `f` with this context current on the calling thread (see [`in_context`]).
     #[inline]
     pub(crate) fn with_current<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {

@@ -105,6 +105,23 @@ impl<'ctx> Event<'ctx> {
     }
 }
 
+impl<'ctx> ContextGuard<'ctx> {
+    /// A new event of this context that records timestamps:
+    /// [`Event::new`] with default flags.
+    pub fn event(self) -> Result<Event<'ctx>> {
+        Event::new(self, EventFlags::new())
+    }
+}
+
+impl<'ctx> Stream<'ctx> {
+    /// Makes work queued on this stream after this call wait until `event` has completed
+    /// (`cuStreamWaitEvent`). The event must be of the same context.
+    pub fn wait_event(&self, event: &Event<'ctx>) -> Result<()> {
+        // SAFETY: both handles are alive and branded with the same context.
+        unsafe { driver::stream_wait_event(self.as_raw(), event.as_raw()) }
+    }
+}
+
 impl Drop for Event<'_> {
     fn drop(&mut self) {
         // SAFETY: the event is ours and unused from now on. An error cannot be reported from

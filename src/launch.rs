@@ -28,15 +28,160 @@ use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
+use std::ptr::NonNull;
 
-use crate::driver::CUfunction;
+use cuda_driver_sys::CUfunc_st;
+
+use crate::context::{Brand, CacheConfig};
+use crate::driver::{self, CUfunction};
 use crate::error::{Error, ErrorCode, Result};
-use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
-use crate::module::{Function, Module};
-use crate::scope::{DeviceMut, DeviceRef};
+use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Span, overlap_error};
+
+/// A function of a module (`CUfunction`), borrowing the module `'m` of the context
+/// branded `'ctx`. One pointer wide. Launch it after declaring its parameters with
+/// [`Function::typed`] (or [`Module::kernel`](crate::Module::kernel)).
+pub struct Function<'m, 'ctx> {
+    raw: NonNull<CUfunc_st>,
+    _module: PhantomData<(&'m (), Brand<'ctx>)>,
+}
+
+// SAFETY: function handles may be used from any thread; attribute calls are thread-safe.
+unsafe impl Send for Function<'_, '_> {}
+// SAFETY: as above.
+unsafe impl Sync for Function<'_, '_> {}
+
+impl Clone for Function<'_, '_> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl Copy for Function<'_, '_> {}
+
+/// A function attribute (`CUfunction_attribute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FunctionAttribute {
+    /// Maximum threads per block a launch may use (depends on the registers it needs).
+    MaxThreadsPerBlock = 0,
+    /// Statically allocated shared memory per block, in bytes.
+    SharedSizeBytes = 1,
+    /// Constant memory used, in bytes.
+    ConstSizeBytes = 2,
+    /// Local memory per thread, in bytes.
+    LocalSizeBytes = 3,
+    /// Registers per thread.
+    NumRegs = 4,
+    /// The virtual architecture its PTX was compiled for, major * 10 + minor (75 for
+    /// `compute_75`).
+    PtxVersion = 5,
+    /// The binary architecture it was compiled for, major * 10 + minor.
+    BinaryVersion = 6,
+    /// Whether it was compiled with caching of global loads in L1 (`-Xptxas -dlcm=ca`).
+    CacheModeCa = 7,
+    /// Maximum dynamic shared memory per block a launch may use, in bytes (settable).
+    MaxDynamicSharedSizeBytes = 8,
+    /// Preferred shared memory carve-out, in percent of the maximum (settable).
+    PreferredSharedMemoryCarveout = 9,
+}
+
+impl<'m, 'ctx> Function<'m, 'ctx> {
+    /// # Safety
+    /// `raw` is a function of a module of the context `'ctx` that stays loaded for `'m`.
+    pub(crate) unsafe fn from_raw(raw: NonNull<CUfunc_st>) -> Self {
+        Function {
+            raw,
+            _module: PhantomData,
+        }
+    }
+
+    /// The driver's handle.
+    pub fn as_raw(&self) -> CUfunction {
+        self.raw.as_ptr()
+    }
+
+    /// One attribute's value (`cuFuncGetAttribute`).
+    pub fn attribute(&self, attribute: FunctionAttribute) -> Result<i32> {
+        // SAFETY: the function is alive (it borrows its module).
+        unsafe { driver::func_get_attribute(self.as_raw(), attribute as i32) }
+    }
+
+    /// The most threads per block a launch of this function may use.
+    pub fn max_threads_per_block(&self) -> Result<u32> {
+        Ok(self.attribute(FunctionAttribute::MaxThreadsPerBlock)? as u32)
+    }
+
+    /// Registers per thread.
+    pub fn num_registers(&self) -> Result<u32> {
+        Ok(self.attribute(FunctionAttribute::NumRegs)? as u32)
+    }
+
+    /// Statically allocated shared memory per block, in bytes.
+    pub fn static_shared_bytes(&self) -> Result<u32> {
+        Ok(self.attribute(FunctionAttribute::SharedSizeBytes)? as u32)
+    }
+
+    /// The most dynamic shared memory per block a launch may use, in bytes.
+    pub fn max_dynamic_shared_bytes(&self) -> Result<u32> {
+        Ok(self.attribute(FunctionAttribute::MaxDynamicSharedSizeBytes)? as u32)
+    }
+
+    /// Raises (or lowers) the dynamic shared memory a launch may use
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`); beyond 48 KiB only on devices
+    /// that allow it, up to their opt-in maximum.
+    pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<()> {
+        // SAFETY: the function is alive.
+        unsafe {
+            driver::func_set_attribute(
+                self.as_raw(),
+                FunctionAttribute::MaxDynamicSharedSizeBytes as i32,
+                bytes as i32,
+            )
+        }
+    }
+
+    /// The virtual architecture its PTX targets, e.g. 75 for a module compiled for
+    /// `compute_75`.
+    pub fn ptx_version(&self) -> Result<u32> {
+        Ok(self.attribute(FunctionAttribute::PtxVersion)? as u32)
+    }
+
+    /// The binary architecture, e.g. 90 on an H100.
+    pub fn binary_version(&self) -> Result<u32> {
+        Ok(self.attribute(FunctionAttribute::BinaryVersion)? as u32)
+    }
+
+    /// Sets this function's preference between L1 cache and shared memory.
+    pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
+        // SAFETY: the function is alive.
+        unsafe { driver::func_set_cache_config(self.as_raw(), config.raw()) }
+    }
+
+    /// The block size that maximises occupancy for `dynamic_shared_bytes` of dynamic
+    /// shared memory per block (`cuOccupancyMaxPotentialBlockSize`).
+    pub fn suggested_block_size(&self, dynamic_shared_bytes: u32) -> Result<u32> {
+        // SAFETY: the function is alive.
+        let (_, block) =
+            unsafe { driver::occupancy_block_size(self.as_raw(), dynamic_shared_bytes as usize) }?;
+        Ok(block as u32)
+    }
+
+    /// Declares the function's parameter list; see [`Module::kernel`](crate::Module::kernel).
+    ///
+    /// # Safety
+    /// As for [`Module::kernel`](crate::Module::kernel).
+    pub unsafe fn typed<P: KernelParams>(self) -> Result<Kernel<'m, 'ctx, P>> {
+        // SAFETY: the caller's promise.
+        unsafe { Kernel::new(self) }
+    }
+}
+
+impl fmt::Debug for Function<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Function").field(&self.raw).finish()
+    }
+}
 
 /// A function whose parameter list `P` has been declared (an `unsafe` promise, see
-/// [`Module::kernel`]), ready for [`StreamScope::launch`](crate::StreamScope::launch).
+/// [`Module::kernel`](crate::Module::kernel)), ready for [`StreamScope::launch`](crate::StreamScope::launch).
 /// Keeps the two limits a launch is checked against, so checking costs no driver call.
 ///
 /// It borrows its module (`'m`), so the module cannot be unloaded while a kernel of it
@@ -50,8 +195,8 @@ pub struct Kernel<'m, 'ctx, P> {
 }
 
 /// A kernel that writes its module's global variables (`__device__` variables), declared
-/// with [`Module::kernel_mut`]. It borrows its module *exclusively*, so while it exists the
-/// host cannot read or write those globals ([`Module::global`] needs the module), and a
+/// with [`Module::kernel_mut`](crate::Module::kernel_mut). It borrows its module *exclusively*, so while it exists the
+/// host cannot read or write those globals ([`Module::global`](crate::Module::global) needs the module), and a
 /// scope launches it through an exclusive borrow ([`StreamScope::bind_kernel`] or
 /// `&mut kernel`), so no two streams run it unordered.
 ///
@@ -59,7 +204,7 @@ pub struct Kernel<'m, 'ctx, P> {
 pub struct KernelMut<'m, 'ctx, P> {
     kernel: Kernel<'m, 'ctx, P>,
     module: usize,
-    _exclusive: PhantomData<&'m mut Module<'ctx>>,
+    _exclusive: PhantomData<&'m mut ()>,
 }
 
 /// A [`KernelMut`] bound to one stream scope by
@@ -71,7 +216,7 @@ pub struct ScopedKernel<'scope, 'ctx, P> {
     max_dynamic_shared: u32,
     module: usize,
     _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
-    _brand: crate::context::Brand<'ctx>,
+    _brand: Brand<'ctx>,
     _params: PhantomData<fn(P)>,
 }
 
@@ -84,7 +229,7 @@ impl<P> Copy for ScopedKernel<'_, '_, P> {}
 
 impl<'m, 'ctx, P> Kernel<'m, 'ctx, P> {
     /// # Safety
-    /// `P` is the function's parameter list, as [`Module::kernel`] requires.
+    /// `P` is the function's parameter list, as [`Module::kernel`](crate::Module::kernel) requires.
     pub(crate) unsafe fn new(function: Function<'m, 'ctx>) -> Result<Self> {
         Ok(Kernel {
             function,
@@ -295,11 +440,11 @@ fn bad_config(c: &LaunchConfig, t: &Target, problem: &str) -> Error {
 }
 
 /// A slice parameter the kernel reads: `const T *p, size_t p_len` in C. Pass `&buffer`,
-/// `&buffer[range]`, a [`DeviceRef`] or a [`DeviceMut`].
+/// `&buffer[range]`, a [`DeviceRef`](crate::DeviceRef) or a [`DeviceMut`](crate::DeviceMut).
 pub struct In<T>(PhantomData<T>);
 
 /// A slice parameter the kernel writes: `T *p, size_t p_len` in C. Pass `&mut buffer`,
-/// `&mut buffer[range]` or a [`DeviceMut`]. Its memory must not overlap any other slice
+/// `&mut buffer[range]` or a [`DeviceMut`](crate::DeviceMut). Its memory must not overlap any other slice
 /// argument of the launch.
 pub struct Out<T>(PhantomData<T>);
 
@@ -352,41 +497,14 @@ pub trait KernelArgs<'scope, 'ctx, P: KernelParams>: sealed::Args<'scope, 'ctx, 
 )]
 pub trait Launch<'scope, 'ctx, P: KernelParams>: sealed::Launch<'scope, 'ctx, P> {}
 
-pub(crate) use sealed::Span;
 pub(crate) use sealed::Target;
-
-/// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
-/// share memory.
-#[inline]
-pub(crate) fn first_overlap(spans: &[Span]) -> Option<(usize, usize)> {
-    for i in 0..spans.len() {
-        for j in i + 1..spans.len() {
-            if (spans[i].write || spans[j].write) && spans[i].overlaps(&spans[j]) {
-                return Some((i, j));
-            }
-        }
-    }
-    None
-}
-
-#[cold]
-#[inline(never)]
-pub(crate) fn overlap_error(call: &'static str, names: [&str; 2], a: &Span, b: &Span) -> Error {
-    Error::with_detail(
-        call,
-        ErrorCode::InvalidValue,
-        format!(
-            "{} ({} bytes at {:#x}) and {} ({} bytes at {:#x}) overlap: memory that a GPU operation writes must not also be another of its arguments",
-            names[0], a.bytes, a.start, names[1], b.bytes, b.start
-        ),
-    )
-}
 
 /// The sealed halves of the public traits: what reaches the driver is decided here only.
 pub(crate) mod sealed {
     use std::ffi::c_void;
 
     use crate::driver::CUfunction;
+    use crate::memory::Span;
 
     /// What a launch needs to know about its kernel.
     #[derive(Clone, Copy)]
@@ -396,31 +514,6 @@ pub(crate) mod sealed {
         pub(crate) max_dynamic_shared: u32,
         /// The module whose globals the kernel writes, for [`KernelMut`]s.
         pub(crate) globals: Option<usize>,
-    }
-
-    /// The memory one argument touches: `bytes` at `start`, written or only read. Scalars
-    /// touch none (`bytes == 0`).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct Span {
-        pub(crate) start: u64,
-        pub(crate) bytes: u64,
-        pub(crate) write: bool,
-    }
-
-    impl Span {
-        pub(crate) const NONE: Span = Span {
-            start: 0,
-            bytes: 0,
-            write: false,
-        };
-
-        #[inline(always)]
-        pub(crate) fn overlaps(&self, other: &Span) -> bool {
-            self.bytes != 0
-                && other.bytes != 0
-                && self.start < other.start.wrapping_add(other.bytes)
-                && other.start < self.start.wrapping_add(self.bytes)
-        }
     }
 
     #[diagnostic::on_unimplemented(
@@ -506,7 +599,7 @@ impl<T: DeviceCopy> sealed::Param for ByValue<T> {
 impl<T: DeviceCopy> KernelParam for ByValue<T> {}
 
 #[inline(always)]
-fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64; 2], Span) {
+pub(crate) fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64; 2], Span) {
     (
         [ptr, len as u64],
         Span {
@@ -517,7 +610,8 @@ fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64; 2], Span)
     )
 }
 
-/// `KernelArg` for the argument types of a slice parameter.
+/// `KernelArg` for the argument types of a slice parameter (the scope's views get theirs
+/// in `scope.rs`).
 macro_rules! slice_args {
     ($param:ident, $write:literal: $($arg:ty),*) => { $(
         impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, $param<T>> for $arg {
@@ -529,8 +623,8 @@ macro_rules! slice_args {
         impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, $param<T>> for $arg {}
     )* };
 }
-slice_args!(In, false: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
-slice_args!(Out, true: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+slice_args!(In, false: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>);
+slice_args!(Out, true: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>);
 
 impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, ByValue<T>> for T {
     #[inline(always)]
@@ -669,6 +763,7 @@ pub(crate) fn launch_overlap(spans: &[Span], i: usize, j: usize) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::first_overlap;
 
     fn span(start: u64, bytes: u64, write: bool) -> Span {
         Span {

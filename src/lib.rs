@@ -49,11 +49,11 @@ pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{Event, EventFlags};
 pub use launch::{
-    ByValue, In, Kernel, KernelArg, KernelArgs, KernelMut, KernelParam, KernelParams, Launch,
-    LaunchConfig, Out, ScopedKernel,
+    ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
+    KernelParam, KernelParams, Launch, LaunchConfig, Out, ScopedKernel,
 };
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
-pub use module::{Function, FunctionAttribute, Module};
+pub use module::Module;
 pub use peer::{PeerAccess, copy_peer};
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 pub use stream::{Stream, StreamFlags};

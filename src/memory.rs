@@ -87,6 +87,31 @@ device_copy_tuple!(A, B, C, D, E, F);
 pub trait Memset: DeviceCopy + sealed::Sealed {}
 
 pub(crate) mod sealed {
+    /// The memory one argument touches: `bytes` at `start`, written or only read. Scalars
+    /// touch none (`bytes == 0`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Span {
+        pub(crate) start: u64,
+        pub(crate) bytes: u64,
+        pub(crate) write: bool,
+    }
+
+    impl Span {
+        pub(crate) const NONE: Span = Span {
+            start: 0,
+            bytes: 0,
+            write: false,
+        };
+
+        #[inline(always)]
+        pub(crate) fn overlaps(&self, other: &Span) -> bool {
+            self.bytes != 0
+                && other.bytes != 0
+                && self.start < other.start.wrapping_add(other.bytes)
+                && other.start < self.start.wrapping_add(self.bytes)
+        }
+    }
+
     /// The driver's fill pattern of a `Memset` type; private, so no other type can be one.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `Memset`: the trait is sealed",
@@ -109,6 +134,35 @@ macro_rules! memset_impl {
     )* };
 }
 memset_impl!(u8 => D8 as u8, i8 => D8 as u8, u16 => D16 as u16, i16 => D16 as u16, u32 => D32 as u32, i32 => D32 as u32, f32 => D32 as u32);
+
+pub(crate) use sealed::Span;
+
+/// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
+/// share memory.
+#[inline]
+pub(crate) fn first_overlap(spans: &[Span]) -> Option<(usize, usize)> {
+    for i in 0..spans.len() {
+        for j in i + 1..spans.len() {
+            if (spans[i].write || spans[j].write) && spans[i].overlaps(&spans[j]) {
+                return Some((i, j));
+            }
+        }
+    }
+    None
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn overlap_error(call: &'static str, names: [&str; 2], a: &Span, b: &Span) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidValue,
+        format!(
+            "{} ({} bytes at {:#x}) and {} ({} bytes at {:#x}) overlap: memory that a GPU operation writes must not also be another of its arguments",
+            names[0], a.bytes, a.start, names[1], b.bytes, b.start
+        ),
+    )
+}
 
 /// A zero-sized, align-1 element, so that a `&DeviceSlice` is a fat pointer (device address,
 /// element count) that claims no host-dereferenceable bytes.
@@ -194,8 +248,8 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     }
 
     #[inline]
-    pub(crate) fn span(&self, write: bool) -> crate::launch::Span {
-        crate::launch::Span {
+    pub(crate) fn span(&self, write: bool) -> Span {
+        Span {
             start: self.as_device_ptr(),
             bytes: self.size_in_bytes() as u64,
             write,
@@ -352,7 +406,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if dst_span.overlaps(&src_span) {
             // unreachable through the borrow rules (`self` is borrowed exclusively, `src`
             // shared); checked anyway, it costs two compares
-            return Err(crate::launch::overlap_error(
+            return Err(overlap_error(
                 "DeviceSlice::copy_from_device",
                 ["the destination", "the source"],
                 &dst_span,
@@ -710,6 +764,32 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
         let mut buf = Self::zeroed(ctx, src.len())?;
         buf.copy_from_slice(src);
         Ok(buf)
+    }
+}
+
+impl<'ctx> ContextGuard<'ctx> {
+    /// `len` elements of device memory set to zero bytes:
+    /// [`DeviceBuffer::zeroed`].
+    pub fn zeroed<T: DeviceCopy>(self, len: usize) -> Result<DeviceBuffer<'ctx, T>> {
+        DeviceBuffer::zeroed(self, len)
+    }
+
+    /// Device memory holding a copy of `src`:
+    /// [`DeviceBuffer::from_slice`].
+    pub fn from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<DeviceBuffer<'ctx, T>> {
+        DeviceBuffer::from_slice(self, src)
+    }
+
+    /// `len` elements of page-locked host memory set to zero bytes:
+    /// [`PinnedBuffer::zeroed`].
+    pub fn pinned_zeroed<T: DeviceCopy>(self, len: usize) -> Result<PinnedBuffer<'ctx, T>> {
+        PinnedBuffer::zeroed(self, len)
+    }
+
+    /// Page-locked host memory holding a copy of `src`:
+    /// [`PinnedBuffer::from_slice`].
+    pub fn pinned_from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<PinnedBuffer<'ctx, T>> {
+        PinnedBuffer::from_slice(self, src)
     }
 }
 

@@ -29,12 +29,12 @@ use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ptr::NonNull;
 
-use cuda_driver_sys::{CUctx_st, CUfunc_st, CUmod_st};
+use cuda_driver_sys::{CUctx_st, CUmod_st};
 
-use crate::context::{Brand, CacheConfig, ContextGuard};
-use crate::driver::{self, CUdeviceptr, CUfunction, CUmodule};
+use crate::context::{Brand, ContextGuard};
+use crate::driver::{self, CUdeviceptr, CUmodule};
 use crate::error::{Error, ErrorCode, Result};
-use crate::launch::{Kernel, KernelMut, KernelParams};
+use crate::launch::{Function, Kernel, KernelMut, KernelParams};
 use crate::memory::{DeviceCopy, DeviceSlice};
 
 /// Code loaded into the context branded `'ctx` (`CUmodule`): from PTX text, or a cubin or
@@ -173,10 +173,8 @@ impl<'ctx> Module<'ctx> {
             )
         })?;
         let raw = driver::non_null("cuModuleGetFunction", raw)?;
-        Ok(Function {
-            raw,
-            _module: PhantomData,
-        })
+        // SAFETY: a function of this module, which the result borrows.
+        Ok(unsafe { Function::from_raw(raw) })
     }
 
     /// Declares the kernel `name` with the parameter list `P`, a tuple of
@@ -318,6 +316,13 @@ fn c_name(call: &'static str, name: &str) -> Result<CString> {
     })
 }
 
+impl<'ctx> ContextGuard<'ctx> {
+    /// A module JIT-compiled from PTX text: [`Module::from_ptx`].
+    pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>> {
+        Module::from_ptx(self, ptx)
+    }
+}
+
 impl Drop for Module<'_> {
     fn drop(&mut self) {
         let raw = self.as_raw();
@@ -333,140 +338,6 @@ impl Drop for Module<'_> {
 impl fmt::Debug for Module<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Module").field(&self.raw).finish()
-    }
-}
-
-/// A function of a module (`CUfunction`), borrowing the module `'m` of the context
-/// branded `'ctx`. One pointer wide. Launch it after declaring its parameters with
-/// [`Function::typed`] (or [`Module::kernel`]).
-pub struct Function<'m, 'ctx> {
-    raw: NonNull<CUfunc_st>,
-    _module: PhantomData<&'m Module<'ctx>>,
-}
-
-// SAFETY: function handles may be used from any thread; attribute calls are thread-safe.
-unsafe impl Send for Function<'_, '_> {}
-// SAFETY: as above.
-unsafe impl Sync for Function<'_, '_> {}
-
-impl Clone for Function<'_, '_> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl Copy for Function<'_, '_> {}
-
-/// A function attribute (`CUfunction_attribute`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FunctionAttribute {
-    /// Maximum threads per block a launch may use (depends on the registers it needs).
-    MaxThreadsPerBlock = 0,
-    /// Statically allocated shared memory per block, in bytes.
-    SharedSizeBytes = 1,
-    /// Constant memory used, in bytes.
-    ConstSizeBytes = 2,
-    /// Local memory per thread, in bytes.
-    LocalSizeBytes = 3,
-    /// Registers per thread.
-    NumRegs = 4,
-    /// The virtual architecture its PTX was compiled for, major * 10 + minor (75 for
-    /// `compute_75`).
-    PtxVersion = 5,
-    /// The binary architecture it was compiled for, major * 10 + minor.
-    BinaryVersion = 6,
-    /// Whether it was compiled with caching of global loads in L1 (`-Xptxas -dlcm=ca`).
-    CacheModeCa = 7,
-    /// Maximum dynamic shared memory per block a launch may use, in bytes (settable).
-    MaxDynamicSharedSizeBytes = 8,
-    /// Preferred shared memory carve-out, in percent of the maximum (settable).
-    PreferredSharedMemoryCarveout = 9,
-}
-
-impl<'m, 'ctx> Function<'m, 'ctx> {
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUfunction {
-        self.raw.as_ptr()
-    }
-
-    /// One attribute's value (`cuFuncGetAttribute`).
-    pub fn attribute(&self, attribute: FunctionAttribute) -> Result<i32> {
-        // SAFETY: the function is alive (it borrows its module).
-        unsafe { driver::func_get_attribute(self.as_raw(), attribute as i32) }
-    }
-
-    /// The most threads per block a launch of this function may use.
-    pub fn max_threads_per_block(&self) -> Result<u32> {
-        Ok(self.attribute(FunctionAttribute::MaxThreadsPerBlock)? as u32)
-    }
-
-    /// Registers per thread.
-    pub fn num_registers(&self) -> Result<u32> {
-        Ok(self.attribute(FunctionAttribute::NumRegs)? as u32)
-    }
-
-    /// Statically allocated shared memory per block, in bytes.
-    pub fn static_shared_bytes(&self) -> Result<u32> {
-        Ok(self.attribute(FunctionAttribute::SharedSizeBytes)? as u32)
-    }
-
-    /// The most dynamic shared memory per block a launch may use, in bytes.
-    pub fn max_dynamic_shared_bytes(&self) -> Result<u32> {
-        Ok(self.attribute(FunctionAttribute::MaxDynamicSharedSizeBytes)? as u32)
-    }
-
-    /// Raises (or lowers) the dynamic shared memory a launch may use
-    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`); beyond 48 KiB only on devices
-    /// that allow it, up to their opt-in maximum.
-    pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<()> {
-        // SAFETY: the function is alive.
-        unsafe {
-            driver::func_set_attribute(
-                self.as_raw(),
-                FunctionAttribute::MaxDynamicSharedSizeBytes as i32,
-                bytes as i32,
-            )
-        }
-    }
-
-    /// The virtual architecture its PTX targets, e.g. 75 for a module compiled for
-    /// `compute_75`.
-    pub fn ptx_version(&self) -> Result<u32> {
-        Ok(self.attribute(FunctionAttribute::PtxVersion)? as u32)
-    }
-
-    /// The binary architecture, e.g. 90 on an H100.
-    pub fn binary_version(&self) -> Result<u32> {
-        Ok(self.attribute(FunctionAttribute::BinaryVersion)? as u32)
-    }
-
-    /// Sets this function's preference between L1 cache and shared memory.
-    pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
-        // SAFETY: the function is alive.
-        unsafe { driver::func_set_cache_config(self.as_raw(), config.raw()) }
-    }
-
-    /// The block size that maximises occupancy for `dynamic_shared_bytes` of dynamic
-    /// shared memory per block (`cuOccupancyMaxPotentialBlockSize`).
-    pub fn suggested_block_size(&self, dynamic_shared_bytes: u32) -> Result<u32> {
-        // SAFETY: the function is alive.
-        let (_, block) =
-            unsafe { driver::occupancy_block_size(self.as_raw(), dynamic_shared_bytes as usize) }?;
-        Ok(block as u32)
-    }
-
-    /// Declares the function's parameter list; see [`Module::kernel`].
-    ///
-    /// # Safety
-    /// As for [`Module::kernel`].
-    pub unsafe fn typed<P: KernelParams>(self) -> Result<Kernel<'m, 'ctx, P>> {
-        // SAFETY: the caller's promise.
-        unsafe { Kernel::new(self) }
-    }
-}
-
-impl fmt::Debug for Function<'_, '_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Function").field(&self.raw).finish()
     }
 }
 

@@ -71,9 +71,12 @@ use crate::context::{self, Brand};
 use crate::driver::{self, CUdeviceptr, CUevent, CUstream, Pattern};
 use crate::error::{Error, Result};
 use crate::launch::{
-    self, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel, Span,
+    self, KernelArg, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
 };
-use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, check_lengths};
+use crate::memory::{
+    self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
+    overlap_error,
+};
 use crate::stream::Stream;
 
 /// Asynchronous work on one stream, open for the length of a [`Stream::scope`] closure (or
@@ -468,6 +471,22 @@ macro_rules! into_view {
 into_view!(IntoDeviceMut, IntoMut, into_mut, DeviceMut: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>, DeviceMut<'scope, 'ctx, T>);
 into_view!(IntoDeviceRef, IntoRef, into_ref, DeviceRef: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
 
+/// The scope's views as kernel arguments: a `DeviceRef` or a `DeviceMut` for an `In`, a
+/// `DeviceMut` for an `Out`.
+macro_rules! view_args {
+    ($param:ident, $write:literal: $($arg:ty),*) => { $(
+        impl<'scope, 'ctx, T: DeviceCopy> launch::sealed::Arg<'scope, 'ctx, launch::$param<T>> for $arg {
+            #[inline(always)]
+            fn lower(self) -> ([u64; 2], Span) {
+                launch::slice_raw(self.ptr, self.len, std::mem::size_of::<T>(), $write)
+            }
+        }
+        impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, launch::$param<T>> for $arg {}
+    )* };
+}
+view_args!(In, false: DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+view_args!(Out, true: DeviceMut<'scope, 'ctx, T>);
+
 #[inline(always)]
 fn write_span<T>(v: &DeviceMut<'_, '_, T>) -> Span {
     Span {
@@ -621,7 +640,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         }
         let spans = [write_span(&dst), read_span(&src)];
         if spans[0].overlaps(&spans[1]) {
-            return Err(launch::overlap_error(
+            return Err(overlap_error(
                 "StreamScope::copy",
                 ["the destination", "the source"],
                 &spans[0],
@@ -741,7 +760,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         launch::check_config(&config, &target)?;
         let stream = self.stream.as_raw();
         launch::sealed::Args::with_params(args, |spans, params| {
-            if let Some((i, j)) = launch::first_overlap(spans) {
+            if let Some((i, j)) = first_overlap(spans) {
                 return Err(launch::launch_overlap(spans, i, j));
             }
             self.ordered(spans, target.globals, || {

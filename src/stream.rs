@@ -10,7 +10,6 @@ use cuda_driver_sys::CUstream_st;
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
-use crate::event::Event;
 
 /// How a stream relates to the legacy default stream (`CU_STREAM_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -103,13 +102,6 @@ impl<'ctx> Stream<'ctx> {
         unsafe { driver::stream_query(self.as_raw()) }
     }
 
-    /// Makes work queued on this stream after this call wait until `event` has completed
-    /// (`cuStreamWaitEvent`). The event must be of the same context.
-    pub fn wait_event(&self, event: &Event<'ctx>) -> Result<()> {
-        // SAFETY: both handles are alive and branded with the same context.
-        unsafe { driver::stream_wait_event(self.as_raw(), event.as_raw()) }
-    }
-
     /// The stream's priority.
     pub fn priority(&self) -> Result<i32> {
         // SAFETY: as in `synchronize`.
@@ -125,6 +117,15 @@ impl<'ctx> Stream<'ctx> {
         } else {
             StreamFlags::Default
         })
+    }
+}
+
+impl<'ctx> ContextGuard<'ctx> {
+    /// A new non-blocking stream of this context with the lowest priority:
+    /// [`Stream::new`] with [`StreamFlags::NonBlocking`],
+    /// the choice for almost every program.
+    pub fn stream(self) -> Result<Stream<'ctx>> {
+        Stream::new(self, StreamFlags::NonBlocking)
     }
 }
 
