@@ -1,5 +1,7 @@
 //! Devices: enumeration, properties and attributes.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 use crate::driver::{self, CUdevice};

@@ -697,20 +697,18 @@ impl Api {
     fn load(file: Option<&OsStr>) -> Result<Api> {
         let (library, name) = open(file.filter(|f| !f.is_empty()))?;
         let library: &'static libloading::Library = Box::leak(Box::new(library));
-        // SAFETY: cuDriverGetVersion has this signature in every driver, takes only its
-        // out-pointer (a live local) and may be called before cuInit.
-        let version = unsafe {
-            match library.get::<unsafe extern "C" fn(*mut c_int) -> u32>(b"cuDriverGetVersion\0") {
-                Ok(get_version) => {
-                    let mut version = 0;
-                    match get_version(&mut version) {
-                        0 => version,
-                        _ => 0,
-                    }
-                }
-                Err(_) => return Err(lacks_required(&name, "cuDriverGetVersion", 0)),
-            }
+        // SAFETY: cuDriverGetVersion has this signature in every driver.
+        let symbol = unsafe {
+            library.get::<unsafe extern "C" fn(*mut c_int) -> u32>(b"cuDriverGetVersion\0")
         };
+        let Ok(get_version) = symbol else {
+            return Err(lacks_required(&name, "cuDriverGetVersion", 0));
+        };
+        let mut version = 0;
+        // SAFETY: takes only its out-pointer (a live local) and may be called before cuInit.
+        if unsafe { get_version(&mut version) } != 0 {
+            version = 0;
+        }
         if version != 0 && version < MINIMUM_DRIVER {
             return Err(Error::with_detail(
                 Error::LOAD_DRIVER,
@@ -1670,10 +1668,8 @@ mod tests {
         // a required entry point is called (the fake returns FAKE_RESULT)
         let mut current = std::ptr::null_mut();
         // SAFETY: the fake table reaches no driver.
-        assert_eq!(
-            unsafe { api.cuCtxGetCurrent(&mut current) },
-            Ok(FAKE_RESULT)
-        );
+        let result = unsafe { api.cuCtxGetCurrent(&mut current) };
+        assert_eq!(result, Ok(FAKE_RESULT));
         // every optional entry point of the fake is absent, and each says why
         let optional = api.optional_entries();
         assert_eq!(optional.len(), 9, "{optional:?}");

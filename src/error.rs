@@ -1,5 +1,7 @@
 //! Errors: one [`Error`] type naming the failing driver call and its [`ErrorCode`].
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 /// What a driver call (or the crate's own check before one) returned instead of success.

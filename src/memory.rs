@@ -298,14 +298,13 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
             mid <= len,
             "DeviceSlice::split_at_mut: mid {mid} > len {len}"
         );
-        // SAFETY: the two ranges are disjoint and within `self`, which is borrowed
-        // exclusively for as long as both views live.
-        unsafe {
-            (
-                Self::from_raw_parts_mut(self.at(0), mid),
-                Self::from_raw_parts_mut(self.at(mid), len - mid),
-            )
-        }
+        let (left, right) = (self.at(0), self.at(mid));
+        // SAFETY: `[0, mid)` is within `self`, which is borrowed exclusively for as long as
+        // both views live, and disjoint from the other view.
+        let left = unsafe { Self::from_raw_parts_mut(left, mid) };
+        // SAFETY: as above, for `[mid, len)`.
+        let right = unsafe { Self::from_raw_parts_mut(right, len - mid) };
+        (left, right)
     }
 
     /// Views of `size` elements each (the last may be shorter), like `[T]::chunks`.
@@ -820,7 +819,12 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
         // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
         // copy can still use it (they only run inside a scope that borrows the buffer). An
         // error leaves the memory to be reclaimed with the context.
-        let _ = unsafe { context::in_context(self.ctx, || driver::mem_free_host(p)) };
+        let free = || {
+            // SAFETY: as above.
+            unsafe { driver::mem_free_host(p) }
+        };
+        // SAFETY: the brand keeps the context alive.
+        let _ = unsafe { context::in_context(self.ctx, free) };
     }
 }
 
