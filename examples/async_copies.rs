@@ -51,7 +51,7 @@ fn run() -> Result<(), Error> {
             a.scope(|s| {
                 start.record(s)?;
                 if to_device {
-                    s.copy_to_device(&mut dev_in, &upload)?;
+                    s.copy_from_host(&mut dev_in, &upload)?;
                 } else {
                     s.copy_to_host(&mut download, &dev_out)?;
                 }
@@ -72,10 +72,10 @@ fn run() -> Result<(), Error> {
             let (in_lo, in_hi) = dev_in.split_at_mut(half);
             let (out_lo, out_hi) = dev_out.split_at(half);
             let (down_lo, down_hi) = download.split_at_mut(half);
-            sa.copy_to_device(in_lo, &upload[..half])?;
+            sa.copy_from_host(in_lo, &upload[..half])?;
             sb.copy_to_host(down_lo, out_lo)?;
             sa.copy_to_host(down_hi, out_hi)?;
-            sb.copy_to_device(in_hi, &upload[half..])?;
+            sb.copy_from_host(in_hi, &upload[half..])?;
             // `end` after both streams: a waits for b's work
             let b_done = Event::new(ctx, EventFlags::new().disable_timing(true))?;
             b_done.record(sb)?;

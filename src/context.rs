@@ -143,6 +143,7 @@ pub enum Scheduling {
 /// assert!(flags.maps_host() && !flags.keeps_local_memory());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use]
 pub struct ContextFlags(u32);
 
 const SCHED_MASK: u32 = 0x07;

@@ -19,6 +19,7 @@ use crate::stream::Stream;
 /// assert_eq!(EventFlags::new().disable_timing(true).blocking_sync(true).bits(), 0x2 | 0x1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use]
 pub struct EventFlags(u32);
 
 impl EventFlags {

@@ -84,6 +84,11 @@ use crate::stream::Stream;
 ///
 /// Every operation borrows what it touches for `'scope`, the whole scope; use
 /// [`StreamScope::bind_mut`] to write one buffer in several operations of the scope.
+///
+/// The operations have the names of the synchronous methods of
+/// [`DeviceSlice`]: `copy_from_host`, `copy_to_host`, `copy_from_device`, `fill`; here
+/// the destination always comes first (`s.copy_to_host(&mut host, &buffer)`), there the
+/// device memory is `self` (`buffer.copy_to_host(&mut host)`).
 /// `'env` is the borrow of the stream. Not `Sync`, so the closure's `&StreamScope` cannot
 /// reach another thread: the scope stays on the thread that opened it.
 ///
@@ -174,7 +179,7 @@ impl<'ctx> Stream<'ctx> {
     ///     let mut back = vec![0.0f32; 1024];
     ///     stream.scope(|s| {
     ///         let d = s.bind_mut(&mut device_copy);
-    ///         s.copy_to_device(d, &host)?;
+    ///         s.copy_from_host(d, &host)?;
     ///         s.copy_to_host(&mut back, d)
     ///     })?; // synchronized here: `back` is complete, `host` and `device_copy` free again
     ///     assert_eq!(back, vec![1.0; 1024]);
@@ -246,7 +251,7 @@ impl<'ctx> Stream<'ctx> {
     ///         let chunk = host.len() / 4;
     ///         for (i, (src, dst)) in host.chunks(chunk).zip(back.chunks_mut(chunk)).enumerate() {
     ///             let part = d.slice(i * chunk..(i + 1) * chunk);
-    ///             lanes[i].copy_to_device(part, src)?;
+    ///             lanes[i].copy_from_host(part, src)?;
     ///             lanes[i].copy_to_host(dst, part)?;
     ///         }
     ///         Ok(())
@@ -568,13 +573,13 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// # Panics
     /// If the lengths differ (before any driver call).
     #[inline]
-    pub fn copy_to_device<T: DeviceCopy>(
+    pub fn copy_from_host<T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: &'scope [T],
     ) -> Result<()> {
         let dst = dst.into_mut();
-        check_lengths("copy_to_device", dst.len(), src.len());
+        check_lengths("copy_from_host", dst.len(), src.len());
         if dst.bytes() == 0 {
             return Ok(());
         }
@@ -628,20 +633,20 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
-    pub fn copy<T: DeviceCopy>(
+    pub fn copy_from_device<T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
         let (dst, src) = (dst.into_mut(), src.into_ref());
-        check_lengths("copy", dst.len(), src.len());
+        check_lengths("copy_from_device", dst.len(), src.len());
         if dst.bytes() == 0 {
             return Ok(());
         }
         let spans = [write_span(&dst), read_span(&src)];
         if spans[0].overlaps(&spans[1]) {
             return Err(overlap_error(
-                "StreamScope::copy",
+                "StreamScope::copy_from_device",
                 ["the destination", "the source"],
                 &spans[0],
                 &spans[1],

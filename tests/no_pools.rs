@@ -31,7 +31,7 @@ fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
             stream.scope(|s| {
                 let scratch = s.alloc_zeroed::<u16>(1000)?;
                 s.fill(scratch, 77u16)?;
-                s.copy(&mut keep, scratch)?;
+                s.copy_from_device(&mut keep, scratch)?;
                 s.copy_to_host(&mut host, scratch)
             })
         })?;

@@ -125,7 +125,7 @@ fn four_streams_share_one_buffer_by_chunks_and_overlap() {
             for (i, (src, dst)) in host.chunks(chunk).zip(back.chunks_mut(chunk)).enumerate() {
                 let lane = &s[i % 4];
                 let part = d.slice(i * chunk..(i + 1) * chunk);
-                lane.copy_to_device(part, src)?;
+                lane.copy_from_host(part, src)?;
                 lane.launch(&scale, LaunchConfig::linear(64, 256), (part, 2.0f32))?;
                 lane.copy_to_host(dst, part)?;
             }
@@ -196,10 +196,10 @@ fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
         let e = stream
             .scope(|s| {
                 let v = s.bind_mut(&mut d);
-                s.copy(v.slice(..99), v.slice(1..))
+                s.copy_from_device(v.slice(..99), v.slice(1..))
             })
             .unwrap_err();
-        assert_eq!(e.call(), "StreamScope::copy");
+        assert_eq!(e.call(), "StreamScope::copy_from_device");
         assert!(
             e.detail()
                 .unwrap()
@@ -209,7 +209,7 @@ fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
         assert_eq!(d.to_vec()?, start);
         stream.scope(|s| {
             let v = s.bind_mut(&mut d);
-            s.copy(v.slice(..50), v.slice(50..))
+            s.copy_from_device(v.slice(..50), v.slice(50..))
         })?;
         let want: Vec<u32> = (50..100).chain(50..100).collect();
         assert_eq!(d.to_vec()?, want);

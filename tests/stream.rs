@@ -17,7 +17,7 @@ fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
         let mut dev = DeviceBuffer::<f32>::zeroed(ctx, n)?;
         stream.scope(|s| {
             let d = s.bind_mut(&mut dev);
-            s.copy_to_device(d, &src)?;
+            s.copy_from_host(d, &src)?;
             s.copy_to_host(&mut dst, d)?;
             Ok::<_, Error>(())
         })?;
@@ -37,8 +37,8 @@ fn async_copies_from_plain_slices_device_to_device_and_fill() {
         let mut head = vec![0u32; 10];
         stream.scope(|s| {
             let (a, b) = (s.bind_mut(&mut a), s.bind_mut(&mut b));
-            s.copy_to_device(a, &host)?;
-            s.copy(b, a)?;
+            s.copy_from_host(a, &host)?;
+            s.copy_from_device(b, a)?;
             s.fill(a, 5u32)?;
             s.copy_to_host(&mut back, b)?;
             s.copy_to_host(&mut head, a.slice(..10))?;
@@ -139,7 +139,7 @@ fn events_time_a_copy() {
         let mut dev = DeviceBuffer::<u8>::zeroed(ctx, 64 << 20)?;
         stream.scope(|s| {
             start.record(s)?;
-            s.copy_to_device(&mut dev, &host)?;
+            s.copy_from_host(&mut dev, &host)?;
             end.record(s)?;
             Ok::<_, Error>(())
         })?;
@@ -227,7 +227,7 @@ fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
                 let d = s.bind_mut(&mut buf);
                 s.fill(d, 12345u32)?;
                 let extra = s.alloc_zeroed::<u32>(1000)?;
-                s.copy(extra, d)?;
+                s.copy_from_device(extra, d)?;
                 s.copy_to_host(&mut host, extra)?;
                 Ok::<_, Error>(())
             })?;
@@ -279,7 +279,7 @@ fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
                     .scope(|s| {
                         let scratch = s.alloc_zeroed::<u32>(64)?;
                         s.fill(scratch, 9u32)?;
-                        s.copy(&mut buf, scratch)?;
+                        s.copy_from_device(&mut buf, scratch)?;
                         s.copy_to_host(&mut host, scratch)
                     })
                     .unwrap();

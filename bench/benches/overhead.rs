@@ -356,7 +356,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                 move || {
                     let x = [1.0f32];
                     per_op(2000, || {
-                        st.scope(|s| s.copy_to_device(&mut dev, &x)).unwrap()
+                        st.scope(|s| s.copy_from_host(&mut dev, &x)).unwrap()
                     })
                 }
             }),
@@ -593,7 +593,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             ours: Box::new(move || {
                 let mut big = big.borrow_mut();
                 bandwidth(BIG, || {
-                    st.scope(|s| s.copy_to_device(&mut **big, pinned)).unwrap()
+                    st.scope(|s| s.copy_from_host(&mut **big, pinned)).unwrap()
                 })
             }),
             raw: Box::new(move || {

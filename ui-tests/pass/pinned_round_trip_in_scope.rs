@@ -19,7 +19,7 @@ fn main() {
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 4096)?;
         stream.scope(|s| {
             let d = s.bind_mut(&mut on_device);
-            s.copy_to_device(d, &upload)?;
+            s.copy_from_host(d, &upload)?;
             s.copy_to_host(&mut download, d)?;
             Ok::<_, cuda_brand::Error>(())
         })?;

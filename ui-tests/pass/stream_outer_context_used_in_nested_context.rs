@@ -25,7 +25,7 @@ fn main() {
             stream.scope(|s| {
                 let d = s.bind_mut(&mut on_device);
                 s.fill(d, 3)?;
-                s.copy(&mut copy, d)?;
+                s.copy_from_device(&mut copy, d)?;
                 s.copy_to_host(&mut host, d)?;
                 done.record(s)
             })?;

@@ -20,7 +20,7 @@ fn main() -> cuda_brand::Result<()> {
             let host = [1u32, 2, 3, 4];
             stream_of_b.scope(|s| {
                 let dst = s.bind_mut(&mut in_a);
-                s.copy_to_device(dst, &host)
+                s.copy_from_host(dst, &host)
             })
         })?;
         println!("{:?}", in_a.to_vec()?);

@@ -1,6 +1,6 @@
 // Rule: host memory that a queued copy reads cannot be freed before the copy is done.
 //
-// `StreamScope::copy_to_device` borrows its source `&'scope [T]` for the whole scope, and
+// `StreamScope::copy_from_host` borrows its source `&'scope [T]` for the whole scope, and
 // the scope synchronizes its stream before it returns; dropping the pinned buffer inside
 // the scope would move it while that borrow is alive. (rustc reports it twice: the closure
 // captures `pinned` by value for the `drop`, so the borrow also outlives the captured
@@ -25,7 +25,7 @@ fn main() -> cuda_brand::Result<()> {
         let pinned = PinnedBuffer::from_slice(ctx, &[1.0f32; 1 << 20])?;
         let mut on_device = DeviceBuffer::<f32>::zeroed(ctx, 1 << 20)?;
         stream.scope(|s| {
-            s.copy_to_device(&mut on_device, &pinned)?;
+            s.copy_from_host(&mut on_device, &pinned)?;
             drop(pinned); // the copy engine may still be reading it
             Ok(())
         })

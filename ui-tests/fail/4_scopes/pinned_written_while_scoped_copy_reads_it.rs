@@ -1,6 +1,6 @@
 // Rule: the host cannot write memory that a queued copy still reads.
 //
-// `StreamScope::copy_to_device` borrows its source `&'scope [T]` (here the pinned buffer,
+// `StreamScope::copy_from_host` borrows its source `&'scope [T]` (here the pinned buffer,
 // through `Deref`) for the whole scope, so the buffer cannot be borrowed mutably again
 // until the scope has synchronized its stream.
 //
@@ -20,7 +20,7 @@ fn main() -> cuda_brand::Result<()> {
         let mut pinned = PinnedBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         stream.scope(|s| {
-            s.copy_to_device(&mut on_device, &pinned)?;
+            s.copy_from_host(&mut on_device, &pinned)?;
             pinned[0] = 1; // the copy engine may not have read element 0 yet
             Ok(())
         })

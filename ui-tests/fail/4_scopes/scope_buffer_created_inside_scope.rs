@@ -1,7 +1,7 @@
 // Rule: every buffer a scope's operation touches must live for the whole scope, so a
 // `DeviceBuffer` created inside the scope's closure cannot be used by its operations.
 //
-// `StreamScope::copy_to_device` takes `impl Into<DeviceMut<'scope, 'ctx, T>>`, a borrow for
+// `StreamScope::copy_from_host` takes `impl Into<DeviceMut<'scope, 'ctx, T>>`, a borrow for
 // `'scope`, and `'scope` outlasts the closure's body: a local of the body is dropped
 // (`cuMemFree`) before the scope synchronizes. For scratch memory, use
 // `StreamScope::alloc_zeroed`, freed in stream order when the scope ends.
@@ -23,7 +23,7 @@ fn main() -> cuda_brand::Result<()> {
         let host = PinnedBuffer::from_slice(ctx, &[7u32; 1 << 20])?;
         stream.scope(|s| {
             let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 20)?;
-            s.copy_to_device(&mut on_device, &host)?;
+            s.copy_from_host(&mut on_device, &host)?;
             Ok(())
         }) // `on_device` was freed before this synchronization
     })

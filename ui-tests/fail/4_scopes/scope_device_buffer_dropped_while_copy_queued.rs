@@ -1,6 +1,6 @@
 // Rule: device memory used by queued work cannot be freed.
 //
-// `StreamScope::copy_to_device` borrows its destination (`&'scope mut DeviceBuffer`) for
+// `StreamScope::copy_from_host` borrows its destination (`&'scope mut DeviceBuffer`) for
 // the whole scope, and the scope synchronizes its stream before it returns, so dropping the
 // buffer (`cuMemFree`) inside the scope would move it while that borrow is alive. (rustc
 // reports it twice: the closure captures `on_device` by value for the `drop`, so the borrow
@@ -26,7 +26,7 @@ fn main() -> cuda_brand::Result<()> {
         let pinned = PinnedBuffer::from_slice(ctx, &[7u32; 1 << 20])?;
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         stream.scope(|s| {
-            s.copy_to_device(&mut on_device, &pinned)?;
+            s.copy_from_host(&mut on_device, &pinned)?;
             drop(on_device); // the copy may not even have started
             Ok(())
         })

@@ -21,7 +21,7 @@ fn main() -> cuda_brand::Result<()> {
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         let s = stream.scope(|s| Ok::<_, cuda_brand::Error>(s))?;
         // the scope has synchronized and ended: nothing waits for this copy
-        s.copy_to_device(&mut on_device, &host)?;
+        s.copy_from_host(&mut on_device, &host)?;
         Ok(())
     })
 }

@@ -9,7 +9,7 @@
 // synchronized. rustc names the hidden supertrait and notes that `IntoDeviceMut` is a
 // "sealed trait".
 //
-// Without it: any address and length would become a handle for `fill`, `copy_to_device`,
+// Without it: any address and length would become a handle for `fill`, `copy_from_host`,
 // `copy` or a kernel's `Out` argument, with no borrow behind it: `Anywhere` below has the
 // queued fill write 4 KiB at an address nothing owns (an illegal address if unmapped, other
 // allocations' data, silently, if mapped), while the buffer it was taken from may be read

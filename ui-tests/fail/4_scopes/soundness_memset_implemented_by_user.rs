@@ -12,7 +12,7 @@
 // whatever allocation follows (no error: the driver sees only an address and a count).
 //
 // Fix: fill with a number the crate knows, or write any value with a copy:
-// `s.copy_to_device(d, &vec![Rgba { r: 255, g: 0, b: 0, a: 255 }; n])`.
+// `s.copy_from_host(d, &vec![Rgba { r: 255, g: 0, b: 0, a: 255 }; n])`.
 
 use cuda_brand::{
     ContextFlags, Device, DeviceBuffer, DeviceCopy, Memset, Stream, StreamFlags, with_context,
