@@ -51,7 +51,7 @@ pub(crate) use ffi::*;
 /// Types of `cuda.h` that the table's signatures need and the bindings (CUDA 10) lack or
 /// declare with Rust enums; layouts are those of `cuda.h` on 64-bit targets (checked
 /// below). Enum-typed fields are plain integers, so a zeroed value is valid.
-mod ffi {
+pub(crate) mod ffi {
     #![allow(dead_code, non_camel_case_types)]
 
     use std::ffi::{c_int, c_uint, c_void};
@@ -61,11 +61,11 @@ mod ffi {
 
     /// `struct CUmemPoolHandle_st` (CUDA 11.2).
     #[repr(C)]
-    pub(crate) struct CUmemPoolHandle_st {
+    pub struct CUmemPoolHandle_st {
         _opaque: [u8; 0],
     }
     /// `CUmemoryPool` (CUDA 11.2).
-    pub(crate) type CUmemoryPool = *mut CUmemPoolHandle_st;
+    pub type CUmemoryPool = *mut CUmemPoolHandle_st;
 
     /// `struct CUlib_st` (CUDA 12.0).
     #[repr(C)]
@@ -889,8 +889,6 @@ const fn raw_code(code: ErrorCode) -> u32 {
 const NOT_READY: u32 = raw_code(ErrorCode::NotReady);
 /// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
 const PEER_ACCESS_ALREADY_ENABLED: u32 = raw_code(ErrorCode::PeerAccessAlreadyEnabled);
-/// `CUDA_ERROR_NOT_SUPPORTED`: what `cuMemAllocAsync` returns on a device without pools.
-const NOT_SUPPORTED: u32 = raw_code(ErrorCode::NotSupported);
 
 /// Calls entry point `$f` of the table: `Ok` with its raw `CUresult`, or `Err` when the
 /// driver library could not be loaded or (an optional entry point) lacks `$f`.
@@ -1301,46 +1299,151 @@ pub(crate) unsafe fn memcpy_dtod_async(
     cu!(cuMemcpyDtoDAsync_v2(dst, src, bytes, stream))
 }
 
-/// Stream-ordered allocation; `Ok(None)` where the device has no memory pools.
-///
 /// # Safety
-/// `stream` is live.
-#[inline]
-pub(crate) unsafe fn mem_alloc_async(
-    bytes: usize,
-    stream: CUstream,
-) -> Result<Option<CUdeviceptr>> {
-    let mut p = 0;
-    match cu_raw!(cuMemAllocAsync(&mut p, bytes, stream))? {
-        0 => Ok(Some(p)),
-        NOT_SUPPORTED => Ok(None), // no memory pools on this device
-        raw => Err(failure("cuMemAllocAsync", raw)),
-    }
-}
-
-/// # Safety
-/// `p` came from [`mem_alloc_async`]; `stream` is live; nothing queued after the free on
+/// `p` came from a pool allocation; `stream` is live; nothing queued after the free on
 /// any stream uses `p`.
 #[inline]
 pub(crate) unsafe fn mem_free_async(p: CUdeviceptr, stream: CUstream) -> Result<()> {
     cu!(cuMemFreeAsync(p, stream))
 }
 
-/// The context that owns the memory at `p` (`CU_POINTER_ATTRIBUTE_CONTEXT`), or null
-/// where the driver ties it to no context (memory-pool allocations, module globals).
+/// Free and total memory of the current context's device (`cuMemGetInfo`).
+#[inline]
+pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
+    let (mut free, mut total) = (0, 0);
+    cu!(cuMemGetInfo_v2(&mut free, &mut total))?;
+    Ok((free, total))
+}
+
+/// The device's default memory pool.
+#[inline]
+pub(crate) fn device_default_mem_pool(dev: CUdevice) -> Result<CUmemoryPool> {
+    let mut pool = std::ptr::null_mut();
+    cu!(cuDeviceGetDefaultMemPool(&mut pool, dev))?;
+    Ok(pool)
+}
+
+/// Creates a pool of device memory on `device` (pinned, no export handles), at most
+/// `max_size` bytes (0: the driver's default, no limit of its own; honoured by CUDA 12.2+).
+#[inline]
+pub(crate) fn mem_pool_create(device: CUdevice, max_size: usize) -> Result<CUmemoryPool> {
+    let props = CUmemPoolProps {
+        allocType: 1,   // CU_MEM_ALLOCATION_TYPE_PINNED
+        handleTypes: 0, // CU_MEM_HANDLE_TYPE_NONE
+        location: CUmemLocation {
+            type_: 1, // CU_MEM_LOCATION_TYPE_DEVICE
+            id: device,
+        },
+        win32SecurityAttributes: std::ptr::null_mut(),
+        maxSize: max_size,
+        usage: 0,
+        reserved: [0; 54],
+    };
+    let mut pool = std::ptr::null_mut();
+    cu!(cuMemPoolCreate(&mut pool, &props))?;
+    Ok(pool)
+}
+
+/// # Safety
+/// `pool` came from [`mem_pool_create`] and is not used afterwards.
+#[inline]
+pub(crate) unsafe fn mem_pool_destroy(pool: CUmemoryPool) -> Result<()> {
+    cu!(cuMemPoolDestroy(pool))
+}
+
+/// A 64-bit attribute of a pool (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD` = 4 and the
+/// reserved/used statistics 5 to 8) or a 32-bit (`int`) one (the reuse policies 1 to 3).
 ///
 /// # Safety
-/// None beyond a loaded driver: any address may be asked about.
+/// `pool` is live.
 #[inline]
-pub(crate) unsafe fn pointer_context(p: CUdeviceptr) -> Result<CUcontext> {
-    let mut c: CUcontext = std::ptr::null_mut();
-    let mut attribute: c_int = 1; // CU_POINTER_ATTRIBUTE_CONTEXT
-    let mut data: *mut c_void = (&mut c as *mut CUcontext).cast();
-    // `cuPointerGetAttributes`, unlike `cuPointerGetAttribute`, answers an address the
-    // driver did not allocate by itself (a module global) or one of a memory pool with a
-    // null context and success, not an error.
-    cu!(cuPointerGetAttributes(1, &mut attribute, &mut data, p))?;
-    Ok(c)
+pub(crate) unsafe fn mem_pool_get(pool: CUmemoryPool, attribute: c_int) -> Result<u64> {
+    let mut value: u64 = 0;
+    cu!(cuMemPoolGetAttribute(
+        pool,
+        attribute,
+        (&mut value as *mut u64).cast()
+    ))?;
+    // the `int` attributes wrote the low four bytes (little-endian targets)
+    Ok(if attribute <= 3 {
+        value & 0xffff_ffff
+    } else {
+        value
+    })
+}
+
+/// # Safety
+/// `pool` is live; `attribute` is one the driver takes a value of this width for (`int`
+/// for 1 to 3, `cuuint64_t` for 4 and the resettable high watermarks 6 and 8).
+#[inline]
+pub(crate) unsafe fn mem_pool_set(pool: CUmemoryPool, attribute: c_int, value: u64) -> Result<()> {
+    let mut v64 = value;
+    let mut v32 = value as c_int;
+    let ptr: *mut c_void = if attribute <= 3 {
+        (&mut v32 as *mut c_int).cast()
+    } else {
+        (&mut v64 as *mut u64).cast()
+    };
+    cu!(cuMemPoolSetAttribute(pool, attribute, ptr))
+}
+
+/// # Safety
+/// `pool` is live.
+#[inline]
+pub(crate) unsafe fn mem_pool_trim(pool: CUmemoryPool, keep: usize) -> Result<()> {
+    cu!(cuMemPoolTrimTo(pool, keep))
+}
+
+/// Stream-ordered allocation from `pool`.
+///
+/// # Safety
+/// `pool` and `stream` are live and of one device.
+#[inline]
+pub(crate) unsafe fn mem_alloc_from_pool_async(
+    bytes: usize,
+    pool: CUmemoryPool,
+    stream: CUstream,
+) -> Result<CUdeviceptr> {
+    let mut p = 0;
+    cu!(cuMemAllocFromPoolAsync(&mut p, bytes, pool, stream))?;
+    Ok(p)
+}
+
+/// Where the memory at `p` is, as the driver sees it: its context (null for memory-pool
+/// allocations and memory the driver did not allocate), whether the driver knows the
+/// address at all (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE` non-zero), and its device's ordinal.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PointerInfo {
+    pub(crate) context: CUcontext,
+    pub(crate) known: bool,
+    pub(crate) device: c_int,
+}
+
+/// One `cuPointerGetAttributes` call: see [`PointerInfo`]. Never an error for an address
+/// the driver does not know (it reports defaults).
+#[inline]
+pub(crate) fn pointer_info(p: CUdeviceptr) -> Result<PointerInfo> {
+    let mut context: CUcontext = std::ptr::null_mut();
+    let mut memory_type: c_uint = 0;
+    let mut device: c_int = -1;
+    // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE, _DEVICE_ORDINAL
+    let mut attributes: [c_int; 3] = [1, 2, 9];
+    let mut data: [*mut c_void; 3] = [
+        (&mut context as *mut CUcontext).cast(),
+        (&mut memory_type as *mut c_uint).cast(),
+        (&mut device as *mut c_int).cast(),
+    ];
+    cu!(cuPointerGetAttributes(
+        3,
+        attributes.as_mut_ptr(),
+        data.as_mut_ptr(),
+        p
+    ))?;
+    Ok(PointerInfo {
+        context,
+        known: memory_type != 0,
+        device,
+    })
 }
 
 // Streams and events. Handles passed in are live: the callers hold their brand.

@@ -40,6 +40,7 @@ pub mod launch;
 pub mod memory;
 pub mod module;
 pub mod peer;
+pub mod pool;
 pub mod scope;
 pub mod stream;
 #[doc = include_str!("../docs/guide.md")]
@@ -59,6 +60,7 @@ pub use launch::{
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
 pub use peer::{PeerAccess, copy_peer};
+pub use pool::{MemoryPool, ReusePolicy};
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 pub use stream::{Stream, StreamFlags};
 
@@ -78,6 +80,8 @@ pub mod prelude {
 /// guard's thread name). The crate loads the driver library at run time and exports no
 /// bindings to call it with.
 pub mod sys {
+    /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
+    pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
     pub use cuda_driver_sys::{
         CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
         CUmod_st, CUmodule, CUstream, CUstream_st,
@@ -108,7 +112,14 @@ mod facts {
     assert_eq_size!(Stream<'static>, sys::CUstream);
     assert_eq_size!(Option<Stream<'static>>, sys::CUstream);
     assert_eq_size!(Event<'static>, sys::CUevent);
-    assert_eq_size!(DeviceBuffer<'static, f32>, (sys::CUdeviceptr, usize));
+    // pointer, length, and the context that frees it (pool memory is tied to no context);
+    // the brand adds nothing
+    assert_eq_size!(
+        DeviceBuffer<'static, f32>,
+        (sys::CUdeviceptr, usize, sys::CUcontext)
+    );
+    assert_eq_size!(MemoryPool<'static>, (usize, usize, sys::CUcontext));
+    assert_impl_all!(MemoryPool<'static>: Send, Sync);
     assert_eq_size!(&DeviceSlice<'static, f32>, (sys::CUdeviceptr, usize));
     assert_eq_size!(DeviceRef<'static, 'static, f32>, (sys::CUdeviceptr, usize));
     assert_eq_size!(DeviceMut<'static, 'static, f32>, (sys::CUdeviceptr, usize));

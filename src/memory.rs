@@ -533,18 +533,34 @@ pub(crate) fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usi
 /// own context makes that wait the right one by construction. Memory the driver ties to no
 /// context (a module's global variable) runs in the current context, which must exist.
 fn in_memory_context<T>(ptr: CUdeviceptr, op: impl FnOnce() -> Result<T>) -> Result<T> {
-    // SAFETY: any address may be asked about.
-    let owner = unsafe { driver::pointer_context(ptr) }?;
-    match std::ptr::NonNull::new(owner) {
+    let info = driver::pointer_info(ptr)?;
+    if let Some(ctx) = std::ptr::NonNull::new(info.context) {
         // SAFETY: the memory's context is alive while the memory is (the brand).
-        Some(ctx) => unsafe { context::in_context(ctx, op) },
-        None if !driver::ctx_get_current()?.is_null() => op(),
-        None => Err(Error::with_detail(
+        return unsafe { context::in_context(ctx, op) };
+    }
+    // Memory of a pool (the device's, not a context's) or a module global.
+    let current = driver::ctx_get_current()?;
+    if !current.is_null() && (!info.known || driver::ctx_get_device()? == info.device) {
+        return op();
+    }
+    if !info.known {
+        return Err(Error::with_detail(
             "DeviceSlice",
             ErrorCode::InvalidContext,
             "this memory belongs to no context the driver names (a module global): make its context current first (SharedContext::enter)",
-        )),
+        ));
     }
+    // No context of the memory's device is current: use the device's primary context.
+    let device = info.device;
+    let primary = driver::primary_ctx_retain(device)?;
+    let primary = driver::non_null("cuDevicePrimaryCtxRetain", primary);
+    // SAFETY: just retained, released below.
+    let result = primary.and_then(|ctx| unsafe { context::in_context(ctx, op) });
+    // SAFETY: balances the retain above; nothing of the primary context is kept.
+    let released = unsafe { driver::primary_ctx_release(device) };
+    let value = result?;
+    released?;
+    Ok(value)
 }
 
 /// The size in bytes of `len` elements of `T`, for a length that already describes memory
@@ -569,78 +585,201 @@ pub(crate) const fn empty_address<T>() -> CUdeviceptr {
 }
 
 /// Owned device memory of the context branded `'ctx`: the `Vec<T>` of [`DeviceSlice`].
-/// Pointer plus length, freed (`cuMemFree`) when dropped.
+///
+/// It comes from a memory pool, stream-ordered (`cuMemAllocFromPoolAsync`, by default from
+/// the crate's pool of the device, see [`pool`](crate::pool)), and goes back to it when
+/// dropped (`cuMemFreeAsync`): about a microsecond for both. On a device without memory
+/// pools it comes from `cuMemAlloc` and goes back with `cuMemFree`. Three words: the
+/// device pointer, the length, and the context it belongs to (pool memory is tied to no
+/// context, so the buffer remembers which one frees it; the brand itself adds nothing).
 ///
 /// A buffer cannot outlive its context, cannot be used with another context's streams or
 /// buffers, and cannot be dropped while a stream scope still uses it: each is a compile
 /// error (see `ui-tests/fail/`).
 ///
 /// Zero-length buffers allocate nothing.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let a = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?; // or ctx.from_slice(..)
+///     let mut b = DeviceBuffer::<u32>::zeroed(ctx, 3)?; // or ctx.zeroed(3)
+///     b.copy_from_device(&a)?;
+///     assert_eq!(b.to_vec()?, [1, 2, 3]);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
     len: usize,
+    owner: Owner,
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
 }
 
+/// Who frees a buffer, and how: its context's address, with the low bit set for memory
+/// from `cuMemAlloc` (freed with `cuMemFree`) and clear for pool memory (freed with
+/// `cuMemFreeAsync` on the context's legacy stream).
+#[derive(Clone, Copy)]
+struct Owner(usize);
+
+impl Owner {
+    const PLAIN: usize = 1;
+
+    fn new(ctx: ContextGuard<'_>, plain: bool) -> Self {
+        Owner(ctx.as_non_null().as_ptr() as usize | plain as usize)
+    }
+
+    fn context(self) -> std::ptr::NonNull<cuda_driver_sys::CUctx_st> {
+        let raw = (self.0 & !Self::PLAIN) as *mut cuda_driver_sys::CUctx_st;
+        // A guard's context is never null, so neither is this.
+        std::ptr::NonNull::new(raw).unwrap_or(std::ptr::NonNull::dangling())
+    }
+
+    fn is_plain(self) -> bool {
+        self.0 & Self::PLAIN != 0
+    }
+}
+
 // SAFETY: the buffer owns device memory, which any thread may access through the driver
-// (operations without a current context are retried in the memory's own context), and
-// `T: DeviceCopy` owns nothing on the host.
+// (synchronous operations run in the memory's own context, or its device's, whatever is
+// current), its drop makes its own context current, and `T: DeviceCopy` owns nothing on
+// the host.
 unsafe impl<T: DeviceCopy> Send for DeviceBuffer<'_, T> {}
 // SAFETY: `&DeviceBuffer` only allows reading the device memory, which is safe from any
 // number of threads.
 unsafe impl<T: DeviceCopy> Sync for DeviceBuffer<'_, T> {}
 
+/// Allocates `bytes` in the context of `ctx` from `pool` (`None`: the crate's pool of the
+/// context's device, or `cuMemAlloc` where the device has no pools). Returns the pointer
+/// and whether it came from `cuMemAlloc`.
+fn allocate(
+    ctx: ContextGuard<'_>,
+    pool: Option<driver::CUmemoryPool>,
+    bytes: usize,
+) -> Result<(CUdeviceptr, bool)> {
+    ctx.with_current(|| {
+        let pool = match pool {
+            Some(pool) => Some(pool),
+            None => crate::pool::crate_pool(driver::ctx_get_device()?)?,
+        };
+        match pool {
+            // SAFETY: a live pool of the context's device; the legacy stream of the current
+            // context (null) orders the allocation. No block of a pool the crate
+            // allocates from has work pending on it (see the `pool` module), so the memory
+            // is valid for every stream as soon as the call returns.
+            Some(pool) => Ok((
+                unsafe { driver::mem_alloc_from_pool_async(bytes, pool, std::ptr::null_mut()) }?,
+                false,
+            )),
+            None => Ok((driver::mem_alloc(bytes)?, true)),
+        }
+    })
+}
+
 impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
-    /// Allocates `len` elements without initialising them (`cuMemAlloc`).
+    /// Allocates `len` elements without initialising them, from the crate's pool of the
+    /// device (see [`pool`](crate::pool)).
     ///
     /// # Safety
     /// The contents are whatever the memory held. Reading them before writing is not
     /// undefined behaviour for `DeviceCopy` types (every bit pattern is valid), but it is
     /// a read of stale data, possibly another allocation's: hence `unsafe`.
     pub unsafe fn uninitialized(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
+        Self::allocate(ctx, None, len)
+    }
+
+    /// As [`DeviceBuffer::uninitialized`], from `pool`.
+    ///
+    /// # Safety
+    /// As for [`DeviceBuffer::uninitialized`].
+    pub unsafe fn uninitialized_in(pool: &crate::MemoryPool<'ctx>, len: usize) -> Result<Self> {
+        Self::allocate(pool.context(), Some(pool.as_raw()), len)
+    }
+
+    fn allocate(
+        ctx: ContextGuard<'ctx>,
+        pool: Option<driver::CUmemoryPool>,
+        len: usize,
+    ) -> Result<Self> {
         let bytes = checked_byte_len::<T>("DeviceBuffer::uninitialized", len)?;
-        let ptr = if bytes == 0 {
-            empty_address::<T>()
+        let (ptr, plain) = if bytes == 0 {
+            (empty_address::<T>(), false)
         } else {
-            ctx.with_current(|| driver::mem_alloc(bytes))?
+            allocate(ctx, pool, bytes)?
         };
         Ok(DeviceBuffer {
             ptr,
             len,
+            owner: Owner::new(ctx, plain),
             _brand: PhantomData,
             _elem: PhantomData,
         })
     }
 
-    /// Allocates `len` elements set to zero bytes.
+    /// Allocates `len` elements set to zero bytes; complete when it returns.
     pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
         // SAFETY: every byte is written below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, len) }?;
-        if buf.size_in_bytes() != 0 {
-            // SAFETY: the buffer's bytes, just allocated.
-            ctx.with_current(|| unsafe {
-                driver::memset(buf.ptr, Pattern::D8(0), buf.size_in_bytes())
-            })?;
-        }
+        buf.zero()?;
         Ok(buf)
     }
 
-    /// Allocates a buffer holding a copy of `src`.
+    /// As [`DeviceBuffer::zeroed`], from `pool`.
+    pub fn zeroed_in(pool: &crate::MemoryPool<'ctx>, len: usize) -> Result<Self> {
+        // SAFETY: every byte is written below before anyone can read it.
+        let buf = unsafe { Self::uninitialized_in(pool, len) }?;
+        buf.zero()?;
+        Ok(buf)
+    }
+
+    fn zero(&self) -> Result<()> {
+        if self.size_in_bytes() == 0 {
+            return Ok(());
+        }
+        let zero = || {
+            // SAFETY: the buffer's own bytes, just allocated.
+            unsafe { driver::memset(self.ptr, Pattern::D8(0), self.size_in_bytes()) }
+        };
+        // SAFETY: the brand keeps the buffer's context alive.
+        unsafe { context::in_context(self.owner.context(), zero) }
+    }
+
+    /// Allocates a buffer holding a copy of `src`; complete when it returns.
     pub fn from_slice(ctx: ContextGuard<'ctx>, src: &[T]) -> Result<Self> {
         // SAFETY: every element is written by the copy below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, src.len()) }?;
-        if buf.size_in_bytes() != 0 {
-            // SAFETY: same length; the buffer was just allocated.
-            ctx.with_current(|| unsafe {
-                driver::memcpy_htod(buf.ptr, src.as_ptr().cast(), buf.size_in_bytes())
-            })?;
-        }
+        buf.fill_from(src)?;
         Ok(buf)
     }
 
-    /// The raw device pointer and length, without freeing; the memory is reclaimed when the
-    /// context is destroyed unless freed with `cuMemFree` first.
+    /// As [`DeviceBuffer::from_slice`], from `pool`.
+    pub fn from_slice_in(pool: &crate::MemoryPool<'ctx>, src: &[T]) -> Result<Self> {
+        // SAFETY: every element is written by the copy below before anyone can read it.
+        let buf = unsafe { Self::uninitialized_in(pool, src.len()) }?;
+        buf.fill_from(src)?;
+        Ok(buf)
+    }
+
+    fn fill_from(&self, src: &[T]) -> Result<()> {
+        if self.size_in_bytes() == 0 {
+            return Ok(());
+        }
+        let copy = || {
+            // SAFETY: same length; the buffer was just allocated.
+            unsafe { driver::memcpy_htod(self.ptr, src.as_ptr().cast(), self.size_in_bytes()) }
+        };
+        // SAFETY: the brand keeps the buffer's context alive.
+        unsafe { context::in_context(self.owner.context(), copy) }
+    }
+
+    /// The raw device pointer and length, without freeing. Free it with `cuMemFreeAsync`
+    /// (or `cuMemFree`) in the buffer's context; memory of a pool is not reclaimed when the
+    /// context is destroyed (the pool is the device's), it stays allocated until the process
+    /// ends.
     pub fn into_raw_parts(self) -> (CUdeviceptr, usize) {
         let parts = (self.ptr, self.len);
         mem::forget(self);
@@ -680,12 +819,19 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
         if self.len == 0 || self.size_in_bytes() == 0 {
             return;
         }
-        let ptr = self.ptr;
-        // SAFETY: the buffer owns `ptr`, and no queued work can still use it: asynchronous
-        // work only runs inside a stream scope, which borrows the buffer until its stream
-        // has finished. An error (there is no way to report it from `drop`) leaves the
-        // memory to be reclaimed with the context.
-        let _ = in_memory_context(ptr, || unsafe { driver::mem_free(ptr) });
+        let (ptr, plain) = (self.ptr, self.owner.is_plain());
+        let free = || match plain {
+            // SAFETY: the buffer owns `ptr`, and no queued work can still use it:
+            // asynchronous work only runs inside a stream scope, which borrows the buffer
+            // until its stream has finished. So the pool gets back a block with nothing
+            // pending on it.
+            false => unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) },
+            // SAFETY: as above, memory from cuMemAlloc.
+            true => unsafe { driver::mem_free(ptr) },
+        };
+        // SAFETY: the brand keeps the buffer's context alive. An error (there is no way to
+        // report it from `drop`) leaves the memory allocated.
+        let _ = unsafe { context::in_context(self.owner.context(), free) };
     }
 }
 

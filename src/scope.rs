@@ -68,7 +68,7 @@ use std::ops::{Deref, RangeBounds};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::context::{self, Brand};
-use crate::driver::{self, CUdeviceptr, CUevent, CUstream, Pattern};
+use crate::driver::{self, CUdeviceptr, CUevent, CUmemoryPool, CUstream, Pattern};
 use crate::error::{Error, Result};
 use crate::launch::{
     self, KernelArg, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
@@ -77,6 +77,7 @@ use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     overlap_error,
 };
+use crate::pool::MemoryPool;
 use crate::stream::Stream;
 
 /// Asynchronous work on one stream, open for the length of a [`Stream::scope`] closure (or
@@ -112,7 +113,7 @@ use crate::stream::Stream;
 /// ```
 pub struct StreamScope<'scope, 'env: 'scope, 'ctx> {
     stream: &'env Stream<'ctx>,
-    allocations: Mutex<Vec<Allocation>>,
+    allocations: Mutex<Allocations>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
     _scope: PhantomData<&'scope mut &'scope ()>,
@@ -131,6 +132,15 @@ struct ScopesStayOnTheirThread {
 /// every critical section is a push, a take or bookkeeping arithmetic.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a scope allocated, and the pool its allocations come from by default (looked up
+/// on its first allocation: the crate's pool of the stream's device, or none where the
+/// device has no pools).
+#[derive(Default)]
+struct Allocations {
+    list: Vec<Allocation>,
+    pool: Option<Option<usize>>,
 }
 
 /// An allocation a scope made, freed when the scope ends.
@@ -514,7 +524,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     fn open(stream: &'env Stream<'ctx>, lanes: Option<(&'scope Lanes, usize)>) -> Self {
         StreamScope {
             stream,
-            allocations: Mutex::new(Vec::new()),
+            allocations: Mutex::new(Allocations::default()),
             lanes,
             _scope: PhantomData,
             _env: PhantomData,
@@ -802,24 +812,31 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         // (on this stream by order, on others because the allocation is recorded as this
         // stream's write, so they wait for it).
         let buf = unsafe { self.alloc::<T>(len) }?;
-        if buf.bytes() != 0 {
-            self.ordered(&[write_span(&buf)], None, || {
-                // SAFETY: the allocation's bytes, in stream order after the allocation.
-                unsafe {
-                    driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.as_raw())
-                }
-            })?;
-        }
+        self.zero(buf)?;
         Ok(buf)
     }
 
-    /// Allocates `len` elements in stream order (`cuMemAllocAsync`, about 1.5 µs with the
-    /// free, against about 94 µs for `cuMemAlloc` and `cuMemFree`), without initialising
-    /// them. The memory lives until the scope ends: after the final synchronization it is
-    /// freed in stream order (`cuMemFreeAsync`). On a device without memory pools
-    /// (`cuMemAllocAsync` answers `CUDA_ERROR_NOT_SUPPORTED` where `MEMORY_POOLS_SUPPORTED`
-    /// is 0) it comes from `cuMemAlloc` in the stream's context instead, freed after the
-    /// synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that path (for tests). In a
+    /// Queues zeroing a fresh allocation of this scope.
+    fn zero<T>(&self, buf: DeviceMut<'scope, 'ctx, T>) -> Result<()> {
+        if buf.bytes() == 0 {
+            return Ok(());
+        }
+        self.ordered(&[write_span(&buf)], None, || {
+            // SAFETY: the allocation's bytes, in stream order after the allocation.
+            unsafe {
+                driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.as_raw())
+            }
+        })
+    }
+
+    /// Allocates `len` elements in stream order from the crate's pool of the device
+    /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
+    /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
+    /// The memory lives until the scope ends: after the final synchronization it is freed in
+    /// stream order (`cuMemFreeAsync`). On a device without memory pools
+    /// (`MEMORY_POOLS_SUPPORTED` is 0) it comes from `cuMemAlloc` in the stream's context
+    /// instead, freed after the synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that
+    /// path (for tests). In a
     /// multi-stream scope the allocation counts as a write on this stream: other streams
     /// wait for it before they touch the memory.
     ///
@@ -830,6 +847,42 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         &'scope self,
         len: usize,
     ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: the caller's promise.
+        unsafe { self.alloc_from(None, len) }
+    }
+
+    /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so).
+    ///
+    /// # Safety
+    /// As for [`StreamScope::alloc`].
+    pub unsafe fn alloc_in<T: DeviceCopy>(
+        &'scope self,
+        pool: &'scope MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: the caller's promise.
+        unsafe { self.alloc_from(Some(pool.as_raw()), len) }
+    }
+
+    /// As [`StreamScope::alloc_zeroed`], from `pool`.
+    pub fn alloc_zeroed_in<T: DeviceCopy>(
+        &'scope self,
+        pool: &'scope MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: zeroed below, as in `alloc_zeroed`.
+        let buf = unsafe { self.alloc_in::<T>(pool, len) }?;
+        self.zero(buf)?;
+        Ok(buf)
+    }
+
+    /// # Safety
+    /// As for [`StreamScope::alloc`]; `pool` is a live pool of the stream's device.
+    unsafe fn alloc_from<T: DeviceCopy>(
+        &'scope self,
+        pool: Option<CUmemoryPool>,
+        len: usize,
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
         let bytes = memory::checked_byte_len::<T>("StreamScope::alloc", len)?;
         if bytes == 0 {
             return Ok(DeviceMut::new(memory::empty_address::<T>(), len));
@@ -837,21 +890,37 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         let mut allocations = lock(&self.allocations);
         // room first, so a failed push cannot leak the allocation; 16 at once, so a scope
         // that allocates does not regrow its list allocation by allocation
-        let room = if allocations.capacity() == 0 { 16 } else { 1 };
-        allocations.reserve(room);
-        let pooled = match pools_disabled() {
-            true => None,
-            // SAFETY: the stream is alive (borrowed for 'env).
-            false => unsafe { driver::mem_alloc_async(bytes, self.stream.as_raw()) }?,
+        let room = if allocations.list.capacity() == 0 {
+            16
+        } else {
+            1
         };
-        let allocation = match pooled {
-            Some(ptr) => Allocation::Pool(ptr),
+        allocations.list.reserve(room);
+        let pool = match pool {
+            Some(pool) => Some(pool),
+            None => match allocations.pool {
+                Some(known) => known.map(|p| p as CUmemoryPool),
+                None => {
+                    let found = self.with_stream_context(|| {
+                        crate::pool::crate_pool(driver::ctx_get_device()?)
+                    })?;
+                    allocations.pool = Some(found.map(|p| p as usize));
+                    found
+                }
+            },
+        };
+        let allocation = match pool {
+            // SAFETY: a live pool of the stream's device; the stream is alive (borrowed for
+            // 'env).
+            Some(pool) => Allocation::Pool(unsafe {
+                driver::mem_alloc_from_pool_async(bytes, pool, self.stream.as_raw())
+            }?),
             None => Allocation::Plain(self.with_stream_context(|| driver::mem_alloc(bytes))?),
         };
         let ptr = match allocation {
             Allocation::Pool(p) | Allocation::Plain(p) => p,
         };
-        allocations.push(allocation);
+        allocations.list.push(allocation);
         if let Some((lanes, me)) = self.lanes {
             lanes.allocated(me, ptr, bytes as u64);
         }
@@ -874,7 +943,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     fn free_allocations(&self) -> Result<()> {
         let stream = self.stream.as_raw();
         let mut first_error = Ok(());
-        for a in std::mem::take(&mut *lock(&self.allocations)) {
+        for a in std::mem::take(&mut lock(&self.allocations).list) {
             let freed = match a {
                 // SAFETY: allocated by this scope from the stream's pool; every stream that
                 // could use it is idle, and no handle to it outlives the scope.
@@ -886,17 +955,6 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         }
         first_error
     }
-}
-
-/// Whether stream-ordered allocation is switched off by `CUDA_BRAND_NO_MEMORY_POOLS=1`
-/// (read once): scopes then allocate as on a device without memory pools, with `cuMemAlloc`
-/// freed after the scope's synchronization. For testing that path on devices that have
-/// pools.
-#[inline]
-fn pools_disabled() -> bool {
-    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DISABLED
-        .get_or_init(|| std::env::var_os("CUDA_BRAND_NO_MEMORY_POOLS").is_some_and(|v| v == "1"))
 }
 
 /// What an access touches: device memory, or the globals of one module (written by a

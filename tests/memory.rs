@@ -6,7 +6,8 @@ mod common;
 use std::panic::{self, AssertUnwindSafe};
 
 use cuda_brand::{
-    ContextFlags, ContextGuard, DeviceBuffer, DeviceCopy, Error, PinnedBuffer, with_context,
+    ContextFlags, ContextGuard, DeviceBuffer, DeviceCopy, Error, ErrorCode, PinnedBuffer, Stream,
+    StreamFlags, with_context,
 };
 
 fn pattern<T: DeviceCopy>(len: usize, make: impl Fn(usize) -> T) -> Vec<T> {
@@ -217,9 +218,10 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
     with_context(&device, ContextFlags::default(), |outer| {
         let mut kept = DeviceBuffer::from_slice(outer, &[1i32, 2, 3])?;
         with_context(&device, ContextFlags::default(), |inner| {
-            // allocated with the outer guard while the inner context is current: outer's memory
+            // allocated with the outer guard while the inner context is current: memory of
+            // the crate's pool of the device (tied to no context), freed by the outer one
             let made = DeviceBuffer::<i32>::zeroed(outer, 3)?;
-            let mut owner = std::ptr::null_mut();
+            let mut owner: cuda_brand::sys::CUcontext = std::ptr::null_mut();
             // SAFETY: a live device pointer; the out-pointer has the attribute's type.
             let rc = unsafe {
                 (common::driver().cuPointerGetAttribute)(
@@ -229,8 +231,10 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
                 )
             };
             assert_eq!(rc, 0);
-            assert_eq!(owner, outer.as_raw());
-            assert_ne!(owner, inner.as_raw());
+            assert!(owner.is_null(), "pool memory belongs to no context");
+            assert_ne!(common::mempool_of(made.as_device_ptr()), 0, "from a pool");
+            assert_eq!(made.to_vec()?, [0, 0, 0]);
+            let _ = inner;
             kept.fill(7)?;
             assert_eq!(kept.to_vec()?, [7, 7, 7]);
             assert_eq!(common::current(), inner.as_raw(), "still the inner context");
@@ -240,7 +244,88 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
     .unwrap();
 }
 
+fn buffers_come_from_the_crate_pool_and_go_back_to_it() {
+    common::in_context(|ctx| {
+        let pool = cuda_brand::MemoryPool::of_device(ctx)?;
+        assert_eq!(pool.release_threshold()?, u64::MAX, "keeps freed memory");
+        let before = pool.used_bytes()?;
+        let buf = DeviceBuffer::<u8>::zeroed(ctx, 8 << 20)?;
+        assert_eq!(
+            common::mempool_of(buf.as_device_ptr()),
+            pool.as_raw() as usize
+        );
+        assert!(pool.used_bytes()? >= before + (8 << 20));
+        assert!(pool.reserved_bytes()? >= pool.used_bytes()?);
+        assert_eq!(buf.to_vec()?, vec![0u8; 8 << 20]);
+        drop(buf);
+        ctx.synchronize()?; // the free is stream-ordered
+        assert!(pool.used_bytes()? < before + (8 << 20));
+        Ok(())
+    });
+}
+
+fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
+    use cuda_brand::{MemoryPool, ReusePolicy};
+    common::in_context(|ctx| {
+        let pool = MemoryPool::new(ctx)?;
+        assert_eq!(pool.release_threshold()?, 0, "the driver's default");
+        pool.set_release_threshold(32 << 20)?;
+        assert_eq!(pool.release_threshold()?, 32 << 20);
+        assert_eq!(pool.reuse_policy()?, ReusePolicy::default());
+        let strict = ReusePolicy {
+            follow_event_dependencies: false,
+            allow_opportunistic: true,
+            allow_internal_dependencies: false,
+        };
+        pool.set_reuse_policy(strict)?;
+        assert_eq!(pool.reuse_policy()?, strict);
+        let buf = DeviceBuffer::from_slice_in(&pool, &[5u32; 1000])?;
+        assert_eq!(
+            common::mempool_of(buf.as_device_ptr()),
+            pool.as_raw() as usize
+        );
+        assert_eq!(buf.to_vec()?, vec![5; 1000]);
+        let mut back = vec![0u32; 1000];
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        stream.scope(|s| {
+            let scratch = s.alloc_zeroed_in::<u32>(&pool, 1000)?;
+            assert_eq!(
+                common::mempool_of(scratch.as_device_ptr()),
+                pool.as_raw() as usize
+            );
+            s.copy_from_device(scratch, &buf)?;
+            s.copy_to_host(&mut back, scratch)
+        })?;
+        assert_eq!(back, vec![5; 1000]);
+        assert!(pool.used_high_watermark()? >= 8000);
+        drop(buf);
+        ctx.synchronize()?;
+        assert_eq!(pool.used_bytes()?, 0);
+        pool.trim_to(0)?;
+        pool.reset_high_watermarks()?;
+        assert_eq!(pool.used_high_watermark()?, 0);
+        // a bounded pool: allocations beyond its size fail cleanly (CUDA 12.2 drivers on)
+        if cuda_brand::driver_version()? >= 12020
+            && !common::under_sanitizer_skip("an exhausted pool")
+        {
+            let arena = MemoryPool::with_max_size(ctx, 4 << 20)?;
+            let a = DeviceBuffer::<u8>::zeroed_in(&arena, 2 << 20)?;
+            let e = DeviceBuffer::<u8>::zeroed_in(&arena, 4 << 20).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::OutOfMemory, "{e}");
+            drop(a);
+        }
+        let default = MemoryPool::device_default(ctx)?;
+        assert!(!default.as_raw().is_null());
+        let (free, total) = ctx.memory_info()?;
+        assert!(free > 0 && free <= total);
+        assert_eq!(total, ctx.device()?.total_memory()?);
+        Ok(())
+    });
+}
+
 gpu_test_main!(
+    buffers_come_from_the_crate_pool_and_go_back_to_it,
+    a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,
     a_64_mib_buffer_round_trips,
     zero_length_buffers_allocate_nothing_and_work,

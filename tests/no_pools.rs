@@ -37,6 +37,13 @@ fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
         })?;
         assert_eq!(host, vec![77; 1000]);
         assert_eq!(keep.to_vec()?, vec![77; 1000]);
+        // buffers too come from cuMemAlloc here, and go back with cuMemFree
+        assert_eq!(
+            common::mempool_of(keep.as_device_ptr()),
+            0,
+            "from cuMemAlloc"
+        );
+        assert!(cuda_brand::MemoryPool::of_device(outer).is_err());
         for _ in 0..50 {
             stream.scope(|s| s.alloc_zeroed::<u8>(4096).map(drop))?;
         }

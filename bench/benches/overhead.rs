@@ -105,6 +105,9 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     // A live allocation, so that 1 KiB alloc/free measures the allocator, not the first
     // mapping (94 us without one, 4 us with: FACTS.md).
     let _keep = DeviceBuffer::<u8>::zeroed(ctx, 1 << 20)?;
+    let raw_pool = cuda_brand::MemoryPool::of_device(ctx)?
+        .as_raw()
+        .cast::<c_void>();
     let mut raw_small: sys::CUdeviceptr = 0;
     ok(unsafe { sys::cuMemAlloc_v2(&mut raw_small, 16) });
 
@@ -214,7 +217,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             cudarc: None,
         },
         Row {
-            name: "alloc+free 1 KiB, synchronous",
+            name: "alloc+free 1 KiB, DeviceBuffer (raw: pool alloc+free on the legacy stream)",
             unit: Unit::Ns,
             // SAFETY: never read.
             ours: Box::new(move || {
@@ -224,11 +227,17 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                     ))
                 })
             }),
+            // the same driver calls: the crate's pool, the context's legacy stream
             raw: Box::new(move || {
                 per_op(1000, || unsafe {
                     let mut p = 0;
-                    ok(sys::cuMemAlloc_v2(&mut p, one_kib));
-                    ok(sys::cuMemFree_v2(black_box(p)));
+                    ok(cu_mem_alloc_from_pool_async(
+                        &mut p,
+                        one_kib,
+                        raw_pool,
+                        std::ptr::null_mut(),
+                    ));
+                    ok(cu_mem_free_async(black_box(p), std::ptr::null_mut()));
                 })
             }),
             // SAFETY: never read. (cudarc allocates from the stream's pool when it can.)
@@ -258,7 +267,9 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                 per_op(10, || unsafe {
                     let mut ptrs = [0; 100];
                     for p in &mut ptrs {
-                        ok(cu_mem_alloc_async(p, one_kib, raw_stream));
+                        ok(cu_mem_alloc_from_pool_async(
+                            p, one_kib, raw_pool, raw_stream,
+                        ));
                     }
                     ok(sys::cuStreamSynchronize(raw_stream));
                     for p in ptrs {
@@ -711,11 +722,13 @@ fn sys_rc_timing() -> rc::sys::CUevent_flags {
     rc::sys::CUevent_flags::CU_EVENT_DEFAULT
 }
 
+// CUDA 11.2 entry points, newer than the bindings (linked like the rest of the raw column).
 unsafe extern "C" {
-    #[link_name = "cuMemAllocAsync"]
-    fn cu_mem_alloc_async(
+    #[link_name = "cuMemAllocFromPoolAsync"]
+    fn cu_mem_alloc_from_pool_async(
         p: *mut sys::CUdeviceptr,
         bytes: usize,
+        pool: *mut c_void,
         stream: sys::CUstream,
     ) -> sys::CUresult;
     #[link_name = "cuMemFreeAsync"]
