@@ -308,10 +308,16 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
         if cuda_brand::driver_version()? >= 12020
             && !common::under_sanitizer_skip("an exhausted pool")
         {
-            let arena = MemoryPool::with_max_size(ctx, 4 << 20)?;
-            let a = DeviceBuffer::<u8>::zeroed_in(&arena, 2 << 20)?;
-            let e = DeviceBuffer::<u8>::zeroed_in(&arena, 4 << 20).unwrap_err();
-            assert_eq!(e.code(), ErrorCode::OutOfMemory, "{e}");
+            let arena = MemoryPool::with_max_size(ctx, 64 << 20)?;
+            let a = DeviceBuffer::<u8>::zeroed_in(&arena, 40 << 20)?;
+            let second = DeviceBuffer::<u8>::zeroed_in(&arena, 40 << 20);
+            let reserved = arena.reserved_bytes()?;
+            let e = second.map(drop).unwrap_err();
+            assert_eq!(
+                e.code(),
+                ErrorCode::OutOfMemory,
+                "{e} ({reserved} bytes reserved)"
+            );
             drop(a);
         }
         let default = MemoryPool::device_default(ctx)?;

@@ -163,9 +163,12 @@ fn main() {
         }
     };
     let hosts: Vec<(Vec<f32>, Vec<f32>)> = SIZES.iter().map(|&n| inputs(n)).collect();
+    // cudarc makes its context current on this thread when created (cuCtxSetCurrent, which
+    // replaces the top of the stack): create it before ours are pushed on top of it.
+    let rctx = rc::CudaContext::new(0).expect("cudarc context");
     let result = with_context(&device, ContextFlags::default(), |c0| {
         with_context(&device, ContextFlags::default(), |c1| {
-            run(c0.share(), c1.share(), &hosts, out.as_deref())
+            run(c0.share(), c1.share(), &rctx, &hosts, out.as_deref())
         })
     });
     if let Err(e) = result {
@@ -239,10 +242,10 @@ fn theirs(
 fn run(
     c0: SharedContext<'_>,
     c1: SharedContext<'_>,
+    rctx: &std::sync::Arc<rc::CudaContext>,
     hosts: &[(Vec<f32>, Vec<f32>)],
     out: Option<&str>,
 ) -> Result<(), Error> {
-    let rctx = rc::CudaContext::new(0).expect("cudarc context");
     let mut table = String::new();
     let name = Device::get(0)?.name()?;
     table.push_str(&format!(
@@ -255,7 +258,7 @@ fn run(
         for _ in 0..REPEATS {
             b.push(ours(c0, c1, threads, hosts, false));
             o.push(ours(c0, c1, threads, hosts, true));
-            c.push(theirs(&rctx, threads, hosts));
+            c.push(theirs(rctx, threads, hosts));
         }
         let (b, o, c) = (median(b), median(o), median(c));
         let row = format!(
@@ -266,7 +269,6 @@ fn run(
         print!("{row}");
         table.push_str(&row);
     }
-    print!("{table}");
     if let Some(path) = out {
         std::fs::write(path, table).expect("writing the table");
     }
