@@ -1409,6 +1409,139 @@ pub(crate) unsafe fn mem_alloc_from_pool_async(
     Ok(p)
 }
 
+/// Allocates `height` rows of `width_bytes` each, padded to the device's pitch
+/// (`cuMemAllocPitch`, element size `element_bytes` of 4, 8 or 16); returns the pointer
+/// and the pitch in bytes.
+#[inline]
+pub(crate) fn mem_alloc_pitch(
+    width_bytes: usize,
+    height: usize,
+    element_bytes: u32,
+) -> Result<(CUdeviceptr, usize)> {
+    let (mut p, mut pitch) = (0, 0);
+    cu!(cuMemAllocPitch_v2(
+        &mut p,
+        &mut pitch,
+        width_bytes,
+        height,
+        element_bytes
+    ))?;
+    Ok((p, pitch))
+}
+
+/// One side of a 2D copy: host memory or device memory, with its row pitch in bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Side2D {
+    Host(*const c_void, usize),
+    HostMut(*mut c_void, usize),
+    Device(CUdeviceptr, usize),
+}
+
+fn memcpy2d_desc(dst: Side2D, src: Side2D, width_bytes: usize, height: usize) -> CUDA_MEMCPY2D {
+    // CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2
+    let mut d = CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: 0,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: 0,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: 0,
+        WidthInBytes: width_bytes,
+        Height: height,
+    };
+    match src {
+        Side2D::Host(p, pitch) => (d.srcMemoryType, d.srcHost, d.srcPitch) = (1, p, pitch),
+        Side2D::HostMut(p, pitch) => (d.srcMemoryType, d.srcHost, d.srcPitch) = (1, p, pitch),
+        Side2D::Device(p, pitch) => (d.srcMemoryType, d.srcDevice, d.srcPitch) = (2, p, pitch),
+    }
+    match dst {
+        Side2D::HostMut(p, pitch) => (d.dstMemoryType, d.dstHost, d.dstPitch) = (1, p, pitch),
+        Side2D::Host(p, pitch) => {
+            (d.dstMemoryType, d.dstHost, d.dstPitch) = (1, p.cast_mut(), pitch)
+        }
+        Side2D::Device(p, pitch) => (d.dstMemoryType, d.dstDevice, d.dstPitch) = (2, p, pitch),
+    }
+    d
+}
+
+/// A 2D copy; complete when it returns.
+///
+/// # Safety
+/// Each side is valid for `height` rows of `width_bytes` at its pitch (host memory for
+/// reading or writing as its side says).
+#[inline]
+pub(crate) unsafe fn memcpy_2d(
+    dst: Side2D,
+    src: Side2D,
+    width_bytes: usize,
+    height: usize,
+) -> Result<()> {
+    let desc = memcpy2d_desc(dst, src, width_bytes, height);
+    cu!(cuMemcpy2D_v2(&desc))?;
+    legacy_stream_synchronize()
+}
+
+/// # Safety
+/// As [`memcpy_2d`], `stream` is live, and both sides stay valid (host memory untouched
+/// by the host) until the stream has run the copy.
+#[inline]
+pub(crate) unsafe fn memcpy_2d_async(
+    dst: Side2D,
+    src: Side2D,
+    width_bytes: usize,
+    height: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let desc = memcpy2d_desc(dst, src, width_bytes, height);
+    cu!(cuMemcpy2DAsync_v2(&desc, stream))
+}
+
+/// Managed (unified) memory accessible from the host and every device
+/// (`cuMemAllocManaged`, `CU_MEM_ATTACH_GLOBAL`), in the current context.
+#[inline]
+pub(crate) fn mem_alloc_managed(bytes: usize) -> Result<CUdeviceptr> {
+    let mut p = 0;
+    cu!(cuMemAllocManaged(&mut p, bytes, 1))?;
+    Ok(p)
+}
+
+/// Prefetches managed memory to `device` (`-1`: the host) in stream order.
+///
+/// # Safety
+/// `[p, p + bytes)` is managed memory that stays allocated until `stream` has run the
+/// prefetch; `stream` is live.
+#[inline]
+pub(crate) unsafe fn mem_prefetch_async(
+    p: CUdeviceptr,
+    bytes: usize,
+    device: CUdevice,
+    stream: CUstream,
+) -> Result<()> {
+    cu!(cuMemPrefetchAsync(p, bytes, device, stream))
+}
+
+/// Advises the driver about managed memory (`CUmem_advise`; `device` -1 is the host).
+///
+/// # Safety
+/// `[p, p + bytes)` is managed memory.
+#[inline]
+pub(crate) unsafe fn mem_advise(
+    p: CUdeviceptr,
+    bytes: usize,
+    advice: i32,
+    device: CUdevice,
+) -> Result<()> {
+    cu!(cuMemAdvise(p, bytes, advice, device))
+}
+
 /// Where the memory at `p` is, as the driver sees it: its context (null for memory-pool
 /// allocations and memory the driver did not allocate), whether the driver knows the
 /// address at all (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE` non-zero), and its device's ordinal.

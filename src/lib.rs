@@ -37,9 +37,11 @@ mod error;
 mod event;
 mod image;
 pub mod launch;
+pub mod managed;
 pub mod memory;
 pub mod module;
 pub mod peer;
+pub mod pitched;
 pub mod pool;
 pub mod scope;
 pub mod stream;
@@ -57,9 +59,11 @@ pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
     KernelParam, KernelParams, Launch, LaunchConfig, Out, ScopedKernel,
 };
+pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
 pub use peer::{PeerAccess, copy_peer};
+pub use pitched::DeviceBuffer2D;
 pub use pool::{MemoryPool, ReusePolicy};
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 pub use stream::{Stream, StreamFlags};

@@ -68,7 +68,7 @@ use std::ops::{Deref, RangeBounds};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::context::{self, Brand};
-use crate::driver::{self, CUdeviceptr, CUevent, CUmemoryPool, CUstream, Pattern};
+use crate::driver::{self, CUdeviceptr, CUevent, CUmemoryPool, CUstream, Pattern, Side2D};
 use crate::error::{Error, Result};
 use crate::launch::{
     self, KernelArg, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
@@ -77,6 +77,7 @@ use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     overlap_error,
 };
+use crate::pitched::{DeviceBuffer2D, check_host_rows};
 use crate::pool::MemoryPool;
 use crate::stream::Stream;
 
@@ -728,6 +729,98 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
                     dst.ptr,
                     crate::memory::sealed::Sealed::pattern(value),
                     dst.len,
+                    self.stream.as_raw(),
+                )
+            }
+        })
+    }
+
+    /// Queues a 2D copy of `dst.height()` rows of `dst.width()` elements from `src`, rows
+    /// `row_len` elements apart, into `dst` (`cuMemcpy2DAsync`).
+    ///
+    /// # Panics
+    /// If `src` does not hold the rows (before any driver call).
+    pub fn copy_2d_from_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut DeviceBuffer2D<'ctx, T>,
+        src: &'scope [T],
+        row_len: usize,
+    ) -> Result<()> {
+        check_host_rows(
+            "copy_2d_from_host",
+            src.len(),
+            dst.width(),
+            row_len,
+            dst.height(),
+        );
+        let (w, h) = dst.extent();
+        if w == 0 || h == 0 {
+            return Ok(());
+        }
+        let host = Side2D::Host(src.as_ptr().cast(), row_len * std::mem::size_of::<T>());
+        self.ordered(&[dst.span(true)], None, || {
+            // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked), stay
+            // borrowed (the host side unmodified) until the scope synchronizes.
+            unsafe { driver::memcpy_2d_async(dst.side(), host, w, h, self.stream.as_raw()) }
+        })
+    }
+
+    /// Queues a 2D copy of `src` into `dst`, rows `row_len` elements apart
+    /// (`cuMemcpy2DAsync`); `dst` is complete once the scope has returned.
+    ///
+    /// # Panics
+    /// If `dst` cannot hold the rows (before any driver call).
+    pub fn copy_2d_to_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut [T],
+        row_len: usize,
+        src: &'scope DeviceBuffer2D<'ctx, T>,
+    ) -> Result<()> {
+        check_host_rows(
+            "copy_2d_to_host",
+            dst.len(),
+            src.width(),
+            row_len,
+            src.height(),
+        );
+        let (w, h) = src.extent();
+        if w == 0 || h == 0 {
+            return Ok(());
+        }
+        let host = Side2D::HostMut(dst.as_mut_ptr().cast(), row_len * std::mem::size_of::<T>());
+        self.ordered(&[src.span(false)], None, || {
+            // SAFETY: as above; `dst` is borrowed exclusively until the scope synchronizes,
+            // and any bytes are a valid `T`.
+            unsafe { driver::memcpy_2d_async(host, src.side(), w, h, self.stream.as_raw()) }
+        })
+    }
+
+    /// Queues migrating managed memory to `to` (`cuMemPrefetchAsync`): the device before a
+    /// kernel reads it, the host before the host does (see
+    /// [`ManagedBuffer`](crate::ManagedBuffer)). Memory that is not managed is an error from
+    /// the driver.
+    pub fn prefetch<T: DeviceCopy>(
+        &'scope self,
+        memory: impl IntoDeviceRef<'scope, 'ctx, T>,
+        to: crate::MemoryLocation,
+    ) -> Result<()> {
+        let memory = memory.into_ref();
+        if memory.bytes() == 0 {
+            return Ok(());
+        }
+        // a migration moves the pages: ordered like a write
+        let span = Span {
+            start: memory.ptr,
+            bytes: memory.bytes() as u64,
+            write: true,
+        };
+        self.ordered(&[span], None, || {
+            // SAFETY: memory borrowed until the scope synchronizes; the stream is alive.
+            unsafe {
+                driver::mem_prefetch_async(
+                    memory.ptr,
+                    memory.bytes(),
+                    to.raw(),
                     self.stream.as_raw(),
                 )
             }

@@ -329,7 +329,117 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
     });
 }
 
+fn pitched_2d_buffers_copy_windows_of_host_images_both_ways() {
+    use cuda_brand::DeviceBuffer2D;
+    common::in_context(|ctx| {
+        // a 7-wide, 5-tall host image; the buffer takes a 4 x 3 window of it
+        let image: Vec<u16> = (0..35).collect();
+        let mut tile = DeviceBuffer2D::<u16>::zeroed(ctx, 4, 3)?;
+        assert!(tile.pitch_bytes() >= 8, "pitch {}", tile.pitch_bytes());
+        assert_eq!(tile.to_vec()?, vec![0; 12], "zeroed");
+        tile.copy_from_host(&image, 7)?;
+        assert_eq!(tile.to_vec()?, [0, 1, 2, 3, 7, 8, 9, 10, 14, 15, 16, 17]);
+        // back into a 10-wide canvas: only the window's cells change
+        let mut canvas = vec![u16::MAX; 30];
+        tile.copy_to_host(&mut canvas, 10)?;
+        for (i, &x) in canvas.iter().enumerate() {
+            let (row, col) = (i / 10, i % 10);
+            let want = if col < 4 {
+                (row * 7 + col) as u16
+            } else {
+                u16::MAX
+            };
+            assert_eq!(x, want, "canvas cell {i}");
+        }
+        let mut copy = DeviceBuffer2D::<u16>::zeroed(ctx, 4, 3)?;
+        copy.copy_from_device(&tile)?;
+        assert_eq!(copy.to_vec()?, tile.to_vec()?);
+        // the same through a stream scope
+        let mut back = vec![0u16; 12];
+        let shifted: Vec<u16> = (100..135).collect();
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        // (a scope borrows what it writes for its whole length: write in one, read in the next)
+        stream.scope(|s| s.copy_2d_from_host(&mut copy, &shifted, 7))?;
+        stream.scope(|s| s.copy_2d_to_host(&mut back, 4, &copy))?;
+        assert_eq!(
+            back,
+            [100, 101, 102, 103, 107, 108, 109, 110, 114, 115, 116, 117]
+        );
+        // a host slice too short for the rows: refused before the driver
+        let short = panic::catch_unwind(AssertUnwindSafe(|| tile.copy_from_host(&image[..15], 7)));
+        let message = short.unwrap_err();
+        assert!(
+            message
+                .downcast_ref::<String>()
+                .unwrap()
+                .contains("need 18 host elements but the slice has 15"),
+            "{message:?}"
+        );
+        Ok(())
+    });
+}
+
+fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
+    use cuda_brand::{Advice, In, LaunchConfig, ManagedBuffer, MemoryLocation, Module, Out};
+    common::in_context(|ctx| {
+        let module = Module::from_ptx(ctx, include_str!("../kernels/kernels.ptx"))?;
+        // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+        let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+        // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t).
+        let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+        let n = 1 << 20;
+        let device = ctx.device()?;
+        let mut data = match ManagedBuffer::<f32>::zeroed(ctx, n) {
+            Ok(data) => data,
+            Err(e) if e.code() == ErrorCode::NotSupported => {
+                // a device without concurrent managed access: refused, as documented
+                println!("managed memory refused here: {e}");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        for (i, x) in data.iter_mut().enumerate() {
+            *x = i as f32; // the host writes first
+        }
+        data.advise(Advice::PreferredLocation(MemoryLocation::Device(device)))?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        stream.scope(|s| {
+            let d = s.bind_mut(data.as_device_mut());
+            s.prefetch(d, MemoryLocation::Device(device))?;
+            let config = LaunchConfig::linear(256, 256);
+            s.launch(&scale, config, (d, 2.0f32))?; // then the kernel, twice
+            s.launch(&scale, config, (d, 3.0f32))?;
+            s.prefetch(d, MemoryLocation::Host)
+        })?;
+        assert!(
+            data.iter().enumerate().all(|(i, &x)| x == 6.0 * i as f32),
+            "host sees both kernels"
+        );
+        data[7] = -1.0; // the host writes again; the next kernel must see it
+        data.advise(Advice::ReadMostly)?;
+        let other = ManagedBuffer::from_slice(ctx, &vec![1.0f32; n])?;
+        let mut sum = ManagedBuffer::<f32>::zeroed(ctx, n)?;
+        stream.scope(|s| {
+            s.launch(
+                &add,
+                LaunchConfig::linear(256, 256),
+                (data.as_device(), other.as_device(), sum.as_device_mut()),
+            )
+        })?;
+        assert_eq!(sum[7], 0.0);
+        assert_eq!(sum[8], 6.0 * 8.0 + 1.0);
+        assert_eq!(
+            sum.as_device().to_vec()?[9],
+            6.0 * 9.0 + 1.0,
+            "a synchronous copy of managed memory"
+        );
+        Ok(())
+    });
+}
+
 gpu_test_main!(
+    pitched_2d_buffers_copy_windows_of_host_images_both_ways,
+    managed_memory_is_seen_in_order_by_the_host_and_kernels,
     buffers_come_from_the_crate_pool_and_go_back_to_it,
     a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,

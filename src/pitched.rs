@@ -1,0 +1,307 @@
+//! Pitched two-dimensional device memory ([`DeviceBuffer2D`]): rows padded to the device's
+//! preferred pitch (`cuMemAllocPitch`), and 2D copies between it and host memory or
+//! another 2D buffer (`cuMemcpy2D`), every extent checked against both sides before the
+//! driver call.
+//!
+//! A host image is a slice of `rows * row_len` elements (or more) read `width` elements per
+//! row, `row_len` apart: a copy checks `row_len >= width` and that the last row ends inside
+//! the slice, and panics with both numbers otherwise (like a length mismatch of the 1D
+//! copies), before anything reaches the driver.
+//!
+//! ```no_run
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::DeviceBuffer2D;
+//! # fn main() -> cuda_brand::Result<()> {
+//! let device = Device::get(0)?;
+//! with_context(&device, ContextFlags::default(), |ctx| {
+//!     // a 3 x 2 window of a 5-wide host image
+//!     let image: Vec<u16> = (0..10).collect();
+//!     let mut tile = DeviceBuffer2D::<u16>::zeroed(ctx, 3, 2)?;
+//!     tile.copy_from_host(&image, 5)?;
+//!     assert!(tile.pitch_bytes() >= 3 * 2);
+//!     assert_eq!(tile.to_vec()?, [0, 1, 2, 5, 6, 7]);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! (Three-dimensional pitched memory is not offered: a 3D extent is a 2D buffer of
+//! `height * depth` rows, which `DeviceBuffer2D` already covers for copies.)
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUctx_st;
+
+use crate::context::{self, Brand, ContextGuard};
+use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
+use crate::error::Result;
+use crate::memory::{DeviceCopy, Span, checked_byte_len, empty_address};
+
+/// `height` rows of `width` elements of `T` in device memory of the context branded
+/// `'ctx`, each row `pitch_bytes()` apart (`cuMemAllocPitch`). Freed when dropped.
+pub struct DeviceBuffer2D<'ctx, T: DeviceCopy> {
+    ptr: CUdeviceptr,
+    pitch: usize,
+    width: usize,
+    height: usize,
+    ctx: NonNull<CUctx_st>,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<T>,
+}
+
+// SAFETY: owned device memory, used from any thread through the driver in its own context
+// (pushed explicitly), and `T: DeviceCopy` owns nothing on the host.
+unsafe impl<T: DeviceCopy> Send for DeviceBuffer2D<'_, T> {}
+// SAFETY: `&DeviceBuffer2D` only reads the device memory.
+unsafe impl<T: DeviceCopy> Sync for DeviceBuffer2D<'_, T> {}
+
+/// Checks that a host slice of `len` elements holds `height` rows of `width` elements,
+/// `row_len` apart; panics naming the numbers otherwise.
+#[track_caller]
+pub(crate) fn check_host_rows(what: &str, len: usize, width: usize, row_len: usize, height: usize) {
+    assert!(
+        row_len >= width,
+        "{what}: a host row of {row_len} elements is shorter than the buffer's width {width}"
+    );
+    let needed = match height {
+        0 => 0,
+        h => (h - 1)
+            .checked_mul(row_len)
+            .and_then(|n| n.checked_add(width))
+            .unwrap_or(usize::MAX),
+    };
+    assert!(
+        len >= needed,
+        "{what}: {height} rows of {width} elements, {row_len} apart, need {needed} host elements but the slice has {len}"
+    );
+}
+
+impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
+    /// Allocates `height` rows of `width` elements, every byte (padding included) zero;
+    /// complete when it returns.
+    pub fn zeroed(ctx: ContextGuard<'ctx>, width: usize, height: usize) -> Result<Self> {
+        let row_bytes = checked_byte_len::<T>("DeviceBuffer2D::zeroed", width)?;
+        checked_byte_len::<T>("DeviceBuffer2D::zeroed", width.saturating_mul(height))?;
+        let element = match size_of::<T>() {
+            16.. => 16,
+            8..=15 => 8,
+            _ => 4,
+        };
+        let (ptr, pitch) = if row_bytes == 0 || height == 0 {
+            (empty_address::<T>(), row_bytes)
+        } else {
+            ctx.with_current(|| driver::mem_alloc_pitch(row_bytes, height, element))?
+        };
+        let buf = DeviceBuffer2D {
+            ptr,
+            pitch,
+            width,
+            height,
+            ctx: ctx.as_non_null(),
+            _brand: PhantomData,
+            _elem: PhantomData,
+        };
+        if buf.bytes() != 0 {
+            let zero = || {
+                // SAFETY: the allocation's `pitch * height` bytes.
+                unsafe { driver::memset(buf.ptr, Pattern::D8(0), buf.bytes()) }
+            };
+            // SAFETY: the brand keeps the context alive.
+            unsafe { context::in_context(buf.ctx, zero) }?;
+        }
+        Ok(buf)
+    }
+
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Rows.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Bytes from one row to the next (at least `width * size_of::<T>()`).
+    pub fn pitch_bytes(&self) -> usize {
+        self.pitch
+    }
+
+    /// The device address of the first row.
+    pub fn as_device_ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// The allocation's bytes: `pitch * height`.
+    fn bytes(&self) -> usize {
+        self.pitch * self.height
+    }
+
+    fn row_bytes(&self) -> usize {
+        self.width * size_of::<T>()
+    }
+
+    pub(crate) fn span(&self, write: bool) -> Span {
+        Span {
+            start: self.ptr,
+            bytes: self.bytes() as u64,
+            write,
+        }
+    }
+
+    pub(crate) fn side(&self) -> Side2D {
+        Side2D::Device(self.ptr, self.pitch)
+    }
+
+    pub(crate) fn extent(&self) -> (usize, usize) {
+        (self.row_bytes(), self.height)
+    }
+
+    fn run(&self, op: impl FnOnce() -> Result<()>) -> Result<()> {
+        if self.row_bytes() == 0 || self.height == 0 {
+            return Ok(());
+        }
+        // SAFETY: the brand keeps the context alive.
+        unsafe { context::in_context(self.ctx, op) }
+    }
+
+    /// Copies `height` rows of `width` elements from `src`, rows `row_len` elements apart,
+    /// into the buffer; complete when it returns.
+    ///
+    /// # Panics
+    /// If `src` does not hold the rows (before any driver call).
+    pub fn copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
+        check_host_rows(
+            "DeviceBuffer2D::copy_from_host",
+            src.len(),
+            self.width,
+            row_len,
+            self.height,
+        );
+        let (w, h) = self.extent();
+        let src = Side2D::Host(src.as_ptr().cast(), row_len * size_of::<T>());
+        self.run(|| {
+            // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked).
+            unsafe { driver::memcpy_2d(self.side(), src, w, h) }
+        })
+    }
+
+    /// Copies the buffer into `dst`, rows `row_len` elements apart; complete when it
+    /// returns.
+    ///
+    /// # Panics
+    /// If `dst` cannot hold the rows (before any driver call).
+    pub fn copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
+        check_host_rows(
+            "DeviceBuffer2D::copy_to_host",
+            dst.len(),
+            self.width,
+            row_len,
+            self.height,
+        );
+        let (w, h) = self.extent();
+        let dst = Side2D::HostMut(dst.as_mut_ptr().cast(), row_len * size_of::<T>());
+        self.run(|| {
+            // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); any
+            // bytes are a valid `T`.
+            unsafe { driver::memcpy_2d(dst, self.side(), w, h) }
+        })
+    }
+
+    /// Copies another 2D buffer of the same width and height into this one; complete when
+    /// it returns.
+    ///
+    /// # Panics
+    /// If the shapes differ (before any driver call).
+    pub fn copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
+        assert!(
+            (self.width, self.height) == (src.width, src.height),
+            "DeviceBuffer2D::copy_from_device: destination is {} x {}, source {} x {}",
+            self.width,
+            self.height,
+            src.width,
+            src.height
+        );
+        let (w, h) = self.extent();
+        self.run(|| {
+            // SAFETY: two distinct allocations (one borrowed exclusively) of the same shape.
+            unsafe { driver::memcpy_2d(self.side(), src.side(), w, h) }
+        })
+    }
+
+    /// The rows, packed (`width * height` elements), in a new `Vec`.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let n = self.width * self.height;
+        let mut v = Vec::with_capacity(n);
+        if self.row_bytes() != 0 && self.height != 0 {
+            let (w, h) = self.extent();
+            let dst = Side2D::HostMut(v.spare_capacity_mut().as_mut_ptr().cast(), w);
+            self.run(|| {
+                // SAFETY: the vector has room for `h` packed rows of `w` bytes.
+                unsafe { driver::memcpy_2d(dst, self.side(), w, h) }
+            })?;
+        }
+        // SAFETY: the copy initialised all `n` elements (any bytes are a valid `T`).
+        unsafe { v.set_len(n) };
+        Ok(v)
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer2D<'_, T> {
+    fn drop(&mut self) {
+        if self.bytes() == 0 {
+            return;
+        }
+        let ptr = self.ptr;
+        let free = || {
+            // SAFETY: the buffer owns `ptr` (from cuMemAllocPitch); no queued work uses it
+            // (scopes borrow the buffer until their streams are idle).
+            unsafe { driver::mem_free(ptr) }
+        };
+        // SAFETY: the brand keeps the context alive.
+        let _ = unsafe { context::in_context(self.ctx, free) };
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer2D<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer2D<{}>({:#x}, {} x {}, pitch {})",
+            std::any::type_name::<T>(),
+            self.ptr,
+            self.width,
+            self.height,
+            self.pitch
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_host_rows;
+
+    #[test]
+    fn host_rows_are_checked_before_the_driver() {
+        check_host_rows("t", 10, 3, 5, 2); // rows at 0..3 and 5..8
+        check_host_rows("t", 8, 3, 5, 2); // exactly enough
+        check_host_rows("t", 0, 3, 5, 0); // no rows
+        let short = std::panic::catch_unwind(|| check_host_rows("t", 7, 3, 5, 2)).unwrap_err();
+        assert_eq!(
+            short.downcast_ref::<String>().unwrap(),
+            "t: 2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7"
+        );
+        let narrow = std::panic::catch_unwind(|| check_host_rows("t", 100, 6, 5, 2)).unwrap_err();
+        assert!(
+            narrow
+                .downcast_ref::<String>()
+                .unwrap()
+                .contains("shorter than the buffer's width 6")
+        );
+        let huge = std::panic::catch_unwind(|| check_host_rows("t", 100, 1, usize::MAX, 3));
+        assert!(huge.is_err(), "overflow is a refusal, not a wrap-around");
+    }
+}
