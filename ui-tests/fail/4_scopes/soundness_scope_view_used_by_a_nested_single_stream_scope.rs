@@ -12,7 +12,7 @@
 // Without it: the nested scope's stream `c` is none of the outer scope's streams, so the
 // order book never sees its copy: nothing orders it after `a`'s fill, and the copy into
 // page-locked memory runs whenever `c` gets to it, reading the 0s, the 7s or a mix
-// ("two non-blocking streams run independently": shared/gpu/FACTS.md). No call reports
+// (two non-blocking streams run independently: docs/c/two_streams.out). No call reports
 // anything.
 //
 // Fix: make `c` one of the scope's streams, `Stream::scope_all(&[&a, &b, &c], |s| ...)`,
