@@ -103,7 +103,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let rempty8 = rmodule.load_function("empty8").expect("cudarc empty8");
 
     // A live allocation, so that 1 KiB alloc/free measures the allocator, not the first
-    // mapping (docs/c/costs.c measures both: docs/c/costs.out, line 3).
+    // mapping (docs/c/facts/costs.c measures both: docs/c/facts/costs.out, part 3).
     let _keep = DeviceBuffer::<u8>::zeroed(ctx, 1 << 20)?;
     let mut raw_small: sys::CUdeviceptr = 0;
     ok(unsafe { sys::cuMemAlloc_v2(&mut raw_small, 16) });

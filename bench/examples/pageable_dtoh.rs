@@ -2,7 +2,7 @@
 //! new `Vec` each time (cuda-brand's `to_vec`, cudarc 0.19.10's `clone_dtoh`) and into a
 //! `Vec` reused across copies (cuda-brand's `copy_to_host`, cudarc's `memcpy_dtoh`), for
 //! 64 MiB and 256 MiB. For docs/driver-facts.md, "Large pageable copies", next to the raw
-//! driver calls of `docs/c/bandwidth.c`.
+//! driver calls of `docs/c/facts/bandwidth.c`.
 //!
 //! cuda-brand and cudarc share the device's primary context. The four variants run
 //! interleaved, five rounds after a warm-up round; each copy is timed until its data is

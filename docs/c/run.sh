@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Compiles and runs the CUDA C programs of the guide and of docs/driver-facts.md
-# (docs/c/*.c, driver API only) on a machine with a GPU and nvcc, and keeps what each one
-# printed.
+# Compiles and runs the CUDA C programs (driver API only) on a machine with a GPU and nvcc,
+# and keeps what each one printed next to it: the guide's programs in docs/c/*.c, and the
+# measurements of docs/driver-facts.md in docs/c/facts/*.c.
 #
-#   bash docs/c/run.sh                  # all programs: writes docs/c/NAME.out next to each
+#   bash docs/c/run.sh                  # every program: writes NAME.out next to each
 #                                       # NAME.c, and docs/c/environment.out
-#   bash docs/c/run.sh costs bandwidth  # only the programs named: writes their NAME.out,
-#                                       # each starting with a line "[recorded on: ...]"
-#                                       # (environment.out, which describes the other
-#                                       # outputs, stays as it is)
+#   bash docs/c/run.sh costs bandwidth  # only the programs named (from either folder)
 #   OUT=/some/dir bash docs/c/run.sh [NAME...]
 #                                       # writes one file, $OUT/c_outputs.txt, with a
 #                                       # section "=== NAME.c ===" per program
+#                                       # ("=== facts/NAME.c ===" for docs/c/facts/)
+#
+# docs/c/environment.out records the GPU, driver, nvcc and compute-sanitizer of a run of
+# every program, and describes the outputs in docs/c/. An output in docs/c/facts/, and
+# every output of a run of named programs, starts with the same facts on one line
+# "[recorded on: ...]" (a run of named programs leaves environment.out as it is).
 #
 # Each program is built with `nvcc -o NAME NAME.c -lcuda -lpthread` and run from the
 # repository root with kernels/kernels.ptx as its argument, except destroyed_context: it
@@ -19,9 +22,8 @@
 # per step, with the step's name), so it gets none. Three of them are also run under
 # `compute-sanitizer --tool memcheck` (NAME.sanitizer.out, section "=== NAME.c under
 # compute-sanitizer ==="): free_while_running (with `no-realloc`), out_of_bounds, and
-# sanitizer_leak with `--leak-check full --error-exitcode 99`, once as it is and once
-# with `no-cuda-call` (sanitizer_leak.no-cuda-call.sanitizer.out). environment.out records
-# the GPU, driver, nvcc and compute-sanitizer used.
+# facts/sanitizer_leak with `--leak-check full --error-exitcode 99`, once as it is and
+# once with `no-cuda-call` (sanitizer_leak.no-cuda-call.sanitizer.out).
 # Outputs are the programs' stdout and stderr, then one line "[exit status N]".
 set -uo pipefail
 
@@ -53,38 +55,44 @@ run() {
         echo "compute-sanitizer: not found"
     fi
 } >"$results/environment.out"
+recorded_on="[recorded on: $(paste -sd ';' "$results/environment.out" | sed 's/;/; /g')]"
 
-# The programs to run: the names given, or every docs/c/*.c.
-names=()
+# The programs to run, as paths relative to docs/c (NAME.c or facts/NAME.c): the names
+# given, or every program of both folders.
+programs=()
 if [[ $# -gt 0 ]]; then
+    subset=1
     for name in "$@"; do
         name=$(basename "$name" .c)
-        if [[ ! -f $here/$name.c ]]; then
-            echo "run.sh: no program docs/c/$name.c" >&2
+        if [[ -f $here/$name.c ]]; then
+            programs+=("$name.c")
+        elif [[ -f $here/facts/$name.c ]]; then
+            programs+=("facts/$name.c")
+        else
+            echo "run.sh: no program $name.c in docs/c or docs/c/facts" >&2
             exit 2
         fi
-        names+=("$name")
     done
-    subset=1
 else
-    for src in "$here"/*.c; do
-        names+=("$(basename "$src" .c)")
-    done
     subset=0
+    for src in "$here"/*.c "$here"/facts/*.c; do
+        programs+=("${src#"$here/"}")
+    done
 fi
 
-# begin OUTFILE: empties OUTFILE; in a run of named programs, starts it with the environment
+# begin OUTFILE PROGRAM: empties OUTFILE, and starts it with the environment where the
+# rules above say so
 begin() {
     : >"$1"
-    if [[ $subset == 1 ]]; then
-        echo "[recorded on: $(paste -sd ';' "$results/environment.out" | sed 's/;/; /g')]" >>"$1"
+    if [[ $subset == 1 || $2 == facts/* ]]; then
+        echo "$recorded_on" >>"$1"
     fi
 }
 
-# sanitize NAME SUFFIX OPTION... -- ARG...: runs NAME under compute-sanitizer into
-# $results/NAME.SUFFIXsanitizer.out
+# sanitize PROGRAM SUFFIX OPTION... -- ARG...: runs the built PROGRAM under
+# compute-sanitizer into $results/PROGRAM without .c, then .SUFFIXsanitizer.out
 sanitize() {
-    local name=$1 suffix=$2
+    local program=$1 suffix=$2
     shift 2
     local options=()
     while [[ $1 != -- ]]; do
@@ -92,8 +100,10 @@ sanitize() {
         shift
     done
     shift
-    local san=$results/$name.${suffix}sanitizer.out
-    begin "$san"
+    local name
+    name=$(basename "$program" .c)
+    local san=$results/${program%.c}.${suffix}sanitizer.out
+    begin "$san" "$program"
     if command -v compute-sanitizer >/dev/null; then
         run "$san" compute-sanitizer "${options[@]}" "$build/$name" "$@"
     else
@@ -101,25 +111,26 @@ sanitize() {
     fi
 }
 
-for name in "${names[@]}"; do
-    src=$here/$name.c
-    out=$results/$name.out
-    begin "$out"
-    if ! nvcc -o "$build/$name" "$src" -lcuda -lpthread >"$build/$name.log" 2>&1; then
+mkdir -p "$results/facts"
+for program in "${programs[@]}"; do
+    name=$(basename "$program" .c)
+    out=$results/${program%.c}.out
+    begin "$out" "$program"
+    if ! nvcc -o "$build/$name" "$here/$program" -lcuda -lpthread >"$build/$name.log" 2>&1; then
         { echo "[nvcc failed]"; cat "$build/$name.log"; } >>"$out"
         continue
     fi
-    echo "running $name" >&2
+    echo "running $program" >&2
     args=("$ptx")
     [[ $name == destroyed_context ]] && args=()
     run "$out" "$build/$name" "${args[@]}"
     case $name in
-    free_while_running) sanitize "$name" "" --tool memcheck -- "$ptx" no-realloc ;;
-    out_of_bounds) sanitize "$name" "" --tool memcheck -- "$ptx" ;;
+    free_while_running) sanitize "$program" "" --tool memcheck -- "$ptx" no-realloc ;;
+    out_of_bounds) sanitize "$program" "" --tool memcheck -- "$ptx" ;;
     sanitizer_leak)
         leak=(--tool memcheck --leak-check full --error-exitcode 99)
-        sanitize "$name" "" "${leak[@]}" -- "$ptx"
-        sanitize "$name" "no-cuda-call." "${leak[@]}" -- "$ptx" no-cuda-call
+        sanitize "$program" "" "${leak[@]}" -- "$ptx"
+        sanitize "$program" "no-cuda-call." "${leak[@]}" -- "$ptx" no-cuda-call
         ;;
     esac
 done
@@ -130,14 +141,14 @@ if [[ -n ${OUT:-} ]]; then
     {
         echo "=== environment ==="
         cat "$results/environment.out"
-        for name in "${names[@]}"; do
-            echo "=== $name.c ==="
-            cat "$results/$name.out"
-            for san in "$results/$name".*sanitizer.out; do
+        for program in "${programs[@]}"; do
+            echo "=== $program ==="
+            cat "$results/${program%.c}.out"
+            for san in "$results/${program%.c}".sanitizer.out "$results/${program%.c}".*.sanitizer.out; do
                 [[ -f $san ]] || continue
-                how=${san#"$results/$name."}
+                how=${san#"$results/${program%.c}."}
                 how=${how%sanitizer.out}
-                echo "=== $name.c under compute-sanitizer${how:+ (${how%.})} ==="
+                echo "=== $program under compute-sanitizer${how:+ (${how%.})} ==="
                 cat "$san"
             done
         done
@@ -145,6 +156,15 @@ if [[ -n ${OUT:-} ]]; then
     echo "wrote $combined" >&2
 else
     [[ $subset == 1 ]] && rm "$results/environment.out"
-    cp "$results"/*.out "$here"/
-    echo "wrote $(cd "$results" && ls *.out | tr '\n' ' ')into $here" >&2
+    written=()
+    for program in "${programs[@]}"; do
+        for file in "$results/${program%.c}".out "$results/${program%.c}".*sanitizer.out; do
+            [[ -f $file ]] || continue
+            relative=${file#"$results/"}
+            cp "$file" "$here/$relative"
+            written+=("docs/c/$relative")
+        done
+    done
+    [[ -f $results/environment.out ]] && cp "$results/environment.out" "$here/" && written+=(docs/c/environment.out)
+    echo "wrote ${written[*]}" >&2
 fi

@@ -7,7 +7,7 @@
 // Without it: a copy from page-locked memory is truly asynchronous. Measured (64 MiB
 // queued behind ~20 ms of device work): `cuMemcpyHtoDAsync` from pinned memory returned
 // after 0.02 ms, and the host's overwrite right after reached the device in part
-// (docs/c/async_host_memory.out); a registered Vec: docs/c/registered_host_memory.out.
+// (docs/c/async_host_memory.out); a registered Vec: docs/c/facts/registered_host_memory.out.
 
 use cuda_brand::{
     ContextFlags, Device, DeviceBuffer, PinnedBuffer, Stream, StreamFlags, with_context,

@@ -9,7 +9,7 @@
 // `cuMemcpyDtoHAsync` returned after 22.12 ms with the data there, into pinned memory after
 // 0.02 ms with neither end of it there (docs/c/async_host_memory.out); a plain Vec that any
 // code registered with cuMemHostRegister is page-locked too
-// (docs/c/registered_host_memory.out): the host would read half-written data.
+// (docs/c/facts/registered_host_memory.out): the host would read half-written data.
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, Stream, StreamFlags, with_context};
 

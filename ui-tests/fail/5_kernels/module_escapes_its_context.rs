@@ -4,7 +4,7 @@
 // every module of a context when the context is destroyed; a function handle of it then
 // names freed driver state, and launching it is use-after-free inside libcuda (the same
 // class as `cuStreamSynchronize` on a stream of a destroyed context, which killed the
-// process: docs/c/destroyed_context.out, docs/c/destroyed_stream_repeated.out).
+// process: docs/c/destroyed_context.out, docs/c/facts/destroyed_stream_repeated.out).
 
 use cuda_brand::{ContextFlags, Device, Module, with_context};
 

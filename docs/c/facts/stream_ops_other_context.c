@@ -2,13 +2,14 @@
  * stream, event and memory need A to be current. Context A has a module, a stream, an
  * event and a buffer; then context B is created (and current), and every operation below
  * names only A's handles. Part 2 repeats the stream operations with no context current at
- * all. (cross_context_stream.c mixes A's handles with B's; this program never does.)
+ * all. (docs/c/cross_context_stream.c mixes A's handles with B's; this program never
+ * does.)
  *
- *   nvcc -o /tmp/stream_ops_other_context docs/c/stream_ops_other_context.c -lcuda
+ *   nvcc -o /tmp/stream_ops_other_context docs/c/facts/stream_ops_other_context.c -lcuda
  *   /tmp/stream_ops_other_context kernels/kernels.ptx
  *
- * docs/c/run.sh builds and runs every program here; stream_ops_other_context.out is what
- * this one printed on the GPU machine. */
+ * docs/c/run.sh builds and runs it with the programs of docs/c/;
+ * docs/c/facts/stream_ops_other_context.out is what it printed on the GPU machine. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,13 +3,14 @@
  * `with_context` reclaims a buffer leaked with `mem::forget`), and what it prints for a
  * program that makes no CUDA call at all (a test binary whose tests all skip).
  *
- *   nvcc -o /tmp/sanitizer_leak docs/c/sanitizer_leak.c -lcuda
+ *   nvcc -o /tmp/sanitizer_leak docs/c/facts/sanitizer_leak.c -lcuda
  *   compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 /tmp/sanitizer_leak
  *   compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 /tmp/sanitizer_leak no-cuda-call
  *
- * docs/c/run.sh builds and runs every program here, and runs this one under
- * compute-sanitizer both ways: sanitizer_leak.sanitizer.out and
- * sanitizer_leak.no-cuda-call.sanitizer.out are what it reported on the GPU machine. */
+ * docs/c/run.sh builds and runs it with the programs of docs/c/, and runs it under
+ * compute-sanitizer both ways: docs/c/facts/sanitizer_leak.sanitizer.out and
+ * docs/c/facts/sanitizer_leak.no-cuda-call.sanitizer.out are what it reported on the GPU
+ * machine. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>

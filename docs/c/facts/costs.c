@@ -12,10 +12,10 @@
  * Every line gives the median of the runs it names; a run of a cheap call is a loop of many
  * calls, divided by their number.
  *
- *   nvcc -o /tmp/costs docs/c/costs.c -lcuda && /tmp/costs
+ *   nvcc -o /tmp/costs docs/c/facts/costs.c -lcuda && /tmp/costs
  *
- * docs/c/run.sh builds and runs every program here; costs.out is what this one printed on
- * the GPU machine. */
+ * docs/c/run.sh builds and runs it with the programs of docs/c/; docs/c/facts/costs.out is
+ * what it printed on the GPU machine. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <stdio.h>

@@ -1,15 +1,15 @@
 /* docs/driver-facts.md, "Cross-context behaviour": how often `cuStreamSynchronize` on a
- * stream of a destroyed context crashes. destroyed_context.c shows the step once; this
- * program runs the same step (a context, a stream and 1 KiB of memory; destroy the
+ * stream of a destroyed context crashes. docs/c/destroyed_context.c shows the step once;
+ * this program runs the same step (a context, a stream and 1 KiB of memory; destroy the
  * context; create another; synchronize the first context's stream) RUNS times, each in a
  * child process of its own (this program started again with `--child`), and counts how
  * each child ended. The parent makes no CUDA call.
  *
- *   nvcc -o /tmp/destroyed_stream_repeated docs/c/destroyed_stream_repeated.c -lcuda
+ *   nvcc -o /tmp/destroyed_stream_repeated docs/c/facts/destroyed_stream_repeated.c -lcuda
  *   /tmp/destroyed_stream_repeated
  *
- * docs/c/run.sh builds and runs every program here; destroyed_stream_repeated.out is what
- * this one printed on the GPU machine. */
+ * docs/c/run.sh builds and runs it with the programs of docs/c/;
+ * docs/c/facts/destroyed_stream_repeated.out is what it printed on the GPU machine. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <stdio.h>

@@ -4,11 +4,11 @@
  * host memory. Which does the host see: the 0s from before the fill, or the 7s? Then the
  * same with an order: `c` waits for an event recorded on `a` after the fill.
  *
- *   nvcc -o /tmp/two_streams docs/c/two_streams.c -lcuda
+ *   nvcc -o /tmp/two_streams docs/c/facts/two_streams.c -lcuda
  *   /tmp/two_streams kernels/kernels.ptx
  *
- * docs/c/run.sh builds and runs every program here; two_streams.out is what this one
- * printed on the GPU machine. */
+ * docs/c/run.sh builds and runs it with the programs of docs/c/;
+ * docs/c/facts/two_streams.out is what it printed on the GPU machine. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>

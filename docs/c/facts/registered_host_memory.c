@@ -1,7 +1,8 @@
 /* docs/driver-facts.md, "Host memory and asynchronous copies": the third kind of host
- * memory, next to async_host_memory.c's pinned and pageable buffers. A plain malloc'd
- * buffer (a Vec, in Rust) that some code registered with cuMemHostRegister is page-locked:
- * is an asynchronous copy from or into it as asynchronous as one of pinned memory?
+ * memory, next to docs/c/async_host_memory.c's pinned and pageable buffers. A plain
+ * malloc'd buffer (a Vec, in Rust) that some code registered with cuMemHostRegister is
+ * page-locked: is an asynchronous copy from or into it as asynchronous as one of pinned
+ * memory?
  *
  * As in async_host_memory.c, a 64 MiB copy is queued behind about 20 ms of kernel work
  * (`spin`) on the same stream:
@@ -9,11 +10,11 @@
  *   1. host to device; the host overwrites the buffer right after the call
  *   2. device to host: what has arrived when the call returns
  *
- *   nvcc -o /tmp/registered_host_memory docs/c/registered_host_memory.c -lcuda
+ *   nvcc -o /tmp/registered_host_memory docs/c/facts/registered_host_memory.c -lcuda
  *   /tmp/registered_host_memory kernels/kernels.ptx
  *
- * docs/c/run.sh builds and runs every program here; registered_host_memory.out is what
- * this one printed on the GPU machine. */
+ * docs/c/run.sh builds and runs it with the programs of docs/c/;
+ * docs/c/facts/registered_host_memory.out is what it printed on the GPU machine. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <stdio.h>

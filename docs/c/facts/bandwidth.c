@@ -14,10 +14,10 @@
  * freed after it ends; malloc serves these sizes with fresh pages from the kernel (mmap).
  * GB/s are 10^9 bytes per second; every line is the median of the runs it names.
  *
- *   nvcc -o /tmp/bandwidth docs/c/bandwidth.c -lcuda && /tmp/bandwidth
+ *   nvcc -o /tmp/bandwidth docs/c/facts/bandwidth.c -lcuda && /tmp/bandwidth
  *
- * docs/c/run.sh builds and runs every program here; bandwidth.out is what this one printed
- * on the GPU machine. */
+ * docs/c/run.sh builds and runs it with the programs of docs/c/;
+ * docs/c/facts/bandwidth.out is what it printed on the GPU machine. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <stdio.h>
