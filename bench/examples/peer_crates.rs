@@ -19,7 +19,7 @@
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaModule, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaModule, DevicePtr, LaunchConfig, PushKernelArg};
 use rustacuda::memory::CopyDestination;
 
 const PTX: &str = include_str!("../../kernels/kernels.ptx");
@@ -138,6 +138,31 @@ fn scale_config() -> LaunchConfig {
     }
 }
 
+/// Four floats at `ptr`, memory of `ctx`, read with raw driver calls: independent of the
+/// error state cudarc keeps per context (after an error, cudarc refuses further calls).
+fn raw_read(ctx: &CudaContext, ptr: u64) -> String {
+    use cuda_driver_sys::{CUresult, cuCtxSetCurrent, cuMemcpyDtoH_v2};
+    let mut host = [0f32; 4];
+    // SAFETY: `ctx` is alive (borrowed); `ptr` is an allocation of at least 16 bytes of
+    // it, still alive (its `CudaSlice` is alive in the caller); `host` has 16 bytes.
+    let r = unsafe { cuCtxSetCurrent(ctx.cu_ctx().cast()) };
+    if r != CUresult::CUDA_SUCCESS {
+        return format!("cuCtxSetCurrent -> {r:?}");
+    }
+    // SAFETY: as above.
+    let r = unsafe { cuMemcpyDtoH_v2(host.as_mut_ptr().cast(), ptr, 16) };
+    format!("cuMemcpyDtoH -> {r:?}, {host:?}")
+}
+
+/// The device address of a cudarc buffer (taken before any misuse).
+fn address(
+    buffer: &cudarc::driver::CudaSlice<f32>,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> u64 {
+    let (ptr, _record) = buffer.device_ptr(stream);
+    ptr
+}
+
 fn cudarc_module(ctx: &Arc<CudaContext>) -> Result<Arc<CudaModule>, cudarc::driver::DriverError> {
     ctx.load_module(cudarc::nvrtc::Ptx::from_src(PTX))
 }
@@ -147,6 +172,7 @@ fn cudarc_kernel_of_b_writes_buffer_of_a() -> Res {
     let a = CudaContext::new_non_primary(0, 0)?;
     let stream_a = a.new_stream()?;
     let mut in_a = stream_a.clone_htod(&[1.0f32; 4])?;
+    let ptr_a = address(&in_a, &stream_a);
     stream_a.synchronize()?;
     let b = CudaContext::new_non_primary(0, 0)?;
     let scale_of_b = cudarc_module(&b)?.load_function("scale")?;
@@ -163,6 +189,10 @@ fn cudarc_kernel_of_b_writes_buffer_of_a() -> Res {
         "A's buffer read back on A's stream -> {:?}",
         stream_a.clone_dtoh(&in_a)
     );
+    println!(
+        "A's buffer read back with raw driver calls -> {}",
+        raw_read(&a, ptr_a)
+    );
     Ok(())
 }
 
@@ -172,6 +202,7 @@ fn cudarc_function_of_a_on_stream_of_b() -> Res {
     let scale_of_a = cudarc_module(&a)?.load_function("scale")?;
     let stream_a = a.new_stream()?;
     let mut in_a = stream_a.clone_htod(&[1.0f32; 4])?;
+    let ptr_a = address(&in_a, &stream_a);
     stream_a.synchronize()?;
     let b = CudaContext::new_non_primary(0, 0)?;
     let stream_b = b.new_stream()?;
@@ -186,6 +217,10 @@ fn cudarc_function_of_a_on_stream_of_b() -> Res {
         "A's buffer read back on A's stream -> {:?}",
         stream_a.clone_dtoh(&in_a)
     );
+    println!(
+        "A's buffer read back with raw driver calls -> {}",
+        raw_read(&a, ptr_a)
+    );
     Ok(())
 }
 
@@ -194,6 +229,7 @@ fn cudarc_htod_on_stream_of_b() -> Res {
     let a = CudaContext::new_non_primary(0, 0)?;
     let stream_a = a.new_stream()?;
     let mut in_a = stream_a.clone_htod(&[1.0f32; 4])?;
+    let ptr_a = address(&in_a, &stream_a);
     stream_a.synchronize()?;
     let b = CudaContext::new_non_primary(0, 0)?;
     let stream_b = b.new_stream()?;
@@ -209,6 +245,10 @@ fn cudarc_htod_on_stream_of_b() -> Res {
     println!(
         "A's buffer read back on A's stream -> {:?}",
         stream_a.clone_dtoh(&in_a)
+    );
+    println!(
+        "A's buffer read back with raw driver calls -> {}",
+        raw_read(&a, ptr_a)
     );
     Ok(())
 }
