@@ -1,27 +1,123 @@
 //! The CUDA driver API with lifetime-branded contexts: using one context's memory, streams
-//! or kernels in another context, or keeping any of them after their context is gone, is a
-//! compile error.
+//! or kernels in another context, keeping any of them after their context is gone, sending
+//! a context's guard to another thread, or freeing memory that queued GPU work still uses
+//! is a compile error, not a run-time failure.
 //!
-//! Everything starts with [`with_context`] (or [`with_primary_context`]), which hands a
-//! closure a [`ContextGuard<'ctx>`](ContextGuard). The lifetime `'ctx` is the context's
+//! Everything starts with [`with_context`] (or [`with_primary_context`]), which creates a
+//! context, hands a closure a [`ContextGuard<'ctx>`](ContextGuard), and synchronizes, pops
+//! and destroys the context when the closure returns. The lifetime `'ctx` is the context's
 //! *brand*: a fresh, invariant lifetime that every value made from the guard carries, that
-//! no two contexts share, and that cannot leave the closure. See the [`context`] module for
-//! the soundness argument.
+//! no two contexts share, and that cannot leave the closure. The [`context`] module has the
+//! soundness argument.
+//!
+//! The crate loads the driver library (`libcuda.so.1`, `nvcuda.dll`) at run time: building
+//! needs no CUDA toolkit or driver, running needs a CUDA 11.4 (R470) or newer driver.
+//!
+//! # Allocate, copy, launch, copy back
 //!
 //! ```no_run
-//! use cuda_brand::{with_context, ContextFlags, Device};
+//! use cuda_brand::prelude::*;
 //!
 //! fn main() -> cuda_brand::Result<()> {
 //!     let device = Device::get(0)?;
 //!     with_context(&device, ContextFlags::default(), |ctx| {
-//!         println!("{} (API {})", ctx.device()?.name()?, ctx.api_version()?);
+//!         // device memory, filled from the host
+//!         let a = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
+//!         let b = ctx.from_slice(&[10.0f32, 20.0, 30.0])?;
+//!         let mut c = ctx.zeroed::<f32>(3)?;
+//!         // the kernel: declaring its parameter list is the one promise the crate cannot check
+//!         let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+//!         // SAFETY: `vector_add(const float *a, size_t a_len, const float *b, size_t b_len,
+//!         // float *c, size_t c_len)` reads a and b, writes c, and stays below the lengths.
+//!         let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+//!         // the launch, on a stream; the scope borrows a, b and c until the stream is done
+//!         let stream = ctx.stream()?;
+//!         stream.scope(|s| s.launch(&add, add.config_for(3)?, (&a, &b, &mut c)))?;
+//!         // and back to the host
+//!         assert_eq!(c.to_vec()?, [11.0, 22.0, 33.0]);
+//!         Ok(())
+//!     }) // synchronized, popped and destroyed here: nothing branded `'ctx` is left
+//! }
+//! ```
+//!
+//! # The rules
+//!
+//! Each rule is a compile error, pinned by a folder of compile-fail cases in the
+//! repository's `ui-tests/fail/`, each case with the compiler's full message committed
+//! next to it:
+//!
+//! 1. **A context lives exactly as long as its closure**: nothing carrying `'ctx` (guard,
+//!    buffer, stream, event, module, kernel) leaves it (`1_context_lifetime`).
+//! 2. **One context's values never mix with another's**: `'ctx` is invariant, so two
+//!    contexts' brands never unify (`2_one_context`).
+//! 3. **The guard stays on its thread**: [`ContextGuard`] is not `Send`; scoped threads use
+//!    a [`SharedContext`] and [`SharedContext::enter`] (`3_threads`).
+//! 4. **Asynchronous work happens in a stream scope**: [`Stream::scope`] hands a closure a
+//!    [`StreamScope`], which borrows every buffer and host slice it touches until it has
+//!    synchronized the stream (`4_scopes`).
+//! 5. **Kernels: one `unsafe` declaration, then safe launches**: [`Module::kernel`]
+//!    declares a kernel's parameter list; launches are type-checked against it, and their
+//!    kernel, stream and buffers share one brand (`5_kernels`).
+//! 6. **Several devices: two brands only where it is meant**: [`copy_peer`] and
+//!    [`StreamScope::copy_from_peer`] are the only operations naming two brands, and a
+//!    kernel reaches another context's memory only through a view of a [`PeerAccess`]
+//!    (`6_devices`).
+//!
+//! Rule 2, as in `ui-tests/fail/2_one_context/buffers_of_two_contexts_copied.rs`: a buffer
+//! of context `a` cannot take a copy of a buffer of context `b`.
+//!
+//! ```compile_fail,E0521
+//! use cuda_brand::{ContextFlags, Device, DeviceBuffer, with_context};
+//!
+//! fn main() -> cuda_brand::Result<()> {
+//!     let device = Device::get(0)?;
+//!     with_context(&device, ContextFlags::default(), |a| {
+//!         let mut in_a = DeviceBuffer::<u32>::zeroed(a, 4)?;
+//!         with_context(&device, ContextFlags::default(), |b| {
+//!             let in_b = DeviceBuffer::from_slice(b, &[1u32, 2, 3, 4])?;
+//!             in_a.copy_from_device(&in_b)
+//!         })?;
+//!         println!("{:?}", in_a.to_vec()?);
 //!         Ok(())
 //!     })
 //! }
 //! ```
 //!
-//! The rules are pinned by compile-fail tests in `ui-tests/fail/`, each with the compiler's
-//! full error committed next to it.
+//! The first of the two errors the compiler gives (the case's `.stderr` file has both):
+//!
+//! ```text
+//! error[E0521]: borrowed data escapes outside of closure
+//!   --> ui-tests/fail/2_one_context/buffers_of_two_contexts_copied.rs:20:13
+//!    |
+//! 17 |         let mut in_a = DeviceBuffer::<u32>::zeroed(a, 4)?;
+//!    |             -------- `in_a` declared here, outside of the closure body
+//! 18 |         with_context(&device, ContextFlags::default(), |b| {
+//!    |                                                         - `b` is a reference that is only valid in the closure body
+//! 19 |             let in_b = DeviceBuffer::from_slice(b, &[1u32, 2, 3, 4])?;
+//! 20 |             in_a.copy_from_device(&in_b)
+//!    |             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^ `b` escapes the closure body here
+//!    |
+//!    = note: requirement occurs because of a mutable reference to `DeviceSlice<'_, u32>`
+//!    = note: mutable references are invariant over their type parameter
+//! ```
+//!
+//! # Where to read on
+//!
+//! * The [`guide`]: every rule in turn, with the C program that goes wrong and what it
+//!   printed on a GPU, the compile error, the fix, and what rustacuda, cust and cudarc do.
+//! * `SOUNDNESS.md`, at the root of the repository and of the published package: what the
+//!   brand does not cover and the rule for each (sealed traits, checked module images,
+//!   ordering between the streams of one scope, aliasing inside one operation, module
+//!   globals), and every `unsafe` API and `unsafe impl` with the test that pins it.
+//! * `docs/driver-facts.md`, next to it: what the driver, rustacuda and cudarc do with the
+//!   same misuses, and what the driver's calls cost, each fact with the committed program
+//!   that measured it and its recorded output.
+//! * The main types: [`with_context`] and [`ContextGuard`] (a context and its brand);
+//!   [`DeviceBuffer`] and [`DeviceSlice`] (device memory, like `Vec<T>` and `[T]`);
+//!   [`PinnedBuffer`] (page-locked host memory); [`Stream::scope`] and [`StreamScope`]
+//!   (asynchronous copies, fills, allocations and launches); [`Module::kernel`] and
+//!   [`Kernel`] (typed kernels); [`PeerAccess`] and [`copy_peer`] (several devices);
+//!   [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -854,7 +854,7 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<'_, T> {
 /// copies from or to it only exist inside [`Stream::scope`](crate::Stream::scope), which
 /// borrows the slice until the stream has finished the copy: the host can neither free nor
 /// touch the memory while the GPU's copy engine is reading or writing it. (A pinned copy
-/// returns in microseconds, long before the data has moved: see `FACTS.md`.)
+/// returns in microseconds, long before the data has moved: `docs/c/async_host_memory.out`.)
 pub struct PinnedBuffer<'ctx, T: DeviceCopy> {
     ptr: NonNull<T>,
     len: usize,

@@ -103,7 +103,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let rempty8 = rmodule.load_function("empty8").expect("cudarc empty8");
 
     // A live allocation, so that 1 KiB alloc/free measures the allocator, not the first
-    // mapping (94 us without one, 4 us with: FACTS.md).
+    // mapping (docs/c/facts/costs.c measures both: docs/c/facts/costs.out, part 3).
     let _keep = DeviceBuffer::<u8>::zeroed(ctx, 1 << 20)?;
     let raw_pool = cuda_brand::MemoryPool::of_device(ctx)?
         .as_raw()

@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Compiles and runs every CUDA C program of the guide (docs/c/*.c, driver API only) on a
-# machine with a GPU and nvcc, and keeps what each one printed.
+# Compiles and runs the CUDA C programs (driver API only) on a machine with a GPU and nvcc,
+# and keeps what each one printed next to it: the guide's programs in docs/c/*.c, and the
+# measurements of docs/driver-facts.md in docs/c/facts/*.c.
 #
-#   bash docs/c/run.sh                  # writes docs/c/NAME.out next to each NAME.c
-#   OUT=/some/dir bash docs/c/run.sh    # writes one file, $OUT/c_outputs.txt, with a
+#   bash docs/c/run.sh                  # every program: writes NAME.out next to each
+#                                       # NAME.c, and docs/c/environment.out
+#   bash docs/c/run.sh costs bandwidth  # only the programs named (from either folder)
+#   OUT=/some/dir bash docs/c/run.sh [NAME...]
+#                                       # writes one file, $OUT/c_outputs.txt, with a
 #                                       # section "=== NAME.c ===" per program
+#                                       # ("=== facts/NAME.c ===" for docs/c/facts/)
+#
+# docs/c/environment.out records the GPU, driver, nvcc and compute-sanitizer of a run of
+# every program, and describes the outputs in docs/c/. An output in docs/c/facts/, and
+# every output of a run of named programs, starts with the same facts on one line
+# "[recorded on: ...]" (a run of named programs leaves environment.out as it is).
 #
 # Each program is built with `nvcc -o NAME NAME.c -lcuda -lpthread` and run from the
 # repository root with kernels/kernels.ptx as its argument, except destroyed_context: it
 # loads no module and reads an argument as the step to run (it starts itself again once
-# per step, with the step's name), so it gets none. Two of them are also run under
+# per step, with the step's name), so it gets none. Three of them are also run under
 # `compute-sanitizer --tool memcheck` (NAME.sanitizer.out, section "=== NAME.c under
-# compute-sanitizer ==="). environment.out records the GPU, driver and nvcc used.
+# compute-sanitizer ==="): free_while_running (with `no-realloc`), out_of_bounds, and
+# facts/sanitizer_leak with `--leak-check full --error-exitcode 99`, once as it is and
+# once with `no-cuda-call` (sanitizer_leak.no-cuda-call.sanitizer.out).
 # Outputs are the programs' stdout and stderr, then one line "[exit status N]".
 set -uo pipefail
 
@@ -43,31 +55,84 @@ run() {
         echo "compute-sanitizer: not found"
     fi
 } >"$results/environment.out"
+recorded_on="[recorded on: $(paste -sd ';' "$results/environment.out" | sed 's/;/; /g')]"
 
-sanitized="free_while_running out_of_bounds"
-for src in "$here"/*.c; do
-    name=$(basename "$src" .c)
-    out=$results/$name.out
-    : >"$out"
-    if ! nvcc -o "$build/$name" "$src" -lcuda -lpthread >"$build/$name.log" 2>&1; then
+# The programs to run, as paths relative to docs/c (NAME.c or facts/NAME.c): the names
+# given, or every program of both folders.
+programs=()
+if [[ $# -gt 0 ]]; then
+    subset=1
+    for name in "$@"; do
+        name=$(basename "$name" .c)
+        if [[ -f $here/$name.c ]]; then
+            programs+=("$name.c")
+        elif [[ -f $here/facts/$name.c ]]; then
+            programs+=("facts/$name.c")
+        else
+            echo "run.sh: no program $name.c in docs/c or docs/c/facts" >&2
+            exit 2
+        fi
+    done
+else
+    subset=0
+    for src in "$here"/*.c "$here"/facts/*.c; do
+        programs+=("${src#"$here/"}")
+    done
+fi
+
+# begin OUTFILE PROGRAM: empties OUTFILE, and starts it with the environment where the
+# rules above say so
+begin() {
+    : >"$1"
+    if [[ $subset == 1 || $2 == facts/* ]]; then
+        echo "$recorded_on" >>"$1"
+    fi
+}
+
+# sanitize PROGRAM SUFFIX OPTION... -- ARG...: runs the built PROGRAM under
+# compute-sanitizer into $results/PROGRAM without .c, then .SUFFIXsanitizer.out
+sanitize() {
+    local program=$1 suffix=$2
+    shift 2
+    local options=()
+    while [[ $1 != -- ]]; do
+        options+=("$1")
+        shift
+    done
+    shift
+    local name
+    name=$(basename "$program" .c)
+    local san=$results/${program%.c}.${suffix}sanitizer.out
+    begin "$san" "$program"
+    if command -v compute-sanitizer >/dev/null; then
+        run "$san" compute-sanitizer "${options[@]}" "$build/$name" "$@"
+    else
+        echo "compute-sanitizer not found" >>"$san"
+    fi
+}
+
+mkdir -p "$results/facts"
+for program in "${programs[@]}"; do
+    name=$(basename "$program" .c)
+    out=$results/${program%.c}.out
+    begin "$out" "$program"
+    if ! nvcc -o "$build/$name" "$here/$program" -lcuda -lpthread >"$build/$name.log" 2>&1; then
         { echo "[nvcc failed]"; cat "$build/$name.log"; } >>"$out"
         continue
     fi
-    echo "running $name" >&2
+    echo "running $program" >&2
     args=("$ptx")
     [[ $name == destroyed_context ]] && args=()
     run "$out" "$build/$name" "${args[@]}"
-    if [[ " $sanitized " == *" $name "* ]]; then
-        san=$results/$name.sanitizer.out
-        : >"$san"
-        if command -v compute-sanitizer >/dev/null; then
-            extra=()
-            [[ $name == free_while_running ]] && extra=(no-realloc)
-            run "$san" compute-sanitizer --tool memcheck "$build/$name" "$ptx" "${extra[@]}"
-        else
-            echo "compute-sanitizer not found" >>"$san"
-        fi
-    fi
+    case $name in
+    free_while_running) sanitize "$program" "" --tool memcheck -- "$ptx" no-realloc ;;
+    out_of_bounds) sanitize "$program" "" --tool memcheck -- "$ptx" ;;
+    sanitizer_leak)
+        leak=(--tool memcheck --leak-check full --error-exitcode 99)
+        sanitize "$program" "" "${leak[@]}" -- "$ptx"
+        sanitize "$program" "no-cuda-call." "${leak[@]}" -- "$ptx" no-cuda-call
+        ;;
+    esac
 done
 
 if [[ -n ${OUT:-} ]]; then
@@ -76,18 +141,30 @@ if [[ -n ${OUT:-} ]]; then
     {
         echo "=== environment ==="
         cat "$results/environment.out"
-        for src in "$here"/*.c; do
-            name=$(basename "$src" .c)
-            echo "=== $name.c ==="
-            cat "$results/$name.out"
-            if [[ -f $results/$name.sanitizer.out ]]; then
-                echo "=== $name.c under compute-sanitizer ==="
-                cat "$results/$name.sanitizer.out"
-            fi
+        for program in "${programs[@]}"; do
+            echo "=== $program ==="
+            cat "$results/${program%.c}.out"
+            for san in "$results/${program%.c}".sanitizer.out "$results/${program%.c}".*.sanitizer.out; do
+                [[ -f $san ]] || continue
+                how=${san#"$results/${program%.c}."}
+                how=${how%sanitizer.out}
+                echo "=== $program under compute-sanitizer${how:+ (${how%.})} ==="
+                cat "$san"
+            done
         done
     } >"$combined"
     echo "wrote $combined" >&2
 else
-    cp "$results"/*.out "$here"/
-    echo "wrote $(cd "$results" && ls *.out | tr '\n' ' ')into $here" >&2
+    [[ $subset == 1 ]] && rm "$results/environment.out"
+    written=()
+    for program in "${programs[@]}"; do
+        for file in "$results/${program%.c}".out "$results/${program%.c}".*sanitizer.out; do
+            [[ -f $file ]] || continue
+            relative=${file#"$results/"}
+            cp "$file" "$here/$relative"
+            written+=("docs/c/$relative")
+        done
+    done
+    [[ -f $results/environment.out ]] && cp "$results/environment.out" "$here/" && written+=(docs/c/environment.out)
+    echo "wrote ${written[*]}" >&2
 fi

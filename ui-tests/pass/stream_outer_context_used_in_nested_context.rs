@@ -1,8 +1,8 @@
 // Allowed: a buffer, a stream and an event of an outer context used inside a nested
 // `with_context`. The outer context is alive for the whole inner closure, and everything
 // used together carries the outer brand, so it type-checks. Stream operations do not need
-// their context current (shared/gpu/FACTS.md: "async memcpy on A's stream, ... event record
-// on A's stream ...: all SUCCESS while B is current"), and an allocation with the outer
+// their context current (docs/c/facts/stream_ops_other_context.out: copies, launches and
+// event records on A's stream while B is current), and an allocation with the outer
 // guard pushes the outer context around the call.
 
 use cuda_brand::{

@@ -2,10 +2,10 @@
 // the guard it was allocated with, like every value made from a guard.
 //
 // Without it: the buffer would be used, and finally freed, after `with_context` destroyed
-// its context. shared/gpu/FACTS.md: `cuMemcpyHtoD` into memory of a destroyed context
-// returns `CUDA_ERROR_INVALID_VALUE`; rustacuda 0.1.3 allows this in safe code: "keep a
-// `DeviceBuffer` after its `Context` is dropped: `copy_to`/`copy_from` return
-// `Err(InvalidContext)`; dropping the buffer panics in `Drop`".
+// its context. `cuMemcpyHtoD` into memory of a destroyed context returns
+// `CUDA_ERROR_INVALID_VALUE` (docs/c/destroyed_context.out); rustacuda 0.1.3 allows this
+// in safe code: a `DeviceBuffer` kept after its `Context` is dropped, copied with and
+// dropped (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, with_context};
 

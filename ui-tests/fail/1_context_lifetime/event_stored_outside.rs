@@ -6,9 +6,9 @@
 //
 // Without it: `with_context` destroys the context when the closure returns, and its events
 // with it, so the event would be a dangling handle. The driver on a destroyed context's
-// handles (shared/gpu/FACTS.md): "cuStreamSynchronize on a stream of a destroyed context:
-// SEGFAULT inside libcuda"; rustacuda 0.1.3, "`Stream::synchronize` after its `Context` is
-// dropped, all safe code: **segmentation fault** (exit 139)".
+// handles: `cuStreamSynchronize` on a stream of a destroyed context killed the process
+// inside libcuda (docs/c/destroyed_context.out); rustacuda 0.1.3 in safe code:
+// `Stream::synchronize` after its `Context` is dropped (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, Event, EventFlags, with_context};
 

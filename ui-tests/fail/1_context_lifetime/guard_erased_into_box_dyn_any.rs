@@ -5,10 +5,10 @@
 // lifetime; the brand `'ctx` is not `'static`.
 //
 // Without it: the box could leave the closure (its type mentions no brand) and be
-// downcast to `ContextGuard<'static>` after the context is destroyed. shared/gpu/FACTS.md:
-// `cuStreamSynchronize` on a stream of a destroyed context is a segmentation fault inside
-// libcuda; rustacuda 0.1.3 in safe code: "`Stream::synchronize` after its `Context` is
-// dropped: segmentation fault (exit 139)".
+// downcast to `ContextGuard<'static>` after the context is destroyed. `cuStreamSynchronize`
+// on a stream of a destroyed context killed the process inside libcuda
+// (docs/c/destroyed_context.out); rustacuda 0.1.3 in safe code: `Stream::synchronize`
+// after its `Context` is dropped (bench/examples/peer_crates.out).
 
 use std::any::Any;
 

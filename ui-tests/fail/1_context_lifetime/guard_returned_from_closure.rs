@@ -5,11 +5,11 @@
 //
 // Without it: `with_context` destroys the context when the closure returns, so the
 // returned guard would name a destroyed context. What the driver does with a destroyed
-// context's handles (shared/gpu/FACTS.md): `cuStreamSynchronize` on a stream of a
-// destroyed context is a segmentation fault inside libcuda; `cuMemAlloc` after destroying
-// the current context returns `CUDA_ERROR_INVALID_CONTEXT`. rustacuda 0.1.3 lets safe code
-// do this: "`Stream::synchronize` after its `Context` is dropped: segmentation fault
-// (exit 139)".
+// context's handles: `cuStreamSynchronize` on a stream of a destroyed context killed the
+// process inside libcuda (docs/c/destroyed_context.out); `cuMemAlloc` after destroying the
+// current context returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out).
+// rustacuda 0.1.3 lets safe code do this (`Stream::synchronize` after its `Context` is
+// dropped: bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, Stream, StreamFlags, with_context};
 

@@ -5,9 +5,9 @@
 // lifetime parameter gets the lifetime of the caller, not the closure's brand.
 //
 // Without it: `Err` would carry a guard of a context that `with_context` destroyed on the
-// way out. shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a destroyed context is
-// a segmentation fault inside libcuda; after destroying the current context, `cuMemAlloc`
-// returns `CUDA_ERROR_INVALID_CONTEXT`.
+// way out. `cuStreamSynchronize` on a stream of a destroyed context killed the process
+// inside libcuda (docs/c/destroyed_context.out); after destroying the current context,
+// `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out).
 
 use cuda_brand::{ContextFlags, ContextGuard, Device, with_context};
 

@@ -5,9 +5,9 @@
 // closure, where the brand `'ctx` does not exist.
 //
 // Without it: the guard taken out of the `Cell` afterwards would name a destroyed context.
-// shared/gpu/FACTS.md: after destroying the current context, `cuMemAlloc` returns
-// `CUDA_ERROR_INVALID_CONTEXT`; `cuStreamSynchronize` on a stream of a destroyed context is
-// a segmentation fault inside libcuda.
+// After destroying the current context, `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT`
+// (docs/c/current_context.out); `cuStreamSynchronize` on a stream of a destroyed context
+// killed the process inside libcuda (docs/c/destroyed_context.out).
 
 use std::cell::Cell;
 

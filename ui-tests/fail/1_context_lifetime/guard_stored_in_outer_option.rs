@@ -5,9 +5,9 @@
 // so the guard cannot be stored in it.
 //
 // Without it: the saved guard would name a context that `with_context` destroyed when the
-// closure returned. shared/gpu/FACTS.md: after destroying the current context, `cuMemAlloc`
-// returns `CUDA_ERROR_INVALID_CONTEXT`; `cuStreamSynchronize` on a stream of a destroyed
-// context is a segmentation fault inside libcuda.
+// closure returned. After destroying the current context, `cuMemAlloc` returns
+// `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out); `cuStreamSynchronize` on a
+// stream of a destroyed context killed the process (docs/c/destroyed_context.out).
 
 use cuda_brand::{ContextFlags, ContextGuard, Device, DeviceBuffer, with_context};
 

@@ -5,10 +5,10 @@
 // `'ctx` of the closure does not exist: pushing the guard would let it outlive the closure.
 //
 // Without it: the guards in the `Vec` would name contexts that `with_context` has already
-// destroyed. The driver does not catch that reliably (shared/gpu/FACTS.md):
-// `cuStreamSynchronize` on a stream of a destroyed context is a segmentation fault inside
-// libcuda, and rustacuda 0.1.3 in safe code: "`Stream::synchronize` after its `Context` is
-// dropped: segmentation fault (exit 139)".
+// destroyed. The driver does not catch that reliably: `cuStreamSynchronize` on a stream of
+// a destroyed context killed the process inside libcuda (docs/c/destroyed_context.out),
+// and rustacuda 0.1.3 allows it in safe code (`Stream::synchronize` after its `Context` is
+// dropped: bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, ContextGuard, Device, with_context};
 

@@ -7,9 +7,9 @@
 // brand is the only thing in the way.)
 //
 // Without it: the guard would outlive its context and be used after `with_context`
-// destroyed it. shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a destroyed
-// context is a segmentation fault inside libcuda; after destroying the current context,
-// `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT`.
+// destroyed it. `cuStreamSynchronize` on a stream of a destroyed context killed the
+// process inside libcuda (docs/c/destroyed_context.out); after destroying the current
+// context, `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out).
 
 use cuda_brand::{ContextFlags, ContextGuard, Device, with_context};
 

@@ -5,9 +5,9 @@
 // `'ctx` of the closure is not `'static`.
 //
 // Without it: the guard would stay in the thread-local after `with_context` destroyed its
-// context. shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a destroyed context is
-// a segmentation fault inside libcuda; after destroying the current context, `cuMemAlloc`
-// returns `CUDA_ERROR_INVALID_CONTEXT`.
+// context. `cuStreamSynchronize` on a stream of a destroyed context killed the process
+// inside libcuda (docs/c/destroyed_context.out); after destroying the current context,
+// `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out).
 
 use std::cell::Cell;
 

@@ -6,10 +6,10 @@
 //
 // Without it: `with_context` destroys the context when the closure returns, and its
 // allocations with it, so the buffers would be used, and finally freed, after their
-// context. The driver (shared/gpu/FACTS.md): "memcpyHtoD into memory of a destroyed
-// context: CUDA_ERROR_INVALID_VALUE". rustacuda 0.1.3 lets safe code keep such a buffer:
-// "`copy_to`/`copy_from` return `Err(InvalidContext)`; dropping the buffer **panics in
-// `Drop`** ("Failed to deallocate CUDA Device memory.: InvalidValue"), exit 101".
+// context. The driver: `cuMemcpyHtoD` into memory of a destroyed context returns
+// CUDA_ERROR_INVALID_VALUE (docs/c/destroyed_context.out). rustacuda 0.1.3 lets safe code
+// keep such a buffer, copy with it and drop it, and its `Drop` panics when the free fails
+// (its source; what happens: bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, with_context};
 

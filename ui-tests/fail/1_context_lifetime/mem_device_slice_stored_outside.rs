@@ -5,9 +5,9 @@
 // inside the closure: an outer variable's type cannot name it.
 //
 // Without it: the view would be a device address of a destroyed context. The driver on a
-// destroyed context's memory (shared/gpu/FACTS.md): "memcpyHtoD into memory of a destroyed
-// context: CUDA_ERROR_INVALID_VALUE"; rustacuda 0.1.3 with a buffer kept after its
-// `Context`: "`copy_to`/`copy_from` return `Err(InvalidContext)`".
+// destroyed context's memory: `cuMemcpyHtoD` into memory of a destroyed context returns
+// CUDA_ERROR_INVALID_VALUE (docs/c/destroyed_context.out); rustacuda 0.1.3 with a buffer
+// kept after its `Context`: `copy_to`/`copy_from` (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, DeviceSlice, with_context};
 

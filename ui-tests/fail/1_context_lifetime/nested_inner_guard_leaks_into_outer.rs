@@ -7,10 +7,10 @@
 // `ui-tests/pass/nested_outer_guard_in_inner.rs`.)
 //
 // Without it: the outer closure would keep using the inner context after the inner
-// `with_context` destroyed it. shared/gpu/FACTS.md: after destroying the current context,
-// `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` and the current context becomes null;
-// `cuStreamSynchronize` on a stream of a destroyed context is a segmentation fault inside
-// libcuda.
+// `with_context` destroyed it. After destroying the current context no context is current
+// and `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out);
+// `cuStreamSynchronize` on a stream of a destroyed context killed the process inside
+// libcuda (docs/c/destroyed_context.out).
 
 use cuda_brand::{ContextFlags, Device, Stream, StreamFlags, with_context};
 

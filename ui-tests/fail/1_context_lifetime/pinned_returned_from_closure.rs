@@ -8,9 +8,9 @@
 // page-locked memory goes with it. Reading it on the host after `cuCtxDestroy` is a
 // segmentation fault (exit 139), and `cuMemFreeHost` of it, which the buffer's `Drop` would
 // call, returns CUDA_ERROR_INVALID_VALUE (measured for this case on an H100, driver
-// 580.159.04). rustacuda 0.1.3 with device memory kept past its context
-// (shared/gpu/FACTS.md): "dropping the buffer **panics in `Drop`** ("Failed to deallocate
-// CUDA Device memory.: InvalidValue"), exit 101".
+// 580.159.04). rustacuda 0.1.3 lets safe code keep device memory past its context, and
+// its `DeviceBuffer` panics in `Drop` when the free fails (its source; what happens:
+// bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, PinnedBuffer, with_context};
 

@@ -5,9 +5,9 @@
 // one else retains it, the driver destroys it (and a later retain creates a new one).
 //
 // Without it: the guard would outlive this crate's retain of the primary context.
-// shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a destroyed context is a
-// segmentation fault inside libcuda; after destroying the current context, `cuMemAlloc`
-// returns `CUDA_ERROR_INVALID_CONTEXT`.
+// `cuStreamSynchronize` on a stream of a destroyed context killed the process inside
+// libcuda (docs/c/destroyed_context.out); after destroying the current context,
+// `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out).
 
 use cuda_brand::{Device, DeviceBuffer, with_primary_context};
 

@@ -2,10 +2,10 @@
 // guard it was created with.
 //
 // Without it: the stream would be synchronized, and finally destroyed, after its context.
-// shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a destroyed context is a
-// segmentation fault inside libcuda; rustacuda 0.1.3 allows this in safe code:
-// "`Stream::synchronize` after its `Context` is dropped, all safe code: segmentation fault
-// (exit 139)".
+// `cuStreamSynchronize` on a stream of a destroyed context killed the process inside
+// libcuda (docs/c/destroyed_context.out); rustacuda 0.1.3 allows this in safe code
+// (`Stream::synchronize` after its `Context` is dropped:
+// bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, Stream, StreamFlags, with_context};
 

@@ -5,10 +5,10 @@
 // the closure: the outer variable's type cannot name it.
 //
 // Without it: `with_context` destroys the context when the closure returns, and its
-// streams with it. The driver (shared/gpu/FACTS.md): "cuStreamSynchronize on a stream of
-// a destroyed context: SEGFAULT inside libcuda". rustacuda 0.1.3 lets safe code do
-// exactly this: "`Stream::synchronize` after its `Context` is dropped, all safe code:
-// **segmentation fault** (exit 139)".
+// streams with it. The driver: `cuStreamSynchronize` on a stream of a destroyed context
+// killed the process inside libcuda (docs/c/destroyed_context.out). rustacuda 0.1.3 lets
+// safe code do exactly this (`Stream::synchronize` after its `Context` is dropped:
+// bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, Stream, StreamFlags, with_context};
 

@@ -4,10 +4,10 @@
 // `StreamScope::bind_mut` takes a `DeviceSlice<'ctx, T>` with the stream's `'ctx`, and the
 // brand is invariant, so context A's buffer does not fit B's stream.
 //
-// Without it: shared/gpu/FACTS.md measured cudarc 0.19.10 with this misuse: "`memcpy_htod`
-// on B's stream into A's buffer: returns `Ok`, data lands; the *next* `synchronize` of B
-// returns `Err(CUDA_ERROR_INVALID_CONTEXT)`"; and a launch of A's function on B's stream
-// is `CUDA_ERROR_INVALID_HANDLE`.
+// Without it: the driver queues and runs a copy into A's buffer on B's stream, every call
+// returning CUDA_SUCCESS, and a launch of A's function on B's stream is
+// `CUDA_ERROR_INVALID_HANDLE` (docs/c/cross_context_stream.out). cudarc 0.19.10 with this
+// misuse: bench/examples/peer_crates.out.
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, Stream, StreamFlags, with_context};
 

@@ -5,9 +5,9 @@
 // never coerces to `&DeviceSlice<'b, T>`.
 //
 // Without it: memory of two contexts would be mixed in one operation, which the driver
-// does not reliably catch. shared/gpu/FACTS.md: a kernel of B writing A's memory on the
-// same device: "SUCCESS, silently works (UVA)"; rustacuda 0.1.3: "copy from and into A's
-// buffer while B is current: both `Ok`, silently".
+// does not reliably catch: a kernel of B writing A's memory on the same device succeeds
+// silently (docs/c/cross_context_kernel.out); rustacuda 0.1.3 lets safe code copy from and
+// into A's buffer while B is current (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, with_context};
 

@@ -9,8 +9,8 @@
 // Without it: a run-time error. `cuEventRecord` with an event of A and a stream of B
 // returns CUDA_ERROR_INVALID_HANDLE (measured for this case on an H100, driver 580.159.04),
 // as its documentation says: "hEvent and hStream must be from the same context otherwise
-// CUDA_ERROR_INVALID_HANDLE is returned" (compare shared/gpu/FACTS.md: "launch of A's
-// function on B's stream: CUDA_ERROR_INVALID_HANDLE").
+// CUDA_ERROR_INVALID_HANDLE is returned" (docs/c/cross_context_stream.out records both
+// this and the launch of A's function on B's stream: CUDA_ERROR_INVALID_HANDLE).
 
 use cuda_brand::{ContextFlags, Device, Event, EventFlags, Stream, StreamFlags, with_context};
 

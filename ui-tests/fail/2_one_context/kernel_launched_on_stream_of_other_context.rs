@@ -2,8 +2,8 @@
 // every buffer argument of a launch share one brand.
 //
 // Without it: cuLaunchKernel with a function of context A on a stream of context B returns
-// CUDA_ERROR_INVALID_HANDLE at run time (shared/gpu/FACTS.md; docs/c/cross_context_stream.out),
-// and cudarc 0.19.10 reports the same as an `Err` at launch.
+// CUDA_ERROR_INVALID_HANDLE at run time (docs/c/cross_context_stream.out); what cudarc
+// 0.19.10 does with the same launch: bench/examples/peer_crates.out.
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, LaunchConfig, Module, Out, Stream, StreamFlags, with_context};
 

@@ -10,10 +10,10 @@
 //
 // Without it: the driver does not check which context a device pointer belongs to.
 // `cuMemcpyDtoD` from A's memory into B's, with B current, returns CUDA_SUCCESS and copies
-// (measured for this case on an H100, driver 580.159.04); rustacuda 0.1.3, "copy from and
-// into A's buffer while B is current: both `Ok`, silently", and "kernel of B writing A's
-// memory (same device): SUCCESS, silently works (UVA)" (shared/gpu/FACTS.md). A mix-up of
-// two contexts' buffers is never reported at run time.
+// (measured for this case on an H100, driver 580.159.04; docs/c/cross_context_kernel.out
+// has the same copy, and a kernel of B writing A's memory, both CUDA_SUCCESS); rustacuda
+// 0.1.3 lets safe code copy A's buffer while B is current (bench/examples/peer_crates.out).
+// A mix-up of two contexts' buffers is never reported at run time.
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, with_context};
 

@@ -9,10 +9,10 @@
 // Without it: the driver queues and runs the copy of A's memory on B's stream without
 // complaint: `cuMemcpyDtoHAsync` and the stream's synchronization both return CUDA_SUCCESS
 // (measured for this case on an H100, driver 580.159.04), so a buffer of the wrong context
-// goes unnoticed. What cudarc 0.19.10 does with the same mix-up (shared/gpu/FACTS.md):
-// "`memcpy_htod` on B's stream into A's buffer: returns `Ok`, data lands; the *next*
-// `synchronize` of B returns `Err(CUDA_ERROR_INVALID_CONTEXT)`": the error surfaces later,
-// at an unrelated call.
+// goes unnoticed (a copy into A's buffer queued on B's stream also succeeds and lands:
+// docs/c/cross_context_stream.out). What cudarc 0.19.10 does with the same mix-up,
+// `memcpy_htod` on B's stream into A's buffer, then B's `synchronize`:
+// bench/examples/peer_crates.out.
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, Stream, StreamFlags, with_context};
 

@@ -5,9 +5,9 @@
 // contexts: `ContextGuard<'outer>` and `ContextGuard<'inner>` have no common type.
 //
 // Without it: a collection of "guards of the context" could mix two contexts, and code
-// that iterates it would use one context's values with the other. shared/gpu/FACTS.md:
-// a launch of A's function on B's stream is `CUDA_ERROR_INVALID_HANDLE`; a kernel of B
-// writing A's memory on the same device: "SUCCESS, silently works".
+// that iterates it would use one context's values with the other. A launch of A's
+// function on B's stream is `CUDA_ERROR_INVALID_HANDLE` (docs/c/cross_context_stream.out);
+// a kernel of B writing A's memory succeeds silently (docs/c/cross_context_kernel.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

@@ -5,9 +5,9 @@
 //
 // Without it: after the swap the outer closure's variable would hold the inner context's
 // guard, which outlives the inner `with_context` and names a destroyed context.
-// shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a destroyed context is a
-// segmentation fault inside libcuda; after destroying the current context, `cuMemAlloc`
-// returns `CUDA_ERROR_INVALID_CONTEXT`.
+// `cuStreamSynchronize` on a stream of a destroyed context killed the process inside
+// libcuda (docs/c/destroyed_context.out); after destroying the current context,
+// `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

@@ -6,10 +6,10 @@
 // never mint the same one. Every value made from a guard (stream, buffer, event) inherits
 // its brand, so "same brand" in a signature means "same context".
 //
-// Without it: code that assumes one context would mix two. shared/gpu/FACTS.md: a launch
-// of A's function on B's stream is `CUDA_ERROR_INVALID_HANDLE` at run time; a kernel of B
-// writing A's memory on the same device: "SUCCESS, silently works"; cudarc 0.19.10 returns
-// `Err(CUDA_ERROR_INVALID_CONTEXT)` from such a launch "yet the kernel ran".
+// Without it: code that assumes one context would mix two. A launch of A's function on
+// B's stream is `CUDA_ERROR_INVALID_HANDLE` at run time (docs/c/cross_context_stream.out);
+// a kernel of B writing A's memory succeeds silently (docs/c/cross_context_kernel.out);
+// cudarc 0.19.10 with such a launch: bench/examples/peer_crates.out.
 
 use cuda_brand::{ContextFlags, ContextGuard, Device, with_context};
 

@@ -7,9 +7,9 @@
 // Without it: the spawning thread would hold a guard that `enter` made for the worker's
 // current-context stack and has already popped there. Code relying on the guard's context
 // being current on its thread (raw driver calls through `ctx.as_raw()`) would run in
-// another context or in none. shared/gpu/FACTS.md: once no context is current (after a
-// destroy), `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT`; rustacuda 0.1.3 lets a copy
-// into context A's buffer while B is current succeed "silently".
+// another context or in none. With no context current, `cuMemAlloc` returns
+// `CUDA_ERROR_INVALID_CONTEXT` (docs/c/thread_no_context.out); rustacuda 0.1.3 lets safe
+// code copy into context A's buffer while B is current (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

@@ -5,10 +5,10 @@
 // while the brand `'ctx` is not `'static`. The compiler reports the first.
 //
 // Without it: the spawned thread is not joined by `with_context`, so it can run after the
-// context is destroyed and use a dangling handle. shared/gpu/FACTS.md:
-// `cuStreamSynchronize` on a stream of a destroyed context is a segmentation fault inside
-// libcuda; rustacuda 0.1.3 in safe code: "`Stream::synchronize` after its `Context` is
-// dropped: segmentation fault (exit 139)".
+// context is destroyed and use a dangling handle. `cuStreamSynchronize` on a stream of a
+// destroyed context killed the process inside libcuda (docs/c/destroyed_context.out);
+// rustacuda 0.1.3 in safe code: `Stream::synchronize` after its `Context` is dropped
+// (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

@@ -8,10 +8,10 @@
 //
 // Without it: code on the worker that relies on the guard's context being current (raw
 // driver calls through `ctx.as_raw()`, a library built on the runtime API) would run in
-// whatever context is current on that thread, or in none. shared/gpu/FACTS.md: once no
-// context is current (after a destroy), `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT`;
-// and rustacuda 0.1.3 lets a copy into context A's buffer while B is current succeed
-// "silently".
+// whatever context is current on that thread, or in none. On a thread with no context
+// current, `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/thread_no_context.out);
+// and rustacuda 0.1.3 lets safe code copy into context A's buffer while B is current
+// (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

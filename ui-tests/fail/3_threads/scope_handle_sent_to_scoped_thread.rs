@@ -11,8 +11,8 @@
 // Without it: two threads allocating through one scope (`alloc_zeroed`) would race on the
 // list, a data race in the crate's own bookkeeping that no driver call can detect, and an
 // allocation lost from the list would never be freed. Stream operations themselves may run
-// on any thread ("stream-based ops do not need their context current",
-// shared/gpu/FACTS.md): work for another thread goes through its own stream and scope (a
+// on any thread (they need no context current: docs/c/facts/stream_ops_other_context.out):
+// work for another thread goes through its own stream and scope (a
 // `Stream` is `Send` and `Sync`).
 
 use cuda_brand::{ContextFlags, Device, Stream, StreamFlags, with_context};

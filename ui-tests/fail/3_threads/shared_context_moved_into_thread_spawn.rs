@@ -6,9 +6,9 @@
 // `with_context` call; a scoped thread is joined before the closure returns.
 //
 // Without it: nothing stops the thread from calling `enter` after `with_context` has
-// destroyed the context. shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a
-// destroyed context is a segmentation fault inside libcuda; rustacuda 0.1.3 in safe code:
-// "`Stream::synchronize` after its `Context` is dropped: segmentation fault (exit 139)".
+// destroyed the context. `cuStreamSynchronize` on a stream of a destroyed context killed
+// the process inside libcuda (docs/c/destroyed_context.out); rustacuda 0.1.3 in safe code:
+// `Stream::synchronize` after its `Context` is dropped (bench/examples/peer_crates.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

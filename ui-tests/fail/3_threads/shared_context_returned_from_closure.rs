@@ -5,9 +5,9 @@
 //
 // Without it: `shared.enter(...)` after the closure would push a context that
 // `with_context` already destroyed onto the thread's stack and hand out a guard for it.
-// shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a destroyed context is a
-// segmentation fault inside libcuda; a copy into memory of a destroyed context returns
-// `CUDA_ERROR_INVALID_VALUE`.
+// `cuStreamSynchronize` on a stream of a destroyed context killed the process inside
+// libcuda; a copy into memory of a destroyed context returns `CUDA_ERROR_INVALID_VALUE`
+// (both in docs/c/destroyed_context.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

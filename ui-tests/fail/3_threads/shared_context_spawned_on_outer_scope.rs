@@ -6,9 +6,9 @@
 // long.
 //
 // Without it: the worker could still be inside `enter` while `with_context` synchronizes,
-// pops and destroys the context, or call `enter` after the destroy. shared/gpu/FACTS.md:
-// `cuStreamSynchronize` on a stream of a destroyed context is a segmentation fault inside
-// libcuda.
+// pops and destroys the context, or call `enter` after the destroy. `cuStreamSynchronize`
+// on a stream of a destroyed context killed the process inside libcuda
+// (docs/c/destroyed_context.out).
 
 use cuda_brand::{ContextFlags, Device, with_context};
 

@@ -5,8 +5,8 @@
 // `'static`.
 //
 // Without it: any thread could take the handle out of the static after `with_context`
-// destroyed the context and `enter` it. shared/gpu/FACTS.md: `cuStreamSynchronize` on a
-// stream of a destroyed context is a segmentation fault inside libcuda.
+// destroyed the context and `enter` it. `cuStreamSynchronize` on a stream of a destroyed
+// context killed the process inside libcuda (docs/c/destroyed_context.out).
 
 use std::sync::Mutex;
 

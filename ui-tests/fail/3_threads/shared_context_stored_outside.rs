@@ -5,9 +5,9 @@
 // closure, where `'ctx` does not exist.
 //
 // Without it: the saved handle would outlive its context, and `enter` would make a
-// destroyed context current. shared/gpu/FACTS.md: `cuStreamSynchronize` on a stream of a
-// destroyed context is a segmentation fault inside libcuda; after destroying the current
-// context, `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT`.
+// destroyed context current. `cuStreamSynchronize` on a stream of a destroyed context
+// killed the process (docs/c/destroyed_context.out); after destroying the current context,
+// `cuMemAlloc` returns `CUDA_ERROR_INVALID_CONTEXT` (docs/c/current_context.out).
 
 use cuda_brand::{ContextFlags, Device, SharedContext, with_context};
 

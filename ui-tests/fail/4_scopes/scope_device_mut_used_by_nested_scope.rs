@@ -9,9 +9,9 @@
 // Without it: the driver reports nothing. The inner stream's fill is not ordered after the
 // outer stream's queued fill and copy of the same memory: two non-blocking streams run
 // independently, and a copy into page-locked memory returns long before the data has moved
-// (shared/gpu/FACTS.md), so `host` may get the 1s, the 2s, or a mix. The same invariance
-// keeps a nested scope's scratch memory out of the outer scope's operations, where it would
-// be read after being freed (see `scope_scratch_of_nested_scope_used_by_outer_scope.rs`).
+// (docs/c/facts/two_streams.out, docs/c/async_host_memory.out): `host` may get the 1s, the
+// 2s or a mix. The same invariance keeps a nested scope's scratch memory, freed when its
+// scope ends, out of the outer scope: `scope_scratch_of_nested_scope_used_by_outer_scope.rs`.
 
 use cuda_brand::{
     ContextFlags, Device, DeviceBuffer, PinnedBuffer, Stream, StreamFlags, with_context,

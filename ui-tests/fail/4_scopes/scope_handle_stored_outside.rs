@@ -6,8 +6,8 @@
 //
 // Without it: work queued through the stored handle would run after the scope's final
 // synchronization, with nothing keeping the memory it touches alive or unaliased until it
-// is done. A copy into page-locked memory "returns in 6 µs; only 37.8 M of 67.1 M bytes
-// written when the call returns" (shared/gpu/FACTS.md).
+// is done. A copy into page-locked memory returned after 0.02 ms, before its first or
+// last element had arrived (docs/c/async_host_memory.out).
 
 use cuda_brand::{
     ContextFlags, Device, DeviceBuffer, PinnedBuffer, Stream, StreamFlags, with_context,

@@ -5,11 +5,11 @@
 // scope, so the `Vec` cannot be read until the scope has synchronized its stream.
 //
 // Without it: whether the copy is done when the call returns depends on memory the type
-// cannot see. Measured (shared/gpu/FACTS.md, 64 MiB queued behind ~20 ms of device work):
-// into pageable memory `cuMemcpyDtoHAsync` "blocks 20 ms; host buffer complete when the
-// call returns", but into "a plain Vec registered with cuMemHostRegister" (by any code) it
-// "returns in 7 µs; 37.6 M of 67.1 M bytes at return": the host would read half-written
-// data.
+// cannot see. Measured (64 MiB queued behind ~20 ms of device work): into pageable memory
+// `cuMemcpyDtoHAsync` returned after 22.12 ms with the data there, into pinned memory after
+// 0.02 ms with neither end of it there (docs/c/async_host_memory.out); a plain Vec that any
+// code registered with cuMemHostRegister is page-locked too
+// (docs/c/facts/registered_host_memory.out): the host would read half-written data.
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, Stream, StreamFlags, with_context};
 

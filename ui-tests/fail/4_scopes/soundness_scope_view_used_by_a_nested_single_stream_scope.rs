@@ -12,8 +12,8 @@
 // Without it: the nested scope's stream `c` is none of the outer scope's streams, so the
 // order book never sees its copy: nothing orders it after `a`'s fill, and the copy into
 // page-locked memory runs whenever `c` gets to it, reading the 0s, the 7s or a mix
-// ("two non-blocking streams run independently": shared/gpu/FACTS.md). No call reports
-// anything.
+// (two non-blocking streams run independently: docs/c/facts/two_streams.out). No call
+// reports anything.
 //
 // Fix: make `c` one of the scope's streams, `Stream::scope_all(&[&a, &b, &c], |s| ...)`,
 // and use `d` on `s[2]`; or use `d` on `sb`.

@@ -3,8 +3,8 @@
 // Without it: the module would outlive the context that holds its code. The driver unloads
 // every module of a context when the context is destroyed; a function handle of it then
 // names freed driver state, and launching it is use-after-free inside libcuda (the same
-// class as "cuStreamSynchronize on a stream of a destroyed context: a segmentation fault
-// in 4 of 23 runs", docs/c/destroyed_context.out).
+// class as `cuStreamSynchronize` on a stream of a destroyed context, which killed the
+// process: docs/c/destroyed_context.out, docs/c/facts/destroyed_stream_repeated.out).
 
 use cuda_brand::{ContextFlags, Device, Module, with_context};
 

@@ -3,8 +3,8 @@
 //
 // Without it: the view would name memory of a destroyed context (or a freed buffer). The
 // driver answers a copy into memory of a destroyed context with CUDA_ERROR_INVALID_VALUE
-// (shared/gpu/FACTS.md), or, once the address is reused by a new allocation, copies the
-// new allocation's data with CUDA_SUCCESS.
+// (docs/c/destroyed_context.out), or, once the address is reused by a new allocation,
+// copies the new allocation's data with CUDA_SUCCESS.
 
 use cuda_brand::{ContextFlags, Device, DeviceBuffer, with_context};
 
