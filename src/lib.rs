@@ -144,6 +144,11 @@ pub mod stream;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
 
+// The README's Rust examples, compiled as doc tests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use context::{
     CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
     SharedMemoryConfig, StreamPriorityRange, with_context, with_primary_context, with_raw_context,
