@@ -476,29 +476,29 @@ pub(crate) unsafe fn in_context<T>(
 
 /// Runs `body`, then `teardown`, also while a panic of `body` unwinds (then in a drop
 /// guard, after `body`'s frame, and so every borrow it held, is gone; its error is dropped
-/// and the panic resumes). The closure's result wins over the teardown's: a teardown error
+/// and the panic resumes). `teardown` is `Copy` (it captures handles and references only),
+/// so the guard needs no flag: it is forgotten on the normal path. The closure's result wins over the teardown's: a teardown error
 /// becomes `E::from(error)` only when `body` returned `Ok`. The guard is local, so no user
 /// code can `mem::forget` it. Used by every closure-scoped entry point: contexts, shared
 /// contexts and stream scopes.
 #[inline(always)]
-pub(crate) fn run_then<R, E: From<Error>>(
+pub(crate) fn run_then<R, E: From<Error>, T>(
     body: impl FnOnce() -> Result<R, E>,
-    teardown: impl FnOnce() -> Result<()>,
-) -> Result<R, E> {
-    struct OnUnwind<T: FnOnce() -> Result<()>>(Option<T>);
-    impl<T: FnOnce() -> Result<()>> Drop for OnUnwind<T> {
+    teardown: T,
+) -> Result<R, E>
+where
+    T: FnOnce() -> Result<()> + Copy,
+{
+    struct OnUnwind<T: FnOnce() -> Result<()> + Copy>(T);
+    impl<T: FnOnce() -> Result<()> + Copy> Drop for OnUnwind<T> {
         fn drop(&mut self) {
-            if let Some(teardown) = self.0.take() {
-                let _ = teardown();
-            }
+            let _ = (self.0)();
         }
     }
-    let mut on_unwind = OnUnwind(Some(teardown));
+    let on_unwind = OnUnwind(teardown);
     let outcome = body();
-    let torn_down = match on_unwind.0.take() {
-        Some(teardown) => teardown(),
-        None => Ok(()),
-    };
+    std::mem::forget(on_unwind);
+    let torn_down = teardown();
     match outcome {
         Ok(value) => torn_down.map(|()| value).map_err(E::from),
         Err(e) => Err(e),
