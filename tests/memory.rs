@@ -244,26 +244,6 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
     .unwrap();
 }
 
-fn buffers_come_from_the_crate_pool_and_go_back_to_it() {
-    common::in_context(|ctx| {
-        let pool = cuda_brand::MemoryPool::of_device(ctx)?;
-        assert_eq!(pool.release_threshold()?, u64::MAX, "keeps freed memory");
-        let before = pool.used_bytes()?;
-        let buf = DeviceBuffer::<u8>::zeroed(ctx, 8 << 20)?;
-        assert_eq!(
-            common::mempool_of(buf.as_device_ptr()),
-            pool.as_raw() as usize
-        );
-        assert!(pool.used_bytes()? >= before + (8 << 20));
-        assert!(pool.reserved_bytes()? >= pool.used_bytes()?);
-        assert_eq!(buf.to_vec()?, vec![0u8; 8 << 20]);
-        drop(buf);
-        ctx.synchronize()?; // the free is stream-ordered
-        assert!(pool.used_bytes()? < before + (8 << 20));
-        Ok(())
-    });
-}
-
 fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
     use cuda_brand::{MemoryPool, ReusePolicy};
     common::in_context(|ctx| {
@@ -440,7 +420,6 @@ fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
 gpu_test_main!(
     pitched_2d_buffers_copy_windows_of_host_images_both_ways,
     managed_memory_is_seen_in_order_by_the_host_and_kernels,
-    buffers_come_from_the_crate_pool_and_go_back_to_it,
     a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,
     a_64_mib_buffer_round_trips,

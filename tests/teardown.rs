@@ -62,6 +62,28 @@ fn the_primary_context_is_released_after_the_closure() {
     );
 }
 
+/// Observes the crate's pool of the device, which every test of a binary shares: here, in
+/// the binary whose tests run one at a time.
+fn buffers_come_from_the_crate_pool_and_go_back_to_it() {
+    common::in_context(|ctx| {
+        let pool = cuda_brand::MemoryPool::of_device(ctx)?;
+        assert_eq!(pool.release_threshold()?, u64::MAX, "keeps freed memory");
+        let before = pool.used_bytes()?;
+        let buf = cuda_brand::DeviceBuffer::<u8>::zeroed(ctx, 8 << 20)?;
+        assert_eq!(
+            common::mempool_of(buf.as_device_ptr()),
+            pool.as_raw() as usize
+        );
+        assert!(pool.used_bytes()? >= before + (8 << 20));
+        assert!(pool.reserved_bytes()? >= pool.used_bytes()?);
+        assert_eq!(buf.to_vec()?, vec![0u8; 8 << 20]);
+        drop(buf);
+        ctx.synchronize()?; // the free is stream-ordered
+        assert!(pool.used_bytes()? < before + (8 << 20));
+        Ok(())
+    });
+}
+
 fn main() -> std::process::ExitCode {
     use common::harness::{Needs, Test, run_serial};
     run_serial(vec![
@@ -69,6 +91,11 @@ fn main() -> std::process::ExitCode {
             name: "a_destroyed_context_gives_its_memory_back",
             needs: Needs::Gpu,
             body: a_destroyed_context_gives_its_memory_back,
+        },
+        Test {
+            name: "buffers_come_from_the_crate_pool_and_go_back_to_it",
+            needs: Needs::Gpu,
+            body: buffers_come_from_the_crate_pool_and_go_back_to_it,
         },
         Test {
             name: "the_primary_context_is_released_after_the_closure",
