@@ -9,6 +9,23 @@
 //! <!-- output: docs/c/NAME.out -->
 //! ```
 //!
+//! A C program whose output cannot be recorded on the project's GPU machine (one that
+//! needs two GPUs) is named instead by a comment saying so, and then must have no output
+//! file; once it has one, the guide must quote it:
+//!
+//! ```text
+//! <!-- no output: docs/c/NAME.out: not recorded: needs two GPUs -->
+//! ```
+//!
+//! A shorter quote of a compiler error, an excerpt, names its file the same way:
+//!
+//! ```text
+//! <!-- stderr excerpt: ui-tests/fail/RULE/NAME.stderr -->
+//! ```
+//!
+//! Every line of an excerpt must be a line of the file, in the file's order; blank lines
+//! and lines `[...]` (marking what was left out) are skipped.
+//!
 //! Each quote must equal its file (trailing whitespace aside). When a compiler update
 //! changes the suite's `.stderr` files (`TRYBUILD=overwrite cargo test --test ui`), copy
 //! the new text into the guide too. The doc tests check the other half: each forbidden
@@ -30,6 +47,8 @@ struct Chapter {
     title: String,
     stderr_quotes: Vec<Quote>,
     output_quotes: Vec<Quote>,
+    /// Excerpts of `.stderr` files (`<!-- stderr excerpt: ... -->`).
+    excerpts: Vec<Quote>,
     /// The error codes of the chapter's `compile_fail` examples, "" for one without.
     compile_fail_codes: Vec<String>,
     /// The chapter says why it quotes no `.stderr` (`<!-- no stderr quote: ... -->`).
@@ -96,6 +115,7 @@ fn parse(guide: &str) -> Vec<Chapter> {
                     title: title.to_string(),
                     stderr_quotes: Vec::new(),
                     output_quotes: Vec::new(),
+                    excerpts: Vec::new(),
                     compile_fail_codes: Vec::new(),
                     exempt: false,
                 });
@@ -106,7 +126,7 @@ fn parse(guide: &str) -> Vec<Chapter> {
                 chapter.exempt = true;
             }
         }
-        for kind in ["stderr", "output"] {
+        for kind in ["stderr", "output", "stderr excerpt"] {
             let Some(source) = marker(line, kind) else {
                 continue;
             };
@@ -129,7 +149,8 @@ fn parse(guide: &str) -> Vec<Chapter> {
             });
             match kind {
                 "stderr" => chapter.stderr_quotes.push(quote),
-                _ => chapter.output_quotes.push(quote),
+                "output" => chapter.output_quotes.push(quote),
+                _ => chapter.excerpts.push(quote),
             }
             i = end;
         }
@@ -200,6 +221,43 @@ fn quoted_compiler_errors_match_the_ui_suite() {
         problems.len(),
         problems.join("\n")
     );
+}
+
+#[test]
+fn quoted_excerpts_appear_in_their_files() {
+    let chapters = guide();
+    let mut problems = Vec::new();
+    for quote in chapters.iter().flat_map(|c| &c.excerpts) {
+        if !(quote.source.starts_with("ui-tests/fail/") && quote.source.ends_with(".stderr")) {
+            problems.push(format!(
+                "docs/guide.md:{}: an excerpt must name a ui-tests/fail/*.stderr file, not {}",
+                quote.line, quote.source
+            ));
+            continue;
+        }
+        let Ok(actual) = fs::read_to_string(root().join(&quote.source)) else {
+            problems.push(format!(
+                "docs/guide.md:{}: quotes {}, which does not exist",
+                quote.line, quote.source
+            ));
+            continue;
+        };
+        let mut file = actual.lines().map(str::trim_end);
+        for (k, line) in quote.text.lines().map(str::trim_end).enumerate() {
+            if line.trim().is_empty() || line.trim() == "[...]" {
+                continue;
+            }
+            if !file.any(|l| l == line) {
+                problems.push(format!(
+                    "docs/guide.md:{}: this line of the excerpt of {} is not in the file (or not in its order): {line}",
+                    quote.line + k,
+                    quote.source
+                ));
+                break;
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
@@ -282,8 +340,29 @@ fn every_c_program_has_its_observed_output_in_the_guide() {
         .collect();
     programs.sort();
     assert!(!programs.is_empty(), "docs/c/ has no C programs");
+    // Programs the guide says are not recorded (`<!-- no output: docs/c/NAME.out: why -->`).
+    let unrecorded: BTreeSet<String> = guide_text
+        .lines()
+        .filter_map(|line| {
+            let rest = line.trim().strip_prefix("<!-- no output:")?.trim_start();
+            let (path, why) = rest.split_once(": ")?;
+            let why = why.trim_end().strip_suffix("-->")?.trim();
+            (!why.is_empty()).then(|| path.trim().to_string())
+        })
+        .collect();
     for name in &programs {
         let out = format!("docs/c/{name}.out");
+        if unrecorded.contains(&out) {
+            if root().join(&out).exists() {
+                problems.push(format!(
+                    "{out} has been recorded: quote it in docs/guide.md and remove its `<!-- no output: ... -->` comment"
+                ));
+            }
+            if !guide_text.contains(&format!("docs/c/{name}.c")) {
+                problems.push(format!("docs/guide.md never mentions docs/c/{name}.c"));
+            }
+            continue;
+        }
         if !root().join(&out).exists() {
             problems.push(format!(
                 "{out} is missing: run `bash docs/c/run.sh` on a machine with a GPU"

@@ -23,7 +23,8 @@
 # `compute-sanitizer --tool memcheck` (NAME.sanitizer.out, section "=== NAME.c under
 # compute-sanitizer ==="): free_while_running (with `no-realloc`), out_of_bounds, and
 # facts/sanitizer_leak with `--leak-check full --error-exitcode 99`, once as it is and
-# once with `no-cuda-call` (sanitizer_leak.no-cuda-call.sanitizer.out).
+# once with `no-cuda-call` (sanitizer_leak.no-cuda-call.sanitizer.out). peer_views needs
+# two GPUs: on a machine with fewer it is not run, and no peer_views.out is written.
 # Outputs are the programs' stdout and stderr, then one line "[exit status N]".
 set -uo pipefail
 
@@ -112,8 +113,13 @@ sanitize() {
 }
 
 mkdir -p "$results/facts"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 for program in "${programs[@]}"; do
     name=$(basename "$program" .c)
+    if [[ $name == peer_views && $gpus -lt 2 ]]; then
+        echo "skipping $program: it needs two GPUs, this machine has $gpus" >&2
+        continue
+    fi
     out=$results/${program%.c}.out
     begin "$out" "$program"
     if ! nvcc -o "$build/$name" "$here/$program" -lcuda -lpthread >"$build/$name.log" 2>&1; then
@@ -143,6 +149,10 @@ if [[ -n ${OUT:-} ]]; then
         cat "$results/environment.out"
         for program in "${programs[@]}"; do
             echo "=== $program ==="
+            if [[ ! -f $results/${program%.c}.out ]]; then
+                echo "(not run: it needs two GPUs)"
+                continue
+            fi
             cat "$results/${program%.c}.out"
             for san in "$results/${program%.c}".sanitizer.out "$results/${program%.c}".*.sanitizer.out; do
                 [[ -f $san ]] || continue
