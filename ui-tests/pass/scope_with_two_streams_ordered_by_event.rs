@@ -1,10 +1,10 @@
 // Allowed: two streams of one context sharing a buffer inside `Stream::scope_with`, with an
-// event ordering them: stream `a` fills the buffer and records `filled`; stream `b` waits
-// for `filled`, then copies the buffer to the host.
+// event of the program's own: stream `a` fills the buffer and records `filled`; stream `b`
+// waits for `filled`, then copies the buffer to the host.
 //
 // The two scopes share one lifetime, so `b`'s copy may use the `DeviceMut` that `a` bound;
-// the event, recorded on `a` and waited for by `b` (both of the event's context), is what
-// orders the copy after the fill. Both streams are synchronized when `scope_with` returns.
+// the crate's order book already makes `b` wait for `a`'s fill, the program's event is
+// allowed on top of it. Both streams are synchronized when `scope_with` returns.
 
 use cuda_brand::{
     ContextFlags, DeviceBuffer, Event, EventFlags, Stream, StreamFlags, with_context,

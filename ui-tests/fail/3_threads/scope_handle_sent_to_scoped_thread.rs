@@ -2,11 +2,11 @@
 // not `Sync`, so `&StreamScope` cannot be sent to another thread, not even a scoped thread
 // that is joined inside the scope.
 //
-// The scope keeps its bookkeeping in `RefCell`s: the list of its stream-ordered
-// allocations (to free them when it ends) and the order book that a multi-stream scope
-// shares between its streams (`scope::Lanes`), and a `RefCell` must not be used from two
-// threads at once. rustc reports each of those fields as its own error: together they are
-// why the scope is not `Sync`.
+// The scope carries a marker, `ScopesStayOnTheirThread`, that makes it neither `Send` nor
+// `Sync`; rustc names it in its one error. The rule keeps the scope's bookkeeping (its
+// stream-ordered allocations, freed when it ends, and the order book that a multi-stream
+// scope shares between its streams) and its stream's order on one thread, where the
+// scope's closure runs.
 //
 // Without it: two threads allocating through one scope (`alloc_zeroed`) would race on the
 // list, a data race in the crate's own bookkeeping that no driver call can detect, and an
