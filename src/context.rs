@@ -727,6 +727,16 @@ where
 /// context with libraries built on the runtime. Retaining it while it is already held is
 /// cheap (0.05 µs for a retain and release while it is held, against 92 ms to create a
 /// context and 52 ms to destroy it, measured on an H100: `docs/driver-facts.md`).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// // the runtime API's context: libraries built on it see the same allocations
+/// let free = with_primary_context(&device, |ctx| Ok::<_, cuda_brand::Error>(ctx.memory_info()?.0))?;
+/// println!("{free} bytes free");
+/// # Ok(()) }
+/// ```
 pub fn with_primary_context<R, E, F>(device: &Device, f: F) -> Result<R, E>
 where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,

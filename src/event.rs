@@ -47,6 +47,25 @@ impl EventFlags {
 
 /// An event of the context branded `'ctx`. One pointer wide, `Send` and `Sync`, destroyed
 /// when dropped. It can only be recorded on, and waited for by, streams of its own context.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let stream = ctx.stream()?;
+///     let (start, end) = (ctx.event()?, ctx.event()?);
+///     let mut buf = ctx.zeroed::<u8>(64 << 20)?;
+///     stream.scope(|s| {
+///         start.record(s)?;
+///         s.fill(&mut buf, 7u8)?;
+///         end.record(s)
+///     })?;
+///     println!("64 MiB fill: {:.3} ms", start.elapsed_ms(&end)?);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub struct Event<'ctx> {
     raw: NonNull<CUevent_st>,
     _brand: Brand<'ctx>,

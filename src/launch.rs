@@ -40,6 +40,20 @@ use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Span, overlap_error};
 /// A function of a module (`CUfunction`), borrowing the module `'m` of the context
 /// branded `'ctx`. One pointer wide. Launch it after declaring its parameters with
 /// [`Function::typed`] (or [`Module::kernel`](crate::Module::kernel)).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+///     let f = module.function("sum_u64")?;
+///     println!("{} registers, {} B static shared memory", f.num_registers()?, f.static_shared_bytes()?);
+///     assert!(f.max_threads_per_block()? >= 256);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub struct Function<'m, 'ctx> {
     raw: NonNull<CUfunc_st>,
     _module: PhantomData<(&'m (), Brand<'ctx>)>,
@@ -187,6 +201,23 @@ impl fmt::Debug for Function<'_, '_> {
 /// It borrows its module (`'m`), so the module cannot be unloaded while a kernel of it
 /// exists, and the stream scope that launches it borrows the kernel until the launch has
 /// run.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+///     // SAFETY: scale(float*, size_t, float) writes only x[0..x_len] and no global.
+///     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+///     let mut x = ctx.from_slice(&[1.0f32; 1000])?;
+///     let config = scale.config_for(x.len())?; // occupancy-based block size
+///     ctx.stream()?.scope(|s| s.launch(&scale, config, (&mut x, 0.5f32)))?;
+///     assert_eq!(x.to_vec()?[999], 0.5);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub struct Kernel<'m, 'ctx, P> {
     function: Function<'m, 'ctx>,
     max_threads: u32,

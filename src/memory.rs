@@ -855,6 +855,21 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<'_, T> {
 /// borrows the slice until the stream has finished the copy: the host can neither free nor
 /// touch the memory while the GPU's copy engine is reading or writing it. (A pinned copy
 /// returns in microseconds, long before the data has moved: `docs/c/async_host_memory.out`.)
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let mut host = ctx.pinned_zeroed::<u32>(1 << 20)?; // or PinnedBuffer::zeroed
+///     host.fill(3); // a plain &mut [u32] on the host
+///     let mut dev = ctx.zeroed::<u32>(1 << 20)?;
+///     ctx.stream()?.scope(|s| s.copy_from_host(&mut dev, &host))?; // truly asynchronous
+///     assert_eq!(dev.to_vec()?[17], 3);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub struct PinnedBuffer<'ctx, T: DeviceCopy> {
     ptr: NonNull<T>,
     len: usize,

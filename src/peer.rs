@@ -39,6 +39,24 @@ use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths};
 /// (`cuCtxEnablePeerAccess`). Zero-sized and `Copy`; it cannot outlive either context.
 /// Peer access is never disabled by this crate, so the proof holds until one of the two
 /// contexts is destroyed, which the brands place after every use of the token.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+/// with_context(&d0, ContextFlags::default(), |c0| {
+///     let mut on0 = c0.from_slice(&[1.0f32; 1024])?;
+///     with_context(&d1, ContextFlags::default(), |c1| {
+///         let access = c1.enable_peer_access(c0)?; // c1 may now use c0's memory
+///         let view = access.view_mut(&mut on0); // c0's buffer, as memory of c1
+///         c1.stream()?.scope(|s| s.fill(view, 2.0f32))
+///     })?;
+///     assert_eq!(on0.to_vec()?[0], 2.0);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub struct PeerAccess<'ctx, 'peer> {
     _ctx: Brand<'ctx>,
     _peer: Brand<'peer>,
@@ -114,6 +132,23 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
 ///
 /// # Panics
 /// If the lengths differ (before any driver call).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+/// with_context(&d0, ContextFlags::default(), |c0| {
+///     let mut gathered = c0.zeroed::<u32>(4)?;
+///     with_context(&d1, ContextFlags::default(), |c1| {
+///         let part = c1.from_slice(&[1u32, 2, 3, 4])?;
+///         cuda_brand::copy_peer(&mut gathered, c0, &part, c1) // destination first
+///     })?;
+///     assert_eq!(gathered.to_vec()?, [1, 2, 3, 4]);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub fn copy_peer<'d, 's, T: DeviceCopy>(
     dst: &mut DeviceSlice<'d, T>,
     dst_ctx: ContextGuard<'d>,

@@ -33,6 +33,22 @@ impl StreamFlags {
 /// A stream of the context branded `'ctx`: an ordered queue of GPU work. One pointer wide,
 /// `Send` and `Sync` (the driver's stream calls are thread-safe and need no current
 /// context), destroyed when dropped (work still queued finishes first, in the driver).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let stream = ctx.stream()?; // Stream::new(ctx, StreamFlags::NonBlocking)
+///     let high = Stream::with_priority(ctx, StreamFlags::NonBlocking, ctx.stream_priority_range()?.greatest)?;
+///     let mut buf = ctx.zeroed::<u8>(256)?;
+///     stream.scope(|s| s.fill(&mut buf, 1u8))?;
+///     high.synchronize()?;
+///     assert!(stream.is_idle()?);
+///     Ok(())
+/// })
+/// # }
+/// ```
 pub struct Stream<'ctx> {
     raw: NonNull<CUstream_st>,
     _brand: Brand<'ctx>,
