@@ -1181,14 +1181,26 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
 /// memory that a "finished" fill is still writing (observed on an H100: a `zeroed` buffer's
 /// memset landing after a scope's copy into it).
 ///
-/// An error of the wait may be an earlier asynchronous operation's; the stream is then
-/// polled until it is no longer busy, so no error path returns while the operation may
-/// still be running.
+/// See [`stream_wait_idle`] for what an error means.
 fn legacy_stream_synchronize() -> Result<()> {
-    let synced = cu!(cuStreamSynchronize(std::ptr::null_mut()));
+    // SAFETY: the null stream is the current context's legacy default stream.
+    unsafe { stream_wait_idle(std::ptr::null_mut()) }
+}
+
+/// Waits until `s` has no work left. `cuStreamSynchronize` returns when the stream's work
+/// is complete, possibly reporting an error of an earlier asynchronous operation; an error
+/// of the wait itself would leave that open, so after any error the stream is polled until
+/// it is no longer busy: no error path returns while queued work may still run. Returns
+/// the wait's result.
+///
+/// # Safety
+/// `s` is live (or null: the current context's legacy stream).
+pub(crate) unsafe fn stream_wait_idle(s: CUstream) -> Result<()> {
+    // SAFETY: the caller guarantees the stream.
+    let synced = unsafe { stream_synchronize(s) };
     if synced.is_err() {
-        // SAFETY: the null stream is the current context's legacy default stream.
-        while let Ok(false) = unsafe { stream_query(std::ptr::null_mut()) } {
+        // SAFETY: as above.
+        while let Ok(false) = unsafe { stream_query(s) } {
             std::thread::yield_now();
         }
     }

@@ -44,7 +44,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use crate::context::{self, Brand, ContextGuard};
+use crate::context::{Brand, ContextGuard};
 use crate::device::Device;
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
@@ -208,14 +208,10 @@ impl<T: DeviceCopy> Drop for ManagedBuffer<'_, T> {
         if self.len == 0 || size_of::<T>() == 0 {
             return;
         }
-        let ptr = self.ptr;
-        let free = || {
-            // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged); no queued work uses it
-            // (scopes borrow the buffer until their streams are idle).
-            unsafe { driver::mem_free(ptr) }
-        };
-        // SAFETY: the brand keeps the context alive.
-        let _ = unsafe { context::in_context(self.ctx, free) };
+        // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged) in its context, which the brand
+        // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
+        // are idle).
+        unsafe { crate::memory::free_plain(self.ctx, self.ptr) };
     }
 }
 

@@ -563,6 +563,27 @@ fn in_memory_context<T>(ptr: CUdeviceptr, op: impl FnOnce() -> Result<T>) -> Res
     Ok(value)
 }
 
+/// Frees memory that `cuMemAlloc` (or `cuMemAllocPitch`, `cuMemAllocManaged`) gave a
+/// buffer, from `drop`: with its context `ctx` current, whatever the calling thread has
+/// current. An error (there is no way to report it from `drop`) leaves the memory
+/// allocated, to be reclaimed with the context.
+///
+/// # Safety
+/// `ptr` is such an allocation of `ctx`, owned by the dropping buffer, and no queued work
+/// uses it (asynchronous work runs only in a scope that borrows the buffer until its
+/// streams are idle); `ctx` is alive (the buffer's brand).
+pub(crate) unsafe fn free_plain(
+    ctx: std::ptr::NonNull<cuda_driver_sys::CUctx_st>,
+    ptr: CUdeviceptr,
+) {
+    let free = || {
+        // SAFETY: the caller gives up `ptr`.
+        unsafe { driver::mem_free(ptr) }
+    };
+    // SAFETY: the caller guarantees the context.
+    let _ = unsafe { context::in_context(ctx, free) };
+}
+
 /// The size in bytes of `len` elements of `T`, for a length that already describes memory
 /// (so it cannot overflow).
 #[inline(always)]
@@ -819,15 +840,19 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
         if self.len == 0 || self.size_in_bytes() == 0 {
             return;
         }
-        let (ptr, plain) = (self.ptr, self.owner.is_plain());
-        let free = || match plain {
+        let ptr = self.ptr;
+        if self.owner.is_plain() {
+            // SAFETY: as for the pool memory below, memory from cuMemAlloc in the buffer's
+            // own context.
+            unsafe { free_plain(self.owner.context(), ptr) };
+            return;
+        }
+        let free = || {
             // SAFETY: the buffer owns `ptr`, and no queued work can still use it:
             // asynchronous work only runs inside a stream scope, which borrows the buffer
             // until its stream has finished. So the pool gets back a block with nothing
             // pending on it.
-            false => unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) },
-            // SAFETY: as above, memory from cuMemAlloc.
-            true => unsafe { driver::mem_free(ptr) },
+            unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
         };
         // SAFETY: the brand keeps the buffer's context alive. An error (there is no way to
         // report it from `drop`) leaves the memory allocated.

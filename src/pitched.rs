@@ -255,14 +255,10 @@ impl<T: DeviceCopy> Drop for DeviceBuffer2D<'_, T> {
         if self.bytes() == 0 {
             return;
         }
-        let ptr = self.ptr;
-        let free = || {
-            // SAFETY: the buffer owns `ptr` (from cuMemAllocPitch); no queued work uses it
-            // (scopes borrow the buffer until their streams are idle).
-            unsafe { driver::mem_free(ptr) }
-        };
-        // SAFETY: the brand keeps the context alive.
-        let _ = unsafe { context::in_context(self.ctx, free) };
+        // SAFETY: the buffer owns `ptr` (from cuMemAllocPitch) in its context, which the brand
+        // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
+        // are idle).
+        unsafe { crate::memory::free_plain(self.ctx, self.ptr) };
     }
 }
 

@@ -295,7 +295,8 @@ impl<'ctx> Stream<'ctx> {
 fn end_scopes(scopes: &[StreamScope<'_, '_, '_>]) -> Result<()> {
     let mut finished = Ok(());
     for scope in scopes {
-        finished = finished.and(wait_idle(scope.stream.as_raw()));
+        // SAFETY: the stream is alive: the scope borrows it.
+        finished = finished.and(unsafe { driver::stream_wait_idle(scope.stream.as_raw()) });
     }
     for scope in scopes {
         finished = finished.and(scope.free_allocations());
@@ -303,20 +304,17 @@ fn end_scopes(scopes: &[StreamScope<'_, '_, '_>]) -> Result<()> {
     finished
 }
 
-/// Waits until `stream` has no work left. `cuStreamSynchronize` returns when the stream's
-/// work is complete, possibly reporting an error of an earlier asynchronous operation; an
-/// error of the wait itself would leave that open, so after any error the stream is polled
-/// until it is no longer busy. Returns the first error.
-fn wait_idle(stream: CUstream) -> Result<()> {
-    // SAFETY: the stream is alive: the scope borrows it.
-    let synced = unsafe { driver::stream_synchronize(stream) };
-    if synced.is_err() {
-        // SAFETY: as above.
-        while let Ok(false) = unsafe { driver::stream_query(stream) } {
-            std::thread::yield_now();
-        }
-    }
-    synced
+/// Runs `op` with the context of `stream` current (`cuStreamGetCtx`, then
+/// [`context::in_context`]).
+///
+/// # Safety
+/// `stream` is live, so its context is too.
+unsafe fn in_stream_context<T>(stream: CUstream, op: impl FnOnce() -> Result<T>) -> Result<T> {
+    // SAFETY: the caller guarantees the stream.
+    let ctx = unsafe { driver::stream_get_ctx(stream) }?;
+    let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
+    // SAFETY: the context of a live stream is alive.
+    unsafe { context::in_context(ctx, op) }
 }
 
 /// Read access to device memory for the length of a scope: a `Copy` handle that the
@@ -1023,11 +1021,8 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// Runs `op` with the stream's context current (the fallback allocations without memory
     /// pools are made and freed in it, whatever context is current).
     fn with_stream_context<T>(&self, op: impl FnOnce() -> Result<T>) -> Result<T> {
-        // SAFETY: the stream is alive, so is its context (branded).
-        let ctx = unsafe { driver::stream_get_ctx(self.stream.as_raw()) }?;
-        let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
-        // SAFETY: a live context, as above.
-        unsafe { context::in_context(ctx, op) }
+        // SAFETY: the stream is alive (borrowed for 'env).
+        unsafe { in_stream_context(self.stream.as_raw(), op) }
     }
 
     /// Frees the scope's allocations, once every stream of the scope is idle: pool memory
@@ -1218,12 +1213,10 @@ impl LaneState {
         let event = match self.lanes[other].event {
             Some(e) => e,
             None => {
-                // SAFETY: the stream is alive (borrowed by the scope), so is its context.
-                let ctx = unsafe { driver::stream_get_ctx(stream) }?;
-                let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
                 // The event belongs to the stream's context: create it there, without
-                // timing (`CU_EVENT_DISABLE_TIMING`). SAFETY: a live context, as above.
-                let e = unsafe { context::in_context(ctx, || driver::event_create(0x2)) }?;
+                // timing (`CU_EVENT_DISABLE_TIMING`). SAFETY: the stream is alive
+                // (borrowed by the scope).
+                let e = unsafe { in_stream_context(stream, || driver::event_create(0x2)) }?;
                 self.lanes[other].event = Some(e);
                 e
             }

@@ -2,8 +2,9 @@
 //! directly through `cuda-driver-sys` (the floor), and cudarc. The three run interleaved in
 //! rounds (the order rotating each round), and the table reports medians.
 //!
-//! `cargo bench --bench overhead [-- --out FILE.md]` (on the GPU machine through
-//! `../shared/gpu/bundle`: `bash .gpu-bundle/run.sh benches -- --out $OUT/bench.md`).
+//! `cd bench && cargo bench --bench overhead [-- --out FILE.md]`; or build the binary
+//! where cargo is (`cargo bench --no-run`) and run it with `--bench --out FILE.md` on the
+//! machine with the GPU.
 //! Without a GPU it prints the driver's error and exits 0, so `cargo bench` stays usable.
 
 use std::ffi::c_void;

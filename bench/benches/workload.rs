@@ -15,10 +15,10 @@
 //! per second over `SECONDS` per measurement, the three styles interleaved, `REPEATS`
 //! times; medians. Every round's result is verified.
 //!
-//! `cargo bench --bench workload [-- --out FILE.md]`.
+//! `cd bench && cargo bench --bench workload [-- --out FILE.md]`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cuda_brand::prelude::*;
 use cuda_brand::{ContextGuard, SharedContext};
@@ -52,8 +52,7 @@ fn rate(threads: usize, work: &Work<'_>) -> f64 {
     let stop = AtomicBool::new(false);
     let ready = AtomicU64::new(0);
     let done = AtomicU64::new(0);
-    let mut counted = (0, Instant::now());
-    std::thread::scope(|s| {
+    let counted = std::thread::scope(|s| {
         for t in 0..threads {
             let (stop, done, ready) = (&stop, &done, &ready);
             s.spawn(move || {
@@ -73,14 +72,13 @@ fn rate(threads: usize, work: &Work<'_>) -> f64 {
         while ready.load(Ordering::SeqCst) < threads as u64 {
             std::thread::yield_now();
         }
-        counted = (done.load(Ordering::SeqCst), Instant::now());
+        let before = done.load(Ordering::SeqCst);
         std::thread::sleep(Duration::from_secs_f64(SECONDS));
-        let end = (done.load(Ordering::SeqCst), Instant::now());
+        let after = done.load(Ordering::SeqCst);
         stop.store(true, Ordering::Relaxed);
-        counted = (end.0 - counted.0, counted.1);
-        (end.1 - counted.1).as_secs_f64()
+        after - before
     });
-    counted.0 as f64 / SECONDS
+    counted as f64 / SECONDS
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
