@@ -142,6 +142,32 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Allocations {
     list: Vec<Allocation>,
     pool: Option<Option<usize>>,
+    /// Vectors that [`StreamScope::copy_to_vec`] appends to: their new lengths are set
+    /// once every stream of the scope has synchronized without an error.
+    grown: Vec<Grown>,
+}
+
+/// A `Vec<T>` borrowed for the scope whose spare capacity a queued copy fills: `vec` points
+/// at it, `len` is its length once the copy is complete, `set_len` is `Vec::<T>::set_len`.
+struct Grown {
+    vec: *mut (),
+    len: usize,
+    set_len: unsafe fn(*mut (), usize),
+}
+
+// SAFETY: `vec` is only dereferenced by `end_scopes`, on the thread that ends the scope, while
+// the `&'scope mut Vec<T>` it came from is still borrowed (the scope has not returned); `T:
+// DeviceCopy` is `Send`. The pointer is the only reason the auto trait is missing.
+unsafe impl Send for Grown {}
+
+/// `Vec::<T>::set_len`, type-erased for [`Grown`].
+///
+/// # Safety
+/// `vec` points at a live `Vec<T>` with capacity for `len`, whose first `len` elements are
+/// initialised.
+unsafe fn set_vec_len<T>(vec: *mut (), len: usize) {
+    // SAFETY: the caller's promise.
+    unsafe { (*vec.cast::<Vec<T>>()).set_len(len) }
 }
 
 /// An allocation a scope made, freed when the scope ends.
@@ -298,8 +324,9 @@ fn end_scopes(scopes: &[StreamScope<'_, '_, '_>]) -> Result<()> {
         // SAFETY: the stream is alive: the scope borrows it.
         finished = finished.and(unsafe { driver::stream_wait_idle(scope.stream.as_raw()) });
     }
+    let synchronized = finished.is_ok();
     for scope in scopes {
-        finished = finished.and(scope.free_allocations());
+        finished = finished.and(scope.free_allocations(synchronized));
     }
     finished
 }
@@ -637,6 +664,73 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         })
     }
 
+    /// Queues a copy of `src` to the end of `dst` (`cuMemcpyDtoHAsync` into its spare
+    /// capacity): once the scope has returned, `dst` is longer by `src.len()` elements and
+    /// ends with them. The fast way to bring results back into a new `Vec`: unlike
+    /// [`copy_to_host`](StreamScope::copy_to_host) into `vec![0; n]`, nothing is written
+    /// twice. `dst` stays borrowed (unreadable) until the scope has synchronized. Its length
+    /// grows when the scope's synchronization succeeds, also when the closure returned an
+    /// error after queueing the copy (the copy is complete); if synchronizing fails, `dst`
+    /// keeps its old length and contents.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let stream = ctx.stream()?;
+    ///     let mut out = Vec::new();
+    ///     stream.scope(|s| {
+    ///         let d = s.alloc_zeroed::<f32>(1 << 20)?;
+    ///         s.fill(d, 1.5)?;
+    ///         s.copy_to_vec(&mut out, d)
+    ///     })?;
+    ///     assert_eq!(out, vec![1.5; 1 << 20]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn copy_to_vec<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut Vec<T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
+    ) -> Result<()> {
+        let src = src.into_ref();
+        if src.bytes() == 0 {
+            // nothing to copy; zero-sized elements need no bytes to exist
+            dst.reserve(src.len());
+            // SAFETY: either `src` is empty, or `T` is zero-sized: then every `T` is the one
+            // value of its type without bytes (`DeviceCopy`: any bytes are a valid `T`).
+            unsafe { dst.set_len(dst.len() + src.len()) };
+            return Ok(());
+        }
+        // room in both lists before the copy is queued, so that recording it cannot fail
+        dst.reserve(src.len());
+        let mut allocations = lock(&self.allocations);
+        allocations.grown.reserve(1);
+        let old_len = dst.len();
+        let spare = dst.spare_capacity_mut();
+        self.ordered(&[read_span(&src)], None, || {
+            // SAFETY: the spare capacity holds at least `src.len()` elements (reserved
+            // above); `dst` is borrowed exclusively until the scope has synchronized, so it
+            // is neither read, moved nor reallocated while the copy writes it.
+            unsafe {
+                driver::memcpy_dtoh_async(
+                    spare.as_mut_ptr().cast::<c_void>(),
+                    src.ptr,
+                    src.bytes(),
+                    self.stream.as_raw(),
+                )
+            }
+        })?;
+        allocations.grown.push(Grown {
+            vec: std::ptr::from_mut(dst).cast::<()>(),
+            len: old_len + src.len(),
+            set_len: set_vec_len::<T>,
+        });
+        Ok(())
+    }
+
     /// Queues a device-to-device copy (`cuMemcpyDtoDAsync`). The two ranges must not
     /// overlap (two views of one bound buffer can): an error before any driver call.
     ///
@@ -907,6 +1001,39 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         Ok(buf)
     }
 
+    /// Allocates `src.len()` elements in stream order and queues copying `src` into them:
+    /// [`alloc`](StreamScope::alloc) and [`copy_from_host`](StreamScope::copy_from_host) in
+    /// one safe call, since nothing can read the memory before the copy has written it.
+    /// `src` stays borrowed until the scope has synchronized.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let host = vec![7u32; 1000];
+    ///     let mut back = Vec::new();
+    ///     ctx.stream()?.scope(|s| {
+    ///         let d = s.alloc_from_host(&host)?;
+    ///         s.copy_to_vec(&mut back, d)
+    ///     })?;
+    ///     assert_eq!(back, host);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn alloc_from_host<T: DeviceCopy>(
+        &'scope self,
+        src: &'scope [T],
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: every element is written by the copy queued next, in stream order, before
+        // anything of the scope can read it (other streams wait for this stream's writes);
+        // if queueing the copy fails, the handle is never returned.
+        let buf = unsafe { self.alloc::<T>(src.len()) }?;
+        self.copy_from_host(buf, src)?;
+        Ok(buf)
+    }
+
     /// Queues zeroing a fresh allocation of this scope.
     fn zero<T>(&self, buf: DeviceMut<'scope, 'ctx, T>) -> Result<()> {
         if buf.bytes() == 0 {
@@ -1027,11 +1154,21 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
 
     /// Frees the scope's allocations, once every stream of the scope is idle: pool memory
     /// in stream order (`cuMemFreeAsync`), fallback memory with `cuMemFree`. Returns the
-    /// first error.
-    fn free_allocations(&self) -> Result<()> {
+    /// first error. Where every stream `synchronized` without an error, first gives the
+    /// vectors [`StreamScope::copy_to_vec`] filled their new lengths.
+    fn free_allocations(&self, synchronized: bool) -> Result<()> {
         let stream = self.stream.as_raw();
         let mut first_error = Ok(());
-        for a in std::mem::take(&mut lock(&self.allocations).list) {
+        let mut allocations = lock(&self.allocations);
+        for grown in std::mem::take(&mut allocations.grown) {
+            if synchronized {
+                // SAFETY: every stream of the scope is idle, so the copy into the spare
+                // capacity is complete (a copy the driver failed made the wait fail); the
+                // vector is still borrowed by the scope, alive and unmoved.
+                unsafe { (grown.set_len)(grown.vec, grown.len) };
+            }
+        }
+        for a in std::mem::take(&mut allocations.list) {
             let freed = match a {
                 // SAFETY: allocated by this scope from the stream's pool; every stream that
                 // could use it is idle, and no handle to it outlives the scope.

@@ -320,6 +320,46 @@ fn synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads(
     });
 }
 
+fn copy_to_vec_appends_once_the_scope_has_synchronized() {
+    common::in_context(|ctx| {
+        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let host: Vec<u32> = (0..100_003).map(|i| i * 3 + 1).collect();
+        let mut out = vec![9u32, 8];
+        let mut empty: Vec<u32> = Vec::new();
+        let mut twice = Vec::with_capacity(4);
+        a.scope(|s| {
+            let d = s.alloc_from_host(&host)?;
+            s.copy_to_vec(&mut out, d)?;
+            s.copy_to_vec(&mut empty, d.slice(..0))?;
+            s.copy_to_vec(&mut twice, d.slice(5..7))
+        })?;
+        assert_eq!(out.len(), host.len() + 2);
+        assert_eq!(out[..2], [9, 8]);
+        assert_eq!(out[2..], host[..]);
+        assert!(empty.is_empty());
+        assert_eq!(twice, [16, 19]);
+        // a closure that fails after queueing: the copy is complete, the length grows
+        let mut after_error = Vec::new();
+        let r = a.scope(|s| {
+            let d = s.alloc_from_host(&host[..10])?;
+            s.copy_to_vec(&mut after_error, d)?;
+            Err::<(), _>(Error::new("test", ErrorCode::InvalidValue))
+        });
+        assert!(r.is_err());
+        assert_eq!(after_error, host[..10]);
+        // two streams: b appends what a wrote, ordered by the crate
+        let mut dev = ctx.zeroed::<u32>(1 << 20)?;
+        let mut filled = Vec::new();
+        a.scope_with(&b, |sa, sb| {
+            let d = sa.bind_mut(&mut dev);
+            sa.fill(d, 77)?;
+            sb.copy_to_vec(&mut filled, d)
+        })?;
+        assert_eq!(filled, vec![77u32; 1 << 20]);
+        Ok(())
+    });
+}
+
 gpu_test_main!(
     async_copies_through_pinned_memory_round_trip_in_a_scope,
     async_copies_from_plain_slices_device_to_device_and_fill,
@@ -331,4 +371,5 @@ gpu_test_main!(
     a_stream_of_an_outer_context_works_inside_a_nested_one,
     streams_and_events_are_used_and_dropped_on_scoped_threads,
     synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads,
+    copy_to_vec_appends_once_the_scope_has_synchronized,
 );

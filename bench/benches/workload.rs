@@ -4,8 +4,9 @@
 //!
 //! * **cuda-brand, buffers**: `ctx.from_slice` twice, `ctx.zeroed`, one stream scope for the
 //!   launch, `to_vec` (each buffer operation is complete when it returns);
-//! * **cuda-brand, one scope**: everything queued in one stream scope (stream-ordered
-//!   allocations, copies, launch, copy back), one synchronization at its end;
+//! * **cuda-brand, one scope**: everything queued in one stream scope (`alloc_from_host`
+//!   twice, `alloc_zeroed`, the launch, `copy_to_vec` into a new `Vec`), one synchronization
+//!   at its end;
 //! * **cudarc**: `alloc_zeros` and `clone_htod` on a stream, `launch`, `clone_dtoh`, one
 //!   `synchronize`.
 //!
@@ -110,16 +111,13 @@ fn scope_round<'ctx>(
     host: &(Vec<f32>, Vec<f32>),
 ) -> Result<(), Error> {
     let (ha, hb) = host;
-    let mut out = vec![0.0f32; ha.len()];
+    let mut out = Vec::new();
     let config = LaunchConfig::linear(ha.len().div_ceil(256) as u32, 256);
     stream.scope(|s| {
-        // SAFETY: written by the copies below before the kernel reads them.
-        let (a, b) = unsafe { (s.alloc::<f32>(ha.len())?, s.alloc::<f32>(hb.len())?) };
-        s.copy_from_host(a, ha)?;
-        s.copy_from_host(b, hb)?;
+        let (a, b) = (s.alloc_from_host(ha)?, s.alloc_from_host(hb)?);
         let c = s.alloc_zeroed::<f32>(ha.len())?;
         s.launch(add, config, (a, b, c))?;
-        s.copy_to_host(&mut out, c)
+        s.copy_to_vec(&mut out, c)
     })?;
     verify(ha, hb, &out);
     Ok(())
