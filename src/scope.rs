@@ -166,8 +166,10 @@ unsafe impl Send for Grown {}
 /// `vec` points at a live `Vec<T>` with capacity for `len`, whose first `len` elements are
 /// initialised.
 unsafe fn set_vec_len<T>(vec: *mut (), len: usize) {
-    // SAFETY: the caller's promise.
-    unsafe { (*vec.cast::<Vec<T>>()).set_len(len) }
+    // SAFETY: the caller's promise: a live, unaliased `Vec<T>`.
+    let vec = unsafe { &mut *vec.cast::<Vec<T>>() };
+    // SAFETY: the caller's promise: capacity for `len`, the first `len` initialised.
+    unsafe { vec.set_len(len) }
 }
 
 /// An allocation a scope made, freed when the scope ends.
@@ -697,11 +699,9 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ) -> Result<()> {
         let src = src.into_ref();
         if src.bytes() == 0 {
-            // nothing to copy; zero-sized elements need no bytes to exist
-            dst.reserve(src.len());
-            // SAFETY: either `src` is empty, or `T` is zero-sized: then every `T` is the one
-            // value of its type without bytes (`DeviceCopy`: any bytes are a valid `T`).
-            unsafe { dst.set_len(dst.len() + src.len()) };
+            // nothing to copy: `src` is empty, or its elements are zero-sized
+            // SAFETY: all-zero bytes are a valid `T` (`DeviceCopy`: any bytes are).
+            dst.resize_with(dst.len() + src.len(), || unsafe { std::mem::zeroed() });
             return Ok(());
         }
         // room in both lists before the copy is queued, so that recording it cannot fail
