@@ -43,6 +43,7 @@ use cuda_driver_sys::CUctx_st;
 use crate::device::Device;
 use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::{Error, ErrorCode, Result};
+use crate::phase::{Allocating, Phase, Unphased};
 
 /// The invariant brand: `'ctx` can be neither shortened nor lengthened, so two brands are
 /// equal only if they are the same lifetime.
@@ -63,11 +64,16 @@ pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
 /// ```
 ///
 /// (The UI suite in `ui-tests/fail/` pins this and every other rule with its full error.)
+///
+/// `P` is the guard's [phase](crate::phase): [`Unphased`] for the guard of
+/// [`with_context`] (the default), `Setup<'s>` or `Run` for [`with_phases`](crate::with_phases),
+/// whose run-phase guard has no allocating, loading or creating method.
 #[derive(Clone, Copy)]
-pub struct ContextGuard<'ctx> {
+pub struct ContextGuard<'ctx, P: Phase = Unphased> {
     raw: Handle,
     _brand: Brand<'ctx>,
     _thread: PhantomData<UseShareToCrossThreads>,
+    _phase: PhantomData<P>,
 }
 
 /// A context handle as a plain value (`Send` and `Sync`: what may be done with it is up to
@@ -107,7 +113,7 @@ unsafe impl Send for SharedContext<'_> {}
 // SAFETY: `SharedContext` has no interior state; `&SharedContext` only allows copying it.
 unsafe impl Sync for SharedContext<'_> {}
 
-impl fmt::Debug for ContextGuard<'_> {
+impl<P: Phase> fmt::Debug for ContextGuard<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("ContextGuard").field(&self.raw.0).finish()
     }
@@ -344,7 +350,35 @@ impl<'ctx> ContextGuard<'ctx> {
             raw: Handle(raw),
             _brand: PhantomData,
             _thread: PhantomData,
+            _phase: PhantomData,
         }
+    }
+
+    /// A copy of this guard that can be sent to and shared with scoped threads.
+    pub fn share(self) -> SharedContext<'ctx> {
+        SharedContext {
+            raw: self.raw.0,
+            _brand: PhantomData,
+        }
+    }
+}
+
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+    /// The same guard in phase `Q` (the crate decides where this is allowed).
+    #[inline(always)]
+    pub(crate) fn with_phase<Q: Phase>(self) -> ContextGuard<'ctx, Q> {
+        ContextGuard {
+            raw: self.raw,
+            _brand: PhantomData,
+            _thread: PhantomData,
+            _phase: PhantomData,
+        }
+    }
+
+    /// The plain guard, for the crate's own use inside a method the phase allows.
+    #[inline(always)]
+    pub(crate) fn unphased(self) -> ContextGuard<'ctx> {
+        self.with_phase()
     }
 
     /// The handle, never null.
@@ -357,14 +391,6 @@ impl<'ctx> ContextGuard<'ctx> {
     /// guarantees of every value with this brand.
     pub fn as_raw(self) -> CUcontext {
         self.raw.0.as_ptr()
-    }
-
-    /// A copy of this guard that can be sent to and shared with scoped threads.
-    pub fn share(self) -> SharedContext<'ctx> {
-        SharedContext {
-            raw: self.raw.0,
-            _brand: PhantomData,
-        }
     }
 
     /// Runs `f` with this context current on the calling thread (see [`in_context`]).
@@ -425,16 +451,19 @@ impl<'ctx> ContextGuard<'ctx> {
         self.with_current(|| driver::ctx_get_limit(limit as i32))
     }
 
-    /// Sets a resource limit. The driver may round the value (read it back with
-    /// [`ContextGuard::limit`]); a value it cannot honour is an error.
-    pub fn set_limit(self, limit: ResourceLimit, value: usize) -> Result<()> {
-        self.with_current(|| driver::ctx_set_limit(limit as i32, value))
-    }
-
     /// The range of stream priorities the context allows.
     pub fn stream_priority_range(self) -> Result<StreamPriorityRange> {
         let (least, greatest) = self.with_current(driver::ctx_stream_priority_range)?;
         Ok(StreamPriorityRange { least, greatest })
+    }
+}
+
+impl<P: Allocating> ContextGuard<'_, P> {
+    /// Sets a resource limit (the heap and stack limits reserve device memory, so this is
+    /// a setup-phase method). The driver may round the value (read it back with
+    /// [`ContextGuard::limit`]); a value it cannot honour is an error.
+    pub fn set_limit(self, limit: ResourceLimit, value: usize) -> Result<()> {
+        self.with_current(|| driver::ctx_set_limit(limit as i32, value))
     }
 }
 
@@ -717,6 +746,32 @@ where
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
     run_scoped(guard, Teardown::Finish(Owned::Destroy), f)
+}
+
+/// [`with_context`] whose teardown first runs `extra` with the context current (after `f`,
+/// also on a panic), then synchronizes, pops and destroys it. Returns the first error.
+///
+/// # Safety
+/// `extra` must be sound to run once every value branded with the context is gone.
+pub(crate) unsafe fn with_context_then<R, E, F>(
+    device: &Device,
+    flags: ContextFlags,
+    f: F,
+    extra: fn(CUcontext) -> Result<()>,
+) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
+    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    // SAFETY: the context was just created and is destroyed only after `f` returns.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    let raw = raw.as_ptr();
+    run_then(
+        || f(guard),
+        || extra(raw).and(tear_down(raw, Teardown::Finish(Owned::Destroy))),
+    )
 }
 
 /// Like [`with_context`], over the device's primary context: retains it (creating it on

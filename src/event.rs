@@ -9,6 +9,7 @@ use cuda_driver_sys::CUevent_st;
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUevent};
 use crate::error::Result;
+use crate::phase::{Allocating, StreamKind};
 use crate::stream::Stream;
 
 /// Flags for a new event (`CU_EVENT_*`).
@@ -79,7 +80,7 @@ unsafe impl Sync for Event<'_> {}
 
 impl<'ctx> Event<'ctx> {
     /// Creates an event in `ctx`.
-    pub fn new(ctx: ContextGuard<'ctx>, flags: EventFlags) -> Result<Self> {
+    pub fn new<P: Allocating>(ctx: ContextGuard<'ctx, P>, flags: EventFlags) -> Result<Self> {
         let raw = ctx.with_current(|| driver::event_create(flags.bits()))?;
         let raw = driver::non_null("cuEventCreate", raw)?;
         Ok(Event {
@@ -97,7 +98,7 @@ impl<'ctx> Event<'ctx> {
     /// Records the event on `stream` (`cuEventRecord`): it completes when the work queued
     /// before it has.
     #[inline]
-    pub fn record(&self, stream: &Stream<'ctx>) -> Result<()> {
+    pub fn record<K: StreamKind>(&self, stream: &Stream<'ctx, K>) -> Result<()> {
         // SAFETY: both handles are alive and branded with the same context.
         unsafe { driver::event_record(self.as_raw(), stream.as_raw()) }
     }
@@ -125,7 +126,7 @@ impl<'ctx> Event<'ctx> {
     }
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     /// A new event of this context that records timestamps:
     /// [`Event::new`] with default flags.
     pub fn event(self) -> Result<Event<'ctx>> {
@@ -133,7 +134,7 @@ impl<'ctx> ContextGuard<'ctx> {
     }
 }
 
-impl<'ctx> Stream<'ctx> {
+impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// Makes work queued on this stream after this call wait until `event` has completed
     /// (`cuStreamWaitEvent`). The event must be of the same context.
     pub fn wait_event(&self, event: &Event<'ctx>) -> Result<()> {

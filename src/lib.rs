@@ -137,6 +137,7 @@ pub mod managed;
 pub mod memory;
 pub mod module;
 pub mod peer;
+pub mod phase;
 pub mod pitched;
 pub mod pool;
 pub mod scope;
@@ -164,6 +165,7 @@ pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
 pub use peer::{PeerAccess, copy_peer};
+pub use phase::{Phases, with_phases};
 pub use pitched::DeviceBuffer2D;
 pub use pool::{MemoryPool, ReusePolicy};
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
@@ -215,6 +217,13 @@ mod facts {
     assert_impl_all!(Device: Send, Sync, Copy);
 
     assert_eq_size!(Stream<'static>, sys::CUstream);
+    // the phases are types only: a run-phase guard and a preallocated stream are one
+    // pointer, like their plain forms
+    assert_eq_size!(ContextGuard<'static, phase::Run>, sys::CUcontext);
+    assert_eq_size!(ContextGuard<'static, phase::Setup<'static>>, sys::CUcontext);
+    assert_not_impl_any!(ContextGuard<'static, phase::Run>: Send, Sync);
+    assert_eq_size!(Stream<'static, phase::Preallocated>, sys::CUstream);
+    assert_impl_all!(Stream<'static, phase::Preallocated>: Send, Sync);
     assert_eq_size!(Option<Stream<'static>>, sys::CUstream);
     assert_eq_size!(Event<'static>, sys::CUevent);
     // pointer, length, and the context that frees it (pool memory is tied to no context);

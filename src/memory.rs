@@ -21,6 +21,7 @@ use std::ptr::NonNull;
 use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::{Error, ErrorCode, Result};
+use crate::phase::Allocating;
 
 /// Types that may be copied to and from the GPU as plain bytes.
 ///
@@ -584,6 +585,33 @@ pub(crate) unsafe fn free_plain(
     let _ = unsafe { context::in_context(ctx, free) };
 }
 
+/// Frees the memory of a device buffer made in `ctx`: `cuMemFree` for `plain` memory, else
+/// `cuMemFreeAsync` on the legacy stream, with `ctx` current.
+///
+/// # Safety
+/// `ptr` is such an allocation of the live context `ctx`, given up by its owner, and no
+/// queued work uses it.
+pub(crate) unsafe fn free_buffer_memory(
+    ctx: driver::CUcontext,
+    ptr: CUdeviceptr,
+    plain: bool,
+) -> Result<()> {
+    let Some(ctx) = std::ptr::NonNull::new(ctx) else {
+        return Ok(());
+    };
+    let free = || {
+        if plain {
+            // SAFETY: the caller gives up `ptr`, memory from `cuMemAlloc`.
+            unsafe { driver::mem_free(ptr) }
+        } else {
+            // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
+            unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
+        }
+    };
+    // SAFETY: the caller guarantees the context.
+    unsafe { context::in_context(ctx, free) }
+}
+
 /// The size in bytes of `len` elements of `T`, for a length that already describes memory
 /// (so it cannot overflow).
 #[inline(always)]
@@ -643,19 +671,30 @@ pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
 
 /// Who frees a buffer, and how: its context's address, with the low bit set for memory
 /// from `cuMemAlloc` (freed with `cuMemFree`) and clear for pool memory (freed with
-/// `cuMemFreeAsync` on the context's legacy stream).
+/// `cuMemFreeAsync` on the context's legacy stream), and the next bit set for a buffer of a
+/// setup phase, which its context's teardown frees (see [`crate::phase`]). Contexts are
+/// driver objects aligned to at least 8 bytes, so the two bits are free.
 #[derive(Clone, Copy)]
 struct Owner(usize);
 
 impl Owner {
     const PLAIN: usize = 1;
+    const DEFERRED: usize = 2;
 
-    fn new(ctx: ContextGuard<'_>, plain: bool) -> Self {
-        Owner(ctx.as_non_null().as_ptr() as usize | plain as usize)
+    fn new(ctx: ContextGuard<'_>, plain: bool, deferred: bool) -> Self {
+        Owner(
+            ctx.as_non_null().as_ptr() as usize
+                | plain as usize
+                | if deferred { Self::DEFERRED } else { 0 },
+        )
+    }
+
+    fn is_deferred(self) -> bool {
+        self.0 & Self::DEFERRED != 0
     }
 
     fn context(self) -> std::ptr::NonNull<cuda_driver_sys::CUctx_st> {
-        let raw = (self.0 & !Self::PLAIN) as *mut cuda_driver_sys::CUctx_st;
+        let raw = (self.0 & !(Self::PLAIN | Self::DEFERRED)) as *mut cuda_driver_sys::CUctx_st;
         // A guard's context is never null, so neither is this.
         std::ptr::NonNull::new(raw).unwrap_or(std::ptr::NonNull::dangling())
     }
@@ -709,8 +748,16 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// The contents are whatever the memory held. Reading them before writing is not
     /// undefined behaviour for `DeviceCopy` types (every bit pattern is valid), but it is
     /// a read of stale data, possibly another allocation's: hence `unsafe`.
-    pub unsafe fn uninitialized(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
-        Self::allocate(ctx, None, len)
+    pub unsafe fn uninitialized<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        len: usize,
+    ) -> Result<Self> {
+        let buf = Self::allocate(ctx.unphased(), None, len, P::DEFERS_FREES)?;
+        if P::DEFERS_FREES && buf.size_in_bytes() != 0 {
+            // on failure the memory is freed there and `buf` frees nothing
+            crate::phase::defer_free(buf.owner.context().as_ptr(), buf.ptr, buf.owner.is_plain())?;
+        }
+        Ok(buf)
     }
 
     /// As [`DeviceBuffer::uninitialized`], from `pool`.
@@ -718,13 +765,14 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// # Safety
     /// As for [`DeviceBuffer::uninitialized`].
     pub unsafe fn uninitialized_in(pool: &crate::MemoryPool<'ctx>, len: usize) -> Result<Self> {
-        Self::allocate(pool.context(), Some(pool.as_raw()), len)
+        Self::allocate(pool.context(), Some(pool.as_raw()), len, false)
     }
 
     fn allocate(
         ctx: ContextGuard<'ctx>,
         pool: Option<driver::CUmemoryPool>,
         len: usize,
+        deferred: bool,
     ) -> Result<Self> {
         let bytes = checked_byte_len::<T>("DeviceBuffer::uninitialized", len)?;
         let (ptr, plain) = if bytes == 0 {
@@ -735,14 +783,14 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         Ok(DeviceBuffer {
             ptr,
             len,
-            owner: Owner::new(ctx, plain),
+            owner: Owner::new(ctx, plain, deferred),
             _brand: PhantomData,
             _elem: PhantomData,
         })
     }
 
     /// Allocates `len` elements set to zero bytes; complete when it returns.
-    pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
+    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
         // SAFETY: every byte is written below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, len) }?;
         buf.zero()?;
@@ -770,7 +818,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     }
 
     /// Allocates a buffer holding a copy of `src`; complete when it returns.
-    pub fn from_slice(ctx: ContextGuard<'ctx>, src: &[T]) -> Result<Self> {
+    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
         // SAFETY: every element is written by the copy below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, src.len()) }?;
         buf.fill_from(src)?;
@@ -800,8 +848,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// The raw device pointer and length, without freeing. Free it with `cuMemFreeAsync`
     /// (or `cuMemFree`) in the buffer's context; memory of a pool is not reclaimed when the
     /// context is destroyed (the pool is the device's), it stays allocated until the process
-    /// ends.
+    /// ends. (A buffer of a setup phase is taken off its teardown's list.)
     pub fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+        if self.owner.is_deferred() {
+            crate::phase::undefer(self.ptr);
+        }
         let parts = (self.ptr, self.len);
         mem::forget(self);
         parts
@@ -841,6 +892,10 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
             return;
         }
         let ptr = self.ptr;
+        if self.owner.is_deferred() {
+            // memory of a setup phase: its context's teardown frees it
+            return;
+        }
         if self.owner.is_plain() {
             // SAFETY: as for the pool memory below, memory from cuMemAlloc in the buffer's
             // own context.
@@ -952,7 +1007,7 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     }
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     /// `len` elements of device memory set to zero bytes:
     /// [`DeviceBuffer::zeroed`].
     pub fn zeroed<T: DeviceCopy>(self, len: usize) -> Result<DeviceBuffer<'ctx, T>> {
@@ -964,7 +1019,9 @@ impl<'ctx> ContextGuard<'ctx> {
     pub fn from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<DeviceBuffer<'ctx, T>> {
         DeviceBuffer::from_slice(self, src)
     }
+}
 
+impl<'ctx> ContextGuard<'ctx> {
     /// `len` elements of page-locked host memory set to zero bytes:
     /// [`PinnedBuffer::zeroed`].
     pub fn pinned_zeroed<T: DeviceCopy>(self, len: usize) -> Result<PinnedBuffer<'ctx, T>> {

@@ -36,6 +36,7 @@ use crate::driver::{self, CUdeviceptr, CUmodule};
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams};
 use crate::memory::{DeviceCopy, DeviceSlice};
+use crate::phase::Allocating;
 
 /// Code loaded into the context branded `'ctx` (`CUmodule`): from PTX text, or a cubin or
 /// fatbin image. Unloaded when dropped; the functions and kernels taken from it borrow it.
@@ -55,7 +56,7 @@ impl<'ctx> Module<'ctx> {
     /// JIT-compiles and loads PTX text (`cuModuleLoadDataEx`). If the PTX does not
     /// compile, the error's [`detail`](Error::detail) is the JIT compiler's log, which names
     /// the offending line.
-    pub fn from_ptx(ctx: ContextGuard<'ctx>, ptx: &str) -> Result<Self> {
+    pub fn from_ptx<P: Allocating>(ctx: ContextGuard<'ctx, P>, ptx: &str) -> Result<Self> {
         // The driver sniffs its input: text that starts like an ELF image would be parsed as
         // a cubin, offsets and all, without the check `from_binary` makes.
         if ptx.as_bytes().starts_with(b"\x7fELF") {
@@ -91,7 +92,7 @@ impl<'ctx> Module<'ctx> {
     /// symbol, relocation and `.nv.info` record of a cubin; the fatbin header and every
     /// entry of a fatbin), and the GPU fuzz run behind it, are in `SOUNDNESS.md`.
     /// [`Module::from_binary_unchecked`] skips the check.
-    pub fn from_binary(ctx: ContextGuard<'ctx>, image: &[u8]) -> Result<Self> {
+    pub fn from_binary<P: Allocating>(ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
         if let Err(problem) = crate::image::check(image) {
             return Err(Error::with_detail(
                 "Module::from_binary",
@@ -112,7 +113,10 @@ impl<'ctx> Module<'ctx> {
     /// `image` is a complete, undamaged image as `nvcc` or `nvlink` wrote it: the driver
     /// follows the offsets and sizes inside it without knowing the slice's length, so a
     /// truncated or corrupted image can make it read (and crash) outside the slice.
-    pub unsafe fn from_binary_unchecked(ctx: ContextGuard<'ctx>, image: &[u8]) -> Result<Self> {
+    pub unsafe fn from_binary_unchecked<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: &[u8],
+    ) -> Result<Self> {
         const ELF: [u8; 4] = [0x7f, b'E', b'L', b'F'];
         const FATBIN: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
         if image.len() < 4 || (image[..4] != ELF && image[..4] != FATBIN) {
@@ -138,7 +142,10 @@ impl<'ctx> Module<'ctx> {
 
     /// # Safety
     /// `image` is a complete image, as `driver::module_load` requires.
-    unsafe fn load(ctx: ContextGuard<'ctx>, image: *const c_void) -> Result<Self> {
+    unsafe fn load<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: *const c_void,
+    ) -> Result<Self> {
         // SAFETY: the caller guarantees the image; the module goes into `ctx`.
         // SAFETY: as above.
         let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load(image) }))?;
@@ -316,7 +323,7 @@ fn c_name(call: &'static str, name: &str) -> Result<CString> {
     })
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     /// A module JIT-compiled from PTX text: [`Module::from_ptx`].
     pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>> {
         Module::from_ptx(self, ptx)

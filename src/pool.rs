@@ -49,6 +49,7 @@ use std::sync::OnceLock;
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdevice, CUmemoryPool};
 use crate::error::{Error, ErrorCode, Result};
+use crate::phase::{Allocating, Phase};
 
 /// A pool of device memory of the context branded `'ctx`'s device (`CUmemoryPool`).
 ///
@@ -113,7 +114,10 @@ impl<'ctx> MemoryPool<'ctx> {
     /// A new pool that never holds more than `max_bytes` (allocations beyond it fail with
     /// `CUDA_ERROR_OUT_OF_MEMORY`): a bounded arena. Drivers older than CUDA 12.2 ignore
     /// the bound.
-    pub fn with_max_size(ctx: ContextGuard<'ctx>, max_bytes: usize) -> Result<Self> {
+    pub fn with_max_size<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        max_bytes: usize,
+    ) -> Result<Self> {
         let raw = ctx.with_current(|| {
             let device = driver::ctx_get_device()?;
             driver::mem_pool_create(device, max_bytes)
@@ -122,7 +126,7 @@ impl<'ctx> MemoryPool<'ctx> {
         Ok(MemoryPool {
             raw,
             owned: true,
-            ctx,
+            ctx: ctx.unphased(),
             _brand: PhantomData,
         })
     }
@@ -265,7 +269,7 @@ impl fmt::Debug for MemoryPool<'_> {
     }
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+impl<P: Phase> ContextGuard<'_, P> {
     /// Free and total memory of the context's device, in bytes (`cuMemGetInfo`).
     ///
     /// ```no_run
@@ -282,6 +286,22 @@ impl<'ctx> ContextGuard<'ctx> {
     pub fn memory_info(self) -> Result<(usize, usize)> {
         self.with_current(driver::mem_get_info)
     }
+}
+
+/// `e`, from allocating `bytes` from a pool; an out-of-memory error says which request
+/// the pool (bounded by [`MemoryPool::with_max_size`], or by the device) could not serve.
+#[cold]
+pub(crate) fn exhausted(e: Error, bytes: usize) -> Error {
+    if e.code() != ErrorCode::OutOfMemory {
+        return e;
+    }
+    Error::with_detail(
+        e.call(),
+        e.code(),
+        format!(
+            "the pool has no room for {bytes} bytes: it is exhausted (its maximum size, or the device's memory, is reached)"
+        ),
+    )
 }
 
 #[cold]

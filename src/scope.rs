@@ -77,6 +77,7 @@ use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     overlap_error,
 };
+use crate::phase::{Dynamic, StreamKind};
 use crate::pitched::{DeviceBuffer2D, check_host_rows};
 use crate::pool::MemoryPool;
 use crate::stream::Stream;
@@ -112,8 +113,8 @@ use crate::stream::Stream;
 /// })
 /// # }
 /// ```
-pub struct StreamScope<'scope, 'env: 'scope, 'ctx> {
-    stream: &'env Stream<'ctx>,
+pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
+    stream: &'env Stream<'ctx, K>,
     allocations: Mutex<Allocations>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
@@ -180,16 +181,16 @@ enum Allocation {
     Plain(CUdeviceptr),
 }
 
-impl<'ctx> Deref for StreamScope<'_, '_, 'ctx> {
-    type Target = Stream<'ctx>;
+impl<'ctx, K: StreamKind> Deref for StreamScope<'_, '_, 'ctx, K> {
+    type Target = Stream<'ctx, K>;
 
     /// The scope's stream: its queries, events and priority are available in the scope.
-    fn deref(&self) -> &Stream<'ctx> {
+    fn deref(&self) -> &Stream<'ctx, K> {
         self.stream
     }
 }
 
-impl fmt::Debug for StreamScope<'_, '_, '_> {
+impl<K: StreamKind> fmt::Debug for StreamScope<'_, '_, '_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StreamScope")
             .field("stream", &self.stream)
@@ -198,7 +199,7 @@ impl fmt::Debug for StreamScope<'_, '_, '_> {
     }
 }
 
-impl<'ctx> Stream<'ctx> {
+impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// Opens a scope for asynchronous work on this stream, runs `f` with it, then
     /// synchronizes the stream (also if `f` panics, while the panic unwinds) before
     /// returning. See the [`scope` module](crate::scope) for why this makes asynchronous
@@ -228,7 +229,7 @@ impl<'ctx> Stream<'ctx> {
     /// ```
     pub fn scope<'env, R, E, F>(&'env self, f: F) -> Result<R, E>
     where
-        F: for<'scope> FnOnce(&'scope StreamScope<'scope, 'env, 'ctx>) -> Result<R, E>,
+        F: for<'scope> FnOnce(&'scope StreamScope<'scope, 'env, 'ctx, K>) -> Result<R, E>,
         E: From<Error>,
     {
         let scope = StreamScope::open(self, None);
@@ -257,11 +258,11 @@ impl<'ctx> Stream<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn scope_with<'env, R, E, F>(&'env self, other: &'env Stream<'ctx>, f: F) -> Result<R, E>
+    pub fn scope_with<'env, R, E, F>(&'env self, other: &'env Stream<'ctx, K>, f: F) -> Result<R, E>
     where
         F: for<'scope> FnOnce(
-            &'scope StreamScope<'scope, 'env, 'ctx>,
-            &'scope StreamScope<'scope, 'env, 'ctx>,
+            &'scope StreamScope<'scope, 'env, 'ctx, K>,
+            &'scope StreamScope<'scope, 'env, 'ctx, K>,
         ) -> Result<R, E>,
         E: From<Error>,
     {
@@ -300,13 +301,13 @@ impl<'ctx> Stream<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn scope_all<'env, R, E, F>(streams: &[&'env Stream<'ctx>], f: F) -> Result<R, E>
+    pub fn scope_all<'env, R, E, F>(streams: &[&'env Stream<'ctx, K>], f: F) -> Result<R, E>
     where
-        F: for<'scope> FnOnce(&'scope [StreamScope<'scope, 'env, 'ctx>]) -> Result<R, E>,
+        F: for<'scope> FnOnce(&'scope [StreamScope<'scope, 'env, 'ctx, K>]) -> Result<R, E>,
         E: From<Error>,
     {
         let lanes = Lanes::new(streams.iter().map(|s| s.as_raw()));
-        let scopes: Vec<StreamScope<'_, 'env, 'ctx>> = streams
+        let scopes: Vec<StreamScope<'_, 'env, 'ctx, K>> = streams
             .iter()
             .enumerate()
             .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
@@ -320,7 +321,7 @@ impl<'ctx> Stream<'ctx> {
 
 /// Waits for every scope's stream, then frees the scopes' allocations (all streams first:
 /// an allocation of one stream may be used by another's). Returns the first error.
-fn end_scopes(scopes: &[StreamScope<'_, '_, '_>]) -> Result<()> {
+fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -> Result<()> {
     let mut finished = Ok(());
     for scope in scopes {
         // SAFETY: the stream is alive: the scope borrows it.
@@ -548,8 +549,8 @@ fn read_span<T>(v: &DeviceRef<'_, '_, T>) -> Span {
     }
 }
 
-impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
-    fn open(stream: &'env Stream<'ctx>, lanes: Option<(&'scope Lanes, usize)>) -> Self {
+impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
+    fn open(stream: &'env Stream<'ctx, K>, lanes: Option<(&'scope Lanes, usize)>) -> Self {
         StreamScope {
             stream,
             allocations: Mutex::new(Allocations::default()),
@@ -562,7 +563,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
 
     /// The scope's stream.
     #[inline]
-    pub fn stream(&self) -> &'env Stream<'ctx> {
+    pub fn stream(&self) -> &'env Stream<'ctx, K> {
         self.stream
     }
 
@@ -985,55 +986,6 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         })
     }
 
-    /// Allocates `len` elements in stream order and queues zeroing them; freed in stream
-    /// order when the scope ends. Every stream of the scope sees zeros: in a multi-stream
-    /// scope, other streams wait for the zeroing before they touch the memory. See
-    /// [`StreamScope::alloc`].
-    pub fn alloc_zeroed<T: DeviceCopy>(
-        &'scope self,
-        len: usize,
-    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
-        // SAFETY: zeroed below, in stream order, before anything of the scope reads it
-        // (on this stream by order, on others because the allocation is recorded as this
-        // stream's write, so they wait for it).
-        let buf = unsafe { self.alloc::<T>(len) }?;
-        self.zero(buf)?;
-        Ok(buf)
-    }
-
-    /// Allocates `src.len()` elements in stream order and queues copying `src` into them:
-    /// [`alloc`](StreamScope::alloc) and [`copy_from_host`](StreamScope::copy_from_host) in
-    /// one safe call, since nothing can read the memory before the copy has written it.
-    /// `src` stays borrowed until the scope has synchronized.
-    ///
-    /// ```no_run
-    /// use cuda_brand::prelude::*;
-    /// # fn main() -> cuda_brand::Result<()> {
-    /// let device = Device::get(0)?;
-    /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let host = vec![7u32; 1000];
-    ///     let mut back = Vec::new();
-    ///     ctx.stream()?.scope(|s| {
-    ///         let d = s.alloc_from_host(&host)?;
-    ///         s.copy_to_vec(&mut back, d)
-    ///     })?;
-    ///     assert_eq!(back, host);
-    ///     Ok(())
-    /// })
-    /// # }
-    /// ```
-    pub fn alloc_from_host<T: DeviceCopy>(
-        &'scope self,
-        src: &'scope [T],
-    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
-        // SAFETY: every element is written by the copy queued next, in stream order, before
-        // anything of the scope can read it (other streams wait for this stream's writes);
-        // if queueing the copy fails, the handle is never returned.
-        let buf = unsafe { self.alloc::<T>(src.len()) }?;
-        self.copy_from_host(buf, src)?;
-        Ok(buf)
-    }
-
     /// Queues zeroing a fresh allocation of this scope.
     fn zero<T>(&self, buf: DeviceMut<'scope, 'ctx, T>) -> Result<()> {
         if buf.bytes() == 0 {
@@ -1045,28 +997,6 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
                 driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.as_raw())
             }
         })
-    }
-
-    /// Allocates `len` elements in stream order from the crate's pool of the device
-    /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
-    /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
-    /// The memory lives until the scope ends: after the final synchronization it is freed in
-    /// stream order (`cuMemFreeAsync`). On a device without memory pools
-    /// (`MEMORY_POOLS_SUPPORTED` is 0) it comes from `cuMemAlloc` in the stream's context
-    /// instead, freed after the synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that
-    /// path (for tests). In a
-    /// multi-stream scope the allocation counts as a write on this stream: other streams
-    /// wait for it before they touch the memory.
-    ///
-    /// # Safety
-    /// The contents are stale bytes until written (valid values for `DeviceCopy` types,
-    /// but possibly another allocation's data).
-    pub unsafe fn alloc<T: DeviceCopy>(
-        &'scope self,
-        len: usize,
-    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
-        // SAFETY: the caller's promise.
-        unsafe { self.alloc_from(None, len) }
     }
 
     /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so).
@@ -1130,9 +1060,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         let allocation = match pool {
             // SAFETY: a live pool of the stream's device; the stream is alive (borrowed for
             // 'env).
-            Some(pool) => Allocation::Pool(unsafe {
-                driver::mem_alloc_from_pool_async(bytes, pool, self.stream.as_raw())
-            }?),
+            Some(pool) => Allocation::Pool(
+                unsafe { driver::mem_alloc_from_pool_async(bytes, pool, self.stream.as_raw()) }
+                    .map_err(|e| crate::pool::exhausted(e, bytes))?,
+            ),
             None => Allocation::Plain(self.with_stream_context(|| driver::mem_alloc(bytes))?),
         };
         let ptr = match allocation {
@@ -1179,6 +1110,81 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             first_error = first_error.and(freed);
         }
         first_error
+    }
+}
+
+/// The scope methods that allocate from the crate's pool: for streams of a plain context
+/// only (a preallocated stream of [`with_phases`](crate::with_phases) has none of them).
+impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
+    /// Allocates `len` elements in stream order and queues zeroing them; freed in stream
+    /// order when the scope ends. Every stream of the scope sees zeros: in a multi-stream
+    /// scope, other streams wait for the zeroing before they touch the memory. See
+    /// [`StreamScope::alloc`].
+    pub fn alloc_zeroed<T: DeviceCopy>(
+        &'scope self,
+        len: usize,
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: zeroed below, in stream order, before anything of the scope reads it
+        // (on this stream by order, on others because the allocation is recorded as this
+        // stream's write, so they wait for it).
+        let buf = unsafe { self.alloc::<T>(len) }?;
+        self.zero(buf)?;
+        Ok(buf)
+    }
+
+    /// Allocates `src.len()` elements in stream order and queues copying `src` into them:
+    /// [`alloc`](StreamScope::alloc) and [`copy_from_host`](StreamScope::copy_from_host) in
+    /// one safe call, since nothing can read the memory before the copy has written it.
+    /// `src` stays borrowed until the scope has synchronized.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let host = vec![7u32; 1000];
+    ///     let mut back = Vec::new();
+    ///     ctx.stream()?.scope(|s| {
+    ///         let d = s.alloc_from_host(&host)?;
+    ///         s.copy_to_vec(&mut back, d)
+    ///     })?;
+    ///     assert_eq!(back, host);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn alloc_from_host<T: DeviceCopy>(
+        &'scope self,
+        src: &'scope [T],
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: every element is written by the copy queued next, in stream order, before
+        // anything of the scope can read it (other streams wait for this stream's writes);
+        // if queueing the copy fails, the handle is never returned.
+        let buf = unsafe { self.alloc::<T>(src.len()) }?;
+        self.copy_from_host(buf, src)?;
+        Ok(buf)
+    }
+
+    /// Allocates `len` elements in stream order from the crate's pool of the device
+    /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
+    /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
+    /// The memory lives until the scope ends: after the final synchronization it is freed in
+    /// stream order (`cuMemFreeAsync`). On a device without memory pools
+    /// (`MEMORY_POOLS_SUPPORTED` is 0) it comes from `cuMemAlloc` in the stream's context
+    /// instead, freed after the synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that
+    /// path (for tests). In a
+    /// multi-stream scope the allocation counts as a write on this stream: other streams
+    /// wait for it before they touch the memory.
+    ///
+    /// # Safety
+    /// The contents are stale bytes until written (valid values for `DeviceCopy` types,
+    /// but possibly another allocation's data).
+    pub unsafe fn alloc<T: DeviceCopy>(
+        &'scope self,
+        len: usize,
+    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+        // SAFETY: the caller's promise.
+        unsafe { self.alloc_from(None, len) }
     }
 }
 

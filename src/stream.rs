@@ -10,6 +10,7 @@ use cuda_driver_sys::CUstream_st;
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
+use crate::phase::{Allocating, Dynamic, StreamKind};
 
 /// How a stream relates to the legacy default stream (`CU_STREAM_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -49,32 +50,41 @@ impl StreamFlags {
 /// })
 /// # }
 /// ```
-pub struct Stream<'ctx> {
+///
+/// `K` says what its scopes may allocate: [`Dynamic`] (the default) for a stream of a
+/// plain context, [`Preallocated`](crate::phase::Preallocated) for one created during the
+/// setup phase of [`with_phases`](crate::with_phases), whose scopes take scratch memory only
+/// from pools.
+pub struct Stream<'ctx, K: StreamKind = Dynamic> {
     raw: NonNull<CUstream_st>,
     _brand: Brand<'ctx>,
+    _kind: PhantomData<K>,
 }
 
 // SAFETY: a stream handle may be used from any thread; the driver serialises its queue.
-unsafe impl Send for Stream<'_> {}
+unsafe impl<K: StreamKind> Send for Stream<'_, K> {}
 // SAFETY: every method takes `&self` and is a thread-safe driver call on the handle; the
 // mutable state of a scope lives in `StreamScope`, which is not `Sync`.
-unsafe impl Sync for Stream<'_> {}
+unsafe impl<K: StreamKind> Sync for Stream<'_, K> {}
 
 impl<'ctx> Stream<'ctx> {
     /// Creates a stream with the lowest priority.
-    pub fn new(ctx: ContextGuard<'ctx>, flags: StreamFlags) -> Result<Self> {
-        Self::create(ctx, flags, 0)
+    pub fn new<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        flags: StreamFlags,
+    ) -> Result<Stream<'ctx, P::Streams>> {
+        Stream::create(ctx, flags, 0)
     }
 
     /// Creates a stream with `priority`, which must lie in the context's
     /// [`stream_priority_range`](ContextGuard::stream_priority_range) (lower numbers run
     /// first). The driver would silently clamp an out-of-range priority; this is an error
     /// instead, before the stream is created.
-    pub fn with_priority(
-        ctx: ContextGuard<'ctx>,
+    pub fn with_priority<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
         flags: StreamFlags,
         priority: i32,
-    ) -> Result<Self> {
+    ) -> Result<Stream<'ctx, P::Streams>> {
         let range = ctx.stream_priority_range()?;
         if !range.contains(priority) {
             return Err(Error::with_detail(
@@ -86,16 +96,23 @@ impl<'ctx> Stream<'ctx> {
                 ),
             ));
         }
-        Self::create(ctx, flags, priority)
+        Stream::create(ctx, flags, priority)
     }
+}
 
-    fn create(ctx: ContextGuard<'ctx>, flags: StreamFlags, priority: i32) -> Result<Self> {
+impl<'ctx, K: StreamKind> Stream<'ctx, K> {
+    fn create<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        flags: StreamFlags,
+        priority: i32,
+    ) -> Result<Self> {
         // The stream belongs to the current context: make it `ctx`'s.
         let raw = ctx.with_current(|| driver::stream_create(flags.bits(), priority))?;
         let raw = driver::non_null("cuStreamCreateWithPriority", raw)?;
         Ok(Stream {
             raw,
             _brand: PhantomData,
+            _kind: PhantomData,
         })
     }
 
@@ -136,16 +153,16 @@ impl<'ctx> Stream<'ctx> {
     }
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     /// A new non-blocking stream of this context with the lowest priority:
     /// [`Stream::new`] with [`StreamFlags::NonBlocking`],
     /// the choice for almost every program.
-    pub fn stream(self) -> Result<Stream<'ctx>> {
+    pub fn stream(self) -> Result<Stream<'ctx, P::Streams>> {
         Stream::new(self, StreamFlags::NonBlocking)
     }
 }
 
-impl Drop for Stream<'_> {
+impl<K: StreamKind> Drop for Stream<'_, K> {
     fn drop(&mut self) {
         // SAFETY: the stream is ours and unused from now on (scopes borrow it, so none is
         // open). Work still queued completes before the driver releases the stream. An
@@ -154,7 +171,7 @@ impl Drop for Stream<'_> {
     }
 }
 
-impl fmt::Debug for Stream<'_> {
+impl<K: StreamKind> fmt::Debug for Stream<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Stream").field(&self.raw).finish()
     }

@@ -1,0 +1,255 @@
+//! Setup and run phases ([`with_phases`]): a context whose programs allocate, load and
+//! create only while setting up, then run with a guard that cannot.
+//!
+//! Safety-critical coding rules (AUTOSAR C++14 A18-5-5 and A18-5-7, MISRA C++:2023 21.6.1,
+//! NVIDIA's CUDA guidelines for robust and safety-critical programming) allow dynamic memory
+//! only while a program initializes. [`with_phases`] makes that a compile-time property:
+//!
+//! 1. [`Phases::setup`] hands its closure a `ContextGuard<'ctx, Setup<'s>>`: buffers, pools,
+//!    streams, events and modules are created with it exactly as with a plain guard.
+//!    `'s` ends with the closure, so this guard cannot be kept for later.
+//! 2. It returns what the closure built together with a `ContextGuard<'ctx, Run>`, which has
+//!    no allocating, loading or creating method at all: calling one is a compile error.
+//!    Streams created during setup are `Stream<'ctx, Preallocated>`: their scopes copy,
+//!    fill and launch, and draw scratch memory only from a pool reserved during setup
+//!    ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)), which fails with
+//!    `CUDA_ERROR_OUT_OF_MEMORY` once the pool's bound is reached; the scope methods that
+//!    allocate from the crate's pool do not exist for them.
+//! 3. Device buffers created during setup are never freed before the context's teardown:
+//!    dropping one during the run phase (say, popped from a `Vec`) frees nothing; the
+//!    teardown of [`with_phases`] frees every one of them, after synchronizing the context.
+//!
+//! ```no_run
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::{with_phases, MemoryPool};
+//! # fn main() -> cuda_brand::Result<()> {
+//! let device = Device::get(0)?;
+//! let host: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+//! with_phases(&device, ContextFlags::default(), |phases| {
+//!     // setup: every allocation of the program
+//!     let ((a, mut c, stream, scratch, module), _run) = phases.setup(|ctx| {
+//!         Ok::<_, Error>((
+//!             ctx.from_slice(&host)?,
+//!             ctx.zeroed::<f32>(host.len())?,
+//!             ctx.stream()?,
+//!             MemoryPool::with_max_size(ctx, 1 << 20)?,
+//!             ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?,
+//!         ))
+//!     })?;
+//!     // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t).
+//!     let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+//!     // run: no allocation possible but from the bounded pool
+//!     let mut out = vec![0.0f32; host.len()];
+//!     for _ in 0..10 {
+//!         stream.scope(|s| {
+//!             let tmp = s.alloc_zeroed_in::<f32>(&scratch, host.len())?;
+//!             let c = s.bind_mut(&mut c);
+//!             s.launch(&add, add.config_for(host.len())?, (&a, &a, tmp))?;
+//!             s.launch(&add, add.config_for(host.len())?, (tmp, &a, c))?;
+//!             s.copy_to_host(&mut out, c)
+//!         })?;
+//!     }
+//!     assert_eq!(out[3], 9.0);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! The phases cost nothing where the program runs: `ContextGuard<'ctx, Run>` and
+//! `Stream<'ctx, Preallocated>` are one pointer wide like their plain forms (asserted in
+//! the crate root), and a scope of a preallocated stream is the same code as any other.
+//!
+//! What the phases do not cover: pinned, managed and pitched memory, and peer access, are
+//! created with a plain guard only (they are not offered during setup); dropping a stream,
+//! event, module or pool during the run phase destroys it (none of them is memory the
+//! program computes in); host memory (`Vec`) is the program's own.
+
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
+use crate::context::{self, ContextFlags, ContextGuard};
+use crate::device::Device;
+use crate::driver::{self, CUcontext, CUdeviceptr};
+use crate::error::{Error, Result};
+
+mod sealed {
+    pub trait Phase {}
+    pub trait StreamKind {}
+}
+
+/// The phase a [`ContextGuard`] is in: [`Unphased`] (a plain [`with_context`](crate::with_context)
+/// guard), [`Setup`] or [`Run`]. Sealed.
+pub trait Phase: sealed::Phase + Copy {}
+
+/// A phase whose guard may allocate, load and create: [`Unphased`] and [`Setup`]. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot allocate, load or create: this guard is in the run phase",
+    label = "a run-phase guard, given where a guard that may allocate is needed",
+    note = "in `with_phases`, every buffer, pool, stream, event and module is made in `Phases::setup`: move this there"
+)]
+pub trait Allocating: Phase {
+    /// The kind of the streams this guard creates.
+    type Streams: StreamKind;
+    /// Whether device buffers made with this guard are freed only by the teardown.
+    #[doc(hidden)]
+    const DEFERS_FREES: bool;
+}
+
+/// The guard of a context without phases: every operation is available at any time.
+#[derive(Debug, Clone, Copy)]
+pub struct Unphased;
+
+/// The guard of the setup phase of [`with_phases`]; `'s` is the setup closure's, so the
+/// guard cannot outlive it.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup<'s>(PhantomData<fn(&'s ()) -> &'s ()>);
+
+/// The guard of the run phase of [`with_phases`]: queries and synchronization only; no
+/// method that allocates, loads or creates.
+#[derive(Debug, Clone, Copy)]
+pub struct Run;
+
+impl sealed::Phase for Unphased {}
+impl Phase for Unphased {}
+impl sealed::Phase for Setup<'_> {}
+impl Phase for Setup<'_> {}
+impl sealed::Phase for Run {}
+impl Phase for Run {}
+
+impl Allocating for Unphased {
+    type Streams = Dynamic;
+    const DEFERS_FREES: bool = false;
+}
+
+impl Allocating for Setup<'_> {
+    type Streams = Preallocated;
+    const DEFERS_FREES: bool = true;
+}
+
+/// What a stream's scopes may do with memory: [`Dynamic`] or [`Preallocated`]. Sealed.
+pub trait StreamKind: sealed::StreamKind {}
+
+/// A stream of a context without phases: its scopes may allocate from the crate's pool
+/// ([`StreamScope::alloc`](crate::StreamScope::alloc) and the like).
+#[derive(Debug, Clone, Copy)]
+pub struct Dynamic;
+
+/// A stream created during the setup phase of [`with_phases`]: its scopes draw scratch
+/// memory only from pools ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)).
+#[derive(Debug, Clone, Copy)]
+pub struct Preallocated;
+
+impl sealed::StreamKind for Dynamic {}
+impl StreamKind for Dynamic {}
+impl sealed::StreamKind for Preallocated {}
+impl StreamKind for Preallocated {}
+
+/// The context of [`with_phases`] before its setup: [`Phases::setup`] is the only way on.
+pub struct Phases<'ctx> {
+    guard: ContextGuard<'ctx>,
+}
+
+impl std::fmt::Debug for Phases<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Phases")
+            .field("context", &self.guard)
+            .finish()
+    }
+}
+
+impl<'ctx> Phases<'ctx> {
+    /// Runs the setup phase: `f` creates what the program needs with a setup guard. Returns
+    /// what `f` returned and the run-phase guard. Called once: it consumes `self`.
+    pub fn setup<T, E, F>(self, f: F) -> std::result::Result<(T, ContextGuard<'ctx, Run>), E>
+    where
+        F: for<'s> FnOnce(ContextGuard<'ctx, Setup<'s>>) -> std::result::Result<T, E>,
+    {
+        let built = f(self.guard.with_phase())?;
+        Ok((built, self.guard.with_phase()))
+    }
+}
+
+/// Like [`with_context`](crate::with_context), in two phases: `f` gets the context's
+/// [`Phases`], sets up with [`Phases::setup`], then runs with what it built and the run
+/// guard. At the end, after synchronizing, the teardown frees every device buffer made
+/// during setup (see the [module documentation](self)), then pops and destroys the context.
+pub fn with_phases<R, E, F>(device: &Device, flags: ContextFlags, f: F) -> std::result::Result<R, E>
+where
+    F: for<'ctx> FnOnce(Phases<'ctx>) -> std::result::Result<R, E>,
+    E: From<Error>,
+{
+    // SAFETY: `free_deferred` runs in the teardown while the context is current and every
+    // branded value is gone.
+    unsafe { context::with_context_then(device, flags, |guard| f(Phases { guard }), free_deferred) }
+}
+
+/// A device buffer made during a setup phase, freed by its context's teardown.
+struct Deferred {
+    context: usize,
+    ptr: CUdeviceptr,
+    plain: bool,
+}
+
+/// The buffers of every context in its setup or run phase, in the order they were made.
+static DEFERRED: Mutex<Vec<Deferred>> = Mutex::new(Vec::new());
+
+fn deferred() -> std::sync::MutexGuard<'static, Vec<Deferred>> {
+    DEFERRED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Records a buffer made with a setup guard of `context`: its teardown frees it. On failure
+/// (no host memory for the record) frees it now and reports the error.
+pub(crate) fn defer_free(context: CUcontext, ptr: CUdeviceptr, plain: bool) -> Result<()> {
+    let mut list = deferred();
+    if list.try_reserve(1).is_err() {
+        drop(list);
+        // SAFETY: just allocated in `context`, never handed out.
+        let _ = unsafe { crate::memory::free_buffer_memory(context, ptr, plain) };
+        return Err(Error::with_detail(
+            "with_phases",
+            crate::error::ErrorCode::OutOfMemory,
+            "no host memory to record a setup-phase buffer",
+        ));
+    }
+    list.push(Deferred {
+        context: context as usize,
+        ptr,
+        plain,
+    });
+    Ok(())
+}
+
+/// Frees the buffers deferred for `context`, after synchronizing it (the context is
+/// current). Returns the first error.
+fn free_deferred(context: CUcontext) -> Result<()> {
+    let mine: Vec<Deferred> = {
+        let mut list = deferred();
+        let (mine, others) = std::mem::take(&mut *list)
+            .into_iter()
+            .partition(|d| d.context == context as usize);
+        *list = others;
+        mine
+    };
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let mut first = driver::ctx_synchronize();
+    for d in mine {
+        // SAFETY: allocated in `context` during its setup phase; the context is idle and
+        // every buffer handle is gone (the brand cannot leave the closure); freed once,
+        // since the record was taken off the list.
+        first = first.and(unsafe { crate::memory::free_buffer_memory(context, d.ptr, d.plain) });
+    }
+    first
+}
+
+/// Takes the buffer at `ptr` off its teardown's list (its owner gave it up with
+/// `into_raw_parts`).
+pub(crate) fn undefer(ptr: CUdeviceptr) {
+    let mut list = deferred();
+    if let Some(i) = list.iter().position(|d| d.ptr == ptr) {
+        list.swap_remove(i);
+    }
+}
