@@ -755,7 +755,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         let buf = Self::allocate(ctx.unphased(), None, len, P::DEFERS_FREES)?;
         if P::DEFERS_FREES && buf.size_in_bytes() != 0 {
             // on failure the memory is freed there and `buf` frees nothing
-            crate::phase::defer_free(buf.owner.context().as_ptr(), buf.ptr, buf.owner.is_plain())?;
+            let kind = match buf.owner.is_plain() {
+                true => crate::phase::Kind::Plain,
+                false => crate::phase::Kind::Pool,
+            };
+            crate::phase::defer_free(buf.owner.context().as_ptr(), buf.ptr as usize, kind)?;
         }
         Ok(buf)
     }
@@ -851,7 +855,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// ends. (A buffer of a setup phase is taken off its teardown's list.)
     pub fn into_raw_parts(self) -> (CUdeviceptr, usize) {
         if self.owner.is_deferred() {
-            crate::phase::undefer(self.ptr);
+            crate::phase::undefer(self.ptr as usize);
         }
         let parts = (self.ptr, self.len);
         mem::forget(self);
@@ -965,7 +969,7 @@ unsafe impl<T: DeviceCopy + Sync> Sync for PinnedBuffer<'_, T> {}
 
 impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     /// Allocates `len` elements of page-locked host memory set to zero bytes.
-    pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
+    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
         let bytes = checked_byte_len::<T>("PinnedBuffer::zeroed", len)?;
         let ptr = if bytes == 0 {
             NonNull::dangling()
@@ -990,17 +994,30 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
             unsafe { std::ptr::write_bytes(p.as_ptr().cast::<u8>(), 0, bytes) };
             p
         };
-        let ctx = ctx.as_non_null();
+        let deferred = P::DEFERS_FREES && bytes != 0;
+        if deferred {
+            // on failure the memory is freed there
+            crate::phase::defer_free(
+                ctx.as_non_null().as_ptr(),
+                ptr.as_ptr() as usize,
+                crate::phase::Kind::Pinned,
+            )?;
+        }
+        // a context is aligned to at least 8 bytes: the low bit marks memory of a setup phase
+        let tagged = ctx
+            .as_non_null()
+            .as_ptr()
+            .wrapping_byte_add(deferred as usize);
         Ok(PinnedBuffer {
             ptr,
             len,
-            ctx,
+            ctx: NonNull::new(tagged).unwrap_or(ctx.as_non_null()),
             _brand: PhantomData,
         })
     }
 
     /// Allocates page-locked memory holding a copy of `src`.
-    pub fn from_slice(ctx: ContextGuard<'ctx>, src: &[T]) -> Result<Self> {
+    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
         let mut buf = Self::zeroed(ctx, src.len())?;
         buf.copy_from_slice(src);
         Ok(buf)
@@ -1019,9 +1036,6 @@ impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     pub fn from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<DeviceBuffer<'ctx, T>> {
         DeviceBuffer::from_slice(self, src)
     }
-}
-
-impl<'ctx> ContextGuard<'ctx> {
     /// `len` elements of page-locked host memory set to zero bytes:
     /// [`PinnedBuffer::zeroed`].
     pub fn pinned_zeroed<T: DeviceCopy>(self, len: usize) -> Result<PinnedBuffer<'ctx, T>> {
@@ -1056,6 +1070,10 @@ impl<T: DeviceCopy> DerefMut for PinnedBuffer<'_, T> {
 impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
     fn drop(&mut self) {
         if self.len == 0 || size_of::<T>() == 0 {
+            return;
+        }
+        if self.ctx.as_ptr() as usize & 1 != 0 {
+            // memory of a setup phase: its context's teardown frees it
             return;
         }
         let p = self.ptr.as_ptr().cast::<c_void>();

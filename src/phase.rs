@@ -15,7 +15,8 @@
 //!    ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)), which fails with
 //!    `CUDA_ERROR_OUT_OF_MEMORY` once the pool's bound is reached; the scope methods that
 //!    allocate from the crate's pool do not exist for them.
-//! 3. Device buffers created during setup are never freed before the context's teardown:
+//! 3. Device buffers and pinned buffers created during setup are never freed before the
+//!    context's teardown:
 //!    dropping one during the run phase (say, popped from a `Vec`) frees nothing; the
 //!    teardown of [`with_phases`] frees every one of them, after synchronizing the context.
 //!
@@ -59,8 +60,9 @@
 //! `Stream<'ctx, Preallocated>` are one pointer wide like their plain forms (asserted in
 //! the crate root), and a scope of a preallocated stream is the same code as any other.
 //!
-//! What the phases do not cover: pinned, managed and pitched memory, and peer access, are
-//! created with a plain guard only (they are not offered during setup); dropping a stream,
+//! Pinned host memory made during setup is deferred the same way. What the phases do not
+//! cover: managed and pitched memory, and peer access, are created with a plain guard only
+//! (they are not offered during setup); dropping a stream,
 //! event, module or pool during the run phase destroys it (none of them is memory the
 //! program computes in); host memory (`Vec`) is the program's own.
 
@@ -183,11 +185,50 @@ where
     unsafe { context::with_context_then(device, flags, |guard| f(Phases { guard }), free_deferred) }
 }
 
-/// A device buffer made during a setup phase, freed by its context's teardown.
+/// Memory made during a setup phase, freed by its context's teardown.
 struct Deferred {
     context: usize,
-    ptr: CUdeviceptr,
-    plain: bool,
+    ptr: usize,
+    kind: Kind,
+}
+
+/// How deferred memory is freed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Device memory of a pool: `cuMemFreeAsync` on the legacy stream.
+    Pool,
+    /// Device memory from `cuMemAlloc`: `cuMemFree`.
+    Plain,
+    /// Page-locked host memory: `cuMemFreeHost`.
+    Pinned,
+}
+
+/// Frees `ptr` as `kind` says, with `context` current.
+///
+/// # Safety
+/// `ptr` is memory of `kind` made in the live `context`, given up by its owner, unused.
+unsafe fn free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
+    match kind {
+        // SAFETY: the caller's promise.
+        Kind::Pool => unsafe {
+            crate::memory::free_buffer_memory(context, ptr as CUdeviceptr, false)
+        },
+        // SAFETY: the caller's promise.
+        Kind::Plain => unsafe {
+            crate::memory::free_buffer_memory(context, ptr as CUdeviceptr, true)
+        },
+        Kind::Pinned => {
+            let Some(ctx) = std::ptr::NonNull::new(context) else {
+                return Ok(());
+            };
+            let free_host = || {
+                // SAFETY: the caller gives up `ptr`, from `cuMemHostAlloc`.
+                unsafe { driver::mem_free_host(ptr as *mut std::ffi::c_void) }
+            };
+            // SAFETY: the caller's promise: the context is alive.
+            unsafe { context::in_context(ctx, free_host) }
+        }
+    }
 }
 
 /// The buffers of every context in its setup or run phase, in the order they were made.
@@ -199,14 +240,14 @@ fn deferred() -> std::sync::MutexGuard<'static, Vec<Deferred>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Records a buffer made with a setup guard of `context`: its teardown frees it. On failure
+/// Records memory made with a setup guard of `context`: its teardown frees it. On failure
 /// (no host memory for the record) frees it now and reports the error.
-pub(crate) fn defer_free(context: CUcontext, ptr: CUdeviceptr, plain: bool) -> Result<()> {
+pub(crate) fn defer_free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
     let mut list = deferred();
     if list.try_reserve(1).is_err() {
         drop(list);
         // SAFETY: just allocated in `context`, never handed out.
-        let _ = unsafe { crate::memory::free_buffer_memory(context, ptr, plain) };
+        let _ = unsafe { free(context, ptr, kind) };
         return Err(Error::with_detail(
             "with_phases",
             crate::error::ErrorCode::OutOfMemory,
@@ -216,7 +257,7 @@ pub(crate) fn defer_free(context: CUcontext, ptr: CUdeviceptr, plain: bool) -> R
     list.push(Deferred {
         context: context as usize,
         ptr,
-        plain,
+        kind,
     });
     Ok(())
 }
@@ -240,14 +281,14 @@ fn free_deferred(context: CUcontext) -> Result<()> {
         // SAFETY: allocated in `context` during its setup phase; the context is idle and
         // every buffer handle is gone (the brand cannot leave the closure); freed once,
         // since the record was taken off the list.
-        first = first.and(unsafe { crate::memory::free_buffer_memory(context, d.ptr, d.plain) });
+        first = first.and(unsafe { free(context, d.ptr, d.kind) });
     }
     first
 }
 
 /// Takes the buffer at `ptr` off its teardown's list (its owner gave it up with
 /// `into_raw_parts`).
-pub(crate) fn undefer(ptr: CUdeviceptr) {
+pub(crate) fn undefer(ptr: usize) {
     let mut list = deferred();
     if let Some(i) = list.iter().position(|d| d.ptr == ptr) {
         list.swap_remove(i);

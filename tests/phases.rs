@@ -19,32 +19,32 @@ fn a_phased_program_computes_with_setup_memory_and_bounded_scratch() {
     let n = 100_000;
     let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let out = with_phases(&device, ContextFlags::default(), |phases| {
-        let ((a, mut c, stream, scratch, module), run) = phases.setup(|ctx| {
+        let ((a, mut c, stream, scratch, module, mut pinned), run) = phases.setup(|ctx| {
             Ok::<_, Error>((
                 ctx.from_slice(&host)?,
                 ctx.zeroed::<f32>(n)?,
                 ctx.stream()?,
                 MemoryPool::with_max_size(ctx, 4 << 20)?,
                 ctx.load_ptx(PTX)?,
+                ctx.pinned_zeroed::<f32>(n)?,
             ))
         })?;
         // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
         // stays below all three lengths.
         let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
         let config = add.config_for(n)?;
-        let mut out = vec![0.0f32; n];
         for round in 0..50 {
             stream.scope(|s| {
                 let tmp = s.alloc_zeroed_in::<f32>(&scratch, n)?;
                 let c = s.bind_mut(&mut c);
                 s.launch(&add, config, (&a, &a, tmp))?; // 2a
                 s.launch(&add, config, (tmp, &a, c))?; // 3a
-                s.copy_to_host(&mut out, c)
+                s.copy_to_host(&mut pinned, c)
             })?;
-            assert_eq!(out[7], 21.0, "round {round}");
+            assert_eq!(pinned[7], 21.0, "round {round}");
         }
         run.synchronize()?;
-        Ok::<_, Error>(out)
+        Ok::<_, Error>(pinned.to_vec())
     })
     .unwrap();
     assert!(out.iter().enumerate().all(|(i, &x)| x == 3.0 * i as f32));
