@@ -138,6 +138,7 @@ pub mod memory;
 pub mod module;
 pub mod peer;
 pub mod pitched;
+pub mod pitched3d;
 pub mod pool;
 pub mod scope;
 pub mod stream;
@@ -165,6 +166,7 @@ pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
 pub use peer::{PeerAccess, copy_peer};
 pub use pitched::DeviceBuffer2D;
+pub use pitched3d::{DeviceBuffer3D, Region3D};
 pub use pool::{MemoryPool, ReusePolicy};
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 pub use stream::{Stream, StreamFlags};
@@ -238,6 +240,7 @@ mod facts {
     assert_impl_all!(Event<'static>: Send, Sync);
     assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);
     assert_impl_all!(PinnedBuffer<'static, f32>: Send, Sync);
+    assert_impl_all!(DeviceBuffer3D<'static, f32>: Send, Sync);
     // scopes and their handles stay on the thread that opened the scope
     assert_not_impl_any!(StreamScope<'static, 'static, 'static>: Sync);
     assert_not_impl_any!(DeviceMut<'static, 'static, f32>: Send, Sync);

@@ -77,7 +77,7 @@ use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     overlap_error,
 };
-use crate::pitched::{DeviceBuffer2D, check_host_rows};
+use crate::pitched::{DeviceBuffer2D, check_host_rows, host_pitch};
 use crate::pool::MemoryPool;
 use crate::stream::Stream;
 
@@ -540,7 +540,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// Runs `op`, one operation on this scope's stream touching `spans`, after the waits a
     /// multi-stream scope needs (none for a scope of one stream), and records it.
     #[inline(always)]
-    fn ordered(
+    pub(crate) fn ordered(
         &self,
         spans: &[Span],
         globals: Option<usize>,
@@ -755,7 +755,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         if w == 0 || h == 0 {
             return Ok(());
         }
-        let host = Side2D::Host(src.as_ptr().cast(), row_len * std::mem::size_of::<T>());
+        let host = Side2D::Host(
+            src.as_ptr().cast(),
+            host_pitch::<T>("copy_2d_from_host", row_len),
+        );
         self.ordered(&[dst.span(true)], None, || {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked), stay
             // borrowed (the host side unmodified) until the scope synchronizes.
@@ -785,7 +788,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         if w == 0 || h == 0 {
             return Ok(());
         }
-        let host = Side2D::HostMut(dst.as_mut_ptr().cast(), row_len * std::mem::size_of::<T>());
+        let host = Side2D::HostMut(
+            dst.as_mut_ptr().cast(),
+            host_pitch::<T>("copy_2d_to_host", row_len),
+        );
         self.ordered(&[src.span(false)], None, || {
             // SAFETY: as above; `dst` is borrowed exclusively until the scope synchronizes,
             // and any bytes are a valid `T`.
