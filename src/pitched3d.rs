@@ -493,10 +493,9 @@ impl<'scope, 'ctx> StreamScope<'scope, '_, 'ctx> {
         }
         let stream = self.stream().as_raw();
         self.ordered(spans, None, || {
-            // SAFETY: the plan checked both sides against the extent; they stay borrowed
-            // (host memory unmodified by the host) until the scope synchronizes the stream,
-            // which is alive (borrowed); other streams of the scope are ordered around it
-            // by `ordered`.
+            // SAFETY: the plan checked both sides; they stay borrowed (host memory unmodified)
+            // until the scope synchronizes the stream, which is alive (borrowed); `ordered`
+            // orders the scope's other streams around it.
             unsafe { driver::memcpy_3d_async(copy, stream) }
         })
     }
