@@ -1516,6 +1516,88 @@ pub(crate) unsafe fn memcpy_2d_async(
     cu!(cuMemcpy2DAsync_v2(&desc, stream))
 }
 
+/// One side of a 3D copy: host or device memory with its row pitch (as in a 2D copy),
+/// the rows from one slice to the next, and where the copy starts in it: `at` is
+/// `[x in bytes, row, slice]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Side3D {
+    pub(crate) memory: Side2D,
+    pub(crate) slice_rows: usize,
+    pub(crate) at: [usize; 3],
+}
+
+/// A 3D copy: `extent` is `[bytes per row, rows per slice, slices]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Copy3D {
+    pub(crate) dst: Side3D,
+    pub(crate) src: Side3D,
+    pub(crate) extent: [usize; 3],
+}
+
+impl Copy3D {
+    /// Whether the copy moves no bytes (and so must not reach the driver).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.extent.contains(&0)
+    }
+
+    /// The driver's descriptor: the memory types, pointers and pitches of the 2D one, plus
+    /// the offsets, slice heights and depth (levels of detail 0, reserved pointers null).
+    fn desc(&self) -> CUDA_MEMCPY3D {
+        let [width_bytes, height, depth] = self.extent;
+        let flat = memcpy2d_desc(self.dst.memory, self.src.memory, width_bytes, height);
+        let (src, dst) = (self.src.at, self.dst.at);
+        CUDA_MEMCPY3D {
+            srcXInBytes: src[0],
+            srcY: src[1],
+            srcZ: src[2],
+            srcLOD: 0,
+            srcMemoryType: flat.srcMemoryType,
+            srcHost: flat.srcHost,
+            srcDevice: flat.srcDevice,
+            srcArray: std::ptr::null_mut(),
+            reserved0: std::ptr::null_mut(),
+            srcPitch: flat.srcPitch,
+            srcHeight: self.src.slice_rows,
+            dstXInBytes: dst[0],
+            dstY: dst[1],
+            dstZ: dst[2],
+            dstLOD: 0,
+            dstMemoryType: flat.dstMemoryType,
+            dstHost: flat.dstHost,
+            dstDevice: flat.dstDevice,
+            dstArray: std::ptr::null_mut(),
+            reserved1: std::ptr::null_mut(),
+            dstPitch: flat.dstPitch,
+            dstHeight: self.dst.slice_rows,
+            WidthInBytes: width_bytes,
+            Height: height,
+            Depth: depth,
+        }
+    }
+}
+
+/// A 3D copy (`cuMemcpy3D`); complete when it returns.
+///
+/// # Safety
+/// Each side is valid, from its start `at`, for `extent[2]` slices `slice_rows` rows apart
+/// of `extent[1]` rows of `extent[0]` bytes at its pitch (host memory for reading or
+/// writing as its side says); the two do not overlap.
+#[inline]
+pub(crate) unsafe fn memcpy_3d(copy: &Copy3D) -> Result<()> {
+    let desc = copy.desc();
+    cu!(cuMemcpy3D_v2(&desc))?;
+    legacy_stream_synchronize()
+}
+
+/// # Safety
+/// As [`memcpy_3d`], `stream` is live, and both sides stay valid (host memory untouched by
+/// the host) until the stream has run the copy.
+#[inline]
+pub(crate) unsafe fn memcpy_3d_async(copy: &Copy3D, stream: CUstream) -> Result<()> {
+    let desc = copy.desc();
+    cu!(cuMemcpy3DAsync_v2(&desc, stream))
+}
+
 /// Managed (unified) memory accessible from the host and every device
 /// (`cuMemAllocManaged`, `CU_MEM_ATTACH_GLOBAL`), in the current context.
 #[inline]

@@ -139,6 +139,7 @@ pub mod module;
 pub mod peer;
 pub mod phase;
 pub mod pitched;
+pub mod pitched3d;
 pub mod pool;
 pub mod scope;
 pub mod stream;
@@ -167,6 +168,7 @@ pub use module::Module;
 pub use peer::{PeerAccess, copy_peer};
 pub use phase::{Phases, with_phases};
 pub use pitched::DeviceBuffer2D;
+pub use pitched3d::{DeviceBuffer3D, Region3D};
 pub use pool::{MemoryPool, ReusePolicy};
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 pub use stream::{Stream, StreamFlags};
@@ -247,6 +249,7 @@ mod facts {
     assert_impl_all!(Event<'static>: Send, Sync);
     assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);
     assert_impl_all!(PinnedBuffer<'static, f32>: Send, Sync);
+    assert_impl_all!(DeviceBuffer3D<'static, f32>: Send, Sync);
     // scopes and their handles stay on the thread that opened the scope
     assert_not_impl_any!(StreamScope<'static, 'static, 'static>: Sync);
     assert_not_impl_any!(DeviceMut<'static, 'static, f32>: Send, Sync);

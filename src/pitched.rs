@@ -25,8 +25,8 @@
 //! # }
 //! ```
 //!
-//! (Three-dimensional pitched memory is not offered: a 3D extent is a 2D buffer of
-//! `height * depth` rows, which `DeviceBuffer2D` already covers for copies.)
+//! Three-dimensional pitched memory, with copies of whole volumes and of boxes inside them,
+//! is [`DeviceBuffer3D`](crate::DeviceBuffer3D) (module [`pitched3d`](crate::pitched3d)).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -66,25 +66,60 @@ pub(crate) fn check_host_rows(what: &str, len: usize, width: usize, row_len: usi
         row_len >= width,
         "{what}: a host row of {row_len} elements is shorter than the buffer's width {width}"
     );
-    let needed = match height {
-        0 => 0,
-        h => (h - 1)
-            .checked_mul(row_len)
-            .and_then(|n| n.checked_add(width))
-            .unwrap_or(usize::MAX),
-    };
+    let needed = host_elements([width, height, 1], row_len, height).unwrap_or(usize::MAX);
     assert!(
         len >= needed,
         "{what}: {height} rows of {width} elements, {row_len} apart, need {needed} host elements but the slice has {len}"
     );
 }
 
+/// How many elements of a host slice a copy reaches, from the first: `depth` slices,
+/// `slice_rows` rows apart, of `height` rows of `width` elements, `row_len` apart (a 2D
+/// image is one slice). `None` if that overflows `usize`.
+pub(crate) fn host_elements(
+    [width, height, depth]: [usize; 3],
+    row_len: usize,
+    slice_rows: usize,
+) -> Option<usize> {
+    if height == 0 || depth == 0 {
+        return Some(0);
+    }
+    (depth - 1)
+        .checked_mul(slice_rows)?
+        .checked_add(height - 1)?
+        .checked_mul(row_len)?
+        .checked_add(width)
+}
+
+/// The pitch in bytes of host rows `row_len` elements of `T` apart; panics if it overflows
+/// `usize` (possible only for a copy of one row, whose pitch the driver still reads).
+#[track_caller]
+pub(crate) fn host_pitch<T>(what: &str, row_len: usize) -> usize {
+    match row_len.checked_mul(size_of::<T>()) {
+        Some(pitch) => pitch,
+        None => panic!(
+            "{what}: host rows {row_len} elements of {} bytes apart overflow usize",
+            size_of::<T>()
+        ),
+    }
+}
+
 impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// Allocates `height` rows of `width` elements, every byte (padding included) zero;
     /// complete when it returns.
     pub fn zeroed(ctx: ContextGuard<'ctx>, width: usize, height: usize) -> Result<Self> {
-        let row_bytes = checked_byte_len::<T>("DeviceBuffer2D::zeroed", width)?;
-        checked_byte_len::<T>("DeviceBuffer2D::zeroed", width.saturating_mul(height))?;
+        Self::zeroed_for("DeviceBuffer2D::zeroed", ctx, width, height)
+    }
+
+    /// [`DeviceBuffer2D::zeroed`], its errors naming `call`.
+    pub(crate) fn zeroed_for(
+        call: &'static str,
+        ctx: ContextGuard<'ctx>,
+        width: usize,
+        height: usize,
+    ) -> Result<Self> {
+        let row_bytes = checked_byte_len::<T>(call, width)?;
+        checked_byte_len::<T>(call, width.saturating_mul(height))?;
         let element = match size_of::<T>() {
             16.. => 16,
             8..=15 => 8,
@@ -113,6 +148,22 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             unsafe { context::in_context(buf.ctx, zero) }?;
         }
         Ok(buf)
+    }
+
+    /// A buffer of `width` elements per row and no rows, at no allocation and of no
+    /// context: every copy of it returns before the driver, so tests of the checks that
+    /// come first run without a device, and one that got past them would reach nothing.
+    #[cfg(test)]
+    pub(crate) fn unallocated(width: usize) -> Self {
+        DeviceBuffer2D {
+            ptr: empty_address::<T>(),
+            pitch: width * size_of::<T>(),
+            width,
+            height: 0,
+            ctx: NonNull::dangling(),
+            _brand: PhantomData,
+            _elem: PhantomData,
+        }
     }
 
     /// Elements per row.
@@ -160,7 +211,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         (self.row_bytes(), self.height)
     }
 
-    fn run(&self, op: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// Runs `op` in the buffer's context; nothing for a buffer of no bytes.
+    pub(crate) fn run(&self, op: impl FnOnce() -> Result<()>) -> Result<()> {
         if self.row_bytes() == 0 || self.height == 0 {
             return Ok(());
         }
@@ -182,7 +234,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             self.height,
         );
         let (w, h) = self.extent();
-        let src = Side2D::Host(src.as_ptr().cast(), row_len * size_of::<T>());
+        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_from_host", row_len);
+        let src = Side2D::Host(src.as_ptr().cast(), pitch);
         self.run(|| {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked).
             unsafe { driver::memcpy_2d(self.side(), src, w, h) }
@@ -203,7 +256,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             self.height,
         );
         let (w, h) = self.extent();
-        let dst = Side2D::HostMut(dst.as_mut_ptr().cast(), row_len * size_of::<T>());
+        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_to_host", row_len);
+        let dst = Side2D::HostMut(dst.as_mut_ptr().cast(), pitch);
         self.run(|| {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); any
             // bytes are a valid `T`.

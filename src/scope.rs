@@ -78,7 +78,7 @@ use crate::memory::{
     overlap_error,
 };
 use crate::phase::{Dynamic, StreamKind};
-use crate::pitched::{DeviceBuffer2D, check_host_rows};
+use crate::pitched::{DeviceBuffer2D, check_host_rows, host_pitch};
 use crate::pool::MemoryPool;
 use crate::stream::Stream;
 
@@ -570,7 +570,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Runs `op`, one operation on this scope's stream touching `spans`, after the waits a
     /// multi-stream scope needs (none for a scope of one stream), and records it.
     #[inline(always)]
-    fn ordered(
+    pub(crate) fn ordered(
         &self,
         spans: &[Span],
         globals: Option<usize>,
@@ -850,7 +850,10 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         if w == 0 || h == 0 {
             return Ok(());
         }
-        let host = Side2D::Host(src.as_ptr().cast(), row_len * std::mem::size_of::<T>());
+        let host = Side2D::Host(
+            src.as_ptr().cast(),
+            host_pitch::<T>("copy_2d_from_host", row_len),
+        );
         self.ordered(&[dst.span(true)], None, || {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked), stay
             // borrowed (the host side unmodified) until the scope synchronizes.
@@ -880,7 +883,10 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         if w == 0 || h == 0 {
             return Ok(());
         }
-        let host = Side2D::HostMut(dst.as_mut_ptr().cast(), row_len * std::mem::size_of::<T>());
+        let host = Side2D::HostMut(
+            dst.as_mut_ptr().cast(),
+            host_pitch::<T>("copy_2d_to_host", row_len),
+        );
         self.ordered(&[src.span(false)], None, || {
             // SAFETY: as above; `dst` is borrowed exclusively until the scope synchronizes,
             // and any bytes are a valid `T`.

@@ -359,6 +359,188 @@ fn pitched_2d_buffers_copy_windows_of_host_images_both_ways() {
     });
 }
 
+fn pitched_3d_buffers_copy_volumes_and_boxes_both_ways() {
+    use cuda_brand::{DeviceBuffer3D, Region3D};
+    common::in_context(|ctx| {
+        // a host volume 7 wide, 5 rows per slice, 3 slices: element (x, y, z) is `at(x, y, z)`
+        let host: Vec<u16> = (0..105).collect();
+        let at = |x: usize, y: usize, z: usize| (z * 35 + y * 7 + x) as u16;
+        let mut vol = DeviceBuffer3D::<u16>::zeroed(ctx, 4, 3, 2)?;
+        assert_eq!(vol.shape(), [4, 3, 2]);
+        assert!(vol.pitch_bytes() >= 8, "pitch {}", vol.pitch_bytes());
+        assert_eq!(vol.to_vec()?, vec![0; 24], "zeroed");
+        // the 4 x 3 x 2 window of it at its first element
+        vol.copy_from_host(&host, 7, 5)?;
+        let window: Vec<u16> = (0..2)
+            .flat_map(|z| (0..3).flat_map(move |y| (0..4).map(move |x| at(x, y, z))))
+            .collect();
+        assert_eq!(window[..5], [0, 1, 2, 3, 7]);
+        assert_eq!(window[12], 35, "the second slice starts 5 host rows on");
+        assert_eq!(vol.to_vec()?, window);
+        // into a canvas 10 wide, 4 rows per slice: only the window's cells change
+        let mut canvas = vec![u16::MAX; 80];
+        vol.copy_to_host(&mut canvas, 10, 4)?;
+        for (i, &v) in canvas.iter().enumerate() {
+            let (z, y, x) = (i / 40, i % 40 / 10, i % 10);
+            let want = if x < 4 && y < 3 {
+                at(x, y, z)
+            } else {
+                u16::MAX
+            };
+            assert_eq!(v, want, "canvas cell {i} (x {x}, y {y}, z {z})");
+        }
+        let mut copy = DeviceBuffer3D::<u16>::zeroed(ctx, 4, 3, 2)?;
+        copy.copy_from_device(&vol)?;
+        assert_eq!(copy.to_vec()?, window);
+
+        // boxes: 2 x 2 x 1 of `vol` at (2, 1, 1) into a 3 x 2 x 2 buffer at (1, 0, 1);
+        // packed, element (x, y, z) of `small` is at z * 6 + y * 3 + x
+        let mut small = DeviceBuffer3D::<u16>::zeroed(ctx, 3, 2, 2)?;
+        small.copy_region_from_device([1, 0, 1], &vol, Region3D::new([2, 1, 1], [2, 2, 1]))?;
+        let mut want = vec![0u16; 12];
+        (want[7], want[8], want[10], want[11]) =
+            (at(2, 1, 1), at(3, 1, 1), at(2, 2, 1), at(3, 2, 1));
+        assert_eq!(small.to_vec()?, want);
+        // a packed 2 x 1 x 2 host volume into the box at (0, 1, 0)
+        small.copy_region_from_host(
+            Region3D::new([0, 1, 0], [2, 1, 2]),
+            &[100, 101, 102, 103],
+            2,
+            1,
+        )?;
+        (want[3], want[4], want[9], want[10]) = (100, 101, 102, 103);
+        assert_eq!(small.to_vec()?, want);
+        // the box at (1, 0, 1) of 2 x 2 x 1 back into a 3-wide host image
+        let mut out = [u16::MAX; 6];
+        small.copy_region_to_host(Region3D::new([1, 0, 1], [2, 2, 1]), &mut out, 3, 2)?;
+        assert_eq!(out, [want[7], want[8], u16::MAX, 102, want[11], u16::MAX]);
+        // an empty box at the far corner: checked, then nothing to do
+        small.copy_region_from_device([3, 2, 2], &vol, Region3D::new([4, 3, 2], [0, 0, 0]))?;
+        assert_eq!(small.to_vec()?, want);
+
+        // the same copies queued in stream scopes (`cuMemcpy3DAsync`); a scope borrows what
+        // it writes for its whole length: write in one, read in the next
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        let shifted: Vec<u16> = host.iter().map(|v| v + 1000).collect();
+        let shifted_window: Vec<u16> = window.iter().map(|v| v + 1000).collect();
+        stream.scope(|s| s.copy_3d_from_host(&mut copy, &shifted, 7, 5))?;
+        let mut back = vec![0u16; 24];
+        stream.scope(|s| s.copy_3d_to_host(&mut back, 4, 3, &copy))?;
+        assert_eq!(back, shifted_window);
+        stream.scope(|s| s.copy_3d_from_device(&mut vol, &copy))?;
+        assert_eq!(vol.to_vec()?, shifted_window);
+        let mut tile = DeviceBuffer3D::<u16>::zeroed(ctx, 2, 2, 1)?;
+        let box_at_111 = Region3D::new([1, 1, 1], [2, 2, 1]);
+        stream.scope(|s| s.copy_3d_region_from_device(&mut tile, [0, 0, 0], &vol, box_at_111))?;
+        let mut tile_host = [0u16; 4];
+        stream.scope(|s| s.copy_3d_region_to_host(&mut tile_host, 2, 2, &tile, tile.whole()))?;
+        assert_eq!(
+            tile_host,
+            [at(1, 1, 1), at(2, 1, 1), at(1, 2, 1), at(2, 2, 1)].map(|v| v + 1000)
+        );
+        let mut other = DeviceBuffer3D::<u16>::zeroed(ctx, 4, 3, 2)?;
+        let middle = Region3D::new([1, 1, 0], [2, 2, 1]);
+        stream.scope(|s| s.copy_3d_region_from_host(&mut other, middle, &[1, 2, 3, 4], 2, 2))?;
+        let mut other_want = vec![0u16; 24];
+        (other_want[5], other_want[6], other_want[9], other_want[10]) = (1, 2, 3, 4);
+        assert_eq!(other.to_vec()?, other_want);
+        let mut image = [u16::MAX; 6];
+        stream.scope(|s| s.copy_3d_region_to_host(&mut image, 3, 2, &other, middle))?;
+        assert_eq!(image, [1, 2, u16::MAX, 3, 4, u16::MAX]);
+
+        // bad shapes are refused before the driver: the buffers are unchanged
+        let message = |f: &mut dyn FnMut()| {
+            let payload = panic::catch_unwind(AssertUnwindSafe(f)).unwrap_err();
+            payload
+                .downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            message(&mut || drop(vol.copy_from_host(&host[..20], 7, 5))),
+            "DeviceBuffer3D::copy_from_host: 2 slices of 3 rows of 4 elements, rows 7 elements \
+             and slices 5 rows apart, need 53 host elements but the slice has 20"
+        );
+        assert_eq!(
+            message(&mut || drop(vol.copy_region_from_device(
+                [3, 0, 0],
+                &copy,
+                Region3D::new([0, 0, 0], [2, 1, 1])
+            ))),
+            "DeviceBuffer3D::copy_region_from_device: the destination region (origin [3, 0, 0], \
+             extent [2, 1, 1]) is not inside the buffer's shape [4, 3, 2]"
+        );
+        assert_eq!(
+            message(&mut || drop(stream.scope(|s| s.copy_3d_to_host(&mut back, 4, 2, &vol)))),
+            "copy_3d_to_host: a host slice of 2 rows is shorter than the 3 rows copied per slice"
+        );
+        assert_eq!(vol.to_vec()?, shifted_window);
+        Ok(())
+    });
+}
+
+fn a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly() {
+    use cuda_brand::DeviceBuffer3D;
+    common::in_context(|ctx| {
+        let (w, h, d) = (333, 17, 5);
+        let host: Vec<f32> = (0..w * h * d).map(|i| i as f32 * 0.5 - 7.0).collect();
+        let mut vol = DeviceBuffer3D::<f32>::zeroed(ctx, w, h, d)?;
+        assert!(vol.pitch_bytes() >= w * 4, "pitch {}", vol.pitch_bytes());
+        vol.copy_from_host(&host, w, h)?;
+        let back = vol.to_vec()?;
+        assert!(
+            back == host,
+            "first mismatch at {:?}",
+            back.iter().zip(&host).position(|(a, b)| a != b)
+        );
+        // into a padded host volume: rows 340 apart, slices 20 rows apart
+        let (row_len, slice_rows) = (340, 20);
+        let mut padded = vec![f32::NAN; row_len * slice_rows * d];
+        let mut other = DeviceBuffer3D::<f32>::zeroed(ctx, w, h, d)?;
+        let streams = (Stream::new(ctx, StreamFlags::NonBlocking)?, ctx.stream()?);
+        // two streams of one scope: one downloads `vol`, the other uploads into `other`
+        streams.0.scope_with(&streams.1, |a, b| {
+            a.copy_3d_to_host(&mut padded, row_len, slice_rows, &vol)?;
+            b.copy_3d_from_host(&mut other, &host, w, h)
+        })?;
+        for z in 0..d {
+            for y in 0..slice_rows {
+                for x in 0..row_len {
+                    let got = padded[(z * slice_rows + y) * row_len + x];
+                    if x < w && y < h {
+                        assert_eq!(got, host[(z * h + y) * w + x], "({x}, {y}, {z})");
+                    } else {
+                        assert!(got.is_nan(), "padding at ({x}, {y}, {z}) written: {got}");
+                    }
+                }
+            }
+        }
+        assert!(other.to_vec()? == host, "uploaded on the second stream");
+        Ok(())
+    });
+}
+
+fn empty_3d_buffers_allocate_nothing_and_copy_nothing() {
+    use cuda_brand::{DeviceBuffer3D, Region3D};
+    common::in_context(|ctx| {
+        for [w, h, d] in [[0, 3, 2], [4, 0, 2], [4, 3, 0]] {
+            let mut empty = DeviceBuffer3D::<u32>::zeroed(ctx, w, h, d)?;
+            assert_eq!(
+                empty.as_device_ptr(),
+                256,
+                "the sentinel address, not an allocation"
+            );
+            assert_eq!(empty.to_vec()?, Vec::<u32>::new());
+            empty.copy_from_host(&[], w, h)?;
+            empty.copy_to_host(&mut [], w, h)?;
+            let twin = DeviceBuffer3D::<u32>::zeroed(ctx, w, h, d)?;
+            empty.copy_from_device(&twin)?;
+            empty.copy_region_from_device([0; 3], &twin, Region3D::whole([w, h, d]))?;
+        }
+        Ok(())
+    });
+}
+
 fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
     use cuda_brand::{Advice, In, LaunchConfig, ManagedBuffer, MemoryLocation, Module, Out};
     common::in_context(|ctx| {
@@ -419,6 +601,9 @@ fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
 
 gpu_test_main!(
     pitched_2d_buffers_copy_windows_of_host_images_both_ways,
+    pitched_3d_buffers_copy_volumes_and_boxes_both_ways,
+    a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly,
+    empty_3d_buffers_allocate_nothing_and_copy_nothing,
     managed_memory_is_seen_in_order_by_the_host_and_kernels,
     a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,
