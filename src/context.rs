@@ -594,6 +594,10 @@ impl<'ctx> SharedContext<'ctx> {
 enum Teardown {
     /// Only pop (a context someone else owns).
     Pop,
+    /// Free what the crate keeps for the context (its bulk-copy staging), then pop: a
+    /// context someone else owns, who may destroy it once the crate's scope is over
+    /// (`with_raw_context`).
+    FreeThenPop,
     /// Synchronize, pop, then give the context up (one the crate created or retained).
     Finish(Owned),
 }
@@ -652,6 +656,11 @@ fn put_back(other: CUcontext) -> Error {
 fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
     match teardown {
         Teardown::Pop => pop_exact(raw),
+        Teardown::FreeThenPop => {
+            // SAFETY: `raw` is alive and on top of this thread's stack (current).
+            unsafe { crate::staging::on_context_end(raw) };
+            pop_exact(raw)
+        }
         Teardown::Finish(owned) => tear_down_fully(raw, owned),
     }
 }
@@ -664,6 +673,13 @@ fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
 #[inline(never)]
 fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
     let synced = driver::ctx_synchronize();
+    if let Owned::Destroy = owned {
+        // The bulk-copy staging is page-locked for this context: unregistered and freed
+        // while the context is current, before it is destroyed. (A primary context may
+        // live on after the release: see below.)
+        // SAFETY: `raw` is alive and on top of this thread's stack (current).
+        unsafe { crate::staging::on_context_end(raw) };
+    }
     if let Err(e) = pop_exact(raw) {
         return Err(Error::with_detail(
             e.call(),
@@ -678,8 +694,13 @@ fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
         // SAFETY: every value branded with this context is gone (the brand cannot leave the
         // closure), this is the context `with_context` created, and it is off the stack.
         Owned::Destroy => unsafe { driver::ctx_destroy(raw) },
-        // SAFETY: balances the retain in `with_primary_context`; nothing branded remains.
-        Owned::Release(device) => unsafe { driver::primary_ctx_release(device) },
+        Owned::Release(device) => {
+            // SAFETY: balances the retain in `with_primary_context`; nothing branded remains.
+            let released = unsafe { driver::primary_ctx_release(device) };
+            // frees the staging if the release destroyed the context
+            crate::staging::after_primary_release(raw, device);
+            released
+        }
     };
     synced.and(released)
 }
@@ -835,5 +856,5 @@ where
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Pop, f)
+    run_scoped(guard, Teardown::FreeThenPop, f)
 }

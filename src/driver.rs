@@ -1171,6 +1171,29 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
     cu!(cuMemFreeHost(p))
 }
 
+/// Page-locks host memory for the current context (`cuMemHostRegister`), so that copies
+/// between it and the device run by DMA. Used by the crate's staging buffers
+/// (`src/staging.rs`), which own the memory they register.
+///
+/// # Safety
+/// `[p, p + bytes)` is host memory that stays allocated until it is unregistered with
+/// [`mem_host_unregister`] (or its context is destroyed, which unregisters it).
+#[inline]
+pub(crate) unsafe fn mem_host_register(p: *mut c_void, bytes: usize, flags: u32) -> Result<()> {
+    cu!(cuMemHostRegister_v2(p, bytes, flags))
+}
+
+/// Makes memory that [`mem_host_register`] page-locked in the current context pageable
+/// again (`cuMemHostUnregister`).
+///
+/// # Safety
+/// `p` is the start of a range registered in the current context, and no queued copy
+/// still uses it.
+#[inline]
+pub(crate) unsafe fn mem_host_unregister(p: *mut c_void) -> Result<()> {
+    cu!(cuMemHostUnregister(p))
+}
+
 /// Waits for the current context's legacy default stream.
 ///
 /// The "synchronous" copies and fills of the driver are not all complete when they
@@ -1215,6 +1238,23 @@ pub(crate) unsafe fn stream_wait_idle(s: CUstream) -> Result<()> {
 pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> Result<()> {
     cu!(cuMemcpyHtoD_v2(dst, src, bytes))?;
     legacy_stream_synchronize()
+}
+
+/// Copies host to device (`cuMemcpyHtoD`) without the wait of [`memcpy_htod`]: from
+/// page-locked memory the copy is complete when it returns; from pageable memory the data
+/// has been staged (the host range may be reused) but may still be on its way. A caller
+/// that promises completion waits for the legacy stream afterwards
+/// ([`stream_wait_idle`] on null), once for a whole series of such copies.
+///
+/// # Safety
+/// As [`memcpy_htod`].
+#[inline]
+pub(crate) unsafe fn memcpy_htod_unwaited(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+) -> Result<()> {
+    cu!(cuMemcpyHtoD_v2(dst, src, bytes))
 }
 
 /// # Safety

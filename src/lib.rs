@@ -142,6 +142,7 @@ pub mod pitched;
 pub mod pitched3d;
 pub mod pool;
 pub mod scope;
+mod staging;
 pub mod stream;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
@@ -195,6 +196,14 @@ pub mod sys {
         CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
         CUmod_st, CUmodule, CUstream, CUstream_st,
     };
+}
+
+/// The thresholds and counters of the bulk-copy staging (`src/staging.rs`), for the
+/// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not part of the API: it may
+/// change in any release.
+#[doc(hidden)]
+pub mod __staging {
+    pub use crate::staging::hidden::*;
 }
 
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from

@@ -60,7 +60,9 @@
 //! `Stream<'ctx, Preallocated>` are one pointer wide like their plain forms (asserted in
 //! the crate root), and a scope of a preallocated stream is the same code as any other.
 //!
-//! Pinned host memory made during setup is deferred the same way. What the phases do not
+//! Pinned host memory made during setup is deferred the same way, and the staging memory of
+//! bulk copies is frozen when the run phase starts (reserve it in setup with
+//! [`ContextGuard::reserve_staging`], or run-phase copies take the driver's plain path). What the phases do not
 //! cover: managed and pitched memory, and peer access, are created with a plain guard only
 //! (they are not offered during setup); dropping a stream,
 //! event, module or pool during the run phase destroys it (none of them is memory the
@@ -167,7 +169,20 @@ impl<'ctx> Phases<'ctx> {
         F: for<'s> FnOnce(ContextGuard<'ctx, Setup<'s>>) -> std::result::Result<T, E>,
     {
         let built = f(self.guard.with_phase())?;
+        // the run phase allocates no staging for bulk copies: it uses what setup reserved
+        // (`ContextGuard::reserve_staging`), or the driver's own path
+        crate::staging::freeze(self.guard, true);
         Ok((built, self.guard.with_phase()))
+    }
+}
+
+impl ContextGuard<'_, Setup<'_>> {
+    /// Reserves the page-locked staging memory that bulk copies between the device and
+    /// pageable host memory use (see [`DeviceBuffer`](crate::DeviceBuffer)'s documentation):
+    /// in the run phase such copies use it instead of allocating; without it they take the
+    /// driver's plain path.
+    pub fn reserve_staging(self) -> Result<()> {
+        crate::staging::reserve(self.unphased())
     }
 }
 
