@@ -353,10 +353,12 @@ impl<'ctx> ContextGuard<'ctx> {
         self.raw.0
     }
 
-    /// The driver's handle. Using it to destroy, reset or pop the context breaks the
-    /// guarantees of every value with this brand.
-    pub fn as_raw(self) -> CUcontext {
-        self.raw.0.as_ptr()
+    escape_hatch! {
+        /// The driver's handle. Using it to destroy, reset or pop the context breaks the
+        /// guarantees of every value with this brand.
+        pub fn as_raw(self) -> CUcontext {
+            self.raw.0.as_ptr()
+        }
     }
 
     /// A copy of this guard that can be sent to and shared with scoped threads.
@@ -553,9 +555,11 @@ impl<'ctx> SharedContext<'ctx> {
         run_scoped(guard, Teardown::Pop, f)
     }
 
-    /// The driver's handle.
-    pub fn as_raw(self) -> CUcontext {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        pub fn as_raw(self) -> CUcontext {
+            self.raw.as_ptr()
+        }
     }
 }
 
@@ -755,6 +759,7 @@ where
     run_scoped(guard, Teardown::Finish(Owned::Release(device.as_raw())), f)
 }
 
+#[cfg(not(feature = "safety-profile"))]
 /// Brands a context created elsewhere (by the runtime API, another library, raw driver
 /// calls) for the length of `f`: pushes it, runs `f` with a guard, and pops it. The context
 /// is neither synchronized nor destroyed.

@@ -103,37 +103,39 @@ impl<'ctx> Module<'ctx> {
         unsafe { Self::from_binary_unchecked(ctx, image) }
     }
 
-    /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) without checking its
-    /// contents: only that it starts with the ELF or fatbin magic (anything else would be
-    /// read as PTX text, past the slice if it has no NUL).
-    ///
-    /// # Safety
-    ///
-    /// `image` is a complete, undamaged image as `nvcc` or `nvlink` wrote it: the driver
-    /// follows the offsets and sizes inside it without knowing the slice's length, so a
-    /// truncated or corrupted image can make it read (and crash) outside the slice.
-    pub unsafe fn from_binary_unchecked(ctx: ContextGuard<'ctx>, image: &[u8]) -> Result<Self> {
-        const ELF: [u8; 4] = [0x7f, b'E', b'L', b'F'];
-        const FATBIN: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
-        if image.len() < 4 || (image[..4] != ELF && image[..4] != FATBIN) {
-            return Err(Error::with_detail(
-                "Module::from_binary",
-                ErrorCode::InvalidImage,
-                "not a cubin (ELF) or fatbin image; use Module::from_ptx for PTX text",
-            ));
+    escape_hatch! {
+        /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) without checking its
+        /// contents: only that it starts with the ELF or fatbin magic (anything else would be
+        /// read as PTX text, past the slice if it has no NUL).
+        ///
+        /// # Safety
+        ///
+        /// `image` is a complete, undamaged image as `nvcc` or `nvlink` wrote it: the driver
+        /// follows the offsets and sizes inside it without knowing the slice's length, so a
+        /// truncated or corrupted image can make it read (and crash) outside the slice.
+        pub unsafe fn from_binary_unchecked(ctx: ContextGuard<'ctx>, image: &[u8]) -> Result<Self> {
+            const ELF: [u8; 4] = [0x7f, b'E', b'L', b'F'];
+            const FATBIN: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
+            if image.len() < 4 || (image[..4] != ELF && image[..4] != FATBIN) {
+                return Err(Error::with_detail(
+                    "Module::from_binary",
+                    ErrorCode::InvalidImage,
+                    "not a cubin (ELF) or fatbin image; use Module::from_ptx for PTX text",
+                ));
+            }
+            // The driver reads the image through aligned loads: give it an 8-byte-aligned copy.
+            let mut aligned = vec![0u64; image.len().div_ceil(8)];
+            // SAFETY: `aligned` has at least `image.len()` bytes, and the two do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    image.as_ptr(),
+                    aligned.as_mut_ptr().cast::<u8>(),
+                    image.len(),
+                )
+            };
+            // SAFETY: the caller promises a complete image; the copy outlives the call.
+            unsafe { Self::load(ctx, aligned.as_ptr().cast()) }
         }
-        // The driver reads the image through aligned loads: give it an 8-byte-aligned copy.
-        let mut aligned = vec![0u64; image.len().div_ceil(8)];
-        // SAFETY: `aligned` has at least `image.len()` bytes, and the two do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                image.as_ptr(),
-                aligned.as_mut_ptr().cast::<u8>(),
-                image.len(),
-            )
-        };
-        // SAFETY: the caller promises a complete image; the copy outlives the call.
-        unsafe { Self::load(ctx, aligned.as_ptr().cast()) }
     }
 
     /// # Safety
@@ -155,9 +157,11 @@ impl<'ctx> Module<'ctx> {
         })
     }
 
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUmodule {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        pub fn as_raw(&self) -> CUmodule {
+            self.raw.as_ptr()
+        }
     }
 
     /// The function `name` (`cuModuleGetFunction`); a name the module does not have is

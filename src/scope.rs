@@ -373,10 +373,12 @@ macro_rules! scoped_view {
                 self.len == 0
             }
 
-            /// The device address.
-            #[inline]
-            pub fn as_device_ptr(&self) -> CUdeviceptr {
-                self.ptr
+            escape_hatch! {
+                /// The device address.
+                #[inline]
+                pub fn as_device_ptr(&self) -> CUdeviceptr {
+                    self.ptr
+                }
             }
 
             #[inline]
@@ -920,39 +922,43 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         })
     }
 
-    /// Allocates `len` elements in stream order from the crate's pool of the device
-    /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
-    /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
-    /// The memory lives until the scope ends: after the final synchronization it is freed in
-    /// stream order (`cuMemFreeAsync`). On a device without memory pools
-    /// (`MEMORY_POOLS_SUPPORTED` is 0) it comes from `cuMemAlloc` in the stream's context
-    /// instead, freed after the synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that
-    /// path (for tests). In a
-    /// multi-stream scope the allocation counts as a write on this stream: other streams
-    /// wait for it before they touch the memory.
-    ///
-    /// # Safety
-    /// The contents are stale bytes until written (valid values for `DeviceCopy` types,
-    /// but possibly another allocation's data).
-    pub unsafe fn alloc<T: DeviceCopy>(
-        &'scope self,
-        len: usize,
-    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
-        // SAFETY: the caller's promise.
-        unsafe { self.alloc_from(None, len) }
+    escape_hatch! {
+        /// Allocates `len` elements in stream order from the crate's pool of the device
+        /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
+        /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
+        /// The memory lives until the scope ends: after the final synchronization it is freed in
+        /// stream order (`cuMemFreeAsync`). On a device without memory pools
+        /// (`MEMORY_POOLS_SUPPORTED` is 0) it comes from `cuMemAlloc` in the stream's context
+        /// instead, freed after the synchronization; `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that
+        /// path (for tests). In a
+        /// multi-stream scope the allocation counts as a write on this stream: other streams
+        /// wait for it before they touch the memory.
+        ///
+        /// # Safety
+        /// The contents are stale bytes until written (valid values for `DeviceCopy` types,
+        /// but possibly another allocation's data).
+        pub unsafe fn alloc<T: DeviceCopy>(
+            &'scope self,
+            len: usize,
+        ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+            // SAFETY: the caller's promise.
+            unsafe { self.alloc_from(None, len) }
+        }
     }
 
-    /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so).
-    ///
-    /// # Safety
-    /// As for [`StreamScope::alloc`].
-    pub unsafe fn alloc_in<T: DeviceCopy>(
-        &'scope self,
-        pool: &'scope MemoryPool<'ctx>,
-        len: usize,
-    ) -> Result<DeviceMut<'scope, 'ctx, T>> {
-        // SAFETY: the caller's promise.
-        unsafe { self.alloc_from(Some(pool.as_raw()), len) }
+    escape_hatch! {
+        /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so).
+        ///
+        /// # Safety
+        /// As for [`StreamScope::alloc`].
+        pub unsafe fn alloc_in<T: DeviceCopy>(
+            &'scope self,
+            pool: &'scope MemoryPool<'ctx>,
+            len: usize,
+        ) -> Result<DeviceMut<'scope, 'ctx, T>> {
+            // SAFETY: the caller's promise.
+            unsafe { self.alloc_from(Some(pool.as_raw()), len) }
+        }
     }
 
     /// As [`StreamScope::alloc_zeroed`], from `pool`.

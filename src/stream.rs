@@ -99,10 +99,12 @@ impl<'ctx> Stream<'ctx> {
         })
     }
 
-    /// The driver's handle.
-    #[inline]
-    pub fn as_raw(&self) -> CUstream {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        #[inline]
+        pub fn as_raw(&self) -> CUstream {
+            self.raw.as_ptr()
+        }
     }
 
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
