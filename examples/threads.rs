@@ -50,9 +50,12 @@ fn run() -> Result<(), Error> {
                                     (part, (i + 1) as f32),
                                 )
                             })?;
+                            #[cfg(not(feature = "safety-profile"))]
+                            let handle = stream.as_raw();
+                            #[cfg(feature = "safety-profile")] // no raw handles: its Debug form
+                            let handle = &stream;
                             println!(
-                                "thread {i}: stream {:?} scaled its {PER_THREAD} elements by {}",
-                                stream.as_raw(),
+                                "thread {i}: stream {handle:?} scaled its {PER_THREAD} elements by {}",
                                 i + 1
                             );
                             Ok::<_, Error>(())

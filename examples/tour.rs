@@ -38,7 +38,11 @@ fn tour() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     let flags = ContextFlags::new().scheduling(Scheduling::BlockingSync);
     with_context(&device, flags, |ctx| {
-        println!("\ncontext {:?} on {}", ctx.as_raw(), ctx.device()?.name()?);
+        #[cfg(not(feature = "safety-profile"))]
+        let handle = ctx.as_raw();
+        #[cfg(feature = "safety-profile")] // no raw handles: the guard's Debug form
+        let handle = ctx;
+        println!("\ncontext {handle:?} on {}", ctx.device()?.name()?);
         println!("  API version        {}", ctx.api_version()?);
         println!("  flags              {:?}", ctx.flags()?);
         println!("  cache config       {:?}", ctx.cache_config()?);
@@ -56,9 +60,12 @@ fn tour() -> cuda_brand::Result<()> {
         // Nesting: the primary context is current inside, the outer guard still works, and
         // the outer context is current again afterwards.
         with_primary_context(&device, |primary| {
+            #[cfg(not(feature = "safety-profile"))]
+            let handle = primary.as_raw();
+            #[cfg(feature = "safety-profile")]
+            let handle = primary;
             println!(
-                "\nnested primary context {:?}; outer still answers: API {}",
-                primary.as_raw(),
+                "\nnested primary context {handle:?}; outer still answers: API {}",
                 ctx.api_version()?
             );
             Ok::<_, cuda_brand::Error>(())

@@ -387,10 +387,12 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
         self.raw.0
     }
 
-    /// The driver's handle. Using it to destroy, reset or pop the context breaks the
-    /// guarantees of every value with this brand.
-    pub fn as_raw(self) -> CUcontext {
-        self.raw.0.as_ptr()
+    escape_hatch! {
+        /// The driver's handle. Using it to destroy, reset or pop the context breaks the
+        /// guarantees of every value with this brand.
+        pub fn as_raw(self) -> CUcontext {
+            self.raw.0.as_ptr()
+        }
     }
 
     /// Runs `f` with this context current on the calling thread (see [`in_context`]).
@@ -582,9 +584,11 @@ impl<'ctx> SharedContext<'ctx> {
         run_scoped(guard, Teardown::Pop, f)
     }
 
-    /// The driver's handle.
-    pub fn as_raw(self) -> CUcontext {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        pub fn as_raw(self) -> CUcontext {
+            self.raw.as_ptr()
+        }
     }
 }
 
@@ -597,6 +601,7 @@ enum Teardown {
     /// Free what the crate keeps for the context (its bulk-copy staging), then pop: a
     /// context someone else owns, who may destroy it once the crate's scope is over
     /// (`with_raw_context`).
+    #[cfg_attr(feature = "safety-profile", allow(dead_code))]
     FreeThenPop,
     /// Synchronize, pop, then give the context up (one the crate created or retained).
     Finish(Owned),
@@ -831,6 +836,7 @@ where
     run_scoped(guard, Teardown::Finish(Owned::Release(device.as_raw())), f)
 }
 
+#[cfg(not(feature = "safety-profile"))]
 /// Brands a context created elsewhere (by the runtime API, another library, raw driver
 /// calls) for the length of `f`: pushes it, runs `f` with a guard, and pops it. The context
 /// is neither synchronized nor destroyed.

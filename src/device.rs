@@ -96,9 +96,11 @@ impl Device {
         self.ordinal as usize
     }
 
-    /// The driver's handle (`CUdevice`).
-    pub fn as_raw(&self) -> CUdevice {
-        self.raw
+    escape_hatch! {
+        /// The driver's handle (`CUdevice`).
+        pub fn as_raw(&self) -> CUdevice {
+            self.raw
+        }
     }
 
     /// The device's name, e.g. `"NVIDIA H100 80GB HBM3"`.

@@ -89,10 +89,12 @@ impl<'ctx> Event<'ctx> {
         })
     }
 
-    /// The driver's handle.
-    #[inline]
-    pub fn as_raw(&self) -> CUevent {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        #[inline]
+        pub fn as_raw(&self) -> CUevent {
+            self.raw.as_ptr()
+        }
     }
 
     /// Records the event on `stream` (`cuEventRecord`): it completes when the work queued

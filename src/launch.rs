@@ -107,9 +107,11 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         }
     }
 
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUfunction {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        pub fn as_raw(&self) -> CUfunction {
+            self.raw.as_ptr()
+        }
     }
 
     /// One attribute's value (`cuFuncGetAttribute`).

@@ -101,6 +101,52 @@
 //!    = note: mutable references are invariant over their type parameter
 //! ```
 //!
+//! # Your own types in GPU memory
+//!
+//! `#[derive(DeviceCopy)]` (feature `derive`, on by default) makes a `#[repr(C)]` struct of
+//! plain data a [`DeviceCopy`](trait@DeviceCopy) type, and checks at compile time what the
+//! trait asks: the `repr`, every field plain data, no padding anywhere. See
+//! [`derive@DeviceCopy`].
+//!
+//! # Safety profile
+//!
+//! The cargo feature `safety-profile` (off by default) removes the crate's escape hatches,
+//! for code that must show, by compiling, that it uses none:
+//!
+//! ```toml
+//! cuda-brand = { version = "0.1", features = ["safety-profile"] }
+//! ```
+//!
+//! With it, these are gone from the public API (the crate keeps using some of them
+//! itself, as private items):
+//!
+//! * the raw handles: `as_raw` of [`ContextGuard`], [`SharedContext`], [`Device`],
+//!   [`Stream`], [`Event`], [`Module`], [`Function`] and [`MemoryPool`]; `as_device_ptr` of
+//!   [`DeviceSlice`] (so of [`DeviceBuffer`] and [`ManagedBuffer`] through them), of the
+//!   scope views [`DeviceRef`] and [`DeviceMut`], and of [`DeviceBuffer2D`];
+//!   `DeviceBuffer::into_raw_parts`;
+//! * `with_raw_context`, which brands a context made elsewhere on an `unsafe` promise;
+//! * the `sys` module, the driver's handle types re-exported from cuda-driver-sys;
+//! * `Module::from_binary_unchecked` (`unsafe`: an image the driver would read unchecked;
+//!   [`Module::from_binary`] checks it);
+//! * the `unsafe` allocations of uninitialized memory: `DeviceBuffer::uninitialized` and
+//!   `uninitialized_in`, `StreamScope::alloc` and `alloc_in` (use `zeroed`,
+//!   `alloc_zeroed`, `from_slice`).
+//!
+//! What stays `unsafe` is the crate's one necessary promise: declaring a kernel's
+//! parameter list ([`Module::kernel`], [`Module::kernel_mut`], [`Function::typed`]), which
+//! no Rust compiler can check against the kernel's C code. A program under the profile can
+//! therefore `#![deny(unsafe_code)]` and allow it only on its kernel declarations.
+//! `#[derive(DeviceCopy)]` allows its own checked `unsafe impl`; a hand-written
+//! `unsafe impl DeviceCopy` remains possible (it is the program's own `unsafe`, which that
+//! lint finds). Kept as well, being no escape: the numeric conversions of the crate's enums
+//! (`ErrorCode::raw`/`from_raw`, `CacheConfig::raw`/`from_raw`, ...), which carry no handle.
+//!
+//! A use of a removed item fails to compile: "method `as_raw` is private" (pointing at the
+//! crate's `escape_hatch` line, which says why), "cannot find function `with_raw_context`"
+//! (the item "configured out"), as pinned by the repository's `ui-tests/safety-profile/`
+//! cases, which run with `cargo test --features safety-profile --test ui_safety_profile`.
+//!
 //! # Where to read on
 //!
 //! * The [`guide`]: every rule in turn, with the C program that goes wrong and what it
@@ -120,11 +166,35 @@
 //!   [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]
+// With the safety profile, the docs still mention the escape hatches it hides.
+#![cfg_attr(
+    feature = "safety-profile",
+    allow(rustdoc::broken_intra_doc_links, rustdoc::private_intra_doc_links)
+)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(
     clippy::undocumented_unsafe_blocks,
     clippy::multiple_unsafe_ops_per_block
 )]
+
+/// An escape hatch: a public item by default; with the `safety-profile` feature the same
+/// item, crate-private and undocumented, because the crate uses it itself (see "Safety
+/// profile" above).
+macro_rules! escape_hatch {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        #[cfg(not(feature = "safety-profile"))]
+        $(#[$attr])*
+        pub $($item)*
+
+        #[cfg(feature = "safety-profile")]
+        #[allow(dead_code, unreachable_pub, unused_imports)]
+        pub(crate) /* the `safety-profile` feature hides this escape hatch */ $($item)*
+    };
+}
+
+// `#[derive(DeviceCopy)]` names the crate `::cuda_brand`, as users see it; this makes
+// that path work inside the crate too (its unit tests).
+extern crate self as cuda_brand;
 
 pub mod context;
 mod device;
@@ -152,10 +222,75 @@ pub mod guide {}
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(not(feature = "safety-profile"))]
+pub use context::with_raw_context;
 pub use context::{
     CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
-    SharedMemoryConfig, StreamPriorityRange, with_context, with_primary_context, with_raw_context,
+    SharedMemoryConfig, StreamPriorityRange, with_context, with_primary_context,
 };
+/// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
+/// `#[repr(C)]` struct of plain data, checking at compile time what the trait's contract
+/// asks (feature `derive`, on by default).
+///
+/// The derive refuses, each with an error on the offending attribute, field or item:
+///
+/// * a struct without `#[repr(C)]` (or `#[repr(transparent)]`): Rust would choose the field
+///   order, and a kernel's C struct would read the fields at other offsets;
+/// * a field of a type that is not `DeviceCopy` (the trait's own message), and by name the
+///   fields that never can be: `bool`, `char`, `NonZero*`, references and raw pointers;
+/// * padding, between two fields, after the last, or inside a field's type (a tuple with
+///   padding, a type whose `DeviceCopy` is written by hand): those bytes would carry host
+///   memory to the GPU (checked with `offset_of!` and `size_of` in constants);
+/// * an enum, a union, or a generic struct (whose padding depends on its parameters).
+///
+/// It does not derive `Copy` (a supertrait of `DeviceCopy`): derive `Clone` and `Copy` too.
+/// The compile-fail cases in the repository's `ui-tests/fail/7_derive/` pin each error.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+///
+/// /// A kernel's `struct Particle { float pos[3]; float mass; unsigned id; unsigned flags; }`.
+/// #[derive(Clone, Copy, Debug, PartialEq, DeviceCopy)]
+/// #[repr(C)]
+/// struct Particle {
+///     pos: [f32; 3],
+///     mass: f32,
+///     id: u32,
+///     flags: u32, // not `bool`: the GPU may write any byte
+/// }
+///
+/// /// Derived structs nest: a field may be another derived struct.
+/// #[derive(Clone, Copy, DeviceCopy)]
+/// #[repr(C)]
+/// struct Pair {
+///     a: Particle,
+///     b: Particle,
+/// }
+///
+/// fn main() -> cuda_brand::Result<()> {
+///     let device = Device::get(0)?;
+///     with_context(&device, ContextFlags::default(), |ctx| {
+///         let p = Particle { pos: [1.0, 2.0, 3.0], mass: 0.5, id: 7, flags: 1 };
+///         let on_gpu = ctx.from_slice(&[p; 4])?;
+///         assert_eq!(on_gpu.to_vec()?, [p; 4]);
+///         let _pairs = ctx.zeroed::<Pair>(16)?;
+///         Ok(())
+///     })
+/// }
+/// ```
+///
+/// Padding is an error, with the field after the gap named:
+///
+/// ```compile_fail,E0080
+/// #[derive(Clone, Copy, cuda_brand::DeviceCopy)]
+/// #[repr(C)]
+/// struct Sample {
+///     tag: u8,
+///     value: f32, // 3 bytes of padding before it
+/// }
+/// ```
+#[cfg(feature = "derive")]
+pub use cuda_brand_derive::DeviceCopy;
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{Event, EventFlags};
@@ -185,17 +320,19 @@ pub mod prelude {
     };
 }
 
-/// The driver's handle types, for interoperation through the `as_raw` methods and
-/// [`with_raw_context`], and the structs they point to (which compile errors about a
-/// guard's thread name). The crate loads the driver library at run time and exports no
-/// bindings to call it with.
-pub mod sys {
-    /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
-    pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
-    pub use cuda_driver_sys::{
-        CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
-        CUmod_st, CUmodule, CUstream, CUstream_st,
-    };
+escape_hatch! {
+    /// The driver's handle types, for interoperation through the `as_raw` methods and
+    /// [`with_raw_context`], and the structs they point to (which compile errors about a
+    /// guard's thread name). The crate loads the driver library at run time and exports no
+    /// bindings to call it with.
+    pub mod sys {
+        /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
+        pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
+        pub use cuda_driver_sys::{
+            CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st,
+            CUfunction, CUmod_st, CUmodule, CUstream, CUstream_st,
+        };
+    }
 }
 
 /// The thresholds and counters of the bulk-copy staging (`src/staging.rs`), for the

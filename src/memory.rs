@@ -33,29 +33,53 @@ use crate::staging;
 /// heap memory or `Drop`). That is why `bool`, `char`, references and `NonZero*` are not
 /// `DeviceCopy`.
 ///
-/// For your own types: `#[repr(C)]` (so a kernel sees the same layout as CUDA C's
-/// `struct`), every field `DeviceCopy`, then `unsafe impl DeviceCopy for MyType {}`.
-/// Tuples and arrays of `DeviceCopy` types are `DeviceCopy`, but a tuple's field order in
-/// memory is Rust's choice: use them for data a kernel treats as bytes, or a `#[repr(C)]`
-/// struct when a kernel reads fields.
+/// # Your own types: `#[derive(DeviceCopy)]`
+///
+/// Derive it (feature `derive`, on by default) on a `#[repr(C)]` struct, so that a kernel
+/// sees the same layout as CUDA C's `struct`, together with `Clone` and `Copy`. The derive
+/// checks the contract at compile time, with an error on the offending attribute or field:
+/// `#[repr(C)]` (or `#[repr(transparent)]`) is there, every field is `DeviceCopy` (fields
+/// of type `bool`, `char`, `NonZero*`, references and raw pointers are named), and there is
+/// no padding: between fields, at the end, or inside a field's type (a tuple with padding,
+/// a type implemented by hand). Enums, unions and generic structs are refused. See
+/// [the derive](derive@crate::DeviceCopy), and the cases in `ui-tests/fail/7_derive/`.
+/// Derived structs nest, and arrays of them are `DeviceCopy`. The derive's expansion is the
+/// crate's own `unsafe impl`, allowed under `#![deny(unsafe_code)]` (not under `forbid`,
+/// which no code may lift).
+///
+/// Writing `unsafe impl DeviceCopy for MyType {}` by hand is still possible, for what the
+/// derive refuses (a generic struct, at each type you use); it is then your promise, with
+/// no check. Tuples and arrays of `DeviceCopy` types are `DeviceCopy`, but a tuple's field
+/// order in memory is Rust's choice: use them for data a kernel treats as bytes, or a
+/// `#[repr(C)]` struct when a kernel reads fields.
 ///
 /// Padding bytes of a type (a tuple `(u8, u32)` has three) are copied to the GPU as they
 /// are: whatever host memory held there goes along. That is no undefined behaviour, but
-/// it can leak host data into device memory; prefer types without padding. Alignments
-/// above the driver's (256 bytes for device memory, a page for pinned memory) are checked
-/// where the host dereferences the memory ([`PinnedBuffer`] refuses them).
+/// it can leak host data into device memory; prefer types without padding (the derive
+/// refuses them). Alignments above the driver's (256 bytes for device memory, a page for
+/// pinned memory) are checked where the host dereferences the memory ([`PinnedBuffer`]
+/// refuses them).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot live in GPU memory: it is not `DeviceCopy`",
     label = "not plain data the GPU may read and write",
-    note = "the GPU may write any bytes, so only types for which every bit pattern is a value may live there: numbers, arrays and tuples of them, and `#[repr(C)]` structs of them marked `unsafe impl DeviceCopy`",
+    note = "the GPU may write any bytes, so only types for which every bit pattern is a value may live there: numbers, arrays and tuples of them, and `#[repr(C)]` structs of them with `#[derive(DeviceCopy)]`",
     note = "`bool`, `char`, references, pointers and `NonZero*` are not: store a `u8` for a flag, a `u32` for a character"
 )]
-pub unsafe trait DeviceCopy: Copy + 'static {}
+pub unsafe trait DeviceCopy: Copy + 'static {
+    /// Whether every byte of the type belongs to a value, recursively: true for the
+    /// numbers, for arrays of such types, for tuples of them whose size is the sum of their
+    /// fields', and for `#[derive(DeviceCopy)]` structs (the derive checks its fields with
+    /// it); false, as a default, for types implemented by hand. Not part of the API.
+    #[doc(hidden)]
+    const __PADDING_FREE: bool = false;
+}
 
 macro_rules! device_copy {
     ($($t:ty),*) => { $(
         // SAFETY: a primitive number: every bit pattern is a value, it owns nothing.
-        unsafe impl DeviceCopy for $t {}
+        unsafe impl DeviceCopy for $t {
+            const __PADDING_FREE: bool = true;
+        }
     )* };
 }
 device_copy!(
@@ -63,13 +87,20 @@ device_copy!(
 );
 
 // SAFETY: an array of plain-data elements is plain data.
-unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {
+    // elements follow each other without gaps (an element's size is its stride)
+    const __PADDING_FREE: bool = T::__PADDING_FREE;
+}
 
 macro_rules! device_copy_tuple {
     ($($name:ident),+) => {
         // SAFETY: a tuple of plain-data fields is plain data (padding bytes are never read
         // as values).
-        unsafe impl<$($name: DeviceCopy),+> DeviceCopy for ($($name,)+) {}
+        unsafe impl<$($name: DeviceCopy),+> DeviceCopy for ($($name,)+) {
+            // fields that do not overlap and add up to the size leave no byte over
+            const __PADDING_FREE: bool = size_of::<Self>() == 0 $(+ size_of::<$name>())+
+                $(&& $name::__PADDING_FREE)+;
+        }
     };
 }
 device_copy_tuple!(A);
@@ -242,11 +273,13 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
         byte_len::<T>(self.len())
     }
 
-    /// The device address of the first element (`CUdeviceptr`). For an empty view this is
-    /// an address nothing is allocated at.
-    #[inline]
-    pub fn as_device_ptr(&self) -> CUdeviceptr {
-        self.slots.as_ptr() as usize as CUdeviceptr
+    escape_hatch! {
+        /// The device address of the first element (`CUdeviceptr`). For an empty view this is
+        /// an address nothing is allocated at.
+        #[inline]
+        pub fn as_device_ptr(&self) -> CUdeviceptr {
+            self.slots.as_ptr() as usize as CUdeviceptr
+        }
     }
 
     #[inline]
@@ -834,6 +867,7 @@ fn allocate(
 }
 
 impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
+    escape_hatch! {
     /// Allocates `len` elements without initialising them, from the crate's pool of the
     /// device (see [`pool`](crate::pool)).
     ///
@@ -856,13 +890,16 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         }
         Ok(buf)
     }
+    }
 
+    escape_hatch! {
     /// As [`DeviceBuffer::uninitialized`], from `pool`.
     ///
     /// # Safety
     /// As for [`DeviceBuffer::uninitialized`].
     pub unsafe fn uninitialized_in(pool: &crate::MemoryPool<'ctx>, len: usize) -> Result<Self> {
         Self::allocate(pool.context(), Some(pool.as_raw()), len, false)
+    }
     }
 
     fn allocate(
@@ -954,6 +991,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(ctx, copy) }
     }
 
+    escape_hatch! {
     /// The raw device pointer and length, without freeing. Free it with `cuMemFreeAsync`
     /// (or `cuMemFree`) in the buffer's context; memory of a pool is not reclaimed when the
     /// context is destroyed (the pool is the device's), it stays allocated until the process
@@ -965,6 +1003,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         let parts = (self.ptr, self.len);
         mem::forget(self);
         parts
+    }
     }
 }
 
@@ -1203,6 +1242,24 @@ impl<T: DeviceCopy + fmt::Debug> fmt::Debug for PinnedBuffer<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The derive's expansion names `::cuda_brand`, which `extern crate self as cuda_brand`
+    /// makes work inside the crate too.
+    #[cfg(feature = "derive")]
+    #[test]
+    fn the_derive_works_inside_the_crate() {
+        #[derive(Clone, Copy, crate::DeviceCopy)]
+        #[repr(C)]
+        struct Inside {
+            a: u32,
+            b: [u16; 2],
+            c: (u8, u8, u8, u8),
+        }
+        fn size_if_device_copy<T: DeviceCopy>() -> usize {
+            size_of::<T>()
+        }
+        assert_eq!(size_if_device_copy::<Inside>(), 12);
+    }
 
     #[test]
     fn chunks_of_zero_sized_elements_work_like_slice_chunks() {

@@ -104,6 +104,7 @@ impl<'ctx> Module<'ctx> {
         unsafe { Self::from_binary_unchecked(ctx, image) }
     }
 
+    escape_hatch! {
     /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) without checking its
     /// contents: only that it starts with the ELF or fatbin magic (anything else would be
     /// read as PTX text, past the slice if it has no NUL).
@@ -139,6 +140,7 @@ impl<'ctx> Module<'ctx> {
         // SAFETY: the caller promises a complete image; the copy outlives the call.
         unsafe { Self::load(ctx, aligned.as_ptr().cast()) }
     }
+    }
 
     /// # Safety
     /// `image` is a complete image, as `driver::module_load` requires.
@@ -162,9 +164,11 @@ impl<'ctx> Module<'ctx> {
         })
     }
 
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUmodule {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        pub fn as_raw(&self) -> CUmodule {
+            self.raw.as_ptr()
+        }
     }
 
     /// The function `name` (`cuModuleGetFunction`); a name the module does not have is

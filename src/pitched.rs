@@ -181,9 +181,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         self.pitch
     }
 
-    /// The device address of the first row.
-    pub fn as_device_ptr(&self) -> CUdeviceptr {
-        self.ptr
+    escape_hatch! {
+        /// The device address of the first row.
+        pub fn as_device_ptr(&self) -> CUdeviceptr {
+            self.ptr
+        }
     }
 
     /// The allocation's bytes: `pitch * height`.

@@ -161,9 +161,11 @@ impl<'ctx> MemoryPool<'ctx> {
         })
     }
 
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUmemoryPool {
-        self.raw
+    escape_hatch! {
+        /// The driver's handle.
+        pub fn as_raw(&self) -> CUmemoryPool {
+            self.raw
+        }
     }
 
     /// The context the pool serves.

@@ -403,10 +403,12 @@ macro_rules! scoped_view {
                 self.len == 0
             }
 
-            /// The device address.
-            #[inline]
-            pub fn as_device_ptr(&self) -> CUdeviceptr {
-                self.ptr
+            escape_hatch! {
+                /// The device address.
+                #[inline]
+                pub fn as_device_ptr(&self) -> CUdeviceptr {
+                    self.ptr
+                }
             }
 
             #[inline]
@@ -1005,6 +1007,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         })
     }
 
+    escape_hatch! {
     /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so).
     ///
     /// # Safety
@@ -1016,6 +1019,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ) -> Result<DeviceMut<'scope, 'ctx, T>> {
         // SAFETY: the caller's promise.
         unsafe { self.alloc_from(Some(pool.as_raw()), len) }
+    }
     }
 
     /// As [`StreamScope::alloc_zeroed`], from `pool`.
@@ -1171,6 +1175,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
         Ok(buf)
     }
 
+    escape_hatch! {
     /// Allocates `len` elements in stream order from the crate's pool of the device
     /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
     /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
@@ -1191,6 +1196,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
     ) -> Result<DeviceMut<'scope, 'ctx, T>> {
         // SAFETY: the caller's promise.
         unsafe { self.alloc_from(None, len) }
+    }
     }
 }
 

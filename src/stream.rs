@@ -116,10 +116,12 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         })
     }
 
-    /// The driver's handle.
-    #[inline]
-    pub fn as_raw(&self) -> CUstream {
-        self.raw.as_ptr()
+    escape_hatch! {
+        /// The driver's handle.
+        #[inline]
+        pub fn as_raw(&self) -> CUstream {
+            self.raw.as_ptr()
+        }
     }
 
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).

@@ -6,9 +6,11 @@ mod common;
 
 use std::panic::{self, AssertUnwindSafe};
 
+#[cfg(not(feature = "safety-profile"))]
+use cuda_brand::with_primary_context;
 use cuda_brand::{
     CacheConfig, ContextFlags, Device, DeviceAttribute, Error, ErrorCode, ResourceLimit,
-    Scheduling, SharedMemoryConfig, with_context, with_primary_context,
+    Scheduling, SharedMemoryConfig, with_context,
 };
 
 fn device_properties_are_plausible() {
@@ -72,6 +74,7 @@ fn an_unknown_attribute_is_an_error() {
     assert_eq!(e.call(), "cuDeviceGetAttribute");
 }
 
+#[cfg(not(feature = "safety-profile"))]
 fn with_context_makes_its_context_current_and_restores_the_previous_one() {
     let device = gpu_or_skip!();
     let before = common::current();
@@ -93,6 +96,7 @@ fn with_context_makes_its_context_current_and_restores_the_previous_one() {
     );
 }
 
+#[cfg(not(feature = "safety-profile"))]
 fn primary_context_is_one_context_retained_twice_when_nested() {
     let device = gpu_or_skip!();
     let version = with_primary_context(&device, |ctx| {
@@ -113,6 +117,7 @@ fn primary_context_is_one_context_retained_twice_when_nested() {
     );
 }
 
+#[cfg(not(feature = "safety-profile"))]
 fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works() {
     let device = gpu_or_skip!();
     assert!(
@@ -146,6 +151,7 @@ fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works
     assert!(common::current().is_null());
 }
 
+#[cfg(not(feature = "safety-profile"))]
 fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
     let device = gpu_or_skip!();
     with_primary_context(&device, |outer| {
@@ -194,6 +200,7 @@ fn a_closure_error_is_returned_and_the_context_still_torn_down() {
     assert_eq!(common::current(), before);
 }
 
+#[cfg(not(feature = "safety-profile"))]
 fn a_shared_context_is_entered_from_four_scoped_threads() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |ctx| {
@@ -318,6 +325,7 @@ fn an_impossible_limit_is_an_error() {
     assert_eq!(e.call(), "cuCtxSetLimit");
 }
 
+#[cfg(not(feature = "safety-profile"))]
 fn a_raw_context_is_branded_and_not_destroyed() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |owner| {
@@ -338,6 +346,7 @@ fn a_raw_context_is_branded_and_not_destroyed() {
     .unwrap();
 }
 
+#[cfg(not(feature = "safety-profile"))]
 fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
     let device = gpu_or_skip!();
     let driver = common::driver();
@@ -381,16 +390,23 @@ gpu_test_main!(
     device_properties_are_plausible,
     an_out_of_range_ordinal_is_a_clear_error,
     an_unknown_attribute_is_an_error,
+    #[cfg(not(feature = "safety-profile"))]
     with_context_makes_its_context_current_and_restores_the_previous_one,
+    #[cfg(not(feature = "safety-profile"))]
     primary_context_is_one_context_retained_twice_when_nested,
+    #[cfg(not(feature = "safety-profile"))]
     nesting_restores_the_previous_current_context_and_the_outer_guard_still_works,
+    #[cfg(not(feature = "safety-profile"))]
     a_panic_in_the_closure_tears_down_and_restores_the_stack,
     a_closure_error_is_returned_and_the_context_still_torn_down,
+    #[cfg(not(feature = "safety-profile"))]
     a_shared_context_is_entered_from_four_scoped_threads,
     a_panic_inside_enter_restores_the_worker_stack,
     flags_given_at_creation_are_read_back,
     every_getter_and_setter_round_trips,
     an_impossible_limit_is_an_error,
+    #[cfg(not(feature = "safety-profile"))]
     a_raw_context_is_branded_and_not_destroyed,
+    #[cfg(not(feature = "safety-profile"))]
     unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown,
 );

@@ -2,7 +2,9 @@
 //!
 //! `ui-tests/fail/<rule>/*.rs` are complete programs that would be correct except for one
 //! misuse, grouped by the README's rules (`1_context_lifetime`, `2_one_context`,
-//! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`); the guide has a chapter for each.
+//! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`; the guide has a chapter for each),
+//! and `7_derive` for `#[derive(DeviceCopy)]` (run only with the `derive` feature, on by
+//! default). Every folder of `ui-tests/fail/` is a group.
 //! Each must fail to compile with exactly the error committed next to it in the `.stderr`
 //! file of the same name; the comment at the top of each case names the rule, says what
 //! goes wrong at run time without it (measured: `docs/driver-facts.md`, `docs/c/`), and
@@ -17,6 +19,12 @@
 //! `ui-tests/rustc-version.txt`. With another `rustc` the test is reported as *ignored*,
 //! with both versions named (a newer compiler may word an error differently; that is no
 //! failure of the crate). `CUDA_BRAND_UI_ANY_RUSTC=1` runs it anyway.
+//!
+//! # Which features
+//!
+//! trybuild compiles the cases with the crate's features as this test was built. With
+//! `safety-profile` on, this suite is reported as ignored (some of its cases use what the
+//! profile removes); `tests/ui_safety_profile.rs` runs the profile's own cases.
 //!
 //! # Re-blessing
 //!
@@ -45,6 +53,21 @@ fn rustc_version() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
+/// The folders of `ui-tests/fail/`, in order; `7_derive` only with the `derive` feature.
+fn groups(dir: &str) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("reading {dir}: {e}"))?;
+    let mut groups = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading {dir}: {e}"))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() && (name != "7_derive" || cfg!(feature = "derive")) {
+            groups.push(name);
+        }
+    }
+    groups.sort();
+    Ok(groups)
+}
+
 fn main() -> ExitCode {
     let args = Arguments::from_args();
     let root = env!("CARGO_MANIFEST_DIR");
@@ -54,8 +77,16 @@ fn main() -> ExitCode {
     let current = rustc_version();
     let bless = std::env::var("TRYBUILD").is_ok_and(|v| v == "overwrite");
     let any = std::env::var("CUDA_BRAND_UI_ANY_RUSTC").is_ok_and(|v| v == "1");
-    let ignored = !bless && !any && current != recorded;
-    if ignored && !args.list {
+    let profile = cfg!(feature = "safety-profile");
+    if profile && !args.list {
+        println!(
+            "note: the UI suite is ignored with the `safety-profile` feature (its cases use what \
+             the profile removes): `cargo test --features safety-profile --test \
+             ui_safety_profile` runs the profile's cases"
+        );
+    }
+    let ignored = profile || (!bless && !any && current != recorded);
+    if ignored && !profile && !args.list {
         println!(
             "note: the UI suite is ignored here: its .stderr files were recorded with `{recorded}`, \
              this is `{current}` (CUDA_BRAND_UI_ANY_RUSTC=1 runs it anyway; \
@@ -64,7 +95,9 @@ fn main() -> ExitCode {
     }
     let trial = Trial::test("ui", move || {
         let t = trybuild::TestCases::new();
-        t.compile_fail("ui-tests/fail/*/*.rs");
+        for group in groups(&format!("{root}/ui-tests/fail"))? {
+            t.compile_fail(format!("ui-tests/fail/{group}/*.rs"));
+        }
         t.pass("ui-tests/pass/*.rs");
         drop(t); // runs the cases, panicking on a mismatch
         if bless {

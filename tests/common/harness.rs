@@ -117,18 +117,26 @@ fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
 
 /// `fn main` of a GPU test binary: every named function is a test needing one GPU.
 /// `two_gpus: [...]` names those that need two, `anywhere: [...]` those that need none,
-/// `no_gpu: [...]` those that only run where there is none.
+/// `no_gpu: [...]` those that only run where there is none. A name may carry attributes,
+/// e.g. `#[cfg(not(feature = "safety-profile"))]` for a test that uses a raw handle.
 #[macro_export]
 macro_rules! gpu_test_main {
-    ($($name:ident),* $(,)? $(; two_gpus: [$($two:ident),* $(,)?])? $(; anywhere: [$($any:ident),* $(,)?])? $(; no_gpu: [$($none:ident),* $(,)?])?) => {
+    ($($(#[$a:meta])* $name:ident),* $(,)?
+     $(; two_gpus: [$($(#[$ta:meta])* $two:ident),* $(,)?])?
+     $(; anywhere: [$($(#[$aa:meta])* $any:ident),* $(,)?])?
+     $(; no_gpu: [$($(#[$na:meta])* $none:ident),* $(,)?])?) => {
+        #[allow(clippy::vec_init_then_push)]
         fn main() -> std::process::ExitCode {
+            #[allow(unused_imports)]
             use common::harness::{Needs, Test, run};
-            run(vec![
-                $(Test { name: stringify!($name), needs: Needs::Gpu, body: $name },)*
-                $($(Test { name: stringify!($two), needs: Needs::TwoGpus, body: $two },)*)?
-                $($(Test { name: stringify!($any), needs: Needs::Nothing, body: $any },)*)?
-                $($(Test { name: stringify!($none), needs: Needs::NoGpu, body: $none },)*)?
-            ])
+            // pushed one by one, so that a name's attributes (a `cfg`) apply to its test
+            #[allow(unused_mut)]
+            let mut tests = Vec::new();
+            $($(#[$a])* tests.push(Test { name: stringify!($name), needs: Needs::Gpu, body: $name });)*
+            $($($(#[$ta])* tests.push(Test { name: stringify!($two), needs: Needs::TwoGpus, body: $two });)*)?
+            $($($(#[$aa])* tests.push(Test { name: stringify!($any), needs: Needs::Nothing, body: $any });)*)?
+            $($($(#[$na])* tests.push(Test { name: stringify!($none), needs: Needs::NoGpu, body: $none });)*)?
+            run(tests)
         }
     };
 }

@@ -7,8 +7,10 @@ pub mod harness;
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
-use cuda_brand::sys::{CUcontext, CUdevice, CUdeviceptr};
+// The bindings' handle types, which are the types `as_raw` returns (`cuda_brand::sys` re-exports
+// them, except with the `safety-profile` feature).
 use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
+use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr};
 
 /// Device 0, or `None` after printing why the test is skipped. With
 /// `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.
@@ -113,7 +115,7 @@ pub fn driver() -> &'static Driver {
 }
 
 /// The calling thread's current context, straight from the driver.
-pub fn current() -> cuda_brand::sys::CUcontext {
+pub fn current() -> CUcontext {
     let mut raw = std::ptr::null_mut();
     // SAFETY: the out-pointer is a live local.
     let rc = unsafe { (driver().cuCtxGetCurrent)(&mut raw) };
