@@ -41,23 +41,24 @@ fn run() -> Result<(), Error> {
             Stream::new(ctx, StreamFlags::NonBlocking)?,
             Stream::new(ctx, StreamFlags::NonBlocking)?,
         );
-        let (start, end) = (
+        let (mut start, mut end) = (
             Event::new(ctx, EventFlags::new())?,
             Event::new(ctx, EventFlags::new())?,
         );
+        let mut b_done = Event::without_timing(ctx, EventFlags::new())?;
 
         // One direction at a time, on one stream.
         for (name, to_device) in [("host-to-device", true), ("device-to-host", false)] {
-            a.scope(|s| {
-                start.record(s)?;
+            let (t0, t1) = a.scope(|s| {
+                let t0 = start.record(s)?;
                 if to_device {
                     s.copy_from_host(&mut dev_in, &upload)?;
                 } else {
                     s.copy_to_host(&mut download, &dev_out)?;
                 }
-                end.record(s)
+                end.record(s).map(|t1| (t0, t1))
             })?;
-            let ms = Event::elapsed_ms(&start, &end)?;
+            let ms = t0.elapsed_ms(&t1)?;
             println!(
                 "{name:>15}, one stream:  {BYTES} bytes in {ms:7.3} ms = {:5.1} GB/s",
                 gbps(BYTES, ms)
@@ -67,8 +68,8 @@ fn run() -> Result<(), Error> {
         // Both directions at once, in two halves, each stream doing one upload and one
         // download, so the two copy engines overlap.
         let half = n / 2;
-        a.scope_with(&b, |sa, sb| {
-            start.record(sa)?;
+        let (t0, t1) = a.scope_with(&b, |sa, sb| {
+            let t0 = start.record(sa)?;
             let (in_lo, in_hi) = dev_in.split_at_mut(half);
             let (out_lo, out_hi) = dev_out.split_at(half);
             let (down_lo, down_hi) = download.split_at_mut(half);
@@ -77,12 +78,11 @@ fn run() -> Result<(), Error> {
             sa.copy_to_host(down_hi, out_hi)?;
             sb.copy_from_host(in_hi, &upload[half..])?;
             // `end` after both streams: a waits for b's work
-            let b_done = Event::new(ctx, EventFlags::new().disable_timing(true))?;
-            b_done.record(sb)?;
-            sa.wait_event(&b_done)?;
-            end.record(sa)
+            let b_finished = b_done.record(sb)?;
+            sa.wait_event(&b_finished)?;
+            end.record(sa).map(|t1| (t0, t1))
         })?;
-        let ms = Event::elapsed_ms(&start, &end)?;
+        let ms = t0.elapsed_ms(&t1)?;
         println!(
             "  both at once, two streams: {} bytes in {ms:7.3} ms = {:5.1} GB/s",
             2 * BYTES,

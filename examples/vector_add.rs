@@ -46,7 +46,7 @@ fn run(n: usize) -> Result<(), Box<dyn std::error::Error>> {
         // b, writes c, and never indexes past the smallest length.
         let vector_add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
-        let (start, end) = (
+        let (mut start, mut end) = (
             Event::new(ctx, EventFlags::new())?,
             Event::new(ctx, EventFlags::new())?,
         );
@@ -58,12 +58,12 @@ fn run(n: usize) -> Result<(), Box<dyn std::error::Error>> {
         let upload = t.elapsed();
 
         let config = vector_add.config_for(n)?;
-        stream.scope(|s| {
-            start.record(s)?;
+        let (t0, t1) = stream.scope(|s| {
+            let t0 = start.record(s)?;
             s.launch(&vector_add, config, (&da, &db, &mut dc))?;
-            end.record(s)
+            end.record(s).map(|t1| (t0, t1))
         })?;
-        let kernel_ms = Event::elapsed_ms(&start, &end)?;
+        let kernel_ms = t0.elapsed_ms(&t1)?;
 
         let t = Instant::now();
         let c = dc.to_vec()?;

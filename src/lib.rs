@@ -197,10 +197,11 @@ macro_rules! escape_hatch {
 extern crate self as cuda_brand;
 
 pub mod context;
+pub mod deadline;
 mod device;
 mod driver;
 mod error;
-mod event;
+pub mod event;
 mod image;
 pub mod launch;
 pub mod managed;
@@ -291,9 +292,10 @@ pub use context::{
 /// ```
 #[cfg(feature = "derive")]
 pub use cuda_brand_derive::DeviceCopy;
+pub use deadline::{KeepWaiting, Overrun};
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
-pub use event::{Event, EventFlags};
+pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
     KernelParam, KernelParams, Launch, LaunchConfig, Out, ScopedKernel,
@@ -374,6 +376,12 @@ mod facts {
     assert_impl_all!(Stream<'static, phase::Preallocated>: Send, Sync);
     assert_eq_size!(Option<Stream<'static>>, sys::CUstream);
     assert_eq_size!(Event<'static>, sys::CUevent);
+    assert_eq_size!(Event<'static, NoTiming>, sys::CUevent);
+    assert_eq_size!(Option<Event<'static>>, sys::CUevent);
+    // the proof of a record is a reference to its event
+    assert_eq_size!(Recorded<'static, 'static>, sys::CUevent);
+    assert_eq_size!(Option<Recorded<'static, 'static, NoTiming>>, sys::CUevent);
+    assert_impl_all!(Recorded<'static, 'static>: Copy, Send, Sync);
     // pointer, length, and the context that frees it (pool memory is tied to no context);
     // the brand adds nothing
     assert_eq_size!(
@@ -393,6 +401,8 @@ mod facts {
     assert_eq_size!(PeerAccess<'static, 'static>, ());
     assert_impl_all!(Stream<'static>: Send, Sync);
     assert_impl_all!(Event<'static>: Send, Sync);
+    assert_impl_all!(Event<'static, NoTiming>: Send, Sync);
+    assert_not_impl_any!(Event<'static>: Clone);
     assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);
     assert_impl_all!(PinnedBuffer<'static, f32>: Send, Sync);
     assert_impl_all!(DeviceBuffer3D<'static, f32>: Send, Sync);

@@ -321,7 +321,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
 
 /// Waits for every scope's stream, then frees the scopes' allocations (all streams first:
 /// an allocation of one stream may be used by another's). Returns the first error.
-fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -> Result<()> {
+pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -> Result<()> {
     let mut finished = Ok(());
     for scope in scopes {
         // SAFETY: the stream is alive: the scope borrows it.
@@ -552,7 +552,10 @@ fn read_span<T>(v: &DeviceRef<'_, '_, T>) -> Span {
 }
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
-    fn open(stream: &'env Stream<'ctx, K>, lanes: Option<(&'scope Lanes, usize)>) -> Self {
+    pub(crate) fn open(
+        stream: &'env Stream<'ctx, K>,
+        lanes: Option<(&'scope Lanes, usize)>,
+    ) -> Self {
         StreamScope {
             stream,
             allocations: Mutex::new(Allocations::default()),
@@ -1257,7 +1260,7 @@ struct Record {
 type Access = (Key, u64, u64, bool);
 
 impl Lanes {
-    fn new(streams: impl ExactSizeIterator<Item = CUstream>) -> Self {
+    pub(crate) fn new(streams: impl ExactSizeIterator<Item = CUstream>) -> Self {
         let n = streams.len();
         let lanes = streams
             .map(|stream| Lane {
@@ -1318,7 +1321,7 @@ impl Lanes {
     }
 
     /// Destroys the lanes' events (after every stream is idle).
-    fn destroy_events(&self) -> Result<()> {
+    pub(crate) fn destroy_events(&self) -> Result<()> {
         let mut first = Ok(());
         for lane in &mut lock(&self.state).lanes {
             if let Some(e) = lane.event.take() {

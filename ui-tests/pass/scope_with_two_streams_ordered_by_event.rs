@@ -1,6 +1,6 @@
 // Allowed: two streams of one context sharing a buffer inside `Stream::scope_with`, with an
 // event of the program's own: stream `a` fills the buffer and records `filled`; stream `b`
-// waits for `filled`, then copies the buffer to the host.
+// waits for that record, then copies the buffer to the host.
 //
 // The two scopes share one lifetime, so `b`'s copy may use the `DeviceMut` that `a` bound;
 // the crate's order book already makes `b` wait for `a`'s fill, the program's event is
@@ -17,14 +17,14 @@ fn main() {
     with_context(&device, ContextFlags::default(), |ctx| {
         let a = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let b = Stream::new(ctx, StreamFlags::NonBlocking)?;
-        let filled = Event::new(ctx, EventFlags::new().disable_timing(true))?;
+        let mut filled = Event::without_timing(ctx, EventFlags::new())?;
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 16)?;
         let mut host = vec![0u32; 1 << 16];
         a.scope_with(&b, |sa, sb| {
             let d = sa.bind_mut(&mut on_device);
             sa.fill(d, 7)?;
-            filled.record(sa)?;
-            sb.wait_event(&filled)?; // b's copy starts after a's fill
+            let fill_done = filled.record(sa)?;
+            sb.wait_event(&fill_done)?; // b's copy starts after a's fill
             sb.copy_to_host(&mut host, d)?;
             Ok::<_, cuda_brand::Error>(())
         })?;

@@ -15,21 +15,21 @@ fn main() {
     };
     with_context(&device, ContextFlags::default(), |outer| {
         let stream = Stream::new(outer, StreamFlags::NonBlocking)?;
-        let done = Event::new(outer, EventFlags::new())?;
+        let mut done = Event::new(outer, EventFlags::new())?;
         let mut on_device = DeviceBuffer::<u32>::zeroed(outer, 1024)?;
         let inner_sum = with_context(&device, ContextFlags::default(), |inner| {
             // the inner context is current here; the outer one's values keep working
             let inner_buf = DeviceBuffer::from_slice(inner, &[1u32; 1024])?;
             let mut copy = DeviceBuffer::<u32>::zeroed(outer, 1024)?; // in `outer`
             let mut host = vec![0u32; 1024];
-            stream.scope(|s| {
+            let recorded = stream.scope(|s| {
                 let d = s.bind_mut(&mut on_device);
                 s.fill(d, 3)?;
                 s.copy_from_device(&mut copy, d)?;
                 s.copy_to_host(&mut host, d)?;
                 done.record(s)
             })?;
-            done.synchronize()?;
+            recorded.synchronize()?;
             assert_eq!(host, vec![3; 1024]);
             assert_eq!(copy.to_vec()?, vec![3; 1024]);
             Ok::<_, cuda_brand::Error>(inner_buf.to_vec()?.iter().sum::<u32>())

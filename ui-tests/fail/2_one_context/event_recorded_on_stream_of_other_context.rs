@@ -17,11 +17,10 @@ use cuda_brand::{ContextFlags, Device, Event, EventFlags, Stream, StreamFlags, w
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx_a| {
-        let event_a = Event::new(ctx_a, EventFlags::new())?;
+        let mut event_a = Event::new(ctx_a, EventFlags::new())?;
         with_context(&device, ContextFlags::default(), |ctx_b| {
             let stream_b = Stream::new(ctx_b, StreamFlags::NonBlocking)?;
-            event_a.record(&stream_b)?;
-            event_a.synchronize()
+            event_a.record(&stream_b)?.synchronize()
         })
     })
 }

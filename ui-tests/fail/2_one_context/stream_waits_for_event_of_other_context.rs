@@ -1,5 +1,5 @@
 // Rule: a stream only waits for events of its own context: `Stream::wait_event` takes
-// `&Event<'ctx>` with the stream's brand.
+// `&Recorded<'_, 'ctx, K>`, the proof of a record of an event with the stream's brand.
 //
 // The event of context A carries A's brand, which never unifies with B's (the brand is
 // invariant, and each `with_context` closure gets a fresh one). rustc reports the mismatch
@@ -19,11 +19,11 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx_a| {
         let stream_a = Stream::new(ctx_a, StreamFlags::NonBlocking)?;
-        let event_a = Event::new(ctx_a, EventFlags::new().disable_timing(true))?;
-        event_a.record(&stream_a)?;
+        let mut event_a = Event::without_timing(ctx_a, EventFlags::new())?;
+        let recorded_a = event_a.record(&stream_a)?;
         with_context(&device, ContextFlags::default(), |ctx_b| {
             let stream_b = Stream::new(ctx_b, StreamFlags::NonBlocking)?;
-            stream_b.wait_event(&event_a)?;
+            stream_b.wait_event(&recorded_a)?;
             stream_b.synchronize()
         })
     })

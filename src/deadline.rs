@@ -1,0 +1,668 @@
+//! Bounded waits: stream scopes with a deadline ([`Stream::scope_within`],
+//! [`Stream::scope_all_within`]) and events waited for at most so long
+//! ([`Recorded::synchronize_within`](crate::Recorded::synchronize_within)).
+//!
+//! # A deadline that cannot end the wait early
+//!
+//! A scope borrows the memory its queued work uses, and releases the borrows when it
+//! returns, so it must not return while the GPU may still use them ([`scope`](crate::scope)
+//! module). A scope with a deadline keeps that rule: when the deadline passes and its work
+//! is still running, it calls the program's overrun handler, and the handler's return type,
+//! [`KeepWaiting`], can only say how to go on waiting:
+//!
+//! * [`KeepWaiting::for_another(duration)`](KeepWaiting::for_another): wait that much
+//!   longer, then call the handler again if the work is still running;
+//! * [`KeepWaiting::until_idle()`](KeepWaiting::until_idle): wait for the work without
+//!   another deadline.
+//!
+//! Everything else the handler may do is act and go on waiting (log, raise an alarm, put
+//! the rest of the system in a safe state) or never return: `std::process::abort()`, or a
+//! function returning `!`. A closure `|_| std::process::abort()` is a handler: an
+//! expression that never returns fits any return type. There is no value that ends the wait early, and a handler
+//! that panics does not end it either: the scope catches the panic, waits for its streams
+//! without a deadline, frees what it allocated, and only then resumes the panic. Whatever
+//! the handler does, the scope ends as every scope does: it waits for each stream
+//! (`cuStreamSynchronize`, then `cuStreamQuery` while busy after an error) before any
+//! borrow is released.
+//!
+//! The wait before the deadline polls `cuStreamQuery` (the driver has no wait with a time
+//! limit): it yields the thread for the first 50 µs, then sleeps between polls, 10 µs
+//! first, doubling up to 200 µs, never past the deadline. So a scope with a deadline sees
+//! its work finish up to about 0.2 ms later than [`Stream::scope`] would, and costs no
+//! spinning core while it waits.
+//!
+//! The deadline counts from the call that opens the scope: it bounds the whole scope, the
+//! closure's own time included.
+//!
+//! An event's bounded wait guards no borrow, so it simply returns "not yet"
+//! (`Ok(false)`).
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use crate::driver::{self, CUstream};
+use crate::error::{Error, Result};
+use crate::scope::{Lanes, StreamScope, end_scopes};
+use crate::stream::Stream;
+
+/// What an overrun handler learns when a scope's deadline has passed with work still
+/// running: how long the scope has been open, which deadline passed, how many times the
+/// handler has been called, and which stream was still busy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Overrun {
+    elapsed: Duration,
+    deadline: Duration,
+    count: u64,
+    stream: usize,
+}
+
+impl Overrun {
+    /// Time since the scope was opened.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// The deadline that passed, counted from the opening of the scope: the scope's
+    /// `within` for the first call, then each extension added to the time it was granted.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// How many times the handler has been called in this scope, this call included: 1
+    /// the first time.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The index of the stream still busy, in the order the scope was given its streams
+    /// (0 for [`Stream::scope_within`]).
+    pub fn stream(&self) -> usize {
+        self.stream
+    }
+}
+
+impl fmt::Debug for Overrun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Overrun")
+            .field("elapsed", &self.elapsed)
+            .field("deadline", &self.deadline)
+            .field("count", &self.count)
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+/// What an overrun handler returns: how to go on waiting. No value of this type ends the
+/// wait; a handler that must not wait any longer does not return (for example
+/// `std::process::abort()`). See the [module documentation](self).
+///
+/// ```
+/// use std::time::Duration;
+/// use cuda_brand::{KeepWaiting, Overrun};
+///
+/// // wait in steps of 5 ms, up to 10 calls, then stop the process
+/// fn on_overrun(overrun: Overrun) -> KeepWaiting {
+///     eprintln!("scope overran: {:?} since it opened", overrun.elapsed());
+///     if overrun.count() < 10 {
+///         KeepWaiting::for_another(Duration::from_millis(5))
+///     } else {
+///         std::process::abort()
+///     }
+/// }
+/// let abort_at_once = |_: Overrun| -> KeepWaiting { std::process::abort() };
+/// # let _ = (on_overrun, abort_at_once);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "the handler returns how to go on waiting"]
+pub struct KeepWaiting(Option<Duration>);
+
+impl KeepWaiting {
+    /// Wait up to `more` longer (from now), then call the handler again if the work is
+    /// still running. A zero duration calls the handler again after one more poll.
+    pub const fn for_another(more: Duration) -> Self {
+        KeepWaiting(Some(more))
+    }
+
+    /// Wait for the work without another deadline: the handler is not called again.
+    pub const fn until_idle() -> Self {
+        KeepWaiting(None)
+    }
+
+    /// The extension, or `None` for [`until_idle`](Self::until_idle).
+    pub const fn extension(self) -> Option<Duration> {
+        self.0
+    }
+}
+
+impl<'ctx> Stream<'ctx> {
+    /// [`Stream::scope`] with a deadline: opens a scope on this stream, runs `f` with it,
+    /// then waits for the stream, calling `on_overrun` if the work is still running
+    /// `within` after the call (and again whenever an extension the handler asked for has
+    /// passed). Returns only once the stream is idle, like every scope: the handler can
+    /// only say how to go on waiting ([`KeepWaiting`]), or never return. A panic in the
+    /// handler is resumed after the stream is idle. See the [module documentation](self).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::KeepWaiting;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let stream = ctx.stream()?;
+    ///     let mut buf = ctx.zeroed::<f32>(1 << 20)?;
+    ///     let mut late = 0;
+    ///     stream.scope_within(
+    ///         Duration::from_millis(2),
+    ///         |overrun| {
+    ///             late += 1;
+    ///             eprintln!("not done after {:?}", overrun.elapsed());
+    ///             if overrun.elapsed() < Duration::from_secs(1) {
+    ///                 KeepWaiting::for_another(Duration::from_millis(2))
+    ///             } else {
+    ///                 std::process::abort() // or: put the system in a safe state first
+    ///             }
+    ///         },
+    ///         |s| s.fill(&mut buf, 1.0f32),
+    ///     )?; // the fill is done here, deadline or not
+    ///     println!("overran {late} times");
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn scope_within<'env, R, E, F, H>(
+        &'env self,
+        within: Duration,
+        mut on_overrun: H,
+        f: F,
+    ) -> Result<R, E>
+    where
+        F: for<'scope> FnOnce(&'scope StreamScope<'scope, 'env, 'ctx>) -> Result<R, E>,
+        H: FnMut(Overrun) -> KeepWaiting,
+        E: From<Error>,
+    {
+        let opened = Instant::now();
+        let stream = self.as_raw();
+        let scope = StreamScope::open(self, None);
+        run_within(
+            // SAFETY: the stream is alive: `self` is borrowed for the call.
+            |_| unsafe { driver::stream_query(stream) },
+            1,
+            opened,
+            within,
+            &mut on_overrun,
+            || f(&scope),
+            || end_scopes(std::slice::from_ref(&scope)),
+        )
+    }
+
+    /// [`Stream::scope_all`] with a deadline: one scope over all of `streams`, ended like
+    /// [`Stream::scope_within`]. The handler is told which stream was still busy
+    /// ([`Overrun::stream`]); the streams are waited for in order.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::KeepWaiting;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
+    ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
+    ///     let mut host = vec![0u32; 1 << 20];
+    ///     Stream::scope_all_within(
+    ///         &[&a, &b],
+    ///         Duration::from_millis(5),
+    ///         |overrun| {
+    ///             eprintln!("stream {} still busy", overrun.stream());
+    ///             KeepWaiting::until_idle()
+    ///         },
+    ///         |s| {
+    ///             let d = s[0].bind_mut(&mut buf);
+    ///             s[0].fill(d, 7)?;
+    ///             s[1].copy_to_host(&mut host, d) // ordered after the fill by the crate
+    ///         },
+    ///     )?;
+    ///     assert!(host.iter().all(|&x| x == 7));
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn scope_all_within<'env, R, E, F, H>(
+        streams: &[&'env Stream<'ctx>],
+        within: Duration,
+        mut on_overrun: H,
+        f: F,
+    ) -> Result<R, E>
+    where
+        F: for<'scope> FnOnce(&'scope [StreamScope<'scope, 'env, 'ctx>]) -> Result<R, E>,
+        H: FnMut(Overrun) -> KeepWaiting,
+        E: From<Error>,
+    {
+        let opened = Instant::now();
+        let raw: Vec<CUstream> = streams.iter().map(|s| s.as_raw()).collect();
+        let lanes = Lanes::new(raw.iter().copied());
+        let scopes: Vec<StreamScope<'_, 'env, 'ctx>> = streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
+            .collect();
+        run_within(
+            // SAFETY: the streams are alive: `streams` borrows them for the call.
+            |i| unsafe { driver::stream_query(raw[i]) },
+            raw.len(),
+            opened,
+            within,
+            &mut on_overrun,
+            || f(&scopes),
+            || end_scopes(&scopes).and(lanes.destroy_events()),
+        )
+    }
+}
+
+/// How the wait before a scope's end went.
+enum Settled {
+    /// Every stream reported idle.
+    Idle,
+    /// The handler asked to wait without a deadline.
+    UntilIdle,
+    /// A query failed (an error of earlier work, or of the context).
+    Failed(Error),
+    /// The handler panicked (or, defensively, anything else in the wait did).
+    Panicked(Box<dyn Any + Send>),
+}
+
+/// Polls `idle(i)` (is stream `i` idle?) for `i` in `0..streams`, calling `on_overrun`
+/// whenever the deadline passes while one is busy. Never panics: a panic of the handler
+/// is returned.
+fn settle(
+    idle: &dyn Fn(usize) -> Result<bool>,
+    streams: usize,
+    opened: Instant,
+    within: Duration,
+    on_overrun: &mut dyn FnMut(Overrun) -> KeepWaiting,
+) -> Settled {
+    let mut deadline = opened.checked_add(within);
+    let mut count = 0u64;
+    for i in 0..streams {
+        loop {
+            match poll_until(deadline, || idle(i)) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => return Settled::Failed(e),
+            }
+            let now = Instant::now();
+            count = count.saturating_add(1);
+            let overrun = Overrun {
+                elapsed: now.saturating_duration_since(opened),
+                deadline: deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(opened)),
+                count,
+                stream: i,
+            };
+            match panic::catch_unwind(AssertUnwindSafe(|| on_overrun(overrun))) {
+                Ok(KeepWaiting(Some(more))) => deadline = now.checked_add(more),
+                Ok(KeepWaiting(None)) => return Settled::UntilIdle,
+                Err(payload) => return Settled::Panicked(payload),
+            }
+        }
+    }
+    Settled::Idle
+}
+
+/// Runs `body`, then ends the scope: the bounded wait ([`settle`]), then `end` (the
+/// scope's own end, which waits for every stream without a deadline and frees), also when
+/// `body` panics. A panic of the handler is resumed after `end`, unless `body` panicked
+/// first (then the handler's panic is forgotten and `body`'s goes on).
+fn run_within<R, E: From<Error>>(
+    idle: impl Fn(usize) -> Result<bool>,
+    streams: usize,
+    opened: Instant,
+    within: Duration,
+    on_overrun: &mut dyn FnMut(Overrun) -> KeepWaiting,
+    body: impl FnOnce() -> Result<R, E>,
+    end: impl Fn() -> Result<()>,
+) -> Result<R, E> {
+    let mut finish = |unwinding: bool| -> Result<()> {
+        let settled = panic::catch_unwind(AssertUnwindSafe(|| {
+            settle(&idle, streams, opened, within, on_overrun)
+        }))
+        .unwrap_or_else(Settled::Panicked);
+        // Whatever the handler said or did: every stream is waited for here, without a
+        // deadline, before the borrows are released.
+        let ended = end();
+        match settled {
+            Settled::Panicked(payload) if !unwinding => panic::resume_unwind(payload),
+            Settled::Panicked(payload) => {
+                // Dropping a payload may panic, which would abort while unwinding.
+                std::mem::forget(payload);
+                ended
+            }
+            Settled::Failed(e) => Err(e),
+            Settled::Idle | Settled::UntilIdle => ended,
+        }
+    };
+    struct OnUnwind<'a, F: FnMut(bool) -> Result<()>>(&'a mut F);
+    impl<F: FnMut(bool) -> Result<()>> Drop for OnUnwind<'_, F> {
+        fn drop(&mut self) {
+            let _ = (self.0)(true);
+        }
+    }
+    let on_unwind = OnUnwind(&mut finish);
+    let outcome = body();
+    std::mem::forget(on_unwind);
+    let finished = finish(false);
+    match outcome {
+        Ok(value) => finished.map(|()| value).map_err(E::from),
+        Err(e) => Err(e),
+    }
+}
+
+/// Polls `done` until it reports `true` (`Ok(true)`), fails, or `deadline` passes
+/// (`Ok(false)`; `None`: no deadline), with the backoff of the module documentation. The
+/// last poll is after the deadline's last pause.
+pub(crate) fn poll_until(
+    deadline: Option<Instant>,
+    mut done: impl FnMut() -> Result<bool>,
+) -> Result<bool> {
+    /// Yield, not sleep, for this long after the first poll.
+    const YIELD_FOR: Duration = Duration::from_micros(50);
+    const FIRST_SLEEP: Duration = Duration::from_micros(10);
+    const LONGEST_SLEEP: Duration = Duration::from_micros(200);
+    let started = Instant::now();
+    let mut sleep = FIRST_SLEEP;
+    loop {
+        if done()? {
+            return Ok(true);
+        }
+        let now = Instant::now();
+        let left = match deadline {
+            Some(d) => d.saturating_duration_since(now),
+            None => Duration::MAX,
+        };
+        if left.is_zero() {
+            return Ok(false);
+        }
+        if now.saturating_duration_since(started) < YIELD_FOR {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(sleep.min(left));
+            sleep = sleep.saturating_mul(2).min(LONGEST_SLEEP);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The bounded wait's logic without a GPU. A simulated stream becomes idle once the
+    //! handler has been called so many times (times would make the tests depend on the
+    //! machine's load); `end` stands for the scope's end, which on a GPU waits for every
+    //! stream without a deadline: it records whether one was still busy then.
+
+    use super::*;
+    use crate::error::ErrorCode;
+    use std::cell::Cell;
+
+    const MS: Duration = Duration::from_millis(1);
+    const NEVER: u64 = u64::MAX;
+
+    struct Fake {
+        /// Stream `i` is idle once the handler has been called `idle_after[i]` times.
+        idle_after: Vec<u64>,
+        calls: Cell<u64>,
+        ends: Cell<u32>,
+        /// Whether a stream was still busy when the end ran (the real end waits for it).
+        busy_at_end: Cell<Option<bool>>,
+    }
+
+    impl Fake {
+        fn new(idle_after: &[u64]) -> Self {
+            Fake {
+                idle_after: idle_after.to_vec(),
+                calls: Cell::new(0),
+                ends: Cell::new(0),
+                busy_at_end: Cell::new(None),
+            }
+        }
+        fn idle(&self, i: usize) -> Result<bool> {
+            Ok(self.calls.get() >= self.idle_after[i])
+        }
+        fn all_idle(&self) -> bool {
+            (0..self.idle_after.len()).all(|i| self.idle(i).unwrap())
+        }
+        fn end(&self) -> Result<()> {
+            self.ends.set(self.ends.get() + 1);
+            self.busy_at_end.set(Some(!self.all_idle()));
+            Ok(())
+        }
+        fn run<R>(
+            &self,
+            within: Duration,
+            mut on_overrun: impl FnMut(Overrun) -> KeepWaiting,
+            body: impl FnOnce() -> Result<R>,
+        ) -> Result<R> {
+            run_within(
+                |i| self.idle(i),
+                self.idle_after.len(),
+                Instant::now(),
+                within,
+                &mut |o| {
+                    self.calls.set(self.calls.get() + 1);
+                    on_overrun(o)
+                },
+                body,
+                || self.end(),
+            )
+        }
+    }
+
+    #[test]
+    fn work_done_by_the_deadline_never_calls_the_handler() {
+        let fake = Fake::new(&[0]);
+        let r = fake.run(Duration::ZERO, |_| panic!("not called"), || Ok(7));
+        assert_eq!(r.unwrap(), 7);
+        assert_eq!(fake.calls.get(), 0);
+        assert_eq!(fake.ends.get(), 1);
+        assert_eq!(fake.busy_at_end.get(), Some(false));
+    }
+
+    #[test]
+    fn an_overrun_calls_the_handler_until_the_work_is_done_and_counts_the_calls() {
+        let fake = Fake::new(&[4]);
+        let mut seen = Vec::new();
+        let r = fake.run(
+            MS,
+            |o| {
+                seen.push(o);
+                KeepWaiting::for_another(2 * MS)
+            },
+            || Ok("done"),
+        );
+        assert_eq!(r.unwrap(), "done");
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        for (k, o) in seen.iter().enumerate() {
+            assert_eq!(o.count(), k as u64 + 1);
+            assert_eq!(o.stream(), 0);
+            // never called before its deadline
+            assert!(o.elapsed() >= o.deadline(), "{o:?}");
+        }
+        assert_eq!(seen[0].deadline(), MS);
+        // each later deadline is the extension, counted from the previous call
+        for pair in seen.windows(2) {
+            assert_eq!(pair[1].deadline(), pair[0].elapsed() + 2 * MS, "{pair:?}");
+        }
+        assert_eq!(fake.ends.get(), 1);
+        assert_eq!(fake.busy_at_end.get(), Some(false));
+    }
+
+    #[test]
+    fn until_idle_stops_the_calls_and_leaves_the_wait_to_the_end() {
+        let fake = Fake::new(&[NEVER]);
+        fake.run(Duration::ZERO, |_| KeepWaiting::until_idle(), || Ok(()))
+            .unwrap();
+        assert_eq!(fake.calls.get(), 1);
+        assert_eq!(fake.ends.get(), 1);
+        assert_eq!(fake.busy_at_end.get(), Some(true), "the end waits for it");
+    }
+
+    #[test]
+    fn a_panicking_handler_is_resumed_only_after_the_end() {
+        let fake = Fake::new(&[NEVER]);
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            fake.run(Duration::ZERO, |_| panic!("handler gave up"), || Ok(()))
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"handler gave up"));
+        assert_eq!(fake.calls.get(), 1);
+        assert_eq!(
+            fake.ends.get(),
+            1,
+            "the scope's end ran before the panic went on"
+        );
+        assert_eq!(fake.busy_at_end.get(), Some(true), "the end waits for it");
+    }
+
+    #[test]
+    fn a_panicking_body_is_resumed_after_the_bounded_wait_and_the_end() {
+        let fake = Fake::new(&[3]);
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            fake.run(
+                Duration::ZERO,
+                |_| KeepWaiting::for_another(Duration::ZERO),
+                || -> Result<()> { panic!("body") },
+            )
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"body"));
+        assert_eq!(fake.calls.get(), 3);
+        assert_eq!(fake.ends.get(), 1);
+        assert_eq!(fake.busy_at_end.get(), Some(false));
+        // a handler that panics while the body's panic unwinds: the body's panic goes on
+        let fake = Fake::new(&[NEVER]);
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            fake.run(
+                Duration::ZERO,
+                |_| panic!("handler"),
+                || -> Result<()> { panic!("body") },
+            )
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"body"));
+        assert_eq!(fake.ends.get(), 1);
+        assert_eq!(fake.busy_at_end.get(), Some(true));
+    }
+
+    #[test]
+    fn an_error_of_the_body_or_of_a_query_ends_the_scope_all_the_same() {
+        let fake = Fake::new(&[2]);
+        let r: Result<()> = fake.run(
+            Duration::ZERO,
+            |_| KeepWaiting::for_another(Duration::ZERO),
+            || Err(Error::new("my step", ErrorCode::InvalidValue)),
+        );
+        assert_eq!(r.unwrap_err().call(), "my step");
+        assert_eq!(fake.calls.get(), 2);
+        assert_eq!(fake.ends.get(), 1);
+        // a failing query: no handler call, the end runs, the query's error is returned
+        let fake = Fake::new(&[NEVER]);
+        let r = run_within(
+            |_| Err(Error::new("cuStreamQuery", ErrorCode::IllegalAddress)),
+            1,
+            Instant::now(),
+            Duration::ZERO,
+            &mut |_| panic!("not called"),
+            || Ok::<_, Error>(()),
+            || fake.end(),
+        );
+        assert_eq!(r.unwrap_err().code(), ErrorCode::IllegalAddress);
+        assert_eq!(fake.ends.get(), 1);
+    }
+
+    #[test]
+    fn several_streams_are_waited_for_in_order_and_named() {
+        let fake = Fake::new(&[0, 2, 4]);
+        let mut streams = Vec::new();
+        fake.run(
+            Duration::ZERO,
+            |o| {
+                streams.push((o.count(), o.stream()));
+                KeepWaiting::for_another(Duration::ZERO)
+            },
+            || Ok(()),
+        )
+        .unwrap();
+        assert_eq!(streams, [(1, 1), (2, 1), (3, 2), (4, 2)]);
+        assert_eq!(fake.busy_at_end.get(), Some(false));
+    }
+
+    #[test]
+    fn a_deadline_or_extension_past_the_clock_means_no_deadline() {
+        // `Instant + Duration::MAX` would panic: it is no deadline instead
+        let polls = Cell::new(0);
+        let r = run_within(
+            |_| {
+                polls.set(polls.get() + 1);
+                Ok(polls.get() > 100)
+            },
+            1,
+            Instant::now(),
+            Duration::MAX,
+            &mut |_| panic!("not called"),
+            || Ok::<_, Error>(()),
+            || Ok(()),
+        );
+        assert!(r.is_ok());
+        let fake = Fake::new(&[NEVER]);
+        let polls = Cell::new(0);
+        run_within(
+            |_| {
+                polls.set(polls.get() + 1);
+                Ok(fake.calls.get() == 1 && polls.get() > 100)
+            },
+            1,
+            Instant::now(),
+            Duration::ZERO,
+            &mut |_| {
+                fake.calls.set(fake.calls.get() + 1);
+                KeepWaiting::for_another(Duration::MAX)
+            },
+            || Ok::<_, Error>(()),
+            || Ok(()),
+        )
+        .unwrap();
+        assert_eq!(fake.calls.get(), 1);
+    }
+
+    #[test]
+    fn the_event_wait_says_not_yet_or_done() {
+        let soon = Instant::now().checked_add(MS);
+        assert!(!poll_until(soon, || Ok(false)).unwrap());
+        let polls = Cell::new(0);
+        let later = Instant::now().checked_add(Duration::from_secs(60));
+        let done = poll_until(later, || {
+            polls.set(polls.get() + 1);
+            Ok(polls.get() == 3)
+        });
+        assert!(done.unwrap());
+        assert!(poll_until(None, || Ok(true)).unwrap());
+        // a deadline already past still polls once
+        assert!(poll_until(Some(Instant::now()), || Ok(true)).unwrap());
+        let e = poll_until(None, || {
+            Err(Error::new("cuEventQuery", ErrorCode::InvalidHandle))
+        });
+        assert_eq!(e.unwrap_err().code(), ErrorCode::InvalidHandle);
+    }
+
+    #[test]
+    fn handlers_that_never_return_have_the_handler_type() {
+        fn give_up(_: Overrun) -> ! {
+            std::process::abort()
+        }
+        let _closure: &mut dyn FnMut(Overrun) -> KeepWaiting = &mut |_| std::process::abort();
+        let _calls_a_never_fn: &mut dyn FnMut(Overrun) -> KeepWaiting = &mut |o| give_up(o);
+        let _parks: &mut dyn FnMut(Overrun) -> KeepWaiting = &mut |_| loop {
+            std::thread::park();
+        };
+    }
+}
