@@ -141,6 +141,7 @@ pub mod pitched;
 pub mod pool;
 pub mod scope;
 pub mod stream;
+mod teardown;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
 
@@ -151,10 +152,11 @@ struct ReadmeDoctests;
 
 pub use context::{
     CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
-    SharedMemoryConfig, StreamPriorityRange, with_context, with_primary_context, with_raw_context,
+    SharedMemoryConfig, StreamPriorityRange, try_with_context, try_with_primary_context,
+    with_context, with_primary_context, with_raw_context,
 };
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Error, ErrorCode, Result, WithTeardown};
 pub use event::{Event, EventFlags};
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
@@ -163,7 +165,7 @@ pub use launch::{
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
-pub use peer::{PeerAccess, copy_peer};
+pub use peer::{PeerAccess, copy_peer, try_copy_peer};
 pub use pitched::DeviceBuffer2D;
 pub use pool::{MemoryPool, ReusePolicy};
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
@@ -212,6 +214,11 @@ mod facts {
     assert_not_impl_any!(ContextGuard<'static>: Send, Sync);
     assert_impl_all!(SharedContext<'static>: Copy, Send, Sync);
     assert_impl_all!(Error: Send, Sync, std::error::Error);
+    // the call, the code, and one box for the rarely present detail and teardown error; a
+    // `Result<(), Error>` needs no more
+    assert_eq_size!(Error, (&'static str, ErrorCode, usize));
+    assert_eq_size!(Result<()>, Error);
+    assert_impl_all!(WithTeardown<Error>: Send, Sync, std::error::Error);
     assert_impl_all!(Device: Send, Sync, Copy);
 
     assert_eq_size!(Stream<'static>, sys::CUstream);
