@@ -42,8 +42,9 @@ use cuda_driver_sys::CUctx_st;
 
 use crate::device::Device;
 use crate::driver::{self, CUcontext, CUdevice};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result, WithTeardown};
 use crate::phase::{Allocating, Phase, Unphased};
+use crate::teardown;
 
 /// The invariant brand: `'ctx` can be neither shortened nor lengthened, so two brands are
 /// equal only if they are the same lifetime.
@@ -500,18 +501,17 @@ pub(crate) unsafe fn in_context<T>(
     let result = op();
     std::mem::forget(on_unwind);
     let popped = pop_exact(raw);
-    let value = result?;
-    popped?;
-    Ok(value)
+    teardown::keep_both(result, popped)
 }
 
 /// Runs `body`, then `teardown`, also while a panic of `body` unwinds (then in a drop
 /// guard, after `body`'s frame, and so every borrow it held, is gone; its error is dropped
 /// and the panic resumes). `teardown` is `Copy` (it captures handles and references only),
-/// so the guard needs no flag: it is forgotten on the normal path. The closure's result wins over the teardown's: a teardown error
-/// becomes `E::from(error)` only when `body` returned `Ok`. The guard is local, so no user
-/// code can `mem::forget` it. Used by every closure-scoped entry point: contexts, shared
-/// contexts and stream scopes.
+/// so the guard needs no flag: it is forgotten on the normal path. The closure's error
+/// comes first: a teardown error becomes `E::from(error)` when `body` returned `Ok`, and
+/// is attached to the closure's error when that is an [`Error`] (see
+/// [`teardown::combine`]). The guard is local, so no user code can `mem::forget` it. Used
+/// by every closure-scoped entry point: contexts, shared contexts and stream scopes.
 #[inline(always)]
 pub(crate) fn run_then<R, E: From<Error>, T>(
     body: impl FnOnce() -> Result<R, E>,
@@ -530,10 +530,7 @@ where
     let outcome = body();
     std::mem::forget(on_unwind);
     let torn_down = teardown();
-    match outcome {
-        Ok(value) => torn_down.map(|()| value).map_err(E::from),
-        Err(e) => Err(e),
-    }
+    teardown::combine(outcome, torn_down)
 }
 
 fn device_of(raw: CUdevice) -> Result<Device> {
@@ -584,6 +581,42 @@ impl<'ctx> SharedContext<'ctx> {
         run_scoped(guard, Teardown::Pop, f)
     }
 
+    /// [`enter`](SharedContext::enter) for any error type, returning the closure's error
+    /// and the teardown's together when both fail (see [`WithTeardown`]).
+    ///
+    /// ```no_run
+    /// use cuda_brand::{with_context, ContextFlags, Device};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let shared = ctx.share();
+    ///     let worker = std::thread::scope(|s| {
+    ///         s.spawn(move || shared.try_enter(|ctx| Ok::<_, anyhow::Error>(ctx.api_version()?)))
+    ///             .join()
+    ///             .unwrap()
+    ///     });
+    ///     if let Err(failed) = worker {
+    ///         eprintln!("{failed}"); // the closure's error, then the teardown's if it failed too
+    ///     }
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn try_enter<R, E>(
+        self,
+        f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    ) -> Result<R, WithTeardown<E>>
+    where
+        E: From<Error>,
+    {
+        let mut outcome = None;
+        let torn_down = self.enter(|ctx| {
+            outcome = Some(f(ctx));
+            Ok(())
+        });
+        WithTeardown::settle("SharedContext::try_enter", outcome, torn_down)
+    }
+
     escape_hatch! {
         /// The driver's handle.
         pub fn as_raw(self) -> CUcontext {
@@ -596,14 +629,16 @@ impl<'ctx> SharedContext<'ctx> {
 /// closure is done.
 #[derive(Clone, Copy)]
 enum Teardown {
-    /// Only pop (a context someone else owns).
+    /// Only pop (a context another closure owns, whose teardown reports the failed
+    /// releases of handles dropped meanwhile).
     Pop,
-    /// Free what the crate keeps for the context (its bulk-copy staging), then pop: a
-    /// context someone else owns, who may destroy it once the crate's scope is over
-    /// (`with_raw_context`).
+    /// Free what the crate keeps for the context (its bulk-copy staging), pop, and report
+    /// the failed releases of the context's handles: a context someone else owns, who may
+    /// destroy it once the crate's scope is over (`with_raw_context`).
     #[cfg_attr(feature = "safety-profile", allow(dead_code))]
-    FreeThenPop,
-    /// Synchronize, pop, then give the context up (one the crate created or retained).
+    PopAndReport,
+    /// Synchronize, pop, then give the context up (one the crate created or retained), and
+    /// report the failed releases of its handles.
     Finish(Owned),
 }
 
@@ -647,12 +682,16 @@ fn pop_exact(raw: CUcontext) -> Result<()> {
 #[inline(never)]
 fn put_back(other: CUcontext) -> Error {
     // SAFETY: `other` was current on this thread a moment ago, so it is alive.
-    let _ = unsafe { driver::ctx_push(other) };
-    Error::with_detail(
+    let pushed = unsafe { driver::ctx_push(other) };
+    let e = Error::with_detail(
         "cuCtxPopCurrent_v2",
         ErrorCode::InvalidContext,
         "the context is not on top of this thread's stack: unsafe code changed the current context and did not restore it",
-    )
+    );
+    match pushed {
+        Ok(()) => e,
+        Err(failed) => e.with_teardown_error(failed),
+    }
 }
 
 /// Tears a context down as `teardown` says. A plain pop (entering a shared or raw context,
@@ -661,20 +700,23 @@ fn put_back(other: CUcontext) -> Error {
 fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
     match teardown {
         Teardown::Pop => pop_exact(raw),
-        Teardown::FreeThenPop => {
+        Teardown::PopAndReport => {
             // SAFETY: `raw` is alive and on top of this thread's stack (current).
             unsafe { crate::staging::on_context_end(raw) };
-            pop_exact(raw)
+            teardown::keep_both(pop_exact(raw), teardown::take_failed_releases(raw))
         }
         Teardown::Finish(owned) => tear_down_fully(raw, owned),
     }
 }
 
-/// Synchronizes, pops and destroys or releases; returns the first error. If the pop finds
-/// another context on top of the stack (unsafe code changed the stack and did not restore
-/// it), the context is neither destroyed nor released: it is still somewhere on this
-/// thread's stack, and destroying it would leave a dangling entry there. It is leaked, and
-/// the error says so.
+/// Synchronizes, pops and destroys or releases, then takes the failed releases of the
+/// context's handles ([`teardown::take_failed_releases`]); every step runs whatever failed
+/// before, and every error is kept: the first is returned, the others chained on it as
+/// its [`teardown_errors`](Error::teardown_errors), in the order they happened. If the pop
+/// finds another context on top of the stack (unsafe code changed the stack and did not
+/// restore it), the context is neither destroyed nor released: it is still somewhere on
+/// this thread's stack, and destroying it would leave a dangling entry there. It is leaked,
+/// and the error says so.
 #[inline(never)]
 fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
     let synced = driver::ctx_synchronize();
@@ -685,29 +727,32 @@ fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
         // SAFETY: `raw` is alive and on top of this thread's stack (current).
         unsafe { crate::staging::on_context_end(raw) };
     }
-    if let Err(e) = pop_exact(raw) {
-        return Err(Error::with_detail(
+    let released = match pop_exact(raw) {
+        Err(e) => Err(Error::with_detail(
             e.call(),
             e.code(),
             format!(
                 "{}; the context was left alive (not destroyed or released) because it is still on this thread's stack",
                 e.detail().unwrap_or("the context could not be popped")
             ),
-        ));
-    }
-    let released = match owned {
-        // SAFETY: every value branded with this context is gone (the brand cannot leave the
-        // closure), this is the context `with_context` created, and it is off the stack.
-        Owned::Destroy => unsafe { driver::ctx_destroy(raw) },
-        Owned::Release(device) => {
-            // SAFETY: balances the retain in `with_primary_context`; nothing branded remains.
-            let released = unsafe { driver::primary_ctx_release(device) };
-            // frees the staging if the release destroyed the context
-            crate::staging::after_primary_release(raw, device);
-            released
-        }
+        )),
+        Ok(()) => match owned {
+            // SAFETY: every value branded with this context is gone (the brand cannot leave
+            // the closure), this is the context `with_context` created, and it is off the
+            // stack.
+            Owned::Destroy => unsafe { driver::ctx_destroy(raw) },
+            Owned::Release(device) => {
+                // SAFETY: balances the retain in `with_primary_context`; nothing branded
+                // remains.
+                let released = unsafe { driver::primary_ctx_release(device) };
+                // frees the staging if the release destroyed the context
+                crate::staging::after_primary_release(raw, device);
+                released
+            }
+        },
     };
-    synced.and(released)
+    let finished = teardown::keep_both(synced, released);
+    teardown::keep_both(finished, teardown::take_failed_releases(raw))
 }
 
 /// Creates a context on `device`, runs `f` with its guard, and destroys the context.
@@ -716,7 +761,18 @@ fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
 /// current before is current again afterwards). At the end, in this order: the context is
 /// synchronized (a sticky error such as an illegal address from a kernel comes back as
 /// `Err`), popped, and destroyed. If `f` panics, the context is torn down and the panic
-/// resumes. An error of the teardown becomes `E::from(error)` when `f` returned `Ok`.
+/// resumes.
+///
+/// # Errors never lost
+///
+/// An error of the teardown becomes `E::from(error)` when `f` returned `Ok`. When `f`
+/// returned an `Err` of this crate's [`Error`] and the teardown failed too, the teardown's
+/// error is attached to it ([`Error::teardown_error`]); for other error types,
+/// [`try_with_context`] returns both. Every step of the teardown runs whatever failed
+/// before, and its errors are chained in order. Handles of the context whose release failed
+/// when they were dropped (after a sticky error every free fails) are reported last: one
+/// error naming the first failure and how many there were (`close()` on a handle returns
+/// the error where it happens instead).
 ///
 /// The closure must work for any lifetime `'ctx`, so nothing carrying the brand can leave
 /// it (see the [module documentation](crate::context)).
@@ -828,18 +884,90 @@ where
     // SAFETY: just retained; the release comes after the pop below or in `run_scoped`.
     if let Err(e) = unsafe { driver::ctx_push(raw.as_ptr()) } {
         // SAFETY: balances the retain above; nothing used the context.
-        let _ = unsafe { driver::primary_ctx_release(device.as_raw()) };
-        return Err(e.into());
+        let released = unsafe { driver::primary_ctx_release(device.as_raw()) };
+        return Err(match released {
+            Ok(()) => e,
+            Err(failed) => e.with_teardown_error(failed),
+        }
+        .into());
     }
     // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
     run_scoped(guard, Teardown::Finish(Owned::Release(device.as_raw())), f)
 }
 
+/// [`with_context`] for any error type: returns the closure's error and the teardown's
+/// together when both fail, in a [`WithTeardown`]. (The plain [`with_context`] keeps both
+/// only when the closure's error type is [`Error`]: it cannot attach an error to a value
+/// of a type it does not know.)
+///
+/// ```no_run
+/// use cuda_brand::{try_with_context, ContextFlags, Device};
+///
+/// fn run(device: &Device) -> anyhow::Result<u32> {
+///     let version = try_with_context(device, ContextFlags::default(), |ctx| {
+///         anyhow::ensure!(ctx.api_version()? >= 3020, "an old context API");
+///         Ok(ctx.api_version()?)
+///     });
+///     version.map_err(|failed| match failed.teardown_error() {
+///         // the context's teardown failed as well: say so
+///         Some(teardown) => anyhow::anyhow!("{teardown}").context(failed.into_error()),
+///         None => failed.into_error(),
+///     })
+/// }
+/// ```
+pub fn try_with_context<R, E, F>(
+    device: &Device,
+    flags: ContextFlags,
+    f: F,
+) -> Result<R, WithTeardown<E>>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let mut outcome = None;
+    let torn_down = with_context(device, flags, |ctx| {
+        outcome = Some(f(ctx));
+        Ok(())
+    });
+    WithTeardown::settle("try_with_context", outcome, torn_down)
+}
+
+/// [`with_primary_context`] for any error type: returns the closure's error and the
+/// teardown's together when both fail, in a [`WithTeardown`].
+///
+/// ```no_run
+/// use cuda_brand::{try_with_primary_context, Device};
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// let free = try_with_primary_context(&device, |ctx| {
+///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(ctx.memory_info()?.0)
+/// });
+/// match free {
+///     Ok(free) => println!("{free} bytes free"),
+///     Err(failed) => eprintln!("{failed}"), // both errors, when both failed
+/// }
+/// # Ok(()) }
+/// ```
+pub fn try_with_primary_context<R, E, F>(device: &Device, f: F) -> Result<R, WithTeardown<E>>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let mut outcome = None;
+    let torn_down = with_primary_context(device, |ctx| {
+        outcome = Some(f(ctx));
+        Ok(())
+    });
+    WithTeardown::settle("try_with_primary_context", outcome, torn_down)
+}
+
 #[cfg(not(feature = "safety-profile"))]
 /// Brands a context created elsewhere (by the runtime API, another library, raw driver
 /// calls) for the length of `f`: pushes it, runs `f` with a guard, and pops it. The context
-/// is neither synchronized nor destroyed.
+/// is neither synchronized nor destroyed. Handles of the context whose release failed when
+/// they were dropped are reported by the pop, as by the teardown of [`with_context`] (no
+/// other teardown of the crate would report them).
 ///
 /// # Safety
 ///
@@ -862,5 +990,5 @@ where
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::FreeThenPop, f)
+    run_scoped(guard, Teardown::PopAndReport, f)
 }

@@ -28,12 +28,53 @@ use std::fmt;
 /// );
 /// assert_eq!(format!("{e:?}"), e.to_string());
 /// ```
+///
+/// # Errors of a teardown
+///
+/// The closure-scoped entry points ([`with_context`](crate::with_context),
+/// [`with_primary_context`](crate::with_primary_context),
+/// [`SharedContext::enter`](crate::SharedContext::enter), [`Stream::scope`](crate::Stream::scope)
+/// and their kin) end with a teardown (synchronize, pop, destroy; or a scope's final wait
+/// and frees). When the closure returned an `Err` of this type and the teardown failed
+/// too, the teardown's error is kept on the closure's, as
+/// [`teardown_error`](Error::teardown_error), and `Display` prints both:
+///
+/// ```
+/// use cuda_brand::{Error, ErrorCode};
+/// let closure = Error::new("cuLaunchKernel", ErrorCode::LaunchOutOfResources);
+/// let teardown = Error::new("cuCtxSynchronize", ErrorCode::IllegalAddress);
+/// let e = closure.with_teardown_error(teardown.clone());
+/// assert_eq!(e.code(), ErrorCode::LaunchOutOfResources); // the closure's error comes first
+/// assert_eq!(e.teardown_error(), Some(&teardown));
+/// assert_eq!(
+///     e.to_string(),
+///     "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch); \
+///      also, during teardown: cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)"
+/// );
+/// assert!(e.is_sticky()); // the teardown's error poisoned the context
+/// ```
+///
+/// A teardown error may carry one of its own (a failed synchronize, then a failed destroy,
+/// then the report of handles whose release failed in `drop`): [`teardown_errors`](
+/// Error::teardown_errors) walks them all. For closures whose error type is not this one,
+/// the `try_` entry points ([`try_with_context`](crate::try_with_context) and its kin)
+/// return both errors in a [`WithTeardown`].
+///
+/// The error is three words (32 bytes on 64-bit targets): the call, the code, and one
+/// optional box holding the detail and the teardown's error, so `Result<(), Error>` stays
+/// small on every path that succeeds.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{call} failed: {code}{}", detail_suffix(.detail))]
 pub struct Error {
     call: &'static str,
     code: ErrorCode,
+    extra: Option<Box<Extra>>,
+}
+
+/// The parts of an [`Error`] that most errors lack, boxed together.
+#[derive(Clone, PartialEq, Eq)]
+struct Extra {
     detail: Option<Box<str>>,
+    teardown: Option<Error>,
 }
 
 impl fmt::Debug for Error {
@@ -43,10 +84,23 @@ impl fmt::Debug for Error {
     }
 }
 
-fn detail_suffix(detail: &Option<Box<str>>) -> String {
-    match detail {
-        Some(d) => format!(": {d}"),
-        None => String::new(),
+impl fmt::Display for Error {
+    /// The call, the code and the detail, then each teardown error after
+    /// `; also, during teardown: `.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in std::iter::once(self)
+            .chain(self.teardown_errors())
+            .enumerate()
+        {
+            if i > 0 {
+                f.write_str("; also, during teardown: ")?;
+            }
+            write!(f, "{} failed: {}", e.call, e.code)?;
+            if let Some(detail) = e.detail() {
+                write!(f, ": {detail}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -56,7 +110,7 @@ impl Error {
         Error {
             call,
             code,
-            detail: None,
+            extra: None,
         }
     }
 
@@ -65,7 +119,10 @@ impl Error {
         Error {
             call,
             code,
-            detail: Some(detail.into().into_boxed_str()),
+            extra: Some(Box::new(Extra {
+                detail: Some(detail.into().into_boxed_str()),
+                teardown: None,
+            })),
         }
     }
 
@@ -88,9 +145,208 @@ impl Error {
     /// Extra text: the JIT compiler's log, what was wrong with the input, or which driver
     /// library was not found and how to get one.
     pub fn detail(&self) -> Option<&str> {
-        self.detail.as_deref()
+        self.extra.as_ref()?.detail.as_deref()
+    }
+
+    /// The error of the teardown that ran after this error happened, if that failed too:
+    /// the closure of [`with_context`](crate::with_context) (or another closure-scoped entry
+    /// point) returned this error, and then synchronizing, popping or destroying the
+    /// context (or a scope's final wait) failed as well. `None` when the teardown
+    /// succeeded, and for errors that no teardown followed.
+    ///
+    /// The teardown's error may carry another ([`teardown_errors`](Error::teardown_errors)
+    /// lists the whole chain).
+    pub fn teardown_error(&self) -> Option<&Error> {
+        self.extra.as_ref()?.teardown.as_ref()
+    }
+
+    /// Every teardown error after this one, in the order they happened: the
+    /// [`teardown_error`](Error::teardown_error), its own, and so on.
+    ///
+    /// ```
+    /// use cuda_brand::{Error, ErrorCode};
+    /// let e = Error::new("my step", ErrorCode::Unknown)
+    ///     .with_teardown_error(Error::new("cuCtxSynchronize", ErrorCode::IllegalAddress))
+    ///     .with_teardown_error(Error::new("cuMemFreeAsync", ErrorCode::IllegalAddress));
+    /// let calls: Vec<_> = e.teardown_errors().map(|t| t.call()).collect();
+    /// assert_eq!(calls, ["cuCtxSynchronize", "cuMemFreeAsync"]);
+    /// ```
+    pub fn teardown_errors(&self) -> impl Iterator<Item = &Error> {
+        std::iter::successors(self.teardown_error(), |e| e.teardown_error())
+    }
+
+    /// This error with `teardown` appended to its chain of teardown errors (as the
+    /// [`teardown_error`](Error::teardown_error) of the last one), so that both reach the
+    /// caller.
+    #[must_use]
+    pub fn with_teardown_error(mut self, teardown: Error) -> Error {
+        self.append_teardown_error(teardown);
+        self
+    }
+
+    fn append_teardown_error(&mut self, teardown: Error) {
+        let extra = self.extra.get_or_insert_with(|| {
+            Box::new(Extra {
+                detail: None,
+                teardown: None,
+            })
+        });
+        match &mut extra.teardown {
+            Some(next) => next.append_teardown_error(teardown),
+            slot @ None => *slot = Some(teardown),
+        }
+    }
+
+    /// Whether this error or any of its [`teardown_errors`](Error::teardown_errors) has a
+    /// sticky code ([`ErrorCode::is_sticky`]): then the context, and the process, are
+    /// poisoned (see there).
+    pub fn is_sticky(&self) -> bool {
+        self.code.is_sticky() || self.teardown_errors().any(|t| t.code.is_sticky())
     }
 }
+
+/// An error of a closure together with the error of the teardown that followed it: what
+/// the `try_` entry points ([`try_with_context`](crate::try_with_context),
+/// [`try_with_primary_context`](crate::try_with_primary_context),
+/// [`SharedContext::try_enter`](crate::SharedContext::try_enter),
+/// [`Stream::try_scope`](crate::Stream::try_scope), [`Stream::try_scope_with`](
+/// crate::Stream::try_scope_with), [`Stream::try_scope_all`](crate::Stream::try_scope_all))
+/// return, for any error type `E`.
+///
+/// [`error`](WithTeardown::error) is what the plain entry point returns: the closure's
+/// error, or, when the closure succeeded and the teardown failed, `E::from` the
+/// teardown's error. [`teardown_error`](WithTeardown::teardown_error) is the teardown's
+/// error when the closure failed too, which the plain entry point can keep only when `E`
+/// is [`Error`] (it cannot attach an error to a value of a type it does not know).
+///
+/// ```no_run
+/// use cuda_brand::{try_with_context, ContextFlags, Device, WithTeardown};
+/// # fn main() -> anyhow::Result<()> {
+/// let device = Device::get(0)?;
+/// let result = try_with_context(&device, ContextFlags::default(), |ctx| {
+///     anyhow::ensure!(ctx.api_version()? >= 3020, "an old context API");
+///     Ok(())
+/// });
+/// if let Err(failed) = result {
+///     if let Some(teardown) = failed.teardown_error() {
+///         eprintln!("the teardown failed too: {teardown}");
+///     }
+///     return Err(failed.into_error());
+/// }
+/// # Ok(()) }
+/// ```
+pub struct WithTeardown<E> {
+    error: E,
+    teardown: Option<Error>,
+}
+
+impl<E> WithTeardown<E> {
+    /// `error`, with the error of the teardown that followed it (for wrappers of the `try_`
+    /// entry points, and tests).
+    ///
+    /// ```
+    /// use cuda_brand::{Error, ErrorCode, WithTeardown};
+    /// let teardown = Error::new("cuCtxSynchronize", ErrorCode::IllegalAddress);
+    /// let both = WithTeardown::new("my step failed", Some(teardown));
+    /// assert_eq!(
+    ///     both.to_string(),
+    ///     "my step failed; also, during teardown: cuCtxSynchronize failed: \
+    ///      CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)"
+    /// );
+    /// ```
+    pub fn new(error: E, teardown: Option<Error>) -> Self {
+        WithTeardown { error, teardown }
+    }
+
+    /// The error the plain entry point would return.
+    pub fn error(&self) -> &E {
+        &self.error
+    }
+
+    /// The teardown's error, when it failed after the closure had failed.
+    pub fn teardown_error(&self) -> Option<&Error> {
+        self.teardown.as_ref()
+    }
+
+    /// Both parts.
+    pub fn into_parts(self) -> (E, Option<Error>) {
+        (self.error, self.teardown)
+    }
+
+    /// The error the plain entry point would return, giving up the teardown's error (read
+    /// it first with [`teardown_error`](WithTeardown::teardown_error)).
+    pub fn into_error(self) -> E {
+        self.error
+    }
+
+    /// What a `try_` entry point returns, from the plain entry point it wraps: `outcome`
+    /// is what the closure returned (`None`: it never ran, as when creating the context
+    /// failed), `torn_down` what the plain entry point returned for a closure that returned
+    /// `Ok(())` (so its `Err` is the error of the setup or of the teardown).
+    pub(crate) fn settle<R>(
+        call: &'static str,
+        outcome: Option<Result<R, E>>,
+        torn_down: Result<()>,
+    ) -> Result<R, Self>
+    where
+        E: From<Error>,
+    {
+        match (outcome, torn_down) {
+            (Some(Ok(value)), Ok(())) => Ok(value),
+            (Some(Err(error)), torn_down) => Err(WithTeardown {
+                error,
+                teardown: torn_down.err(),
+            }),
+            (Some(Ok(_)) | None, Err(e)) => Err(WithTeardown::new(E::from(e), None)),
+            // the plain entry points return `Ok` only after running the closure
+            (None, Ok(())) => Err(WithTeardown::new(
+                E::from(Error::with_detail(
+                    call,
+                    ErrorCode::Unknown,
+                    "the closure did not run",
+                )),
+                None,
+            )),
+        }
+    }
+}
+
+impl WithTeardown<Error> {
+    /// Both errors in one [`Error`]: the teardown's becomes the
+    /// [`teardown_error`](Error::teardown_error) of the closure's (what the plain entry
+    /// points return for closures of this error type).
+    ///
+    /// (A method, not a `From` impl: a second `From` impl into [`Error`] would stop the
+    /// compiler from inferring the error type of a closure whose result is used with `?`.)
+    pub fn into_combined(self) -> Error {
+        match self.teardown {
+            Some(t) => self.error.with_teardown_error(t),
+            None => self.error,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for WithTeardown<E> {
+    /// The error, then `; also, during teardown: ` and the teardown's error, if any.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)?;
+        if let Some(t) = &self.teardown {
+            write!(f, "; also, during teardown: {t}")?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for WithTeardown<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WithTeardown")
+            .field("error", &self.error)
+            .field("teardown", &self.teardown)
+            .finish()
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for WithTeardown<E> {}
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -188,16 +444,39 @@ macro_rules! error_codes {
 }
 
 impl ErrorCode {
-    /// Whether the error is *sticky*: it leaves the context, and the process, in a state
-    /// the driver documents as unrecoverable ("the process must be terminated and
-    /// relaunched"): every later call of the process reports it again. These are the
-    /// faults of a kernel (an illegal address or instruction, a misaligned address, a
-    /// hardware stack error, a device-side assert, a launch failure or timeout) and
-    /// uncorrectable ECC or NVLink errors.
+    /// Whether the error is *sticky*: it *poisons* the context it happened in and, as the
+    /// crate treats every sticky code, the whole process.
+    ///
+    /// *Poisoned* means: every later driver call of the context returns the same error
+    /// (synchronizing, allocating, freeing, launching, and also the teardown of
+    /// [`with_context`](crate::with_context)), its device memory can no longer be relied
+    /// on, and nothing but destroying the context is left to do with it. For a poisoned
+    /// *process*, cuda.h adds: "any further CUDA work will return the same error. To
+    /// continue using CUDA, the process must be terminated and relaunched": new contexts
+    /// fail too (`tests/sticky_error.rs` observes a context created after an illegal
+    /// address reporting `CUDA_ERROR_ILLEGAL_ADDRESS`). A program that
+    /// must keep running restarts its GPU work in a new process.
+    ///
+    /// The codes, as cuda.h describes them (CUDA 11.8's, and a newer one's for the codes 226
+    /// and 721 that 11.8 lacks):
+    ///
+    /// | code | what cuda.h says |
+    /// |---|---|
+    /// | [`IllegalAddress`](ErrorCode::IllegalAddress) (700), [`LaunchTimeout`](ErrorCode::LaunchTimeout) (702), [`HardwareStackError`](ErrorCode::HardwareStackError) (714), [`IllegalInstruction`](ErrorCode::IllegalInstruction) (715), [`MisalignedAddress`](ErrorCode::MisalignedAddress) (716), [`InvalidAddressSpace`](ErrorCode::InvalidAddressSpace) (717), [`InvalidPc`](ErrorCode::InvalidPc) (718), [`LaunchFailed`](ErrorCode::LaunchFailed) (719), [`TensorMemoryLeak`](ErrorCode::TensorMemoryLeak) (721), [`Contained`](ErrorCode::Contained) (226), [`ExternalDevice`](ErrorCode::ExternalDevice) (911) | "This leaves the process in an inconsistent state and any further CUDA work will return the same error. To continue using CUDA, the process must be terminated and relaunched." |
+    /// | [`MpsClientTerminated`](ErrorCode::MpsClientTerminated) (810) | "To continue using CUDA, the process must be terminated and relaunched." |
+    /// | [`Assert`](ErrorCode::Assert) (710) | "The context cannot be used anymore, and must be destroyed. All existing device memory allocations from this context are invalid"; the runtime API's documentation of the same error says the process must be relaunched, so the crate counts it as poisoning the process too |
+    /// | [`EccUncorrectable`](ErrorCode::EccUncorrectable) (214), [`NvlinkUncorrectable`](ErrorCode::NvlinkUncorrectable) (220) | nothing about what follows; the crate counts them as sticky because the device's data can no longer be trusted |
+    ///
+    /// Not sticky: [`ContextIsDestroyed`](ErrorCode::ContextIsDestroyed) (709) names a
+    /// context that is gone, not one that is poisoned; a failed launch
+    /// ([`LaunchOutOfResources`](ErrorCode::LaunchOutOfResources),
+    /// [`CooperativeLaunchTooLarge`](ErrorCode::CooperativeLaunchTooLarge)) or allocation
+    /// ([`OutOfMemory`](ErrorCode::OutOfMemory)) can be retried.
     ///
     /// ```
     /// use cuda_brand::ErrorCode;
     /// assert!(ErrorCode::IllegalAddress.is_sticky());
+    /// assert!(ErrorCode::from_raw(226).unwrap().is_sticky()); // CUDA_ERROR_CONTAINED
     /// assert!(!ErrorCode::OutOfMemory.is_sticky()); // a failed allocation can be retried
     /// ```
     pub const fn is_sticky(self) -> bool {
@@ -205,6 +484,7 @@ impl ErrorCode {
             self,
             ErrorCode::EccUncorrectable
                 | ErrorCode::NvlinkUncorrectable
+                | ErrorCode::Contained
                 | ErrorCode::IllegalAddress
                 | ErrorCode::LaunchTimeout
                 | ErrorCode::Assert
@@ -214,6 +494,9 @@ impl ErrorCode {
                 | ErrorCode::InvalidAddressSpace
                 | ErrorCode::InvalidPc
                 | ErrorCode::LaunchFailed
+                | ErrorCode::TensorMemoryLeak
+                | ErrorCode::MpsClientTerminated
+                | ErrorCode::ExternalDevice
         )
     }
 }
@@ -275,6 +558,7 @@ error_codes! {
     JitCompilationDisabled = 223, "CUDA_ERROR_JIT_COMPILATION_DISABLED", "PTX JIT compilation was disabled";
     UnsupportedExecAffinity = 224, "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY", "the provided execution affinity is not supported";
     UnsupportedDevsideSync = 225, "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC", "the provided PTX contains unsupported call to cudaDeviceSynchronize";
+    Contained = 226, "CUDA_ERROR_CONTAINED", "Invalid access of peer GPU memory over nvlink or a hardware error";
     InvalidSource = 300, "CUDA_ERROR_INVALID_SOURCE", "device kernel image is invalid";
     FileNotFound = 301, "CUDA_ERROR_FILE_NOT_FOUND", "file not found";
     SharedObjectSymbolNotFound = 302, "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND", "shared object symbol not found";
@@ -303,6 +587,7 @@ error_codes! {
     InvalidPc = 718, "CUDA_ERROR_INVALID_PC", "invalid program counter";
     LaunchFailed = 719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure";
     CooperativeLaunchTooLarge = 720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch";
+    TensorMemoryLeak = 721, "CUDA_ERROR_TENSOR_MEMORY_LEAK", "tensor memory not completely freed";
     NotPermitted = 800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted";
     NotSupported = 801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported";
     SystemNotReady = 802, "CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized";
@@ -330,4 +615,67 @@ error_codes! {
     ExternalDevice = 911, "CUDA_ERROR_EXTERNAL_DEVICE", "an async error has occured in external entity outside of CUDA";
     InvalidClusterSize = 912, "CUDA_ERROR_INVALID_CLUSTER_SIZE", "a kernel launch error has occurred due to cluster misconfiguration";
     Unknown = 999, "CUDA_ERROR_UNKNOWN", "unknown error";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_of_a_teardown_chain_in_order_and_print_after_the_first() {
+        let sync = Error::new("cuCtxSynchronize", ErrorCode::IllegalAddress);
+        let destroy = Error::with_detail("cuCtxDestroy_v2", ErrorCode::Unknown, "why");
+        let e = Error::with_detail("my step", ErrorCode::InvalidValue, "bad input")
+            .with_teardown_error(sync.clone())
+            .with_teardown_error(destroy.clone());
+        assert_eq!(e.detail(), Some("bad input"));
+        assert_eq!(
+            e.teardown_error(),
+            Some(&sync.clone().with_teardown_error(destroy.clone()))
+        );
+        let chain: Vec<_> = e.teardown_errors().map(|t| (t.call(), t.code())).collect();
+        assert_eq!(
+            chain,
+            [
+                ("cuCtxSynchronize", ErrorCode::IllegalAddress),
+                ("cuCtxDestroy_v2", ErrorCode::Unknown)
+            ]
+        );
+        assert_eq!(
+            e.to_string(),
+            "my step failed: CUDA_ERROR_INVALID_VALUE (invalid argument): bad input; \
+             also, during teardown: cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered); \
+             also, during teardown: cuCtxDestroy_v2 failed: CUDA_ERROR_UNKNOWN (unknown error): why"
+        );
+        assert_eq!(format!("{e:?}"), e.to_string());
+        assert!(e.is_sticky() && !e.code().is_sticky());
+        assert!(!destroy.is_sticky());
+        // an error without a detail keeps none when a teardown error is attached
+        let plain = Error::new("x", ErrorCode::Unknown).with_teardown_error(destroy);
+        assert_eq!(plain.detail(), None);
+    }
+
+    #[test]
+    fn with_teardown_settles_every_outcome() {
+        let t = Error::new("cuStreamSynchronize", ErrorCode::IllegalAddress);
+        let settle = |o, d| WithTeardown::<Error>::settle::<u8>("t", o, d);
+        assert_eq!(settle(Some(Ok(1)), Ok(())).ok(), Some(1));
+        let mine = Error::new("mine", ErrorCode::Unknown);
+        let w = settle(Some(Err(mine.clone())), Err(t.clone())).unwrap_err();
+        assert_eq!((w.error(), w.teardown_error()), (&mine, Some(&t)));
+        let w = settle(Some(Err(mine.clone())), Ok(())).unwrap_err();
+        assert_eq!(w.into_parts(), (mine.clone(), None));
+        // closure fine, teardown failed: the teardown's error is the error
+        let w = settle(Some(Ok(1)), Err(t.clone())).unwrap_err();
+        assert_eq!(w.into_parts(), (t.clone(), None));
+        // the closure never ran: the setup's error
+        let w = settle(None, Err(t.clone())).unwrap_err();
+        assert_eq!(w.into_error(), t);
+        let w = settle(None, Ok(())).unwrap_err();
+        assert_eq!(w.error().detail(), Some("the closure did not run"));
+        // into one `Error`
+        let both = WithTeardown::new(mine.clone(), Some(t.clone())).into_combined();
+        assert_eq!(both, mine.clone().with_teardown_error(t));
+        assert_eq!(WithTeardown::new(mine.clone(), None).into_combined(), mine);
+    }
 }

@@ -347,11 +347,38 @@ impl<'ctx, S: StreamKind> Stream<'ctx, S> {
     }
 }
 
+impl<K: EventKind> Event<'_, K> {
+    /// Destroys the event and returns the driver's error, where dropping it would only
+    /// record the error for the teardown of its context to report. After an error the
+    /// context's destruction reclaims the event.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let event = ctx.event()?;
+    ///     event.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> crate::error::Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the event is ours and never used again (`this` is not dropped).
+        unsafe { driver::event_destroy(this.as_raw()) }
+    }
+}
+
 impl<K: EventKind> Drop for Event<'_, K> {
     fn drop(&mut self) {
-        // SAFETY: the event is ours and unused from now on. An error cannot be reported from
-        // `drop`; the context's destruction reclaims the event.
-        let _ = unsafe { driver::event_destroy(self.as_raw()) };
+        // SAFETY: the event is ours and unused from now on.
+        if let Err(e) = unsafe { driver::event_destroy(self.as_raw()) } {
+            // the context's destruction reclaims the event; its teardown reports this. An
+            // event does not know its context: the one current here is charged (see the
+            // `teardown` module)
+            let ctx = crate::teardown::current_context();
+            crate::teardown::record_failed_release(ctx, "Event", e);
+        }
     }
 }
 

@@ -215,6 +215,7 @@ pub mod pool;
 pub mod scope;
 mod staging;
 pub mod stream;
+mod teardown;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
 
@@ -227,7 +228,8 @@ struct ReadmeDoctests;
 pub use context::with_raw_context;
 pub use context::{
     CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
-    SharedMemoryConfig, StreamPriorityRange, with_context, with_primary_context,
+    SharedMemoryConfig, StreamPriorityRange, try_with_context, try_with_primary_context,
+    with_context, with_primary_context,
 };
 /// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
 /// `#[repr(C)]` struct of plain data, checking at compile time what the trait's contract
@@ -294,7 +296,7 @@ pub use context::{
 pub use cuda_brand_derive::DeviceCopy;
 pub use deadline::{KeepWaiting, Overrun};
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Error, ErrorCode, Result, WithTeardown};
 pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
@@ -303,7 +305,7 @@ pub use launch::{
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
-pub use peer::{PeerAccess, copy_peer};
+pub use peer::{PeerAccess, copy_peer, try_copy_peer};
 pub use phase::{Phases, with_phases};
 pub use pitched::DeviceBuffer2D;
 pub use pitched3d::{DeviceBuffer3D, Region3D};
@@ -364,6 +366,11 @@ mod facts {
     assert_not_impl_any!(ContextGuard<'static>: Send, Sync);
     assert_impl_all!(SharedContext<'static>: Copy, Send, Sync);
     assert_impl_all!(Error: Send, Sync, std::error::Error);
+    // the call, the code, and one box for the rarely present detail and teardown error; a
+    // `Result<(), Error>` needs no more
+    assert_eq_size!(Error, (&'static str, ErrorCode, usize));
+    assert_eq_size!(Result<()>, Error);
+    assert_impl_all!(WithTeardown<Error>: Send, Sync, std::error::Error);
     assert_impl_all!(Device: Send, Sync, Copy);
 
     assert_eq_size!(Stream<'static>, sys::CUstream);

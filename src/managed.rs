@@ -203,15 +203,45 @@ impl<T: DeviceCopy> DerefMut for ManagedBuffer<'_, T> {
     }
 }
 
-impl<T: DeviceCopy> Drop for ManagedBuffer<'_, T> {
-    fn drop(&mut self) {
+impl<T: DeviceCopy> ManagedBuffer<'_, T> {
+    /// Frees the memory and returns the driver's error, where dropping it would only record
+    /// the error for the teardown of its context to report. After an error the memory stays
+    /// allocated until the context is destroyed.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::ManagedBuffer;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = ManagedBuffer::from_slice(ctx, &[1.0f32, 2.0])?;
+    ///     buf.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
         if self.len == 0 || size_of::<T>() == 0 {
-            return;
+            return Ok(());
         }
         // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged) in its context, which the brand
         // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
-        // are idle).
-        unsafe { crate::memory::free_plain(self.ctx, self.ptr) };
+        // are idle); the buffer is not used again (dropped, or forgotten by `close`).
+        unsafe { crate::memory::free_plain(self.ctx, self.ptr) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for ManagedBuffer<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::teardown::record_failed_release(Some(self.ctx), "ManagedBuffer", e);
+        }
     }
 }
 

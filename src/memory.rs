@@ -314,25 +314,40 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     ///
     /// # Panics
     /// If `mid > len`.
+    /// [`try_split_at`](DeviceSlice::try_split_at) returns the error instead.
+    #[track_caller]
     pub fn split_at(&self, mid: usize) -> (&Self, &Self) {
-        assert!(
-            mid <= self.len(),
-            "DeviceSlice::split_at: mid {mid} > len {}",
-            self.len()
-        );
+        if let Err(e) = split_point("DeviceSlice::split_at", mid, self.len()) {
+            fail(e)
+        }
         (&self[..mid], &self[mid..])
+    }
+
+    /// [`split_at`](DeviceSlice::split_at), or an error if `mid > len`.
+    ///
+    /// ```
+    /// # fn f(buf: &cuda_brand::DeviceSlice<'_, u32>) -> cuda_brand::Result<()> {
+    /// // with a view of 4 elements
+    /// let e = buf.try_split_at(5).unwrap_err();
+    /// assert_eq!(e.detail(), Some("mid 5 > len 4"));
+    /// # Ok(()) }
+    /// ```
+    pub fn try_split_at(&self, mid: usize) -> Result<(&Self, &Self)> {
+        split_point("DeviceSlice::split_at", mid, self.len())?;
+        Ok(self.split_at(mid))
     }
 
     /// Two disjoint mutable views, `[0, mid)` and `[mid, len)`.
     ///
     /// # Panics
     /// If `mid > len`.
+    /// [`try_split_at_mut`](DeviceSlice::try_split_at_mut) returns the error instead.
+    #[track_caller]
     pub fn split_at_mut(&mut self, mid: usize) -> (&mut Self, &mut Self) {
         let len = self.len();
-        assert!(
-            mid <= len,
-            "DeviceSlice::split_at_mut: mid {mid} > len {len}"
-        );
+        if let Err(e) = split_point("DeviceSlice::split_at_mut", mid, len) {
+            fail(e)
+        }
         let (left, right) = (self.at(0), self.at(mid));
         // SAFETY: `[0, mid)` is within `self`, which is borrowed exclusively for as long as
         // both views live, and disjoint from the other view.
@@ -342,18 +357,25 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
         (left, right)
     }
 
+    /// [`split_at_mut`](DeviceSlice::split_at_mut), or an error if `mid > len`.
+    pub fn try_split_at_mut(&mut self, mid: usize) -> Result<(&mut Self, &mut Self)> {
+        split_point("DeviceSlice::split_at_mut", mid, self.len())?;
+        Ok(self.split_at_mut(mid))
+    }
+
     /// Views of `size` elements each (the last may be shorter), like `[T]::chunks`.
     ///
     /// # Panics
     /// If `size` is 0.
+    /// [`try_chunks`](DeviceSlice::try_chunks) returns the error instead.
+    #[track_caller]
     pub fn chunks(
         &self,
         size: usize,
     ) -> impl DoubleEndedIterator<Item = &Self> + ExactSizeIterator {
-        assert!(
-            size != 0,
-            "DeviceSlice::chunks: chunk size must be non-zero"
-        );
+        if let Err(e) = chunk_size("DeviceSlice::chunks", size) {
+            fail(e)
+        }
         let len = self.len();
         (0..len.div_ceil(size)).map(move |i| {
             let start = i * size; // < len: i < len / size rounded up
@@ -366,14 +388,15 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     ///
     /// # Panics
     /// If `size` is 0.
+    /// [`try_chunks_mut`](DeviceSlice::try_chunks_mut) returns the error instead.
+    #[track_caller]
     pub fn chunks_mut(
         &mut self,
         size: usize,
     ) -> impl DoubleEndedIterator<Item = &mut Self> + ExactSizeIterator {
-        assert!(
-            size != 0,
-            "DeviceSlice::chunks_mut: chunk size must be non-zero"
-        );
+        if let Err(e) = chunk_size("DeviceSlice::chunks_mut", size) {
+            fail(e)
+        }
         let (base, len) = (self.at(0), self.len());
         (0..len.div_ceil(size)).map(move |i| {
             let start = i * size; // < len, as in `chunks`
@@ -385,13 +408,64 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     }
 }
 
+impl<'ctx, T> DeviceSlice<'ctx, T> {
+    /// [`chunks`](DeviceSlice::chunks), or an error if `size` is 0.
+    pub fn try_chunks(
+        &self,
+        size: usize,
+    ) -> Result<impl DoubleEndedIterator<Item = &Self> + ExactSizeIterator> {
+        chunk_size("DeviceSlice::chunks", size)?;
+        Ok(self.chunks(size))
+    }
+
+    /// [`chunks_mut`](DeviceSlice::chunks_mut), or an error if `size` is 0.
+    pub fn try_chunks_mut(
+        &mut self,
+        size: usize,
+    ) -> Result<impl DoubleEndedIterator<Item = &mut Self> + ExactSizeIterator> {
+        chunk_size("DeviceSlice::chunks_mut", size)?;
+        Ok(self.chunks_mut(size))
+    }
+}
+
 impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
+    /// [`copy_from_host`](DeviceSlice::copy_from_host), with differing lengths an error
+    /// (before any driver call) instead of a panic.
+    ///
+    /// ```
+    /// # fn f(buf: &mut cuda_brand::DeviceSlice<'_, u32>) {
+    /// // with a view of 4 elements
+    /// let e = buf.try_copy_from_host(&[1, 2, 3]).unwrap_err();
+    /// assert_eq!(e.code(), cuda_brand::ErrorCode::InvalidValue);
+    /// assert_eq!(e.detail(), Some("destination has 4 elements but source has 3"));
+    /// # }
+    /// ```
+    pub fn try_copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        lengths_match("copy_from_host", self.len(), src.len())?;
+        self.copy_from_host(src)
+    }
+
+    /// [`copy_to_host`](DeviceSlice::copy_to_host), with differing lengths an error (before
+    /// any driver call) instead of a panic.
+    pub fn try_copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        lengths_match("copy_to_host", dst.len(), self.len())?;
+        self.copy_to_host(dst)
+    }
+
+    /// [`copy_from_device`](DeviceSlice::copy_from_device), with differing lengths an error
+    /// (before any driver call) instead of a panic.
+    pub fn try_copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
+        lengths_match("copy_from_device", self.len(), src.len())?;
+        self.copy_from_device(src)
+    }
+
     /// Copies `src` from the host into this view (`cuMemcpyHtoD`); done when it returns.
     /// From 1 MiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
+    /// [`try_copy_from_host`](DeviceSlice::try_copy_from_host) returns the error instead.
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         check_lengths("copy_from_host", self.len(), src.len());
         let bytes = self.size_in_bytes();
@@ -422,6 +496,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
+    /// [`try_copy_to_host`](DeviceSlice::try_copy_to_host) returns the error instead.
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         check_lengths("copy_to_host", dst.len(), self.len());
         let bytes = self.size_in_bytes();
@@ -456,6 +531,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
+    /// [`try_copy_from_device`](DeviceSlice::try_copy_from_device) returns the error instead.
     pub fn copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
         check_lengths("copy_from_device", self.len(), src.len());
         if self.size_in_bytes() == 0 {
@@ -582,12 +658,65 @@ fn out_of_range(len: usize) -> ! {
     panic!("DeviceSlice: range out of bounds for a view of {len} elements")
 }
 
+/// Panics with the checks' error (before any driver call): `"{call}: {detail}"`, the
+/// message of the panicking forms, whose `try_` forms return the error instead.
+#[cold]
+#[inline(never)]
 #[track_caller]
-pub(crate) fn check_lengths(what: &str, dst: usize, src: usize) {
-    assert!(
-        dst == src,
-        "{what}: destination has {dst} elements but source has {src}"
-    );
+pub(crate) fn fail(e: Error) -> ! {
+    panic!(
+        "{}: {}",
+        e.call(),
+        e.detail().unwrap_or_else(|| e.code().description())
+    )
+}
+
+/// The lengths check of a copy: `Err` naming `what` and both lengths if they differ.
+#[inline]
+pub(crate) fn lengths_match(what: &'static str, dst: usize, src: usize) -> Result<()> {
+    if dst == src {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        what,
+        ErrorCode::InvalidValue,
+        format!("destination has {dst} elements but source has {src}"),
+    ))
+}
+
+/// [`lengths_match`], panicking (the copies that document `# Panics`).
+#[inline]
+#[track_caller]
+pub(crate) fn check_lengths(what: &'static str, dst: usize, src: usize) {
+    if let Err(e) = lengths_match(what, dst, src) {
+        fail(e)
+    }
+}
+
+/// The check of `split_at(mid)` on a view of `len` elements.
+#[inline]
+fn split_point(what: &'static str, mid: usize, len: usize) -> Result<()> {
+    if mid <= len {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        what,
+        ErrorCode::InvalidValue,
+        format!("mid {mid} > len {len}"),
+    ))
+}
+
+/// The check of `chunks(size)`.
+#[inline]
+fn chunk_size(what: &'static str, size: usize) -> Result<()> {
+    if size != 0 {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        what,
+        ErrorCode::InvalidValue,
+        "chunk size must be non-zero",
+    ))
 }
 
 pub(crate) fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
@@ -649,30 +778,28 @@ fn in_memory_context_with<T>(
     let result = primary.and_then(|ctx| unsafe { context::in_context(ctx, || op(None)) });
     // SAFETY: balances the retain above; nothing of the primary context is kept.
     let released = unsafe { driver::primary_ctx_release(device) };
-    let value = result?;
-    released?;
-    Ok(value)
+    crate::teardown::keep_both(result, released)
 }
 
 /// Frees memory that `cuMemAlloc` (or `cuMemAllocPitch`, `cuMemAllocManaged`) gave a
-/// buffer, from `drop`: with its context `ctx` current, whatever the calling thread has
-/// current. An error (there is no way to report it from `drop`) leaves the memory
-/// allocated, to be reclaimed with the context.
+/// buffer, from `drop` or `close`: with its context `ctx` current, whatever the calling
+/// thread has current. An error leaves the memory allocated, to be reclaimed with the
+/// context.
 ///
 /// # Safety
-/// `ptr` is such an allocation of `ctx`, owned by the dropping buffer, and no queued work
-/// uses it (asynchronous work runs only in a scope that borrows the buffer until its
-/// streams are idle); `ctx` is alive (the buffer's brand).
+/// `ptr` is such an allocation of `ctx`, owned by the buffer being dropped or closed, and no
+/// queued work uses it (asynchronous work runs only in a scope that borrows the buffer
+/// until its streams are idle); `ctx` is alive (the buffer's brand).
 pub(crate) unsafe fn free_plain(
     ctx: std::ptr::NonNull<cuda_driver_sys::CUctx_st>,
     ptr: CUdeviceptr,
-) {
+) -> Result<()> {
     let free = || {
         // SAFETY: the caller gives up `ptr`.
         unsafe { driver::mem_free(ptr) }
     };
     // SAFETY: the caller guarantees the context.
-    let _ = unsafe { context::in_context(ctx, free) };
+    unsafe { context::in_context(ctx, free) }
 }
 
 /// Frees the memory of a device buffer made in `ctx`: `cuMemFree` for `plain` memory, else
@@ -1034,32 +1161,61 @@ impl<T: DeviceCopy> DerefMut for DeviceBuffer<'_, T> {
     }
 }
 
-impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
-    fn drop(&mut self) {
+impl<T: DeviceCopy> DeviceBuffer<'_, T> {
+    /// Frees the buffer and returns the driver's error, where dropping it would only record
+    /// the error for the teardown of its context to report (see
+    /// [`with_context`](crate::with_context)). After an error the memory stays allocated
+    /// until the driver reclaims it (with the context, or for pool memory with the process).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = ctx.zeroed::<f32>(1024)?;
+    ///     buf.close() // the free's error, here and now
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
         if self.len == 0 || self.size_in_bytes() == 0 {
-            return;
+            return Ok(());
         }
         let ptr = self.ptr;
         if self.owner.is_deferred() {
             // memory of a setup phase: its context's teardown frees it
-            return;
+            return Ok(());
         }
         if self.owner.is_plain() {
             // SAFETY: as for the pool memory below, memory from cuMemAlloc in the buffer's
             // own context.
-            unsafe { free_plain(self.owner.context(), ptr) };
-            return;
+            return unsafe { free_plain(self.owner.context(), ptr) };
         }
         let free = || {
             // SAFETY: the buffer owns `ptr`, and no queued work can still use it:
             // asynchronous work only runs inside a stream scope, which borrows the buffer
             // until its stream has finished. So the pool gets back a block with nothing
-            // pending on it.
+            // pending on it. The buffer is not used again (dropped, or forgotten by
+            // `close`).
             unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
         };
-        // SAFETY: the brand keeps the buffer's context alive. An error (there is no way to
-        // report it from `drop`) leaves the memory allocated.
-        let _ = unsafe { context::in_context(self.owner.context(), free) };
+        // SAFETY: the brand keeps the buffer's context alive.
+        unsafe { context::in_context(self.owner.context(), free) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::teardown::record_failed_release(Some(self.owner.context()), "DeviceBuffer", e);
+        }
     }
 }
 
@@ -1122,8 +1278,9 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
             let p = driver::non_null("cuMemHostAlloc", p.cast::<T>())?;
             if p.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
                 // SAFETY: just allocated by cuMemHostAlloc in `ctx`, not used.
-                let _ = ctx.with_current(|| unsafe { driver::mem_free_host(p.as_ptr().cast()) });
-                return Err(Error::with_detail(
+                let freed =
+                    ctx.with_current(|| unsafe { driver::mem_free_host(p.as_ptr().cast()) });
+                let refused = Error::with_detail(
                     "PinnedBuffer::zeroed",
                     ErrorCode::InvalidValue,
                     format!(
@@ -1132,7 +1289,12 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
                         std::any::type_name::<T>(),
                         std::mem::align_of::<T>()
                     ),
-                ));
+                );
+                // the free's error, if any, comes along
+                return Err(match freed {
+                    Ok(()) => refused,
+                    Err(e) => refused.with_teardown_error(e),
+                });
             }
             // SAFETY: the driver allocated `bytes` bytes at `p`, aligned for `T` (checked).
             unsafe { std::ptr::write_bytes(p.as_ptr().cast::<u8>(), 0, bytes) };
@@ -1211,25 +1373,53 @@ impl<T: DeviceCopy> DerefMut for PinnedBuffer<'_, T> {
     }
 }
 
-impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
-    fn drop(&mut self) {
+impl<T: DeviceCopy> PinnedBuffer<'_, T> {
+    /// Frees the page-locked memory and returns the driver's error, where dropping it would
+    /// only record the error for the teardown of its context to report. After an error the
+    /// memory stays allocated until the context is destroyed.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let host = ctx.pinned_zeroed::<u8>(1 << 20)?;
+    ///     host.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
         if self.len == 0 || size_of::<T>() == 0 {
-            return;
+            return Ok(());
         }
         if self.ctx.as_ptr() as usize & 1 != 0 {
             // memory of a setup phase: its context's teardown frees it
-            return;
+            return Ok(());
         }
         let p = self.ptr.as_ptr().cast::<c_void>();
-        // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
-        // copy can still use it (they only run inside a scope that borrows the buffer). An
-        // error leaves the memory to be reclaimed with the context.
         let free = || {
-            // SAFETY: as above.
+            // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
+            // copy can still use it (they only run inside a scope that borrows the buffer),
+            // and the buffer is not used again (dropped, or forgotten by `close`).
             unsafe { driver::mem_free_host(p) }
         };
         // SAFETY: the brand keeps the context alive.
-        let _ = unsafe { context::in_context(self.ctx, free) };
+        unsafe { context::in_context(self.ctx, free) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::teardown::record_failed_release(Some(self.ctx), "PinnedBuffer", e);
+        }
     }
 }
 
@@ -1277,6 +1467,71 @@ mod tests {
             DeviceSlice::<'static, ()>::from_raw_parts_mut(empty_address::<()>(), usize::MAX)
         };
         assert_eq!(huge_mut.chunks_mut(3).next_back().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_try_forms_refuse_bad_input_before_the_driver() {
+        // SAFETY: a view that is never dereferenced: every call below that could reach the
+        // driver fails its check first.
+        let dst = unsafe { DeviceSlice::<'static, u32>::from_raw_parts_mut(0x1000, 4) };
+        // SAFETY: as above, disjoint from `dst`.
+        let src = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x2000, 3) };
+        let e = dst.try_copy_from_host(&[1, 2, 3]).unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("copy_from_host", ErrorCode::InvalidValue)
+        );
+        assert_eq!(
+            e.to_string(),
+            "copy_from_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): destination has 4 elements but source has 3"
+        );
+        let e = dst.try_copy_to_host(&mut [0; 5]).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some("destination has 5 elements but source has 4")
+        );
+        let e = dst.try_copy_from_device(src).unwrap_err();
+        assert_eq!(
+            (e.call(), e.detail()),
+            (
+                "copy_from_device",
+                Some("destination has 4 elements but source has 3")
+            )
+        );
+        let e = src.try_split_at(4).unwrap_err();
+        assert_eq!(
+            (e.call(), e.detail()),
+            ("DeviceSlice::split_at", Some("mid 4 > len 3"))
+        );
+        let (left, right) = src.try_split_at(3).unwrap();
+        assert_eq!((left.len(), right.len()), (3, 0));
+        let e = dst.try_split_at_mut(5).unwrap_err();
+        assert_eq!(e.detail(), Some("mid 5 > len 4"));
+        assert!(dst.try_split_at_mut(2).is_ok());
+        let e = src.try_chunks(0).err().unwrap();
+        assert_eq!(
+            (e.call(), e.detail()),
+            ("DeviceSlice::chunks", Some("chunk size must be non-zero"))
+        );
+        assert_eq!(src.try_chunks(2).unwrap().len(), 2);
+        assert!(dst.try_chunks_mut(0).is_err());
+        // the panicking forms panic with the same text
+        let panicked = std::panic::catch_unwind(|| {
+            // SAFETY: as above.
+            let v = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x2000, 3) };
+            let _ = v.split_at(4);
+        })
+        .unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().map(String::as_str),
+            Some("DeviceSlice::split_at: mid 4 > len 3")
+        );
+        let panicked =
+            std::panic::catch_unwind(|| check_lengths("copy_to_host", 5, 4)).unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().map(String::as_str),
+            Some("copy_to_host: destination has 5 elements but source has 4")
+        );
     }
 
     #[test]

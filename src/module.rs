@@ -334,15 +334,44 @@ impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     }
 }
 
-impl Drop for Module<'_> {
-    fn drop(&mut self) {
+impl Module<'_> {
+    /// Unloads the module and returns the driver's error, where dropping it would only
+    /// record the error for the teardown of its context to report. After an error the
+    /// context's destruction reclaims the module.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+    ///     module.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: unloads the module in its own context.
+    fn release(&self) -> Result<()> {
         let raw = self.as_raw();
         // SAFETY: the brand keeps the context alive; nothing uses the module any more (its
         // functions and kernels borrow it, and launches keep that borrow until their
-        // scope's stream is idle). Errors cannot be reported from `drop`; the context's
-        // destruction reclaims the module.
-        let _ = unsafe { ContextGuard::new_unchecked(self.ctx) }
-            .with_current(|| unsafe { driver::module_unload(raw) });
+        // scope's stream is idle), and the module is not used again (dropped, or forgotten
+        // by `close`).
+        unsafe { ContextGuard::new_unchecked(self.ctx) }
+            .with_current(|| unsafe { driver::module_unload(raw) })
+    }
+}
+
+impl Drop for Module<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the context's destruction reclaims the module; its teardown reports this
+            crate::teardown::record_failed_release(Some(self.ctx), "Module", e);
+        }
     }
 }
 

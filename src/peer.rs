@@ -33,7 +33,7 @@ use std::marker::PhantomData;
 use crate::context::{Brand, ContextGuard};
 use crate::driver;
 use crate::error::Result;
-use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths};
+use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths, lengths_match};
 
 /// Proof that contexts of the brand `'ctx` may access the memory of the context `'peer`
 /// (`cuCtxEnablePeerAccess`). Zero-sized and `Copy`; it cannot outlive either context.
@@ -132,6 +132,7 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
 ///
 /// # Panics
 /// If the lengths differ (before any driver call).
+/// [`try_copy_peer`] returns the error instead.
 ///
 /// ```no_run
 /// use cuda_brand::prelude::*;
@@ -172,4 +173,32 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
             dst.size_in_bytes(),
         )
     })
+}
+
+/// [`copy_peer`], with differing lengths an error (before any driver call) instead of a
+/// panic.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+/// with_context(&d0, ContextFlags::default(), |c0| {
+///     let mut gathered = c0.zeroed::<u32>(4)?;
+///     with_context(&d1, ContextFlags::default(), |c1| {
+///         let part = c1.from_slice(&[1u32, 2, 3])?;
+///         let e = cuda_brand::try_copy_peer(&mut gathered, c0, &part, c1).unwrap_err();
+///         assert_eq!(e.detail(), Some("destination has 4 elements but source has 3"));
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
+pub fn try_copy_peer<'d, 's, T: DeviceCopy>(
+    dst: &mut DeviceSlice<'d, T>,
+    dst_ctx: ContextGuard<'d>,
+    src: &DeviceSlice<'s, T>,
+    src_ctx: ContextGuard<'s>,
+) -> Result<()> {
+    lengths_match("copy_peer", dst.len(), src.len())?;
+    copy_peer(dst, dst_ctx, src, src_ctx)
 }

@@ -6,7 +6,8 @@
 //! A host image is a slice of `rows * row_len` elements (or more) read `width` elements per
 //! row, `row_len` apart: a copy checks `row_len >= width` and that the last row ends inside
 //! the slice, and panics with both numbers otherwise (like a length mismatch of the 1D
-//! copies), before anything reaches the driver.
+//! copies), before anything reaches the driver; the `try_` forms of the copies return that
+//! error instead.
 //!
 //! ```no_run
 //! use cuda_brand::prelude::*;
@@ -37,7 +38,7 @@ use cuda_driver_sys::CUctx_st;
 
 use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, Span, checked_byte_len, empty_address};
 
 /// `height` rows of `width` elements of `T` in device memory of the context branded
@@ -59,18 +60,62 @@ unsafe impl<T: DeviceCopy> Send for DeviceBuffer2D<'_, T> {}
 unsafe impl<T: DeviceCopy> Sync for DeviceBuffer2D<'_, T> {}
 
 /// Checks that a host slice of `len` elements holds `height` rows of `width` elements,
-/// `row_len` apart; panics naming the numbers otherwise.
+/// `row_len` apart; an error naming the numbers otherwise.
+pub(crate) fn host_rows(
+    what: &'static str,
+    len: usize,
+    width: usize,
+    row_len: usize,
+    height: usize,
+) -> Result<()> {
+    let bad = |detail: String| Err(Error::with_detail(what, ErrorCode::InvalidValue, detail));
+    if row_len < width {
+        return bad(format!(
+            "a host row of {row_len} elements is shorter than the buffer's width {width}"
+        ));
+    }
+    let needed = match height {
+        0 => 0,
+        h => (h - 1)
+            .checked_mul(row_len)
+            .and_then(|n| n.checked_add(width))
+            .unwrap_or(usize::MAX),
+    };
+    if len < needed {
+        return bad(format!(
+            "{height} rows of {width} elements, {row_len} apart, need {needed} host elements but the slice has {len}"
+        ));
+    }
+    Ok(())
+}
+
+/// [`host_rows`], panicking (the copies that document `# Panics`).
 #[track_caller]
-pub(crate) fn check_host_rows(what: &str, len: usize, width: usize, row_len: usize, height: usize) {
-    assert!(
-        row_len >= width,
-        "{what}: a host row of {row_len} elements is shorter than the buffer's width {width}"
-    );
-    let needed = host_elements([width, height, 1], row_len, height).unwrap_or(usize::MAX);
-    assert!(
-        len >= needed,
-        "{what}: {height} rows of {width} elements, {row_len} apart, need {needed} host elements but the slice has {len}"
-    );
+pub(crate) fn check_host_rows(
+    what: &'static str,
+    len: usize,
+    width: usize,
+    row_len: usize,
+    height: usize,
+) {
+    if let Err(e) = host_rows(what, len, width, row_len, height) {
+        crate::memory::fail(e)
+    }
+}
+
+/// The check of a 2D device copy: both buffers have the same shape.
+fn same_shape(dst: (usize, usize), src: (usize, usize)) -> Result<()> {
+    if dst == src {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        "DeviceBuffer2D::copy_from_device",
+        ErrorCode::InvalidValue,
+        format!(
+            "destination is {} x {}, source {} x {}",
+            dst.0, dst.1, src.0, src.1
+        ),
+    ))
 }
 
 /// How many elements of a host slice a copy reaches, from the first: `depth` slices,
@@ -227,6 +272,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     ///
     /// # Panics
     /// If `src` does not hold the rows (before any driver call).
+    /// [`try_copy_from_host`](DeviceBuffer2D::try_copy_from_host) returns the error instead.
     pub fn copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
         check_host_rows(
             "DeviceBuffer2D::copy_from_host",
@@ -249,6 +295,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     ///
     /// # Panics
     /// If `dst` cannot hold the rows (before any driver call).
+    /// [`try_copy_to_host`](DeviceBuffer2D::try_copy_to_host) returns the error instead.
     pub fn copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
         check_host_rows(
             "DeviceBuffer2D::copy_to_host",
@@ -272,20 +319,50 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     ///
     /// # Panics
     /// If the shapes differ (before any driver call).
+    /// [`try_copy_from_device`](DeviceBuffer2D::try_copy_from_device) returns the error instead.
+    #[track_caller]
     pub fn copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
-        assert!(
-            (self.width, self.height) == (src.width, src.height),
-            "DeviceBuffer2D::copy_from_device: destination is {} x {}, source {} x {}",
-            self.width,
-            self.height,
-            src.width,
-            src.height
-        );
+        if let Err(e) = same_shape((self.width, self.height), (src.width, src.height)) {
+            crate::memory::fail(e)
+        }
         let (w, h) = self.extent();
         self.run(|| {
             // SAFETY: two distinct allocations (one borrowed exclusively) of the same shape.
             unsafe { driver::memcpy_2d(self.side(), src.side(), w, h) }
         })
+    }
+
+    /// [`copy_from_host`](DeviceBuffer2D::copy_from_host), with a host slice that does
+    /// not hold the rows an error (before any driver call) instead of a panic.
+    pub fn try_copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
+        host_rows(
+            "DeviceBuffer2D::copy_from_host",
+            src.len(),
+            self.width,
+            row_len,
+            self.height,
+        )?;
+        self.copy_from_host(src, row_len)
+    }
+
+    /// [`copy_to_host`](DeviceBuffer2D::copy_to_host), with a host slice that cannot hold
+    /// the rows an error (before any driver call) instead of a panic.
+    pub fn try_copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
+        host_rows(
+            "DeviceBuffer2D::copy_to_host",
+            dst.len(),
+            self.width,
+            row_len,
+            self.height,
+        )?;
+        self.copy_to_host(dst, row_len)
+    }
+
+    /// [`copy_from_device`](DeviceBuffer2D::copy_from_device), with differing shapes an
+    /// error (before any driver call) instead of a panic.
+    pub fn try_copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
+        same_shape((self.width, self.height), (src.width, src.height))?;
+        self.copy_from_device(src)
     }
 
     /// The rows, packed (`width * height` elements), in a new `Vec`.
@@ -306,15 +383,45 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     }
 }
 
-impl<T: DeviceCopy> Drop for DeviceBuffer2D<'_, T> {
-    fn drop(&mut self) {
+impl<T: DeviceCopy> DeviceBuffer2D<'_, T> {
+    /// Frees the memory and returns the driver's error, where dropping it would only record
+    /// the error for the teardown of its context to report. After an error the memory stays
+    /// allocated until the context is destroyed.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::DeviceBuffer2D;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = DeviceBuffer2D::<f32>::zeroed(ctx, 64, 8)?;
+    ///     buf.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
         if self.bytes() == 0 {
-            return;
+            return Ok(());
         }
         // SAFETY: the buffer owns `ptr` (from cuMemAllocPitch) in its context, which the brand
         // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
-        // are idle).
-        unsafe { crate::memory::free_plain(self.ctx, self.ptr) };
+        // are idle); the buffer is not used again (dropped, or forgotten by `close`).
+        unsafe { crate::memory::free_plain(self.ctx, self.ptr) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer2D<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::teardown::record_failed_release(Some(self.ctx), "DeviceBuffer2D", e);
+        }
     }
 }
 
@@ -334,7 +441,30 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer2D<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::check_host_rows;
+    use super::{check_host_rows, host_rows, same_shape};
+
+    #[test]
+    fn the_try_forms_get_the_checks_errors() {
+        assert_eq!(host_rows("t", 8, 3, 5, 2), Ok(()));
+        let e = host_rows("DeviceBuffer2D::copy_to_host", 7, 3, 5, 2).unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::InvalidValue);
+        assert_eq!(
+            e.to_string(),
+            "DeviceBuffer2D::copy_to_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): 2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7"
+        );
+        let e = same_shape((3, 2), (2, 3)).unwrap_err();
+        assert_eq!(e.detail(), Some("destination is 3 x 2, source 2 x 3"));
+        let panicked = std::panic::catch_unwind(|| {
+            if let Err(e) = same_shape((3, 2), (2, 3)) {
+                crate::memory::fail(e)
+            }
+        })
+        .unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().unwrap(),
+            "DeviceBuffer2D::copy_from_device: destination is 3 x 2, source 2 x 3"
+        );
+    }
 
     #[test]
     fn host_rows_are_checked_before_the_driver() {

@@ -252,12 +252,46 @@ impl<'ctx> MemoryPool<'ctx> {
     }
 }
 
+impl MemoryPool<'_> {
+    /// Destroys the pool (if this handle owns it: a pool of
+    /// [`MemoryPool::of_device`] is the crate's and stays) and returns the driver's error,
+    /// where dropping it would only record the error for the teardown of its context to
+    /// report.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::MemoryPool;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let pool = MemoryPool::new(ctx)?;
+    ///     pool.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run.
+    fn release(&self) -> Result<()> {
+        if !self.owned {
+            return Ok(());
+        }
+        // SAFETY: an owned pool, never used again by this handle (dropped, or forgotten by
+        // `close`); allocations from it that are still out keep it alive in the driver until
+        // they are freed.
+        unsafe { driver::mem_pool_destroy(self.raw) }
+    }
+}
+
 impl Drop for MemoryPool<'_> {
     fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: an owned pool, unused from now on by this handle; allocations from it
-            // that are still out keep it alive in the driver until they are freed.
-            let _ = unsafe { driver::mem_pool_destroy(self.raw) };
+        if let Err(e) = self.release() {
+            // its teardown reports this
+            let ctx = Some(self.ctx.as_non_null());
+            crate::teardown::record_failed_release(ctx, "MemoryPool", e);
         }
     }
 }

@@ -75,12 +75,13 @@ use crate::launch::{
 };
 use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
-    overlap_error,
+    lengths_match, overlap_error,
 };
 use crate::phase::{Dynamic, StreamKind};
-use crate::pitched::{DeviceBuffer2D, check_host_rows, host_pitch};
+use crate::pitched::{DeviceBuffer2D, check_host_rows, host_pitch, host_rows};
 use crate::pool::MemoryPool;
 use crate::stream::Stream;
+use crate::teardown;
 
 /// Asynchronous work on one stream, open for the length of a [`Stream::scope`] closure (or
 /// one of the streams of [`Stream::scope_all`]).
@@ -206,7 +207,10 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// work sound.
     ///
     /// A failure of the final synchronization (for example an illegal address in a kernel)
-    /// becomes `E::from(error)` when `f` returned `Ok`.
+    /// becomes `E::from(error)` when `f` returned `Ok`; when `f` returned an `Err` of this
+    /// crate's [`Error`], it is attached to that error as its
+    /// [`teardown_error`](crate::Error::teardown_error) (for other error types,
+    /// [`try_scope`](Stream::try_scope) returns both).
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -314,22 +318,137 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
             .collect();
         context::run_then(
             || f(&scopes),
-            || end_scopes(&scopes).and(lanes.destroy_events()),
+            || teardown::keep_both(end_scopes(&scopes), lanes.destroy_events()),
         )
     }
 }
 
+impl<'ctx> Stream<'ctx> {
+    /// [`scope`](Stream::scope) for any error type: returns the closure's error and the
+    /// final synchronization's (or free's) together when both fail, in a
+    /// [`WithTeardown`](crate::WithTeardown). (The plain [`scope`](Stream::scope) keeps both
+    /// only when the closure's error type is [`Error`].)
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let stream = ctx.stream()?;
+    ///     let mut buf = ctx.zeroed::<u32>(1024)?;
+    ///     let wanted = 1024;
+    ///     let done = stream.try_scope(|s| {
+    ///         s.fill(&mut buf, 7)?;
+    ///         anyhow::ensure!(wanted <= 1024, "a step of my own that can fail");
+    ///         Ok(())
+    ///     });
+    ///     if let Err(failed) = done {
+    ///         eprintln!("{failed}"); // the closure's error, then the synchronization's
+    ///     }
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn try_scope<'env, R, E, F>(&'env self, f: F) -> Result<R, crate::WithTeardown<E>>
+    where
+        F: for<'scope> FnOnce(&'scope StreamScope<'scope, 'env, 'ctx>) -> Result<R, E>,
+        E: From<Error>,
+    {
+        let mut outcome = None;
+        let torn_down = self.scope(|s| {
+            outcome = Some(f(s));
+            Ok(())
+        });
+        crate::WithTeardown::settle("Stream::try_scope", outcome, torn_down)
+    }
+
+    /// [`scope_with`](Stream::scope_with) for any error type, returning both errors (see
+    /// [`try_scope`](Stream::try_scope)).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
+    ///     let mut buf = ctx.zeroed::<u32>(1024)?;
+    ///     let mut host = vec![0u32; 1024];
+    ///     a.try_scope_with(&b, |sa, sb| {
+    ///         let d = sa.bind_mut(&mut buf);
+    ///         sa.fill(d, 7)?;
+    ///         Ok::<_, anyhow::Error>(sb.copy_to_host(&mut host, d)?)
+    ///     })
+    ///     .map_err(|failed| cuda_brand::Error::with_detail("my step", cuda_brand::ErrorCode::Unknown, failed.to_string()))?;
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn try_scope_with<'env, R, E, F>(
+        &'env self,
+        other: &'env Stream<'ctx>,
+        f: F,
+    ) -> Result<R, crate::WithTeardown<E>>
+    where
+        F: for<'scope> FnOnce(
+            &'scope StreamScope<'scope, 'env, 'ctx>,
+            &'scope StreamScope<'scope, 'env, 'ctx>,
+        ) -> Result<R, E>,
+        E: From<Error>,
+    {
+        Stream::try_scope_all(&[self, other], |s| f(&s[0], &s[1]))
+    }
+
+    /// [`scope_all`](Stream::scope_all) for any error type, returning both errors (see
+    /// [`try_scope`](Stream::try_scope)).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let streams = [ctx.stream()?, ctx.stream()?];
+    ///     let mut buf = ctx.zeroed::<u32>(1024)?;
+    ///     let done = Stream::try_scope_all(&streams.each_ref(), |lanes| {
+    ///         let d = lanes[0].bind_mut(&mut buf);
+    ///         lanes[0].fill(d.slice(..512), 1)?;
+    ///         lanes[1].fill(d.slice(512..), 2)?;
+    ///         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    ///     });
+    ///     assert!(done.is_ok());
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn try_scope_all<'env, R, E, F>(
+        streams: &[&'env Stream<'ctx>],
+        f: F,
+    ) -> Result<R, crate::WithTeardown<E>>
+    where
+        F: for<'scope> FnOnce(&'scope [StreamScope<'scope, 'env, 'ctx>]) -> Result<R, E>,
+        E: From<Error>,
+    {
+        let mut outcome = None;
+        let torn_down = Stream::scope_all(streams, |s| {
+            outcome = Some(f(s));
+            Ok(())
+        });
+        crate::WithTeardown::settle("Stream::try_scope_all", outcome, torn_down)
+    }
+}
+
 /// Waits for every scope's stream, then frees the scopes' allocations (all streams first:
-/// an allocation of one stream may be used by another's). Returns the first error.
+/// an allocation of one stream may be used by another's). Returns the first error, with
+/// the later ones chained on it ([`Error::teardown_errors`]).
 pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -> Result<()> {
     let mut finished = Ok(());
     for scope in scopes {
         // SAFETY: the stream is alive: the scope borrows it.
-        finished = finished.and(unsafe { driver::stream_wait_idle(scope.stream.as_raw()) });
+        let idle = unsafe { driver::stream_wait_idle(scope.stream.as_raw()) };
+        finished = teardown::keep_both(finished, idle);
     }
     let synchronized = finished.is_ok();
     for scope in scopes {
-        finished = finished.and(scope.free_allocations(synchronized));
+        finished = teardown::keep_both(finished, scope.free_allocations(synchronized));
     }
     finished
 }
@@ -616,6 +735,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
+    /// [`try_copy_from_host`](StreamScope::try_copy_from_host) returns the error instead.
     #[inline]
     pub fn copy_from_host<T: DeviceCopy>(
         &'scope self,
@@ -647,6 +767,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
+    /// [`try_copy_to_host`](StreamScope::try_copy_to_host) returns the error instead.
     #[inline]
     pub fn copy_to_host<T: DeviceCopy>(
         &'scope self,
@@ -742,6 +863,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
+    /// [`try_copy_from_device`](StreamScope::try_copy_from_device) returns the error instead.
     pub fn copy_from_device<T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
@@ -777,6 +899,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).
+    /// [`try_copy_from_peer`](StreamScope::try_copy_from_peer) returns the error instead.
     pub fn copy_from_peer<'peer, T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
@@ -838,6 +961,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// # Panics
     /// If `src` does not hold the rows (before any driver call).
+    /// [`try_copy_2d_from_host`](StreamScope::try_copy_2d_from_host) returns the error instead.
     pub fn copy_2d_from_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut DeviceBuffer2D<'ctx, T>,
@@ -871,6 +995,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// # Panics
     /// If `dst` cannot hold the rows (before any driver call).
+    /// [`try_copy_2d_to_host`](StreamScope::try_copy_2d_to_host) returns the error instead.
     pub fn copy_2d_to_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut [T],
@@ -897,6 +1022,104 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             // and any bytes are a valid `T`.
             unsafe { driver::memcpy_2d_async(host, src.side(), w, h, self.stream.as_raw()) }
         })
+    }
+
+    /// [`copy_from_host`](StreamScope::copy_from_host), with differing lengths an error
+    /// (before any driver call) instead of a panic.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let mut buf = ctx.zeroed::<u32>(4)?;
+    ///     let e = ctx.stream()?.scope(|s| s.try_copy_from_host(&mut buf, &[1, 2, 3]));
+    ///     assert_eq!(e.unwrap_err().detail(), Some("destination has 4 elements but source has 3"));
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn try_copy_from_host<T: DeviceCopy>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: &'scope [T],
+    ) -> Result<()> {
+        let dst = dst.into_mut();
+        lengths_match("copy_from_host", dst.len(), src.len())?;
+        self.copy_from_host(dst, src)
+    }
+
+    /// [`copy_to_host`](StreamScope::copy_to_host), with differing lengths an error
+    /// (before any driver call) instead of a panic.
+    pub fn try_copy_to_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut [T],
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
+    ) -> Result<()> {
+        let src = src.into_ref();
+        lengths_match("copy_to_host", dst.len(), src.len())?;
+        self.copy_to_host(dst, src)
+    }
+
+    /// [`copy_from_device`](StreamScope::copy_from_device), with differing lengths an
+    /// error (before any driver call) instead of a panic.
+    pub fn try_copy_from_device<T: DeviceCopy>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
+    ) -> Result<()> {
+        let (dst, src) = (dst.into_mut(), src.into_ref());
+        lengths_match("copy_from_device", dst.len(), src.len())?;
+        self.copy_from_device(dst, src)
+    }
+
+    /// [`copy_from_peer`](StreamScope::copy_from_peer), with differing lengths an error
+    /// (before any driver call) instead of a panic.
+    pub fn try_copy_from_peer<'peer, T: DeviceCopy>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: &'scope DeviceSlice<'peer, T>,
+        src_ctx: crate::ContextGuard<'peer>,
+    ) -> Result<()> {
+        let dst = dst.into_mut();
+        lengths_match("copy_from_peer", dst.len(), src.len())?;
+        self.copy_from_peer(dst, src, src_ctx)
+    }
+
+    /// [`copy_2d_from_host`](StreamScope::copy_2d_from_host), with a host slice that does
+    /// not hold the rows an error (before any driver call) instead of a panic.
+    pub fn try_copy_2d_from_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut DeviceBuffer2D<'ctx, T>,
+        src: &'scope [T],
+        row_len: usize,
+    ) -> Result<()> {
+        host_rows(
+            "copy_2d_from_host",
+            src.len(),
+            dst.width(),
+            row_len,
+            dst.height(),
+        )?;
+        self.copy_2d_from_host(dst, src, row_len)
+    }
+
+    /// [`copy_2d_to_host`](StreamScope::copy_2d_to_host), with a host slice that cannot
+    /// hold the rows an error (before any driver call) instead of a panic.
+    pub fn try_copy_2d_to_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut [T],
+        row_len: usize,
+        src: &'scope DeviceBuffer2D<'ctx, T>,
+    ) -> Result<()> {
+        host_rows(
+            "copy_2d_to_host",
+            dst.len(),
+            src.width(),
+            row_len,
+            src.height(),
+        )?;
+        self.copy_2d_to_host(dst, row_len, src)
     }
 
     /// Queues migrating managed memory to `to` (`cuMemPrefetchAsync`): the device before a
@@ -1102,7 +1325,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// vectors [`StreamScope::copy_to_vec`] filled their new lengths.
     fn free_allocations(&self, synchronized: bool) -> Result<()> {
         let stream = self.stream.as_raw();
-        let mut first_error = Ok(());
+        let (mut first_error, mut failed) = (None, 0usize);
         let mut allocations = lock(&self.allocations);
         for grown in std::mem::take(&mut allocations.grown) {
             if synchronized {
@@ -1120,9 +1343,24 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                 // SAFETY: as above; freed in the context it was allocated in.
                 Allocation::Plain(p) => self.with_stream_context(|| unsafe { driver::mem_free(p) }),
             };
-            first_error = first_error.and(freed);
+            if let Err(e) = freed {
+                failed += 1;
+                first_error.get_or_insert(e);
+            }
         }
-        first_error
+        match (first_error, failed) {
+            (None, _) => Ok(()),
+            (Some(e), 1) => Err(e),
+            // one error for all: after a sticky error every free fails the same way
+            (Some(e), n) => Err(Error::with_detail(
+                e.call(),
+                e.code(),
+                format!(
+                    "{}{n} allocations of the scope could not be freed, this the first",
+                    e.detail().map(|d| format!("{d}; ")).unwrap_or_default()
+                ),
+            )),
+        }
     }
 }
 
@@ -1327,7 +1565,7 @@ impl Lanes {
             if let Some(e) = lane.event.take() {
                 // SAFETY: created by `wait_for`; every stream of the scope is synchronized,
                 // so no record or wait of it is pending.
-                first = first.and(unsafe { driver::event_destroy(e) });
+                first = teardown::keep_both(first, unsafe { driver::event_destroy(e) });
             }
         }
         first

@@ -164,12 +164,42 @@ impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     }
 }
 
+impl<K: StreamKind> Stream<'_, K> {
+    /// Destroys the stream and returns the driver's error, where dropping it would only
+    /// record the error for the teardown of its context to report. Work still queued
+    /// completes first, in the driver. After an error the context's destruction reclaims
+    /// the stream.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let stream = ctx.stream()?;
+    ///     stream.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the stream is ours and never used again (`this` is not dropped); no scope
+        // is open (scopes borrow the stream). Work still queued completes before the driver
+        // releases the stream.
+        unsafe { driver::stream_destroy(this.as_raw()) }
+    }
+}
+
 impl<K: StreamKind> Drop for Stream<'_, K> {
     fn drop(&mut self) {
         // SAFETY: the stream is ours and unused from now on (scopes borrow it, so none is
-        // open). Work still queued completes before the driver releases the stream. An
-        // error cannot be reported from `drop`; the context's destruction reclaims it.
-        let _ = unsafe { driver::stream_destroy(self.as_raw()) };
+        // open). Work still queued completes before the driver releases the stream.
+        if let Err(e) = unsafe { driver::stream_destroy(self.as_raw()) } {
+            // the context's destruction reclaims the stream; its teardown reports this. A
+            // stream does not know its context without a driver call: the one current
+            // here is charged (see the `teardown` module)
+            let ctx = crate::teardown::current_context();
+            crate::teardown::record_failed_release(ctx, "Stream", e);
+        }
     }
 }
 

@@ -393,4 +393,85 @@ fn a_null_raw_context_is_an_error() {
     assert_eq!(e.call(), "with_raw_context");
 }
 
-gpu_test_main!(; anywhere: [every_code_of_the_bindings_maps_to_its_own_name, raw_values_round_trip_and_success_is_not_an_error, unknown_codes_are_kept_not_lost, display_names_the_call_the_code_and_the_description, context_flags_set_and_clear_each_bit, enum_values_match_the_driver, driver_version_needs_no_gpu, a_missing_library_named_by_the_override_is_driver_not_found, the_crate_codes_have_no_raw_value_and_read_like_the_drivers, debug_prints_like_display_for_main, #[cfg(not(feature = "safety-profile"))] a_null_raw_context_is_an_error]; no_gpu: [without_a_device_every_entry_point_returns_the_same_error]);
+fn the_sticky_codes_are_those_cuda_h_says_poison_the_context() {
+    use ErrorCode::*;
+    // cuda.h: "This leaves the process in an inconsistent state ... the process must be
+    // terminated and relaunched" (and for CUDA_ERROR_ASSERT: "The context cannot be used
+    // anymore"); uncorrectable ECC and NVLink errors counted too (see `is_sticky`)
+    let sticky = [
+        EccUncorrectable,
+        NvlinkUncorrectable,
+        Contained,
+        IllegalAddress,
+        LaunchTimeout,
+        Assert,
+        HardwareStackError,
+        IllegalInstruction,
+        MisalignedAddress,
+        InvalidAddressSpace,
+        InvalidPc,
+        LaunchFailed,
+        TensorMemoryLeak,
+        MpsClientTerminated,
+        ExternalDevice,
+    ];
+    for &code in ErrorCode::ALL {
+        assert_eq!(code.is_sticky(), sticky.contains(&code), "{code}");
+    }
+    let raws: Vec<u32> = sticky.iter().map(|c| c.raw().unwrap()).collect();
+    assert_eq!(
+        raws,
+        [
+            214, 220, 226, 700, 702, 710, 714, 715, 716, 717, 718, 719, 721, 810, 911
+        ]
+    );
+    assert!(!ContextIsDestroyed.is_sticky());
+    assert!(!Unrecognized(4242).is_sticky() && !DriverNotFound.is_sticky());
+}
+
+fn a_closure_error_and_its_teardown_error_print_together() {
+    let closure = Error::new("my step", ErrorCode::InvalidValue);
+    let sync = Error::new("cuCtxSynchronize", ErrorCode::IllegalAddress);
+    let report = Error::with_detail(
+        "cuMemFreeAsync",
+        ErrorCode::IllegalAddress,
+        "`DeviceBuffer::drop` failed: the first of 2 handles whose release failed in `drop`",
+    );
+    let e = closure
+        .clone()
+        .with_teardown_error(sync.clone())
+        .with_teardown_error(report.clone());
+    assert_eq!(e.call(), "my step");
+    assert_eq!(
+        e.teardown_error().map(Error::call),
+        Some("cuCtxSynchronize")
+    );
+    assert_eq!(e.teardown_errors().cloned().collect::<Vec<_>>().len(), 2);
+    assert_eq!(e.teardown_errors().nth(1), Some(&report));
+    assert_eq!(
+        e.to_string(),
+        "my step failed: CUDA_ERROR_INVALID_VALUE (invalid argument); also, during teardown: \
+         cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered); \
+         also, during teardown: cuMemFreeAsync failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory \
+         access was encountered): `DeviceBuffer::drop` failed: the first of 2 handles whose release \
+         failed in `drop`"
+    );
+    assert!(e.is_sticky());
+    // any error type, through `WithTeardown`
+    let w = cuda_brand::WithTeardown::new(anyhow::anyhow!("mine"), Some(sync.clone()));
+    assert_eq!(
+        w.to_string(),
+        "mine; also, during teardown: cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)"
+    );
+    assert_eq!(w.teardown_error(), Some(&sync));
+    let (mine, teardown) = w.into_parts();
+    assert_eq!(
+        (mine.to_string(), teardown),
+        ("mine".to_owned(), Some(sync.clone()))
+    );
+    // and back into one `Error`
+    let one = cuda_brand::WithTeardown::new(closure.clone(), Some(sync.clone())).into_combined();
+    assert_eq!(one, closure.with_teardown_error(sync));
+}
+
+gpu_test_main!(; anywhere: [every_code_of_the_bindings_maps_to_its_own_name, raw_values_round_trip_and_success_is_not_an_error, unknown_codes_are_kept_not_lost, display_names_the_call_the_code_and_the_description, context_flags_set_and_clear_each_bit, enum_values_match_the_driver, driver_version_needs_no_gpu, a_missing_library_named_by_the_override_is_driver_not_found, the_crate_codes_have_no_raw_value_and_read_like_the_drivers, debug_prints_like_display_for_main, #[cfg(not(feature = "safety-profile"))] a_null_raw_context_is_an_error, the_sticky_codes_are_those_cuda_h_says_poison_the_context, a_closure_error_and_its_teardown_error_print_together]; no_gpu: [without_a_device_every_entry_point_returns_the_same_error]);
