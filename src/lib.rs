@@ -131,6 +131,8 @@ mod device;
 mod driver;
 mod error;
 mod event;
+pub mod graph;
+pub mod host_fn;
 mod image;
 pub mod launch;
 pub mod managed;
@@ -156,6 +158,8 @@ pub use context::{
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{Event, EventFlags};
+pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
+pub use host_fn::{HostMut, HostRef, IntoHostMut, IntoHostRef};
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
     KernelParam, KernelParams, Launch, LaunchConfig, Out, ScopedKernel,
@@ -245,4 +249,14 @@ mod facts {
     assert_not_impl_any!(ScopedKernel<'static, 'static, (In<f32>,)>: Send, Sync);
     assert_not_impl_any!(StreamScope<'static, 'static, 'static>: Send);
     assert_impl_all!(KernelMut<'static, 'static, (In<f32>,)>: Send, Sync);
+    // graphs: the driver's graph objects are not thread-safe; captures and host views stay
+    // on their thread; keys are plain numbers
+    assert_not_impl_any!(Graph<'static, 'static>: Send, Sync);
+    assert_not_impl_any!(ExecGraph<'static, 'static>: Send, Sync);
+    assert_not_impl_any!(Capture<'static, 'static, 'static>: Send, Sync);
+    assert_not_impl_any!(HostMut<'static, f32>: Send, Sync);
+    assert_not_impl_any!(HostRef<'static, f32>: Send, Sync);
+    assert_impl_all!(HostKey<f32>: Send, Sync, Copy);
+    assert_impl_all!(DeviceKey<'static, f32>: Send, Sync, Copy);
+    assert_eq_size!(HostMut<'static, f32>, (usize, usize));
 }

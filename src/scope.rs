@@ -117,6 +117,8 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx> {
     allocations: Mutex<Allocations>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
+    /// The host functions queued on the stream (`host_fn.rs`), finished at the scope's end.
+    pub(crate) host_fns: crate::host_fn::HostFns,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
     _thread: PhantomData<ScopesStayOnTheirThread>,
@@ -204,7 +206,9 @@ impl<'ctx> Stream<'ctx> {
         E: From<Error>,
     {
         let scope = StreamScope::open(self, None);
-        context::run_then(|| f(&scope), || end_scopes(std::slice::from_ref(&scope)))
+        let result = context::run_then(|| f(&scope), || end_scopes(std::slice::from_ref(&scope)));
+        scope.host_fns.resume_panic();
+        result
     }
 
     /// One scope over two streams: [`Stream::scope_all`] for `[self, other]`, with the two
@@ -283,20 +287,28 @@ impl<'ctx> Stream<'ctx> {
             .enumerate()
             .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
             .collect();
-        context::run_then(
+        let result = context::run_then(
             || f(&scopes),
             || end_scopes(&scopes).and(lanes.destroy_events()),
-        )
+        );
+        for scope in &scopes {
+            scope.host_fns.resume_panic();
+        }
+        result
     }
 }
 
-/// Waits for every scope's stream, then frees the scopes' allocations (all streams first:
-/// an allocation of one stream may be used by another's). Returns the first error.
+/// Waits for every scope's stream, then finishes their host functions (`host_fn.rs`) and
+/// frees their allocations (all streams first: an allocation of one stream may be used by
+/// another's). Returns the first error.
 fn end_scopes(scopes: &[StreamScope<'_, '_, '_>]) -> Result<()> {
     let mut finished = Ok(());
     for scope in scopes {
         // SAFETY: the stream is alive: the scope borrows it.
         finished = finished.and(unsafe { driver::stream_wait_idle(scope.stream.as_raw()) });
+    }
+    for scope in scopes {
+        scope.host_fns.finish();
     }
     for scope in scopes {
         finished = finished.and(scope.free_allocations());
@@ -525,6 +537,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             stream,
             allocations: Mutex::new(Allocations::default()),
             lanes,
+            host_fns: crate::host_fn::HostFns::new(),
             _scope: PhantomData,
             _env: PhantomData,
             _thread: PhantomData,
@@ -540,7 +553,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// Runs `op`, one operation on this scope's stream touching `spans`, after the waits a
     /// multi-stream scope needs (none for a scope of one stream), and records it.
     #[inline(always)]
-    fn ordered(
+    pub(crate) fn ordered(
         &self,
         spans: &[Span],
         globals: Option<usize>,
