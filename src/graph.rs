@@ -50,7 +50,7 @@
 //! # The capture stream, and the capture mode
 //!
 //! The crate captures on a stream of its own, made for the capture and never handed out
-//! (`Capture` does not give access to it), non-blocking: a [`Stream`](crate::Stream) is
+//! (`Capture` does not give access to it), non-blocking: a [`Stream`] is
 //! `Sync`, so capturing on a user's stream would also capture work another thread queues on
 //! it, which that thread's scope believes it runs and waits for (its final
 //! `cuStreamSynchronize` fails on a capturing stream, the error path's `cuStreamQuery` as

@@ -116,7 +116,9 @@
 //!   [`DeviceBuffer`] and [`DeviceSlice`] (device memory, like `Vec<T>` and `[T]`);
 //!   [`PinnedBuffer`] (page-locked host memory); [`Stream::scope`] and [`StreamScope`]
 //!   (asynchronous copies, fills, allocations and launches); [`Module::kernel`] and
-//!   [`Kernel`] (typed kernels); [`PeerAccess`] and [`copy_peer`] (several devices);
+//!   [`Kernel`] (typed kernels); [`ContextGuard::capture`], [`ExecGraph`] and
+//!   [`StreamScope::launch_graph`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
+//!   functions, [`host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
 //!   [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]

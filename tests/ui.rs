@@ -2,7 +2,8 @@
 //!
 //! `ui-tests/fail/<rule>/*.rs` are complete programs that would be correct except for one
 //! misuse, grouped by the README's rules (`1_context_lifetime`, `2_one_context`,
-//! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`); the guide has a chapter for each.
+//! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`, and `8_graphs` for graphs and host
+//! functions); the guide has a chapter for each.
 //! Each must fail to compile with exactly the error committed next to it in the `.stderr`
 //! file of the same name; the comment at the top of each case names the rule, says what
 //! goes wrong at run time without it (measured: `docs/driver-facts.md`, `docs/c/`), and
