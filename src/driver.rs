@@ -33,7 +33,8 @@
 //! Each wrapper is `#[inline]` and turns the code into [`Result`]; the error path is cold.
 //! A call through the table costs what a call through the PLT did: one atomic load of the
 //! loaded table's state (already initialised), one load of the function pointer, one
-//! indirect call.
+//! indirect call; and before it one thread-local load, the check that the calling thread is
+//! not running a host function of the crate (which must not call the driver: `host_fn.rs`).
 
 #![allow(non_snake_case)]
 
@@ -903,11 +904,13 @@ macro_rules! cu_raw {
         // entry point, before the table is touched (one thread-local load).
         if crate::host_fn::in_host_fn() {
             Err(crate::host_fn::driver_call_refused(stringify!($f)))
-        } else { match api() {
-            // SAFETY: the table's "Safety of the calls", kept by this module's wrappers.
-            Ok(api) => unsafe { api.$f($($arg),*) },
-            Err(e) => Err(e),
-        } }
+        } else {
+            match api() {
+                // SAFETY: the table's "Safety of the calls", kept by this module's wrappers.
+                Ok(api) => unsafe { api.$f($($arg),*) },
+                Err(e) => Err(e),
+            }
+        }
     };
 }
 
