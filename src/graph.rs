@@ -929,6 +929,11 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// a time, in the order they were queued, whatever their streams (the driver orders
     /// them).
     ///
+    /// In a multi-stream scope a replay needs no entry in the order book: the graph holds
+    /// everything it writes exclusively (no other operation of any scope can name it) and
+    /// everything it reads shared (nothing can write it), so no other stream's work can
+    /// conflict with it.
+    ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
     /// # fn main() -> cuda_brand::Result<()> {
