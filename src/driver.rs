@@ -33,7 +33,8 @@
 //! Each wrapper is `#[inline]` and turns the code into [`Result`]; the error path is cold.
 //! A call through the table costs what a call through the PLT did: one atomic load of the
 //! loaded table's state (already initialised), one load of the function pointer, one
-//! indirect call.
+//! indirect call; and before it one thread-local load, the check that the calling thread is
+//! not running a host function of the crate (which must not call the driver: `host_fn.rs`).
 
 #![allow(non_snake_case)]
 
@@ -546,6 +547,7 @@ driver_table! {
     required fn cuGraphLaunch(exec: CUgraphExec, stream: CUstream);
     required fn cuGraphExecDestroy(exec: CUgraphExec);
     required fn cuGraphDestroy(graph: CUgraph);
+    required fn cuGraphGetNodes(graph: CUgraph, nodes: *mut CUgraphNode, count: *mut usize);
     optional(12000) fn cuGraphExecUpdate_v2(
         exec: CUgraphExec,
         graph: CUgraph,
@@ -898,10 +900,16 @@ const PEER_ACCESS_ALREADY_ENABLED: u32 = raw_code(ErrorCode::PeerAccessAlreadyEn
 /// or handle its caller gave it is an `unsafe fn` that says what the caller guarantees).
 macro_rules! cu_raw {
     ($f:ident($($arg:expr),* $(,)?)) => {
-        match api() {
-            // SAFETY: the table's "Safety of the calls", kept by this module's wrappers.
-            Ok(api) => unsafe { api.$f($($arg),*) },
-            Err(e) => Err(e),
+        // A host function (`host_fn.rs`) must not call the driver: refused here, for every
+        // entry point, before the table is touched (one thread-local load).
+        if crate::host_fn::in_host_fn() {
+            Err(crate::host_fn::driver_call_refused(stringify!($f)))
+        } else {
+            match api() {
+                // SAFETY: the table's "Safety of the calls", kept by this module's wrappers.
+                Ok(api) => unsafe { api.$f($($arg),*) },
+                Err(e) => Err(e),
+            }
         }
     };
 }
@@ -1974,6 +1982,132 @@ pub(crate) unsafe fn launch_kernel(
         params,
         std::ptr::null_mut()
     ))
+}
+
+// Stream capture, graphs and host functions. Handles passed in are live: the callers hold
+// their brand (`graph.rs`, `host_fn.rs`).
+
+/// `CU_STREAM_CAPTURE_MODE_RELAXED`: the capture prohibits no API call of any thread (see
+/// `graph.rs` for why the crate captures in this mode).
+pub(crate) const CAPTURE_MODE_RELAXED: c_int = 2;
+
+/// Starts capturing the work queued on `s` into a graph.
+///
+/// # Safety
+/// `s` is live and not capturing.
+#[inline]
+pub(crate) unsafe fn stream_begin_capture(s: CUstream, mode: c_int) -> Result<()> {
+    cu!(cuStreamBeginCapture_v2(s, mode))
+}
+
+/// Ends the capture on `s`: the graph, or null if the capture was invalidated.
+///
+/// # Safety
+/// `s` is live and capturing.
+#[inline]
+pub(crate) unsafe fn stream_end_capture(s: CUstream) -> Result<CUgraph> {
+    let mut g = std::ptr::null_mut();
+    cu!(cuStreamEndCapture(s, &mut g))?;
+    Ok(g)
+}
+
+/// The number of nodes of `g`.
+///
+/// # Safety
+/// `g` is live.
+#[inline]
+pub(crate) unsafe fn graph_node_count(g: CUgraph) -> Result<usize> {
+    let mut n = 0;
+    cu!(cuGraphGetNodes(g, std::ptr::null_mut(), &mut n))?;
+    Ok(n)
+}
+
+/// Instantiates `g` (no flags).
+///
+/// # Safety
+/// `g` is live.
+#[inline]
+pub(crate) unsafe fn graph_instantiate(g: CUgraph) -> Result<CUgraphExec> {
+    let mut e = std::ptr::null_mut();
+    cu!(cuGraphInstantiateWithFlags(&mut e, g, 0))?;
+    Ok(e)
+}
+
+/// # Safety
+/// `g` is a graph this crate made and nothing uses it afterwards.
+#[inline]
+pub(crate) unsafe fn graph_destroy(g: CUgraph) -> Result<()> {
+    cu!(cuGraphDestroy(g))
+}
+
+/// # Safety
+/// `e` is an executable graph this crate made and nothing uses it afterwards (a launch
+/// still running completes first: the driver frees it then).
+#[inline]
+pub(crate) unsafe fn graph_exec_destroy(e: CUgraphExec) -> Result<()> {
+    cu!(cuGraphExecDestroy(e))
+}
+
+/// # Safety
+/// `e` and `s` are live and of one context; every memory the graph reaches stays valid
+/// until the stream has run it.
+#[inline]
+pub(crate) unsafe fn graph_launch(e: CUgraphExec, s: CUstream) -> Result<()> {
+    cu!(cuGraphLaunch(e, s))
+}
+
+/// Updates `e` with the parameters of `g` (`cuGraphExecUpdate_v2`, CUDA 12.0). On
+/// `CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE` the driver did not perform the update; the
+/// error's detail names the reason it gave.
+///
+/// # Safety
+/// `e` and `g` are live, and no launch of `e` is pending.
+#[inline]
+pub(crate) unsafe fn graph_exec_update(e: CUgraphExec, g: CUgraph) -> Result<()> {
+    let mut info = CUgraphExecUpdateResultInfo {
+        result: 0,
+        errorNode: std::ptr::null_mut(),
+        errorFromNode: std::ptr::null_mut(),
+    };
+    match cu!(cuGraphExecUpdate_v2(e, g, &mut info)) {
+        Ok(()) => Ok(()),
+        Err(error) if error.code() == ErrorCode::GraphExecUpdateFailure => {
+            let why = match info.result {
+                1 => "CU_GRAPH_EXEC_UPDATE_ERROR",
+                2 => "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED",
+                3 => "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED",
+                4 => "CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED",
+                5 => "CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED",
+                6 => "CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED",
+                7 => "CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE",
+                8 => "CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED",
+                _ => "an update result this crate does not know",
+            };
+            Err(Error::with_detail(
+                "cuGraphExecUpdate_v2",
+                ErrorCode::GraphExecUpdateFailure,
+                format!(
+                    "the driver did not update the executable graph: {why} ({})",
+                    info.result
+                ),
+            ))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Queues a call of `f(data)` on `s`, after the work queued before it.
+///
+/// # Safety
+/// `s` is live; `f` may be called with `data` on a driver thread until the stream has
+/// passed it (or never, after an error of the context), and `data` stays valid for it.
+#[inline]
+pub(crate) unsafe fn launch_host_func(
+    s: CUstream,
+    f: unsafe extern "C" fn(*mut c_void),
+    data: *mut c_void,
+) -> Result<()> {
+    cu!(cuLaunchHostFunc(s, Some(f), data))
 }
 
 /// Lets the current context access `peer`'s memory; `Ok` also when it already could.

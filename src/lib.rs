@@ -162,7 +162,9 @@
 //!   [`DeviceBuffer`] and [`DeviceSlice`] (device memory, like `Vec<T>` and `[T]`);
 //!   [`PinnedBuffer`] (page-locked host memory); [`Stream::scope`] and [`StreamScope`]
 //!   (asynchronous copies, fills, allocations and launches); [`Module::kernel`] and
-//!   [`Kernel`] (typed kernels); [`PeerAccess`] and [`copy_peer`] (several devices);
+//!   [`Kernel`] (typed kernels); [`ContextGuard::capture`], [`ExecGraph`] and
+//!   [`StreamScope::launch_graph`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
+//!   functions, [`host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
 //!   [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]
@@ -202,6 +204,8 @@ mod device;
 mod driver;
 mod error;
 pub mod event;
+pub mod graph;
+pub mod host_fn;
 mod image;
 pub mod launch;
 pub mod managed;
@@ -298,6 +302,8 @@ pub use deadline::{KeepWaiting, Overrun};
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result, WithTeardown};
 pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
+pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
+pub use host_fn::{HostMut, HostRef, IntoHostMut, IntoHostRef};
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
     KernelParam, KernelParams, Launch, LaunchConfig, Out, ScopedKernel,
@@ -420,4 +426,14 @@ mod facts {
     assert_not_impl_any!(ScopedKernel<'static, 'static, (In<f32>,)>: Send, Sync);
     assert_not_impl_any!(StreamScope<'static, 'static, 'static>: Send);
     assert_impl_all!(KernelMut<'static, 'static, (In<f32>,)>: Send, Sync);
+    // graphs: the driver's graph objects are not thread-safe; captures and host views stay
+    // on their thread; keys are plain numbers
+    assert_not_impl_any!(Graph<'static, 'static>: Send, Sync);
+    assert_not_impl_any!(ExecGraph<'static, 'static>: Send, Sync);
+    assert_not_impl_any!(Capture<'static, 'static, 'static>: Send, Sync);
+    assert_not_impl_any!(HostMut<'static, f32>: Send, Sync);
+    assert_not_impl_any!(HostRef<'static, f32>: Send, Sync);
+    assert_impl_all!(HostKey<f32>: Send, Sync, Copy);
+    assert_impl_all!(DeviceKey<'static, f32>: Send, Sync, Copy);
+    assert_eq_size!(HostMut<'static, f32>, (usize, usize));
 }

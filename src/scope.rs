@@ -119,6 +119,8 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     allocations: Mutex<Allocations>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
+    /// The host functions queued on the stream (`host_fn.rs`), finished at the scope's end.
+    pub(crate) host_fns: crate::host_fn::HostFns,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
     _thread: PhantomData<ScopesStayOnTheirThread>,
@@ -237,7 +239,9 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         E: From<Error>,
     {
         let scope = StreamScope::open(self, None);
-        context::run_then(|| f(&scope), || end_scopes(std::slice::from_ref(&scope)))
+        let result = context::run_then(|| f(&scope), || end_scopes(std::slice::from_ref(&scope)));
+        scope.host_fns.resume_panic();
+        result
     }
 
     /// One scope over two streams: [`Stream::scope_all`] for `[self, other]`, with the two
@@ -316,10 +320,14 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
             .enumerate()
             .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
             .collect();
-        context::run_then(
+        let result = context::run_then(
             || f(&scopes),
             || teardown::keep_both(end_scopes(&scopes), lanes.destroy_events()),
-        )
+        );
+        for scope in &scopes {
+            scope.host_fns.resume_panic();
+        }
+        result
     }
 }
 
@@ -447,6 +455,9 @@ pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -
         finished = teardown::keep_both(finished, idle);
     }
     let synchronized = finished.is_ok();
+    for scope in scopes {
+        scope.host_fns.finish();
+    }
     for scope in scopes {
         finished = teardown::keep_both(finished, scope.free_allocations(synchronized));
     }
@@ -679,6 +690,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             stream,
             allocations: Mutex::new(Allocations::default()),
             lanes,
+            host_fns: crate::host_fn::HostFns::new(),
             _scope: PhantomData,
             _env: PhantomData,
             _thread: PhantomData,

@@ -2,9 +2,10 @@
 //!
 //! `ui-tests/fail/<rule>/*.rs` are complete programs that would be correct except for one
 //! misuse, grouped by the README's rules (`1_context_lifetime`, `2_one_context`,
-//! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`; the guide has a chapter for each),
-//! and `7_derive` for `#[derive(DeviceCopy)]` (run only with the `derive` feature, on by
-//! default). Every folder of `ui-tests/fail/` is a group.
+//! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`, and `8_graphs` for graphs and host
+//! functions; the guide has a chapter for each), `7_derive` for `#[derive(DeviceCopy)]`
+//! (run only with the `derive` feature, on by default) and `9_typestate` for phases, events
+//! and deadlines. Every folder of `ui-tests/fail/` is a group.
 //! Each must fail to compile with exactly the error committed next to it in the `.stderr`
 //! file of the same name; the comment at the top of each case names the rule, says what
 //! goes wrong at run time without it (measured: `docs/driver-facts.md`, `docs/c/`), and

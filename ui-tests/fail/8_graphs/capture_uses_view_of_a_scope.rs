@@ -1,0 +1,21 @@
+// Rule: a scope's views cannot be captured: they carry the scope's brand, not the
+// capture's. Bind the buffer in the capture itself (`g.bind_mut(&mut buffer)`).
+//
+// Without it: the graph would write memory that the scope also queues work on, on its own
+// stream, unordered with the graph's replays, and that the scope releases when it returns
+// while the graph still holds its address.
+
+use cuda_brand::prelude::*;
+
+fn main() -> cuda_brand::Result<()> {
+    let device = Device::get(0)?;
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let mut x = ctx.zeroed::<u32>(1024)?;
+        ctx.stream()?.scope(|s| {
+            let x = s.bind_mut(&mut x);
+            s.fill(x, 1)?;
+            let (_graph, ()) = ctx.capture(|g| g.fill(x, 7))?; // wrong: `x` is the scope's view
+            Ok(())
+        })
+    })
+}
