@@ -116,8 +116,11 @@
 //!   [`DeviceBuffer`] and [`DeviceSlice`] (device memory, like `Vec<T>` and `[T]`);
 //!   [`PinnedBuffer`] (page-locked host memory); [`Stream::scope`] and [`StreamScope`]
 //!   (asynchronous copies, fills, allocations and launches); [`Module::kernel`] and
-//!   [`Kernel`] (typed kernels); [`PeerAccess`] and [`copy_peer`] (several devices);
-//!   [`Error`] (every failure, naming the driver call).
+//!   [`Kernel`] (typed kernels); [`JitOptions`] (loading with the JIT compiler's options
+//!   and its log); [`Library`] (code loaded once for every context); [`LaunchConfig`]'s
+//!   launch attributes (clusters, cooperative launches, priorities); `nvrtc` (runtime
+//!   compilation of CUDA C++, the `nvrtc` feature); [`PeerAccess`] and [`copy_peer`]
+//!   (several devices); [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -132,10 +135,15 @@ mod driver;
 mod error;
 mod event;
 mod image;
+pub mod jit;
 pub mod launch;
+mod launch_ex;
+pub mod library;
 pub mod managed;
 pub mod memory;
 pub mod module;
+#[cfg(feature = "nvrtc")]
+pub mod nvrtc;
 pub mod peer;
 pub mod pitched;
 pub mod pool;
@@ -156,10 +164,12 @@ pub use context::{
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub use error::{Error, ErrorCode, Result};
 pub use event::{Event, EventFlags};
+pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
-    KernelParam, KernelParams, Launch, LaunchConfig, Out, ScopedKernel,
+    KernelParam, KernelParams, Launch, LaunchConfig, Out, ParamInfo, ScopedKernel,
 };
+pub use library::Library;
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
@@ -185,6 +195,8 @@ pub mod prelude {
 /// guard's thread name). The crate loads the driver library at run time and exports no
 /// bindings to call it with.
 pub mod sys {
+    /// A library handle (`CUlibrary`, CUDA 12.0; newer than the bindings).
+    pub use crate::driver::ffi::{CUlib_st, CUlibrary};
     /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
     pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
     pub use cuda_driver_sys::{
@@ -233,6 +245,7 @@ mod facts {
     assert_impl_all!(Function<'static, 'static>: Send, Sync, Copy);
     assert_impl_all!(Kernel<'static, 'static, (In<f32>, Out<f32>, u32)>: Send, Sync);
     assert_impl_all!(Module<'static>: Send, Sync);
+    assert_impl_all!(Library: Send, Sync);
     assert_eq_size!(PeerAccess<'static, 'static>, ());
     assert_impl_all!(Stream<'static>: Send, Sync);
     assert_impl_all!(Event<'static>: Send, Sync);

@@ -73,6 +73,7 @@ use crate::error::{Error, Result};
 use crate::launch::{
     self, KernelArg, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
 };
+use crate::launch_ex::{self, LaunchCache};
 use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     overlap_error,
@@ -115,6 +116,8 @@ use crate::stream::Stream;
 pub struct StreamScope<'scope, 'env: 'scope, 'ctx> {
     stream: &'env Stream<'ctx>,
     allocations: Mutex<Allocations>,
+    /// What launches with attributes looked up (`launch_ex`).
+    launch_cache: Mutex<LaunchCache>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
     _scope: PhantomData<&'scope mut &'scope ()>,
@@ -524,6 +527,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         StreamScope {
             stream,
             allocations: Mutex::new(Allocations::default()),
+            launch_cache: Mutex::new(LaunchCache::default()),
             lanes,
             _scope: PhantomData,
             _env: PhantomData,
@@ -833,7 +837,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ///
     /// Checked first, each a clear error with no driver call: the configuration (zero
     /// dimensions, more threads per block or more dynamic shared memory than the kernel
-    /// allows), and that no `Out` argument overlaps another slice argument.
+    /// allows), and that no `Out` argument overlaps another slice argument. A
+    /// configuration with launch attributes (a cluster, a cooperative launch, a priority)
+    /// goes through `cuLaunchKernelEx`, its attributes checked too: see
+    /// [`LaunchConfig`](crate::LaunchConfig#launch-attributes).
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -864,6 +871,9 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ) -> Result<()> {
         let target = launch::sealed::Launch::target(&kernel);
         launch::check_config(&config, &target)?;
+        if config.has_attributes() {
+            return self.launch_with_attributes(target, config, args);
+        }
         let stream = self.stream.as_raw();
         launch::sealed::Args::with_params(args, |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
@@ -887,6 +897,33 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
                         params,
                     )
                 }
+            })
+        })
+    }
+
+    /// [`StreamScope::launch`] of a configuration with attributes (`cuLaunchKernelEx`):
+    /// the attributes are checked first (see
+    /// [`LaunchConfig`](crate::LaunchConfig#launch-attributes)).
+    #[inline(never)]
+    fn launch_with_attributes<P: KernelParams>(
+        &'scope self,
+        target: launch::Target,
+        config: LaunchConfig,
+        args: impl KernelArgs<'scope, 'ctx, P>,
+    ) -> Result<()> {
+        let stream = self.stream.as_raw();
+        let prepared = launch_ex::prepare(&self.launch_cache, stream, &target, &config)?;
+        launch::sealed::Args::with_params(args, |spans, params| {
+            if let Some((i, j)) = first_overlap(spans) {
+                return Err(launch::launch_overlap(spans, i, j));
+            }
+            self.ordered(spans, target.globals, || {
+                // SAFETY: as for `launch` (the declaration's promise makes `params` right
+                // for the kernel; stream, kernel and buffers share one brand and stay
+                // borrowed until the scope has synchronized; no `Out` overlaps another
+                // slice argument; other streams are ordered by `ordered`); the attributes
+                // were checked and laid out by `prepare`.
+                unsafe { prepared.launch(target.function, &config, stream, params) }
             })
         })
     }
