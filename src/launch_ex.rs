@@ -11,12 +11,12 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
-use crate::context::in_context;
 use crate::driver::{
     self, CUfunction, CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig, CUstream,
 };
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{LaunchConfig, Target};
+use crate::stream::Stream;
 
 /// What a scope has looked up for launches with attributes.
 #[derive(Default)]
@@ -81,7 +81,7 @@ pub(crate) struct Prepared {
 /// Checks `config`'s attributes for a launch of `target` on `stream` and lays them out.
 pub(crate) fn prepare(
     cache: &Mutex<LaunchCache>,
-    stream: CUstream,
+    stream: &Stream<'_>,
     target: &Target,
     config: &LaunchConfig,
 ) -> Result<Prepared> {
@@ -146,7 +146,9 @@ pub(crate) fn prepare(
                 l
             }
             _ => {
-                let l = cluster_limit(stream, target.function, config)?;
+                // SAFETY: the target's function is the launched kernel's, borrowed by the
+                // launch, of the stream's context (one brand).
+                let l = unsafe { cluster_limit(stream, target.function, config) }?;
                 cache.cluster = Some(l);
                 l
             }
@@ -167,7 +169,10 @@ pub(crate) fn prepare(
                 o
             }
             _ => {
-                let o = occupancy(stream, target.function, threads, config.shared_mem_bytes)?;
+                // SAFETY: as for `cluster_limit` above.
+                let o = unsafe {
+                    occupancy(stream, target.function, threads, config.shared_mem_bytes)
+                }?;
                 cache.cooperative = Some(o);
                 o
             }
@@ -332,18 +337,14 @@ fn too_old(what: &str, needed: i32, version: i32) -> Error {
 }
 
 /// Runs `op` with the context of `stream` current.
-fn in_stream_context<T>(stream: CUstream, op: impl FnOnce() -> Result<T>) -> Result<T> {
-    // SAFETY: the scope's stream is alive (the scope borrows it).
-    let ctx = unsafe { driver::stream_get_ctx(stream) }?;
-    let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
-    // SAFETY: the stream's context is alive while the stream is (the brand keeps every
-    // stream inside its context's closure).
-    unsafe { in_context(ctx, op) }
+fn in_stream_context<T>(stream: &Stream<'_>, op: impl FnOnce() -> Result<T>) -> Result<T> {
+    // SAFETY: the stream is alive (borrowed).
+    unsafe { crate::scope::in_stream_context(stream.as_raw(), op) }
 }
 
 #[cold]
 #[inline(never)]
-fn device_facts(stream: CUstream) -> Result<DeviceFacts> {
+fn device_facts(stream: &Stream<'_>) -> Result<DeviceFacts> {
     in_stream_context(stream, || {
         let device = driver::ctx_get_device()?;
         let multiprocessors = driver::device_attribute(device, MULTIPROCESSOR_COUNT)?;
@@ -358,16 +359,18 @@ fn device_facts(stream: CUstream) -> Result<DeviceFacts> {
     })
 }
 
+/// # Safety
+/// `function` is live and of `stream`'s context.
 #[cold]
 #[inline(never)]
-fn cluster_limit(
-    stream: CUstream,
+unsafe fn cluster_limit(
+    stream: &Stream<'_>,
     function: CUfunction,
     config: &LaunchConfig,
 ) -> Result<ClusterLimit> {
     let mut required = [0u32; 3];
     for (i, r) in required.iter_mut().enumerate() {
-        // SAFETY: the kernel's function is alive (the launch borrows it).
+        // SAFETY: the caller guarantees the function.
         *r = unsafe { driver::func_get_attribute(function, REQUIRED_CLUSTER_WIDTH + i as c_int) }?
             .max(0) as u32;
     }
@@ -379,13 +382,13 @@ fn cluster_limit(
         blockDimY: config.block[1],
         blockDimZ: config.block[2],
         sharedMemBytes: config.shared_mem_bytes,
-        hStream: stream,
+        hStream: stream.as_raw(),
         attrs: std::ptr::null_mut(),
         numAttrs: 0,
     };
     let largest = in_stream_context(stream, || {
-        // SAFETY: the function is alive and its context (the stream's: one brand) current;
-        // the query has no attributes.
+        // SAFETY: the caller guarantees the function, whose context (the stream's) is
+        // current; the query has no attributes.
         unsafe { driver::occupancy_max_potential_cluster_size(function, &query) }
     })?;
     Ok(ClusterLimit {
@@ -397,16 +400,18 @@ fn cluster_limit(
     })
 }
 
+/// # Safety
+/// `function` is live and of `stream`'s context.
 #[cold]
 #[inline(never)]
-fn occupancy(
-    stream: CUstream,
+unsafe fn occupancy(
+    stream: &Stream<'_>,
     function: CUfunction,
     threads: u32,
     shared: u32,
 ) -> Result<Occupancy> {
     let per_multiprocessor = in_stream_context(stream, || {
-        // SAFETY: the function is alive and its context (the stream's) current.
+        // SAFETY: the caller guarantees the function.
         unsafe { driver::occupancy_max_active_blocks(function, threads, shared as usize) }
     })?;
     Ok(Occupancy {

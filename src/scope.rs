@@ -312,7 +312,10 @@ fn end_scopes(scopes: &[StreamScope<'_, '_, '_>]) -> Result<()> {
 ///
 /// # Safety
 /// `stream` is live, so its context is too.
-unsafe fn in_stream_context<T>(stream: CUstream, op: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) unsafe fn in_stream_context<T>(
+    stream: CUstream,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     // SAFETY: the caller guarantees the stream.
     let ctx = unsafe { driver::stream_get_ctx(stream) }?;
     let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
@@ -912,7 +915,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         args: impl KernelArgs<'scope, 'ctx, P>,
     ) -> Result<()> {
         let stream = self.stream.as_raw();
-        let prepared = launch_ex::prepare(&self.launch_cache, stream, &target, &config)?;
+        let prepared = launch_ex::prepare(&self.launch_cache, self.stream, &target, &config)?;
         launch::sealed::Args::with_params(args, |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
                 return Err(launch::launch_overlap(spans, i, j));
