@@ -46,6 +46,7 @@ pub(crate) use cuda_driver_sys::{
 };
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::jit::{JitArgs, JitOptions};
 
 pub(crate) use ffi::*;
 
@@ -70,11 +71,11 @@ pub(crate) mod ffi {
 
     /// `struct CUlib_st` (CUDA 12.0).
     #[repr(C)]
-    pub(crate) struct CUlib_st {
+    pub struct CUlib_st {
         _opaque: [u8; 0],
     }
     /// `CUlibrary` (CUDA 12.0).
-    pub(crate) type CUlibrary = *mut CUlib_st;
+    pub type CUlibrary = *mut CUlib_st;
 
     /// `struct CUkern_st` (CUDA 12.0).
     #[repr(C)]
@@ -615,6 +616,11 @@ driver_table! {
         f: CUfunction,
         config: *const CUlaunchConfig,
     );
+    optional(11080) fn cuOccupancyMaxPotentialClusterSize(
+        cluster_size: *mut c_int,
+        f: CUfunction,
+        config: *const CUlaunchConfig,
+    );
     required fn cuLaunchKernel(
         f: CUfunction,
         grid_x: c_uint,
@@ -891,6 +897,8 @@ const fn raw_code(code: ErrorCode) -> u32 {
 const NOT_READY: u32 = raw_code(ErrorCode::NotReady);
 /// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
 const PEER_ACCESS_ALREADY_ENABLED: u32 = raw_code(ErrorCode::PeerAccessAlreadyEnabled);
+/// `CUDA_ERROR_INVALID_VALUE`: what `cuFuncGetParamInfo` returns past the last parameter.
+const INVALID_VALUE: u32 = raw_code(ErrorCode::InvalidValue);
 
 /// Calls entry point `$f` of the table: `Ok` with its raw `CUresult`, or `Err` when the
 /// driver library could not be loaded or (an optional entry point) lacks `$f`.
@@ -1834,7 +1842,8 @@ pub(crate) unsafe fn stream_get_ctx(s: CUstream) -> Result<CUcontext> {
 // Modules and functions. Handles passed in are live: the callers hold their brand.
 
 /// Loads a module image (PTX text, NUL-terminated, or a cubin/fatbin) into the current
-/// context, returning the JIT error log (and info log) with a failure.
+/// context with the default JIT options, returning the JIT error log (and info log) with a
+/// failure.
 ///
 /// # Safety
 /// `image` points to a complete image: NUL-terminated text for PTX.
@@ -1842,46 +1851,82 @@ pub(crate) unsafe fn stream_get_ctx(s: CUstream) -> Result<CUcontext> {
 pub(crate) unsafe fn module_load(
     image: *const c_void,
 ) -> std::result::Result<CUmodule, (Error, String)> {
-    const LOG: usize = 16 << 10;
-    let mut error_log = vec![0u8; LOG];
-    let mut info_log = vec![0u8; LOG];
-    // CU_JIT_INFO_LOG_BUFFER, its size, CU_JIT_ERROR_LOG_BUFFER, its size.
-    let mut options: [c_int; 4] = [3, 4, 5, 6];
-    let mut values: [*mut c_void; 4] = [
-        info_log.as_mut_ptr().cast(),
-        LOG as *mut c_void,
-        error_log.as_mut_ptr().cast(),
-        LOG as *mut c_void,
-    ];
+    let mut jit = match JitArgs::new("cuModuleLoadDataEx", &JitOptions::default()) {
+        Ok(jit) => jit,
+        Err(e) => return Err((e, String::new())),
+    };
+    // SAFETY: the caller guarantees the image.
+    unsafe { module_load_ex(image, &mut jit) }.map_err(|e| (e, jit.failure_log()))
+}
+
+/// Loads a module image into the current context with the JIT options of `jit`, whose log
+/// buffers the driver fills (read them with `jit.log()` or `jit.failure_log()`).
+///
+/// # Safety
+/// `image` points to a complete image: NUL-terminated text for PTX.
+#[inline]
+pub(crate) unsafe fn module_load_ex(image: *const c_void, jit: &mut JitArgs) -> Result<CUmodule> {
+    let (options, values, n) = jit.raw_parts();
     let mut module = std::ptr::null_mut();
-    // The option arrays have 4 entries whose values are of the documented types; the log
-    // buffers outlive the call; the caller guarantees the image.
-    let loaded = cu!(cuModuleLoadDataEx(
-        &mut module,
+    // The option arrays are `JitArgs`'s: `n` entries each, values of the documented
+    // types, log buffers of the sizes passed, all alive for the call.
+    cu!(cuModuleLoadDataEx(&mut module, image, n, options, values))?;
+    Ok(module)
+}
+
+/// Loads a library (context-independent code, CUDA 12.0) with the JIT options of `jit`.
+/// The driver copies the image; `jit` must stay alive as long as the library, in case it
+/// compiles lazily (see `Library`).
+///
+/// # Safety
+/// `image` points to a complete image: NUL-terminated text for PTX.
+#[inline]
+pub(crate) unsafe fn library_load_data(
+    image: *const c_void,
+    jit: &mut JitArgs,
+) -> Result<CUlibrary> {
+    init()?;
+    let (options, values, n) = jit.raw_parts();
+    let mut library = std::ptr::null_mut();
+    // As for `module_load_ex`; no library options (a null array of 0 entries).
+    cu!(cuLibraryLoadData(
+        &mut library,
         image,
-        4,
-        options.as_mut_ptr(),
-        values.as_mut_ptr(),
-    ));
-    match loaded {
-        Ok(()) => Ok(module),
-        Err(e) => {
-            let text = |buf: &[u8]| {
-                String::from_utf8_lossy(
-                    &buf[..buf.iter().position(|&b| b == 0).unwrap_or(buf.len())],
-                )
-                .trim()
-                .to_owned()
-            };
-            let (error_log, info_log) = (text(&error_log), text(&info_log));
-            let log = match (error_log.is_empty(), info_log.is_empty()) {
-                (false, true) => error_log,
-                (false, false) => format!("{error_log}\n{info_log}"),
-                (true, _) => info_log,
-            };
-            Err((e, log))
-        }
-    }
+        options,
+        values,
+        n,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        0
+    ))?;
+    Ok(library)
+}
+
+/// # Safety
+/// `l` came from [`library_load_data`] and nothing uses it, or a function of it, afterwards.
+#[inline]
+pub(crate) unsafe fn library_unload(l: CUlibrary) -> Result<()> {
+    cu!(cuLibraryUnload(l))
+}
+
+/// # Safety
+/// `l` is live.
+#[inline]
+pub(crate) unsafe fn library_get_kernel(l: CUlibrary, name: &std::ffi::CStr) -> Result<CUkernel> {
+    let mut k = std::ptr::null_mut();
+    cu!(cuLibraryGetKernel(&mut k, l, name.as_ptr()))?;
+    Ok(k)
+}
+
+/// The function of kernel `k` in the current context (loading it there if needed).
+///
+/// # Safety
+/// `k` is a kernel of a live library.
+#[inline]
+pub(crate) unsafe fn kernel_get_function(k: CUkernel) -> Result<CUfunction> {
+    let mut f = std::ptr::null_mut();
+    cu!(cuKernelGetFunction(&mut f, k))?;
+    Ok(f)
 }
 
 /// # Safety
@@ -1954,6 +1999,110 @@ pub(crate) unsafe fn occupancy_block_size(
         0
     ))?;
     Ok((grid, block))
+}
+
+/// The offset and size of parameter `index` of `f` (`cuFuncGetParamInfo`, CUDA 12.4), or
+/// `None` past its last parameter; `DriverTooOld` where the driver lacks the call.
+///
+/// # Safety
+/// `f` is live.
+#[inline]
+pub(crate) unsafe fn func_param_info(
+    f: CUfunction,
+    index: usize,
+) -> Result<Option<(usize, usize)>> {
+    let (mut offset, mut size) = (0, 0);
+    match cu_raw!(cuFuncGetParamInfo(f, index, &mut offset, &mut size))? {
+        0 => Ok(Some((offset, size))),
+        INVALID_VALUE => Ok(None),
+        raw => Err(failure("cuFuncGetParamInfo", raw)),
+    }
+}
+
+/// How many blocks of `block_size` threads and `dynamic_smem` bytes of dynamic shared
+/// memory of `f` can be resident on one multiprocessor at once (an error, not undefined
+/// behaviour, where no context is current).
+///
+/// # Safety
+/// `f` is live.
+#[inline]
+pub(crate) unsafe fn occupancy_max_active_blocks(
+    f: CUfunction,
+    block_size: u32,
+    dynamic_smem: usize,
+) -> Result<i32> {
+    let mut blocks = 0;
+    cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &mut blocks,
+        f,
+        block_size as c_int,
+        dynamic_smem
+    ))?;
+    Ok(blocks)
+}
+
+/// The largest cluster of `f` that can be launched with `config`'s block and shared memory
+/// (its cluster dimensions are ignored; 8 at most unless `f` allows non-portable sizes).
+///
+/// # Safety
+/// `f` is live and its context current; `config.attrs` points to `config.numAttrs` entries.
+#[inline]
+pub(crate) unsafe fn occupancy_max_potential_cluster_size(
+    f: CUfunction,
+    config: &CUlaunchConfig,
+) -> Result<i32> {
+    let mut size = 0;
+    cu!(cuOccupancyMaxPotentialClusterSize(&mut size, f, config))?;
+    Ok(size)
+}
+
+/// `cuLaunchKernelEx`: a launch with the attributes in `config`.
+///
+/// # Safety
+/// As for [`launch_kernel`], with the stream in `config`, whose `attrs` points to
+/// `numAttrs` attributes, each of its documented layout.
+#[inline]
+pub(crate) unsafe fn launch_kernel_ex(
+    config: &CUlaunchConfig,
+    f: CUfunction,
+    params: *mut *mut c_void,
+) -> Result<()> {
+    cu!(cuLaunchKernelEx(config, f, params, std::ptr::null_mut()))
+}
+
+/// `cuLaunchCooperativeKernel`: the cooperative launch of drivers without
+/// `cuLaunchKernelEx` (before CUDA 11.8).
+///
+/// # Safety
+/// As for [`launch_kernel`].
+#[inline]
+pub(crate) unsafe fn launch_cooperative_kernel(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    stream: CUstream,
+    params: *mut *mut c_void,
+) -> Result<()> {
+    cu!(cuLaunchCooperativeKernel(
+        f,
+        grid[0],
+        grid[1],
+        grid[2],
+        block[0],
+        block[1],
+        block[2],
+        shared_mem_bytes,
+        stream,
+        params
+    ))
+}
+
+/// The CUDA version of the loaded driver (as `cuDriverGetVersion` said when it was loaded;
+/// 0 if it did not say).
+#[inline]
+pub(crate) fn loaded_version() -> Result<i32> {
+    api().map(|api| api.version)
 }
 
 /// # Safety
@@ -2169,6 +2318,28 @@ mod tests {
             "cuCtxGetId failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is too old): \
              cuCtxGetId needs a CUDA 12.0 driver (R525 or newer); this driver is CUDA 11.4"
         );
+        // libraries (CUDA 12.0): the same error, naming the entry point
+        // SAFETY: the fake table reaches no driver.
+        let e = unsafe {
+            api.cuLibraryLoadData(
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        }
+        .unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some(
+                "cuLibraryLoadData needs a CUDA 12.0 driver (R525 or newer); this driver is \
+                 CUDA 11.4"
+            )
+        );
         // a required entry point is called (the fake returns FAKE_RESULT)
         let mut current = std::ptr::null_mut();
         // SAFETY: the fake table reaches no driver.
@@ -2176,7 +2347,7 @@ mod tests {
         assert_eq!(result, Ok(FAKE_RESULT));
         // every optional entry point of the fake is absent, and each says why
         let optional = api.optional_entries();
-        assert_eq!(optional.len(), 9, "{optional:?}");
+        assert_eq!(optional.len(), 10, "{optional:?}");
         assert!(
             optional
                 .iter()

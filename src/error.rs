@@ -390,6 +390,15 @@ macro_rules! error_codes {
             /// newer than that minimum needs. The error's detail names the version needed
             /// and the installed one.
             DriverTooOld,
+            /// `CUDA_BRAND_NVRTC_NOT_FOUND` (the crate's own, no raw value): the runtime
+            /// compiler's library (`libnvrtc.so`, or the file that
+            /// `CUDA_BRAND_NVRTC_LIBRARY` names) could not be loaded (the `nvrtc`
+            /// feature). The error's detail says what was tried.
+            NvrtcNotFound,
+            /// An `nvrtcResult` of the runtime compiler (the `nvrtc` feature), kept as it
+            /// returned it: `NVRTC_ERROR_COMPILATION` (6) for source that does not compile,
+            /// with the compiler's log in the error's detail. Not a `CUresult`: no raw value.
+            Nvrtc(u32),
         }
 
         impl ErrorCode {
@@ -410,7 +419,10 @@ macro_rules! error_codes {
                 match self {
                     $(ErrorCode::$variant => Some($value),)*
                     ErrorCode::Unrecognized(raw) => Some(raw),
-                    ErrorCode::DriverNotFound | ErrorCode::DriverTooOld => None,
+                    ErrorCode::DriverNotFound
+                    | ErrorCode::DriverTooOld
+                    | ErrorCode::NvrtcNotFound
+                    | ErrorCode::Nvrtc(_) => None,
                 }
             }
 
@@ -422,6 +434,8 @@ macro_rules! error_codes {
                     ErrorCode::Unrecognized(_) => "CUDA_ERROR_UNRECOGNIZED",
                     ErrorCode::DriverNotFound => "CUDA_BRAND_DRIVER_NOT_FOUND",
                     ErrorCode::DriverTooOld => "CUDA_BRAND_DRIVER_TOO_OLD",
+                    ErrorCode::NvrtcNotFound => "CUDA_BRAND_NVRTC_NOT_FOUND",
+                    ErrorCode::Nvrtc(raw) => nvrtc_name(raw),
                 }
             }
 
@@ -433,6 +447,8 @@ macro_rules! error_codes {
                     ErrorCode::Unrecognized(_) => "a result code this version of cuda-brand does not know",
                     ErrorCode::DriverNotFound => "CUDA driver library not found",
                     ErrorCode::DriverTooOld => "CUDA driver is too old",
+                    ErrorCode::NvrtcNotFound => "NVRTC library not found",
+                    ErrorCode::Nvrtc(raw) => nvrtc_description(raw),
                 }
             }
 
@@ -501,10 +517,49 @@ impl ErrorCode {
     }
 }
 
+/// The name of an `nvrtcResult` (nvrtc.h).
+const fn nvrtc_name(raw: u32) -> &'static str {
+    match raw {
+        1 => "NVRTC_ERROR_OUT_OF_MEMORY",
+        2 => "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+        3 => "NVRTC_ERROR_INVALID_INPUT",
+        4 => "NVRTC_ERROR_INVALID_PROGRAM",
+        5 => "NVRTC_ERROR_INVALID_OPTION",
+        6 => "NVRTC_ERROR_COMPILATION",
+        7 => "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
+        8 => "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
+        9 => "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
+        10 => "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
+        11 => "NVRTC_ERROR_INTERNAL_ERROR",
+        _ => "NVRTC_ERROR_UNRECOGNIZED",
+    }
+}
+
+/// What an `nvrtcResult` means, in words.
+const fn nvrtc_description(raw: u32) -> &'static str {
+    match raw {
+        1 => "out of memory",
+        2 => "the program could not be created",
+        3 => "invalid input",
+        4 => "invalid program",
+        5 => "invalid compiler option",
+        6 => "compilation failed",
+        7 => "a builtin operation failed (is libnvrtc-builtins next to libnvrtc?)",
+        8 => "name expressions must be added before compiling",
+        9 => "lowered names exist only after compiling",
+        10 => "the name expression is not valid",
+        11 => "internal compiler error",
+        _ => "a result code this version of cuda-brand does not know",
+    }
+}
+
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ErrorCode::Unrecognized(raw) => {
+                write!(f, "{} {} ({})", self.name(), raw, self.description())
+            }
+            ErrorCode::Nvrtc(raw) if nvrtc_name(*raw).ends_with("UNRECOGNIZED") => {
                 write!(f, "{} {} ({})", self.name(), raw, self.description())
             }
             _ => write!(f, "{} ({})", self.name(), self.description()),

@@ -95,6 +95,17 @@ pub enum FunctionAttribute {
     MaxDynamicSharedSizeBytes = 8,
     /// Preferred shared memory carve-out, in percent of the maximum (settable).
     PreferredSharedMemoryCarveout = 9,
+    /// Whether a launch must give a cluster size (CUDA 11.8).
+    ClusterSizeMustBeSet = 10,
+    /// The cluster width the kernel was compiled for (`__cluster_dims__`), 0 if none.
+    RequiredClusterWidth = 11,
+    /// The cluster height the kernel was compiled for, 0 if none.
+    RequiredClusterHeight = 12,
+    /// The cluster depth the kernel was compiled for, 0 if none.
+    RequiredClusterDepth = 13,
+    /// Whether launches may use clusters larger than the portable 8 blocks (settable:
+    /// [`Function::set_non_portable_cluster_size_allowed`]).
+    NonPortableClusterSizeAllowed = 14,
 }
 
 impl<'m, 'ctx> Function<'m, 'ctx> {
@@ -180,14 +191,165 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         Ok(block as u32)
     }
 
+    /// Allows (or forbids again) launches of this function with clusters larger than the
+    /// portable 8 blocks (`CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`; 16 on an
+    /// H100). Set it before the scopes that launch such clusters: a scope keeps the
+    /// cluster limit it looked up for a kernel.
+    pub fn set_non_portable_cluster_size_allowed(&self, allowed: bool) -> Result<()> {
+        // SAFETY: the function is alive.
+        unsafe {
+            driver::func_set_attribute(
+                self.as_raw(),
+                FunctionAttribute::NonPortableClusterSizeAllowed as i32,
+                allowed as i32,
+            )
+        }
+    }
+
+    /// The kernel's C parameters as the driver lays them out (`cuFuncGetParamInfo`, CUDA
+    /// 12.4): the offset and size in bytes of each, in order. A driver older than 12.4
+    /// answers with [`ErrorCode::DriverTooOld`].
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+    ///     // scale(float *x, size_t x_len, float k)
+    ///     let params = module.function("scale")?.params()?;
+    ///     let layout: Vec<(usize, usize)> = params.iter().map(|p| (p.offset, p.size)).collect();
+    ///     assert_eq!(layout, [(0, 8), (8, 8), (16, 4)]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn params(&self) -> Result<Vec<ParamInfo>> {
+        let mut all = Vec::new();
+        while all.len() <= MAX_C_PARAMS {
+            // SAFETY: the function is alive.
+            let next = unsafe { driver::func_param_info(self.as_raw(), all.len()) }?;
+            let Some((offset, size)) = next else { break };
+            all.push(ParamInfo { offset, size });
+        }
+        Ok(all)
+    }
+
+    /// How many blocks of `block_threads` threads with `dynamic_shared_bytes` of dynamic
+    /// shared memory can be resident on one multiprocessor at once
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`); times the device's multiprocessor
+    /// count, the largest grid a cooperative launch may have.
+    pub fn max_active_blocks_per_multiprocessor(
+        &self,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32> {
+        // SAFETY: the function is alive.
+        let blocks = unsafe {
+            driver::occupancy_max_active_blocks(
+                self.as_raw(),
+                block_threads,
+                dynamic_shared_bytes as usize,
+            )
+        }?;
+        Ok(blocks.max(0) as u32)
+    }
+
     /// Declares the function's parameter list; see [`Module::kernel`](crate::Module::kernel).
+    ///
+    /// Where the driver reports a kernel's parameters (`cuFuncGetParamInfo`, CUDA 12.4 or
+    /// newer), the declaration is checked against them first: the number of C parameters
+    /// (a slice [`In<T>`]/[`Out<T>`] is two: its pointer and its `size_t` length), then the
+    /// size and offset of each, an error naming the first that differs. This catches a
+    /// wrong count or a wrong scalar width; it cannot catch a pointer to the wrong element
+    /// type or a kernel that reads out of bounds, so the declaration stays `unsafe`. Where
+    /// the driver cannot report them (older drivers; or the query fails) nothing is
+    /// checked.
     ///
     /// # Safety
     /// As for [`Module::kernel`](crate::Module::kernel).
     pub unsafe fn typed<P: KernelParams>(self) -> Result<Kernel<'m, 'ctx, P>> {
         // SAFETY: the caller's promise.
+        unsafe { self.typed_as("Function::typed") }
+    }
+
+    /// [`Function::typed`], its errors naming `call`.
+    ///
+    /// # Safety
+    /// As for [`Module::kernel`](crate::Module::kernel).
+    pub(crate) unsafe fn typed_as<P: KernelParams>(
+        self,
+        call: &'static str,
+    ) -> Result<Kernel<'m, 'ctx, P>> {
+        check_declaration::<P>(call, self)?;
+        // SAFETY: the caller's promise.
         unsafe { Kernel::new(self) }
     }
+}
+
+/// More C parameters than any kernel can have (CUDA passes at most 32 764 bytes of them).
+const MAX_C_PARAMS: usize = 32_764;
+
+/// One C parameter of a kernel as the driver lays it out: [`Function::params`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParamInfo {
+    /// Its offset in the kernel's parameter buffer, in bytes.
+    pub offset: usize,
+    /// Its size in bytes.
+    pub size: usize,
+}
+
+/// Checks the parameter list `P` against what the driver reports for `function` (see
+/// [`Function::typed`]); `Ok` where the driver cannot report it.
+fn check_declaration<P: KernelParams>(
+    call: &'static str,
+    function: Function<'_, '_>,
+) -> Result<()> {
+    let mut declared = Vec::with_capacity(<P as sealed::Params>::C_PARAMS);
+    <P as sealed::Params>::slots(&mut declared);
+    let mut actual = Vec::with_capacity(declared.len() + 1);
+    loop {
+        // SAFETY: the function is alive.
+        match unsafe { driver::func_param_info(function.as_raw(), actual.len()) } {
+            Ok(Some((offset, size))) => actual.push(ParamInfo { offset, size }),
+            Ok(None) => break,
+            // an older driver, or one that cannot say: nothing to check against
+            Err(_) => return Ok(()),
+        }
+        if actual.len() > MAX_C_PARAMS {
+            return Ok(());
+        }
+    }
+    match declaration_problem(&declared, &actual) {
+        None => Ok(()),
+        Some(problem) => Err(Error::with_detail(call, ErrorCode::InvalidValue, problem)),
+    }
+}
+
+/// What differs between a declared parameter list and the kernel's, in words; `None`
+/// where they agree.
+fn declaration_problem(declared: &[sealed::Slot], actual: &[ParamInfo]) -> Option<String> {
+    if declared.len() != actual.len() {
+        return Some(format!(
+            "the declaration has {} C parameters, the kernel has {} (a slice `In<T>` or \
+             `Out<T>` is two: a pointer and a `size_t` length)",
+            declared.len(),
+            actual.len()
+        ));
+    }
+    let mut end = 0usize;
+    for (i, (slot, kernel)) in declared.iter().zip(actual).enumerate() {
+        let offset = end.next_multiple_of(slot.align.max(1));
+        end = offset + slot.size;
+        if (offset, slot.size) != (kernel.offset, kernel.size) {
+            return Some(format!(
+                "C parameter {i} ({}) is declared as {} bytes at offset {offset}; the kernel's \
+                 is {} bytes at offset {}",
+                slot.what, slot.size, kernel.size, kernel.offset
+            ));
+        }
+    }
+    None
 }
 
 impl fmt::Debug for Function<'_, '_> {
@@ -374,14 +536,42 @@ unsafe impl<P> Send for KernelMut<'_, '_, P> {}
 // SAFETY: as above.
 unsafe impl<P> Sync for KernelMut<'_, '_, P> {}
 
-/// The grid and block of a launch, and its dynamic shared memory.
+/// The grid and block of a launch, its dynamic shared memory, and its launch attributes:
+/// a thread-block cluster, a cooperative launch, a priority.
 ///
 /// ```
 /// use cuda_brand::LaunchConfig;
 /// let c = LaunchConfig::linear(64, 256).with_shared_mem(4096);
 /// assert_eq!((c.grid, c.block, c.shared_mem_bytes), ([64, 1, 1], [256, 1, 1], 4096));
 /// assert_eq!(LaunchConfig::new([8, 8, 1], [16, 16, 1]).threads(), 8 * 8 * 16 * 16);
+/// let c = LaunchConfig::linear(64, 128).with_cluster([2, 1, 1]).with_priority(-1);
+/// assert_eq!((c.cluster, c.cooperative, c.priority), (Some([2, 1, 1]), false, Some(-1)));
 /// ```
+///
+/// # Launch attributes
+///
+/// A configuration with any of the three is launched with `cuLaunchKernelEx` (CUDA 11.8),
+/// each attribute checked before the driver call, an error saying what is wrong
+/// otherwise:
+///
+/// * [`with_cluster`](LaunchConfig::with_cluster): thread-block clusters (compute
+///   capability 9.0 or newer): every dimension at least 1 and dividing the grid's; the
+///   device supports clusters; the cluster's size (blocks) at most what the kernel can be
+///   launched with for this block and shared memory (`cuOccupancyMaxPotentialClusterSize`:
+///   8, the portable limit, unless
+///   [`Function::set_non_portable_cluster_size_allowed`] allows more); and the kernel's
+///   compiled-in cluster shape (`__cluster_dims__`), if it has one.
+/// * [`with_cooperative`](LaunchConfig::with_cooperative): a cooperative launch (the
+///   kernel may synchronize its whole grid): every block must be resident at once, so the
+///   grid may have at most `cuOccupancyMaxActiveBlocksPerMultiprocessor` (for this block
+///   and shared memory) times the device's multiprocessor count blocks;
+///   `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE` from the crate, with the numbers, otherwise.
+/// * [`with_priority`](LaunchConfig::with_priority): the kernel's priority (CUDA 12.0),
+///   within the context's [`stream_priority_range`](crate::ContextGuard::stream_priority_range)
+///   (the driver would clamp it).
+///
+/// A scope looks up what these checks need (the device's limits, the kernel's occupancy)
+/// on its first launch that needs it and keeps it for the rest of the scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[must_use]
 pub struct LaunchConfig {
@@ -391,16 +581,20 @@ pub struct LaunchConfig {
     pub block: [u32; 3],
     /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
+    /// Thread-block cluster dimensions, in blocks (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`);
+    /// `None`: no cluster attribute.
+    pub cluster: Option<[u32; 3]>,
+    /// A cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`).
+    pub cooperative: bool,
+    /// The launch's priority (`CU_LAUNCH_ATTRIBUTE_PRIORITY`; lower numbers run first);
+    /// `None`: the stream's.
+    pub priority: Option<i32>,
 }
 
 impl LaunchConfig {
     /// `grid` blocks of `block` threads, in x only.
     pub const fn linear(grid: u32, block: u32) -> Self {
-        LaunchConfig {
-            grid: [grid, 1, 1],
-            block: [block, 1, 1],
-            shared_mem_bytes: 0,
-        }
+        Self::new([grid, 1, 1], [block, 1, 1])
     }
 
     /// A three-dimensional grid of three-dimensional blocks.
@@ -409,6 +603,9 @@ impl LaunchConfig {
             grid,
             block,
             shared_mem_bytes: 0,
+            cluster: None,
+            cooperative: false,
+            priority: None,
         }
     }
 
@@ -418,6 +615,42 @@ impl LaunchConfig {
             shared_mem_bytes: bytes,
             ..self
         }
+    }
+
+    /// The same, launched in thread-block clusters of `dims` blocks (compute capability
+    /// 9.0 or newer); each grid dimension must be a multiple of the cluster's. See
+    /// [Launch attributes](LaunchConfig#launch-attributes).
+    pub const fn with_cluster(self, dims: [u32; 3]) -> Self {
+        LaunchConfig {
+            cluster: Some(dims),
+            ..self
+        }
+    }
+
+    /// The same, as a cooperative launch: every block of the grid is resident at once, so
+    /// the kernel may synchronize the whole grid (`cooperative_groups::this_grid().sync()`).
+    /// See [Launch attributes](LaunchConfig#launch-attributes).
+    pub const fn with_cooperative(self) -> Self {
+        LaunchConfig {
+            cooperative: true,
+            ..self
+        }
+    }
+
+    /// The same, with the launch priority `priority` (CUDA 12.0; lower numbers run first;
+    /// within the context's stream priority range). See
+    /// [Launch attributes](LaunchConfig#launch-attributes).
+    pub const fn with_priority(self, priority: i32) -> Self {
+        LaunchConfig {
+            priority: Some(priority),
+            ..self
+        }
+    }
+
+    /// Whether the launch has any attribute (and so goes through `cuLaunchKernelEx`).
+    #[inline(always)]
+    pub(crate) const fn has_attributes(&self) -> bool {
+        self.cluster.is_some() || self.cooperative || self.priority.is_some()
     }
 
     /// The number of threads the launch runs (grid times block, in all three dimensions).
@@ -560,6 +793,16 @@ pub(crate) mod sealed {
         type Raw;
         /// Points `out[..COUNT]` at the C parameters inside `raw`.
         fn pointers(raw: &mut Self::Raw, out: &mut [*mut c_void]);
+        /// Appends its `COUNT` C parameters, as the declared parameter number `index`.
+        fn slots(index: usize, out: &mut Vec<Slot>);
+    }
+
+    /// One C parameter of a declaration: its size and alignment in bytes, and what it is,
+    /// in words (for the errors of `Function::typed`).
+    pub struct Slot {
+        pub(crate) size: usize,
+        pub(crate) align: usize,
+        pub(crate) what: String,
     }
 
     #[diagnostic::on_unimplemented(
@@ -569,6 +812,8 @@ pub(crate) mod sealed {
     pub trait Params {
         /// The number of C parameters.
         const C_PARAMS: usize;
+        /// Appends every C parameter, in order.
+        fn slots(out: &mut Vec<Slot>);
     }
 
     #[diagnostic::on_unimplemented(
@@ -608,6 +853,9 @@ impl<T: DeviceCopy> sealed::Param for In<T> {
         out[0] = (&mut raw[0] as *mut u64).cast();
         out[1] = (&mut raw[1] as *mut u64).cast();
     }
+    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+        slice_slots("In", std::any::type_name::<T>(), index, out);
+    }
 }
 impl<T: DeviceCopy> KernelParam for In<T> {}
 
@@ -617,6 +865,9 @@ impl<T: DeviceCopy> sealed::Param for Out<T> {
     #[inline(always)]
     fn pointers(raw: &mut [u64; 2], out: &mut [*mut c_void]) {
         <In<T> as sealed::Param>::pointers(raw, out)
+    }
+    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+        slice_slots("Out", std::any::type_name::<T>(), index, out);
     }
 }
 impl<T: DeviceCopy> KernelParam for Out<T> {}
@@ -628,8 +879,29 @@ impl<T: DeviceCopy> sealed::Param for ByValue<T> {
     fn pointers(raw: &mut T, out: &mut [*mut c_void]) {
         out[0] = (raw as *mut T).cast();
     }
+    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+        out.push(sealed::Slot {
+            size: size_of::<T>(),
+            align: std::mem::align_of::<T>(),
+            what: format!(
+                "`ByValue<{}>`, declared parameter {index}",
+                std::any::type_name::<T>()
+            ),
+        });
+    }
 }
 impl<T: DeviceCopy> KernelParam for ByValue<T> {}
+
+/// The two C parameters of a slice: its device pointer and its `size_t` length.
+fn slice_slots(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::Slot>) {
+    for part in ["pointer", "length"] {
+        out.push(sealed::Slot {
+            size: 8,
+            align: 8,
+            what: format!("the {part} of `{kind}<{element}>`, declared parameter {index}"),
+        });
+    }
+}
 
 #[inline(always)]
 pub(crate) fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64; 2], Span) {
@@ -676,6 +948,13 @@ macro_rules! scalar_params {
             fn pointers(raw: &mut $t, out: &mut [*mut c_void]) {
                 out[0] = (raw as *mut $t).cast();
             }
+            fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+                out.push(sealed::Slot {
+                    size: size_of::<$t>(),
+                    align: std::mem::align_of::<$t>(),
+                    what: format!("`{}`, declared parameter {index}", stringify!($t)),
+                });
+            }
         }
         impl KernelParam for $t {}
         impl<'scope, 'ctx> sealed::Arg<'scope, 'ctx, $t> for $t {
@@ -693,6 +972,9 @@ macro_rules! kernel_params {
     ($max:literal; $n:literal; $($p:ident $a:ident $i:tt),+) => {
         impl<$($p: KernelParam),+> sealed::Params for ($($p,)+) {
             const C_PARAMS: usize = 0 $(+ <$p as sealed::Param>::COUNT)+;
+            fn slots(out: &mut Vec<sealed::Slot>) {
+                $(<$p as sealed::Param>::slots($i, out);)+
+            }
         }
         impl<$($p: KernelParam),+> KernelParams for ($($p,)+) {}
 
@@ -837,6 +1119,61 @@ mod tests {
                 span(0x104, 8, true)
             ]),
             Some((1, 3))
+        );
+    }
+
+    fn layout(sizes: &[(usize, usize)]) -> Vec<ParamInfo> {
+        sizes
+            .iter()
+            .map(|&(offset, size)| ParamInfo { offset, size })
+            .collect()
+    }
+
+    fn slots<P: KernelParams>() -> Vec<sealed::Slot> {
+        let mut slots = Vec::new();
+        <P as sealed::Params>::slots(&mut slots);
+        assert_eq!(slots.len(), <P as sealed::Params>::C_PARAMS);
+        slots
+    }
+
+    #[test]
+    fn declarations_are_laid_out_like_c_and_the_first_difference_is_named() {
+        // scale(float *x, size_t x_len, float k)
+        let scale = layout(&[(0, 8), (8, 8), (16, 4)]);
+        assert_eq!(
+            declaration_problem(&slots::<(Out<f32>, f32)>(), &scale),
+            None
+        );
+        assert_eq!(
+            declaration_problem(&slots::<(Out<f32>, f64)>(), &scale).unwrap(),
+            "C parameter 2 (`f64`, declared parameter 1) is declared as 8 bytes at offset 16; \
+             the kernel's is 4 bytes at offset 16"
+        );
+        assert_eq!(
+            declaration_problem(&slots::<(Out<f32>,)>(), &scale).unwrap(),
+            "the declaration has 2 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` \
+             is two: a pointer and a `size_t` length)"
+        );
+        // C alignment: a char, then an 8-byte-aligned pointer at 8; a 12-byte struct of
+        // floats after a char at 4
+        let padded = layout(&[(0, 1), (8, 8), (16, 8)]);
+        assert_eq!(
+            declaration_problem(&slots::<(u8, In<u32>)>(), &padded),
+            None
+        );
+        let by_value = layout(&[(0, 1), (4, 12)]);
+        assert_eq!(
+            declaration_problem(&slots::<(u8, ByValue<[f32; 3]>)>(), &by_value),
+            None
+        );
+        assert_eq!(
+            declaration_problem(
+                &slots::<(u8, In<u32>)>(),
+                &layout(&[(0, 1), (4, 8), (12, 8)])
+            )
+            .unwrap(),
+            "C parameter 1 (the pointer of `In<u32>`, declared parameter 1) is declared as 8 \
+             bytes at offset 8; the kernel's is 8 bytes at offset 4"
         );
     }
 

@@ -162,7 +162,10 @@
 //!   [`DeviceBuffer`] and [`DeviceSlice`] (device memory, like `Vec<T>` and `[T]`);
 //!   [`PinnedBuffer`] (page-locked host memory); [`Stream::scope`] and [`StreamScope`]
 //!   (asynchronous copies, fills, allocations and launches); [`Module::kernel`] and
-//!   [`Kernel`] (typed kernels); [`ContextGuard::capture`], [`ExecGraph`] and
+//!   [`Kernel`] (typed kernels); [`JitOptions`] (loading with the JIT compiler's options
+//!   and its log); [`Library`] (code loaded once for every context); [`LaunchConfig`]'s
+//!   launch attributes (clusters, cooperative launches, priorities); `nvrtc` (runtime
+//!   compilation of CUDA C++, the `nvrtc` feature); [`ContextGuard::capture`], [`ExecGraph`] and
 //!   [`StreamScope::launch_graph`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
 //!   functions, [`host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
 //!   [`Error`] (every failure, naming the driver call).
@@ -207,10 +210,15 @@ pub mod event;
 pub mod graph;
 pub mod host_fn;
 mod image;
+pub mod jit;
 pub mod launch;
+mod launch_ex;
+pub mod library;
 pub mod managed;
 pub mod memory;
 pub mod module;
+#[cfg(feature = "nvrtc")]
+pub mod nvrtc;
 pub mod peer;
 pub mod phase;
 pub mod pitched;
@@ -304,10 +312,12 @@ pub use error::{Error, ErrorCode, Result, WithTeardown};
 pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
 pub use host_fn::{HostMut, HostRef, IntoHostMut, IntoHostRef};
+pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
-    KernelParam, KernelParams, Launch, LaunchConfig, Out, ScopedKernel,
+    KernelParam, KernelParams, Launch, LaunchConfig, Out, ParamInfo, ScopedKernel,
 };
+pub use library::Library;
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
 pub use module::Module;
@@ -336,6 +346,8 @@ escape_hatch! {
     /// guard's thread name). The crate loads the driver library at run time and exports no
     /// bindings to call it with.
     pub mod sys {
+        /// A library handle (`CUlibrary`, CUDA 12.0; newer than the bindings).
+        pub use crate::driver::ffi::{CUlib_st, CUlibrary};
         /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
         pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
         pub use cuda_driver_sys::{
@@ -411,6 +423,7 @@ mod facts {
     assert_impl_all!(Function<'static, 'static>: Send, Sync, Copy);
     assert_impl_all!(Kernel<'static, 'static, (In<f32>, Out<f32>, u32)>: Send, Sync);
     assert_impl_all!(Module<'static>: Send, Sync);
+    assert_impl_all!(Library: Send, Sync);
     assert_eq_size!(PeerAccess<'static, 'static>, ());
     assert_impl_all!(Stream<'static>: Send, Sync);
     assert_impl_all!(Event<'static>: Send, Sync);

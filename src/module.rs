@@ -34,6 +34,7 @@ use cuda_driver_sys::{CUctx_st, CUmod_st};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUmodule};
 use crate::error::{Error, ErrorCode, Result};
+use crate::jit::{self, JitArgs, JitLog, JitOptions};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::phase::Allocating;
@@ -57,27 +58,41 @@ impl<'ctx> Module<'ctx> {
     /// compile, the error's [`detail`](Error::detail) is the JIT compiler's log, which names
     /// the offending line.
     pub fn from_ptx<P: Allocating>(ctx: ContextGuard<'ctx, P>, ptx: &str) -> Result<Self> {
-        // The driver sniffs its input: text that starts like an ELF image would be parsed as
-        // a cubin, offsets and all, without the check `from_binary` makes.
-        if ptx.as_bytes().starts_with(b"\x7fELF") {
-            return Err(Error::with_detail(
-                "Module::from_ptx",
-                ErrorCode::InvalidPtx,
-                "the text starts with the ELF magic: it is a cubin, load it with Module::from_binary",
-            ));
-        }
-        let text = CString::new(ptx).map_err(|e| {
-            Error::with_detail(
-                "Module::from_ptx",
-                ErrorCode::InvalidPtx,
-                format!(
-                    "the PTX text contains a NUL byte at offset {}",
-                    e.nul_position()
-                ),
-            )
-        })?;
+        let text = ptx_text("Module::from_ptx", ptx)?;
         // SAFETY: NUL-terminated text that outlives the call.
         unsafe { Self::load(ctx, text.as_ptr().cast()) }
+    }
+
+    /// As [`Module::from_ptx`], with the JIT compiler's `options` (optimization level,
+    /// register limit, target, debug and line information, ...); returns the module with
+    /// what the compiler reported ([`JitLog`]: its info log and the time it took). On
+    /// failure the error's [`detail`](Error::detail) is the compiler's error log.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::JitOptions;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let options = JitOptions::new().max_registers(16).log_verbose(true);
+    ///     let (module, log) =
+    ///         Module::from_ptx_with(ctx, include_str!("../kernels/kernels.ptx"), &options)?;
+    ///     println!("{}", log.info); // e.g. "ptxas info : Used 16 registers ..."
+    ///     assert!(module.function("sum_u64")?.num_registers()? <= 16);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn from_ptx_with<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        ptx: &str,
+        options: &JitOptions,
+    ) -> Result<(Self, JitLog)> {
+        const CALL: &str = "Module::from_ptx_with";
+        let text = ptx_text(CALL, ptx)?;
+        let jit = JitArgs::new(CALL, options)?;
+        // SAFETY: NUL-terminated text that outlives the call.
+        unsafe { Self::load_with(ctx, text.as_ptr().cast(), jit) }
     }
 
     /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) after checking that every
@@ -93,15 +108,28 @@ impl<'ctx> Module<'ctx> {
     /// entry of a fatbin), and the GPU fuzz run behind it, are in `SOUNDNESS.md`.
     /// [`Module::from_binary_unchecked`] skips the check.
     pub fn from_binary<P: Allocating>(ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
-        if let Err(problem) = crate::image::check(image) {
-            return Err(Error::with_detail(
-                "Module::from_binary",
-                ErrorCode::InvalidImage,
-                problem.to_string(),
-            ));
-        }
+        check_image("Module::from_binary", image)?;
         // SAFETY: every offset and size the image holds was checked against its length.
         unsafe { Self::from_binary_unchecked(ctx, image) }
+    }
+
+    /// As [`Module::from_binary`] (the same check first), with the JIT compiler's
+    /// `options`, which matter where the image holds PTX: a fatbin's PTX is compiled when
+    /// it has no binary for the device ([`JitOptions::fallback`] chooses between its PTX
+    /// and a binary of an older architecture). Returns the module with what the compiler
+    /// reported.
+    pub fn from_binary_with<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: &[u8],
+        options: &JitOptions,
+    ) -> Result<(Self, JitLog)> {
+        const CALL: &str = "Module::from_binary_with";
+        check_image(CALL, image)?;
+        let aligned = aligned_image(CALL, image)?;
+        let jit = JitArgs::new(CALL, options)?;
+        // SAFETY: every offset and size the image holds was checked against its length;
+        // the copy outlives the call.
+        unsafe { Self::load_with(ctx, aligned.as_ptr().cast(), jit) }
     }
 
     escape_hatch! {
@@ -115,28 +143,8 @@ impl<'ctx> Module<'ctx> {
     /// follows the offsets and sizes inside it without knowing the slice's length, so a
     /// truncated or corrupted image can make it read (and crash) outside the slice.
     pub unsafe fn from_binary_unchecked<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
-        image: &[u8],
-    ) -> Result<Self> {
-        const ELF: [u8; 4] = [0x7f, b'E', b'L', b'F'];
-        const FATBIN: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
-        if image.len() < 4 || (image[..4] != ELF && image[..4] != FATBIN) {
-            return Err(Error::with_detail(
-                "Module::from_binary",
-                ErrorCode::InvalidImage,
-                "not a cubin (ELF) or fatbin image; use Module::from_ptx for PTX text",
-            ));
-        }
-        // The driver reads the image through aligned loads: give it an 8-byte-aligned copy.
-        let mut aligned = vec![0u64; image.len().div_ceil(8)];
-        // SAFETY: `aligned` has at least `image.len()` bytes, and the two do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                image.as_ptr(),
-                aligned.as_mut_ptr().cast::<u8>(),
-                image.len(),
-            )
-        };
+        ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
+        let aligned = aligned_image("Module::from_binary", image)?;
         // SAFETY: the caller promises a complete image; the copy outlives the call.
         unsafe { Self::load(ctx, aligned.as_ptr().cast()) }
     }
@@ -151,10 +159,25 @@ impl<'ctx> Module<'ctx> {
         // SAFETY: the caller guarantees the image; the module goes into `ctx`.
         // SAFETY: as above.
         let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load(image) }))?;
-        let raw = loaded.map_err(|(e, log)| match log.is_empty() {
-            true => e,
-            false => Error::with_detail(e.call(), e.code(), format!("JIT log:\n{log}")),
-        })?;
+        let raw = loaded.map_err(|(e, log)| jit::with_log(e, &log))?;
+        Self::from_loaded(ctx, raw)
+    }
+
+    /// # Safety
+    /// `image` is a complete image, as `driver::module_load_ex` requires.
+    unsafe fn load_with<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: *const c_void,
+        mut jit: JitArgs,
+    ) -> Result<(Self, JitLog)> {
+        // SAFETY: the caller guarantees the image; `jit` outlives the call; the module
+        // goes into `ctx`.
+        let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load_ex(image, &mut jit) }))?;
+        let raw = loaded.map_err(|e| jit::with_log(e, &jit.failure_log()))?;
+        Ok((Self::from_loaded(ctx, raw)?, jit.log()))
+    }
+
+    fn from_loaded<P: Allocating>(ctx: ContextGuard<'ctx, P>, raw: CUmodule) -> Result<Self> {
         let raw = driver::non_null("cuModuleLoadDataEx", raw)?;
         let ctx = ctx.as_non_null();
         Ok(Module {
@@ -165,10 +188,10 @@ impl<'ctx> Module<'ctx> {
     }
 
     escape_hatch! {
-        /// The driver's handle.
-        pub fn as_raw(&self) -> CUmodule {
-            self.raw.as_ptr()
-        }
+    /// The driver's handle.
+    pub fn as_raw(&self) -> CUmodule {
+        self.raw.as_ptr()
+    }
     }
 
     /// The function `name` (`cuModuleGetFunction`); a name the module does not have is
@@ -205,16 +228,23 @@ impl<'ctx> Module<'ctx> {
     ///   argument the host chose) or computes, and **no global variable of the module**
     ///   (declare such a kernel with [`Module::kernel_mut`]);
     /// * all of this holds for every launch configuration the crate lets through (any grid
-    ///   and block the kernel's limits allow, any dynamic shared memory up to its limit):
-    ///   a kernel that relies on a particular block size or shared-memory size checks it.
+    ///   and block the kernel's limits allow, any dynamic shared memory up to its limit,
+    ///   with or without a thread-block cluster, cooperative or not, see
+    ///   [`LaunchConfig`](crate::LaunchConfig)): a kernel that relies on a particular
+    ///   block size, shared-memory size or cluster shape checks it (`%cluster_nctarank`),
+    ///   and one that synchronizes its grid checks that it was launched cooperatively
+    ///   (`cooperative_groups::this_grid().is_valid()`).
     ///
     /// The crate checks the rest before each launch: arguments match `P` (by type), every
     /// buffer is of this context and stays borrowed until the kernel has run, and no `Out`
-    /// argument overlaps any other slice argument.
+    /// argument overlaps any other slice argument. Where the driver reports a kernel's
+    /// parameters (CUDA 12.4 or newer), the declaration is also checked against them:
+    /// their number, and the size and offset of each (see [`Function::typed`]); a
+    /// mismatch is an error naming the parameter.
     pub unsafe fn kernel<P: KernelParams>(&self, name: &str) -> Result<Kernel<'_, 'ctx, P>> {
         let function = self.function(name)?;
         // SAFETY: the caller's promise is this function's.
-        unsafe { function.typed() }
+        unsafe { function.typed_as("Module::kernel") }
     }
 
     /// Declares a kernel that writes global variables of this module (`__device__`
@@ -257,7 +287,7 @@ impl<'ctx> Module<'ctx> {
         let key = self.raw.as_ptr() as usize;
         let function = self.function(name)?;
         // SAFETY: the caller's promise.
-        let kernel = unsafe { function.typed() }?;
+        let kernel = unsafe { function.typed_as("Module::kernel_mut") }?;
         Ok(KernelMut::new(kernel, key))
     }
 
@@ -317,7 +347,71 @@ fn global_len<T>(name: &str, ptr: CUdeviceptr, bytes: usize) -> Result<usize> {
     ))
 }
 
-fn c_name(call: &'static str, name: &str) -> Result<CString> {
+/// PTX text as the driver takes it (NUL-terminated), refused where the driver would
+/// misread it: text starting with the ELF magic would be parsed as a cubin, offsets and
+/// all, without the check `from_binary` makes.
+pub(crate) fn ptx_text(call: &'static str, ptx: &str) -> Result<CString> {
+    let kind = call.split("::").next().unwrap_or(call);
+    if ptx.as_bytes().starts_with(b"\x7fELF") {
+        return Err(Error::with_detail(
+            call,
+            ErrorCode::InvalidPtx,
+            format!(
+                "the text starts with the ELF magic: it is a cubin, load it with {kind}::from_binary"
+            ),
+        ));
+    }
+    CString::new(ptx).map_err(|e| {
+        Error::with_detail(
+            call,
+            ErrorCode::InvalidPtx,
+            format!(
+                "the PTX text contains a NUL byte at offset {}",
+                e.nul_position()
+            ),
+        )
+    })
+}
+
+/// Checks every offset and size of a cubin or fatbin against the slice (`image::check`).
+pub(crate) fn check_image(call: &'static str, image: &[u8]) -> Result<()> {
+    match crate::image::check(image) {
+        Ok(_) => Ok(()),
+        Err(problem) => Err(Error::with_detail(
+            call,
+            ErrorCode::InvalidImage,
+            problem.to_string(),
+        )),
+    }
+}
+
+/// An 8-byte-aligned copy of a cubin or fatbin (the driver reads images through aligned
+/// loads), after checking its magic: anything else would be read as PTX text, past the
+/// slice if it has no NUL.
+pub(crate) fn aligned_image(call: &'static str, image: &[u8]) -> Result<Vec<u64>> {
+    const ELF: [u8; 4] = [0x7f, b'E', b'L', b'F'];
+    const FATBIN: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
+    if image.len() < 4 || (image[..4] != ELF && image[..4] != FATBIN) {
+        let kind = call.split("::").next().unwrap_or(call);
+        return Err(Error::with_detail(
+            call,
+            ErrorCode::InvalidImage,
+            format!("not a cubin (ELF) or fatbin image; use {kind}::from_ptx for PTX text"),
+        ));
+    }
+    let mut aligned = vec![0u64; image.len().div_ceil(8)];
+    // SAFETY: `aligned` has at least `image.len()` bytes, and the two do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            image.as_ptr(),
+            aligned.as_mut_ptr().cast::<u8>(),
+            image.len(),
+        )
+    };
+    Ok(aligned)
+}
+
+pub(crate) fn c_name(call: &'static str, name: &str) -> Result<CString> {
     CString::new(name).map_err(|_| {
         Error::with_detail(
             call,
@@ -331,6 +425,12 @@ impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
     /// A module JIT-compiled from PTX text: [`Module::from_ptx`].
     pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>> {
         Module::from_ptx(self, ptx)
+    }
+
+    /// A module JIT-compiled from PTX text with the compiler's `options`, and what the
+    /// compiler reported: [`Module::from_ptx_with`].
+    pub fn load_ptx_with(self, ptx: &str, options: &JitOptions) -> Result<(Module<'ctx>, JitLog)> {
+        Module::from_ptx_with(self, ptx, options)
     }
 }
 

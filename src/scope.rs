@@ -73,6 +73,7 @@ use crate::error::{Error, Result};
 use crate::launch::{
     self, KernelArg, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
 };
+use crate::launch_ex::{self, LaunchCache};
 use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     lengths_match, overlap_error,
@@ -117,6 +118,8 @@ use crate::teardown;
 pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     stream: &'env Stream<'ctx, K>,
     allocations: Mutex<Allocations>,
+    /// What launches with attributes looked up (`launch_ex`).
+    launch_cache: Mutex<LaunchCache>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
     /// The host functions queued on the stream (`host_fn.rs`), finished at the scope's end.
@@ -469,7 +472,10 @@ pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -
 ///
 /// # Safety
 /// `stream` is live, so its context is too.
-unsafe fn in_stream_context<T>(stream: CUstream, op: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) unsafe fn in_stream_context<T>(
+    stream: CUstream,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     // SAFETY: the caller guarantees the stream.
     let ctx = unsafe { driver::stream_get_ctx(stream) }?;
     let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
@@ -689,6 +695,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         StreamScope {
             stream,
             allocations: Mutex::new(Allocations::default()),
+            launch_cache: Mutex::new(LaunchCache::default()),
             lanes,
             host_fns: crate::host_fn::HostFns::new(),
             _scope: PhantomData,
@@ -1174,7 +1181,10 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// Checked first, each a clear error with no driver call: the configuration (zero
     /// dimensions, more threads per block or more dynamic shared memory than the kernel
-    /// allows), and that no `Out` argument overlaps another slice argument.
+    /// allows), and that no `Out` argument overlaps another slice argument. A
+    /// configuration with launch attributes (a cluster, a cooperative launch, a priority)
+    /// goes through `cuLaunchKernelEx`, its attributes checked too: see
+    /// [`LaunchConfig`](crate::LaunchConfig#launch-attributes).
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -1205,6 +1215,9 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ) -> Result<()> {
         let target = launch::sealed::Launch::target(&kernel);
         launch::check_config(&config, &target)?;
+        if config.has_attributes() {
+            return self.launch_with_attributes(target, config, args);
+        }
         let stream = self.stream.as_raw();
         launch::sealed::Args::with_params(args, |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
@@ -1228,6 +1241,33 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                         params,
                     )
                 }
+            })
+        })
+    }
+
+    /// [`StreamScope::launch`] of a configuration with attributes (`cuLaunchKernelEx`):
+    /// the attributes are checked first (see
+    /// [`LaunchConfig`](crate::LaunchConfig#launch-attributes)).
+    #[inline(never)]
+    fn launch_with_attributes<P: KernelParams>(
+        &'scope self,
+        target: launch::Target,
+        config: LaunchConfig,
+        args: impl KernelArgs<'scope, 'ctx, P>,
+    ) -> Result<()> {
+        let stream = self.stream.as_raw();
+        let prepared = launch_ex::prepare(&self.launch_cache, self.stream, &target, &config)?;
+        launch::sealed::Args::with_params(args, |spans, params| {
+            if let Some((i, j)) = first_overlap(spans) {
+                return Err(launch::launch_overlap(spans, i, j));
+            }
+            self.ordered(spans, target.globals, || {
+                // SAFETY: as for `launch` (the declaration's promise makes `params` right
+                // for the kernel; stream, kernel and buffers share one brand and stay
+                // borrowed until the scope has synchronized; no `Out` overlaps another
+                // slice argument; other streams are ordered by `ordered`); the attributes
+                // were checked and laid out by `prepare`.
+                unsafe { prepared.launch(target.function, &config, stream, params) }
             })
         })
     }

@@ -1,0 +1,923 @@
+//! Module loading with JIT options, libraries, checked kernel declarations, launches with
+//! attributes (clusters, cooperative launches, priorities) and, with the `nvrtc` feature,
+//! runtime compilation. GPU tests skip without a device (fail instead with
+//! `CUDA_BRAND_REQUIRE_GPU=1`); the checks made before any driver call, and NVRTC's
+//! compiling (a host-side compiler), run everywhere.
+
+mod common;
+
+use cuda_brand::{
+    ContextFlags, DeviceAttribute, DeviceBuffer, ErrorCode, In, JitFallback, JitOptions,
+    LaunchConfig, Library, Module, Out, Stream, StreamFlags, with_context,
+};
+
+const PTX: &str = include_str!("../kernels/kernels.ptx");
+const CUBIN: &[u8] = include_bytes!("../kernels/kernels_sm90.cubin");
+const FATBIN: &[u8] = include_bytes!("../kernels/kernels.fatbin");
+/// `kernels/launch_ex.cu` for sm_90: cluster_info, cluster_info_fixed, grid_sum, empty_ex.
+const LAUNCH_EX_PTX: &str = include_str!("../kernels/launch_ex_sm90.ptx");
+
+/// The installed driver's CUDA version (12040 for 12.4).
+fn driver() -> i32 {
+    cuda_brand::driver_version().expect("the driver's version")
+}
+
+/// `PTX` with a global of a name no earlier run used, so that the driver's JIT cache
+/// cannot answer for the compiler (the info log would be empty).
+fn uncached_ptx() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "{PTX}\n.global .u32 jit_nonce_{}_{nanos};\n",
+        std::process::id()
+    )
+}
+
+// ---- JIT options ---------------------------------------------------------------------
+
+fn jit_options_reach_the_compiler_and_its_info_log_comes_back() {
+    common::in_context(|ctx| {
+        let cc = ctx.device()?.compute_capability()?;
+        let options = JitOptions::new()
+            .optimization_level(3)
+            .max_registers(16)
+            .target(cc)
+            .generate_line_info(true)
+            .log_verbose(true);
+        let (module, log) = ctx.load_ptx_with(&uncached_ptx(), &options)?;
+        println!("JIT info log ({} ms):\n{}", log.wall_time_ms, log.info);
+        assert!(
+            log.info.contains("scale") && log.info.contains("registers"),
+            "a verbose log names each kernel and its registers: {:?}",
+            log.info
+        );
+        assert!(log.wall_time_ms > 0.0, "{}", log.wall_time_ms);
+        for name in ["vector_add", "scale", "sum_u64", "bump"] {
+            let registers = module.function(name)?.num_registers()?;
+            assert!(registers <= 16, "{name} uses {registers} registers");
+        }
+        // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
+        // stays below all three lengths.
+        let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+        let a: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+        let (da, db) = (ctx.from_slice(&a)?, ctx.from_slice(&a)?);
+        let mut dc = ctx.zeroed::<f32>(1000)?;
+        ctx.stream()?
+            .scope(|s| s.launch(&add, add.config_for(1000)?, (&da, &db, &mut dc)))?;
+        assert_eq!(dc.to_vec()?, a.iter().map(|x| 2.0 * x).collect::<Vec<_>>());
+        Ok(())
+    });
+}
+
+fn jit_without_optimization_and_with_debug_information_computes_the_same() {
+    common::in_context(|ctx| {
+        let options = JitOptions::new()
+            .optimization_level(0)
+            .generate_debug_info(true);
+        let (module, _) = Module::from_ptx_with(ctx, PTX, &options)?;
+        // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+        let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+        let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
+        ctx.stream()?
+            .scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 3.0f32)))?;
+        assert_eq!(x.to_vec()?, [3.0, 6.0, 9.0]);
+        Ok(())
+    });
+}
+
+fn a_fatbin_loads_with_options_and_uses_its_exact_binary() {
+    common::in_context(|ctx| {
+        let cc = ctx.device()?.compute_capability()?;
+        for fallback in [JitFallback::PreferPtx, JitFallback::PreferBinary] {
+            let options = JitOptions::new().fallback(fallback);
+            let (module, _) = Module::from_binary_with(ctx, FATBIN, &options)?;
+            let scale = module.function("scale")?;
+            assert_eq!(scale.binary_version()?, cc.major * 10 + cc.minor);
+            // the fatbin: an sm_90 cubin (from compute_90) and compute_75 PTX
+            let expected_ptx = if (cc.major, cc.minor) == (9, 0) {
+                90
+            } else {
+                75
+            };
+            assert_eq!(scale.ptx_version()?, expected_ptx, "{fallback:?}");
+        }
+        // the image is checked first, with options too
+        let e = Module::from_binary_with(ctx, &FATBIN[..100], &JitOptions::new()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidImage);
+        assert_eq!(e.call(), "Module::from_binary_with");
+        Ok(())
+    });
+}
+
+fn a_broken_ptx_with_options_reports_the_error_log_naming_the_line() {
+    if common::under_sanitizer_skip("a broken PTX") {
+        return;
+    }
+    common::in_context(|ctx| {
+        let broken = ".version 7.4\n.target sm_52\n.address_size 64\n\n.visible .entry broken()\n{\n\tthis_is_not_an_instruction;\n\tret;\n}\n";
+        let e =
+            Module::from_ptx_with(ctx, broken, &JitOptions::new().log_verbose(true)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidPtx, "{e}");
+        let log = e.detail().expect("the JIT log");
+        assert!(log.starts_with("JIT log:"), "{log}");
+        assert!(log.contains("line 7"), "the log names the line: {log}");
+        Ok(())
+    });
+}
+
+/// Runs everywhere: refused before the driver (and before `cuInit`).
+fn jit_values_the_driver_would_misread_are_refused_before_it() {
+    let e = Library::from_ptx_with(PTX, &JitOptions::new().optimization_level(9)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Library::from_ptx failed: CUDA_ERROR_INVALID_VALUE (invalid argument): JIT \
+         optimization level 9 is not one of 0 to 4"
+    );
+}
+
+// ---- libraries -----------------------------------------------------------------------
+
+fn a_library_is_loaded_once_and_used_by_two_contexts() {
+    let Some(device) = common::gpu() else { return };
+    if driver() < 12000 {
+        let e = Library::from_ptx(PTX).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DriverTooOld, "{e}");
+        assert!(
+            e.detail()
+                .unwrap()
+                .starts_with("cuLibraryLoadData needs a CUDA 12.0 driver (R525 or newer)"),
+            "{e}"
+        );
+        return;
+    }
+    // loaded before any context, outside every with_context
+    let library = Library::from_ptx(PTX).unwrap();
+    let run = |k: f32| {
+        with_context(&device, ContextFlags::default(), |a| {
+            // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+            let scale_a = unsafe { library.kernel::<(Out<f32>, f32)>(a, "scale") }?;
+            let mut xa = a.from_slice(&[1.0f32, 2.0])?;
+            a.stream()?
+                .scope(|s| s.launch(&scale_a, LaunchConfig::linear(1, 32), (&mut xa, k)))?;
+            // a second context, nested: the same library, its own function
+            let xb = with_context(&device, ContextFlags::default(), |b| {
+                // SAFETY: as above.
+                let scale_b = unsafe { library.kernel::<(Out<f32>, f32)>(b, "scale") }?;
+                let mut xb = b.from_slice(&[10.0f32, 20.0])?;
+                b.stream()?
+                    .scope(|s| s.launch(&scale_b, LaunchConfig::linear(1, 32), (&mut xb, k)))?;
+                xb.to_vec()
+            })?;
+            assert_eq!(xa.to_vec()?, [k, 2.0 * k]);
+            assert_eq!(xb, [10.0 * k, 20.0 * k]);
+            Ok::<_, cuda_brand::Error>(())
+        })
+        .unwrap()
+    };
+    // the library outlives the contexts it served
+    run(2.0);
+    run(3.0);
+    drop(library);
+}
+
+fn a_library_from_a_checked_cubin_runs_on_hopper() {
+    common::in_context(|ctx| {
+        let cc = ctx.device()?.compute_capability()?;
+        if driver() < 12000 || (cc.major, cc.minor) != (9, 0) {
+            eprintln!("skipped: needs a CUDA 12.0 driver and an sm_90 device (the cubin's)");
+            return Ok(());
+        }
+        let library = Library::from_binary(CUBIN)?;
+        // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+        let scale = unsafe { library.kernel::<(Out<f32>, f32)>(ctx, "scale") }?;
+        assert_eq!(scale.function().binary_version()?, 90);
+        let mut x = ctx.from_slice(&[2.0f32, 4.0])?;
+        ctx.stream()?
+            .scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 0.5f32)))?;
+        assert_eq!(x.to_vec()?, [1.0, 2.0]);
+        Ok(())
+    });
+}
+
+fn a_missing_library_kernel_is_an_error_naming_it() {
+    if common::under_sanitizer_skip("a missing kernel") || driver() < 12000 {
+        return;
+    }
+    common::in_context(|ctx| {
+        let library = Library::from_ptx(PTX)?;
+        let e = library.function(ctx, "no_such_kernel").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NotFound, "{e}");
+        assert_eq!(
+            e.detail(),
+            Some("no kernel named `no_such_kernel` in the library")
+        );
+        Ok(())
+    });
+}
+
+/// Runs everywhere: the image check comes before any driver call.
+fn a_damaged_library_image_is_refused_before_the_driver() {
+    let e = Library::from_binary(b"hello").unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidImage);
+    assert_eq!(e.call(), "Library::from_binary");
+    let e = Library::from_binary(&CUBIN[..CUBIN.len() / 2]).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidImage, "{e}");
+    assert!(e.detail().is_some(), "the check says what is wrong: {e}");
+    let e = Library::from_ptx("\x7fELF and more").unwrap_err();
+    assert_eq!(
+        e.detail(),
+        Some(
+            "the text starts with the ELF magic: it is a cubin, load it with Library::from_binary"
+        )
+    );
+    let e = Library::from_ptx("a\0b").unwrap_err();
+    assert_eq!(
+        e.detail(),
+        Some("the PTX text contains a NUL byte at offset 1")
+    );
+}
+
+/// Runs only without a GPU: loading a library needs `cuInit`, which says why not.
+fn without_a_device_a_library_reports_the_drivers_error() {
+    let e = Library::from_ptx(PTX).unwrap_err();
+    assert!(
+        matches!(
+            e.code(),
+            ErrorCode::NoDevice | ErrorCode::DriverNotFound | ErrorCode::DriverTooOld
+        ),
+        "{e}"
+    );
+}
+
+// ---- checked declarations ------------------------------------------------------------
+
+fn declarations_are_checked_against_the_kernels_parameters() {
+    common::in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        let scale = module.function("scale")?;
+        if driver() < 12040 {
+            // the driver cannot say: nothing is checked (and `params` says why)
+            let e = scale.params().unwrap_err();
+            assert_eq!(e.code(), ErrorCode::DriverTooOld, "{e}");
+            // SAFETY: never launched.
+            assert!(unsafe { module.kernel::<(Out<f32>, f64)>("scale") }.is_ok());
+            eprintln!("skipped: the driver is older than CUDA 12.4 (no cuFuncGetParamInfo)");
+            return Ok(());
+        }
+        let layout: Vec<(usize, usize)> =
+            scale.params()?.iter().map(|p| (p.offset, p.size)).collect();
+        assert_eq!(
+            layout,
+            [(0, 8), (8, 8), (16, 4)],
+            "scale(float*, size_t, float)"
+        );
+        // right declarations pass
+        // SAFETY: never launched; the declarations are the kernels' (kernels/kernels.cu).
+        unsafe {
+            module.kernel::<(Out<f32>, f32)>("scale")?;
+            module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add")?;
+            module.kernel::<(In<u32>, Out<u64>)>("sum_u64")?;
+            module.kernel::<(i64,)>("spin")?;
+            module.kernel::<(Out<f32>, Out<f32>, In<f32>, In<f32>)>("empty8")?;
+        }
+        let wrong = |e: cuda_brand::Error| e.to_string();
+        // too many
+        // SAFETY: refused before it could be launched.
+        let e = unsafe { module.kernel::<(Out<f32>, f32, f32)>("scale") }.unwrap_err();
+        assert_eq!(
+            wrong(e),
+            "Module::kernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument): the \
+             declaration has 4 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` is \
+             two: a pointer and a `size_t` length)"
+        );
+        // too few (the slice's length forgotten: a pointer alone)
+        // SAFETY: refused.
+        let e = unsafe { module.kernel::<(Out<f32>,)>("scale") }.unwrap_err();
+        assert_eq!(
+            wrong(e),
+            "Module::kernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument): the \
+             declaration has 2 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` is \
+             two: a pointer and a `size_t` length)"
+        );
+        // a scalar of the wrong size
+        // SAFETY: refused.
+        let e = unsafe { module.kernel::<(Out<f32>, f64)>("scale") }.unwrap_err();
+        assert_eq!(
+            wrong(e),
+            "Module::kernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument): C parameter \
+             2 (`f64`, declared parameter 1) is declared as 8 bytes at offset 16; the kernel's \
+             is 4 bytes at offset 16"
+        );
+        // spin(long long) declared with an int
+        // SAFETY: refused.
+        let e = unsafe { module.kernel::<(i32,)>("spin") }.unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some(
+                "C parameter 0 (`i32`, declared parameter 0) is declared as 4 bytes at offset \
+                 0; the kernel's is 8 bytes at offset 0"
+            )
+        );
+        // a kernel that writes globals, declared through kernel_mut, and through typed()
+        let mut module = module;
+        // SAFETY: refused.
+        let e = unsafe { module.kernel_mut::<(i64,)>("bump") }.unwrap_err();
+        assert_eq!(e.call(), "Module::kernel_mut");
+        // SAFETY: refused.
+        let e = unsafe { module.function("scale")?.typed::<(f32, f32, f32)>() }.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Function::typed failed: CUDA_ERROR_INVALID_VALUE (invalid argument): C parameter \
+             0 (`f32`, declared parameter 0) is declared as 4 bytes at offset 0; the kernel's \
+             is 8 bytes at offset 0"
+        );
+        // a library's kernels are checked too
+        if driver() >= 12000 {
+            let library = Library::from_ptx(PTX)?;
+            // SAFETY: refused.
+            let e = unsafe { library.kernel::<(Out<f32>, f32, f32)>(ctx, "scale") }.unwrap_err();
+            assert_eq!(e.call(), "Library::kernel");
+            assert!(
+                e.detail()
+                    .unwrap()
+                    .starts_with("the declaration has 4 C parameters")
+            );
+        }
+        Ok(())
+    });
+}
+
+// ---- launch attributes ---------------------------------------------------------------
+
+/// Whether the device launches clusters; if not, checks that a cluster launch says so.
+fn has_clusters<'ctx>(ctx: cuda_brand::ContextGuard<'ctx>, module: &Module<'ctx>) -> bool {
+    let cc = ctx.device().unwrap().compute_capability().unwrap();
+    if cc.major >= 9 && driver() >= 11080 {
+        return true;
+    }
+    // SAFETY: cluster_info(unsigned*, size_t) writes out[4b..4b+4] below out_len only.
+    let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }.unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(ctx, 32).unwrap();
+    let config = LaunchConfig::linear(8, 32).with_cluster([2, 1, 1]);
+    let e = ctx
+        .stream()
+        .unwrap()
+        .scope(|s| s.launch(&info, config, (&mut out,)))
+        .unwrap_err();
+    assert!(
+        matches!(e.code(), ErrorCode::NotSupported | ErrorCode::DriverTooOld),
+        "{e}"
+    );
+    eprintln!("skipped: no thread-block clusters here ({e})");
+    false
+}
+
+/// Loads the sm_90 kernels, or `None` (with a notice) on a device that cannot run them.
+fn launch_ex_module(ctx: cuda_brand::ContextGuard<'_>) -> Option<Module<'_>> {
+    let cc = ctx.device().unwrap().compute_capability().unwrap();
+    if cc.major < 9 {
+        eprintln!("skipped: kernels/launch_ex_sm90.ptx needs compute capability 9.0 ({cc})");
+        return None;
+    }
+    Some(Module::from_ptx(ctx, LAUNCH_EX_PTX).unwrap())
+}
+
+fn a_cluster_launch_gives_each_block_its_rank_in_the_cluster() {
+    common::in_context(|ctx| {
+        let Some(module) = launch_ex_module(ctx) else {
+            return Ok(());
+        };
+        if !has_clusters(ctx, &module) {
+            return Ok(());
+        }
+        // SAFETY: cluster_info(unsigned*, size_t) writes out[4b..4b+4] below out_len only.
+        let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }?;
+        let stream = ctx.stream()?;
+        let blocks = 8u32;
+        for cluster in [None, Some(2u32), Some(4), Some(8)] {
+            let mut out = DeviceBuffer::<u32>::zeroed(ctx, 4 * blocks as usize)?;
+            let mut config = LaunchConfig::linear(blocks, 32);
+            if let Some(c) = cluster {
+                config = config.with_cluster([c, 1, 1]);
+            }
+            stream.scope(|s| s.launch(&info, config, (&mut out,)))?;
+            let out = out.to_vec()?;
+            for b in 0..blocks {
+                let seen = &out[4 * b as usize..4 * b as usize + 4];
+                let expected = match cluster {
+                    None => [0, 1, b, 0],
+                    Some(c) => [b % c, c, b / c, 1],
+                };
+                assert_eq!(seen, expected, "block {b}, cluster {cluster:?}");
+            }
+        }
+        Ok(())
+    });
+}
+
+fn cluster_launches_are_checked_before_the_driver() {
+    common::in_context(|ctx| {
+        let Some(module) = launch_ex_module(ctx) else {
+            return Ok(());
+        };
+        if !has_clusters(ctx, &module) {
+            return Ok(());
+        }
+        // SAFETY: as above.
+        let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }?;
+        let stream = ctx.stream()?;
+        let refused = |config: LaunchConfig| {
+            let mut out = DeviceBuffer::<u32>::zeroed(ctx, 4 * 16).unwrap();
+            let e = stream
+                .scope(|s| s.launch(&info, config, (&mut out,)))
+                .unwrap_err();
+            assert_eq!(e.call(), "StreamScope::launch", "{e}");
+            assert_eq!(e.code(), ErrorCode::InvalidClusterSize, "{e}");
+            e.detail().unwrap().to_owned()
+        };
+        assert_eq!(
+            refused(LaunchConfig::linear(6, 32).with_cluster([4, 1, 1])),
+            "the grid [6, 1, 1] is not a whole number of clusters [4, 1, 1]: each grid \
+             dimension must be a multiple of the cluster's"
+        );
+        assert_eq!(
+            refused(LaunchConfig::linear(8, 32).with_cluster([2, 0, 1])),
+            "cluster dimensions [2, 0, 1] have a zero"
+        );
+        // 16 blocks: more than the portable 8 this kernel allows
+        let detail = refused(LaunchConfig::linear(16, 32).with_cluster([16, 1, 1]));
+        assert!(
+            detail.starts_with(
+                "a cluster of 16 blocks ([16, 1, 1]) is larger than this kernel can be \
+                 launched with for blocks of [32, 1, 1] threads and 0 bytes of dynamic shared \
+                 memory: at most 8"
+            ),
+            "{detail}"
+        );
+        // allowed non-portable sizes: 16 runs on an H100 or H200 (in a new scope: a scope
+        // keeps the limit it looked up)
+        info.function()
+            .set_non_portable_cluster_size_allowed(true)?;
+        let mut out = DeviceBuffer::<u32>::zeroed(ctx, 4 * 16)?;
+        stream.scope(|s| {
+            s.launch(
+                &info,
+                LaunchConfig::linear(16, 32).with_cluster([16, 1, 1]),
+                (&mut out,),
+            )
+        })?;
+        let seen = out.to_vec()?;
+        for b in 0..16u32 {
+            assert_eq!(&seen[4 * b as usize..4 * b as usize + 4], [b, 16, 0, 1]);
+        }
+        // a kernel compiled for clusters of 2 (`__cluster_dims__(2, 1, 1)`)
+        // SAFETY: cluster_info_fixed has cluster_info's parameters and bounds.
+        let fixed = unsafe { module.kernel::<(Out<u32>,)>("cluster_info_fixed") }?;
+        let e = stream
+            .scope(|s| {
+                s.launch(
+                    &fixed,
+                    LaunchConfig::linear(8, 32).with_cluster([4, 1, 1]),
+                    (&mut out,),
+                )
+            })
+            .unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some(
+                "the kernel was compiled for clusters of [2, 1, 1] blocks (`__cluster_dims__`); \
+                 the launch asks for [4, 1, 1]"
+            )
+        );
+        // launched plainly, it still runs in its clusters of two
+        let mut out = DeviceBuffer::<u32>::zeroed(ctx, 4 * 8)?;
+        stream.scope(|s| s.launch(&fixed, LaunchConfig::linear(8, 32), (&mut out,)))?;
+        let seen = out.to_vec()?;
+        for b in 0..8u32 {
+            assert_eq!(&seen[4 * b as usize..4 * b as usize + 3], [b % 2, 2, b / 2]);
+        }
+        Ok(())
+    });
+}
+
+fn a_cooperative_launch_synchronizes_its_whole_grid() {
+    common::in_context(|ctx| {
+        let Some(module) = launch_ex_module(ctx) else {
+            return Ok(());
+        };
+        // SAFETY: grid_sum(const unsigned*, size_t, unsigned*, size_t) reads in[i < in_len],
+        // writes out[b < out_len] only, and synchronizes the grid only when launched
+        // cooperatively (`is_valid()`), returning at once otherwise.
+        let sum = unsafe { module.kernel::<(In<u32>, Out<u32>)>("grid_sum") }?;
+        let sms = ctx
+            .device()?
+            .attribute(DeviceAttribute::MultiprocessorCount)? as u32;
+        let per_sm = sum
+            .function()
+            .max_active_blocks_per_multiprocessor(256, 0)?;
+        assert!(per_sm >= 1);
+        let stream = ctx.stream()?;
+        // the largest grid that fits at once, and a small one
+        for blocks in [sms * per_sm, 3] {
+            let n = blocks as usize * 256;
+            let input: Vec<u32> = (0..n as u32).map(|i| i % 1000).collect();
+            let din = ctx.from_slice(&input)?;
+            let mut out = ctx.from_slice(&vec![7u32; blocks as usize + 1])?;
+            // not cooperative: the grid cannot synchronize, the kernel writes nothing
+            stream
+                .scope(|s| s.launch(&sum, LaunchConfig::linear(blocks, 256), (&din, &mut out)))?;
+            assert!(out.to_vec()?.iter().all(|&x| x == 7));
+            let config = LaunchConfig::linear(blocks, 256).with_cooperative();
+            stream.scope(|s| s.launch(&sum, config, (&din, &mut out)))?;
+            let out = out.to_vec()?;
+            for b in 0..blocks as usize {
+                let part: u32 = input[256 * b..256 * (b + 1)].iter().sum();
+                assert_eq!(out[b], part, "block {b} of {blocks}");
+            }
+            assert_eq!(
+                out[blocks as usize],
+                input.iter().sum::<u32>(),
+                "{blocks} blocks"
+            );
+        }
+        Ok(())
+    });
+}
+
+fn a_cooperative_grid_too_large_is_refused_before_the_driver() {
+    common::in_context(|ctx| {
+        let Some(module) = launch_ex_module(ctx) else {
+            return Ok(());
+        };
+        // SAFETY: as above.
+        let sum = unsafe { module.kernel::<(In<u32>, Out<u32>)>("grid_sum") }?;
+        let sms = ctx
+            .device()?
+            .attribute(DeviceAttribute::MultiprocessorCount)? as u32;
+        let per_sm = sum
+            .function()
+            .max_active_blocks_per_multiprocessor(256, 0)?;
+        let fit = sms * per_sm;
+        let din = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
+        let mut out = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
+        let config = LaunchConfig::linear(fit + 1, 256).with_cooperative();
+        let e = ctx
+            .stream()?
+            .scope(|s| s.launch(&sum, config, (&din, &mut out)))
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::CooperativeLaunchTooLarge, "{e}");
+        assert_eq!(e.call(), "StreamScope::launch");
+        assert_eq!(
+            e.detail().unwrap(),
+            format!(
+                "a cooperative launch needs every block resident at once: the grid [{}, 1, 1] \
+                 has {} blocks, but at most {per_sm} blocks of 256 threads with 0 bytes of \
+                 dynamic shared memory fit on each of the {sms} multiprocessors, {fit} in all \
+                 (cuOccupancyMaxActiveBlocksPerMultiprocessor)",
+                fit + 1,
+                fit + 1
+            )
+        );
+        Ok(())
+    });
+}
+
+fn a_launch_priority_is_accepted_and_one_out_of_range_refused() {
+    common::in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+        let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+        let range = ctx.stream_priority_range()?;
+        let stream = ctx.stream()?;
+        let mut x = ctx.from_slice(&[1.0f32, 2.0])?;
+        if driver() < 12000 {
+            let config = LaunchConfig::linear(1, 32).with_priority(range.greatest);
+            let e = stream
+                .scope(|s| s.launch(&scale, config, (&mut x, 2.0f32)))
+                .unwrap_err();
+            assert_eq!(e.code(), ErrorCode::DriverTooOld, "{e}");
+            return Ok(());
+        }
+        stream.scope(|s| {
+            let x = s.bind_mut(&mut x);
+            for priority in [range.greatest, range.least] {
+                let config = LaunchConfig::linear(1, 32).with_priority(priority);
+                s.launch(&scale, config, (x, 2.0f32))?;
+            }
+            Ok::<_, cuda_brand::Error>(())
+        })?;
+        assert_eq!(x.to_vec()?, [4.0, 8.0]);
+        let config = LaunchConfig::linear(1, 32).with_priority(range.greatest - 1);
+        let e = stream
+            .scope(|s| s.launch(&scale, config, (&mut x, 2.0f32)))
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(
+            e.detail().unwrap(),
+            format!(
+                "launch priority {} is outside the context's range {} (highest) to {} (lowest)",
+                range.greatest - 1,
+                range.greatest,
+                range.least
+            )
+        );
+        assert_eq!(x.to_vec()?, [4.0, 8.0], "the refused launch did not run");
+        Ok(())
+    });
+}
+
+fn attribute_launches_are_ordered_like_others_in_a_two_stream_scope() {
+    if driver() < 12000 {
+        eprintln!("skipped: launch priorities need a CUDA 12.0 driver");
+        return;
+    }
+    common::in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+        let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+        let range = ctx.stream_priority_range()?;
+        let (a, b) = (
+            Stream::new(ctx, StreamFlags::NonBlocking)?,
+            Stream::new(ctx, StreamFlags::NonBlocking)?,
+        );
+        let n = 1 << 22;
+        let mut x = ctx.from_slice(&vec![1.0f32; n])?;
+        let mut back = vec![0.0f32; n];
+        let config = scale.config_for(n)?.with_priority(range.greatest);
+        a.scope_with(&b, |sa, sb| {
+            let x = sa.bind_mut(&mut x);
+            sa.launch(&scale, config, (x, 3.0f32))?;
+            // b reads what a's launch wrote: the order book makes it wait for it
+            sb.copy_to_host(&mut back, x)
+        })?;
+        assert!(back.iter().all(|&v| v == 3.0), "{:?}", &back[..4]);
+        Ok(())
+    });
+}
+
+// ---- error codes ---------------------------------------------------------------------
+
+fn the_nvrtc_codes_read_like_the_drivers() {
+    assert_eq!(ErrorCode::NvrtcNotFound.raw(), None);
+    assert_eq!(
+        ErrorCode::NvrtcNotFound.to_string(),
+        "CUDA_BRAND_NVRTC_NOT_FOUND (NVRTC library not found)"
+    );
+    assert_eq!(ErrorCode::Nvrtc(6).raw(), None);
+    assert_eq!(
+        ErrorCode::Nvrtc(6).to_string(),
+        "NVRTC_ERROR_COMPILATION (compilation failed)"
+    );
+    assert_eq!(
+        ErrorCode::Nvrtc(99).to_string(),
+        "NVRTC_ERROR_UNRECOGNIZED 99 (a result code this version of cuda-brand does not know)"
+    );
+    // no CUresult maps to them
+    for raw in 0..=1000 {
+        assert!(!matches!(
+            ErrorCode::from_raw(raw),
+            Some(ErrorCode::NvrtcNotFound | ErrorCode::Nvrtc(_))
+        ));
+    }
+}
+
+// ---- NVRTC ---------------------------------------------------------------------------
+
+#[cfg(feature = "nvrtc")]
+mod nvrtc_tests {
+    use super::*;
+    use cuda_brand::ComputeCapability;
+    use cuda_brand::nvrtc::{CompileOptions, Program};
+
+    pub const SOURCE: &str = r#"#include "scale.h"
+
+extern "C" __global__ void add_n(float *x, size_t x_len, float n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < x_len;
+         i += (size_t)gridDim.x * blockDim.x) {
+        x[i] = x[i] * SCALE + n + HEADER_OFFSET;
+    }
+}
+
+template <typename T>
+__global__ void fill(T *x, size_t x_len, T v) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < x_len) x[i] = v;
+}
+"#;
+
+    pub fn options() -> CompileOptions {
+        CompileOptions::new()
+            .name("kernel.cu")
+            .std("c++17")
+            .define_value("SCALE", "2.0f")
+            .header("scale.h", "#define HEADER_OFFSET 0.25f\n")
+            .name_expression("fill<int>")
+    }
+
+    /// NVRTC, or `None` after printing why the test is skipped (no library here).
+    pub fn nvrtc_or_skip() -> Option<(i32, i32)> {
+        match cuda_brand::nvrtc::version() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                assert_eq!(e.code(), ErrorCode::NvrtcNotFound, "{e}");
+                eprintln!("skipped: no NVRTC library ({e})");
+                None
+            }
+        }
+    }
+
+    /// Runs everywhere NVRTC is installed: compiling needs no GPU.
+    pub fn nvrtc_compiles_source_to_ptx_without_a_context() {
+        if nvrtc_or_skip().is_none() {
+            return;
+        }
+        let program = Program::compile(
+            SOURCE,
+            &options().arch(ComputeCapability { major: 7, minor: 0 }),
+        )
+        .unwrap();
+        let ptx = program.ptx().unwrap();
+        assert!(ptx.contains(".visible .entry add_n("), "{ptx}");
+        assert!(ptx.contains(".target sm_70"), "{ptx}");
+        assert_eq!(program.cubin(), None, "compute_70 is virtual: PTX only");
+        let mangled = program.lowered_name("fill<int>").unwrap();
+        assert_eq!(mangled, "_Z4fillIiEvPT_mS0_");
+        assert!(ptx.contains(mangled));
+        assert_eq!(program.lowered_name("fill<float>"), None);
+        // a real architecture gives a cubin too
+        let program = Program::compile(
+            SOURCE,
+            &options()
+                .arch(ComputeCapability { major: 8, minor: 0 })
+                .cubin(true),
+        )
+        .unwrap();
+        assert_eq!(&program.cubin().unwrap()[..4], b"\x7fELF");
+    }
+
+    /// Runs everywhere NVRTC is installed.
+    pub fn nvrtc_a_syntax_error_returns_the_log_naming_the_line() {
+        if nvrtc_or_skip().is_none() {
+            return;
+        }
+        let broken = "extern \"C\" __global__ void k(float *x, size_t n) {\n    x[0] = 1.0f\n}\n";
+        let e = Program::compile(broken, &CompileOptions::new().name("broken.cu")).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Nvrtc(6), "{e}");
+        assert_eq!(e.call(), "nvrtcCompileProgram");
+        let log = e.detail().unwrap();
+        println!("{e}");
+        assert!(log.starts_with("compile log:\n"), "{log}");
+        assert!(
+            log.contains("broken.cu(3): error"),
+            "the log names the line: {log}"
+        );
+        // an option NVRTC does not take
+        let e = Program::compile(SOURCE, &options().option("--no-such-option")).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Nvrtc(5), "{e}");
+        assert!(e.detail().unwrap().contains("--no-such-option"), "{e}");
+    }
+
+    /// Set in the child process `nvrtc_a_missing_library_is_a_clear_error` starts: the
+    /// library is loaded once per process, so the override must come first.
+    const CHILD: &str = "CUDA_BRAND_TEST_NVRTC_CHILD";
+    const MISSING: &str = "/nonexistent/libnvrtc.so";
+
+    /// Runs everywhere (in a child process with `CUDA_BRAND_NVRTC_LIBRARY` pointing nowhere).
+    pub fn nvrtc_a_missing_library_is_a_clear_error() {
+        if std::env::var_os(CHILD).is_some() {
+            let e = Program::compile(SOURCE, &options()).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NvrtcNotFound, "{e}");
+            let text = e.to_string();
+            assert!(
+                text.starts_with(&format!(
+                    "loading the NVRTC library failed: CUDA_BRAND_NVRTC_NOT_FOUND (NVRTC \
+                     library not found): CUDA_BRAND_NVRTC_LIBRARY={MISSING} could not be \
+                     loaded ({MISSING}: "
+                )),
+                "{text}"
+            );
+            assert!(
+                text.ends_with("point it at libnvrtc, or unset it"),
+                "{text}"
+            );
+            assert_eq!(cuda_brand::nvrtc::version().unwrap_err(), e);
+            println!("child saw: {text}");
+            return;
+        }
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "nvrtc_a_missing_library_is_a_clear_error",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("CUDA_BRAND_NVRTC_LIBRARY", MISSING)
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success()
+                && stdout.contains("1 passed")
+                && stdout.contains("child saw: "),
+            "child process failed:\n{stdout}\n{stderr}"
+        );
+    }
+
+    pub fn nvrtc_compiled_kernels_run_from_ptx_and_from_a_cubin() {
+        if nvrtc_or_skip().is_none() {
+            return;
+        }
+        common::in_context(|ctx| {
+            // compiled for this context's device and loaded
+            let (module, program) = ctx.compile_and_load(SOURCE, &options())?;
+            println!("log: {:?}", program.log());
+            // SAFETY: add_n(float*, size_t, float) writes x[i] for i < x_len only.
+            let add_n = unsafe { module.kernel::<(Out<f32>, f32)>("add_n") }?;
+            let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
+            let stream = ctx.stream()?;
+            stream.scope(|s| s.launch(&add_n, LaunchConfig::linear(1, 32), (&mut x, 1.0f32)))?;
+            assert_eq!(x.to_vec()?, [3.25, 5.25, 7.25]);
+            // the template, by its mangled name
+            let fill_name = program.lowered_name("fill<int>").unwrap();
+            // SAFETY: fill<int>(int*, size_t, int) writes x[i] for i < x_len only.
+            let fill = unsafe { module.kernel::<(Out<i32>, i32)>(fill_name) }?;
+            let mut y = DeviceBuffer::<i32>::zeroed(ctx, 40)?;
+            stream.scope(|s| s.launch(&fill, LaunchConfig::linear(2, 32), (&mut y, -5i32)))?;
+            assert_eq!(y.to_vec()?, vec![-5; 40]);
+            // a cubin for the device's own architecture (if this NVRTC knows it): no JIT
+            let cc = ctx.device()?.compute_capability()?;
+            let known = cuda_brand::nvrtc::supported_archs()?;
+            if known.contains(&(cc.major * 10 + cc.minor)) {
+                let program = Program::compile(SOURCE, &options().arch(cc).cubin(true))?;
+                assert!(program.cubin().is_some());
+                let module = program.load(ctx)?;
+                // SAFETY: as above.
+                let add_n = unsafe { module.kernel::<(Out<f32>, f32)>("add_n") }?;
+                assert_eq!(add_n.function().binary_version()?, cc.major * 10 + cc.minor);
+                stream
+                    .scope(|s| s.launch(&add_n, LaunchConfig::linear(1, 32), (&mut x, 0.0f32)))?;
+                assert_eq!(x.to_vec()?, [6.75, 10.75, 14.75]);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(feature = "nvrtc")]
+use nvrtc_tests::*;
+
+#[cfg(feature = "nvrtc")]
+gpu_test_main!(
+    jit_options_reach_the_compiler_and_its_info_log_comes_back,
+    jit_without_optimization_and_with_debug_information_computes_the_same,
+    a_fatbin_loads_with_options_and_uses_its_exact_binary,
+    a_broken_ptx_with_options_reports_the_error_log_naming_the_line,
+    a_library_is_loaded_once_and_used_by_two_contexts,
+    a_library_from_a_checked_cubin_runs_on_hopper,
+    a_missing_library_kernel_is_an_error_naming_it,
+    declarations_are_checked_against_the_kernels_parameters,
+    a_cluster_launch_gives_each_block_its_rank_in_the_cluster,
+    cluster_launches_are_checked_before_the_driver,
+    a_cooperative_launch_synchronizes_its_whole_grid,
+    a_cooperative_grid_too_large_is_refused_before_the_driver,
+    a_launch_priority_is_accepted_and_one_out_of_range_refused,
+    attribute_launches_are_ordered_like_others_in_a_two_stream_scope,
+    nvrtc_compiled_kernels_run_from_ptx_and_from_a_cubin;
+    anywhere: [
+        jit_values_the_driver_would_misread_are_refused_before_it,
+        a_damaged_library_image_is_refused_before_the_driver,
+        the_nvrtc_codes_read_like_the_drivers,
+        nvrtc_compiles_source_to_ptx_without_a_context,
+        nvrtc_a_syntax_error_returns_the_log_naming_the_line,
+        nvrtc_a_missing_library_is_a_clear_error,
+    ];
+    no_gpu: [without_a_device_a_library_reports_the_drivers_error]
+);
+
+#[cfg(not(feature = "nvrtc"))]
+gpu_test_main!(
+    jit_options_reach_the_compiler_and_its_info_log_comes_back,
+    jit_without_optimization_and_with_debug_information_computes_the_same,
+    a_fatbin_loads_with_options_and_uses_its_exact_binary,
+    a_broken_ptx_with_options_reports_the_error_log_naming_the_line,
+    a_library_is_loaded_once_and_used_by_two_contexts,
+    a_library_from_a_checked_cubin_runs_on_hopper,
+    a_missing_library_kernel_is_an_error_naming_it,
+    declarations_are_checked_against_the_kernels_parameters,
+    a_cluster_launch_gives_each_block_its_rank_in_the_cluster,
+    cluster_launches_are_checked_before_the_driver,
+    a_cooperative_launch_synchronizes_its_whole_grid,
+    a_cooperative_grid_too_large_is_refused_before_the_driver,
+    a_launch_priority_is_accepted_and_one_out_of_range_refused,
+    attribute_launches_are_ordered_like_others_in_a_two_stream_scope;
+    anywhere: [
+        jit_values_the_driver_would_misread_are_refused_before_it,
+        a_damaged_library_image_is_refused_before_the_driver,
+        the_nvrtc_codes_read_like_the_drivers,
+    ];
+    no_gpu: [without_a_device_a_library_reports_the_drivers_error]
+);
