@@ -134,6 +134,20 @@ macro_rules! error_codes {
             /// newer than that minimum needs. The error's detail names the version needed
             /// and the installed one.
             DriverTooOld,
+            /// An NCCL call (feature `nccl`) returned this `ncclResult_t` (not `ncclSuccess`);
+            /// no `CUresult`, so no raw value here (see [`NcclCode::raw`](crate::nccl::NcclCode::raw)).
+            /// The error's detail is NCCL's own message (`ncclGetLastError`) where it left one.
+            #[cfg(feature = "nccl")]
+            Nccl(crate::nccl::NcclCode),
+            /// `CUDA_BRAND_NCCL_NOT_FOUND` (the crate's own, feature `nccl`): the NCCL library
+            /// (`libnccl.so.2`, or the file that `CUDA_BRAND_NCCL_LIBRARY` names) could not be
+            /// loaded. The error's detail says what was tried and where PyTorch keeps one.
+            #[cfg(feature = "nccl")]
+            NcclNotFound,
+            /// `CUDA_BRAND_NCCL_TOO_OLD` (the crate's own, feature `nccl`): the NCCL library is
+            /// older than the crate's minimum (NCCL 2.12) or lacks an entry point.
+            #[cfg(feature = "nccl")]
+            NcclTooOld,
         }
 
         impl ErrorCode {
@@ -155,6 +169,8 @@ macro_rules! error_codes {
                     $(ErrorCode::$variant => Some($value),)*
                     ErrorCode::Unrecognized(raw) => Some(raw),
                     ErrorCode::DriverNotFound | ErrorCode::DriverTooOld => None,
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::Nccl(_) | ErrorCode::NcclNotFound | ErrorCode::NcclTooOld => None,
                 }
             }
 
@@ -166,6 +182,12 @@ macro_rules! error_codes {
                     ErrorCode::Unrecognized(_) => "CUDA_ERROR_UNRECOGNIZED",
                     ErrorCode::DriverNotFound => "CUDA_BRAND_DRIVER_NOT_FOUND",
                     ErrorCode::DriverTooOld => "CUDA_BRAND_DRIVER_TOO_OLD",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::Nccl(code) => code.name(),
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclNotFound => "CUDA_BRAND_NCCL_NOT_FOUND",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclTooOld => "CUDA_BRAND_NCCL_TOO_OLD",
                 }
             }
 
@@ -177,6 +199,12 @@ macro_rules! error_codes {
                     ErrorCode::Unrecognized(_) => "a result code this version of cuda-brand does not know",
                     ErrorCode::DriverNotFound => "CUDA driver library not found",
                     ErrorCode::DriverTooOld => "CUDA driver is too old",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::Nccl(code) => code.description(),
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclNotFound => "NCCL library not found",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclTooOld => "NCCL library is too old",
                 }
             }
 
@@ -224,6 +252,8 @@ impl fmt::Display for ErrorCode {
             ErrorCode::Unrecognized(raw) => {
                 write!(f, "{} {} ({})", self.name(), raw, self.description())
             }
+            #[cfg(feature = "nccl")]
+            ErrorCode::Nccl(code) => fmt::Display::fmt(code, f),
             _ => write!(f, "{} ({})", self.name(), self.description()),
         }
     }

@@ -136,6 +136,8 @@ pub mod launch;
 pub mod managed;
 pub mod memory;
 pub mod module;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 pub mod peer;
 pub mod phase;
 pub mod pitched;
