@@ -918,27 +918,111 @@ fn two_process_child() {
     .unwrap();
 }
 
-gpu_test_main!(
-    one_rank_communicator_reports_its_rank_and_device,
-    one_rank_all_reduce_equals_the_input_for_every_type_and_reduction,
-    one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly,
-    send_and_receive_to_itself_inside_a_group,
-    bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl,
-    a_group_refuses_overlapping_operations_and_multi_stream_scopes,
-    collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams,
-    communicators_need_the_primary_context,
-    a_clique_rank_is_claimed_by_one_communicator_at_a_time,
-    nccl_calls_leave_the_context_stack_as_they_found_it,
-    a_one_rank_communicator_from_a_unique_id_all_reduces,
-    async_error_is_ok_on_a_healthy_communicator_before_and_after_work,
-    a_device_listed_twice_is_refused_by_nccl_with_its_code,
-    unique_ids_are_new_each_time_and_round_trip_through_bytes;
-    two_gpus: [
-        two_ranks_in_one_thread_all_reduce_exact_values_in_a_group,
-        two_ranks_every_collective_element_by_element,
-        one_thread_per_gpu_all_reduces_with_scope_operations,
-        mismatched_counts_between_ranks_are_refused_before_nccl,
-        two_processes_all_reduce_through_a_unique_id_file,
-    ];
-    anywhere: [a_missing_library_named_by_the_override_is_nccl_not_found]
-);
+/// The harness of `gpu_test_main!`, one test at a time: NCCL communicators of several
+/// tests at once on one GPU would compete for its memory and its NCCL resources, and
+/// `nccl_calls_leave_the_context_stack_as_they_found_it` reads the thread's context stack.
+fn main() -> std::process::ExitCode {
+    use common::harness::{Needs, Test, run_serial};
+    run_serial(vec![
+        Test {
+            name: "one_rank_communicator_reports_its_rank_and_device",
+            needs: Needs::Gpu,
+            body: one_rank_communicator_reports_its_rank_and_device,
+        },
+        Test {
+            name: "one_rank_all_reduce_equals_the_input_for_every_type_and_reduction",
+            needs: Needs::Gpu,
+            body: one_rank_all_reduce_equals_the_input_for_every_type_and_reduction,
+        },
+        Test {
+            name: "one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly",
+            needs: Needs::Gpu,
+            body: one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly,
+        },
+        Test {
+            name: "send_and_receive_to_itself_inside_a_group",
+            needs: Needs::Gpu,
+            body: send_and_receive_to_itself_inside_a_group,
+        },
+        Test {
+            name: "bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl",
+            needs: Needs::Gpu,
+            body: bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl,
+        },
+        Test {
+            name: "a_group_refuses_overlapping_operations_and_multi_stream_scopes",
+            needs: Needs::Gpu,
+            body: a_group_refuses_overlapping_operations_and_multi_stream_scopes,
+        },
+        Test {
+            name: "collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams",
+            needs: Needs::Gpu,
+            body: collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams,
+        },
+        Test {
+            name: "communicators_need_the_primary_context",
+            needs: Needs::Gpu,
+            body: communicators_need_the_primary_context,
+        },
+        Test {
+            name: "a_clique_rank_is_claimed_by_one_communicator_at_a_time",
+            needs: Needs::Gpu,
+            body: a_clique_rank_is_claimed_by_one_communicator_at_a_time,
+        },
+        Test {
+            name: "nccl_calls_leave_the_context_stack_as_they_found_it",
+            needs: Needs::Gpu,
+            body: nccl_calls_leave_the_context_stack_as_they_found_it,
+        },
+        Test {
+            name: "a_one_rank_communicator_from_a_unique_id_all_reduces",
+            needs: Needs::Gpu,
+            body: a_one_rank_communicator_from_a_unique_id_all_reduces,
+        },
+        Test {
+            name: "async_error_is_ok_on_a_healthy_communicator_before_and_after_work",
+            needs: Needs::Gpu,
+            body: async_error_is_ok_on_a_healthy_communicator_before_and_after_work,
+        },
+        Test {
+            name: "a_device_listed_twice_is_refused_by_nccl_with_its_code",
+            needs: Needs::Gpu,
+            body: a_device_listed_twice_is_refused_by_nccl_with_its_code,
+        },
+        Test {
+            name: "unique_ids_are_new_each_time_and_round_trip_through_bytes",
+            needs: Needs::Gpu,
+            body: unique_ids_are_new_each_time_and_round_trip_through_bytes,
+        },
+        Test {
+            name: "two_ranks_in_one_thread_all_reduce_exact_values_in_a_group",
+            needs: Needs::TwoGpus,
+            body: two_ranks_in_one_thread_all_reduce_exact_values_in_a_group,
+        },
+        Test {
+            name: "two_ranks_every_collective_element_by_element",
+            needs: Needs::TwoGpus,
+            body: two_ranks_every_collective_element_by_element,
+        },
+        Test {
+            name: "one_thread_per_gpu_all_reduces_with_scope_operations",
+            needs: Needs::TwoGpus,
+            body: one_thread_per_gpu_all_reduces_with_scope_operations,
+        },
+        Test {
+            name: "mismatched_counts_between_ranks_are_refused_before_nccl",
+            needs: Needs::TwoGpus,
+            body: mismatched_counts_between_ranks_are_refused_before_nccl,
+        },
+        Test {
+            name: "two_processes_all_reduce_through_a_unique_id_file",
+            needs: Needs::TwoGpus,
+            body: two_processes_all_reduce_through_a_unique_id_file,
+        },
+        Test {
+            name: "a_missing_library_named_by_the_override_is_nccl_not_found",
+            needs: Needs::Nothing,
+            body: a_missing_library_named_by_the_override_is_nccl_not_found,
+        },
+    ])
+}

@@ -204,6 +204,12 @@ impl<'ctx> Communicator<'ctx> {
     ///
     /// Checked before NCCL is called: `rank < ranks`, and that `ctx` is a primary context.
     ///
+    /// Several ranks in one process (one thread per device) are better made with a
+    /// [`Clique`]: it needs no `unsafe`, and it opens the crate's memory pools of its
+    /// devices to each other, which NCCL 2.22 and older need there (they write the receive
+    /// buffers of ranks in the same process directly; memory of a pool that does not allow
+    /// the writing device faults with an illegal address).
+    ///
     /// # Safety
     ///
     /// The other ranks run in other threads, processes or machines, where this crate cannot

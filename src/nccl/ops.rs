@@ -372,7 +372,7 @@ fn run_now<K: StreamKind>(
 ) -> Result<()> {
     comm.admit(&p.call, what)?;
     let stream = scope.stream().as_raw();
-    scope.ordered(p.spans(), None, || {
+    let queued = scope.ordered(p.spans(), None, || {
         // SAFETY: the communicator, the stream and every buffer share the scope's brand
         // `'ctx`, the primary context of the communicator's device (checked when the
         // communicator was made); the stream is alive (borrowed by the scope); the
@@ -384,7 +384,13 @@ fn run_now<K: StreamKind>(
         // is open (the crate opens one only while `group` issues its operations, with no
         // user code running), so NCCL queues the operation before the call returns.
         unsafe { comm.launch(&p.call, stream) }
-    })
+    });
+    if let Err(e) = &queued {
+        // admitted, but perhaps never queued (a failed wait for another stream of the
+        // scope): the book and NCCL may no longer agree on this rank's sequence
+        comm.poison(e);
+    }
+    queued
 }
 
 /// The NCCL operations (feature `nccl`): each is queued on this scope's stream at once,
@@ -887,10 +893,21 @@ impl<'outer> Group<'outer> {
                 }
             }
         }
-        for p in &pending {
-            p.comm.admit(&p.prepared.call, p.what)?;
+        // From the first admission on, any failure leaves the cliques' books ahead of what
+        // NCCL was given: every clique of the group is then poisoned.
+        let poison_all = |e: &Error| {
+            for p in &pending {
+                p.comm.poison(e);
+            }
+        };
+        let started = pending
+            .iter()
+            .try_for_each(|p| p.comm.admit(&p.prepared.call, p.what))
+            .and_then(|()| sys::group_start());
+        if let Err(e) = started {
+            poison_all(&e);
+            return Err(e);
         }
-        sys::group_start()?;
         // Should anything below panic, the group is still closed (its operations then run,
         // and the scopes, unwinding after this call, wait for them): an NCCL group left
         // open would defer every later operation of this thread past its scope's end.
@@ -929,9 +946,7 @@ impl<'outer> Group<'outer> {
         // SAFETY: no context to push.
         let ended = unsafe { sys::keep_stack(None, end) };
         if let Some(e) = queued.as_ref().err().or(ended.as_ref().err()) {
-            for p in &pending {
-                p.comm.poison(e);
-            }
+            poison_all(e);
         }
         queued.and(ended)
     }
