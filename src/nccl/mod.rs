@@ -127,9 +127,12 @@
 //!
 //! A failed NCCL call is an [`Error`](crate::Error) naming the entry point, with
 //! [`ErrorCode::Nccl`](crate::ErrorCode::Nccl) and NCCL's last message (`ncclGetLastError`)
-//! as its detail, e.g. `ncclCommInitAll failed: ncclInvalidUsage (invalid usage): Duplicate
-//! GPU detected : rank 1 and rank 0 both on CUDA device 0`. Asynchronous errors (a peer that
-//! died, a network failure) come from [`Communicator::async_error`].
+//! as its detail where NCCL logged one: `ncclCommInitAll failed: ncclInvalidUsage (invalid
+//! usage)` for a device listed twice in a [`Clique`], then NCCL's text. The crate's own
+//! checks name the crate's call (`StreamScope::all_gather failed: CUDA_ERROR_INVALID_VALUE
+//! (invalid argument): the destination has 3 elements, but gathering 4 from each of 1 ranks
+//! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
+//! [`Communicator::async_error`].
 
 mod code;
 mod comm;
