@@ -93,6 +93,14 @@ pub(crate) mod ffi {
         pub(crate) id: c_int,
     }
 
+    /// `CUmemAccessDesc` (CUDA 10.2); `flags` is a `CUmemAccess_flags`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct CUmemAccessDesc {
+        pub(crate) location: CUmemLocation,
+        pub(crate) flags: c_int,
+    }
+
     /// `CUmemPoolProps` (CUDA 11.2), as of CUDA 12.6: `maxSize` (12.2) and `usage` (12.6)
     /// were reserved bytes before, which older drivers require to be zero.
     #[repr(C)]
@@ -227,6 +235,7 @@ pub(crate) mod ffi {
         assert!(offset_of!(CUlaunchConfig, hStream) == 32);
         assert!(offset_of!(CUlaunchConfig, numAttrs) == 48);
         assert!(size_of::<CUgraphExecUpdateResultInfo>() == 24);
+        assert!(size_of::<CUmemAccessDesc>() == 12);
     };
 }
 
@@ -425,6 +434,7 @@ driver_table! {
     required fn cuCtxPushCurrent_v2(ctx: CUcontext);
     required fn cuCtxPopCurrent_v2(ctx: *mut CUcontext);
     required fn cuCtxGetCurrent(ctx: *mut CUcontext);
+    required fn cuCtxSetCurrent(ctx: CUcontext);
     required fn cuCtxGetDevice(dev: *mut CUdevice);
     required fn cuCtxGetFlags(flags: *mut c_uint);
     required fn cuCtxSynchronize();
@@ -512,6 +522,7 @@ driver_table! {
     required fn cuMemPoolSetAttribute(pool: CUmemoryPool, attribute: c_int, value: *mut c_void);
     required fn cuMemPoolGetAttribute(pool: CUmemoryPool, attribute: c_int, value: *mut c_void);
     required fn cuMemPoolTrimTo(pool: CUmemoryPool, min_bytes_to_keep: usize);
+    required fn cuMemPoolSetAccess(pool: CUmemoryPool, map: *const CUmemAccessDesc, count: usize);
     required fn cuMemAllocFromPoolAsync(
         dptr: *mut CUdeviceptr,
         bytes: usize,
@@ -1061,6 +1072,17 @@ pub(crate) fn ctx_pop() -> Result<CUcontext> {
     Ok(c)
 }
 
+/// Replaces the top of the calling thread's context stack with `ctx` (`cuCtxSetCurrent`);
+/// a null `ctx` pops the top (nothing, on an empty stack).
+///
+/// # Safety
+/// `ctx` is null or a live context, and whoever owns the entry it replaces accepts that.
+#[inline]
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))] // used by the `nccl` feature
+pub(crate) unsafe fn ctx_set_current(ctx: CUcontext) -> Result<()> {
+    cu!(cuCtxSetCurrent(ctx))
+}
+
 /// The calling thread's current context (null if none).
 #[inline]
 pub(crate) fn ctx_get_current() -> Result<CUcontext> {
@@ -1438,6 +1460,24 @@ pub(crate) unsafe fn mem_pool_get(pool: CUmemoryPool, attribute: c_int) -> Resul
     } else {
         value
     })
+}
+
+/// Lets `device` read and write the memory of `pool` (`cuMemPoolSetAccess` with
+/// `CU_MEM_ACCESS_FLAGS_PROT_READWRITE`); `device` is not the pool's own device.
+///
+/// # Safety
+/// `pool` is live.
+#[inline]
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))] // used by the `nccl` feature
+pub(crate) unsafe fn mem_pool_allow_device(pool: CUmemoryPool, device: CUdevice) -> Result<()> {
+    let desc = CUmemAccessDesc {
+        location: CUmemLocation {
+            type_: 1, // CU_MEM_LOCATION_TYPE_DEVICE
+            id: device,
+        },
+        flags: 3, // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    };
+    cu!(cuMemPoolSetAccess(pool, &desc, 1))
 }
 
 /// # Safety

@@ -399,6 +399,20 @@ macro_rules! error_codes {
             /// returned it: `NVRTC_ERROR_COMPILATION` (6) for source that does not compile,
             /// with the compiler's log in the error's detail. Not a `CUresult`: no raw value.
             Nvrtc(u32),
+            /// An NCCL call (feature `nccl`) returned this `ncclResult_t` (not `ncclSuccess`);
+            /// no `CUresult`, so no raw value here (see [`NcclCode::raw`](crate::nccl::NcclCode::raw)).
+            /// The error's detail is NCCL's own message (`ncclGetLastError`) where it left one.
+            #[cfg(feature = "nccl")]
+            Nccl(crate::nccl::NcclCode),
+            /// `CUDA_BRAND_NCCL_NOT_FOUND` (the crate's own, feature `nccl`): the NCCL library
+            /// (`libnccl.so.2`, or the file that `CUDA_BRAND_NCCL_LIBRARY` names) could not be
+            /// loaded. The error's detail says what was tried and where PyTorch keeps one.
+            #[cfg(feature = "nccl")]
+            NcclNotFound,
+            /// `CUDA_BRAND_NCCL_TOO_OLD` (the crate's own, feature `nccl`): the NCCL library is
+            /// older than the crate's minimum (NCCL 2.12) or lacks an entry point.
+            #[cfg(feature = "nccl")]
+            NcclTooOld,
         }
 
         impl ErrorCode {
@@ -423,6 +437,8 @@ macro_rules! error_codes {
                     | ErrorCode::DriverTooOld
                     | ErrorCode::NvrtcNotFound
                     | ErrorCode::Nvrtc(_) => None,
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::Nccl(_) | ErrorCode::NcclNotFound | ErrorCode::NcclTooOld => None,
                 }
             }
 
@@ -436,6 +452,12 @@ macro_rules! error_codes {
                     ErrorCode::DriverTooOld => "CUDA_BRAND_DRIVER_TOO_OLD",
                     ErrorCode::NvrtcNotFound => "CUDA_BRAND_NVRTC_NOT_FOUND",
                     ErrorCode::Nvrtc(raw) => nvrtc_name(raw),
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::Nccl(code) => code.name(),
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclNotFound => "CUDA_BRAND_NCCL_NOT_FOUND",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclTooOld => "CUDA_BRAND_NCCL_TOO_OLD",
                 }
             }
 
@@ -449,6 +471,12 @@ macro_rules! error_codes {
                     ErrorCode::DriverTooOld => "CUDA driver is too old",
                     ErrorCode::NvrtcNotFound => "NVRTC library not found",
                     ErrorCode::Nvrtc(raw) => nvrtc_description(raw),
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::Nccl(code) => code.description(),
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclNotFound => "NCCL library not found",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclTooOld => "NCCL library is too old",
                 }
             }
 
@@ -562,6 +590,8 @@ impl fmt::Display for ErrorCode {
             ErrorCode::Nvrtc(raw) if nvrtc_name(*raw).ends_with("UNRECOGNIZED") => {
                 write!(f, "{} {} ({})", self.name(), raw, self.description())
             }
+            #[cfg(feature = "nccl")]
+            ErrorCode::Nccl(code) => fmt::Display::fmt(code, f),
             _ => write!(f, "{} ({})", self.name(), self.description()),
         }
     }

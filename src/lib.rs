@@ -217,6 +217,8 @@ pub mod library;
 pub mod managed;
 pub mod memory;
 pub mod module;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 #[cfg(feature = "nvrtc")]
 pub mod nvrtc;
 pub mod peer;

@@ -710,6 +710,15 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         self.stream
     }
 
+    /// Whether this scope is one of the streams of a multi-stream scope
+    /// ([`Stream::scope_with`], [`Stream::scope_all`]), whose operations go through the order
+    /// book.
+    #[inline]
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))] // used by the `nccl` feature
+    pub(crate) fn is_multi_stream(&self) -> bool {
+        self.lanes.is_some()
+    }
+
     /// Runs `op`, one operation on this scope's stream touching `spans`, after the waits a
     /// multi-stream scope needs (none for a scope of one stream), and records it.
     #[inline(always)]

@@ -1,0 +1,931 @@
+//! Communicators: [`Clique`] (one process, several devices: `ncclCommInitAll`),
+//! [`Communicator`] (one rank, branded with its context) and [`UniqueId`] (the 128 bytes
+//! that ranks of other processes share: `ncclGetUniqueId`, `ncclCommInitRank`).
+
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_int;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use cuda_driver_sys::CUctx_st;
+
+use super::sys::{self, Call, Kind, ncclComm, ncclComm_t};
+use super::{NcclCode, ReduceOp};
+use crate::context::{Brand, ContextGuard};
+use crate::device::Device;
+use crate::driver::{self, CUstream};
+use crate::error::{Error, ErrorCode, Result};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The 128 bytes (`ncclUniqueId`) that every rank of a communicator spanning processes or
+/// machines passes to [`Communicator::init_rank`]: one rank makes it with
+/// [`UniqueId::new`], ships [`to_bytes`](UniqueId::to_bytes) to the others (a file, a
+/// pipe, a socket, an MPI broadcast), and they rebuild it with
+/// [`from_bytes`](UniqueId::from_bytes).
+///
+/// The bytes name a bootstrap address that the process which called `new` serves (NCCL
+/// starts a thread for it there), so that process must keep running until every rank has
+/// joined.
+///
+/// ```no_run
+/// use cuda_brand::nccl::UniqueId;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let id = UniqueId::new()?;
+/// std::fs::write("/tmp/nccl-id", id.to_bytes()).unwrap();
+/// // ... in another process:
+/// let bytes = std::fs::read("/tmp/nccl-id").unwrap();
+/// let same = UniqueId::try_from(bytes.as_slice())?;
+/// assert_eq!(same, id);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UniqueId([u8; UniqueId::BYTES]);
+
+impl UniqueId {
+    /// `NCCL_UNIQUE_ID_BYTES`.
+    pub const BYTES: usize = sys::UNIQUE_ID_BYTES;
+
+    /// A new id (`ncclGetUniqueId`), served by this process. Needs the NCCL library, no
+    /// GPU.
+    pub fn new() -> Result<UniqueId> {
+        Ok(UniqueId(sys::get_unique_id()?.internal))
+    }
+
+    /// The id whose bytes [`to_bytes`](UniqueId::to_bytes) gave.
+    pub const fn from_bytes(bytes: [u8; UniqueId::BYTES]) -> UniqueId {
+        UniqueId(bytes)
+    }
+
+    /// The id's bytes, to ship to the other ranks.
+    pub const fn to_bytes(self) -> [u8; UniqueId::BYTES] {
+        self.0
+    }
+
+    /// The id's bytes, borrowed.
+    pub const fn as_bytes(&self) -> &[u8; UniqueId::BYTES] {
+        &self.0
+    }
+
+    pub(crate) fn raw(&self) -> sys::ncclUniqueId {
+        sys::ncclUniqueId { internal: self.0 }
+    }
+}
+
+impl TryFrom<&[u8]> for UniqueId {
+    type Error = Error;
+
+    /// The id of exactly [`UniqueId::BYTES`] bytes; any other length is an error.
+    fn try_from(bytes: &[u8]) -> Result<UniqueId> {
+        match <[u8; UniqueId::BYTES]>::try_from(bytes) {
+            Ok(bytes) => Ok(UniqueId(bytes)),
+            Err(_) => Err(Error::with_detail(
+                "UniqueId::try_from",
+                ErrorCode::InvalidValue,
+                format!(
+                    "an NCCL unique id is {} bytes, not {}",
+                    UniqueId::BYTES,
+                    bytes.len()
+                ),
+            )),
+        }
+    }
+}
+
+impl fmt::Debug for UniqueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "UniqueId(")?;
+        for b in &self.0[..8] {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, "..)")
+    }
+}
+
+/// Makes [`Communicator`] `Send` but not `Sync`: NCCL communicators are not thread-safe,
+/// one thread may use one at a time. Named after the rule, because the compiler quotes this
+/// name when a communicator is shared between threads.
+struct OneThreadAtATimePerCommunicator {
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+/// One rank of an NCCL communicator, in the primary context branded `'ctx` of its device.
+///
+/// Made by [`Clique::communicator`] (every rank in this process, from `ncclCommInitAll`)
+/// or [`Communicator::init_rank`] (a rank of a communicator spanning processes or
+/// machines, `ncclCommInitRank`). Its operations are queued through a stream scope of the
+/// same context ([`StreamScope::all_reduce`](crate::StreamScope::all_reduce) and the
+/// others), or through a [`group`](super::group): the brand keeps the communicator, the
+/// stream and every buffer in one context, and the scope keeps them borrowed until the
+/// stream has run the operation.
+///
+/// `Send` (it may move to the thread that runs its context's streams) but not `Sync`:
+/// NCCL lets one thread at a time use a communicator.
+///
+/// ```no_run
+/// use cuda_brand::nccl::{Clique, ReduceOp};
+/// use cuda_brand::{Device, with_primary_context};
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// let clique = Clique::new(&[device])?;
+/// with_primary_context(&device, |ctx| {
+///     let comm = clique.communicator(ctx)?; // a `Communicator` of this context
+///     assert_eq!((comm.rank(), comm.ranks()), (0, 1));
+///     let mut counts = ctx.from_slice(&[5u64, 7, 9])?;
+///     ctx.stream()?.scope(|s| s.all_reduce_in_place(&comm, &mut counts, ReduceOp::Max))?;
+///     comm.async_error()?; // nothing went wrong in the background
+///     Ok(())
+/// }) // the communicator goes back to the clique before the context is released
+/// # }
+/// ```
+pub struct Communicator<'ctx> {
+    pub(crate) core: Core,
+    _brand: Brand<'ctx>,
+    _one_thread: PhantomData<OneThreadAtATimePerCommunicator>,
+}
+
+/// What a [`Communicator`] is, without its brand.
+pub(crate) struct Core {
+    raw: NonNull<ncclComm>,
+    /// The primary context of `device`, which NCCL uses (see [`sys::keep_stack`]).
+    ctx: NonNull<CUctx_st>,
+    rank: usize,
+    ranks: usize,
+    device: Device,
+    origin: Origin,
+}
+
+enum Origin {
+    /// Rank `rank` of a clique: handed back to it when dropped.
+    Clique(Arc<CliqueState>),
+    /// From `ncclCommInitRank`: destroyed when dropped.
+    Rank,
+}
+
+// SAFETY: an NCCL communicator may be used from any thread, one at a time (the
+// `Communicator` that owns a `Core` is not `Sync`, and the group that borrows one stays on
+// its thread); the context handle is a process-wide value.
+unsafe impl Send for Core {}
+// SAFETY: the crate shares a `&Core` only through a `Communicator`, which is not `Sync`
+// (its marker), or inside a group, which stays on its thread; this impl only keeps the raw
+// pointers out of the compiler's explanation of that rule.
+unsafe impl Sync for Core {}
+
+impl fmt::Debug for Communicator<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Communicator")
+            .field("raw", &self.core.raw)
+            .field("rank", &self.core.rank)
+            .field("ranks", &self.core.ranks)
+            .field("device", &self.core.device.ordinal())
+            .finish()
+    }
+}
+
+impl<'ctx> Communicator<'ctx> {
+    fn new(core: Core) -> Self {
+        Communicator {
+            core,
+            _brand: PhantomData,
+            _one_thread: PhantomData,
+        }
+    }
+
+    /// Joins rank `rank` of the `ranks`-rank communicator that `id` names
+    /// (`ncclCommInitRank`), on the device of `ctx`, which must be that device's primary
+    /// context ([`with_primary_context`](crate::with_primary_context)): NCCL calls
+    /// `cudaSetDevice`, which makes the primary context current. Blocks until all `ranks`
+    /// ranks have joined: call it from one thread (or process) per rank.
+    ///
+    /// Checked before NCCL is called: `rank < ranks`, and that `ctx` is a primary context.
+    ///
+    /// Several ranks in one process (one thread per device) are better made with a
+    /// [`Clique`]: it needs no `unsafe`, and it opens the crate's memory pools of its
+    /// devices to each other, which NCCL 2.22 and older need there (they write the receive
+    /// buffers of ranks in the same process directly; memory of a pool that does not allow
+    /// the writing device faults with an illegal address).
+    ///
+    /// # Safety
+    ///
+    /// The other ranks run in other threads, processes or machines, where this crate cannot
+    /// see them. The caller promises that they issue the operations this rank issues, in the
+    /// same order: the same collectives with the same element type, count, reduction and
+    /// root, and for every [`send`](crate::StreamScope::send) a
+    /// [`recv`](crate::StreamScope::recv) of the same type and count on the peer (for
+    /// instance: every rank runs the same program). NCCL does not check this; where ranks
+    /// disagree, a peer can write past the end of this rank's buffers (NCCL 2.22 and older
+    /// let ranks of one process write each other's receive buffers directly) or every rank
+    /// hangs. Each rank's own buffers are checked against its own counts. Communicators from
+    /// a [`Clique`] need no such promise: the crate sees every rank and checks them against
+    /// each other.
+    ///
+    /// ```no_run
+    /// use cuda_brand::nccl::{Communicator, ReduceOp, UniqueId};
+    /// use cuda_brand::{Device, with_primary_context};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// // in each of two processes, `rank` 0 or 1, the id read from where rank 0 wrote it
+    /// # let (rank, id) = (0usize, UniqueId::from_bytes([0; 128]));
+    /// let device = Device::get(rank)?;
+    /// with_primary_context(&device, |ctx| {
+    ///     // SAFETY: both processes run this same code: the same collectives, in order.
+    ///     let comm = unsafe { Communicator::init_rank(ctx, &id, 2, rank) }?;
+    ///     let mut x = ctx.from_slice(&[rank as f32 + 1.0; 4])?;
+    ///     ctx.stream()?.scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))?;
+    ///     assert_eq!(x.to_vec()?, [3.0; 4]); // 1 + 2 on both ranks
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub unsafe fn init_rank(
+        ctx: ContextGuard<'ctx>,
+        id: &UniqueId,
+        ranks: usize,
+        rank: usize,
+    ) -> Result<Communicator<'ctx>> {
+        const CALL: &str = "Communicator::init_rank";
+        if ranks == 0 || rank >= ranks || ranks > c_int::MAX as usize {
+            return Err(Error::with_detail(
+                CALL,
+                ErrorCode::InvalidValue,
+                format!(
+                    "rank {rank} of {ranks}: a communicator has 1 or more ranks, numbered from 0"
+                ),
+            ));
+        }
+        let device = ctx.device()?;
+        check_primary(ctx, &device, CALL)?;
+        let raw_id = id.raw();
+        let init = || {
+            // SAFETY: the device's primary context is current (pushed by `keep_stack`).
+            unsafe { sys::comm_init_rank(ranks as c_int, &raw_id, rank as c_int) }
+        };
+        // SAFETY: `ctx` is alive (the guard) and the primary context of `device`, made
+        // current for the call, as `comm_init_rank` needs.
+        let comm = unsafe { sys::keep_stack(Some(ctx.as_non_null()), init) }?;
+        let raw = driver::non_null("ncclCommInitRank", comm)?;
+        Ok(Communicator::new(Core {
+            raw,
+            ctx: ctx.as_non_null(),
+            rank,
+            ranks,
+            device,
+            origin: Origin::Rank,
+        }))
+    }
+
+    /// This communicator's rank, from 0.
+    pub fn rank(&self) -> usize {
+        self.core.rank
+    }
+
+    /// The number of ranks of the communicator.
+    pub fn ranks(&self) -> usize {
+        self.core.ranks
+    }
+
+    /// The device this rank runs on.
+    pub fn device(&self) -> Device {
+        self.core.device
+    }
+
+    /// The communicator's asynchronous error state (`ncclCommGetAsyncError`): `Ok` while it
+    /// is healthy, the error (with NCCL's last message, `ncclGetLastError`) once NCCL has
+    /// noticed a failure in work already queued: a peer that exited, a network error. Poll
+    /// it between operations; operations queued after an asynchronous error may never
+    /// complete.
+    pub fn async_error(&self) -> Result<()> {
+        let poll = || {
+            // SAFETY: a live communicator (owned by `self`).
+            unsafe { sys::comm_async_error(self.core.raw.as_ptr()) }
+        };
+        // SAFETY: the context is alive (the brand), current for the call.
+        let state = unsafe { sys::keep_stack(Some(self.core.ctx), poll) }?;
+        match NcclCode::from_raw(state) {
+            None => Ok(()),
+            Some(code) => Err(sys::failure("ncclCommGetAsyncError", code)),
+        }
+    }
+
+    /// NCCL's handle, for calls this crate does not wrap. Destroying or aborting it, or
+    /// queuing work with it that outlives its buffers, breaks the crate's guarantees.
+    pub fn as_raw(&self) -> ncclComm_t {
+        self.core.raw.as_ptr()
+    }
+}
+
+impl Drop for Communicator<'_> {
+    fn drop(&mut self) {
+        match &self.core.origin {
+            Origin::Clique(state) => {
+                // back to the clique, for another context of the device to claim
+                lock(&state.slots)[self.core.rank] = Some(self.core.raw);
+            }
+            Origin::Rank => {
+                let destroy = || {
+                    // SAFETY: ours, and unused from now on: every scope that borrowed it
+                    // has synchronized its stream, so no queued work uses it.
+                    unsafe { sys::comm_destroy(self.core.raw.as_ptr()) }
+                };
+                // SAFETY: the context is alive (the brand). An error cannot be reported
+                // from `drop`.
+                let _ = unsafe { sys::keep_stack(Some(self.core.ctx), destroy) };
+            }
+        }
+    }
+}
+
+/// Refuses a context that is not the primary context of `device`: NCCL calls
+/// `cudaSetDevice`, which makes the primary context current, and launches its kernels
+/// there, so a stream of any other context would be another context's stream to it.
+fn check_primary(ctx: ContextGuard<'_>, device: &Device, call: &'static str) -> Result<()> {
+    let (_, active) = driver::primary_ctx_state(device.as_raw())?;
+    let is_primary = active && {
+        let primary = driver::primary_ctx_retain(device.as_raw())?;
+        // SAFETY: balances the retain just made (the primary context is active, so this
+        // neither creates nor destroys it).
+        unsafe { driver::primary_ctx_release(device.as_raw()) }?;
+        primary == ctx.as_raw()
+    };
+    if is_primary {
+        Ok(())
+    } else {
+        Err(not_primary(call, device))
+    }
+}
+
+#[cold]
+fn not_primary(call: &'static str, device: &Device) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidContext,
+        format!(
+            "NCCL works in the primary context of device {} (it calls cudaSetDevice, which makes that context current): open it with with_primary_context, not with_context",
+            device.ordinal()
+        ),
+    )
+}
+
+impl Core {
+    /// Checks `call` against the other ranks of a clique (see [`Book`]); a communicator from
+    /// `init_rank` has none the crate can see.
+    pub(crate) fn admit(&self, call: &Call, what: &'static str) -> Result<()> {
+        match &self.origin {
+            Origin::Clique(state) => lock(&state.book).admit(self.rank, call, what),
+            Origin::Rank => Ok(()),
+        }
+    }
+
+    /// Marks the clique unusable after NCCL failed one of its operations: peers may already
+    /// have queued their side of it, so the ranks' sequences no longer match.
+    pub(crate) fn poison(&self, why: &Error) {
+        if let Origin::Clique(state) = &self.origin {
+            lock(&state.book).poison(why.to_string());
+        }
+    }
+
+    /// Queues `call` on `stream` (see [`sys::launch`]); poisons the clique when NCCL fails.
+    ///
+    /// # Safety
+    /// As [`sys::launch`], for this communicator (live: `self` owns it) and its context
+    /// (made current here): `stream` is a live stream of the context, and the call's ranges
+    /// are valid, admitted ([`Core::admit`]) or promised (`init_rank`) to match the peers,
+    /// and left alone until the stream has run it.
+    pub(crate) unsafe fn launch(&self, call: &Call, stream: CUstream) -> Result<()> {
+        let queue = || {
+            // SAFETY: the caller's promise; the communicator is alive (owned by `self`).
+            unsafe { sys::launch(self.raw.as_ptr(), call, stream) }
+        };
+        // SAFETY: the context is alive (the communicator's brand), current for the call.
+        let done = unsafe { sys::keep_stack(Some(self.ctx), queue) };
+        if let Err(e) = &done {
+            self.poison(e);
+        }
+        done
+    }
+
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
+    }
+
+    pub(crate) fn ranks(&self) -> usize {
+        self.ranks
+    }
+}
+
+/// Every rank of an NCCL communicator in this process, one per device
+/// (`ncclCommInitAll`): each rank is claimed, as a [`Communicator`] branded with its
+/// context, inside that device's primary context with [`Clique::communicator`].
+///
+/// `ncclCommInitAll` makes all the ranks at once, but each rank belongs to its own
+/// device's context, and every context has its own brand. So the clique itself carries no
+/// brand: it holds the communicators (and a retain of each device's primary context, so
+/// they stay valid as long as it lives), and hands out each rank at most once at a time,
+/// branded with the guard it is claimed with. A dropped communicator goes back to the
+/// clique; the communicators are destroyed with the clique's last owner.
+///
+/// Because the crate sees every rank of a clique, it checks them against each other: a
+/// rank's collective must match the other ranks' collective of the same place in their
+/// sequences (the same operation, element type, count, reduction and root), and a send the
+/// matching receive (type and count); a mismatch is refused before NCCL sees it, and leaves
+/// the clique unusable (its later operations are refused too: an operation other ranks
+/// already queued can no longer complete).
+///
+/// Where several devices can reach each other's memory, the crate's memory pools of the
+/// clique's devices are opened to each other (`cuMemPoolSetAccess`): NCCL 2.22 and older
+/// let ranks of one process write each other's buffers directly.
+///
+/// ```no_run
+/// use cuda_brand::nccl::{Clique, ReduceOp, group};
+/// use cuda_brand::{Device, with_primary_context};
+/// # fn main() -> cuda_brand::Result<()> {
+/// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+/// let clique = Clique::new(&[d0, d1])?;
+/// with_primary_context(&d0, |c0| {
+///     with_primary_context(&d1, |c1| {
+///         let (comm0, comm1) = (clique.communicator(c0)?, clique.communicator(c1)?);
+///         let (mut x0, mut x1) = (c0.from_slice(&[1u32; 4])?, c1.from_slice(&[2u32; 4])?);
+///         let (s0, s1) = (c0.stream()?, c1.stream()?);
+///         // one thread drives both devices: both ranks' all-reduce in one group
+///         s0.scope(|a| {
+///             s1.scope(|b| {
+///                 group(|g| {
+///                     g.on(a).all_reduce_in_place(&comm0, &mut x0, ReduceOp::Sum)?;
+///                     g.on(b).all_reduce_in_place(&comm1, &mut x1, ReduceOp::Sum)
+///                 })
+///             })
+///         })?;
+///         assert_eq!((x0.to_vec()?, x1.to_vec()?), (vec![3; 4], vec![3; 4]));
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
+pub struct Clique {
+    state: Arc<CliqueState>,
+}
+
+struct CliqueState {
+    devices: Vec<Device>,
+    /// The primary context of each rank's device, retained for the clique's lifetime.
+    primaries: Vec<NonNull<CUctx_st>>,
+    comms: Vec<NonNull<ncclComm>>,
+    /// The communicators not claimed at the moment.
+    slots: Mutex<Vec<Option<NonNull<ncclComm>>>>,
+    book: Mutex<Book>,
+}
+
+// SAFETY: handles only, whose use is serialized: a communicator is used by the one
+// `Communicator` that claimed it (not `Sync`) or, unclaimed, by nobody until the state's
+// drop destroys it; the slots and the book are behind locks.
+unsafe impl Send for CliqueState {}
+// SAFETY: as above: `&CliqueState` only reaches the locked slots and book.
+unsafe impl Sync for CliqueState {}
+
+impl fmt::Debug for Clique {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let devices: Vec<usize> = self.state.devices.iter().map(Device::ordinal).collect();
+        f.debug_struct("Clique").field("devices", &devices).finish()
+    }
+}
+
+impl Clique {
+    /// One communicator per device of `devices`, rank `i` on `devices[i]`
+    /// (`ncclCommInitAll`). NCCL refuses a device listed twice (`ncclInvalidUsage`).
+    pub fn new(devices: &[Device]) -> Result<Clique> {
+        const CALL: &str = "Clique::new";
+        if devices.is_empty() {
+            return Err(Error::with_detail(
+                CALL,
+                ErrorCode::InvalidValue,
+                "a clique needs at least one device",
+            ));
+        }
+        let mut retained: Vec<(Device, NonNull<CUctx_st>)> = Vec::with_capacity(devices.len());
+        let release_all = |retained: &[(Device, NonNull<CUctx_st>)]| {
+            for (device, _) in retained {
+                // SAFETY: balances one retain below; nothing of the clique uses it.
+                let _ = unsafe { driver::primary_ctx_release(device.as_raw()) };
+            }
+        };
+        for device in devices {
+            let primary = driver::primary_ctx_retain(device.as_raw())
+                .and_then(|p| driver::non_null("cuDevicePrimaryCtxRetain", p));
+            match primary {
+                Ok(p) => retained.push((*device, p)),
+                Err(e) => {
+                    release_all(&retained);
+                    return Err(e);
+                }
+            }
+        }
+        let built = open_pools_to_each_other(devices).and_then(|()| {
+            let ordinals: Vec<c_int> = devices.iter().map(|d| d.ordinal() as c_int).collect();
+            // SAFETY: the first device's primary context, retained above, is current for
+            // the call (NCCL saves and restores the current device around it).
+            let comms =
+                unsafe { sys::keep_stack(Some(retained[0].1), || sys::comm_init_all(&ordinals)) }?;
+            comms
+                .into_iter()
+                .map(|c| driver::non_null("ncclCommInitAll", c))
+                .collect::<Result<Vec<_>>>()
+        });
+        let comms = match built {
+            Ok(comms) => comms,
+            Err(e) => {
+                release_all(&retained);
+                return Err(e);
+            }
+        };
+        let ranks = devices.len();
+        Ok(Clique {
+            state: Arc::new(CliqueState {
+                devices: devices.to_vec(),
+                primaries: retained.iter().map(|(_, p)| *p).collect(),
+                slots: Mutex::new(comms.iter().copied().map(Some).collect()),
+                comms,
+                book: Mutex::new(Book::new(ranks)),
+            }),
+        })
+    }
+
+    /// The number of ranks (devices).
+    pub fn ranks(&self) -> usize {
+        self.state.devices.len()
+    }
+
+    /// The devices, rank by rank.
+    pub fn devices(&self) -> &[Device] {
+        &self.state.devices
+    }
+
+    /// Claims the rank of `ctx`'s device, branded with `ctx`, which must be that device's
+    /// primary context ([`with_primary_context`](crate::with_primary_context)). A rank has
+    /// one communicator at a time: claiming it again while it is claimed is an error; once
+    /// the communicator is dropped, the rank can be claimed again (by another
+    /// `with_primary_context` of the device, or another thread).
+    pub fn communicator<'ctx>(&self, ctx: ContextGuard<'ctx>) -> Result<Communicator<'ctx>> {
+        const CALL: &str = "Clique::communicator";
+        let state = &self.state;
+        let mut slots = lock(&state.slots);
+        let mut seen = false;
+        for rank in 0..state.primaries.len() {
+            if state.primaries[rank] != ctx.as_non_null() {
+                continue;
+            }
+            seen = true;
+            if let Some(raw) = slots[rank].take() {
+                return Ok(Communicator::new(Core {
+                    raw,
+                    ctx: state.primaries[rank],
+                    rank,
+                    ranks: state.primaries.len(),
+                    device: state.devices[rank],
+                    origin: Origin::Clique(Arc::clone(state)),
+                }));
+            }
+        }
+        drop(slots);
+        if seen {
+            return Err(Error::with_detail(
+                CALL,
+                ErrorCode::InvalidValue,
+                "this device's rank is claimed already: a rank has one communicator at a time (drop it to claim it again)",
+            ));
+        }
+        let device = ctx.device()?;
+        if state.devices.contains(&device) {
+            Err(not_primary(CALL, &device))
+        } else {
+            Err(Error::with_detail(
+                CALL,
+                ErrorCode::InvalidDevice,
+                format!("device {} has no rank in this clique", device.ordinal()),
+            ))
+        }
+    }
+}
+
+impl Drop for CliqueState {
+    fn drop(&mut self) {
+        // Every communicator is back (each holds an `Arc` of the state), and none is in use:
+        // their scopes have synchronized.
+        for (comm, primary) in self.comms.iter().zip(&self.primaries) {
+            let destroy = || {
+                // SAFETY: the communicator is ours and unused.
+                unsafe { sys::comm_destroy(comm.as_ptr()) }
+            };
+            // SAFETY: the primary context is retained by the clique until below.
+            let _ = unsafe { sys::keep_stack(Some(*primary), destroy) };
+        }
+        for device in &self.devices {
+            // SAFETY: balances the retain of `Clique::new`; the communicators are gone.
+            let _ = unsafe { driver::primary_ctx_release(device.as_raw()) };
+        }
+    }
+}
+
+/// Lets every device of `devices` read and write the crate's memory pool of every other
+/// one it can reach (`cuDeviceCanAccessPeer`): NCCL 2.22 and older write the receive
+/// buffers of ranks in the same process directly, and pool memory, unlike `cuMemAlloc`
+/// memory, is reachable from another device only once its pool allows it.
+fn open_pools_to_each_other(devices: &[Device]) -> Result<()> {
+    for owner in devices {
+        let Some(pool) = crate::pool::crate_pool(owner.as_raw())? else {
+            continue;
+        };
+        for other in devices {
+            if other == owner || !other.can_access_peer(owner)? {
+                continue;
+            }
+            // SAFETY: the crate's pool of `owner`, alive for the whole process.
+            unsafe { driver::mem_pool_allow_device(pool, other.as_raw()) }?;
+        }
+    }
+    Ok(())
+}
+
+/// What one rank's operation must agree on with its peers': for a collective, everything
+/// but the buffers; for a send or receive, the element type and count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    kind: Kind,
+    datatype: c_int,
+    count: usize,
+    op: c_int,
+    root: c_int,
+}
+
+impl Shape {
+    fn describe(&self) -> String {
+        let what = match self.kind {
+            Kind::AllReduce => "all-reduce",
+            Kind::Broadcast => "broadcast",
+            Kind::Reduce => "reduce",
+            Kind::AllGather => "all-gather",
+            Kind::ReduceScatter => "reduce-scatter",
+            Kind::Send | Kind::Recv => "send/receive",
+        };
+        let mut text = format!("{what} of {} {}", self.count, datatype_name(self.datatype));
+        if matches!(
+            self.kind,
+            Kind::AllReduce | Kind::Reduce | Kind::ReduceScatter
+        ) {
+            if let Some(op) = ReduceOp::from_raw(self.op) {
+                text.push_str(&format!(" ({op:?})"));
+            }
+        }
+        if matches!(self.kind, Kind::Broadcast | Kind::Reduce) {
+            text.push_str(&format!(" rooted at rank {}", self.root));
+        }
+        text
+    }
+}
+
+fn is_p2p(kind: Kind) -> bool {
+    matches!(kind, Kind::Send | Kind::Recv)
+}
+
+fn datatype_name(datatype: c_int) -> &'static str {
+    match datatype {
+        0 => "i8",
+        1 => "u8",
+        2 => "i32",
+        3 => "u32",
+        4 => "i64",
+        5 => "u64",
+        7 => "f32",
+        8 => "f64",
+        _ => "elements",
+    }
+}
+
+/// The sequence of operations that the ranks of one stream must agree on, as far as some
+/// rank has issued it: `entries[i]` is operation `base + i`, `next[p]` the next operation
+/// of participant `p`. Entries every participant has passed are dropped.
+struct Ledger {
+    base: u64,
+    entries: VecDeque<Shape>,
+    next: Vec<u64>,
+}
+
+impl Ledger {
+    fn new(participants: usize) -> Self {
+        Ledger {
+            base: 0,
+            entries: VecDeque::new(),
+            next: vec![0; participants],
+        }
+    }
+
+    /// Participant `p`'s next operation: `Ok` if it matches what the others issued at that
+    /// place (or is the first there), else the other's shape and the place.
+    fn admit(&mut self, p: usize, shape: Shape) -> std::result::Result<(), (Shape, u64)> {
+        let place = self.next[p];
+        let i = (place - self.base) as usize;
+        match self.entries.get(i) {
+            Some(theirs) if theirs != &shape => return Err((*theirs, place)),
+            Some(_) => {}
+            None => self.entries.push_back(shape),
+        }
+        self.next[p] += 1;
+        let passed = self.next.iter().copied().min().unwrap_or(0);
+        while self.base < passed {
+            self.entries.pop_front();
+            self.base += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The clique's record of what its ranks have issued, checked operation by operation.
+///
+/// Collectives form one sequence that every rank walks; sends from rank `a` to rank `b`
+/// and receives by `b` from `a` form one sequence per ordered pair, which `a` (sending) and
+/// `b` (receiving) walk. NCCL matches operations the same way, so a rank whose operation
+/// differs from what a peer issued at the same place would make the peer read or write
+/// with other counts than its own.
+struct Book {
+    ranks: usize,
+    collectives: Ledger,
+    pairs: HashMap<(usize, usize), Ledger>,
+    poisoned: Option<String>,
+}
+
+impl Book {
+    fn new(ranks: usize) -> Self {
+        Book {
+            ranks,
+            collectives: Ledger::new(ranks),
+            pairs: HashMap::new(),
+            poisoned: None,
+        }
+    }
+
+    fn poison(&mut self, why: String) {
+        self.poisoned.get_or_insert(why);
+    }
+
+    fn admit(&mut self, rank: usize, call: &Call, what: &'static str) -> Result<()> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::with_detail(
+                what,
+                ErrorCode::IllegalState,
+                format!(
+                    "this clique is unusable since an earlier failure ({why}): drop its communicators and make a new clique"
+                ),
+            ));
+        }
+        let shape = Shape {
+            kind: call.kind,
+            datatype: call.datatype,
+            count: call.count,
+            op: call.op,
+            root: call.peer,
+        };
+        let peer = call.peer as usize;
+        debug_assert!(rank < self.ranks && (peer < self.ranks || !is_p2p(call.kind)));
+        let (key, participant, place) = match call.kind {
+            Kind::Send => (
+                Some((rank, peer)),
+                0,
+                format!("from rank {rank} to rank {peer}"),
+            ),
+            Kind::Recv => (
+                Some((peer, rank)),
+                1,
+                format!("from rank {peer} to rank {rank}"),
+            ),
+            _ => (None, rank, String::new()),
+        };
+        let ledger = match key {
+            Some(pair) => self.pairs.entry(pair).or_insert_with(|| Ledger::new(2)),
+            None => &mut self.collectives,
+        };
+        let place_name = |n: u64| match key {
+            Some(_) => format!("send #{n} {place}"),
+            None => format!("collective #{n} of the clique"),
+        };
+        // sends and receives compare type and count only
+        let shape = match call.kind {
+            Kind::Send | Kind::Recv => Shape {
+                kind: Kind::Send,
+                op: 0,
+                root: 0,
+                ..shape
+            },
+            _ => shape,
+        };
+        match ledger.admit(participant, shape) {
+            Ok(()) => Ok(()),
+            Err((theirs, place)) => {
+                let why = format!(
+                    "rank {rank}'s {} does not match the {} a peer issued as {}: every rank must issue the same operations in the same order",
+                    shape.describe(),
+                    theirs.describe(),
+                    place_name(place),
+                );
+                self.poisoned = Some(why.clone());
+                Err(Error::with_detail(
+                    what,
+                    ErrorCode::InvalidValue,
+                    format!("{why}; refused before NCCL saw it, and this clique is now unusable"),
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(kind: Kind, count: usize, datatype: c_int, peer: c_int) -> Call {
+        Call {
+            kind,
+            send: 0x1000,
+            recv: 0x2000,
+            count,
+            datatype,
+            op: 0,
+            peer,
+        }
+    }
+
+    #[test]
+    fn the_book_admits_matching_ranks_and_refuses_a_mismatch_for_good() {
+        let mut book = Book::new(2);
+        let ar = |n| call(Kind::AllReduce, n, 7, 0);
+        // rank 0 runs ahead by two collectives, rank 1 follows with the same ones
+        book.admit(0, &ar(4), "t").unwrap();
+        book.admit(0, &ar(8), "t").unwrap();
+        book.admit(1, &ar(4), "t").unwrap();
+        assert_eq!(
+            book.collectives.entries.len(),
+            1,
+            "the first is passed by both"
+        );
+        book.admit(1, &ar(8), "t").unwrap();
+        assert!(book.collectives.entries.is_empty());
+        // sends and receives pair up per direction, in order, apart from collectives
+        book.admit(0, &call(Kind::Send, 16, 2, 1), "t").unwrap();
+        book.admit(1, &call(Kind::Send, 3, 2, 0), "t").unwrap();
+        book.admit(1, &call(Kind::Recv, 16, 2, 0), "t").unwrap();
+        book.admit(0, &call(Kind::Recv, 3, 2, 1), "t").unwrap();
+        // a send to oneself pairs with a receive from oneself
+        book.admit(0, &call(Kind::Recv, 5, 1, 0), "t").unwrap();
+        book.admit(0, &call(Kind::Send, 5, 1, 0), "t").unwrap();
+        // a count that differs from the peer's at the same place is refused ...
+        book.admit(0, &ar(4), "t").unwrap();
+        let e = book
+            .admit(1, &ar(5), "StreamScope::all_reduce")
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.call(), "StreamScope::all_reduce");
+        let detail = e.detail().unwrap();
+        assert!(
+            detail.starts_with("rank 1's all-reduce of 5 f32 (Sum) does not match the all-reduce of 4 f32 (Sum) a peer issued as collective #2 of the clique"),
+            "{detail}"
+        );
+        // ... and so is everything after it, on every rank
+        let e = book.admit(0, &ar(4), "t").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::IllegalState);
+    }
+
+    #[test]
+    fn the_book_compares_type_root_and_reduction_too() {
+        let mut book = Book::new(2);
+        book.admit(0, &call(Kind::Broadcast, 4, 7, 0), "t").unwrap();
+        assert!(book.admit(1, &call(Kind::Broadcast, 4, 7, 1), "t").is_err());
+        let mut book = Book::new(2);
+        book.admit(0, &call(Kind::Send, 4, 7, 1), "t").unwrap();
+        let e = book.admit(1, &call(Kind::Recv, 4, 8, 0), "t").unwrap_err();
+        assert!(
+            e.detail()
+                .unwrap()
+                .contains("send #0 from rank 0 to rank 1")
+        );
+        let mut book = Book::new(2);
+        let mut max = call(Kind::AllReduce, 4, 7, 0);
+        max.op = 2;
+        book.admit(0, &call(Kind::AllReduce, 4, 7, 0), "t").unwrap();
+        assert!(book.admit(1, &max, "t").is_err());
+    }
+
+    #[test]
+    fn a_unique_id_is_its_bytes() {
+        let mut bytes = [0u8; 128];
+        bytes[0] = 2;
+        bytes[127] = 0xff;
+        let id = UniqueId::from_bytes(bytes);
+        assert_eq!(id.to_bytes(), bytes);
+        assert_eq!(UniqueId::try_from(&bytes[..]).unwrap(), id);
+        let e = UniqueId::try_from(&bytes[..100]).unwrap_err();
+        assert_eq!(e.detail(), Some("an NCCL unique id is 128 bytes, not 100"));
+        assert_eq!(format!("{id:?}"), "UniqueId(0200000000000000..)");
+    }
+}

@@ -1,0 +1,286 @@
+//! NCCL collectives (feature `nccl`): all-reduce, broadcast, reduce, all-gather,
+//! reduce-scatter, send and receive between GPUs, with the brand of each rank's context.
+//!
+//! NCCL is loaded at run time, like the driver: `libnccl.so.2` (then `libnccl.so`), or the
+//! file `CUDA_BRAND_NCCL_LIBRARY` names. Building needs nothing. PyTorch's CUDA wheels ship
+//! NCCL: point the variable at `<site-packages>/nvidia/nccl/lib/libnccl.so.2`, which
+//!
+//! ```text
+//! python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))'
+//! ```
+//!
+//! prints. NCCL 2.12 or newer is needed; without it every call is an error with
+//! [`ErrorCode::NcclNotFound`](crate::ErrorCode::NcclNotFound) (or
+//! [`NcclTooOld`](crate::ErrorCode::NcclTooOld)) saying what was tried.
+//!
+//! # Two ways to make communicators
+//!
+//! * **One process, several GPUs**: [`Clique::new`] (`ncclCommInitAll`) makes every rank at
+//!   once; each rank is then claimed inside its device's context with
+//!   [`Clique::communicator`], as a [`Communicator<'ctx>`](Communicator) of that context.
+//! * **One process (or machine) per GPU**: one rank makes a [`UniqueId`] (128 bytes), ships
+//!   its bytes to the others, and every rank joins with the `unsafe`
+//!   [`Communicator::init_rank`] (`ncclCommInitRank`).
+//!
+//! NCCL works in each device's *primary* context (it calls `cudaSetDevice`), so
+//! communicators are made with guards of [`with_primary_context`](crate::with_primary_context);
+//! another context is refused.
+//!
+//! # Operations
+//!
+//! Every operation is queued through a stream scope of the communicator's context, like
+//! any asynchronous work: `s.all_reduce(&comm, &src, &mut dst, ReduceOp::Sum)`. Element
+//! types map to NCCL's through the sealed [`NcclType`] (`i8`, `u8`, `i32`, `u32`, `i64`,
+//! `u64`, `f32`, `f64`). Operations that read one buffer and write another take two
+//! distinct borrows; the ones that read and write one buffer are the `_in_place` forms
+//! (`all_reduce_in_place(&mut buf, op)`). Several operations queued together (one thread
+//! driving several GPUs, a send and a receive at once) go in a [`group`].
+//!
+//! ```no_run
+//! use cuda_brand::nccl::{Clique, ReduceOp};
+//! use cuda_brand::{Device, with_primary_context};
+//!
+//! fn main() -> cuda_brand::Result<()> {
+//!     let devices = Device::all()?;
+//!     let clique = Clique::new(&devices)?;
+//!     // one thread per GPU, each in its own primary context
+//!     std::thread::scope(|t| {
+//!         let workers: Vec<_> = devices
+//!             .iter()
+//!             .map(|device| {
+//!                 let clique = &clique;
+//!                 t.spawn(move || {
+//!                     with_primary_context(device, |ctx| {
+//!                         let comm = clique.communicator(ctx)?;
+//!                         let mut grads = ctx.from_slice(&[comm.rank() as f32; 1024])?;
+//!                         ctx.stream()?.scope(|s| s.all_reduce_in_place(&comm, &mut grads, ReduceOp::Sum))?;
+//!                         comm.async_error()?;
+//!                         Ok::<_, cuda_brand::Error>(grads.to_vec()?[0])
+//!                     })
+//!                 })
+//!             })
+//!             .collect();
+//!         let n = devices.len() as f32;
+//!         for w in workers {
+//!             assert_eq!(w.join().unwrap()?, n * (n - 1.0) / 2.0); // 0 + 1 + ... + (n - 1)
+//!         }
+//!         Ok(())
+//!     })
+//! }
+//! ```
+//!
+//! # What the brand adds
+//!
+//! NCCL's C API takes a communicator, raw device pointers, counts and a stream, and trusts
+//! all of them. Each rule below is a compile error (pinned by `ui-tests/nccl/`) or a check
+//! made before NCCL is called:
+//!
+//! 1. **A communicator lives inside its context.** `Communicator<'ctx>` carries the brand
+//!    of the context it was claimed or created in: it cannot be returned from the
+//!    `with_primary_context` closure, so it is destroyed (or handed back to its clique)
+//!    before the context goes. In C, nothing stops `ncclCommDestroy` running after the
+//!    context's resources are gone.
+//! 2. **One context per operation.** The communicator, the scope's stream and every buffer
+//!    of an operation share one `'ctx`: a buffer of device 1 given to device 0's rank, or a
+//!    communicator used on another context's stream, does not compile. With several
+//!    devices, each rank is claimed inside its own device's context, so each has its own
+//!    brand; the [`Clique`] that made them carries none (it only hands ranks out, each at
+//!    most once at a time).
+//! 3. **Buffers stay borrowed until the GPU is done.** A scope borrows the communicator and
+//!    every buffer of an operation until it has synchronized its stream, exactly as for a
+//!    copy or a launch: dropping, reading or writing `dst` while an all-reduce may still
+//!    write it does not compile.
+//! 4. **In place or out of place is in the types.** `all_reduce(&comm, &src, &mut dst, op)`
+//!    takes a shared and an exclusive borrow, so `src` and `dst` cannot be one buffer;
+//!    `all_reduce_in_place(&comm, &mut buf, op)` is the form that reads and writes one.
+//!    Two views of one bound buffer that overlap (which the borrow checker cannot see) are
+//!    refused before NCCL is called.
+//! 5. **Lengths are checked before NCCL.** `src` and `dst` of an all-reduce, broadcast or
+//!    reduce have equal lengths; an all-gather's destination is `ranks × n` for an `n`
+//!    source, a reduce-scatter's source `ranks × n` for an `n` destination; roots and peers
+//!    are ranks of the communicator. NCCL takes one count and trusts the buffers to hold
+//!    what it implies.
+//! 6. **Element types are NCCL's.** [`NcclType`] is sealed: only the eight types whose
+//!    `ncclDataType_t` the crate knows can be reduced or sent, so a count is never
+//!    multiplied by the wrong size.
+//! 7. **A group cannot be left open, and its scopes outlive it.** [`group`] is a closure:
+//!    its operations are queued when the closure returns (`ncclGroupStart` ... `ncclGroupEnd`
+//!    around them), and the scopes they use must have been opened outside it, so every
+//!    scope synchronizes *after* NCCL has queued the group's work. A scope opened inside the
+//!    group does not compile: it would end, and release its buffers, before the group's
+//!    work was even queued. Inside one group, no operation may write memory another touches
+//!    (NCCL may run them concurrently).
+//! 8. **The ranks agree.** NCCL matches each rank's operation with its peers' by order and
+//!    trusts the counts to match; a peer with a larger count can write past this rank's
+//!    buffer (NCCL 2.22 and older write receive buffers of ranks in one process directly).
+//!    For a [`Clique`] the crate sees every rank and checks each operation against the
+//!    peers' operation at the same place, before NCCL sees it. For
+//!    [`Communicator::init_rank`] the other ranks are in other processes: agreeing is the
+//!    one promise of its `unsafe`.
+//!
+//! What the brand does not cover: a rank that never issues its side of an operation leaves
+//! its peers waiting on the GPU, and their scopes' synchronization never returns (NCCL's
+//! remedy, `ncclCommAbort` from a watchdog thread, is not wrapped). Poll
+//! [`Communicator::async_error`] between operations to learn of a failed peer or network.
+//!
+//! # Errors
+//!
+//! A failed NCCL call is an [`Error`](crate::Error) naming the entry point, with
+//! [`ErrorCode::Nccl`](crate::ErrorCode::Nccl) and NCCL's last message (`ncclGetLastError`)
+//! as its detail where NCCL logged one: `ncclCommInitAll failed: ncclInvalidUsage (invalid
+//! usage)` for a device listed twice in a [`Clique`], then NCCL's text. The crate's own
+//! checks name the crate's call (`StreamScope::all_gather failed: CUDA_ERROR_INVALID_VALUE
+//! (invalid argument): the destination has 3 elements, but gathering 4 from each of 1 ranks
+//! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
+//! [`Communicator::async_error`].
+
+mod code;
+mod comm;
+mod ops;
+mod sys;
+
+pub use code::NcclCode;
+pub use comm::{Clique, Communicator, UniqueId};
+pub use ops::{Group, Grouped, group};
+pub use sys::{ncclComm, ncclComm_t};
+
+use std::ffi::c_int;
+use std::fmt;
+
+use crate::error::Result;
+use crate::memory::DeviceCopy;
+
+/// The NCCL library's version (`ncclGetVersion`), loading the library if it is not yet
+/// loaded. Needs no GPU.
+///
+/// ```no_run
+/// let v = cuda_brand::nccl::version()?;
+/// assert!(v >= cuda_brand::nccl::Version { major: 2, minor: 12, patch: 0 });
+/// println!("NCCL {v}");
+/// # Ok::<(), cuda_brand::Error>(())
+/// ```
+pub fn version() -> Result<Version> {
+    let (major, minor, patch) = sys::decode_version(sys::version()?);
+    Ok(Version {
+        major,
+        minor,
+        patch,
+    })
+}
+
+/// An NCCL version, e.g. 2.21.5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    /// The major version (2).
+    pub major: u32,
+    /// The minor version.
+    pub minor: u32,
+    /// The patch level.
+    pub patch: u32,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// How a collective combines the ranks' elements (`ncclRedOp_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// `ncclSum`.
+    Sum,
+    /// `ncclProd`.
+    Prod,
+    /// `ncclMax`.
+    Max,
+    /// `ncclMin`.
+    Min,
+    /// `ncclAvg`: the sum divided by the rank count (integer division for integer types).
+    Avg,
+}
+
+impl ReduceOp {
+    /// The `ncclRedOp_t` value.
+    pub const fn raw(self) -> c_int {
+        match self {
+            ReduceOp::Sum => 0,
+            ReduceOp::Prod => 1,
+            ReduceOp::Max => 2,
+            ReduceOp::Min => 3,
+            ReduceOp::Avg => 4,
+        }
+    }
+
+    /// The operation of an `ncclRedOp_t` value, if it is a built-in one.
+    pub const fn from_raw(raw: c_int) -> Option<ReduceOp> {
+        match raw {
+            0 => Some(ReduceOp::Sum),
+            1 => Some(ReduceOp::Prod),
+            2 => Some(ReduceOp::Max),
+            3 => Some(ReduceOp::Min),
+            4 => Some(ReduceOp::Avg),
+            _ => None,
+        }
+    }
+}
+
+/// Element types NCCL can send and reduce, each with its `ncclDataType_t`: `i8`, `u8`,
+/// `i32`, `u32`, `i64`, `u64`, `f32`, `f64`. Sealed: the data type decides how many bytes
+/// NCCL reads and writes per element.
+///
+/// ```
+/// use cuda_brand::nccl::NcclType;
+/// assert_eq!(<f32 as NcclType>::datatype(), 7); // ncclFloat32
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type NCCL can send or reduce",
+    label = "not one of NCCL's data types",
+    note = "NCCL's element types here are `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32` and `f64`; send other plain data as bytes (`u8`) or as a wider integer"
+)]
+pub trait NcclType: DeviceCopy + sealed::Sealed {
+    /// The `ncclDataType_t` value.
+    fn datatype() -> c_int {
+        <Self as sealed::Sealed>::DATATYPE
+    }
+}
+
+mod sealed {
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `NcclType`: the trait is sealed",
+        note = "the data type decides how many bytes NCCL reads and writes per element, so only the crate's eight number types have one"
+    )]
+    pub trait Sealed {
+        const DATATYPE: std::ffi::c_int;
+    }
+}
+
+macro_rules! nccl_type {
+    ($($t:ty => $datatype:literal),*) => { $(
+        impl sealed::Sealed for $t {
+            const DATATYPE: c_int = $datatype;
+        }
+        impl NcclType for $t {}
+    )* };
+}
+nccl_type!(i8 => 0, u8 => 1, i32 => 2, u32 => 3, i64 => 4, u64 => 5, f32 => 7, f64 => 8);
+
+// The sizes NCCL assumes for each data type are the Rust types' sizes.
+const _: () = {
+    use std::mem::size_of;
+    assert!(size_of::<i8>() == 1 && size_of::<u8>() == 1);
+    assert!(size_of::<i32>() == 4 && size_of::<u32>() == 4 && size_of::<f32>() == 4);
+    assert!(size_of::<i64>() == 8 && size_of::<u64>() == 8 && size_of::<f64>() == 8);
+};
+
+// The thread rules, as the docs state them.
+mod facts {
+    use super::*;
+    use static_assertions::{assert_impl_all, assert_not_impl_any};
+
+    assert_impl_all!(Communicator<'static>: Send);
+    assert_not_impl_any!(Communicator<'static>: Sync);
+    assert_impl_all!(Clique: Send, Sync);
+    assert_not_impl_any!(Group<'static>: Send, Sync);
+    assert_impl_all!(UniqueId: Send, Sync, Copy);
+}

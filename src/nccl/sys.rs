@@ -1,0 +1,629 @@
+//! The private NCCL layer: the only code that calls into the NCCL library.
+//!
+//! # Loading
+//!
+//! As with the driver (see `src/driver.rs`), nothing links against NCCL: `libnccl.so.2`
+//! (then `libnccl.so`) is opened at run time with `libloading`, on the first call that
+//! needs it and once per process; `CUDA_BRAND_NCCL_LIBRARY=/path/to/libnccl.so.2` loads
+//! that file instead. A library that cannot be opened is an [`Error`] with
+//! [`ErrorCode::NcclNotFound`]; one older than NCCL 2.12, or without an entry point the
+//! crate needs, [`ErrorCode::NcclTooOld`]. Every call then returns that error.
+//!
+//! # The context stack
+//!
+//! NCCL is built on the CUDA runtime and calls `cudaSetDevice` inside `ncclCommInitAll`,
+//! `ncclCommInitRank`, `ncclGroupEnd` (and so inside every collective issued outside a
+//! group) and `ncclCommDestroy`. `cudaSetDevice` *replaces* the top of the calling thread's
+//! context stack with the device's primary context (or pushes it onto an empty stack), and
+//! does not always put back what it replaced (not on its error paths). The crate keeps the
+//! stack exactly as it was around every NCCL call: [`keep_stack`] pushes the context the
+//! call belongs to, runs it, puts back the top of the stack if NCCL changed it
+//! (`cuCtxSetCurrent`), and pops.
+
+#![allow(non_camel_case_types, non_snake_case)]
+
+use std::ffi::{OsStr, c_char, c_int, c_void};
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use cuda_driver_sys::CUctx_st;
+
+use super::NcclCode;
+use crate::driver::{self, CUcontext, CUdeviceptr, CUstream};
+use crate::error::{Error, ErrorCode, Result};
+
+/// `struct ncclComm` (opaque).
+#[repr(C)]
+pub struct ncclComm {
+    _opaque: [u8; 0],
+}
+
+/// `ncclComm_t`: an NCCL communicator handle.
+pub type ncclComm_t = *mut ncclComm;
+
+/// `NCCL_UNIQUE_ID_BYTES`.
+pub(crate) const UNIQUE_ID_BYTES: usize = 128;
+
+/// `ncclUniqueId`: `struct { char internal[128]; }`, passed by value to
+/// `ncclCommInitRank`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct ncclUniqueId {
+    pub(crate) internal: [u8; UNIQUE_ID_BYTES],
+}
+
+/// The minimum NCCL: 2.12 (`ncclGetVersion` code 21200), which has every entry point and
+/// reduction this crate uses (`ncclAvg` came in 2.10, `ncclCommGetAsyncError` in 2.4,
+/// point-to-point calls in 2.7); `ncclGetLastError` (2.13) is optional.
+pub(crate) const MINIMUM_NCCL: i32 = 21200;
+
+/// The environment variable that names the NCCL library to load instead of the default
+/// names.
+pub(crate) const NCCL_LIBRARY_VAR: &str = "CUDA_BRAND_NCCL_LIBRARY";
+
+/// The files tried, in order, when [`NCCL_LIBRARY_VAR`] is not set.
+const NCCL_LIBRARIES: &[&str] = &["libnccl.so.2", "libnccl.so"];
+
+/// What every "not found" error ends with.
+const GET_NCCL: &str = "install NCCL 2.12 or newer (Debian and Ubuntu: libnccl2), or set \
+     CUDA_BRAND_NCCL_LIBRARY to a libnccl.so.2; PyTorch's CUDA wheels ship one at \
+     <site-packages>/nvidia/nccl/lib/libnccl.so.2 (python3 -c 'import nvidia.nccl, os; \
+     print(os.path.join(list(nvidia.nccl.__path__)[0], \"lib\", \"libnccl.so.2\"))')";
+
+/// What [`Error::call`] is when loading NCCL failed.
+pub(crate) const LOAD_NCCL: &str = "loading the NCCL library";
+
+/// NCCL's entry points, loaded once.
+///
+/// # Safety of the calls
+///
+/// Stated here once for every call this module makes through the table:
+///
+/// - each pointer was read from the library under the symbol's own name and has the
+///   signature `nccl.h` gives it (`ncclResult_t` and the enums `ncclDataType_t`,
+///   `ncclRedOp_t` are C `enum`s of `int` size, read as `u32`/`c_int`; `cudaStream_t` is
+///   `CUstream`); the library is never unloaded, so the pointers stay valid for the whole
+///   process;
+/// - every out-pointer is `&mut` of a live local with the C type's size;
+/// - every communicator, stream and device address comes from the caller of an `unsafe fn`
+///   wrapper, whose `# Safety` section says what NCCL requires of it.
+struct Nccl {
+    version: i32,
+    GetUniqueId: unsafe extern "C" fn(*mut ncclUniqueId) -> u32,
+    CommInitRank: unsafe extern "C" fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int) -> u32,
+    CommInitAll: unsafe extern "C" fn(*mut ncclComm_t, c_int, *const c_int) -> u32,
+    CommDestroy: unsafe extern "C" fn(ncclComm_t) -> u32,
+    CommGetAsyncError: unsafe extern "C" fn(ncclComm_t, *mut c_int) -> u32,
+    GetErrorString: unsafe extern "C" fn(c_int) -> *const c_char,
+    GetLastError: Option<unsafe extern "C" fn(ncclComm_t) -> *const c_char>,
+    AllReduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        c_int,
+        ncclComm_t,
+        CUstream,
+    ) -> u32,
+    Broadcast: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        c_int,
+        ncclComm_t,
+        CUstream,
+    ) -> u32,
+    Reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        c_int,
+        c_int,
+        ncclComm_t,
+        CUstream,
+    ) -> u32,
+    AllGather:
+        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, ncclComm_t, CUstream) -> u32,
+    ReduceScatter: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        c_int,
+        ncclComm_t,
+        CUstream,
+    ) -> u32,
+    Send: unsafe extern "C" fn(*const c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> u32,
+    Recv: unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> u32,
+    GroupStart: unsafe extern "C" fn() -> u32,
+    GroupEnd: unsafe extern "C" fn() -> u32,
+}
+
+/// The loaded table, or why it could not be loaded (the same outcome for every call).
+static NCCL: OnceLock<Result<Nccl>> = OnceLock::new();
+
+/// The table, loading it on first use.
+fn nccl() -> Result<&'static Nccl> {
+    match NCCL.get_or_init(|| load(std::env::var_os(NCCL_LIBRARY_VAR).as_deref())) {
+        Ok(table) => Ok(table),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// Opens the library (`file`, or the default names when `None` or empty) and reads the
+/// table from it. The library is never closed.
+fn load(file: Option<&OsStr>) -> Result<Nccl> {
+    let file = file.filter(|f| !f.is_empty());
+    let (library, name) = open(file)?;
+    let library: &'static libloading::Library = Box::leak(Box::new(library));
+    macro_rules! sym {
+        ($symbol:literal) => {
+            // SAFETY: the field this goes to has the signature nccl.h gives the symbol
+            // (the table's first rule).
+            match unsafe { library.get(concat!($symbol, "\0").as_bytes()) } {
+                Ok(f) => *f,
+                Err(_) => return Err(lacks(&name, $symbol)),
+            }
+        };
+    }
+    let get_version: unsafe extern "C" fn(*mut c_int) -> u32 = sym!("ncclGetVersion");
+    let mut version = 0;
+    // SAFETY: takes only its out-pointer, a live local.
+    if unsafe { get_version(&mut version) } != 0 {
+        version = 0;
+    }
+    if version < MINIMUM_NCCL {
+        return Err(Error::with_detail(
+            LOAD_NCCL,
+            ErrorCode::NcclTooOld,
+            format!(
+                "cuda-brand needs NCCL {} or newer; {name} is NCCL {}",
+                version_text(MINIMUM_NCCL),
+                version_text(version)
+            ),
+        ));
+    }
+    Ok(Nccl {
+        version,
+        GetUniqueId: sym!("ncclGetUniqueId"),
+        CommInitRank: sym!("ncclCommInitRank"),
+        CommInitAll: sym!("ncclCommInitAll"),
+        CommDestroy: sym!("ncclCommDestroy"),
+        CommGetAsyncError: sym!("ncclCommGetAsyncError"),
+        GetErrorString: sym!("ncclGetErrorString"),
+        // SAFETY: as in `sym!`.
+        GetLastError: unsafe { library.get(b"ncclGetLastError\0") }
+            .ok()
+            .map(|f| *f),
+        AllReduce: sym!("ncclAllReduce"),
+        Broadcast: sym!("ncclBroadcast"),
+        Reduce: sym!("ncclReduce"),
+        AllGather: sym!("ncclAllGather"),
+        ReduceScatter: sym!("ncclReduceScatter"),
+        Send: sym!("ncclSend"),
+        Recv: sym!("ncclRecv"),
+        GroupStart: sym!("ncclGroupStart"),
+        GroupEnd: sym!("ncclGroupEnd"),
+    })
+}
+
+/// Opens the first library that loads, returning it and the name it was opened under.
+fn open(file: Option<&OsStr>) -> Result<(libloading::Library, String)> {
+    let names: Vec<&OsStr> = match file {
+        Some(file) => vec![file],
+        None => NCCL_LIBRARIES.iter().map(OsStr::new).collect(),
+    };
+    let mut failures = Vec::new();
+    for name in names {
+        // SAFETY: loading NCCL runs its initialisers, which have no preconditions; nothing
+        // else is assumed of the file until its symbols are read.
+        match unsafe { libloading::Library::new(name) } {
+            Ok(library) => return Ok((library, name.to_string_lossy().into_owned())),
+            Err(e) => failures.push(error_chain(&e)),
+        }
+    }
+    let detail = match file {
+        Some(file) => format!(
+            "{NCCL_LIBRARY_VAR}={} could not be loaded ({}): point it at a libnccl.so.2, or \
+             unset it; {GET_NCCL}",
+            file.to_string_lossy(),
+            failures.join("; ")
+        ),
+        None => format!(
+            "{} could not be loaded ({}): {GET_NCCL}",
+            NCCL_LIBRARIES.join(" and "),
+            failures.join("; ")
+        ),
+    };
+    Err(Error::with_detail(
+        LOAD_NCCL,
+        ErrorCode::NcclNotFound,
+        detail,
+    ))
+}
+
+/// An error and its sources, as one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cold]
+fn lacks(file: &str, symbol: &str) -> Error {
+    Error::with_detail(
+        LOAD_NCCL,
+        ErrorCode::NcclTooOld,
+        format!(
+            "{file} has no {symbol}: cuda-brand needs NCCL {} or newer",
+            version_text(MINIMUM_NCCL)
+        ),
+    )
+}
+
+/// `(major, minor, patch)` of an `ncclGetVersion` code: `major * 10000 + minor * 100 +
+/// patch` since NCCL 2.9, `major * 1000 + minor * 100 + patch` before.
+pub(crate) const fn decode_version(code: i32) -> (u32, u32, u32) {
+    let code = if code < 0 { 0 } else { code as u32 };
+    if code >= 10000 {
+        (code / 10000, code % 10000 / 100, code % 100)
+    } else {
+        (code / 1000, code % 1000 / 100, code % 100)
+    }
+}
+
+fn version_text(code: i32) -> String {
+    match code {
+        0 => "of an unknown version".to_owned(),
+        _ => {
+            let (major, minor, patch) = decode_version(code);
+            format!("{major}.{minor}.{patch}")
+        }
+    }
+}
+
+/// The loaded library's `ncclGetVersion` code.
+pub(crate) fn version() -> Result<i32> {
+    Ok(nccl()?.version)
+}
+
+/// Turns an `ncclResult_t` into a `Result`, naming the call; the detail is NCCL's last
+/// warning (`ncclGetLastError`), where there is one.
+fn check(call: &'static str, raw: u32) -> Result<()> {
+    match NcclCode::from_raw(raw) {
+        None => Ok(()),
+        Some(code) => Err(failure(call, code)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn failure(call: &'static str, code: NcclCode) -> Error {
+    match last_error() {
+        Some(text) => Error::with_detail(call, ErrorCode::Nccl(code), text),
+        None => Error::new(call, ErrorCode::Nccl(code)),
+    }
+}
+
+/// The size of NCCL's `char ncclLastError[1024]` (`src/debug.cc`, NCCL 2.13 to 2.30).
+const LAST_ERROR_BYTES: usize = 1024;
+
+/// NCCL's last warning (`ncclGetLastError`), if the library has the call and the text is
+/// not empty.
+fn last_error() -> Option<String> {
+    let f = nccl().ok()?.GetLastError?;
+    // SAFETY: the communicator argument is unused by every NCCL that has the call (it
+    // returns its process-wide buffer); null is what NCCL's own examples pass for "any".
+    let text = unsafe { f(std::ptr::null_mut()) };
+    if text.is_null() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    for i in 0..LAST_ERROR_BYTES {
+        // SAFETY: `text` is NCCL's static `char[1024]` buffer, so every byte below 1024 is
+        // readable for the whole process. NCCL rewrites it (under a lock it does not
+        // expose) when any thread logs a warning; reading byte by byte with volatile loads
+        // and never past the buffer keeps a concurrent rewrite from making this read
+        // anything but the buffer (at worst the text mixes two messages).
+        let byte = unsafe { text.cast::<u8>().wrapping_add(i).read_volatile() };
+        if byte == 0 {
+            break;
+        }
+        bytes.push(byte);
+    }
+    let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+/// NCCL's own description of `code` (`ncclGetErrorString`), for tests.
+#[allow(dead_code)]
+pub(crate) fn error_string(code: NcclCode) -> Result<String> {
+    let f = nccl()?.GetErrorString;
+    // SAFETY: takes a plain value; NCCL returns a static NUL-terminated string.
+    let text = unsafe { f(code.raw() as c_int) };
+    if text.is_null() {
+        return Ok(String::new());
+    }
+    // SAFETY: a static NUL-terminated string of NCCL's (`ncclGetErrorString` returns
+    // literals only).
+    let text = unsafe { std::ffi::CStr::from_ptr(text) };
+    Ok(text.to_string_lossy().into_owned())
+}
+
+/// Runs `f`, one NCCL call, with `push` (if given) pushed on the calling thread's context
+/// stack, and leaves the stack as it found it (see the module docs): if NCCL's
+/// `cudaSetDevice` replaced the top, the top is put back with `cuCtxSetCurrent`. Without
+/// `push` and without a driver library, `f` just runs.
+///
+/// # Safety
+/// `push` is a live context that stays alive while `f` runs.
+pub(crate) unsafe fn keep_stack<T>(
+    push: Option<NonNull<CUctx_st>>,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let before = match driver::ctx_get_current() {
+        Ok(top) => Some(top),
+        Err(e) if push.is_some() => return Err(e),
+        Err(_) => None,
+    };
+    if let Some(ctx) = push {
+        // SAFETY: the caller guarantees the context; it is popped below.
+        unsafe { driver::ctx_push(ctx.as_ptr()) }?;
+    }
+    let expected: Option<CUcontext> = push.map(NonNull::as_ptr).or(before);
+    let result = f();
+    let restored = match expected {
+        Some(top) => restore_top(top),
+        None => Ok(()),
+    };
+    let popped = match push {
+        Some(ctx) => match driver::ctx_pop() {
+            Ok(top) if top == ctx.as_ptr() => Ok(()),
+            Ok(_) => Err(Error::with_detail(
+                "cuCtxPopCurrent_v2",
+                ErrorCode::InvalidContext,
+                "after an NCCL call, the context pushed for it was not on top of the stack",
+            )),
+            Err(e) => Err(e),
+        },
+        None => Ok(()),
+    };
+    let value = result?;
+    restored?;
+    popped?;
+    Ok(value)
+}
+
+/// Makes `top` the top of the calling thread's stack again if an NCCL call replaced it
+/// (null: an empty stack, which NCCL's `cudaSetDevice` may have given an entry).
+fn restore_top(top: CUcontext) -> Result<()> {
+    if driver::ctx_get_current()? == top {
+        return Ok(());
+    }
+    // SAFETY: `top` was on top of this thread's stack before the NCCL call (pushed by
+    // `keep_stack`, or there already, owned by whoever pushed it, who is still running: the
+    // call is synchronous), so it is alive; the entry replaced is the primary context
+    // NCCL's `cudaSetDevice` put there, which the CUDA runtime keeps retained.
+    unsafe { driver::ctx_set_current(top) }
+}
+
+/// `ncclGetUniqueId`: a new id, and (inside NCCL) the bootstrap root that ranks using it
+/// connect to, served by a thread of this process.
+pub(crate) fn get_unique_id() -> Result<ncclUniqueId> {
+    let f = nccl()?.GetUniqueId;
+    let mut id = ncclUniqueId {
+        internal: [0; UNIQUE_ID_BYTES],
+    };
+    // SAFETY: the out-pointer is a live local of the struct's size.
+    check("ncclGetUniqueId", unsafe { f(&mut id) })?;
+    Ok(id)
+}
+
+/// `ncclCommInitRank`: this process's rank `rank` of `ranks`, on the current device.
+/// Blocks until every rank has joined.
+///
+/// # Safety
+/// The primary context of the device the communicator is for is current (see
+/// [`keep_stack`]).
+pub(crate) unsafe fn comm_init_rank(
+    ranks: c_int,
+    id: &ncclUniqueId,
+    rank: c_int,
+) -> Result<ncclComm_t> {
+    let f = nccl()?.CommInitRank;
+    let mut comm = std::ptr::null_mut();
+    // SAFETY: the out-pointer is a live local; the id is passed by value; the caller makes
+    // the device current.
+    check("ncclCommInitRank", unsafe {
+        f(&mut comm, ranks, *id, rank)
+    })?;
+    Ok(comm)
+}
+
+/// `ncclCommInitAll`: one communicator per device of `devices` (CUDA ordinals), rank `i`
+/// on `devices[i]`.
+pub(crate) fn comm_init_all(devices: &[c_int]) -> Result<Vec<ncclComm_t>> {
+    let f = nccl()?.CommInitAll;
+    let mut comms = vec![std::ptr::null_mut(); devices.len()];
+    let n = c_int::try_from(devices.len()).map_err(|_| {
+        Error::with_detail(
+            "ncclCommInitAll",
+            ErrorCode::InvalidValue,
+            "too many devices",
+        )
+    })?;
+    // SAFETY: `comms` has room for one handle per device, `devices` is `n` ordinals.
+    check("ncclCommInitAll", unsafe {
+        f(comms.as_mut_ptr(), n, devices.as_ptr())
+    })?;
+    Ok(comms)
+}
+
+/// `ncclCommDestroy`.
+///
+/// # Safety
+/// `comm` is a live communicator that nothing uses afterwards, and no queued work uses
+/// it.
+pub(crate) unsafe fn comm_destroy(comm: ncclComm_t) -> Result<()> {
+    let f = nccl()?.CommDestroy;
+    // SAFETY: the caller's promise.
+    check("ncclCommDestroy", unsafe { f(comm) })
+}
+
+/// `ncclCommGetAsyncError`: the communicator's asynchronous error state (raw
+/// `ncclResult_t`, 0 for none).
+///
+/// # Safety
+/// `comm` is a live communicator.
+pub(crate) unsafe fn comm_async_error(comm: ncclComm_t) -> Result<u32> {
+    let f = nccl()?.CommGetAsyncError;
+    let mut state: c_int = 0;
+    // SAFETY: a live communicator (the caller's promise) and a live local out-pointer.
+    check("ncclCommGetAsyncError", unsafe { f(comm, &mut state) })?;
+    Ok(state as u32)
+}
+
+/// `ncclGroupStart`.
+pub(crate) fn group_start() -> Result<()> {
+    let f = nccl()?.GroupStart;
+    // SAFETY: takes nothing; balanced by `group_end` in the one caller.
+    check("ncclGroupStart", unsafe { f() })
+}
+
+/// `ncclGroupEnd`: issues the operations queued since `ncclGroupStart`.
+///
+/// # Safety
+/// Every operation queued in the group still has its memory, streams and communicators
+/// (the callers of [`launch`] inside the group keep them borrowed until their streams are
+/// synchronized).
+pub(crate) unsafe fn group_end() -> Result<()> {
+    let f = nccl()?.GroupEnd;
+    // SAFETY: the caller's promise.
+    check("ncclGroupEnd", unsafe { f() })
+}
+
+/// Which NCCL operation a [`Call`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    AllReduce,
+    Broadcast,
+    Reduce,
+    AllGather,
+    ReduceScatter,
+    Send,
+    Recv,
+}
+
+impl Kind {
+    /// The NCCL entry point.
+    pub(crate) const fn entry(self) -> &'static str {
+        match self {
+            Kind::AllReduce => "ncclAllReduce",
+            Kind::Broadcast => "ncclBroadcast",
+            Kind::Reduce => "ncclReduce",
+            Kind::AllGather => "ncclAllGather",
+            Kind::ReduceScatter => "ncclReduceScatter",
+            Kind::Send => "ncclSend",
+            Kind::Recv => "ncclRecv",
+        }
+    }
+}
+
+/// One NCCL operation's arguments, as NCCL takes them: `count` is NCCL's count argument
+/// (the send count of an all-gather, the receive count of a reduce-scatter), `peer` the
+/// root of a broadcast or reduce and the peer of a send or receive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Call {
+    pub(crate) kind: Kind,
+    pub(crate) send: CUdeviceptr,
+    pub(crate) recv: CUdeviceptr,
+    pub(crate) count: usize,
+    pub(crate) datatype: c_int,
+    pub(crate) op: c_int,
+    pub(crate) peer: c_int,
+}
+
+/// Queues `call` on `stream` through `comm` (or records it in the open group).
+///
+/// # Safety
+/// `comm` is a live communicator whose device's primary context is current, `stream` a
+/// live stream of that context; the ranges `call` names (its `count` elements of its
+/// datatype at `send` and `recv`, as NCCL reads and writes them for the operation, given
+/// this communicator's rank count) are device memory that stays valid, and that nothing
+/// else writes (nor, for the ranges written, reads) until `stream` has run the operation;
+/// every other rank issues the matching operation with matching counts (a peer may write
+/// this rank's receive range directly).
+pub(crate) unsafe fn launch(comm: ncclComm_t, call: &Call, stream: CUstream) -> Result<()> {
+    let nccl = nccl()?;
+    let (send, recv) = (
+        call.send as usize as *const c_void,
+        call.recv as usize as *mut c_void,
+    );
+    let (n, t, op, peer) = (call.count, call.datatype, call.op, call.peer);
+    // SAFETY (every arm): the caller's promise, for each entry point with its own
+    // argument order.
+    let raw = match call.kind {
+        // SAFETY: see above.
+        Kind::AllReduce => unsafe { (nccl.AllReduce)(send, recv, n, t, op, comm, stream) },
+        // SAFETY: see above.
+        Kind::Broadcast => unsafe { (nccl.Broadcast)(send, recv, n, t, peer, comm, stream) },
+        // SAFETY: see above.
+        Kind::Reduce => unsafe { (nccl.Reduce)(send, recv, n, t, op, peer, comm, stream) },
+        // SAFETY: see above.
+        Kind::AllGather => unsafe { (nccl.AllGather)(send, recv, n, t, comm, stream) },
+        // SAFETY: see above.
+        Kind::ReduceScatter => unsafe { (nccl.ReduceScatter)(send, recv, n, t, op, comm, stream) },
+        // SAFETY: see above.
+        Kind::Send => unsafe { (nccl.Send)(send, n, t, peer, comm, stream) },
+        // SAFETY: see above.
+        Kind::Recv => unsafe { (nccl.Recv)(recv, n, t, peer, comm, stream) },
+    };
+    check(call.kind.entry(), raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_codes_decode_both_ways_nccl_wrote_them() {
+        assert_eq!(decode_version(22105), (2, 21, 5));
+        assert_eq!(decode_version(21200), (2, 12, 0));
+        assert_eq!(decode_version(2804), (2, 8, 4));
+        assert_eq!(version_text(23004), "2.30.4");
+        assert_eq!(version_text(0), "of an unknown version");
+        // NCCL 2.8 is older than the minimum under either encoding
+        const { assert!(2804 < MINIMUM_NCCL) };
+    }
+
+    #[test]
+    fn a_missing_library_is_nccl_not_found_naming_what_was_tried() {
+        let e = match load(Some(OsStr::new("/nonexistent/libnccl.so.2"))) {
+            Ok(_) => panic!("loaded a file that does not exist"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code(), ErrorCode::NcclNotFound);
+        assert_eq!(e.call(), LOAD_NCCL);
+        let detail = e.detail().unwrap();
+        assert!(
+            detail.starts_with(
+                "CUDA_BRAND_NCCL_LIBRARY=/nonexistent/libnccl.so.2 could not be loaded ("
+            ),
+            "{detail}"
+        );
+        assert!(detail.contains("nvidia/nccl/lib/libnccl.so.2"), "{detail}");
+    }
+
+    #[test]
+    fn the_unique_id_has_nccls_layout() {
+        assert_eq!(std::mem::size_of::<ncclUniqueId>(), 128);
+        assert_eq!(std::mem::align_of::<ncclUniqueId>(), 1);
+    }
+}

@@ -1,0 +1,1028 @@
+//! NCCL collectives on real GPUs (`cargo test --features nccl --test nccl`), every result
+//! checked element by element. The one-GPU tests use communicators of one rank (every
+//! collective is then a copy, and a rank sends to itself); the two-GPU tests (ignored, with
+//! the reason, on one GPU) run two ranks in one thread, in two threads and in two
+//! processes.
+//!
+//! NCCL is loaded as the crate loads it: `CUDA_BRAND_NCCL_LIBRARY`, else `libnccl.so.2`. A
+//! test that finds a GPU but no NCCL fails, saying so: this binary exists to test NCCL.
+//! With PyTorch installed:
+//!
+//! ```text
+//! CUDA_BRAND_NCCL_LIBRARY=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))') \
+//!     cargo test --features nccl --test nccl
+//! ```
+
+mod common;
+
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cuda_brand::nccl::{self, Clique, Communicator, NcclCode, NcclType, ReduceOp, UniqueId, group};
+use cuda_brand::{
+    ContextFlags, ContextGuard, Device, DeviceBuffer, Error, ErrorCode, Stream, with_context,
+    with_primary_context,
+};
+
+/// Device 0, after checking that NCCL loads (a failure, naming the fix, if it does not).
+fn device0() -> Device {
+    let device = Device::get(0).expect("device 0");
+    needs_nccl();
+    device
+}
+
+fn needs_nccl() {
+    match nccl::version() {
+        Ok(v) => eprintln!("NCCL {v}"),
+        Err(e) => panic!(
+            "this test needs the NCCL library: {e}\n(set CUDA_BRAND_NCCL_LIBRARY to a libnccl.so.2)"
+        ),
+    }
+}
+
+/// Devices 0 and 1 (the harness runs a two-GPU test only where there are two).
+fn two_devices() -> (Device, Device) {
+    let n = Device::count().expect("a device count");
+    assert!(n >= 2, "needs two GPUs, this machine has {n}");
+    needs_nccl();
+    (Device::get(0).unwrap(), Device::get(1).unwrap())
+}
+
+/// Element types with a test pattern: small values, exact in every type, negative for the
+/// signed ones, so that sums of two ranks neither overflow nor round.
+trait Sample: NcclType + PartialEq + Debug {
+    fn sample(i: usize) -> Self;
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! sample {
+    ($($t:ty: $signed:literal),*) => { $(
+        impl Sample for $t {
+            fn sample(i: usize) -> Self {
+                let v = (i % 50) as i64;
+                Self::from_i64(if $signed && i % 3 == 0 { -v } else { v })
+            }
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+        }
+    )* };
+}
+sample!(i8: true, u8: false, i32: true, u32: false, i64: true, u64: false, f32: true, f64: true);
+
+fn samples<T: Sample>(n: usize, offset: usize) -> Vec<T> {
+    (0..n).map(|i| T::sample(i + offset)).collect()
+}
+
+/// A one-rank clique on device 0, and its communicator in the primary context.
+fn one_rank(
+    f: impl for<'ctx> FnOnce(ContextGuard<'ctx>, &Communicator<'ctx>) -> Result<(), Error>,
+) {
+    let device = device0();
+    let clique = Clique::new(&[device]).unwrap();
+    with_primary_context(&device, |ctx| {
+        let comm = clique.communicator(ctx)?;
+        f(ctx, &comm)
+    })
+    .unwrap();
+}
+
+fn one_rank_communicator_reports_its_rank_and_device() {
+    let device = device0();
+    let clique = Clique::new(&[device]).unwrap();
+    assert_eq!(clique.ranks(), 1);
+    assert_eq!(clique.devices(), [device]);
+    with_primary_context(&device, |ctx| {
+        let comm = clique.communicator(ctx)?;
+        assert_eq!((comm.rank(), comm.ranks(), comm.device()), (0, 1, device));
+        assert!(!comm.as_raw().is_null());
+        comm.async_error()
+    })
+    .unwrap();
+}
+
+fn identity_for_every_reduction<'ctx, T: Sample>(
+    ctx: ContextGuard<'ctx>,
+    comm: &Communicator<'ctx>,
+    stream: &Stream<'ctx>,
+) -> Result<(), Error> {
+    for n in [1usize, 1000, (1 << 16) + 3] {
+        let host = samples::<T>(n, 0);
+        let src = DeviceBuffer::from_slice(ctx, &host)?;
+        for op in [
+            ReduceOp::Sum,
+            ReduceOp::Prod,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::Avg,
+        ] {
+            let mut dst = DeviceBuffer::<T>::zeroed(ctx, n)?;
+            let mut buf = DeviceBuffer::from_slice(ctx, &host)?;
+            stream.scope(|s| {
+                s.all_reduce(comm, &src, &mut dst, op)?;
+                s.all_reduce_in_place(comm, &mut buf, op)
+            })?;
+            let (out, in_place) = (dst.to_vec()?, buf.to_vec()?);
+            for i in 0..n {
+                assert_eq!(out[i], host[i], "{op:?}, n = {n}, element {i}");
+                assert_eq!(
+                    in_place[i], host[i],
+                    "{op:?} in place, n = {n}, element {i}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn one_rank_all_reduce_equals_the_input_for_every_type_and_reduction() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        identity_for_every_reduction::<i8>(ctx, comm, &stream)?;
+        identity_for_every_reduction::<u8>(ctx, comm, &stream)?;
+        identity_for_every_reduction::<i32>(ctx, comm, &stream)?;
+        identity_for_every_reduction::<u32>(ctx, comm, &stream)?;
+        identity_for_every_reduction::<i64>(ctx, comm, &stream)?;
+        identity_for_every_reduction::<u64>(ctx, comm, &stream)?;
+        identity_for_every_reduction::<f32>(ctx, comm, &stream)?;
+        identity_for_every_reduction::<f64>(ctx, comm, &stream)?;
+        comm.async_error()
+    });
+}
+
+fn one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        let n = 4099;
+        let host = samples::<f32>(n, 7);
+        let src = ctx.from_slice(&host)?;
+        let mut outs = [
+            ctx.zeroed::<f32>(n)?,
+            ctx.zeroed::<f32>(n)?,
+            ctx.zeroed::<f32>(n)?,
+            ctx.zeroed::<f32>(n)?,
+        ];
+        let mut in_place = [
+            ctx.from_slice(&host)?,
+            ctx.from_slice(&host)?,
+            ctx.from_slice(&host)?,
+            ctx.from_slice(&host)?,
+        ];
+        stream.scope(|s| {
+            let [b, r, g, rs] = outs.each_mut();
+            s.broadcast(comm, &src, b, 0)?;
+            s.reduce(comm, &src, r, ReduceOp::Max, 0)?;
+            s.all_gather(comm, &src, g)?; // 1 rank: n × 1 elements
+            s.reduce_scatter(comm, &src, rs, ReduceOp::Sum)?;
+            let [b, r, g, rs] = in_place.each_mut();
+            s.broadcast_in_place(comm, b, 0)?;
+            s.reduce_in_place(comm, r, ReduceOp::Min, 0)?;
+            s.all_gather_in_place(comm, g)?;
+            s.reduce_scatter_in_place(comm, rs, ReduceOp::Prod)
+        })?;
+        for (what, buf) in ["broadcast", "reduce", "all-gather", "reduce-scatter"]
+            .iter()
+            .zip(&outs)
+        {
+            let out = buf.to_vec()?;
+            for i in 0..n {
+                assert_eq!(out[i], host[i], "{what}, element {i}");
+            }
+        }
+        for (what, buf) in ["broadcast", "reduce", "all-gather", "reduce-scatter"]
+            .iter()
+            .zip(&in_place)
+        {
+            let out = buf.to_vec()?;
+            for i in 0..n {
+                assert_eq!(out[i], host[i], "{what} in place, element {i}");
+            }
+        }
+        comm.async_error()
+    });
+}
+
+fn send_and_receive_to_itself_inside_a_group() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        let a = samples::<u64>(100_003, 1);
+        let b = samples::<i8>(517, 2);
+        let (src_a, src_b) = (ctx.from_slice(&a)?, ctx.from_slice(&b)?);
+        let mut dst_a = ctx.zeroed::<u64>(a.len())?;
+        let mut dst_b = ctx.zeroed::<i8>(b.len())?;
+        stream.scope(|s| {
+            // two sends and two receives, one group: all four in flight together
+            group(|g| {
+                g.on(s).send(comm, &src_a, 0)?;
+                g.on(s).recv(comm, &mut dst_a, 0)?;
+                g.on(s).send(comm, &src_b, 0)?;
+                g.on(s).recv(comm, &mut dst_b, 0)
+            })
+        })?;
+        assert_eq!(dst_a.to_vec()?, a);
+        assert_eq!(dst_b.to_vec()?, b);
+        comm.async_error()
+    });
+}
+
+fn expect_invalid(result: Result<(), Error>, call: &str, detail: &str) {
+    let e = result.expect_err(call);
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    assert_eq!(e.call(), call, "{e}");
+    let text = e.detail().unwrap_or_default();
+    assert!(text.contains(detail), "{call}: {text:?} lacks {detail:?}");
+}
+
+fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        let src = ctx.from_slice(&[1i32, 2, 3, 4])?;
+        let mut short = ctx.zeroed::<i32>(3)?;
+        let mut buf = ctx.from_slice(&[5i32, 6, 7, 8, 9, 10])?;
+        stream.scope(|s| {
+            let d = s.bind_mut(&mut short);
+            expect_invalid(
+                s.all_reduce(comm, &src, d, ReduceOp::Sum),
+                "StreamScope::all_reduce",
+                "the source has 4 elements but the destination has 3",
+            );
+            expect_invalid(
+                s.all_gather(comm, &src, d),
+                "StreamScope::all_gather",
+                "the destination has 3 elements, but gathering 4 from each of 1 ranks needs 4",
+            );
+            expect_invalid(
+                s.reduce_scatter(comm, &src, d, ReduceOp::Sum),
+                "StreamScope::reduce_scatter",
+                "the source has 4 elements, but scattering 3 to each of 1 ranks needs 3",
+            );
+            expect_invalid(
+                s.broadcast_in_place(comm, d, 1),
+                "StreamScope::broadcast_in_place",
+                "the root is rank 1, but the communicator has 1 rank(s)",
+            );
+            expect_invalid(
+                s.reduce(comm, &src, d, ReduceOp::Sum, 2),
+                "StreamScope::reduce",
+                "the root is rank 2",
+            );
+            expect_invalid(
+                s.send(comm, &src, 1),
+                "StreamScope::send",
+                "the peer is rank 1",
+            );
+            expect_invalid(
+                s.recv(comm, d, 5),
+                "StreamScope::recv",
+                "the peer is rank 5",
+            );
+            // two views of one bound buffer that overlap: the borrow checker cannot see it
+            let b = s.bind_mut(&mut buf);
+            expect_invalid(
+                s.all_reduce(comm, b.slice(0..4).as_ref(), b.slice(2..6), ReduceOp::Sum),
+                "StreamScope::all_reduce",
+                "the source (16 bytes at",
+            );
+            // nothing reached NCCL: the communicator still works, on views apart
+            s.all_reduce(comm, b.slice(0..3).as_ref(), b.slice(3..6), ReduceOp::Sum)
+        })?;
+        assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
+        comm.async_error()
+    });
+}
+
+fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
+    one_rank(|ctx, comm| {
+        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let mut x = ctx.from_slice(&[1u32, 2, 3, 4])?;
+        let mut y = ctx.zeroed::<u32>(4)?;
+        a.scope(|s| {
+            let d = s.bind_mut(&mut x);
+            // a send of the first half and a receive over the middle: one group is one
+            // operation, and NCCL may run its parts at once
+            let e = group(|g| {
+                g.on(s).send(comm, d.slice(0..2).as_ref(), 0)?;
+                g.on(s).recv(comm, d.slice(1..3), 0)
+            })
+            .unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+            assert_eq!(e.call(), "group");
+            let detail = e.detail().unwrap();
+            assert!(
+                detail.starts_with("the source of Grouped::send (8 bytes at")
+                    && detail.contains("the destination of Grouped::recv (8 bytes at"),
+                "{detail}"
+            );
+            // nothing was queued: the same pair on disjoint halves works
+            group(|g| {
+                g.on(s).send(comm, d.slice(0..2).as_ref(), 0)?;
+                g.on(s).recv(comm, d.slice(2..4), 0)
+            })
+        })?;
+        assert_eq!(x.to_vec()?, [1, 2, 1, 2]);
+        a.scope_with(&b, |sa, _sb| {
+            let e = group(|g| g.on(sa).all_reduce(comm, &x, &mut y, ReduceOp::Sum)).unwrap_err();
+            assert_eq!(e.call(), "Grouped::all_reduce");
+            assert!(e.detail().unwrap().contains("scopes of one stream"), "{e}");
+            Ok(())
+        })?;
+        comm.async_error()
+    });
+}
+
+fn collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams() {
+    one_rank(|ctx, comm| {
+        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let n = 1 << 22;
+        let mut src = ctx.zeroed::<f32>(n)?;
+        let mut dst = ctx.zeroed::<f32>(n)?;
+        let mut host = vec![0.0f32; n];
+        for round in 1..=3 {
+            a.scope_with(&b, |sa, sb| {
+                let (x, y) = (sa.bind_mut(&mut src), sa.bind_mut(&mut dst));
+                sa.fill(x, round as f32)?; // stream a writes the source
+                sb.all_reduce(comm, x.as_ref(), y, ReduceOp::Sum)?; // b waits for it
+                sa.copy_to_host(&mut host, y) // and a waits for b
+            })?;
+            assert!(
+                host.iter().all(|&v| v == round as f32),
+                "round {round}: {:?}",
+                &host[..4]
+            );
+        }
+        comm.async_error()
+    });
+}
+
+fn communicators_need_the_primary_context() {
+    let device = device0();
+    let clique = Clique::new(&[device]).unwrap();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let e = clique.communicator(ctx).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidContext, "{e}");
+        assert!(e.detail().unwrap().contains("with_primary_context"), "{e}");
+        let id = UniqueId::new()?;
+        // SAFETY: refused before NCCL is called (the context is not the primary one).
+        let e = unsafe { Communicator::init_rank(ctx, &id, 1, 0) }.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidContext, "{e}");
+        assert_eq!(e.call(), "Communicator::init_rank");
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn a_clique_rank_is_claimed_by_one_communicator_at_a_time() {
+    let device = device0();
+    let clique = Clique::new(&[device]).unwrap();
+    with_primary_context(&device, |ctx| {
+        let comm = clique.communicator(ctx)?;
+        let e = clique.communicator(ctx).unwrap_err();
+        assert!(e.detail().unwrap().contains("claimed already"), "{e}");
+        drop(comm);
+        let again = clique.communicator(ctx)?;
+        again.async_error()
+    })
+    .unwrap();
+    // and in another entry of the primary context, with another brand
+    with_primary_context(&device, |ctx| {
+        let comm = clique.communicator(ctx)?;
+        let mut x = ctx.from_slice(&[3u8; 5])?;
+        ctx.stream()?
+            .scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Max))?;
+        assert_eq!(x.to_vec()?, [3; 5]);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn nccl_calls_leave_the_context_stack_as_they_found_it() {
+    let device = device0();
+    assert!(common::current().is_null());
+    // NCCL's cudaSetDevice would leave the primary context current on an empty stack
+    let clique = Clique::new(&[device]).unwrap();
+    assert!(
+        common::current().is_null(),
+        "Clique::new left a context current"
+    );
+    with_context(&device, ContextFlags::default(), |other| {
+        // a non-primary context on top: NCCL's cudaSetDevice would replace it
+        let inner = Clique::new(&[device])?;
+        assert_eq!(common::current(), other.as_raw());
+        with_primary_context(&device, |ctx| {
+            let comm = inner.communicator(ctx)?;
+            let mut x = ctx.from_slice(&[1i64; 64])?;
+            let stream = ctx.stream()?;
+            stream.scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))?;
+            assert_eq!(common::current(), ctx.as_raw());
+            stream.scope(|s| group(|g| g.on(s).broadcast_in_place(&comm, &mut x, 0)))?;
+            assert_eq!(common::current(), ctx.as_raw());
+            // a scope on a thread where no context is current at all
+            let shared = ctx.share();
+            let dst = std::thread::scope(|t| {
+                t.spawn(move || {
+                    assert!(common::current().is_null());
+                    let mut dst = shared.enter(|c| c.zeroed::<i64>(64))?;
+                    assert!(common::current().is_null());
+                    stream.scope(|s| s.all_reduce(&comm, &x, &mut dst, ReduceOp::Sum))?;
+                    assert!(common::current().is_null(), "an operation left a context");
+                    stream.scope(|s| {
+                        group(|g| g.on(s).all_reduce(&comm, &x, &mut dst, ReduceOp::Max))
+                    })?;
+                    assert!(common::current().is_null(), "a group left a context");
+                    comm.async_error()?;
+                    assert!(common::current().is_null());
+                    dst.to_vec()
+                })
+                .join()
+                .unwrap()
+            })?;
+            assert_eq!(dst, [1i64; 64]);
+            Ok::<_, Error>(())
+        })?;
+        assert_eq!(common::current(), other.as_raw());
+        drop(inner);
+        assert_eq!(common::current(), other.as_raw());
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    drop(clique);
+    assert!(common::current().is_null());
+}
+
+fn a_one_rank_communicator_from_a_unique_id_all_reduces() {
+    let device = device0();
+    let id = UniqueId::new().unwrap();
+    with_primary_context(&device, |ctx| {
+        // SAFETY: a communicator of one rank has no other rank to disagree with.
+        let comm = unsafe { Communicator::init_rank(ctx, &id, 1, 0) }?;
+        assert_eq!((comm.rank(), comm.ranks(), comm.device()), (0, 1, device));
+        let host = samples::<f64>(10_007, 3);
+        let src = ctx.from_slice(&host)?;
+        let mut dst = ctx.zeroed::<f64>(host.len())?;
+        ctx.stream()?
+            .scope(|s| s.all_reduce(&comm, &src, &mut dst, ReduceOp::Sum))?;
+        assert_eq!(dst.to_vec()?, host);
+        comm.async_error()
+    })
+    .unwrap();
+    // a bad rank is refused before NCCL is called
+    with_primary_context(&device, |ctx| {
+        // SAFETY: refused before NCCL is called.
+        let e = unsafe { Communicator::init_rank(ctx, &id, 2, 2) }.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn async_error_is_ok_on_a_healthy_communicator_before_and_after_work() {
+    one_rank(|ctx, comm| {
+        comm.async_error()?;
+        let mut x = ctx.from_slice(&[2u32; 1000])?;
+        let stream = ctx.stream()?;
+        for _ in 0..10 {
+            stream.scope(|s| s.all_reduce_in_place(comm, &mut x, ReduceOp::Prod))?;
+            comm.async_error()?;
+        }
+        assert_eq!(x.to_vec()?, [2; 1000]);
+        Ok(())
+    });
+}
+
+fn a_device_listed_twice_is_refused_by_nccl_with_its_code() {
+    let device = device0();
+    let e = Clique::new(&[device, device]).unwrap_err();
+    println!("NCCL said: {e}");
+    assert_eq!(e.code(), ErrorCode::Nccl(NcclCode::InvalidUsage), "{e}");
+    assert_eq!(e.call(), "ncclCommInitAll");
+    assert!(common::current().is_null());
+    // and a clique made afterwards works
+    let clique = Clique::new(&[device]).unwrap();
+    with_primary_context(&device, |ctx| clique.communicator(ctx)?.async_error()).unwrap();
+}
+
+fn unique_ids_are_new_each_time_and_round_trip_through_bytes() {
+    needs_nccl();
+    let (a, b) = (UniqueId::new().unwrap(), UniqueId::new().unwrap());
+    assert_ne!(a, b);
+    assert_eq!(UniqueId::from_bytes(a.to_bytes()), a);
+    assert_eq!(UniqueId::try_from(&a.as_bytes()[..]).unwrap(), a);
+    assert_ne!(a.to_bytes(), [0; UniqueId::BYTES]);
+}
+
+// ---- without a GPU --------------------------------------------------------------------
+
+const CHILD: &str = "CUDA_BRAND_NCCL_TEST_CHILD";
+
+/// Starts this test binary's test `name` alone in a child process with `env`, its output
+/// going to `out` with the extensions `.out` and `.err`.
+fn run_child(name: &str, env: &[(&str, &str)], out: &Path) -> Child {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .stdout(Stdio::from(
+            std::fs::File::create(out.with_extension("out")).unwrap(),
+        ))
+        .stderr(Stdio::from(
+            std::fs::File::create(out.with_extension("err")).unwrap(),
+        ));
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.spawn().unwrap()
+}
+
+/// Waits for every child, killing them all once `limit` has passed; panics with their
+/// output unless every one succeeded.
+fn wait_all(mut children: Vec<(Child, PathBuf)>, limit: Duration) {
+    let start = Instant::now();
+    let mut statuses = vec![None; children.len()];
+    while statuses.iter().any(Option::is_none) {
+        for (i, (child, _)) in children.iter_mut().enumerate() {
+            if statuses[i].is_none() {
+                statuses[i] = child.try_wait().unwrap();
+            }
+        }
+        if start.elapsed() > limit {
+            for (child, _) in &mut children {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut report = String::new();
+    let mut ok = true;
+    for (i, (_, out)) in children.iter().enumerate() {
+        let stdout = std::fs::read_to_string(out.with_extension("out")).unwrap_or_default();
+        let stderr = std::fs::read_to_string(out.with_extension("err")).unwrap_or_default();
+        let passed = statuses[i].is_some_and(|s| s.success()) && stdout.contains("1 passed");
+        ok &= passed;
+        report.push_str(&format!(
+            "--- child {i}: {:?}\n{stdout}\n{stderr}\n",
+            statuses[i]
+        ));
+    }
+    assert!(
+        ok,
+        "a child failed or ran out of time ({limit:?}):\n{report}"
+    );
+}
+
+fn a_missing_library_named_by_the_override_is_nccl_not_found() {
+    const MISSING: &str = "/nonexistent/libnccl.so.2";
+    if std::env::var_os(CHILD).is_some() {
+        let e = nccl::version().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NcclNotFound, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "loading the NCCL library failed: CUDA_BRAND_NCCL_NOT_FOUND (NCCL library not found): CUDA_BRAND_NCCL_LIBRARY={MISSING} could not be loaded ("
+            )),
+            "{text}"
+        );
+        assert!(text.contains("nvidia/nccl/lib/libnccl.so.2"), "{text}");
+        // the same error, every time, from every entry point
+        assert_eq!(UniqueId::new().unwrap_err(), e);
+        assert_eq!(nccl::version().unwrap_err(), e);
+        // an empty clique is refused before anything is loaded
+        let empty = Clique::new(&[]).unwrap_err();
+        assert_eq!(empty.code(), ErrorCode::InvalidValue);
+        println!("child saw: {text}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cuda-brand-nccl-missing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("child");
+    let child = run_child(
+        "a_missing_library_named_by_the_override_is_nccl_not_found",
+        &[("CUDA_BRAND_NCCL_LIBRARY", MISSING)],
+        &out,
+    );
+    wait_all(vec![(child, out)], Duration::from_secs(60));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- two GPUs -------------------------------------------------------------------------
+
+/// Both ranks of a two-device clique, each in its device's primary context, on one
+/// thread.
+fn two_ranks(
+    f: impl for<'a, 'b> FnOnce(
+        (ContextGuard<'a>, &Communicator<'a>),
+        (ContextGuard<'b>, &Communicator<'b>),
+    ) -> Result<(), Error>,
+) {
+    let (d0, d1) = two_devices();
+    let clique = Clique::new(&[d0, d1]).unwrap();
+    with_primary_context(&d0, |c0| {
+        let comm0 = clique.communicator(c0)?;
+        with_primary_context(&d1, |c1| {
+            let comm1 = clique.communicator(c1)?;
+            assert_eq!((comm0.rank(), comm1.rank(), comm1.ranks()), (0, 1, 2));
+            f((c0, &comm0), (c1, &comm1))
+        })
+    })
+    .unwrap();
+}
+
+fn two_ranks_in_one_thread_all_reduce_exact_values_in_a_group() {
+    two_ranks(|(c0, comm0), (c1, comm1)| {
+        let n = (1 << 20) + 5;
+        let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+        let b: Vec<f32> = (0..n).map(|i| (i % 7) as f32 * 0.5).collect();
+        let (src0, src1) = (c0.from_slice(&a)?, c1.from_slice(&b)?);
+        let (mut dst0, mut dst1) = (c0.zeroed::<f32>(n)?, c1.zeroed::<f32>(n)?);
+        let ia: Vec<i64> = (0..n as i64).map(|i| i - 500_000).collect();
+        let ib: Vec<i64> = (0..n as i64).map(|i| 300_000 - i).collect();
+        let (mut x0, mut x1) = (c0.from_slice(&ia)?, c1.from_slice(&ib)?);
+        let (s0, s1) = (c0.stream()?, c1.stream()?);
+        s0.scope(|r0| {
+            s1.scope(|r1| {
+                group(|g| {
+                    g.on(r0)
+                        .all_reduce(comm0, &src0, &mut dst0, ReduceOp::Sum)?;
+                    g.on(r1)
+                        .all_reduce(comm1, &src1, &mut dst1, ReduceOp::Sum)?;
+                    g.on(r0)
+                        .all_reduce_in_place(comm0, &mut x0, ReduceOp::Max)?;
+                    g.on(r1).all_reduce_in_place(comm1, &mut x1, ReduceOp::Max)
+                })
+            })
+        })?;
+        let (out0, out1) = (dst0.to_vec()?, dst1.to_vec()?);
+        let (max0, max1) = (x0.to_vec()?, x1.to_vec()?);
+        for i in 0..n {
+            assert_eq!(out0[i], a[i] + b[i], "rank 0, element {i}");
+            assert_eq!(out1[i], a[i] + b[i], "rank 1, element {i}");
+            assert_eq!(max0[i], ia[i].max(ib[i]), "max, rank 0, element {i}");
+            assert_eq!(max1[i], ia[i].max(ib[i]), "max, rank 1, element {i}");
+        }
+        comm0.async_error()?;
+        comm1.async_error()
+    });
+}
+
+fn two_ranks_every_collective_element_by_element() {
+    two_ranks(|(c0, comm0), (c1, comm1)| {
+        let n = 10_001;
+        let a: Vec<u32> = (0..n as u32).collect();
+        let b: Vec<u32> = (0..n as u32).map(|i| 1_000_000 + 3 * i).collect();
+        let (src0, src1) = (c0.from_slice(&a)?, c1.from_slice(&b)?);
+        // broadcast from rank 1, reduce to rank 0, all-gather, reduce-scatter
+        let (mut bc0, mut bc1) = (c0.zeroed::<u32>(n)?, c1.zeroed::<u32>(n)?);
+        let (mut rd0, mut rd1) = (c0.zeroed::<u32>(n)?, c1.zeroed::<u32>(n)?);
+        let (mut ag0, mut ag1) = (c0.zeroed::<u32>(2 * n)?, c1.zeroed::<u32>(2 * n)?);
+        let (mut rs0, mut rs1) = (c0.zeroed::<u32>(n / 2)?, c1.zeroed::<u32>(n / 2)?);
+        let (rsa0, rsa1) = (
+            c0.from_slice(&a[..n / 2 * 2])?,
+            c1.from_slice(&b[..n / 2 * 2])?,
+        );
+        // send/receive both ways
+        let (mut from1, mut from0) = (c0.zeroed::<u32>(n)?, c1.zeroed::<u32>(n)?);
+        // in place: all-gather blocks, reduce-scatter blocks, broadcast from rank 0
+        let mut g0h = vec![0u32; 2 * n];
+        g0h[..n].copy_from_slice(&a);
+        let mut g1h = vec![0u32; 2 * n];
+        g1h[n..].copy_from_slice(&b);
+        let (mut gi0, mut gi1) = (c0.from_slice(&g0h)?, c1.from_slice(&g1h)?);
+        let (mut ri0, mut ri1) = (
+            c0.from_slice(&a[..n / 2 * 2])?,
+            c1.from_slice(&b[..n / 2 * 2])?,
+        );
+        let (mut bi0, mut bi1) = (c0.from_slice(&a)?, c1.zeroed::<u32>(n)?);
+        let (s0, s1) = (c0.stream()?, c1.stream()?);
+        s0.scope(|r0| {
+            s1.scope(|r1| {
+                group(|g| {
+                    let (g0, g1) = (g.on(r0), g.on(r1));
+                    g0.broadcast(comm0, &src0, &mut bc0, 1)?;
+                    g1.broadcast(comm1, &src1, &mut bc1, 1)?;
+                    g0.reduce(comm0, &src0, &mut rd0, ReduceOp::Sum, 0)?;
+                    g1.reduce(comm1, &src1, &mut rd1, ReduceOp::Sum, 0)?;
+                    g0.all_gather(comm0, &src0, &mut ag0)?;
+                    g1.all_gather(comm1, &src1, &mut ag1)?;
+                    g0.reduce_scatter(comm0, &rsa0, &mut rs0, ReduceOp::Sum)?;
+                    g1.reduce_scatter(comm1, &rsa1, &mut rs1, ReduceOp::Sum)?;
+                    g0.all_gather_in_place(comm0, &mut gi0)?;
+                    g1.all_gather_in_place(comm1, &mut gi1)?;
+                    g0.reduce_scatter_in_place(comm0, &mut ri0, ReduceOp::Max)?;
+                    g1.reduce_scatter_in_place(comm1, &mut ri1, ReduceOp::Max)?;
+                    g0.broadcast_in_place(comm0, &mut bi0, 0)?;
+                    g1.broadcast_in_place(comm1, &mut bi1, 0)
+                })?;
+                // the sends and receives in a group of their own
+                group(|g| {
+                    let (g0, g1) = (g.on(r0), g.on(r1));
+                    g0.send(comm0, &src0, 1)?;
+                    g1.recv(comm1, &mut from0, 0)?;
+                    g1.send(comm1, &src1, 0)?;
+                    g0.recv(comm0, &mut from1, 1)
+                })
+            })
+        })?;
+        let h = n / 2;
+        let ab: Vec<u32> = a.iter().chain(&b).copied().collect();
+        let sums: Vec<u32> = (0..n).map(|i| a[i] + b[i]).collect();
+        let maxes: Vec<u32> = (0..2 * h).map(|i| a[i].max(b[i])).collect();
+        assert_eq!(bc0.to_vec()?, b, "broadcast from rank 1, on rank 0");
+        assert_eq!(bc1.to_vec()?, b, "broadcast from rank 1, on rank 1");
+        assert_eq!(rd0.to_vec()?, sums, "reduce to rank 0");
+        assert_eq!(ag0.to_vec()?, ab, "all-gather, rank 0");
+        assert_eq!(ag1.to_vec()?, ab, "all-gather, rank 1");
+        assert_eq!(rs0.to_vec()?, sums[..h], "reduce-scatter, rank 0's block");
+        assert_eq!(
+            rs1.to_vec()?,
+            sums[h..2 * h],
+            "reduce-scatter, rank 1's block"
+        );
+        assert_eq!(gi0.to_vec()?, ab, "all-gather in place, rank 0");
+        assert_eq!(gi1.to_vec()?, ab, "all-gather in place, rank 1");
+        assert_eq!(
+            ri0.to_vec()?[..h],
+            maxes[..h],
+            "reduce-scatter in place, rank 0"
+        );
+        assert_eq!(
+            ri1.to_vec()?[h..],
+            maxes[h..],
+            "reduce-scatter in place, rank 1"
+        );
+        assert_eq!(bi1.to_vec()?, a, "broadcast in place from rank 0");
+        assert_eq!(from0.to_vec()?, a, "rank 1 received rank 0's");
+        assert_eq!(from1.to_vec()?, b, "rank 0 received rank 1's");
+        comm0.async_error()?;
+        comm1.async_error()
+    });
+}
+
+fn one_thread_per_gpu_all_reduces_with_scope_operations() {
+    let (d0, d1) = two_devices();
+    let clique = Clique::new(&[d0, d1]).unwrap();
+    let n = 1 << 18;
+    let results: Vec<Vec<f64>> = std::thread::scope(|t| {
+        let workers: Vec<_> = [d0, d1]
+            .into_iter()
+            .map(|device| {
+                let clique = &clique;
+                t.spawn(move || {
+                    with_primary_context(&device, |ctx| {
+                        let comm = clique.communicator(ctx)?;
+                        let r = comm.rank() as f64;
+                        let host: Vec<f64> = (0..n).map(|i| i as f64 + r * 0.25).collect();
+                        let mut x = ctx.from_slice(&host)?;
+                        let stream = ctx.stream()?;
+                        for _ in 0..3 {
+                            stream
+                                .scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))?;
+                        }
+                        comm.async_error()?;
+                        x.to_vec()
+                    })
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap().unwrap())
+            .collect()
+    });
+    for (rank, out) in results.iter().enumerate() {
+        for (i, v) in out.iter().enumerate() {
+            // each round doubles the sum of the two ranks: ((i) + (i + 0.25)) * 2 * 2
+            let expected = (2.0 * i as f64 + 0.25) * 4.0;
+            assert_eq!(*v, expected, "rank {rank}, element {i}");
+        }
+    }
+}
+
+fn mismatched_counts_between_ranks_are_refused_before_nccl() {
+    two_ranks(|(c0, comm0), (c1, comm1)| {
+        let (mut x0, mut x1) = (c0.from_slice(&[1.0f32; 4])?, c1.from_slice(&[2.0f32; 8])?);
+        let (s0, s1) = (c0.stream()?, c1.stream()?);
+        let e = s0
+            .scope(|r0| {
+                s1.scope(|r1| {
+                    group(|g| {
+                        g.on(r0)
+                            .all_reduce_in_place(comm0, &mut x0, ReduceOp::Sum)?;
+                        g.on(r1).all_reduce_in_place(comm1, &mut x1, ReduceOp::Sum)
+                    })
+                })
+            })
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.call(), "Grouped::all_reduce_in_place");
+        assert!(
+            e.detail().unwrap().starts_with(
+                "rank 1's all-reduce of 8 f32 (Sum) does not match the all-reduce of 4 f32 (Sum) a peer issued as collective #0 of the clique"
+            ),
+            "{e}"
+        );
+        // nothing was queued, and the clique refuses everything from now on
+        assert_eq!(x0.to_vec()?, [1.0; 4]);
+        let e = s0
+            .scope(|r0| r0.all_reduce_in_place(comm0, &mut x0, ReduceOp::Sum))
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::IllegalState, "{e}");
+        Ok(())
+    });
+}
+
+/// The rank (0 or 1) of a child of `two_processes_all_reduce_through_a_unique_id_file`.
+const RANK: &str = "CUDA_BRAND_NCCL_TEST_RANK";
+/// Where rank 0 writes the unique id for rank 1.
+const ID_FILE: &str = "CUDA_BRAND_NCCL_TEST_ID_FILE";
+
+fn two_processes_all_reduce_through_a_unique_id_file() {
+    if std::env::var_os(CHILD).is_some() {
+        return two_process_child();
+    }
+    two_devices();
+    let dir = std::env::temp_dir().join(format!("cuda-brand-nccl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let id_file = dir.join("unique-id");
+    let limit = Duration::from_secs(180);
+    let children = (0..2)
+        .map(|rank| {
+            let out = dir.join(format!("rank{rank}"));
+            let child = run_child(
+                "two_processes_all_reduce_through_a_unique_id_file",
+                &[
+                    (RANK, &rank.to_string()),
+                    (ID_FILE, id_file.to_str().unwrap()),
+                ],
+                &out,
+            );
+            (child, out)
+        })
+        .collect();
+    wait_all(children, limit);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn two_process_child() {
+    let rank: usize = std::env::var(RANK).unwrap().parse().unwrap();
+    let id_file = PathBuf::from(std::env::var_os(ID_FILE).unwrap());
+    let id = if rank == 0 {
+        let id = UniqueId::new().unwrap();
+        // written whole, then renamed: rank 1 never reads half an id
+        let partial = id_file.with_extension("partial");
+        std::fs::write(&partial, id.to_bytes()).unwrap();
+        std::fs::rename(&partial, &id_file).unwrap();
+        id
+    } else {
+        let start = Instant::now();
+        loop {
+            if let Ok(bytes) = std::fs::read(&id_file) {
+                break UniqueId::try_from(bytes.as_slice()).unwrap();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no id from rank 0"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let device = Device::get(rank).unwrap();
+    with_primary_context(&device, |ctx| {
+        // SAFETY: both processes run this function: the same operations, in the same
+        // order, with the same counts and types.
+        let comm = unsafe { Communicator::init_rank(ctx, &id, 2, rank) }?;
+        assert_eq!((comm.rank(), comm.ranks()), (rank, 2));
+        let n = 1_000_003usize;
+        let host: Vec<u64> = (0..n as u64).map(|i| i * (rank as u64 + 1)).collect();
+        let mut x = ctx.from_slice(&host)?;
+        let mut b = ctx.from_slice(&[rank as i32; 1000])?;
+        ctx.stream()?.scope(|s| {
+            s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum)?;
+            s.broadcast_in_place(&comm, &mut b, 1)
+        })?;
+        let out = x.to_vec()?;
+        for (i, v) in out.iter().enumerate() {
+            assert_eq!(*v, 3 * i as u64, "rank {rank}, element {i}");
+        }
+        assert_eq!(
+            b.to_vec()?,
+            [1; 1000],
+            "broadcast from rank 1, on rank {rank}"
+        );
+        comm.async_error()?;
+        println!("rank {rank}: all-reduce and broadcast exact");
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// The harness of `gpu_test_main!`, one test at a time: NCCL communicators of several
+/// tests at once on one GPU would compete for its memory and its NCCL resources, and
+/// `nccl_calls_leave_the_context_stack_as_they_found_it` reads the thread's context stack.
+fn main() -> std::process::ExitCode {
+    use common::harness::{Needs, Test, run_serial};
+    run_serial(vec![
+        Test {
+            name: "one_rank_communicator_reports_its_rank_and_device",
+            needs: Needs::Gpu,
+            body: one_rank_communicator_reports_its_rank_and_device,
+        },
+        Test {
+            name: "one_rank_all_reduce_equals_the_input_for_every_type_and_reduction",
+            needs: Needs::Gpu,
+            body: one_rank_all_reduce_equals_the_input_for_every_type_and_reduction,
+        },
+        Test {
+            name: "one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly",
+            needs: Needs::Gpu,
+            body: one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly,
+        },
+        Test {
+            name: "send_and_receive_to_itself_inside_a_group",
+            needs: Needs::Gpu,
+            body: send_and_receive_to_itself_inside_a_group,
+        },
+        Test {
+            name: "bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl",
+            needs: Needs::Gpu,
+            body: bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl,
+        },
+        Test {
+            name: "a_group_refuses_overlapping_operations_and_multi_stream_scopes",
+            needs: Needs::Gpu,
+            body: a_group_refuses_overlapping_operations_and_multi_stream_scopes,
+        },
+        Test {
+            name: "collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams",
+            needs: Needs::Gpu,
+            body: collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams,
+        },
+        Test {
+            name: "communicators_need_the_primary_context",
+            needs: Needs::Gpu,
+            body: communicators_need_the_primary_context,
+        },
+        Test {
+            name: "a_clique_rank_is_claimed_by_one_communicator_at_a_time",
+            needs: Needs::Gpu,
+            body: a_clique_rank_is_claimed_by_one_communicator_at_a_time,
+        },
+        Test {
+            name: "nccl_calls_leave_the_context_stack_as_they_found_it",
+            needs: Needs::Gpu,
+            body: nccl_calls_leave_the_context_stack_as_they_found_it,
+        },
+        Test {
+            name: "a_one_rank_communicator_from_a_unique_id_all_reduces",
+            needs: Needs::Gpu,
+            body: a_one_rank_communicator_from_a_unique_id_all_reduces,
+        },
+        Test {
+            name: "async_error_is_ok_on_a_healthy_communicator_before_and_after_work",
+            needs: Needs::Gpu,
+            body: async_error_is_ok_on_a_healthy_communicator_before_and_after_work,
+        },
+        Test {
+            name: "a_device_listed_twice_is_refused_by_nccl_with_its_code",
+            needs: Needs::Gpu,
+            body: a_device_listed_twice_is_refused_by_nccl_with_its_code,
+        },
+        Test {
+            name: "unique_ids_are_new_each_time_and_round_trip_through_bytes",
+            needs: Needs::Gpu,
+            body: unique_ids_are_new_each_time_and_round_trip_through_bytes,
+        },
+        Test {
+            name: "two_ranks_in_one_thread_all_reduce_exact_values_in_a_group",
+            needs: Needs::TwoGpus,
+            body: two_ranks_in_one_thread_all_reduce_exact_values_in_a_group,
+        },
+        Test {
+            name: "two_ranks_every_collective_element_by_element",
+            needs: Needs::TwoGpus,
+            body: two_ranks_every_collective_element_by_element,
+        },
+        Test {
+            name: "one_thread_per_gpu_all_reduces_with_scope_operations",
+            needs: Needs::TwoGpus,
+            body: one_thread_per_gpu_all_reduces_with_scope_operations,
+        },
+        Test {
+            name: "mismatched_counts_between_ranks_are_refused_before_nccl",
+            needs: Needs::TwoGpus,
+            body: mismatched_counts_between_ranks_are_refused_before_nccl,
+        },
+        Test {
+            name: "two_processes_all_reduce_through_a_unique_id_file",
+            needs: Needs::TwoGpus,
+            body: two_processes_all_reduce_through_a_unique_id_file,
+        },
+        Test {
+            name: "a_missing_library_named_by_the_override_is_nccl_not_found",
+            needs: Needs::Nothing,
+            body: a_missing_library_named_by_the_override_is_nccl_not_found,
+        },
+    ])
+}

@@ -1,0 +1,26 @@
+// Rule: every buffer of a collective belongs to the communicator's context: a buffer of
+// device 0 cannot be reduced by device 1's rank.
+//
+// Without it: device 1's NCCL kernel would read and write device 0's memory (through a
+// peer mapping, if there is one; else an illegal address, a sticky error that ends the
+// process's use of the GPU).
+//
+// Fix: allocate the rank's buffers in its own context, and move data between devices with
+// the collectives themselves (or `copy_peer`).
+
+use cuda_brand::nccl::{Clique, ReduceOp};
+use cuda_brand::{Device, with_primary_context};
+
+fn main() -> cuda_brand::Result<()> {
+    let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+    let clique = Clique::new(&[d0, d1])?;
+    with_primary_context(&d0, |c0| {
+        let on0 = c0.from_slice(&[1.0f32; 4])?;
+        with_primary_context(&d1, |c1| {
+            let comm1 = clique.communicator(c1)?;
+            let mut on1 = c1.zeroed::<f32>(4)?;
+            // wrong: `on0` is device 0's memory
+            c1.stream()?.scope(|s| s.all_reduce(&comm1, &on0, &mut on1, ReduceOp::Sum))
+        })
+    })
+}
