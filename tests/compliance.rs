@@ -1,0 +1,259 @@
+//! `docs/compliance.md` names, for every rule it maps, the compile-fail cases and the tests
+//! that pin it. These tests check that every one of them exists (a UI case as its file, a
+//! test as `tests/FILE.rs::FUNCTION` with `fn FUNCTION` in the file), that every rule of
+//! NVIDIA's guideline has its row, and that the page's counts are its rows' counts.
+//! No GPU, no driver: they read files.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Names the page gives that live on a branch not merged yet (UI cases and tests of the
+/// `errors`, `graphs`, `derive`, `modules` and `bulk` branches). Remove each once merged:
+/// the test fails when a name listed here exists, and when one is no longer on the page.
+const PENDING: &[&str] = &[
+    // errors
+    "tests/errors.rs::close_releases_every_kind_of_handle_and_returns_ok",
+    "tests/errors.rs::a_closure_error_and_a_failed_pop_both_reach_the_caller",
+    "tests/sticky_teardown.rs::every_error_after_an_illegal_address_reaches_the_caller",
+    "ui-tests/fail/4_scopes/buffer_closed_while_scope_uses_it.rs",
+    // graphs
+    "tests/graphs.rs::a_host_function_cannot_call_the_driver_through_the_crate",
+    // derive
+    "ui-tests/fail/7_derive/copy_not_derived.rs",
+    "ui-tests/fail/7_derive/field_not_device_copy.rs",
+    "ui-tests/fail/7_derive/other_never_plain_fields.rs",
+    "ui-tests/fail/7_derive/reference_field.rs",
+    "ui-tests/safety-profile/device_address_removed.rs",
+    // modules
+    "tests/modules.rs::declarations_are_checked_against_the_kernels_parameters",
+    "tests/modules.rs::a_cooperative_grid_too_large_is_refused_before_the_driver",
+    "tests/modules.rs::cluster_launches_are_checked_before_the_driver",
+    // bulk
+    "tests/bulk_copies.rs::a_frozen_context_never_allocates_and_uses_its_reservation",
+];
+
+/// Every rule of NVIDIA's CUDA C++ Guidelines for Robust and Safety Critical Programming
+/// 3.0.1, by the ids of the analyzers that check them (the page's "Sources" say where
+/// each was read).
+const NVIDIA_RULES: &[&str] = &[
+    "CUDA-1.1",
+    "CUDA-1.2",
+    "CUDA-1.3",
+    "CUDA-1.4",
+    "CUDA-1.5",
+    "CUDA-1.6",
+    "CUDA-1.7",
+    "CUDA-1.8",
+    "CUDA-1.9",
+    "CUDA-1.10",
+    "CUDA-1.11",
+    "CUDA-1.12",
+    "CUDA-1.13",
+    "CUDA-1.14",
+    "CUDA-2.1",
+    "CUDA-2.2",
+    "CUDA-2.3",
+    "CUDA-2.4",
+    "CUDA-3.1",
+    "CUDA-3.2",
+    "CUDA-3.3",
+    "CUDA-3.4",
+    "CUDA-3.5",
+    "CUDA-4.1",
+    "CUDA-4.2",
+    "CUDA-4.3",
+    "CUDA-4.4",
+    "CUDASafety-1.1",
+    "CUDASafety-1.2",
+    "CUDASafety-1.3",
+    "CUDASafety-1.4",
+    "CUDASafety-1.5",
+    "CUDASafety-1.6",
+    "CUDASafety-2.1",
+    "CUDASafety-3.1",
+    "CUDASafety-3.2",
+    "CUDADirective-1.1",
+    "CUDADirective-1.2",
+    "CUDADirective-1.3",
+    "CUDADirective-1.4",
+    "CUDADirective-1.5",
+];
+
+const STATUSES: &[&str] = &[
+    "compile error",
+    "checked at run time",
+    "not applicable (device code)",
+    "not enforced",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn page() -> String {
+    let path = root().join("docs/compliance.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every `ui-tests/...rs` path and every `tests/FILE.rs::FUNCTION` the page names, in
+/// order of first appearance, without repeats.
+fn references(page: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || "_-./:".contains(c);
+    for token in page.split(|c: char| !is_name_char(c)) {
+        let token = token.trim_end_matches(['.', ':']);
+        let named = (token.starts_with("ui-tests/") && token.ends_with(".rs"))
+            || (token.starts_with("tests/") && token.contains(".rs::"));
+        if named && !found.iter().any(|f| f == token) {
+            found.push(token.to_string());
+        }
+    }
+    found
+}
+
+/// Whether a reference names something that exists in this checkout.
+fn exists(reference: &str) -> bool {
+    match reference.split_once("::") {
+        Some((file, function)) => std::fs::read_to_string(root().join(file))
+            .is_ok_and(|text| text.contains(&format!("fn {function}("))),
+        None => root().join(reference).is_file(),
+    }
+}
+
+#[test]
+fn every_case_and_test_the_page_names_exists_or_is_pending() {
+    let page = page();
+    let named = references(&page);
+    assert!(
+        named.len() > 40,
+        "found only {} references: is the parser broken?",
+        named.len()
+    );
+    let mut missing = Vec::new();
+    let mut merged = Vec::new();
+    for reference in &named {
+        match (exists(reference), PENDING.contains(&reference.as_str())) {
+            (true, false) | (false, true) => {}
+            (false, false) => missing.push(reference.as_str()),
+            (true, true) => merged.push(reference.as_str()),
+        }
+    }
+    let stale: Vec<&str> = PENDING
+        .iter()
+        .copied()
+        .filter(|p| !named.iter().any(|n| n == p))
+        .collect();
+    let mut report = String::new();
+    if !missing.is_empty() {
+        report += &format!(
+            "docs/compliance.md names cases or tests that do not exist:\n  {}\n",
+            missing.join("\n  ")
+        );
+    }
+    if !merged.is_empty() {
+        report += &format!(
+            "these exist now: remove them from PENDING in tests/compliance.rs (and the page's \"after merge\" notes):\n  {}\n",
+            merged.join("\n  ")
+        );
+    }
+    if !stale.is_empty() {
+        report += &format!(
+            "PENDING lists names the page no longer gives:\n  {}\n",
+            stale.join("\n  ")
+        );
+    }
+    assert!(report.is_empty(), "{report}");
+}
+
+/// The cells of the page's table rows whose first cell starts with one of `starts`.
+fn rows<'a>(page: &'a str, starts: &[&str]) -> Vec<Vec<&'a str>> {
+    page.lines()
+        .filter_map(|line| line.strip_prefix("| "))
+        .filter(|rest| starts.iter().any(|s| rest.starts_with(s)))
+        .map(|rest| rest.split(" | ").map(str::trim).collect())
+        .collect()
+}
+
+#[test]
+fn every_rule_of_the_guideline_has_one_row_with_a_known_status() {
+    let page = page();
+    let nvidia = rows(&page, &["[CUDA"]);
+    let mut ids = Vec::new();
+    for row in &nvidia {
+        let id = row[0]
+            .strip_prefix('[')
+            .and_then(|r| r.split_once(']'))
+            .map(|(id, _)| id)
+            .unwrap_or_else(|| panic!("a row without a linked id: {row:?}"));
+        assert!(
+            row[0].contains(&format!("/{id}.html)")),
+            "{id} links to another rule's page: {}",
+            row[0]
+        );
+        assert!(
+            STATUSES.contains(&row[3]),
+            "{id}: unknown status {:?}",
+            row[3]
+        );
+        assert!(
+            row[2] == "Device" || row[2] == "Host" || row[2] == "Host, Device",
+            "{id}: scope {:?}",
+            row[2]
+        );
+        if row[2] == "Device" {
+            assert_eq!(row[3], STATUSES[2], "{id} is device code only");
+        }
+        ids.push(id);
+    }
+    let mut expected = NVIDIA_RULES.to_vec();
+    expected.sort_unstable();
+    ids.sort_unstable();
+    assert_eq!(ids, expected, "one row per rule of the guideline, no other");
+}
+
+#[test]
+fn the_counts_are_the_rows_counts() {
+    let page = page();
+    let mut nvidia: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in rows(&page, &["[CUDA"]) {
+        *nvidia.entry(row[3]).or_default() += 1;
+    }
+    let mut others: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in rows(&page, &["AUTOSAR", "MISRA"]) {
+        assert!(
+            STATUSES.contains(&row[2]),
+            "{}: unknown status {:?}",
+            row[0],
+            row[2]
+        );
+        *others.entry(row[2]).or_default() += 1;
+    }
+    let table = rows(
+        &page,
+        &STATUSES
+            .iter()
+            .copied()
+            .chain(["total"])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(
+        table.len(),
+        5,
+        "the counts table: one row per status and a total"
+    );
+    for row in table {
+        let numbers: Vec<usize> = row[1..4]
+            .iter()
+            .map(|n| n.trim_end_matches(" |").parse().expect("a count"))
+            .collect();
+        let (a, b) = if row[0] == "total" {
+            (nvidia.values().sum(), others.values().sum())
+        } else {
+            (
+                nvidia.get(row[0]).copied().unwrap_or(0),
+                others.get(row[0]).copied().unwrap_or(0),
+            )
+        };
+        assert_eq!(numbers, [a, b, a + b], "counts of {:?}", row[0]);
+    }
+}
