@@ -10,27 +10,7 @@ use std::path::Path;
 /// Names the page gives that live on a branch not merged yet (UI cases and tests of the
 /// `errors`, `graphs`, `derive`, `modules` and `bulk` branches). Remove each once merged:
 /// the test fails when a name listed here exists, and when one is no longer on the page.
-const PENDING: &[&str] = &[
-    // errors
-    "tests/errors.rs::close_releases_every_kind_of_handle_and_returns_ok",
-    "tests/errors.rs::a_closure_error_and_a_failed_pop_both_reach_the_caller",
-    "tests/sticky_teardown.rs::every_error_after_an_illegal_address_reaches_the_caller",
-    "ui-tests/fail/4_scopes/buffer_closed_while_scope_uses_it.rs",
-    // graphs
-    "tests/graphs.rs::a_host_function_cannot_call_the_driver_through_the_crate",
-    // derive
-    "ui-tests/fail/7_derive/copy_not_derived.rs",
-    "ui-tests/fail/7_derive/field_not_device_copy.rs",
-    "ui-tests/fail/7_derive/other_never_plain_fields.rs",
-    "ui-tests/fail/7_derive/reference_field.rs",
-    "ui-tests/safety-profile/device_address_removed.rs",
-    // modules
-    "tests/modules.rs::declarations_are_checked_against_the_kernels_parameters",
-    "tests/modules.rs::a_cooperative_grid_too_large_is_refused_before_the_driver",
-    "tests/modules.rs::cluster_launches_are_checked_before_the_driver",
-    // bulk
-    "tests/bulk_copies.rs::a_frozen_context_never_allocates_and_uses_its_reservation",
-];
+const PENDING: &[&str] = &[];
 
 /// Every rule of NVIDIA's CUDA C++ Guidelines for Robust and Safety Critical Programming
 /// 3.0.1, by the ids of the analyzers that check them (the page's "Sources" say where
