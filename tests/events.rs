@@ -47,7 +47,8 @@ fn a_deadline_overrun_calls_the_handler_and_the_scope_returns_after_the_kernel()
         let spin = spin_kernel(&module)?;
         let stream = ctx.stream()?;
         let mut out = ctx.zeroed::<u32>(N)?;
-        let mut host = vec![0u32; N];
+        // pinned: a copy into pageable memory would block the closure until the kernel ends
+        let mut host = ctx.pinned_zeroed::<u32>(N)?;
         let mut seen: Vec<Overrun> = Vec::new();
         let started = Instant::now();
         stream.scope_within(
@@ -68,7 +69,11 @@ fn a_deadline_overrun_calls_the_handler_and_the_scope_returns_after_the_kernel()
             took >= Duration::from_millis(SPIN_MS),
             "returned after {took:?}, before the {SPIN_MS} ms kernel could finish"
         );
-        assert_eq!(host, vec![42; N], "the copy after the kernel is complete");
+        assert_eq!(
+            host.to_vec(),
+            vec![42; N],
+            "the copy after the kernel is complete"
+        );
         assert_eq!(out.to_vec()?, vec![42; N]);
         println!("{} overruns in {took:?}: {seen:?}", seen.len());
         assert!(
@@ -161,10 +166,10 @@ fn scope_all_within_names_the_busy_stream_and_waits_for_every_stream() {
         )?;
         assert!(a.is_idle()? && b.is_idle()?);
         assert!(!busy.is_empty());
-        assert!(
-            busy.iter().all(|&i| i == 1),
-            "only stream 1 overran: {busy:?}"
-        );
+        // stream 0's fill may still be queued at the first deadlines; the kernel on stream 1
+        // is what keeps the scope waiting
+        assert_eq!(busy.last(), Some(&1), "stream 1 overran last: {busy:?}");
+        assert!(busy.iter().all(|&i| i <= 1), "{busy:?}");
         assert_eq!(quick.to_vec()?, vec![3; N]);
         assert_eq!(slow.to_vec()?, vec![9; N]);
         Ok(())
