@@ -129,9 +129,11 @@ impl Kind {
     /// win; `docs`: BENCHMARKS.md, "Bulk copies".
     pub const fn default_threshold(self) -> usize {
         match self {
-            Kind::ToNewHost => 1 << 20,
-            Kind::ToHost => 4 << 20,
-            Kind::FromHost => 1 << 20,
+            // measured on an H100 (BENCHMARKS.md, "Bulk copies"): staging loses at 1 MiB
+            // (the copy threads' start-up) and wins from 16 MiB on, for every kind
+            Kind::ToNewHost => 16 << 20,
+            Kind::ToHost => 16 << 20,
+            Kind::FromHost => 16 << 20,
         }
     }
 }
