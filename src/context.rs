@@ -720,13 +720,14 @@ fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
 #[inline(never)]
 fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
     let synced = driver::ctx_synchronize();
-    if let Owned::Destroy = owned {
-        // The bulk-copy staging is page-locked for this context: unregistered and freed
-        // while the context is current, before it is destroyed. (A primary context may
-        // live on after the release: see below.)
-        // SAFETY: `raw` is alive and on top of this thread's stack (current).
-        unsafe { crate::staging::on_context_end(raw) };
-    }
+    // The bulk-copy staging is page-locked for this context: unregistered and freed while
+    // the context is current, before it is destroyed or released. A primary context may
+    // live on after the release (a nested or another thread's `with_primary_context`
+    // holds it), but the crate cannot tell which release destroys it, and memory left
+    // registered with a destroyed context leaks its registration (compute-sanitizer's
+    // leak check found it): the next staged copy pins a staging again.
+    // SAFETY: `raw` is alive and on top of this thread's stack (current).
+    unsafe { crate::staging::on_context_end(raw) };
     let released = match pop_exact(raw) {
         Err(e) => Err(Error::with_detail(
             e.call(),
