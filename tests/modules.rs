@@ -736,8 +736,8 @@ __global__ void fill(T *x, size_t x_len, T v) {
         .unwrap();
         let ptx = program.ptx().unwrap();
         assert!(ptx.contains(".visible .entry add_n("), "{ptx}");
-        assert!(ptx.contains(".target sm_70"), "{ptx}");
-        assert_eq!(program.cubin(), None, "compute_70 is virtual: PTX only");
+        assert!(ptx.contains(".target sm_75"), "{ptx}");
+        assert_eq!(program.cubin(), None, "compute_75 is virtual: PTX only");
         let mangled = program.lowered_name("fill<int>").unwrap();
         assert_eq!(mangled, "_Z4fillIiEvPT_mS0_");
         assert!(ptx.contains(mangled));
