@@ -802,28 +802,24 @@ pub(crate) unsafe fn free_plain(
     unsafe { context::in_context(ctx, free) }
 }
 
-/// Frees the memory of a device buffer made in `ctx`: `cuMemFree` for `plain` memory, else
-/// `cuMemFreeAsync` on the legacy stream, with `ctx` current.
+/// Frees the memory of a device buffer made in `ctx`: `cuMemFree` for `plain` memory
+/// ([`free_plain`]), else `cuMemFreeAsync` on the legacy stream, with `ctx` current.
 ///
 /// # Safety
 /// `ptr` is such an allocation of the live context `ctx`, given up by its owner, and no
 /// queued work uses it.
 pub(crate) unsafe fn free_buffer_memory(
-    ctx: driver::CUcontext,
+    ctx: NonNull<cuda_driver_sys::CUctx_st>,
     ptr: CUdeviceptr,
     plain: bool,
 ) -> Result<()> {
-    let Some(ctx) = std::ptr::NonNull::new(ctx) else {
-        return Ok(());
-    };
+    if plain {
+        // SAFETY: the caller's promise, memory from `cuMemAlloc`.
+        return unsafe { free_plain(ctx, ptr) };
+    }
     let free = || {
-        if plain {
-            // SAFETY: the caller gives up `ptr`, memory from `cuMemAlloc`.
-            unsafe { driver::mem_free(ptr) }
-        } else {
-            // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
-            unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
-        }
+        // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
+        unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };
     // SAFETY: the caller guarantees the context.
     unsafe { context::in_context(ctx, free) }
@@ -1192,21 +1188,13 @@ impl<T: DeviceCopy> DeviceBuffer<'_, T> {
             // memory of a setup phase: its context's teardown frees it
             return Ok(());
         }
-        if self.owner.is_plain() {
-            // SAFETY: as for the pool memory below, memory from cuMemAlloc in the buffer's
-            // own context.
-            return unsafe { free_plain(self.owner.context(), ptr) };
-        }
-        let free = || {
-            // SAFETY: the buffer owns `ptr`, and no queued work can still use it:
-            // asynchronous work only runs inside a stream scope, which borrows the buffer
-            // until its stream has finished. So the pool gets back a block with nothing
-            // pending on it. The buffer is not used again (dropped, or forgotten by
-            // `close`).
-            unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
-        };
-        // SAFETY: the brand keeps the buffer's context alive.
-        unsafe { context::in_context(self.owner.context(), free) }
+        // SAFETY: the buffer owns `ptr` (from `cuMemAlloc` in its own context where it is
+        // plain, else from a pool), and no queued work can still use it: asynchronous work
+        // only runs inside a stream scope, which borrows the buffer until its stream has
+        // finished, so a pool gets back a block with nothing pending on it. The brand keeps
+        // the context alive; the buffer is not used again (dropped, or forgotten by
+        // `close`).
+        unsafe { free_buffer_memory(self.owner.context(), ptr, self.owner.is_plain()) }
     }
 }
 

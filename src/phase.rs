@@ -223,19 +223,15 @@ pub(crate) enum Kind {
 /// # Safety
 /// `ptr` is memory of `kind` made in the live `context`, given up by its owner, unused.
 unsafe fn free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
+    let Some(ctx) = std::ptr::NonNull::new(context) else {
+        return Ok(());
+    };
     match kind {
         // SAFETY: the caller's promise.
-        Kind::Pool => unsafe {
-            crate::memory::free_buffer_memory(context, ptr as CUdeviceptr, false)
-        },
+        Kind::Pool => unsafe { crate::memory::free_buffer_memory(ctx, ptr as CUdeviceptr, false) },
         // SAFETY: the caller's promise.
-        Kind::Plain => unsafe {
-            crate::memory::free_buffer_memory(context, ptr as CUdeviceptr, true)
-        },
+        Kind::Plain => unsafe { crate::memory::free_buffer_memory(ctx, ptr as CUdeviceptr, true) },
         Kind::Pinned => {
-            let Some(ctx) = std::ptr::NonNull::new(context) else {
-                return Ok(());
-            };
             let free_host = || {
                 // SAFETY: the caller gives up `ptr`, from `cuMemHostAlloc`.
                 unsafe { driver::mem_free_host(ptr as *mut std::ffi::c_void) }

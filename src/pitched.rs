@@ -74,13 +74,7 @@ pub(crate) fn host_rows(
             "a host row of {row_len} elements is shorter than the buffer's width {width}"
         ));
     }
-    let needed = match height {
-        0 => 0,
-        h => (h - 1)
-            .checked_mul(row_len)
-            .and_then(|n| n.checked_add(width))
-            .unwrap_or(usize::MAX),
-    };
+    let needed = host_elements([width, height, 1], row_len, height).unwrap_or(usize::MAX);
     if len < needed {
         return bad(format!(
             "{height} rows of {width} elements, {row_len} apart, need {needed} host elements but the slice has {len}"
