@@ -61,7 +61,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::RangeBounds;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -450,7 +450,7 @@ impl HostFns {
     /// Finishes every queued function, once the scope's streams have been waited for (also
     /// after a failed wait): waits for those that started, abandons those that did not
     /// (dropping their closures here, keeping their boxes allocated), frees the others, and
-    /// keeps the first panic for [`HostFns::resume_panic`].
+    /// keeps the first panic for [`HostFns::take_panic`].
     pub(crate) fn finish(&self) {
         if !self.used.load(Ordering::Relaxed) {
             return;
@@ -480,8 +480,10 @@ impl HostFns {
                     let panic = unsafe { (*header.panic.get()).take() };
                     if let Some(p) = panic {
                         let mut first = lock(&self.panic);
-                        if first.is_none() {
-                            *first = Some(p);
+                        match *first {
+                            None => *first = Some(p),
+                            // dropping a payload may panic, maybe while a panic unwinds
+                            Some(_) => std::mem::forget(p),
                         }
                     }
                     // SAFETY: `DONE`: the closure was taken, and the driver is done with
@@ -492,16 +494,14 @@ impl HostFns {
         }
     }
 
-    /// Resumes the first panic of a host function, if there was one. Called when the scope
-    /// has been torn down (not while a panic unwinds: then the scope is dropped instead).
-    pub(crate) fn resume_panic(&self) {
+    /// The first panic of a host function, if there was one, once [`HostFns::finish`] has
+    /// run: the scope's end ([`run_scope`](crate::scope::run_scope), shared by every scope
+    /// form) resumes it or, while another panic unwinds, forgets it.
+    pub(crate) fn take_panic(&self) -> Option<Box<dyn Any + Send>> {
         if !self.used.load(Ordering::Relaxed) {
-            return;
+            return None;
         }
-        let panic = lock(&self.panic).take();
-        if let Some(p) = panic {
-            resume_unwind(p);
-        }
+        lock(&self.panic).take()
     }
 }
 
@@ -510,6 +510,9 @@ impl Drop for HostFns {
         // Only reached with boxes left when `finish` did not run, which the scopes never
         // allow; leak them rather than free what the driver may still call.
         std::mem::forget(std::mem::take(&mut *lock(&self.slots)));
+        // Only reached with a payload if the scope's end did not take it; dropping it may
+        // run code that panics, maybe while a panic unwinds: forgotten.
+        std::mem::forget(lock(&self.panic).take());
     }
 }
 
@@ -779,6 +782,57 @@ mod tests {
             payload.downcast_ref::<&str>(),
             Some(&"inside a host function")
         );
+    }
+
+    /// The end of a scope as `OpenScopes` makes it, over one scope's host functions.
+    struct Ends<'a>(&'a HostFns);
+    impl crate::scope::ScopeEnd for Ends<'_> {
+        fn end(&self) -> Result<()> {
+            self.0.finish();
+            Ok(())
+        }
+        fn take_host_panic(&self) -> Option<Box<dyn Any + Send>> {
+            self.0.take_panic()
+        }
+    }
+
+    /// Every scope form ends through `run_scope`, with or without a bounded wait first (the
+    /// deadline forms): a host function's panic, kept by `finish`, is resumed by both, after
+    /// the function's output was written; a second panic is not.
+    #[test]
+    fn a_host_functions_panic_is_resumed_by_the_end_every_scope_form_shares() {
+        for bounded in [false, true] {
+            let mut out = [0u32; 2];
+            let (first, then) = out.split_at_mut(1);
+            let panics = boxed(move || {
+                first[0] = 5;
+                std::panic::panic_any("the first");
+            });
+            let second = boxed(move || {
+                then[0] = 6;
+                panic!("the second");
+            });
+            for h in [panics, second] {
+                // SAFETY: live boxes, called once each, as the driver would
+                unsafe { call(h) };
+            }
+            let fns = host_fns_with(&[panics, second]);
+            let waited = std::cell::Cell::new(false);
+            let mut wait = || {
+                waited.set(true);
+                Ok(())
+            };
+            let wait: Option<&mut dyn FnMut() -> Result<()>> =
+                if bounded { Some(&mut wait) } else { None };
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                crate::scope::run_scope(&Ends(&fns), wait, || Ok::<_, Error>(()))
+            }))
+            .expect_err("the scope resumes the host function's panic");
+            assert_eq!(caught.downcast_ref::<&str>(), Some(&"the first"));
+            assert_eq!(waited.get(), bounded);
+            assert!(fns.take_panic().is_none(), "taken once");
+            assert_eq!(out, [5, 6], "both functions ran to their panics");
+        }
     }
 
     #[test]
