@@ -21,9 +21,12 @@
 //! expression that never returns fits any return type. There is no value that ends the wait early, and a handler
 //! that panics does not end it either: the scope catches the panic, waits for its streams
 //! without a deadline, frees what it allocated, and only then resumes the panic. Whatever
-//! the handler does, the scope ends as every scope does: it waits for each stream
-//! (`cuStreamSynchronize`, then `cuStreamQuery` while busy after an error) before any
-//! borrow is released.
+//! the handler does, the scope ends as every scope does, through the same function of the
+//! [`scope`](crate::scope#what-the-end-of-a-scope-guarantees) module: it waits for each
+//! stream (`cuStreamSynchronize`, then `cuStreamQuery` while busy after an error) before
+//! any borrow is released, and then resumes a host function's panic
+//! ([`host_fn`](crate::host_fn)) like [`Stream::scope`] (a panic of the handler wins over
+//! it).
 //!
 //! The wait before the deadline polls `cuStreamQuery` (the driver has no wait with a time
 //! limit): it yields the thread for the first 50 µs, then sleeps between polls, 10 µs
@@ -651,9 +654,11 @@ mod tests {
         // it wins over an error of the closure, as in `Stream::scope`
         let fake = Fake::with_host_panic(&[0], "host function");
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-            fake.run(Duration::ZERO, |_| KeepWaiting::until_idle(), || {
-                Err::<(), _>(Error::new("my step", ErrorCode::InvalidValue))
-            })
+            fake.run(
+                Duration::ZERO,
+                |_| KeepWaiting::until_idle(),
+                || Err::<(), _>(Error::new("my step", ErrorCode::InvalidValue)),
+            )
         }))
         .unwrap_err();
         assert_eq!(caught.downcast_ref::<&str>(), Some(&"host function"));
@@ -678,8 +683,15 @@ mod tests {
         }))
         .unwrap_err();
         assert_eq!(caught.downcast_ref::<&str>(), Some(&"handler"));
-        assert_eq!(fake.ends.get(), 1, "the end ran before the handler's panic went on");
-        assert!(fake.host_panic.borrow().is_none(), "the host function's was taken");
+        assert_eq!(
+            fake.ends.get(),
+            1,
+            "the end ran before the handler's panic went on"
+        );
+        assert!(
+            fake.host_panic.borrow().is_none(),
+            "the host function's was taken"
+        );
     }
 
     #[test]

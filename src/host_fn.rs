@@ -29,18 +29,70 @@
 //!   entry point of the crate checks a thread-local flag that is set while the crate runs a
 //!   host function, and returns an error with `CUDA_ERROR_NOT_PERMITTED` instead of calling
 //!   the driver (one thread-local load per driver call, measured in
-//!   `bench/benches/graphs.rs`). A value the closure owns and drops (a `DeviceBuffer` moved
-//!   in) cannot free its memory there: the free is refused and the memory stays allocated
-//!   until its context is destroyed. Driver calls made by other code (another crate, raw
-//!   FFI) are not seen; the rule is the driver's.
+//!   `bench/benches/graphs.rs`): on the host function's own thread nothing the crate is
+//!   asked for reaches the driver, so nothing is queued, copied or run. A value the closure
+//!   owns and drops (a `DeviceBuffer` moved in) cannot free its memory there: the free is
+//!   refused and the memory stays allocated until its context is destroyed. Driver calls
+//!   made by other code (another crate, raw FFI) are not seen; the rule is the driver's.
+//!   Calls on other threads are not refused: see [below](#host-functions-and-other-threads).
 //! * **A panic must not unwind into the driver** (that would unwind through C frames).
 //!   The crate catches it, lets the stream go on, and resumes it when the scope returns,
 //!   after every stream of the scope has been waited for (as [`std::thread::scope`] does
-//!   with a panicked thread). A panic of the scope's closure itself wins; a host function's
-//!   panic wins over an `Err` the closure returned.
+//!   with a panicked thread). Every scope form does this, because every one ends through
+//!   the same function (see [`scope`](crate::scope#what-the-end-of-a-scope-guarantees)):
+//!   [`Stream::scope`](crate::Stream::scope), `scope_with`, `scope_all`, `scope_within`,
+//!   `scope_all_within` and the `try_` forms. A panic of the scope's closure itself wins,
+//!   then a panic of a deadline scope's overrun handler; a host function's panic wins over
+//!   an `Err` the closure returned and over an error of the scope's end. Of several host
+//!   functions that panicked, the first is resumed (in the order of the scope's streams,
+//!   then of queueing), the others are forgotten. The output a host function wrote before
+//!   it panicked stays written.
 //! * **A host function must not wait for work that is not queued before it** (the driver
 //!   rule again): it would block its stream, and with it the end of the scope, forever.
-//!   That is a deadlock, not undefined behaviour; the crate cannot see it.
+//!   That is a deadlock, not undefined behaviour; the crate cannot see it. The next section
+//!   says which calls of the crate are such work.
+//!
+//! Host functions are offered by the scopes of plain streams. The scopes of preallocated
+//! streams ([`with_phases`](crate::with_phases)) have none, and a capture offers none
+//! ([`graph`](crate::graph)), so no replayed graph runs a host function; a scope opened
+//! inside a capture's closure is an ordinary scope, which runs at once.
+//!
+//! # Host functions and other threads
+//!
+//! What the crate promises, exactly:
+//!
+//! * **On the host function's thread** every driver call through the crate is refused
+//!   with `CUDA_ERROR_NOT_PERMITTED` (above). Tested: a synchronous fill, a whole scope on
+//!   another stream and `SharedContext::enter` called inside a host function return the
+//!   error, and nothing they asked for runs.
+//! * **On other threads** nothing is refused or checked. A host function may hand work to
+//!   another thread (a channel, a pool, `std::thread::scope`), and that thread's calls run
+//!   as usual. But while a host function runs, a call that waits for its stream does not
+//!   return before the host function has returned, so **a host function that waits for
+//!   such a call deadlocks**: the two wait for each other forever. Tested calls that wait,
+//!   made on another thread while a host function runs:
+//!   - [`Stream::synchronize`](crate::Stream::synchronize) of the host function's stream,
+//!     the end of a scope on that stream (it synchronizes the stream), and
+//!     [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) (the whole context);
+//!   - when the host function's stream was made with
+//!     [`StreamFlags::Default`](crate::StreamFlags::Default): the crate's synchronous
+//!     copies and fills ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec),
+//!     [`DeviceSlice::fill`](crate::DeviceSlice::fill), ...), which run on the context's
+//!     legacy default stream, and that stream waits for every `StreamFlags::Default`
+//!     stream of its context.
+//!
+//!   Calls that do not wait for the host function's stream return while it runs. Tested:
+//!   a whole scope on another non-blocking stream, and, when the host function's stream is
+//!   non-blocking (as [`ContextGuard::stream`](crate::ContextGuard::stream) makes it), the
+//!   crate's synchronous copy (`to_vec`).
+//! * **Why the crate does not refuse the waiting call.** When the call is made, the crate
+//!   could see a synchronous wait behind a host function that is running, but that is
+//!   legal and common: the host function returns, then the wait does. Whether the host
+//!   function waits for this call in turn depends on what it blocks on (a channel, a lock,
+//!   a join), which the crate cannot see; a refusal would refuse the legal case too.
+//!
+//! The tests are in `tests/graphs/host_fns.rs`; each shows its half without deadlocking:
+//! the host function waits for the other thread's call with a timeout.
 //!
 //! # The closure lives until it has run
 //!
@@ -534,8 +586,17 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// its threads once the work queued before it has finished, and the work queued after it
     /// waits for it. It may borrow from its environment: the scope does not return before it
     /// has run. See the [module documentation](crate::host_fn) for its rules: it must not
-    /// call the driver (the crate's calls return `CUDA_ERROR_NOT_PERMITTED` inside it), and
-    /// its panic is resumed when the scope returns.
+    /// call the driver (the crate's calls made on its thread return
+    /// `CUDA_ERROR_NOT_PERMITTED`), and its panic is resumed when the scope returns, by
+    /// every scope form.
+    ///
+    /// Calls on other threads are not refused, and it must not wait for one that waits for
+    /// its stream: such a call does not return before the host function does, so the two
+    /// deadlock. Those calls are `synchronize` of its stream or context, the end of a scope
+    /// on its stream, and, when its stream is a [`StreamFlags::Default`](crate::StreamFlags)
+    /// stream, the crate's synchronous copies and fills (they run on the legacy default
+    /// stream, which waits for it). See [Host functions and other
+    /// threads](crate::host_fn#host-functions-and-other-threads).
     ///
     /// ```no_run
     /// use std::sync::atomic::{AtomicUsize, Ordering};

@@ -226,7 +226,9 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// becomes `E::from(error)` when `f` returned `Ok`; when `f` returned an `Err` of this
     /// crate's [`Error`], it is attached to that error as its
     /// [`teardown_error`](crate::Error::teardown_error) (for other error types,
-    /// [`try_scope`](Stream::try_scope) returns both).
+    /// [`try_scope`](Stream::try_scope) returns both). A panic of a host function queued in
+    /// the scope ([`StreamScope::host_fn`]) is resumed after the synchronization, as by
+    /// every scope form.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;

@@ -94,7 +94,11 @@ fn a_host_functions_panic_surfaces(
             s[0].fill(&mut dev, 1)?;
             s[1].host_fn(|| out[0] = 2)
         })?;
-        assert_eq!((dev.to_vec()?, out[0]), (vec![1], 2), "{form}: usable afterwards");
+        assert_eq!(
+            (dev.to_vec()?, out[0]),
+            (vec![1], 2),
+            "{form}: usable afterwards"
+        );
         Ok(())
     });
 }
@@ -303,20 +307,29 @@ pub fn a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_
         let (in_time, done) = call_while_a_host_function_waits(&nonblocking, BLOCKED_FOR, || {
             nonblocking.synchronize()
         })?;
-        assert!(!in_time, "Stream::synchronize returned while the host function ran");
+        assert!(
+            !in_time,
+            "Stream::synchronize returned while the host function ran"
+        );
         done?;
 
         let (in_time, done) = call_while_a_host_function_waits(&nonblocking, BLOCKED_FOR, || {
             nonblocking.scope(|s| s.fill(&mut scoped, 6))
         })?;
-        assert!(!in_time, "a scope on its stream ended while the host function ran");
+        assert!(
+            !in_time,
+            "a scope on its stream ended while the host function ran"
+        );
         done?;
         assert_eq!(scoped.to_vec()?, [6, 6, 6]);
 
         let (in_time, done) = call_while_a_host_function_waits(&nonblocking, BLOCKED_FOR, || {
             shared.enter(|g| g.synchronize())
         })?;
-        assert!(!in_time, "ContextGuard::synchronize returned while the host function ran");
+        assert!(
+            !in_time,
+            "ContextGuard::synchronize returned while the host function ran"
+        );
         done?;
         Ok(())
     });
@@ -337,7 +350,10 @@ pub fn calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs()
         let (in_time, copied) = call_while_a_host_function_waits(&stream, FREE_WITHIN, || {
             shared.enter(|_| src.to_vec())
         })?;
-        assert!(in_time, "to_vec waited for the host function's non-blocking stream");
+        assert!(
+            in_time,
+            "to_vec waited for the host function's non-blocking stream"
+        );
         assert_eq!(copied?, [1, 2, 3]);
 
         let (in_time, done) = call_while_a_host_function_waits(&stream, FREE_WITHIN, || {
@@ -347,7 +363,10 @@ pub fn calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs()
                 s.copy_to_host(&mut back, d)
             })
         })?;
-        assert!(in_time, "a scope on another stream waited for the host function");
+        assert!(
+            in_time,
+            "a scope on another stream waited for the host function"
+        );
         done?;
         assert_eq!(back, [7, 7, 7]);
         Ok(())
