@@ -66,9 +66,9 @@
 //! of preallocated streams, and the deadline forms ([`Stream::scope_within`],
 //! [`Stream::scope_all_within`], which only add a bounded wait before the end). After the
 //! waits, the scope finishes its host functions ([`host_fn`](crate::host_fn)) and frees
-//! what it allocated; then a panic of the closure goes on, or else a panic of a host
-//! function of the scope is resumed (after a deadline scope's overrun handler's, if that
-//! panicked), or else the scope returns the closure's result.
+//! what it allocated. Then a panic of the closure goes on; or else a panic of a deadline
+//! scope's overrun handler is resumed; or else the first panic of a host function of the
+//! scope; or else the scope returns the closure's result.
 
 use std::any::Any;
 use std::ffi::c_void;
