@@ -21,9 +21,12 @@
 //! expression that never returns fits any return type. There is no value that ends the wait early, and a handler
 //! that panics does not end it either: the scope catches the panic, waits for its streams
 //! without a deadline, frees what it allocated, and only then resumes the panic. Whatever
-//! the handler does, the scope ends as every scope does: it waits for each stream
-//! (`cuStreamSynchronize`, then `cuStreamQuery` while busy after an error) before any
-//! borrow is released.
+//! the handler does, the scope ends as every scope does, through the same function of the
+//! [`scope`](crate::scope#what-the-end-of-a-scope-guarantees) module: it waits for each
+//! stream (`cuStreamSynchronize`, then `cuStreamQuery` while busy after an error) before
+//! any borrow is released, and then resumes a host function's panic
+//! ([`host_fn`](crate::host_fn)) like [`Stream::scope`] (a panic of the handler wins over
+//! it).
 //!
 //! The wait before the deadline polls `cuStreamQuery` (the driver has no wait with a time
 //! limit): it yields the thread for the first 50 µs, then sleeps between polls, 10 µs
@@ -37,14 +40,12 @@
 //! An event's bounded wait guards no borrow, so it simply returns "not yet"
 //! (`Ok(false)`).
 
-use std::any::Any;
 use std::fmt;
-use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::driver::{self, CUstream};
 use crate::error::{Error, Result};
-use crate::scope::{Lanes, StreamScope, end_scopes};
+use crate::scope::{Lanes, OpenScopes, ScopeEnd, StreamScope, run_scope};
 use crate::stream::Stream;
 
 /// What an overrun handler learns when a scope's deadline has passed with work still
@@ -186,6 +187,10 @@ impl<'ctx> Stream<'ctx> {
         let opened = Instant::now();
         let stream = self.as_raw();
         let scope = StreamScope::open(self, None);
+        let scopes = OpenScopes {
+            scopes: std::slice::from_ref(&scope),
+            lanes: None,
+        };
         run_within(
             // SAFETY: the stream is alive: `self` is borrowed for the call.
             |_| unsafe { driver::stream_query(stream) },
@@ -193,8 +198,8 @@ impl<'ctx> Stream<'ctx> {
             opened,
             within,
             &mut on_overrun,
+            &scopes,
             || f(&scope),
-            || end_scopes(std::slice::from_ref(&scope)),
         )
     }
 
@@ -249,6 +254,10 @@ impl<'ctx> Stream<'ctx> {
             .enumerate()
             .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
             .collect();
+        let open = OpenScopes {
+            scopes: &scopes,
+            lanes: Some(&lanes),
+        };
         run_within(
             // SAFETY: the streams are alive: `streams` borrows them for the call.
             |i| unsafe { driver::stream_query(raw[i]) },
@@ -256,43 +265,28 @@ impl<'ctx> Stream<'ctx> {
             opened,
             within,
             &mut on_overrun,
+            &open,
             || f(&scopes),
-            || end_scopes(&scopes).and(lanes.destroy_events()),
         )
     }
 }
 
-/// How the wait before a scope's end went.
-enum Settled {
-    /// Every stream reported idle.
-    Idle,
-    /// The handler asked to wait without a deadline.
-    UntilIdle,
-    /// A query failed (an error of earlier work, or of the context).
-    Failed(Error),
-    /// The handler panicked (or, defensively, anything else in the wait did).
-    Panicked(Box<dyn Any + Send>),
-}
-
 /// Polls `idle(i)` (is stream `i` idle?) for `i` in `0..streams`, calling `on_overrun`
-/// whenever the deadline passes while one is busy. Never panics: a panic of the handler
-/// is returned.
+/// whenever the deadline passes while one is busy, until every stream is idle (`Ok`), the
+/// handler asks to wait without a deadline (`Ok`: the scope's end waits), or a query
+/// fails (its error). A panic of the handler goes on: [`run_scope`] catches it, ends the
+/// scope, and resumes it.
 fn settle(
     idle: &dyn Fn(usize) -> Result<bool>,
     streams: usize,
     opened: Instant,
     within: Duration,
     on_overrun: &mut dyn FnMut(Overrun) -> KeepWaiting,
-) -> Settled {
+) -> Result<()> {
     let mut deadline = opened.checked_add(within);
     let mut count = 0u64;
     for i in 0..streams {
-        loop {
-            match poll_until(deadline, || idle(i)) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(e) => return Settled::Failed(e),
-            }
+        while !poll_until(deadline, || idle(i))? {
             let now = Instant::now();
             count = count.saturating_add(1);
             let overrun = Overrun {
@@ -301,62 +295,30 @@ fn settle(
                 count,
                 stream: i,
             };
-            match panic::catch_unwind(AssertUnwindSafe(|| on_overrun(overrun))) {
-                Ok(KeepWaiting(Some(more))) => deadline = now.checked_add(more),
-                Ok(KeepWaiting(None)) => return Settled::UntilIdle,
-                Err(payload) => return Settled::Panicked(payload),
+            match on_overrun(overrun) {
+                KeepWaiting(Some(more)) => deadline = now.checked_add(more),
+                KeepWaiting(None) => return Ok(()),
             }
         }
     }
-    Settled::Idle
+    Ok(())
 }
 
-/// Runs `body`, then ends the scope: the bounded wait ([`settle`]), then `end` (the
-/// scope's own end, which waits for every stream without a deadline and frees), also when
-/// `body` panics. A panic of the handler is resumed after `end`, unless `body` panicked
-/// first (then the handler's panic is forgotten and `body`'s goes on).
+/// Runs `body`, then ends the scope as every scope ends ([`run_scope`]), with the bounded
+/// wait ([`settle`]) before the end's unbounded one, also when `body` panics. So a panic of
+/// the handler is resumed after the end, unless `body` panicked first; a host function's
+/// panic after that, as in [`Stream::scope`].
 fn run_within<R, E: From<Error>>(
     idle: impl Fn(usize) -> Result<bool>,
     streams: usize,
     opened: Instant,
     within: Duration,
     on_overrun: &mut dyn FnMut(Overrun) -> KeepWaiting,
+    ending: &impl ScopeEnd,
     body: impl FnOnce() -> Result<R, E>,
-    end: impl Fn() -> Result<()>,
 ) -> Result<R, E> {
-    let mut finish = |unwinding: bool| -> Result<()> {
-        let settled = panic::catch_unwind(AssertUnwindSafe(|| {
-            settle(&idle, streams, opened, within, on_overrun)
-        }))
-        .unwrap_or_else(Settled::Panicked);
-        // Whatever the handler said or did: every stream is waited for here, without a
-        // deadline, before the borrows are released.
-        let ended = end();
-        match settled {
-            Settled::Panicked(payload) if !unwinding => panic::resume_unwind(payload),
-            Settled::Panicked(payload) => {
-                // Dropping a payload may panic, which would abort while unwinding.
-                std::mem::forget(payload);
-                ended
-            }
-            Settled::Failed(e) => Err(e),
-            Settled::Idle | Settled::UntilIdle => ended,
-        }
-    };
-    struct OnUnwind<'a, F: FnMut(bool) -> Result<()>>(&'a mut F);
-    impl<F: FnMut(bool) -> Result<()>> Drop for OnUnwind<'_, F> {
-        fn drop(&mut self) {
-            let _ = (self.0)(true);
-        }
-    }
-    let on_unwind = OnUnwind(&mut finish);
-    let outcome = body();
-    std::mem::forget(on_unwind);
-    let finished = finish(false);
-    match outcome {
-        Ok(value) => finished.map(|()| value).map_err(E::from),
-        Err(e) => Err(e),
-    }
+    let mut bounded_wait = || settle(&idle, streams, opened, within, on_overrun);
+    run_scope(ending, Some(&mut bounded_wait), body)
 }
 
 /// Polls `done` until it reports `true` (`Ok(true)`), fails, or `deadline` passes
@@ -402,7 +364,9 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorCode;
-    use std::cell::Cell;
+    use crate::scope::Payload;
+    use std::cell::{Cell, RefCell};
+    use std::panic::{self, AssertUnwindSafe};
 
     const MS: Duration = Duration::from_millis(1);
     const NEVER: u64 = u64::MAX;
@@ -414,6 +378,9 @@ mod tests {
         ends: Cell<u32>,
         /// Whether a stream was still busy when the end ran (the real end waits for it).
         busy_at_end: Cell<Option<bool>>,
+        /// The panic of a host function that the end finds (the real end finishes the
+        /// scope's host functions); taken by the scope's end only after `end`.
+        host_panic: RefCell<Option<Payload>>,
     }
 
     impl Fake {
@@ -423,18 +390,20 @@ mod tests {
                 calls: Cell::new(0),
                 ends: Cell::new(0),
                 busy_at_end: Cell::new(None),
+                host_panic: RefCell::new(None),
             }
+        }
+        /// As [`Fake::new`], with a host function that panicked with `message`.
+        fn with_host_panic(idle_after: &[u64], message: &'static str) -> Self {
+            let fake = Fake::new(idle_after);
+            *fake.host_panic.borrow_mut() = Some(Box::new(message));
+            fake
         }
         fn idle(&self, i: usize) -> Result<bool> {
             Ok(self.calls.get() >= self.idle_after[i])
         }
         fn all_idle(&self) -> bool {
             (0..self.idle_after.len()).all(|i| self.idle(i).unwrap())
-        }
-        fn end(&self) -> Result<()> {
-            self.ends.set(self.ends.get() + 1);
-            self.busy_at_end.set(Some(!self.all_idle()));
-            Ok(())
         }
         fn run<R>(
             &self,
@@ -451,9 +420,21 @@ mod tests {
                     self.calls.set(self.calls.get() + 1);
                     on_overrun(o)
                 },
+                self,
                 body,
-                || self.end(),
             )
+        }
+    }
+
+    impl ScopeEnd for Fake {
+        fn end(&self) -> Result<()> {
+            self.ends.set(self.ends.get() + 1);
+            self.busy_at_end.set(Some(!self.all_idle()));
+            Ok(())
+        }
+        fn take_host_panic(&self) -> Option<Payload> {
+            assert_eq!(self.ends.get(), 1, "taken after the end, once");
+            self.host_panic.borrow_mut().take()
         }
     }
 
@@ -572,8 +553,8 @@ mod tests {
             Instant::now(),
             Duration::ZERO,
             &mut |_| panic!("not called"),
+            &fake,
             || Ok::<_, Error>(()),
-            || fake.end(),
         );
         assert_eq!(r.unwrap_err().code(), ErrorCode::IllegalAddress);
         assert_eq!(fake.ends.get(), 1);
@@ -609,8 +590,8 @@ mod tests {
             Instant::now(),
             Duration::MAX,
             &mut |_| panic!("not called"),
+            &Fake::new(&[0]),
             || Ok::<_, Error>(()),
-            || Ok(()),
         );
         assert!(r.is_ok());
         let fake = Fake::new(&[NEVER]);
@@ -627,8 +608,8 @@ mod tests {
                 fake.calls.set(fake.calls.get() + 1);
                 KeepWaiting::for_another(Duration::MAX)
             },
+            &Fake::new(&[0]),
             || Ok::<_, Error>(()),
-            || Ok(()),
         )
         .unwrap();
         assert_eq!(fake.calls.get(), 1);
@@ -652,6 +633,65 @@ mod tests {
             Err(Error::new("cuEventQuery", ErrorCode::InvalidHandle))
         });
         assert_eq!(e.unwrap_err().code(), ErrorCode::InvalidHandle);
+    }
+
+    /// The issue this pins: a deadline scope once caught a host function's panic and
+    /// returned `Ok`. It ends as every scope does now (`run_scope`).
+    #[test]
+    fn a_host_functions_panic_is_resumed_after_the_end_of_a_deadline_scope() {
+        let fake = Fake::with_host_panic(&[2], "host function");
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            fake.run(
+                Duration::ZERO,
+                |_| KeepWaiting::for_another(Duration::ZERO),
+                || Ok(()),
+            )
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"host function"));
+        assert_eq!(fake.ends.get(), 1);
+        assert_eq!(fake.busy_at_end.get(), Some(false));
+        // it wins over an error of the closure, as in `Stream::scope`
+        let fake = Fake::with_host_panic(&[0], "host function");
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            fake.run(
+                Duration::ZERO,
+                |_| KeepWaiting::until_idle(),
+                || Err::<(), _>(Error::new("my step", ErrorCode::InvalidValue)),
+            )
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"host function"));
+    }
+
+    #[test]
+    fn the_closures_panic_then_the_handlers_win_over_a_host_functions() {
+        let fake = Fake::with_host_panic(&[NEVER], "host function");
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            fake.run(
+                Duration::ZERO,
+                |_| panic!("handler"),
+                || -> Result<()> { panic!("body") },
+            )
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"body"));
+        assert_eq!(fake.ends.get(), 1);
+        let fake = Fake::with_host_panic(&[NEVER], "host function");
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            fake.run(Duration::ZERO, |_| panic!("handler"), || Ok(()))
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"handler"));
+        assert_eq!(
+            fake.ends.get(),
+            1,
+            "the end ran before the handler's panic went on"
+        );
+        assert!(
+            fake.host_panic.borrow().is_none(),
+            "the host function's was taken"
+        );
     }
 
     #[test]

@@ -29,18 +29,70 @@
 //!   entry point of the crate checks a thread-local flag that is set while the crate runs a
 //!   host function, and returns an error with `CUDA_ERROR_NOT_PERMITTED` instead of calling
 //!   the driver (one thread-local load per driver call, measured in
-//!   `bench/benches/graphs.rs`). A value the closure owns and drops (a `DeviceBuffer` moved
-//!   in) cannot free its memory there: the free is refused and the memory stays allocated
-//!   until its context is destroyed. Driver calls made by other code (another crate, raw
-//!   FFI) are not seen; the rule is the driver's.
+//!   `bench/benches/graphs.rs`): on the host function's own thread nothing the crate is
+//!   asked for reaches the driver, so nothing is queued, copied or run. A value the closure
+//!   owns and drops (a `DeviceBuffer` moved in) cannot free its memory there: the free is
+//!   refused and the memory stays allocated until its context is destroyed. Driver calls
+//!   made by other code (another crate, raw FFI) are not seen; the rule is the driver's.
+//!   Calls on other threads are not refused: see [below](#host-functions-and-other-threads).
 //! * **A panic must not unwind into the driver** (that would unwind through C frames).
 //!   The crate catches it, lets the stream go on, and resumes it when the scope returns,
 //!   after every stream of the scope has been waited for (as [`std::thread::scope`] does
-//!   with a panicked thread). A panic of the scope's closure itself wins; a host function's
-//!   panic wins over an `Err` the closure returned.
+//!   with a panicked thread). Every scope form does this, because every one ends through
+//!   the same function (see [`scope`](crate::scope#what-the-end-of-a-scope-guarantees)):
+//!   [`Stream::scope`](crate::Stream::scope), `scope_with`, `scope_all`, `scope_within`,
+//!   `scope_all_within` and the `try_` forms. A panic of the scope's closure itself wins,
+//!   then a panic of a deadline scope's overrun handler; a host function's panic wins over
+//!   an `Err` the closure returned and over an error of the scope's end. Of several host
+//!   functions that panicked, the first is resumed (in the order of the scope's streams,
+//!   then of queueing), the others are forgotten. The output a host function wrote before
+//!   it panicked stays written.
 //! * **A host function must not wait for work that is not queued before it** (the driver
 //!   rule again): it would block its stream, and with it the end of the scope, forever.
-//!   That is a deadlock, not undefined behaviour; the crate cannot see it.
+//!   That is a deadlock, not undefined behaviour; the crate cannot see it. The next section
+//!   says which calls of the crate are such work.
+//!
+//! Host functions are offered by the scopes of plain streams. The scopes of preallocated
+//! streams ([`with_phases`](crate::with_phases)) have none, and a capture offers none
+//! ([`graph`](crate::graph)), so no replayed graph runs a host function; a scope opened
+//! inside a capture's closure is an ordinary scope, which runs at once.
+//!
+//! # Host functions and other threads
+//!
+//! What the crate promises, exactly:
+//!
+//! * **On the host function's thread** every driver call through the crate is refused
+//!   with `CUDA_ERROR_NOT_PERMITTED` (above). Tested: a synchronous fill, a whole scope on
+//!   another stream and `SharedContext::enter` called inside a host function return the
+//!   error, and nothing they asked for runs.
+//! * **On other threads** nothing is refused or checked. A host function may hand work to
+//!   another thread (a channel, a pool, `std::thread::scope`), and that thread's calls run
+//!   as usual. But while a host function runs, a call that waits for its stream does not
+//!   return before the host function has returned, so **a host function that waits for
+//!   such a call deadlocks**: the two wait for each other forever. Tested calls that wait,
+//!   made on another thread while a host function runs:
+//!   - [`Stream::synchronize`](crate::Stream::synchronize) of the host function's stream,
+//!     the end of a scope on that stream (it synchronizes the stream), and
+//!     [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) (the whole context);
+//!   - when the host function's stream was made with
+//!     [`StreamFlags::Default`](crate::StreamFlags::Default): the crate's synchronous
+//!     copies and fills ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec),
+//!     [`DeviceSlice::fill`](crate::DeviceSlice::fill), ...), which run on the context's
+//!     legacy default stream, and that stream waits for every `StreamFlags::Default`
+//!     stream of its context.
+//!
+//!   Calls that do not wait for the host function's stream return while it runs. Tested:
+//!   a whole scope on another non-blocking stream, and, when the host function's stream is
+//!   non-blocking (as [`ContextGuard::stream`](crate::ContextGuard::stream) makes it), the
+//!   crate's synchronous copy (`to_vec`).
+//! * **Why the crate does not refuse the waiting call.** When the call is made, the crate
+//!   could see a synchronous wait behind a host function that is running, but that is
+//!   legal and common: the host function returns, then the wait does. Whether the host
+//!   function waits for this call in turn depends on what it blocks on (a channel, a lock,
+//!   a join), which the crate cannot see; a refusal would refuse the legal case too.
+//!
+//! The tests are in `tests/graphs/host_fns.rs`; each shows its half without deadlocking:
+//! the host function waits for the other thread's call with a timeout.
 //!
 //! # The closure lives until it has run
 //!
@@ -61,7 +113,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::RangeBounds;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -450,7 +502,7 @@ impl HostFns {
     /// Finishes every queued function, once the scope's streams have been waited for (also
     /// after a failed wait): waits for those that started, abandons those that did not
     /// (dropping their closures here, keeping their boxes allocated), frees the others, and
-    /// keeps the first panic for [`HostFns::resume_panic`].
+    /// keeps the first panic for [`HostFns::take_panic`].
     pub(crate) fn finish(&self) {
         if !self.used.load(Ordering::Relaxed) {
             return;
@@ -480,8 +532,10 @@ impl HostFns {
                     let panic = unsafe { (*header.panic.get()).take() };
                     if let Some(p) = panic {
                         let mut first = lock(&self.panic);
-                        if first.is_none() {
-                            *first = Some(p);
+                        match *first {
+                            None => *first = Some(p),
+                            // dropping a payload may panic, maybe while a panic unwinds
+                            Some(_) => std::mem::forget(p),
                         }
                     }
                     // SAFETY: `DONE`: the closure was taken, and the driver is done with
@@ -492,16 +546,14 @@ impl HostFns {
         }
     }
 
-    /// Resumes the first panic of a host function, if there was one. Called when the scope
-    /// has been torn down (not while a panic unwinds: then the scope is dropped instead).
-    pub(crate) fn resume_panic(&self) {
+    /// The first panic of a host function, if there was one, once [`HostFns::finish`] has
+    /// run: the scope's end ([`run_scope`](crate::scope::run_scope), shared by every scope
+    /// form) resumes it or, while another panic unwinds, forgets it.
+    pub(crate) fn take_panic(&self) -> Option<Box<dyn Any + Send>> {
         if !self.used.load(Ordering::Relaxed) {
-            return;
+            return None;
         }
-        let panic = lock(&self.panic).take();
-        if let Some(p) = panic {
-            resume_unwind(p);
-        }
+        lock(&self.panic).take()
     }
 }
 
@@ -510,6 +562,9 @@ impl Drop for HostFns {
         // Only reached with boxes left when `finish` did not run, which the scopes never
         // allow; leak them rather than free what the driver may still call.
         std::mem::forget(std::mem::take(&mut *lock(&self.slots)));
+        // Only reached with a payload if the scope's end did not take it; dropping it may
+        // run code that panics, maybe while a panic unwinds: forgotten.
+        std::mem::forget(lock(&self.panic).take());
     }
 }
 
@@ -531,8 +586,17 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// its threads once the work queued before it has finished, and the work queued after it
     /// waits for it. It may borrow from its environment: the scope does not return before it
     /// has run. See the [module documentation](crate::host_fn) for its rules: it must not
-    /// call the driver (the crate's calls return `CUDA_ERROR_NOT_PERMITTED` inside it), and
-    /// its panic is resumed when the scope returns.
+    /// call the driver (the crate's calls made on its thread return
+    /// `CUDA_ERROR_NOT_PERMITTED`), and its panic is resumed when the scope returns, by
+    /// every scope form.
+    ///
+    /// Calls on other threads are not refused, and it must not wait for one that waits for
+    /// its stream: such a call does not return before the host function does, so the two
+    /// deadlock. Those calls are `synchronize` of its stream or context, the end of a scope
+    /// on its stream, and, when its stream is a [`StreamFlags::Default`](crate::StreamFlags)
+    /// stream, the crate's synchronous copies and fills (they run on the legacy default
+    /// stream, which waits for it). See [Host functions and other
+    /// threads](crate::host_fn#host-functions-and-other-threads).
     ///
     /// ```no_run
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -779,6 +843,57 @@ mod tests {
             payload.downcast_ref::<&str>(),
             Some(&"inside a host function")
         );
+    }
+
+    /// The end of a scope as `OpenScopes` makes it, over one scope's host functions.
+    struct Ends<'a>(&'a HostFns);
+    impl crate::scope::ScopeEnd for Ends<'_> {
+        fn end(&self) -> Result<()> {
+            self.0.finish();
+            Ok(())
+        }
+        fn take_host_panic(&self) -> Option<Box<dyn Any + Send>> {
+            self.0.take_panic()
+        }
+    }
+
+    /// Every scope form ends through `run_scope`, with or without a bounded wait first (the
+    /// deadline forms): a host function's panic, kept by `finish`, is resumed by both, after
+    /// the function's output was written; a second panic is not.
+    #[test]
+    fn a_host_functions_panic_is_resumed_by_the_end_every_scope_form_shares() {
+        for bounded in [false, true] {
+            let mut out = [0u32; 2];
+            let (first, then) = out.split_at_mut(1);
+            let panics = boxed(move || {
+                first[0] = 5;
+                std::panic::panic_any("the first");
+            });
+            let second = boxed(move || {
+                then[0] = 6;
+                panic!("the second");
+            });
+            for h in [panics, second] {
+                // SAFETY: live boxes, called once each, as the driver would
+                unsafe { call(h) };
+            }
+            let fns = host_fns_with(&[panics, second]);
+            let waited = std::cell::Cell::new(false);
+            let mut wait = || {
+                waited.set(true);
+                Ok(())
+            };
+            let wait: Option<&mut dyn FnMut() -> Result<()>> =
+                if bounded { Some(&mut wait) } else { None };
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                crate::scope::run_scope(&Ends(&fns), wait, || Ok::<_, Error>(()))
+            }))
+            .expect_err("the scope resumes the host function's panic");
+            assert_eq!(caught.downcast_ref::<&str>(), Some(&"the first"));
+            assert_eq!(waited.get(), bounded);
+            assert!(fns.take_panic().is_none(), "taken once");
+            assert_eq!(out, [5, 6], "both functions ran to their panics");
+        }
     }
 
     #[test]

@@ -60,11 +60,22 @@
 //! GPU may still use borrowed memory. On a sticky error (an illegal address, see
 //! [`ErrorCode::is_sticky`](crate::ErrorCode::is_sticky)) the driver has stopped all work of
 //! the context.
+//!
+//! Every scope form ends the same way, in one function of this module: [`Stream::scope`],
+//! [`Stream::scope_with`], [`Stream::scope_all`], the `try_` forms built on them, the scopes
+//! of preallocated streams, and the deadline forms ([`Stream::scope_within`],
+//! [`Stream::scope_all_within`], which only add a bounded wait before the end). After the
+//! waits, the scope finishes its host functions ([`host_fn`](crate::host_fn)) and frees
+//! what it allocated. Then a panic of the closure goes on; or else a panic of a deadline
+//! scope's overrun handler is resumed; or else the first panic of a host function of the
+//! scope; or else the scope returns the closure's result.
 
+use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, RangeBounds};
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::context::{self, Brand};
@@ -215,7 +226,9 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// becomes `E::from(error)` when `f` returned `Ok`; when `f` returned an `Err` of this
     /// crate's [`Error`], it is attached to that error as its
     /// [`teardown_error`](crate::Error::teardown_error) (for other error types,
-    /// [`try_scope`](Stream::try_scope) returns both).
+    /// [`try_scope`](Stream::try_scope) returns both). A panic of a host function queued in
+    /// the scope ([`StreamScope::host_fn`]) is resumed after the synchronization, as by
+    /// every scope form.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -242,9 +255,11 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         E: From<Error>,
     {
         let scope = StreamScope::open(self, None);
-        let result = context::run_then(|| f(&scope), || end_scopes(std::slice::from_ref(&scope)));
-        scope.host_fns.resume_panic();
-        result
+        let scopes = OpenScopes {
+            scopes: std::slice::from_ref(&scope),
+            lanes: None,
+        };
+        run_scope(&scopes, None, || f(&scope))
     }
 
     /// One scope over two streams: [`Stream::scope_all`] for `[self, other]`, with the two
@@ -323,14 +338,11 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
             .enumerate()
             .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
             .collect();
-        let result = context::run_then(
-            || f(&scopes),
-            || teardown::keep_both(end_scopes(&scopes), lanes.destroy_events()),
-        );
-        for scope in &scopes {
-            scope.host_fns.resume_panic();
-        }
-        result
+        let open = OpenScopes {
+            scopes: &scopes,
+            lanes: Some(&lanes),
+        };
+        run_scope(&open, None, || f(&scopes))
     }
 }
 
@@ -465,6 +477,112 @@ pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -
         finished = teardown::keep_both(finished, scope.free_allocations(synchronized));
     }
     finished
+}
+
+/// A panic's payload, as [`std::panic::catch_unwind`] returns it.
+pub(crate) type Payload = Box<dyn Any + Send>;
+
+/// The end of a scope, as [`run_scope`] drives it: its streams and host functions
+/// ([`OpenScopes`]), or a stand-in in the unit tests.
+pub(crate) trait ScopeEnd {
+    /// Waits for every stream of the scope without a deadline, finishes its host functions
+    /// and frees what it allocated: the first error, with the later ones attached.
+    fn end(&self) -> Result<()>;
+
+    /// The first panic of the scope's host functions, once [`end`](ScopeEnd::end) has
+    /// run (in the order of the scope's streams); the others are forgotten.
+    fn take_host_panic(&self) -> Option<Payload>;
+}
+
+/// The streams of one open scope: one, or several sharing an order book.
+pub(crate) struct OpenScopes<'a, 'scope, 'env: 'scope, 'ctx, K: StreamKind> {
+    pub(crate) scopes: &'a [StreamScope<'scope, 'env, 'ctx, K>],
+    pub(crate) lanes: Option<&'a Lanes>,
+}
+
+impl<K: StreamKind> ScopeEnd for OpenScopes<'_, '_, '_, '_, K> {
+    fn end(&self) -> Result<()> {
+        let ended = end_scopes(self.scopes);
+        match self.lanes {
+            Some(lanes) => teardown::keep_both(ended, lanes.destroy_events()),
+            None => ended,
+        }
+    }
+
+    fn take_host_panic(&self) -> Option<Payload> {
+        let mut first = None;
+        for scope in self.scopes {
+            if let Some(payload) = scope.host_fns.take_panic() {
+                match first {
+                    None => first = Some(payload),
+                    // dropping a payload runs its code, which may panic: never here
+                    Some(_) => std::mem::forget(payload),
+                }
+            }
+        }
+        first
+    }
+}
+
+/// Runs a scope's closure (`body`), then ends the scope: the one way every scope form
+/// finishes ([`Stream::scope`] and [`Stream::scope_all`], and so `scope_with` and the `try_`
+/// forms built on them; [`Stream::scope_within`] and [`Stream::scope_all_within`], which
+/// pass their bounded wait as `wait_first`).
+///
+/// On every path, also while a panic of `body` unwinds (then from a drop guard, which no
+/// user code can `mem::forget`): `wait_first` runs, its panic caught, then
+/// [`ScopeEnd::end`] waits for every stream without a deadline, whatever `wait_first`
+/// did. Only then does the scope return, with the first of these:
+///
+/// 1. a panic of `body`, which goes on (the other panics are forgotten, errors dropped);
+/// 2. a panic of `wait_first` (a deadline scope's overrun handler), resumed;
+/// 3. a panic of a host function of the scope ([`ScopeEnd::take_host_panic`]), resumed;
+/// 4. `body`'s error, with the teardown's attached when it is an [`Error`]
+///    ([`teardown::combine`]);
+/// 5. the error of `wait_first` or of the end, as `E::from(error)`;
+/// 6. `body`'s value.
+pub(crate) fn run_scope<R, E: From<Error>>(
+    ending: &impl ScopeEnd,
+    mut wait_first: Option<&mut dyn FnMut() -> Result<()>>,
+    body: impl FnOnce() -> Result<R, E>,
+) -> Result<R, E> {
+    let mut finish = || -> (Result<()>, Option<Payload>) {
+        let waited = match wait_first.as_deref_mut() {
+            None => Ok(Ok(())),
+            Some(wait) => panic::catch_unwind(AssertUnwindSafe(wait)),
+        };
+        // Whatever the wait did: every stream is waited for here, before any borrow of the
+        // scope is released.
+        let ended = ending.end();
+        let host_panic = ending.take_host_panic();
+        match waited {
+            Ok(waited) => (teardown::keep_both(waited, ended), host_panic),
+            Err(payload) => {
+                if let Some(host_panic) = host_panic {
+                    std::mem::forget(host_panic);
+                }
+                (ended, Some(payload))
+            }
+        }
+    };
+    struct OnUnwind<'a, F: FnMut() -> (Result<()>, Option<Payload>)>(&'a mut F);
+    impl<F: FnMut() -> (Result<()>, Option<Payload>)> Drop for OnUnwind<'_, F> {
+        fn drop(&mut self) {
+            // `body`'s panic goes on: a second one would abort, and dropping a payload
+            // may panic, so the others are forgotten
+            if let (_, Some(payload)) = (self.0)() {
+                std::mem::forget(payload);
+            }
+        }
+    }
+    let on_unwind = OnUnwind(&mut finish);
+    let outcome = body();
+    std::mem::forget(on_unwind);
+    let (torn_down, panicked) = finish();
+    if let Some(payload) = panicked {
+        panic::resume_unwind(payload);
+    }
+    teardown::combine(outcome, torn_down)
 }
 
 /// Runs `op` with the context of `stream` current (`cuStreamGetCtx`, then

@@ -4,6 +4,10 @@
 //! The kernels are `tests/kernels/graphs.cu` (PTX committed next to it).
 
 mod common;
+#[path = "graphs/host_fns.rs"]
+mod host_fns;
+
+use host_fns::*;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -620,4 +624,16 @@ gpu_test_main!(
     a_panic_in_a_host_function_is_resumed_when_its_scope_returns,
     a_host_function_cannot_call_the_driver_through_the_crate,
     graphs_and_host_functions_compose_with_nested_scopes,
+    a_host_functions_panic_surfaces_from_scope,
+    a_host_functions_panic_surfaces_from_scope_with,
+    a_host_functions_panic_surfaces_from_scope_all,
+    a_host_functions_panic_surfaces_from_scope_within,
+    a_host_functions_panic_surfaces_from_scope_all_within,
+    a_host_functions_panic_surfaces_from_try_scope,
+    a_host_functions_panic_surfaces_from_try_scope_with,
+    a_host_functions_panic_surfaces_from_try_scope_all,
+    a_host_functions_panic_surfaces_from_a_scope_inside_a_capture,
+    crate_calls_inside_a_host_function_are_refused_and_nothing_runs,
+    a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_it,
+    calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs,
 );
