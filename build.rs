@@ -11,8 +11,8 @@
 //! `cargo test`, and the crate's loader asks for `libcuda.so` by name. An archive is named
 //! `libcuda.a`, which `dlopen("libcuda.so")` never considers (an earlier stub, a linker
 //! script named `libcuda.so`, was found there and reported as "invalid ELF header"). GNU
-//! ld, gold, lld and mold all take an archive for `-lcuda` when no `libcuda.so` comes
-//! first, and one without members adds nothing to the binary.
+//! ld, gold and lld (rustc's default linker on x86_64 Linux) take an archive for `-lcuda`
+//! when no `libcuda.so` comes first, and one without members adds nothing to the binary.
 //!
 //! Where a real `libcuda.so` is found, the stub stays off the search path: the linker
 //! takes the real one, and since rustc links with `--as-needed`, a binary that calls no
@@ -32,7 +32,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CUDA_LIBRARY_PATH");
     println!("cargo:rerun-if-env-changed=LIBRARY_PATH");
     println!("cargo:rerun-if-env-changed=CC");
-    // GNU ld scripts: Linux targets only (the MSVC linker and ld64 do not read them).
+    // Linux targets only: the placeholder is a GNU-style archive for `-lcuda` (the MSVC
+    // linker would look for `cuda.lib`), and only there is the driver `libcuda.so`.
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         return;
     }
@@ -47,8 +48,8 @@ fn main() {
         Err(e) => panic!("remove the old $OUT_DIR/stub/libcuda.so: {e}"),
     }
     std::fs::write(stub_dir.join("libcuda.a"), STUB).expect("write $OUT_DIR/stub/libcuda.a");
-    // The loader leaves anything in this directory out of its search and its messages
-    // (`src/driver.rs`), and the no-device tests put it on `LD_LIBRARY_PATH` as cargo does.
+    // The loader never reports a file in this directory (`failure_text` in
+    // `src/driver.rs`), and the no-device tests put it on `LD_LIBRARY_PATH` as cargo does.
     println!(
         "cargo:rustc-env=CUDA_BRAND_LINK_STUB_DIR={}",
         stub_dir.display()
