@@ -2,9 +2,17 @@
 //!
 //! The crate loads the driver at run time (`src/driver.rs`) and references no symbol of it,
 //! but `cuda-driver-sys`, whose types it uses, always asks the linker for `-lcuda`. Where
-//! no `libcuda.so` is on the linker's path, this writes `$OUT_DIR/stub/libcuda.so`, a GNU
-//! ld linker script that is only a comment, and adds its directory to the search path:
-//! `-lcuda` then resolves to nothing, and a binary gets no `NEEDED libcuda` entry.
+//! no `libcuda.so` is on the linker's path, this writes `$OUT_DIR/stub/libcuda.a`, an
+//! empty static archive, and adds its directory to the search path: `-lcuda` then resolves
+//! to an archive with no members, and a binary gets no `NEEDED libcuda` entry.
+//!
+//! The stub must be something the *dynamic* loader never opens: cargo puts every link
+//! search directory inside the target directory on `LD_LIBRARY_PATH` for `cargo run` and
+//! `cargo test`, and the crate's loader asks for `libcuda.so` by name. An archive is named
+//! `libcuda.a`, which `dlopen("libcuda.so")` never considers (an earlier stub, a linker
+//! script named `libcuda.so`, was found there and reported as "invalid ELF header"). GNU
+//! ld, gold and lld (rustc's default linker on x86_64 Linux) take an archive for `-lcuda`
+//! when no `libcuda.so` comes first, and one without members adds nothing to the binary.
 //!
 //! Where a real `libcuda.so` is found, the stub stays off the search path: the linker
 //! takes the real one, and since rustc links with `--as-needed`, a binary that calls no
@@ -16,21 +24,36 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const STUB: &str = "/* cuda-brand: satisfies -lcuda; the driver is loaded at run time */\n";
+/// An ar archive with no members: the magic line and nothing else.
+const STUB: &[u8] = b"!<arch>\n";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=CUDA_LIBRARY_PATH");
     println!("cargo:rerun-if-env-changed=LIBRARY_PATH");
     println!("cargo:rerun-if-env-changed=CC");
-    // GNU ld scripts: Linux targets only (the MSVC linker and ld64 do not read them).
+    // Linux targets only: the placeholder is a GNU-style archive for `-lcuda` (the MSVC
+    // linker would look for `cuda.lib`), and only there is the driver `libcuda.so`.
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         return;
     }
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let stub_dir = out_dir.join("stub");
     std::fs::create_dir_all(&stub_dir).expect("create $OUT_DIR/stub");
-    std::fs::write(stub_dir.join("libcuda.so"), STUB).expect("write $OUT_DIR/stub/libcuda.so");
+    // An earlier version of this script wrote a linker script here under the shared
+    // library's name; cargo keeps `OUT_DIR` between builds, and the loader would find it.
+    match std::fs::remove_file(stub_dir.join("libcuda.so")) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => panic!("remove the old $OUT_DIR/stub/libcuda.so: {e}"),
+    }
+    std::fs::write(stub_dir.join("libcuda.a"), STUB).expect("write $OUT_DIR/stub/libcuda.a");
+    // The loader never reports a file in this directory (`failure_text` in
+    // `src/driver.rs`), and the no-device tests put it on `LD_LIBRARY_PATH` as cargo does.
+    println!(
+        "cargo:rustc-env=CUDA_BRAND_LINK_STUB_DIR={}",
+        stub_dir.display()
+    );
 
     match real_libcuda() {
         Some(found) => {

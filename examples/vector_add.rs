@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use cuda_brand::{
     ContextFlags, Device, DeviceBuffer, Event, EventFlags, In, Module, Out, Stream, StreamFlags,
-    with_context,
+    samples, with_context,
 };
 
 fn main() -> ExitCode {
@@ -40,10 +40,11 @@ fn run(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let b: Vec<f32> = (0..n).map(|i| 0.5 - (i % 1000) as f32).collect();
 
     with_context(&device, ContextFlags::default(), |ctx| {
-        let module = Module::from_ptx(ctx, include_str!("../kernels/kernels.ptx"))?;
+        // the crate's sample kernels (kernels/kernels.cu), compiled into it as PTX
+        let module = Module::from_ptx(ctx, samples::KERNELS_PTX)?;
         // SAFETY: `vector_add(const float *a, size_t a_len, const float *b, size_t b_len,
-        // float *c, size_t c_len)` (kernels/kernels.cu) has this parameter list, reads a and
-        // b, writes c, and never indexes past the smallest length.
+        // float *c, size_t c_len)` (`cuda_brand::samples`) has this parameter list, reads a
+        // and b, writes c, and never indexes past the smallest length.
         let vector_add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let (mut start, mut end) = (

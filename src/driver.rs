@@ -675,6 +675,13 @@ const DRIVER_LIBRARIES: &[&str] = &["nvcuda.dll"];
 #[cfg(not(windows))]
 const DRIVER_LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
+/// The directory of the build's `-lcuda` placeholder (`build.rs`, Linux builds without a
+/// driver library). Cargo puts it on `LD_LIBRARY_PATH` under `cargo run` and `cargo test`.
+/// The placeholder is an empty archive, `libcuda.a`, which the platform's loader never
+/// opens; should a file of a tried name ever be found there, the loader's message about it
+/// is not reported (see [`failure_text`]).
+const LINK_STUB_DIR: Option<&str> = option_env!("CUDA_BRAND_LINK_STUB_DIR");
+
 /// How to get a driver library, the end of every "not found" error.
 const GET_A_DRIVER: &str = "install the NVIDIA driver (CUDA 11.4, R470, or newer), or on \
      Debian without a GPU run cuda-brand's scripts/install-libcuda (it installs libcuda1, \
@@ -770,7 +777,7 @@ fn open(file: Option<&OsStr>) -> Result<(libloading::Library, String)> {
         // preconditions; nothing else is assumed of the file until its symbols are read.
         match unsafe { libloading::Library::new(name) } {
             Ok(library) => return Ok((library, name.to_string_lossy().into_owned())),
-            Err(e) => failures.push(error_chain(&e)),
+            Err(e) => failures.push(failure_text(name, error_chain(&e), LINK_STUB_DIR)),
         }
     }
     let detail = match file {
@@ -792,6 +799,19 @@ fn open(file: Option<&OsStr>) -> Result<(libloading::Library, String)> {
         ErrorCode::DriverNotFound,
         detail,
     ))
+}
+
+/// What the "not found" error says about `name`, whose load failed with `text`: the
+/// loader's own words, unless they name a file in `stub_dir`, the build's link
+/// placeholder ([`LINK_STUB_DIR`]), which is no driver and no concern of the user's.
+fn failure_text(name: &OsStr, text: String, stub_dir: Option<&str>) -> String {
+    match stub_dir {
+        Some(dir) if !dir.is_empty() && text.contains(&format!("{dir}/")) => format!(
+            "{}: no driver library of this name (only cuda-brand's link placeholder)",
+            name.to_string_lossy()
+        ),
+        _ => text,
+    }
 }
 
 /// An error and its sources, as one line.
@@ -2443,6 +2463,47 @@ mod tests {
              driver (CUDA 11.4, R470, or newer), or on Debian without a GPU run cuda-brand's \
              scripts/install-libcuda (it installs libcuda1, whose cuInit reports no device)"
         );
+    }
+
+    #[test]
+    fn the_link_placeholder_is_never_reported_and_never_a_library_the_loader_opens() {
+        let dir = "/w/target/debug/build/cuda-brand-0123456789abcdef/out/stub";
+        let stub = format!("{dir}/libcuda.so: invalid ELF header");
+        let text = failure_text(OsStr::new("libcuda.so"), stub, Some(dir));
+        assert_eq!(
+            text,
+            "libcuda.so: no driver library of this name (only cuda-brand's link placeholder)"
+        );
+        assert!(!text.contains("stub") && !text.contains(dir), "{text}");
+        // every other failure is the loader's own words
+        let other = "libcuda.so.1: cannot open shared object file: No such file or directory";
+        for stub_dir in [Some(dir), Some(""), None] {
+            assert_eq!(
+                failure_text(OsStr::new("libcuda.so.1"), other.to_owned(), stub_dir),
+                other
+            );
+        }
+        // a directory whose name only begins like the placeholder's is not it
+        let beside = format!("{dir}2/libcuda.so: invalid ELF header");
+        assert_eq!(
+            failure_text(OsStr::new("libcuda.so"), beside.clone(), Some(dir)),
+            beside
+        );
+        // the build's placeholder (Linux) is an empty archive, never a shared object's name
+        if let Some(dir) = LINK_STUB_DIR {
+            let dir = std::path::Path::new(dir);
+            assert_eq!(
+                std::fs::read(dir.join("libcuda.a")).ok(),
+                Some(b"!<arch>\n".to_vec())
+            );
+            for name in DRIVER_LIBRARIES {
+                assert!(
+                    !dir.join(name).exists(),
+                    "{} exists",
+                    dir.join(name).display()
+                );
+            }
+        }
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -26,7 +26,8 @@
 //!         let b = ctx.from_slice(&[10.0f32, 20.0, 30.0])?;
 //!         let mut c = ctx.zeroed::<f32>(3)?;
 //!         // the kernel: declaring its parameter list is the one promise the crate cannot check
-//!         let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+//!         // (the crate's sample kernels, compiled into it: `cuda_brand::samples`)
+//!         let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
 //!         // SAFETY: `vector_add(const float *a, size_t a_len, const float *b, size_t b_len,
 //!         // float *c, size_t c_len)` reads a and b, writes c, and stays below the lengths.
 //!         let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
@@ -226,6 +227,7 @@ pub mod phase;
 pub mod pitched;
 pub mod pitched3d;
 pub mod pool;
+pub mod samples;
 pub mod scope;
 mod staging;
 pub mod stream;

@@ -460,7 +460,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     }
 
     /// Copies `src` from the host into this view (`cuMemcpyHtoD`); done when it returns.
-    /// From 1 MiB, pageable memory is staged: see
+    /// From 16 MiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
     /// # Panics
@@ -491,7 +491,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     }
 
     /// Copies this view into `dst` on the host (`cuMemcpyDtoH`); done when it returns.
-    /// From 4 MiB, pageable memory is staged: see
+    /// From 16 MiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
     /// # Panics
@@ -561,7 +561,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
 
     /// The contents, copied into a new `Vec`; complete when it returns.
     ///
-    /// A large copy (1 MiB and up) is staged through page-locked memory the context keeps
+    /// A large copy (16 MiB and up) is staged through page-locked memory the context keeps
     /// and written into the `Vec` by several threads, many times faster than the driver
     /// writes a new `Vec`: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
@@ -884,10 +884,12 @@ pub(crate) const fn empty_address<T>() -> CUdeviceptr {
 /// memory. So the crate stages large synchronous copies through page-locked memory it
 /// keeps per context:
 ///
-/// * [`to_vec`](DeviceSlice::to_vec) from 1 MiB, [`copy_to_host`](DeviceSlice::copy_to_host)
-///   from 4 MiB, [`from_slice`](DeviceBuffer::from_slice),
+/// * [`to_vec`](DeviceSlice::to_vec), [`copy_to_host`](DeviceSlice::copy_to_host),
+///   [`from_slice`](DeviceBuffer::from_slice),
 ///   [`from_slice_in`](DeviceBuffer::from_slice_in) and
-///   [`copy_from_host`](DeviceSlice::copy_from_host) from 1 MiB;
+///   [`copy_from_host`](DeviceSlice::copy_from_host), each from 16 MiB (below that,
+///   starting the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk
+///   copies");
 /// * the calling thread runs the DMA of one chunk (up to 2 MiB) after another between the
 ///   device and a slot of the staging, while up to 8 threads (one fewer than the cores,
 ///   spawned for the copy and joined before it returns) copy chunks between the slots and
@@ -1074,7 +1076,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(self.owner.context(), zero) }
     }
 
-    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 1 MiB,
+    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 16 MiB,
     /// pageable memory is staged: see
     /// [the type's documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {

@@ -30,6 +30,12 @@
 //! changes the suite's `.stderr` files (`TRYBUILD=overwrite cargo test --test ui`), copy
 //! the new text into the guide too. The doc tests check the other half: each forbidden
 //! example in the guide fails to compile with the error code it names.
+//!
+//! The README's claims are kept the same way: its numbered rules are the folders of
+//! `ui-tests/fail/`, one each, in order, and the bulk-copy thresholds and staging sizes it
+//! states (and those of `DeviceBuffer`'s documentation in `src/memory.rs`) are the code's
+//! (`cuda_brand::__staging`). `tests/no_device.rs` compares its quote of the "driver
+//! library not found" message with what the crate prints under `cargo test`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -400,4 +406,317 @@ fn the_guide_is_the_guide_module_of_the_crate_docs() {
             );
         }
     }
+}
+
+// The README: the rules it lists and the bulk-copy thresholds it states are the crate's.
+
+fn readme() -> String {
+    read(&root().join("README.md"))
+}
+
+/// The folders of `ui-tests/fail/`, sorted: one per rule.
+fn rule_folders() -> Vec<String> {
+    let dir = root().join("ui-tests/fail");
+    let mut folders: Vec<String> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            entry.file_type().ok()?.is_dir().then_some(())?;
+            entry.file_name().into_string().ok()
+        })
+        .collect();
+    folders.sort();
+    folders
+}
+
+/// `"nine"` as 9 (and digits as themselves).
+fn number_word(word: &str) -> Option<usize> {
+    const WORDS: [&str; 13] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve",
+    ];
+    let word = word.to_ascii_lowercase();
+    WORDS
+        .iter()
+        .position(|w| *w == word)
+        .or_else(|| word.parse().ok())
+}
+
+/// The numbered list of rules after the README's "N rules, one folder ..." line: each
+/// item's number and text (its lines joined).
+fn readme_rules(readme: &str) -> (usize, Vec<(usize, String)>) {
+    let lines: Vec<&str> = readme.lines().collect();
+    let intro = lines
+        .iter()
+        .position(|l| l.contains(" rules, one folder of compile-fail cases each in `ui-tests/fail/`"))
+        .expect("README.md: no line \"N rules, one folder of compile-fail cases each in `ui-tests/fail/`\"");
+    let word = lines[intro].split_whitespace().next().unwrap_or("");
+    let count = number_word(word)
+        .unwrap_or_else(|| panic!("README.md:{}: {word:?} is not a number", intro + 1));
+    let mut items: Vec<(usize, String)> = Vec::new();
+    for line in &lines[intro + 1..] {
+        let numbered = line
+            .split_once(". ")
+            .and_then(|(n, _)| n.parse::<usize>().ok().map(|n| (n, line)));
+        match numbered {
+            Some((n, line)) => items.push((n, line.to_string())),
+            None if line.starts_with("   ") && !items.is_empty() => {
+                let item = items.last_mut().expect("an item");
+                item.1.push(' ');
+                item.1.push_str(line.trim());
+            }
+            None if items.is_empty() => {}
+            None => break,
+        }
+    }
+    (count, items)
+}
+
+#[test]
+fn the_readme_has_one_rule_per_folder_of_the_compile_fail_suite() {
+    let folders = rule_folders();
+    let (count, items) = readme_rules(&readme());
+    assert_eq!(
+        count,
+        folders.len(),
+        "README.md counts {count} rules; ui-tests/fail/ has {} folders: {folders:?}",
+        folders.len()
+    );
+    let chapters: Vec<String> = guide().into_iter().map(|c| c.title).collect();
+    let mut problems = Vec::new();
+    for (k, folder) in folders.iter().enumerate() {
+        let rule = k + 1;
+        if !folder.starts_with(&format!("{rule}_")) {
+            problems.push(format!(
+                "ui-tests/fail/{folder} is not numbered as rule {rule}"
+            ));
+        }
+        let Some((n, text)) = items.get(k) else {
+            problems.push(format!(
+                "README.md lists no rule {rule} (ui-tests/fail/{folder}/)"
+            ));
+            continue;
+        };
+        if *n != rule {
+            problems.push(format!("README.md's rule {rule} is numbered {n}"));
+        }
+        if !text.starts_with(&format!("{n}. **")) {
+            problems.push(format!(
+                "README.md's rule {n} does not begin with its name in bold"
+            ));
+        }
+        // the first folder the item names is its own
+        let named = text
+            .split_once("`ui-tests/fail/")
+            .and_then(|(_, rest)| rest.split_once('/'))
+            .map(|(name, _)| name);
+        if named != Some(folder.as_str()) {
+            problems.push(format!(
+                "README.md's rule {n} names {named:?} first, not its folder ui-tests/fail/{folder}/"
+            ));
+        }
+        // every guide chapter it names exists
+        for (at, _) in text.match_indices("chapter ") {
+            let number: String = text[at + "chapter ".len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if !number.is_empty()
+                && !chapters
+                    .iter()
+                    .any(|t| t.starts_with(&format!("{number}. ")))
+            {
+                problems.push(format!(
+                    "README.md's rule {n} names guide chapter {number}, which does not exist"
+                ));
+            }
+        }
+    }
+    if items.len() > folders.len() {
+        problems.push(format!(
+            "README.md lists {} rules, ui-tests/fail/ has {} folders",
+            items.len(),
+            folders.len()
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `"16 MiB"` (the start of `text`) in bytes.
+fn mebibytes(text: &str) -> Option<usize> {
+    let digits: String = text
+        .trim()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let rest = text.trim()[digits.len()..].trim_start();
+    rest.starts_with("MiB")
+        .then(|| digits.parse::<usize>().ok().map(|n| n << 20))?
+}
+
+/// The staging kind of a copy method: the one whose threshold decides whether it stages.
+fn kind_of(method: &str) -> Option<cuda_brand::__staging::Kind> {
+    use cuda_brand::__staging::Kind;
+    match method {
+        "to_vec" => Some(Kind::ToNewHost),
+        "copy_to_host" => Some(Kind::ToHost),
+        "from_slice" | "from_slice_in" | "copy_from_host" => Some(Kind::FromHost),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
+    use cuda_brand::__staging::{
+        Kind, MAX_STAGINGS_PER_CONTEXT, MAX_WORKERS, SLOT_BYTES, STAGING_BYTES,
+    };
+    let readme = readme();
+    let lines: Vec<&str> = readme.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.trim() == "| copy | staged from |")
+        .expect("README.md: no table \"| copy | staged from |\"");
+    let mut seen = Vec::new();
+    let mut problems = Vec::new();
+    for line in lines[header + 2..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+    {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let [copies, size] = cells[..] else {
+            panic!("README.md: a row of the thresholds' table has not two cells: {line}");
+        };
+        let bytes = mebibytes(size)
+            .unwrap_or_else(|| panic!("README.md: {size:?} is not a size in MiB ({line})"));
+        // the methods, before the parenthesis that says what they copy
+        let names = copies.split('(').next().unwrap_or("");
+        let methods: Vec<&str> = names.split('`').skip(1).step_by(2).collect();
+        assert!(
+            !methods.is_empty(),
+            "README.md: a row names no method: {line}"
+        );
+        for method in methods {
+            let kind = kind_of(method).unwrap_or_else(|| {
+                panic!("README.md's thresholds name `{method}`, no staged copy")
+            });
+            seen.push(kind);
+            if bytes != kind.default_threshold() {
+                problems.push(format!(
+                    "README.md: `{method}` staged from {size}; the code's threshold ({kind:?}) is {} MiB",
+                    kind.default_threshold() >> 20
+                ));
+            }
+        }
+    }
+    for kind in Kind::ALL {
+        assert!(
+            seen.contains(&kind),
+            "README.md's thresholds leave out {kind:?}"
+        );
+    }
+    // the sizes the section states
+    for claim in [
+        format!("through {} MiB of page-locked", STAGING_BYTES >> 20),
+        format!("one chunk (up to {} MiB)", SLOT_BYTES >> 20),
+        format!("up to {MAX_WORKERS} scoped threads"),
+        format!("one staging of {} MiB page-locked", STAGING_BYTES >> 20),
+        format!(
+            "at most {MAX_STAGINGS_PER_CONTEXT} per context, {} MiB",
+            (MAX_STAGINGS_PER_CONTEXT * STAGING_BYTES) >> 20
+        ),
+    ] {
+        if !readme.replace('\n', " ").contains(&claim) {
+            problems.push(format!(
+                "README.md does not say \"{claim}\" (the code's value)"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `DeviceBuffer`'s documentation states the thresholds of the code: every "From N MiB"
+/// and "(N MiB and up)" in the doc comment of a copy method, and the "each from N MiB" of
+/// the type's section on bulk copies.
+#[test]
+fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
+    use cuda_brand::__staging::Kind;
+    let source = read(&root().join("src/memory.rs"));
+    let mut doc = String::new();
+    let mut problems = Vec::new();
+    let mut type_docs_state_them = false;
+    for line in source.lines().map(str::trim) {
+        if let Some(text) = line.strip_prefix("///") {
+            doc.push(' ');
+            doc.push_str(text.trim());
+            continue;
+        }
+        if line.starts_with("#[") || doc.is_empty() {
+            continue;
+        }
+        let item = std::mem::take(&mut doc);
+        let sizes = |marker: &str, before: bool| -> Vec<usize> {
+            let mut found = Vec::new();
+            for (at, _) in item.match_indices(marker) {
+                let text = if before {
+                    &item[at + marker.len()..]
+                } else {
+                    // "(16 MiB and up)": the number before the marker, with its unit
+                    let start = item[..at].rfind('(').map_or(0, |p| p + 1);
+                    &item[start..at + " MiB".len()]
+                };
+                if let Some(bytes) = mebibytes(text) {
+                    found.push(bytes);
+                }
+            }
+            found
+        };
+        if line.starts_with("pub struct DeviceBuffer<") {
+            for bytes in sizes("each from ", true) {
+                type_docs_state_them = true;
+                for kind in Kind::ALL {
+                    if bytes != kind.default_threshold() {
+                        problems.push(format!(
+                            "DeviceBuffer's docs: staged each from {} MiB; {kind:?}'s threshold is {} MiB",
+                            bytes >> 20,
+                            kind.default_threshold() >> 20
+                        ));
+                    }
+                }
+            }
+            continue;
+        }
+        let Some(name) = line
+            .split_once("pub fn ")
+            .and_then(|(_, rest)| rest.split(['<', '(']).next())
+        else {
+            continue;
+        };
+        let stated: Vec<usize> = sizes("From ", true)
+            .into_iter()
+            .chain(sizes(" MiB and up)", false))
+            .collect();
+        if stated.is_empty() || !item.contains("staged") {
+            continue;
+        }
+        let Some(kind) = kind_of(name) else {
+            problems.push(format!(
+                "src/memory.rs: `{name}`'s docs state a staging threshold, but it is no staged copy"
+            ));
+            continue;
+        };
+        for bytes in stated {
+            if bytes != kind.default_threshold() {
+                problems.push(format!(
+                    "src/memory.rs: `{name}`'s docs say staged from {} MiB; {kind:?}'s threshold is {} MiB",
+                    bytes >> 20,
+                    kind.default_threshold() >> 20
+                ));
+            }
+        }
+    }
+    assert!(
+        type_docs_state_them,
+        "DeviceBuffer's docs no longer say \"each from N MiB\""
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -4,7 +4,8 @@
 mod common;
 
 use cuda_brand::{
-    DeviceBuffer, ErrorCode, FunctionAttribute, In, LaunchConfig, Module, Out, Stream, StreamFlags,
+    DeviceBuffer, ErrorCode, Event, EventFlags, FunctionAttribute, In, LaunchConfig, Module, Out,
+    Stream, StreamFlags,
 };
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
@@ -244,6 +245,96 @@ fn module_globals_are_read_and_written() {
     });
 }
 
+/// Every sample kernel of `cuda_brand::samples` (all but `write_wild`, which ends its
+/// context on purpose), loaded from the crate alone and declared as the module's table says,
+/// computes what the table says.
+fn every_sample_kernel_runs_as_the_samples_module_documents() {
+    common::in_context(|ctx| {
+        let mut module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let stream = ctx.stream()?;
+        {
+            // SAFETY: the declarations of the table in `cuda_brand::samples`, each the
+            // kernel's C parameter list (kernels/kernels.cu); every kernel stays below the
+            // lengths it is given and writes only its `Out` parameters.
+            let (add, scale, sum, spin, empty, empty8) = unsafe {
+                (
+                    module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add")?,
+                    module.kernel::<(Out<f32>, f32)>("scale")?,
+                    module.kernel::<(In<u32>, Out<u64>)>("sum_u64")?,
+                    module.kernel::<(i64,)>("spin")?,
+                    module.kernel::<(Out<f32>,)>("empty")?,
+                    module.kernel::<(Out<f32>, Out<f32>, In<f32>, In<f32>)>("empty8")?,
+                )
+            };
+            // vector_add: a grid smaller than the data (the grid-stride loop covers it)
+            let n = 100_003usize;
+            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let b: Vec<f32> = (0..n).map(|i| 0.25 - (i % 7) as f32).collect();
+            let (da, db) = (ctx.from_slice(&a)?, ctx.from_slice(&b)?);
+            let mut dc = ctx.zeroed::<f32>(n)?;
+            stream.scope(|s| s.launch(&add, LaunchConfig::linear(13, 128), (&da, &db, &mut dc)))?;
+            let c = dc.to_vec()?;
+            for i in 0..n {
+                assert_eq!(c[i], a[i] + b[i], "vector_add, element {i}");
+            }
+            // scale
+            let mut x = ctx.from_slice(&[1.0f32, -2.0, 3.5, 0.0, 8.0])?;
+            stream.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, -2.0f32)))?;
+            assert_eq!(x.to_vec()?, [-2.0, 4.0, -7.0, -0.0, -16.0]);
+            // sum_u64: 1 + 2 + ... + 100000, with a power-of-two block
+            let input: Vec<u32> = (1..=100_000).collect();
+            let input = ctx.from_slice(&input)?;
+            let mut total = [0u64];
+            stream.scope(|s| {
+                let out = s.alloc_zeroed::<u64>(1)?;
+                s.launch(&sum, LaunchConfig::linear(40, 256), (&input, out))?;
+                s.copy_to_host(&mut total, out)
+            })?;
+            assert_eq!(total, [5_000_050_000]);
+            // spin: about 20 million cycles keep the stream busy for milliseconds (an H100
+            // runs up to 1.98 GHz: at least 10 ms)
+            let (mut start, mut end) = (
+                Event::new(ctx, EventFlags::new())?,
+                Event::new(ctx, EventFlags::new())?,
+            );
+            let ms = stream.scope(|s| {
+                let t0 = start.record(s)?;
+                s.launch(&spin, LaunchConfig::linear(1, 1), (20_000_000i64,))?;
+                let t1 = end.record(s)?;
+                Ok::<_, cuda_brand::Error>((t0, t1))
+            })?;
+            let ms = ms.0.elapsed_ms(&ms.1)?;
+            assert!(ms >= 2.0, "spin of 20M cycles took {ms} ms");
+            // empty and empty8 leave their buffers as they were
+            let mut p = ctx.from_slice(&[5.0f32; 4])?;
+            let mut q = ctx.from_slice(&[6.0f32; 3])?;
+            let (r, t) = (ctx.from_slice(&[7.0f32; 2])?, ctx.from_slice(&[8.0f32; 1])?);
+            stream.scope(|s| {
+                let p = s.bind_mut(&mut p);
+                s.launch(&empty, LaunchConfig::linear(2, 64), (p,))?;
+                s.launch(&empty8, LaunchConfig::linear(2, 64), (p, &mut q, &r, &t))
+            })?;
+            assert_eq!(p.to_vec()?, [5.0; 4]);
+            assert_eq!(q.to_vec()?, [6.0; 3]);
+        }
+        // bump writes the module's globals: declared with `kernel_mut`
+        module.global_mut::<i32>("counter")?.copy_from_host(&[0])?;
+        {
+            // SAFETY: bump(int) writes only its module's globals `counter` and `table`.
+            let mut bump = unsafe { module.kernel_mut::<(i32,)>("bump") }?;
+            stream.scope(|s| {
+                let bump = s.bind_kernel(&mut bump);
+                s.launch(bump, LaunchConfig::linear(1, 32), (3i32,))?;
+                s.launch(bump, LaunchConfig::linear(1, 32), (4i32,))
+            })?;
+        }
+        assert_eq!(module.global::<i32>("counter")?.to_vec()?, [7]);
+        let table = module.global::<f32>("table")?.to_vec()?;
+        assert_eq!(table, (0..16).map(|i| i as f32 * 4.0).collect::<Vec<_>>());
+        Ok(())
+    });
+}
+
 gpu_test_main!(
     vector_add_is_correct_for_every_element,
     a_reduction_sums_exactly,
@@ -255,4 +346,5 @@ gpu_test_main!(
     function_attributes_are_read_and_set,
     bad_launch_configurations_are_refused_before_the_driver,
     module_globals_are_read_and_written,
+    every_sample_kernel_runs_as_the_samples_module_documents,
 );

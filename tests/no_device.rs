@@ -349,6 +349,86 @@ fn a_missing_library_named_by_the_override_is_driver_not_found() {
     );
 }
 
+/// The directory of the build's `-lcuda` placeholder (`build.rs`; Linux only), which cargo
+/// puts on `LD_LIBRARY_PATH` for `cargo run` and `cargo test`.
+const LINK_STUB_DIR: Option<&str> = option_env!("CUDA_BRAND_LINK_STUB_DIR");
+
+/// The README's quote of what `vector_add` prints without a driver library: the ```text
+/// block that begins with `error: loading the CUDA driver library failed`.
+fn readme_not_found_quote() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let readme = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut blocks = readme.split("```text\n").skip(1);
+    let block = blocks
+        .find(|b| b.starts_with("error: loading the CUDA driver library failed"))
+        .expect("README.md quotes the not-found message in a ```text block");
+    let end = block.find("\n```").expect("the ```text block ends");
+    block[..end].to_owned()
+}
+
+/// Without `CUDA_BRAND_DRIVER_LIBRARY`, in a child process whose `LD_LIBRARY_PATH` holds
+/// the build's placeholder directory first (as `cargo run` and `cargo test` set it, and
+/// explicitly, so that running the test binary directly checks the same): where no driver
+/// library is installed, the message names no placeholder and no "invalid ELF header", and
+/// is what the README quotes `vector_add` printing (`error: {e}`, as the example does).
+fn the_not_found_message_under_cargo_is_the_readmes_and_names_no_link_stub() {
+    if std::env::var_os(CHILD).is_some() {
+        let e = match Device::count() {
+            Err(e) if e.code() == ErrorCode::DriverNotFound => e,
+            other => {
+                // A driver library is installed: the not-found path cannot be taken.
+                println!("child saw: a driver library ({other:?})");
+                return;
+            }
+        };
+        let text = e.to_string();
+        for bad in ["stub", "placeholder", "invalid ELF header", "/out/"] {
+            assert!(!text.contains(bad), "the message contains {bad:?}: {text}");
+        }
+        assert!(text.starts_with(NOT_FOUND), "{text}");
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        assert_eq!(
+            format!("error: {text}"),
+            readme_not_found_quote(),
+            "README.md's quote of the not-found message differs from what vector_add prints"
+        );
+        println!("child saw: {text}");
+        return;
+    }
+    let mut path = std::ffi::OsString::new();
+    if let Some(dir) = LINK_STUB_DIR {
+        assert!(
+            std::path::Path::new(dir).is_dir(),
+            "the build's placeholder directory {dir} does not exist"
+        );
+        path.push(dir);
+    }
+    if let Some(inherited) = std::env::var_os("LD_LIBRARY_PATH") {
+        if !path.is_empty() {
+            path.push(":");
+        }
+        path.push(inherited);
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_not_found_message_under_cargo_is_the_readmes_and_names_no_link_stub",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env_remove("CUDA_BRAND_DRIVER_LIBRARY")
+        .env("LD_LIBRARY_PATH", path)
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("1 passed") && stdout.contains("child saw: "),
+        "child process failed:\n{stdout}\n{stderr}"
+    );
+}
+
 fn the_crate_codes_have_no_raw_value_and_read_like_the_drivers() {
     for (code, text) in [
         (
@@ -474,4 +554,4 @@ fn a_closure_error_and_its_teardown_error_print_together() {
     assert_eq!(one, closure.with_teardown_error(sync));
 }
 
-gpu_test_main!(; anywhere: [every_code_of_the_bindings_maps_to_its_own_name, raw_values_round_trip_and_success_is_not_an_error, unknown_codes_are_kept_not_lost, display_names_the_call_the_code_and_the_description, context_flags_set_and_clear_each_bit, enum_values_match_the_driver, driver_version_needs_no_gpu, a_missing_library_named_by_the_override_is_driver_not_found, the_crate_codes_have_no_raw_value_and_read_like_the_drivers, debug_prints_like_display_for_main, #[cfg(not(feature = "safety-profile"))] a_null_raw_context_is_an_error, the_sticky_codes_are_those_cuda_h_says_poison_the_context, a_closure_error_and_its_teardown_error_print_together]; no_gpu: [without_a_device_every_entry_point_returns_the_same_error]);
+gpu_test_main!(; anywhere: [every_code_of_the_bindings_maps_to_its_own_name, raw_values_round_trip_and_success_is_not_an_error, unknown_codes_are_kept_not_lost, display_names_the_call_the_code_and_the_description, context_flags_set_and_clear_each_bit, enum_values_match_the_driver, driver_version_needs_no_gpu, a_missing_library_named_by_the_override_is_driver_not_found, the_not_found_message_under_cargo_is_the_readmes_and_names_no_link_stub, the_crate_codes_have_no_raw_value_and_read_like_the_drivers, debug_prints_like_display_for_main, #[cfg(not(feature = "safety-profile"))] a_null_raw_context_is_an_error, the_sticky_codes_are_those_cuda_h_says_poison_the_context, a_closure_error_and_its_teardown_error_print_together]; no_gpu: [without_a_device_every_entry_point_returns_the_same_error]);
