@@ -184,7 +184,7 @@ impl<'ctx> Stream<'ctx> {
         E: From<Error>,
     {
         let opened = Instant::now();
-        let stream = self.as_raw();
+        let stream = self.raw();
         let scope = StreamScope::open(self, None);
         run_within(
             // SAFETY: the stream is alive: `self` is borrowed for the call.
@@ -242,7 +242,7 @@ impl<'ctx> Stream<'ctx> {
         E: From<Error>,
     {
         let opened = Instant::now();
-        let raw: Vec<CUstream> = streams.iter().map(|s| s.as_raw()).collect();
+        let raw: Vec<CUstream> = streams.iter().map(|s| s.raw()).collect();
         let lanes = Lanes::new(raw.iter().copied());
         let scopes: Vec<StreamScope<'_, 'env, 'ctx>> = streams
             .iter()
