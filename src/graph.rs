@@ -675,9 +675,7 @@ impl<'g, 'ctx> Graph<'g, 'ctx> {
     /// The number of nodes (one per captured operation).
     pub fn node_count(&self) -> Result<usize> {
         // SAFETY: the graph is alive (owned).
-        in_ctx(self.ctx, || unsafe {
-            driver::graph_node_count(self.raw())
-        })
+        in_ctx(self.ctx, || unsafe { driver::graph_node_count(self.raw()) })
     }
 
     /// Instantiates the graph (`cuGraphInstantiateWithFlags`) into an executable graph,

@@ -410,9 +410,9 @@ pub mod sys {
     /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
     pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
     pub use cuda_driver_sys::{
-        CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st,
-        CUfunction, CUgraph, CUgraph_st, CUgraphExec, CUgraphExec_st, CUmod_st, CUmodule,
-        CUstream, CUstream_st,
+        CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
+        CUgraph, CUgraph_st, CUgraphExec, CUgraphExec_st, CUmod_st, CUmodule, CUstream,
+        CUstream_st,
     };
 }
 

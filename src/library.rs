@@ -173,14 +173,13 @@ impl Library {
     ) -> Result<Function<'l, 'ctx>> {
         let c_name = c_name("Library::function", name)?;
         // SAFETY: the library is alive (borrowed).
-        let kernel =
-            unsafe { driver::library_get_kernel(self.raw(), &c_name) }.map_err(|e| {
-                Error::with_detail(
-                    e.call(),
-                    e.code(),
-                    format!("no kernel named `{name}` in the library"),
-                )
-            })?;
+        let kernel = unsafe { driver::library_get_kernel(self.raw(), &c_name) }.map_err(|e| {
+            Error::with_detail(
+                e.call(),
+                e.code(),
+                format!("no kernel named `{name}` in the library"),
+            )
+        })?;
         let kernel = driver::non_null("cuLibraryGetKernel", kernel)?;
         // SAFETY: a kernel of this library, which is alive; the function is `ctx`'s
         // because `ctx` is current for the call.

@@ -564,11 +564,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this context
         // (one brand) and do not overlap (checked above).
         in_memory_context(self.device_ptr(), || unsafe {
-            driver::memcpy_dtod(
-                self.device_ptr(),
-                src.device_ptr(),
-                self.size_in_bytes(),
-            )
+            driver::memcpy_dtod(self.device_ptr(), src.device_ptr(), self.size_in_bytes())
         })
     }
 

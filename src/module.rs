@@ -142,7 +142,9 @@ impl<'ctx> Module<'ctx> {
     /// follows the offsets and sizes inside it without knowing the slice's length, so a
     /// truncated or corrupted image can make it read (and crash) outside the slice.
     pub unsafe fn from_binary_unchecked<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
+        ctx: ContextGuard<'ctx, P>,
+        image: &[u8],
+    ) -> Result<Self> {
         let aligned = aligned_image("Module::from_binary", image)?;
         // SAFETY: the caller promises a complete image; the copy outlives the call.
         unsafe { Self::load(ctx, aligned.as_ptr().cast()) }

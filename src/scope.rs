@@ -928,9 +928,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         self.ordered(&spans, None, || {
             // SAFETY: same lengths, disjoint (checked above), both device ranges borrowed
             // until the scope synchronizes; other streams are ordered by `ordered`.
-            unsafe {
-                driver::memcpy_dtod_async(dst.ptr, src.ptr, dst.bytes(), self.stream.raw())
-            }
+            unsafe { driver::memcpy_dtod_async(dst.ptr, src.ptr, dst.bytes(), self.stream.raw()) }
         })
     }
 
@@ -1186,12 +1184,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         self.ordered(&[span], None, || {
             // SAFETY: memory borrowed until the scope synchronizes; the stream is alive.
             unsafe {
-                driver::mem_prefetch_async(
-                    memory.ptr,
-                    memory.bytes(),
-                    to.raw(),
-                    self.stream.raw(),
-                )
+                driver::mem_prefetch_async(memory.ptr, memory.bytes(), to.raw(), self.stream.raw())
             }
         })
     }
@@ -1302,9 +1295,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         }
         self.ordered(&[write_span(&buf)], None, || {
             // SAFETY: the allocation's bytes, in stream order after the allocation.
-            unsafe {
-                driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.raw())
-            }
+            unsafe { driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.raw()) }
         })
     }
 
