@@ -398,12 +398,12 @@ pub mod prelude {
     };
 }
 
-/// The driver's handle types, for interoperation through the `unsafe` `as_raw` methods and
-/// [`with_raw_context`], and the structs they point to (which compile errors about a
-/// guard's thread name). The crate loads the driver library at run time and exports no
-/// bindings to call it with. Types alone do nothing: a handle of them reaches the driver
-/// only through `unsafe` code, which is why this module is no escape hatch of the safety
-/// profile (see "Safety profile" above).
+/// The driver's handle types, for interoperation through the `as_raw` methods (`unsafe`,
+/// but for [`Device::as_raw`]) and [`with_raw_context`], and the structs they point to
+/// (which compile errors about a guard's thread name). The crate loads the driver library
+/// at run time and exports no bindings to call it with. Types alone do nothing: a handle of
+/// them reaches the driver only through `unsafe` code, so this module is no escape hatch
+/// of the [safety profile](crate#safety-profile).
 pub mod sys {
     /// A library handle (`CUlibrary`, CUDA 12.0; newer than the bindings).
     pub use crate::driver::ffi::{CUlib_st, CUlibrary};
