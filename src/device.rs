@@ -97,9 +97,9 @@ impl Device {
     }
 
     /// The driver's handle (`CUdevice`). Safe, unlike the other `as_raw` methods: a device
-    /// is no resource the crate owns or frees, it lives as long as the process, and the
-    /// handle is the number [`ordinal`](Self::ordinal) gives; what could break a
-    /// context with it (`cuDevicePrimaryCtxReset`) is an `unsafe` driver call of its own.
+    /// is no resource the crate owns, frees or brands, its handle is valid for as long as
+    /// the process (drivers hand out the [`ordinal`](Self::ordinal) itself), and what could
+    /// break a context with it (`cuDevicePrimaryCtxReset`) is an `unsafe` driver call.
     pub fn as_raw(&self) -> CUdevice {
         self.raw
     }

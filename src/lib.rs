@@ -196,9 +196,13 @@
 //! feature `nccl::Communicator::init_rank` (the other ranks, in other processes, issue the
 //! same operations). Write `deny`, not `forbid`: `forbid` cannot be allowed again, not by
 //! the declarations module and not by the derive. Safe, and so allowed everywhere, being
-//! no escape: [`Device::as_raw`] (a device ordinal: nothing the crate owns, frees or
-//! brands), the [`sys`] types (a type alone reaches no driver call), and the numeric
-//! conversions of the crate's enums (`ErrorCode::raw`/`from_raw`, ...).
+//! no escape: [`Device::as_raw`] (a device: nothing the crate owns, frees or brands, valid
+//! for the whole process), the [`sys`] types (a type alone reaches no driver call), and
+//! the numeric conversions of the crate's enums (`ErrorCode::raw`/`from_raw`, ...).
+//!
+//! The lint covers the crate that turns it on (and code its own `macro_rules!` expand to
+//! there), not its dependencies: a library that takes a raw handle does so under its own
+//! `unsafe`, to be reviewed as any dependency's `unsafe` is.
 //!
 //! The repository's `ui-tests/safety-profile/` has one case per escape hatch, each a
 //! program with `#![deny(unsafe_code)]` that the lint refuses, and pass cases (the program
