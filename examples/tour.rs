@@ -38,10 +38,10 @@ fn tour() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     let flags = ContextFlags::new().scheduling(Scheduling::BlockingSync);
     with_context(&device, flags, |ctx| {
-        #[cfg(not(feature = "safety-profile"))]
-        let handle = ctx.as_raw();
-        #[cfg(feature = "safety-profile")] // no raw handles: the guard's Debug form
-        let handle = ctx;
+        // The driver's handle: an escape hatch, hence `unsafe` (see "Safety profile" in the
+        // crate docs); the guard's `Debug` form shows it too.
+        // SAFETY: the handle is only printed.
+        let handle = unsafe { ctx.as_raw() };
         println!("\ncontext {handle:?} on {}", ctx.device()?.name()?);
         println!("  API version        {}", ctx.api_version()?);
         println!("  flags              {:?}", ctx.flags()?);
@@ -60,10 +60,8 @@ fn tour() -> cuda_brand::Result<()> {
         // Nesting: the primary context is current inside, the outer guard still works, and
         // the outer context is current again afterwards.
         with_primary_context(&device, |primary| {
-            #[cfg(not(feature = "safety-profile"))]
-            let handle = primary.as_raw();
-            #[cfg(feature = "safety-profile")]
-            let handle = primary;
+            // SAFETY: the handle is only printed.
+            let handle = unsafe { primary.as_raw() };
             println!(
                 "\nnested primary context {handle:?}; outer still answers: API {}",
                 ctx.api_version()?

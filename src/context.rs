@@ -388,12 +388,27 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
         self.raw.0
     }
 
-    escape_hatch! {
-        /// The driver's handle. Using it to destroy, reset or pop the context breaks the
-        /// guarantees of every value with this brand.
-        pub fn as_raw(self) -> CUcontext {
-            self.raw.0.as_ptr()
-        }
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(self) -> CUcontext {
+        self.raw.0.as_ptr()
+    }
+
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the brand's
+    /// back, which every value branded `'ctx` relies on. The caller promises, for every
+    /// use of the handle: the context is not destroyed (`cuCtxDestroy`), reset
+    /// (`cuDevicePrimaryCtxReset`) or popped off a thread's stack where this crate pushed
+    /// it; the handle is not used after the context's closure has returned; and work
+    /// queued in the context through it touches device memory of this crate only as the
+    /// crate's scopes would (a buffer read while nothing writes it and written while
+    /// nothing else uses it, alive until that work has finished).
+    #[inline]
+    pub unsafe fn as_raw(self) -> CUcontext {
+        self.raw()
     }
 
     /// Runs `f` with this context current on the calling thread (see [`in_context`]).
@@ -412,7 +427,7 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// The context's API version (`cuCtxGetApiVersion`), e.g. 3020.
     pub fn api_version(self) -> Result<u32> {
         // SAFETY: the guard proves the context is alive.
-        unsafe { driver::ctx_api_version(self.as_raw()) }
+        unsafe { driver::ctx_api_version(self.raw()) }
     }
 
     /// The device the context runs on.
@@ -617,11 +632,22 @@ impl<'ctx> SharedContext<'ctx> {
         WithTeardown::settle("SharedContext::try_enter", outcome, torn_down)
     }
 
-    escape_hatch! {
-        /// The driver's handle.
-        pub fn as_raw(self) -> CUcontext {
-            self.raw.as_ptr()
-        }
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(self) -> CUcontext {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ContextGuard::as_raw`]: the context is not destroyed, reset or popped
+    /// where this crate pushed it, the handle is not used after the context's closure has
+    /// returned, and work queued through it uses this crate's memory as a scope would.
+    #[inline]
+    pub unsafe fn as_raw(self) -> CUcontext {
+        self.raw()
     }
 }
 
@@ -635,7 +661,6 @@ enum Teardown {
     /// Free what the crate keeps for the context (its bulk-copy staging), pop, and report
     /// the failed releases of the context's handles: a context someone else owns, who may
     /// destroy it once the crate's scope is over (`with_raw_context`).
-    #[cfg_attr(feature = "safety-profile", allow(dead_code))]
     PopAndReport,
     /// Synchronize, pop, then give the context up (one the crate created or retained), and
     /// report the failed releases of its handles.
@@ -662,7 +687,7 @@ fn run_scoped<'ctx, R, E>(
 where
     E: From<Error>,
 {
-    run_then(|| f(guard), || tear_down(guard.as_raw(), teardown))
+    run_then(|| f(guard), || tear_down(guard.raw(), teardown))
 }
 
 /// Pops `raw` off the calling thread's stack. The crate keeps the stack balanced, so `raw`
@@ -963,7 +988,6 @@ where
     WithTeardown::settle("try_with_primary_context", outcome, torn_down)
 }
 
-#[cfg(not(feature = "safety-profile"))]
 /// Brands a context created elsewhere (by the runtime API, another library, raw driver
 /// calls) for the length of `f`: pushes it, runs `f` with a guard, and pops it. The context
 /// is neither synchronized nor destroyed. Handles of the context whose release failed when

@@ -185,7 +185,7 @@ impl<'ctx> Stream<'ctx> {
         E: From<Error>,
     {
         let opened = Instant::now();
-        let stream = self.as_raw();
+        let stream = self.raw();
         let scope = StreamScope::open(self, None);
         let scopes = OpenScopes {
             scopes: std::slice::from_ref(&scope),
@@ -247,7 +247,7 @@ impl<'ctx> Stream<'ctx> {
         E: From<Error>,
     {
         let opened = Instant::now();
-        let raw: Vec<CUstream> = streams.iter().map(|s| s.as_raw()).collect();
+        let raw: Vec<CUstream> = streams.iter().map(|s| s.raw()).collect();
         let lanes = Lanes::new(raw.iter().copied());
         let scopes: Vec<StreamScope<'_, 'env, 'ctx>> = streams
             .iter()

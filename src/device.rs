@@ -96,11 +96,12 @@ impl Device {
         self.ordinal as usize
     }
 
-    escape_hatch! {
-        /// The driver's handle (`CUdevice`).
-        pub fn as_raw(&self) -> CUdevice {
-            self.raw
-        }
+    /// The driver's handle (`CUdevice`). Safe, unlike the other `as_raw` methods: a device
+    /// is no resource the crate owns, frees or brands, its handle is valid for as long as
+    /// the process (drivers hand out the [`ordinal`](Self::ordinal) itself), and what could
+    /// break a context with it (`cuDevicePrimaryCtxReset`) is an `unsafe` driver call.
+    pub fn as_raw(&self) -> CUdevice {
+        self.raw
     }
 
     /// The device's name, e.g. `"NVIDIA H100 80GB HBM3"`.

@@ -181,12 +181,25 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
         })
     }
 
-    escape_hatch! {
-        /// The driver's handle.
-        #[inline]
-        pub fn as_raw(&self) -> CUevent {
-            self.raw.as_ptr()
-        }
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUevent {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUevent`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the event is not
+    /// destroyed (`cuEventDestroy`); the handle is not used after this `Event` is dropped;
+    /// and the event is not recorded through it (`cuEventRecord`) while a [`Recorded`]
+    /// proof of it is alive, since what streams and the host wait for is what the proof
+    /// says was recorded.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUevent {
+        self.raw()
     }
 
     /// Records the event on `stream` (`cuEventRecord`): it completes when the work queued
@@ -200,7 +213,7 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
         stream: &Stream<'ctx, S>,
     ) -> Result<Recorded<'_, 'ctx, K>> {
         // SAFETY: both handles are alive and branded with the same context.
-        unsafe { driver::event_record(self.as_raw(), stream.as_raw()) }?;
+        unsafe { driver::event_record(self.raw(), stream.raw()) }?;
         Ok(Recorded { event: self })
     }
 }
@@ -248,10 +261,21 @@ impl<K: EventKind> Clone for Recorded<'_, '_, K> {
 impl<K: EventKind> Copy for Recorded<'_, '_, K> {}
 
 impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
-    /// The driver's handle of the event.
+    /// The handle, for the crate's own calls.
     #[inline]
-    pub fn as_raw(&self) -> CUevent {
-        self.event.as_raw()
+    pub(crate) fn raw(&self) -> CUevent {
+        self.event.raw()
+    }
+
+    /// The driver's handle of the event.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Event::as_raw`]: the event is neither destroyed nor recorded again
+    /// through the handle, and the handle is not used after the event is dropped.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUevent {
+        self.raw()
     }
 
     /// The event this proof is of.
@@ -264,13 +288,13 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     /// stream before it is done.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: the event is alive: borrowed by `self`.
-        unsafe { driver::event_synchronize(self.as_raw()) }
+        unsafe { driver::event_synchronize(self.raw()) }
     }
 
     /// Whether the record has completed (`cuEventQuery`).
     pub fn is_complete(&self) -> Result<bool> {
         // SAFETY: the event is alive.
-        unsafe { driver::event_query(self.as_raw()) }
+        unsafe { driver::event_query(self.raw()) }
     }
 
     /// Waits at most `within` for the record to complete, polling `cuEventQuery` (with
@@ -303,7 +327,7 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     pub fn synchronize_within(&self, within: Duration) -> Result<bool> {
         let deadline = Instant::now().checked_add(within);
         // SAFETY: the event is alive.
-        poll_until(deadline, || unsafe { driver::event_query(self.as_raw()) })
+        poll_until(deadline, || unsafe { driver::event_query(self.raw()) })
     }
 
     /// Milliseconds from this record to `end`'s, two completed records of timing events of
@@ -319,7 +343,7 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
         K: Timed,
     {
         // SAFETY: both events are alive and of one context.
-        unsafe { driver::event_elapsed_ms(self.as_raw(), end.as_raw()) }
+        unsafe { driver::event_elapsed_ms(self.raw(), end.raw()) }
     }
 }
 
@@ -343,7 +367,7 @@ impl<'ctx, S: StreamKind> Stream<'ctx, S> {
     /// recorded: only [`Event::record`] makes a [`Recorded`].
     pub fn wait_event<K: EventKind>(&self, event: &Recorded<'_, 'ctx, K>) -> Result<()> {
         // SAFETY: both handles are alive and branded with the same context.
-        unsafe { driver::stream_wait_event(self.as_raw(), event.as_raw()) }
+        unsafe { driver::stream_wait_event(self.raw(), event.raw()) }
     }
 }
 
@@ -365,14 +389,14 @@ impl<K: EventKind> Event<'_, K> {
     pub fn close(self) -> crate::error::Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the event is ours and never used again (`this` is not dropped).
-        unsafe { driver::event_destroy(this.as_raw()) }
+        unsafe { driver::event_destroy(this.raw()) }
     }
 }
 
 impl<K: EventKind> Drop for Event<'_, K> {
     fn drop(&mut self) {
         // SAFETY: the event is ours and unused from now on.
-        if let Err(e) = unsafe { driver::event_destroy(self.as_raw()) } {
+        if let Err(e) = unsafe { driver::event_destroy(self.raw()) } {
             // the context's destruction reclaims the event; its teardown reports this. An
             // event does not know its context: the one current here is charged (see the
             // `teardown` module)

@@ -314,7 +314,7 @@ impl<'ctx> ContextGuard<'ctx> {
         E: From<Error>,
     {
         let stream = Stream::new(self, StreamFlags::NonBlocking)?;
-        let raw = stream.as_raw();
+        let raw = stream.raw();
         self.with_current(|| {
             // SAFETY: a new stream of this context, not capturing.
             unsafe { driver::stream_begin_capture(raw, driver::CAPTURE_MODE_RELAXED) }
@@ -425,7 +425,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         &'c self,
         slice: &'g mut DeviceSlice<'ctx, T>,
     ) -> (DeviceMut<'c, 'ctx, T>, DeviceKey<'ctx, T>) {
-        let index = self.lend(slice.as_device_ptr(), slice.len(), false);
+        let index = self.lend(slice.device_ptr(), slice.len(), false);
         let key = DeviceKey {
             graph: self.id,
             index,
@@ -481,7 +481,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             // the capture's stream is alive.
             unsafe {
                 driver::memcpy_htod_async(
-                    dst.as_device_ptr(),
+                    dst.device_ptr(),
                     src.as_ptr().cast(),
                     bytes,
                     self.stream.get(),
@@ -513,7 +513,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             unsafe {
                 driver::memcpy_dtoh_async(
                     dst.as_mut_ptr().cast(),
-                    src.as_device_ptr(),
+                    src.device_ptr(),
                     bytes,
                     self.stream.get(),
                 )
@@ -539,12 +539,12 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         }
         let spans = [
             Span {
-                start: dst.as_device_ptr(),
+                start: dst.device_ptr(),
                 bytes: bytes as u64,
                 write: true,
             },
             Span {
-                start: src.as_device_ptr(),
+                start: src.device_ptr(),
                 bytes: bytes as u64,
                 write: false,
             },
@@ -563,8 +563,8 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             // SAFETY: same lengths, disjoint (checked), both held for the graph's life.
             unsafe {
                 driver::memcpy_dtod_async(
-                    dst.as_device_ptr(),
-                    src.as_device_ptr(),
+                    dst.device_ptr(),
+                    src.device_ptr(),
                     bytes,
                     self.stream.get(),
                 )
@@ -582,7 +582,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             // SAFETY: `len` elements of the pattern's width, held for the graph's life.
             unsafe {
                 driver::memset_async(
-                    dst.as_device_ptr(),
+                    dst.device_ptr(),
                     crate::memory::sealed::Sealed::pattern(value),
                     dst.len(),
                     self.stream.get(),
@@ -652,24 +652,37 @@ pub struct Graph<'g, 'ctx: 'g> {
 }
 
 impl<'g, 'ctx> Graph<'g, 'ctx> {
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUgraph {
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUgraph {
         self.raw.get()
+    }
+
+    /// The driver's handle (`CUgraph`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the graph is not
+    /// destroyed (`cuGraphDestroy`) or changed (nodes added or removed, their parameters
+    /// set: the graph holds exactly the memory its captured nodes use, and instantiation
+    /// and updates rely on it); and the handle is not used after this `Graph` is dropped.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUgraph {
+        self.raw()
     }
 
     /// The number of nodes (one per captured operation).
     pub fn node_count(&self) -> Result<usize> {
         // SAFETY: the graph is alive (owned).
-        in_ctx(self.ctx, || unsafe {
-            driver::graph_node_count(self.as_raw())
-        })
+        in_ctx(self.ctx, || unsafe { driver::graph_node_count(self.raw()) })
     }
 
     /// Instantiates the graph (`cuGraphInstantiateWithFlags`) into an executable graph,
     /// which takes over the graph's borrows and lent memory.
     pub fn instantiate(mut self) -> Result<ExecGraph<'g, 'ctx>> {
         let nodes = self.node_count()?;
-        let graph = self.as_raw();
+        let graph = self.raw();
         // SAFETY: the graph is alive (owned).
         let exec = in_ctx(self.ctx, || unsafe { driver::graph_instantiate(graph) })?;
         let exec = driver::non_null("cuGraphInstantiateWithFlags", exec)?;
@@ -689,7 +702,7 @@ impl<'g, 'ctx> Graph<'g, 'ctx> {
 
 impl Drop for Graph<'_, '_> {
     fn drop(&mut self) {
-        let graph = self.as_raw();
+        let graph = self.raw();
         // SAFETY: the graph is ours and unused from now on. An error cannot be reported from
         // `drop`; the context's destruction reclaims it.
         let _ = in_ctx(self.ctx, || unsafe { driver::graph_destroy(graph) });
@@ -723,9 +736,26 @@ pub struct ExecGraph<'g, 'ctx: 'g> {
 }
 
 impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUgraphExec {
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUgraphExec {
         self.raw.get()
+    }
+
+    /// The driver's handle (`CUgraphExec`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the executable
+    /// graph is not destroyed (`cuGraphExecDestroy`) or changed (`cuGraphExec*SetParams`,
+    /// `cuGraphExecUpdate`); the handle is not used after this `ExecGraph` is dropped; and
+    /// it is launched through the driver (`cuGraphLaunch`) only where
+    /// [`StreamScope::launch_graph`](crate::StreamScope::launch_graph) would launch it:
+    /// the memory it touches alive and used by nothing else until the launch has finished.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUgraphExec {
+        self.raw()
     }
 
     /// The number of nodes of the graph it was made from.
@@ -833,7 +863,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
         mut graph: Graph<'h, 'ctx>,
     ) -> std::result::Result<ExecGraph<'h, 'ctx>, UpdateError<'g, 'ctx>> {
         let this = ManuallyDrop::new(self);
-        let (exec, new) = (this.as_raw(), graph.as_raw());
+        let (exec, new) = (this.raw(), graph.raw());
         // SAFETY: both alive and of this context (one brand); no launch of `exec` is queued
         // (it is owned here: every scope that launched it has returned).
         let updated = in_ctx(this.ctx, || unsafe { driver::graph_exec_update(exec, new) });
@@ -865,7 +895,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
 
 impl Drop for ExecGraph<'_, '_> {
     fn drop(&mut self) {
-        let exec = self.as_raw();
+        let exec = self.raw();
         // SAFETY: ours and unused from now on: no launch is queued (scopes borrow the graph
         // until they have synchronized).
         let _ = in_ctx(self.ctx, || unsafe { driver::graph_exec_destroy(exec) });
@@ -953,8 +983,8 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// ```
     #[inline]
     pub fn launch_graph(&'scope self, graph: &'scope ExecGraph<'_, 'ctx>) -> Result<()> {
-        let stream = self.stream().as_raw();
-        let exec = graph.as_raw();
+        let stream = self.stream().raw();
+        let exec = graph.raw();
         self.ordered(&[], None, || {
             let launch = || {
                 // SAFETY: the executable graph and the stream are alive and of one context

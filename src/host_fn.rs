@@ -621,7 +621,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     where
         F: FnOnce() + Send + 'scope,
     {
-        let stream = self.stream().as_raw();
+        let stream = self.stream().raw();
         self.ordered(&[], None, || {
             // SAFETY: the stream is alive (borrowed for 'env); the scope finishes its host
             // functions at its end, after the final wait, while `'scope` (which `f` outlives)
@@ -663,7 +663,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         T: Send,
         F: FnOnce(&mut [T]) + Send + 'scope,
     {
-        let stream = self.stream().as_raw();
+        let stream = self.stream().raw();
         let (ptr, len) = (SendPtr(host.as_mut_ptr()), host.len());
         let call = move || {
             let ptr = ptr.into_inner(); // the whole `SendPtr` moves in, not its field
@@ -704,7 +704,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         }
         let spans = [
             dst.span(true),
-            device_span(src.as_device_ptr(), dst.bytes(), false),
+            device_span(src.device_ptr(), dst.bytes(), false),
         ];
         self.ordered(&spans, None, || {
             // SAFETY: same lengths; `dst` is host memory the scope holds exclusively until it
@@ -712,9 +712,9 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             unsafe {
                 driver::memcpy_dtoh_async(
                     dst.as_mut_ptr().cast(),
-                    src.as_device_ptr(),
+                    src.device_ptr(),
                     dst.bytes(),
-                    self.stream().as_raw(),
+                    self.stream().raw(),
                 )
             }
         })
@@ -738,7 +738,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             return Ok(());
         }
         let spans = [
-            device_span(dst.as_device_ptr(), src.bytes(), true),
+            device_span(dst.device_ptr(), src.bytes(), true),
             src.span(false),
         ];
         self.ordered(&spans, None, || {
@@ -746,10 +746,10 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             // the scope has synchronized; the stream is alive.
             unsafe {
                 driver::memcpy_htod_async(
-                    dst.as_device_ptr(),
+                    dst.device_ptr(),
                     src.as_ptr().cast(),
                     src.bytes(),
-                    self.stream().as_raw(),
+                    self.stream().raw(),
                 )
             }
         })

@@ -118,17 +118,32 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         }
     }
 
-    escape_hatch! {
-        /// The driver's handle.
-        pub fn as_raw(&self) -> CUfunction {
-            self.raw.as_ptr()
-        }
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUfunction {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUfunction`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: it is not used
+    /// after the module or library this function borrows is unloaded; and a launch through
+    /// it (`cuLaunchKernel`) keeps the promise of [`Module::kernel`](crate::Module::kernel)
+    /// for its parameters and touches this crate's memory only as a
+    /// [`StreamScope`](crate::StreamScope) launch would (read while nothing writes it,
+    /// written while nothing else uses it, alive until the kernel has finished).
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUfunction {
+        self.raw()
     }
 
     /// One attribute's value (`cuFuncGetAttribute`).
     pub fn attribute(&self, attribute: FunctionAttribute) -> Result<i32> {
         // SAFETY: the function is alive (it borrows its module).
-        unsafe { driver::func_get_attribute(self.as_raw(), attribute as i32) }
+        unsafe { driver::func_get_attribute(self.raw(), attribute as i32) }
     }
 
     /// The most threads per block a launch of this function may use.
@@ -158,7 +173,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         // SAFETY: the function is alive.
         unsafe {
             driver::func_set_attribute(
-                self.as_raw(),
+                self.raw(),
                 FunctionAttribute::MaxDynamicSharedSizeBytes as i32,
                 bytes as i32,
             )
@@ -179,7 +194,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// Sets this function's preference between L1 cache and shared memory.
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
         // SAFETY: the function is alive.
-        unsafe { driver::func_set_cache_config(self.as_raw(), config.raw()) }
+        unsafe { driver::func_set_cache_config(self.raw(), config.raw()) }
     }
 
     /// The block size that maximises occupancy for `dynamic_shared_bytes` of dynamic
@@ -187,7 +202,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     pub fn suggested_block_size(&self, dynamic_shared_bytes: u32) -> Result<u32> {
         // SAFETY: the function is alive.
         let (_, block) =
-            unsafe { driver::occupancy_block_size(self.as_raw(), dynamic_shared_bytes as usize) }?;
+            unsafe { driver::occupancy_block_size(self.raw(), dynamic_shared_bytes as usize) }?;
         Ok(block as u32)
     }
 
@@ -199,7 +214,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         // SAFETY: the function is alive.
         unsafe {
             driver::func_set_attribute(
-                self.as_raw(),
+                self.raw(),
                 FunctionAttribute::NonPortableClusterSizeAllowed as i32,
                 allowed as i32,
             )
@@ -228,7 +243,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         let mut all = Vec::new();
         while all.len() <= MAX_C_PARAMS {
             // SAFETY: the function is alive.
-            let next = unsafe { driver::func_param_info(self.as_raw(), all.len()) }?;
+            let next = unsafe { driver::func_param_info(self.raw(), all.len()) }?;
             let Some((offset, size)) = next else { break };
             all.push(ParamInfo { offset, size });
         }
@@ -247,7 +262,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         // SAFETY: the function is alive.
         let blocks = unsafe {
             driver::occupancy_max_active_blocks(
-                self.as_raw(),
+                self.raw(),
                 block_threads,
                 dynamic_shared_bytes as usize,
             )
@@ -310,7 +325,7 @@ fn check_declaration<P: KernelParams>(
     let mut actual = Vec::with_capacity(declared.len() + 1);
     loop {
         // SAFETY: the function is alive.
-        match unsafe { driver::func_param_info(function.as_raw(), actual.len()) } {
+        match unsafe { driver::func_param_info(function.raw(), actual.len()) } {
             Ok(Some((offset, size))) => actual.push(ParamInfo { offset, size }),
             Ok(None) => break,
             // an older driver, or one that cannot say: nothing to check against
@@ -458,7 +473,7 @@ impl<'m, 'ctx, P> Kernel<'m, 'ctx, P> {
     #[inline]
     fn target(&self, globals: Option<usize>) -> Target {
         Target {
-            function: self.function.as_raw(),
+            function: self.function.raw(),
             max_threads: self.max_threads,
             max_dynamic_shared: self.max_dynamic_shared,
             globals,
@@ -489,7 +504,7 @@ impl<'m, 'ctx, P> KernelMut<'m, 'ctx, P> {
 
     pub(crate) fn scoped<'scope>(&self) -> ScopedKernel<'scope, 'ctx, P> {
         ScopedKernel {
-            function: self.kernel.function.as_raw(),
+            function: self.kernel.function.raw(),
             max_threads: self.kernel.max_threads,
             max_dynamic_shared: self.kernel.max_dynamic_shared,
             module: self.module,
@@ -922,7 +937,7 @@ macro_rules! slice_args {
         impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, $param<T>> for $arg {
             #[inline(always)]
             fn lower(self) -> ([u64; 2], Span) {
-                slice_raw(self.as_device_ptr(), self.len(), size_of::<T>(), $write)
+                slice_raw(self.device_ptr(), self.len(), size_of::<T>(), $write)
             }
         }
         impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, $param<T>> for $arg {}

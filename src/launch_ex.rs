@@ -343,7 +343,7 @@ fn in_stream_context<T, K: StreamKind>(
     op: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     // SAFETY: the stream is alive (borrowed).
-    unsafe { crate::scope::in_stream_context(stream.as_raw(), op) }
+    unsafe { crate::scope::in_stream_context(stream.raw(), op) }
 }
 
 #[cold]
@@ -386,7 +386,7 @@ unsafe fn cluster_limit<K: StreamKind>(
         blockDimY: config.block[1],
         blockDimZ: config.block[2],
         sharedMemBytes: config.shared_mem_bytes,
-        hStream: stream.as_raw(),
+        hStream: stream.raw(),
         attrs: std::ptr::null_mut(),
         numAttrs: 0,
     };

@@ -111,42 +111,103 @@
 //!
 //! # Safety profile
 //!
-//! The cargo feature `safety-profile` (off by default) removes the crate's escape hatches,
-//! for code that must show, by compiling, that it uses none:
+//! Every item of the crate is in every build: no feature removes one (Cargo unifies the
+//! features of a build, so a feature that removed items would remove them from every
+//! crate of the build). A program that must show, by compiling, that it uses none of the
+//! crate's escape hatches opts in itself, with the compiler's `unsafe_code` lint: every
+//! escape hatch is an `unsafe fn`, so a crate that denies `unsafe` code everywhere except
+//! in one module of kernel declarations uses none.
 //!
-//! ```toml
-//! cuda-brand = { version = "0.1", features = ["safety-profile"] }
+//! ```no_run
+//! #![deny(unsafe_code)] // at the crate's root: `deny`, not `forbid` (see below)
+//!
+//! use cuda_brand::prelude::*;
+//!
+//! /// The program's kernel declarations: its only `unsafe` code, each with its promise.
+//! #[allow(unsafe_code)]
+//! mod kernels {
+//!     use cuda_brand::{In, Kernel, Module, Out};
+//!
+//!     /// `vector_add(const float *a, size_t a_len, const float *b, size_t b_len,
+//!     /// float *c, size_t c_len)`.
+//!     pub fn vector_add<'m, 'ctx>(
+//!         module: &'m Module<'ctx>,
+//!     ) -> cuda_brand::Result<Kernel<'m, 'ctx, (In<f32>, In<f32>, Out<f32>)>> {
+//!         // SAFETY: it reads a and b, writes c, and stays below the lengths.
+//!         unsafe { module.kernel("vector_add") }
+//!     }
+//! }
+//!
+//! fn main() -> cuda_brand::Result<()> {
+//!     let device = Device::get(0)?;
+//!     with_context(&device, ContextFlags::default(), |ctx| {
+//!         let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+//!         let add = kernels::vector_add(&module)?;
+//!         let a = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
+//!         let b = ctx.from_slice(&[10.0f32, 20.0, 30.0])?;
+//!         let mut c = ctx.zeroed::<f32>(3)?;
+//!         ctx.stream()?.scope(|s| s.launch(&add, add.config_for(3)?, (&a, &b, &mut c)))?;
+//!         assert_eq!(c.to_vec()?, [11.0, 22.0, 33.0]);
+//!         Ok(())
+//!     })
+//! }
 //! ```
 //!
-//! With it, these are gone from the public API (the crate keeps using some of them
-//! itself, as private items):
+//! Outside that module, the lint refuses every escape hatch, each an `unsafe fn`:
 //!
-//! * the raw handles: `as_raw` of [`ContextGuard`], [`SharedContext`], [`Device`],
-//!   [`Stream`], [`Event`], [`Module`], [`Function`] and [`MemoryPool`]; `as_device_ptr` of
-//!   [`DeviceSlice`] (so of [`DeviceBuffer`] and [`ManagedBuffer`] through them), of the
-//!   scope views [`DeviceRef`] and [`DeviceMut`], and of [`DeviceBuffer2D`];
-//!   `DeviceBuffer::into_raw_parts`;
-//! * `with_raw_context`, which brands a context made elsewhere on an `unsafe` promise;
-//! * the `sys` module, the driver's handle types re-exported from cuda-driver-sys;
-//! * `Module::from_binary_unchecked` (`unsafe`: an image the driver would read unchecked;
-//!   [`Module::from_binary`] checks it);
-//! * the `unsafe` allocations of uninitialized memory: `DeviceBuffer::uninitialized` and
-//!   `uninitialized_in`, `StreamScope::alloc` and `alloc_in` (use `zeroed`,
-//!   `alloc_zeroed`, `from_slice`).
+//! * the raw handles, which outlive the value they came from and reach the driver
+//!   without a brand or a scope: `as_raw` of [`ContextGuard`], [`SharedContext`],
+//!   [`Stream`], [`Event`] and [`Recorded`], [`Module`], [`Function`], [`Library`],
+//!   [`MemoryPool`], [`Graph`], [`ExecGraph`] and `nccl::Communicator`; `as_device_ptr`
+//!   of [`DeviceSlice`] (so of [`DeviceBuffer`] and [`ManagedBuffer`] through it), of the
+//!   scope views [`DeviceRef`] and [`DeviceMut`], of [`DeviceBuffer2D`] and
+//!   [`DeviceBuffer3D`]; [`DeviceBuffer::into_raw_parts`];
+//! * [`with_raw_context`], which brands a context made elsewhere;
+//! * [`Module::from_binary_unchecked`] and [`Library::from_binary_unchecked`], images the
+//!   driver reads unchecked ([`Module::from_binary`] checks them);
+//! * the allocations of uninitialized memory: [`DeviceBuffer::uninitialized`] and
+//!   [`uninitialized_in`](DeviceBuffer::uninitialized_in), [`StreamScope::alloc`] and
+//!   [`alloc_in`](StreamScope::alloc_in) (use `zeroed`, `alloc_zeroed`, `from_slice`);
+//! * a hand-written `unsafe impl DeviceCopy`, and any `unsafe` of the program's own (FFI
+//!   calls with a handle from elsewhere). `#[derive(DeviceCopy)]` passes: its `unsafe impl`
+//!   is checked by the derive and carries its own `#[allow(unsafe_code)]`.
 //!
-//! What stays `unsafe` is the crate's one necessary promise: declaring a kernel's
-//! parameter list ([`Module::kernel`], [`Module::kernel_mut`], [`Function::typed`]), which
-//! no Rust compiler can check against the kernel's C code. A program under the profile can
-//! therefore `#![deny(unsafe_code)]` and allow it only on its kernel declarations.
-//! `#[derive(DeviceCopy)]` allows its own checked `unsafe impl`; a hand-written
-//! `unsafe impl DeviceCopy` remains possible (it is the program's own `unsafe`, which that
-//! lint finds). Kept as well, being no escape: the numeric conversions of the crate's enums
-//! (`ErrorCode::raw`/`from_raw`, `CacheConfig::raw`/`from_raw`, ...), which carry no handle.
+//! A call of one, for example a stream's raw handle, is then an error:
 //!
-//! A use of a removed item fails to compile: "method `as_raw` is private" (pointing at the
-//! crate's `escape_hatch` line, which says why), "cannot find function `with_raw_context`"
-//! (the item "configured out"), as pinned by the repository's `ui-tests/safety-profile/`
-//! cases, which run with `cargo test --features safety-profile --test ui_safety_profile`.
+//! ```compile_fail
+//! #![deny(unsafe_code)]
+//!
+//! use cuda_brand::prelude::*;
+//!
+//! fn main() -> cuda_brand::Result<()> {
+//!     let device = Device::get(0)?;
+//!     with_context(&device, ContextFlags::default(), |ctx| {
+//!         let stream = ctx.stream()?;
+//!         // SAFETY: only printed.
+//!         let handle = unsafe { stream.as_raw() }; // error: usage of an `unsafe` block
+//!         println!("{handle:?}");
+//!         Ok(())
+//!     })
+//! }
+//! ```
+//!
+//! What stays `unsafe`, to be allowed in the declarations module, are the promises no
+//! compiler can check: a kernel's parameter list and what it touches ([`Module::kernel`],
+//! [`Module::kernel_mut`], [`Function::typed`], [`Library::kernel`]), and with the `nccl`
+//! feature `nccl::Communicator::init_rank` (the other ranks, in other processes, issue the
+//! same operations). Write `deny`, not `forbid`: `forbid` cannot be allowed again, not by
+//! the declarations module and not by the derive. Safe, and so allowed everywhere, being
+//! no escape: [`Device::as_raw`] (a device: nothing the crate owns, frees or brands, valid
+//! for the whole process), the [`sys`] types (a type alone reaches no driver call), and
+//! the numeric conversions of the crate's enums (`ErrorCode::raw`/`from_raw`, ...).
+//!
+//! The lint covers the crate that turns it on (and code its own `macro_rules!` expand to
+//! there), not its dependencies: a library that takes a raw handle does so under its own
+//! `unsafe`, to be reviewed as any dependency's `unsafe` is.
+//!
+//! The repository's `ui-tests/safety-profile/` has one case per escape hatch, each a
+//! program with `#![deny(unsafe_code)]` that the lint refuses, and pass cases (the program
+//! above; derived `DeviceCopy` types); `cargo test --test ui` runs them.
 //!
 //! # Where to read on
 //!
@@ -172,31 +233,11 @@
 //!   [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]
-// With the safety profile, the docs still mention the escape hatches it hides.
-#![cfg_attr(
-    feature = "safety-profile",
-    allow(rustdoc::broken_intra_doc_links, rustdoc::private_intra_doc_links)
-)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(
     clippy::undocumented_unsafe_blocks,
     clippy::multiple_unsafe_ops_per_block
 )]
-
-/// An escape hatch: a public item by default; with the `safety-profile` feature the same
-/// item, crate-private and undocumented, because the crate uses it itself (see "Safety
-/// profile" above).
-macro_rules! escape_hatch {
-    ($(#[$attr:meta])* pub $($item:tt)*) => {
-        #[cfg(not(feature = "safety-profile"))]
-        $(#[$attr])*
-        pub $($item)*
-
-        #[cfg(feature = "safety-profile")]
-        #[allow(dead_code, unreachable_pub, unused_imports)]
-        pub(crate) /* the `safety-profile` feature hides this escape hatch */ $($item)*
-    };
-}
 
 // `#[derive(DeviceCopy)]` names the crate `::cuda_brand`, as users see it; this makes
 // that path work inside the crate too (its unit tests).
@@ -240,12 +281,11 @@ pub mod guide {}
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-#[cfg(not(feature = "safety-profile"))]
-pub use context::with_raw_context;
+#[doc(inline)]
 pub use context::{
     CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
     SharedMemoryConfig, StreamPriorityRange, try_with_context, try_with_primary_context,
-    with_context, with_primary_context,
+    with_context, with_primary_context, with_raw_context,
 };
 /// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
 /// `#[repr(C)]` struct of plain data, checking at compile time what the trait's contract
@@ -309,28 +349,48 @@ pub use context::{
 /// }
 /// ```
 #[cfg(feature = "derive")]
+#[doc(inline)]
 pub use cuda_brand_derive::DeviceCopy;
+#[doc(inline)]
 pub use deadline::{KeepWaiting, Overrun};
+#[doc(inline)]
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
+#[doc(inline)]
 pub use error::{Error, ErrorCode, Result, WithTeardown};
+#[doc(inline)]
 pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
+#[doc(inline)]
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
+#[doc(inline)]
 pub use host_fn::{HostMut, HostRef, IntoHostMut, IntoHostRef};
+#[doc(inline)]
 pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
+#[doc(inline)]
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
     KernelParam, KernelParams, Launch, LaunchConfig, Out, ParamInfo, ScopedKernel,
 };
+#[doc(inline)]
 pub use library::Library;
+#[doc(inline)]
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};
+#[doc(inline)]
 pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
+#[doc(inline)]
 pub use module::Module;
+#[doc(inline)]
 pub use peer::{PeerAccess, copy_peer, try_copy_peer};
+#[doc(inline)]
 pub use phase::{Phases, with_phases};
+#[doc(inline)]
 pub use pitched::DeviceBuffer2D;
+#[doc(inline)]
 pub use pitched3d::{DeviceBuffer3D, Region3D};
+#[doc(inline)]
 pub use pool::{MemoryPool, ReusePolicy};
+#[doc(inline)]
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
+#[doc(inline)]
 pub use stream::{Stream, StreamFlags};
 
 /// The names most programs use, for `use cuda_brand::prelude::*;`: the entry points, the
@@ -344,21 +404,22 @@ pub mod prelude {
     };
 }
 
-escape_hatch! {
-    /// The driver's handle types, for interoperation through the `as_raw` methods and
-    /// [`with_raw_context`], and the structs they point to (which compile errors about a
-    /// guard's thread name). The crate loads the driver library at run time and exports no
-    /// bindings to call it with.
-    pub mod sys {
-        /// A library handle (`CUlibrary`, CUDA 12.0; newer than the bindings).
-        pub use crate::driver::ffi::{CUlib_st, CUlibrary};
-        /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
-        pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
-        pub use cuda_driver_sys::{
-            CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st,
-            CUfunction, CUmod_st, CUmodule, CUstream, CUstream_st,
-        };
-    }
+/// The driver's handle types, for interoperation through the `as_raw` methods (`unsafe`,
+/// but for [`Device::as_raw`]) and [`with_raw_context`], and the structs they point to
+/// (which compile errors about a guard's thread name). The crate loads the driver library
+/// at run time and exports no bindings to call it with. Types alone do nothing: a handle of
+/// them reaches the driver only through `unsafe` code, so this module is no escape hatch
+/// of the [safety profile](crate#safety-profile).
+pub mod sys {
+    /// A library handle (`CUlibrary`, CUDA 12.0; newer than the bindings).
+    pub use crate::driver::ffi::{CUlib_st, CUlibrary};
+    /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
+    pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
+    pub use cuda_driver_sys::{
+        CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
+        CUgraph, CUgraph_st, CUgraphExec, CUgraphExec_st, CUmod_st, CUmodule, CUstream,
+        CUstream_st,
+    };
 }
 
 /// The thresholds and counters of the bulk-copy staging (`src/staging.rs`), for the

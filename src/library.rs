@@ -112,7 +112,6 @@ impl Library {
         unsafe { Self::load(aligned.as_ptr().cast(), jit) }
     }
 
-    escape_hatch! {
     /// Loads a cubin or fatbin image as a library without checking its contents: only its
     /// magic (anything else would be read as PTX text).
     ///
@@ -125,7 +124,6 @@ impl Library {
         let jit = JitArgs::new("Library::from_binary", &JitOptions::default())?;
         // SAFETY: the caller promises a complete image; the copy outlives the call.
         unsafe { Self::load(aligned.as_ptr().cast(), jit) }.map(|(library, _)| library)
-    }
     }
 
     /// # Safety
@@ -142,11 +140,25 @@ impl Library {
         Ok((Library { raw, _jit: jit }, log))
     }
 
-    escape_hatch! {
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUlibrary {
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUlibrary {
         self.raw.as_ptr()
     }
+
+    /// The driver's handle (`CUlibrary`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the library is
+    /// not unloaded (`cuLibraryUnload`); the handle, and the kernels, functions and globals
+    /// taken from it through the driver, are not used after this `Library` is dropped; and
+    /// kernels launched from those keep the promise of [`Library::kernel`] for the memory
+    /// given to them.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUlibrary {
+        self.raw()
     }
 
     /// The kernel `name` of the library, for the context of `ctx` (`cuLibraryGetKernel`,
@@ -161,14 +173,13 @@ impl Library {
     ) -> Result<Function<'l, 'ctx>> {
         let c_name = c_name("Library::function", name)?;
         // SAFETY: the library is alive (borrowed).
-        let kernel =
-            unsafe { driver::library_get_kernel(self.as_raw(), &c_name) }.map_err(|e| {
-                Error::with_detail(
-                    e.call(),
-                    e.code(),
-                    format!("no kernel named `{name}` in the library"),
-                )
-            })?;
+        let kernel = unsafe { driver::library_get_kernel(self.raw(), &c_name) }.map_err(|e| {
+            Error::with_detail(
+                e.call(),
+                e.code(),
+                format!("no kernel named `{name}` in the library"),
+            )
+        })?;
         let kernel = driver::non_null("cuLibraryGetKernel", kernel)?;
         // SAFETY: a kernel of this library, which is alive; the function is `ctx`'s
         // because `ctx` is current for the call.
@@ -204,7 +215,7 @@ impl Drop for Library {
         // SAFETY: nothing uses the library any more: its functions and kernels borrow it,
         // and launches keep that borrow until their scope's stream is idle. Errors cannot
         // be reported from `drop`.
-        let _ = unsafe { driver::library_unload(self.as_raw()) };
+        let _ = unsafe { driver::library_unload(self.raw()) };
     }
 }
 

@@ -273,19 +273,32 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
         byte_len::<T>(self.len())
     }
 
-    escape_hatch! {
-        /// The device address of the first element (`CUdeviceptr`). For an empty view this is
-        /// an address nothing is allocated at.
-        #[inline]
-        pub fn as_device_ptr(&self) -> CUdeviceptr {
-            self.slots.as_ptr() as usize as CUdeviceptr
-        }
+    /// The device address of the first element, for the crate's own calls.
+    #[inline]
+    pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+        self.slots.as_ptr() as usize as CUdeviceptr
+    }
+
+    /// The device address of the first element (`CUdeviceptr`). For an empty view this is
+    /// an address nothing is allocated at.
+    ///
+    /// # Safety
+    ///
+    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back, since a number outlives no borrow. The caller promises, for every
+    /// use of the address (a kernel parameter, a driver call): it is not used after the
+    /// memory is freed (the buffer dropped, or the scope that allocated it ended); and work given it reads the memory only while nothing
+    /// writes it and writes it only while nothing else uses it, until that work has
+    /// finished, as the borrow of this slice would make the crate's copies and launches do.
+    #[inline]
+    pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        self.device_ptr()
     }
 
     #[inline]
     pub(crate) fn span(&self, write: bool) -> Span {
         Span {
-            start: self.as_device_ptr(),
+            start: self.device_ptr(),
             bytes: self.size_in_bytes() as u64,
             write,
         }
@@ -293,7 +306,7 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
 
     #[inline]
     fn at(&self, index: usize) -> CUdeviceptr {
-        self.as_device_ptr() + byte_len::<T>(index) as CUdeviceptr
+        self.device_ptr() + byte_len::<T>(index) as CUdeviceptr
     }
 
     /// A sub-view, or `None` if the range is out of bounds.
@@ -473,20 +486,20 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         let staged = staging::wanted(staging::Kind::FromHost, bytes);
-        in_memory_context_with(self.as_device_ptr(), |ctx| {
+        in_memory_context_with(self.device_ptr(), |ctx| {
             if let (true, Some(ctx)) = (staged, ctx) {
                 // SAFETY: `ctx` is current and alive (`in_memory_context_with`); both
                 // ranges have `bytes` bytes; `self` is exclusively borrowed device memory
                 // and `src` a shared borrow nobody writes during the call.
                 if unsafe {
-                    staging::host_to_device(ctx, self.as_device_ptr(), src.as_ptr().cast(), bytes)
+                    staging::host_to_device(ctx, self.device_ptr(), src.as_ptr().cast(), bytes)
                 }? {
                     return Ok(());
                 }
             }
             // SAFETY: both ranges have `bytes` bytes; `self` is exclusively borrowed device
             // memory of a live context and `src` a live host slice.
-            unsafe { driver::memcpy_htod(self.as_device_ptr(), src.as_ptr().cast(), bytes) }
+            unsafe { driver::memcpy_htod(self.device_ptr(), src.as_ptr().cast(), bytes) }
         })
     }
 
@@ -504,7 +517,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         let staged = staging::wanted(staging::Kind::ToHost, bytes);
-        in_memory_context_with(self.as_device_ptr(), |ctx| {
+        in_memory_context_with(self.device_ptr(), |ctx| {
             if let (true, Some(ctx)) = (staged, ctx) {
                 // SAFETY: `ctx` is current and alive; both ranges have `bytes` bytes; `dst`
                 // is exclusively borrowed, and any bytes are a valid `T` (`DeviceCopy`).
@@ -512,7 +525,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                     staging::device_to_host(
                         ctx,
                         dst.as_mut_ptr().cast(),
-                        self.as_device_ptr(),
+                        self.device_ptr(),
                         bytes,
                         false,
                     )
@@ -522,7 +535,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             }
             // SAFETY: both ranges have `bytes` bytes; `dst` is exclusively borrowed, and
             // any bytes are a valid `T` (`DeviceCopy`).
-            unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.as_device_ptr(), bytes) }
+            unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.device_ptr(), bytes) }
         })
     }
 
@@ -550,12 +563,8 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this context
         // (one brand) and do not overlap (checked above).
-        in_memory_context(self.as_device_ptr(), || unsafe {
-            driver::memcpy_dtod(
-                self.as_device_ptr(),
-                src.as_device_ptr(),
-                self.size_in_bytes(),
-            )
+        in_memory_context(self.device_ptr(), || unsafe {
+            driver::memcpy_dtod(self.device_ptr(), src.device_ptr(), self.size_in_bytes())
         })
     }
 
@@ -571,7 +580,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         let bytes = self.size_in_bytes();
         if bytes != 0 {
             let staged = staging::wanted(staging::Kind::ToNewHost, bytes);
-            in_memory_context_with(self.as_device_ptr(), |ctx| {
+            in_memory_context_with(self.device_ptr(), |ctx| {
                 if let (true, Some(ctx)) = (staged, ctx) {
                     // SAFETY: `ctx` is current and alive; `dst` is the new `Vec`'s spare
                     // room for `len` elements (`bytes` bytes), which nothing else uses;
@@ -580,7 +589,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                         staging::device_to_host(
                             ctx,
                             dst.as_mut_ptr().cast(),
-                            self.as_device_ptr(),
+                            self.device_ptr(),
                             bytes,
                             true,
                         )
@@ -589,7 +598,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                     }
                 }
                 // SAFETY: `dst` has room for `len` elements; any bytes are a valid `T`.
-                unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.as_device_ptr(), bytes) }
+                unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.device_ptr(), bytes) }
             })?;
         }
         // SAFETY: the copy initialised all `len` elements.
@@ -606,9 +615,9 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         // SAFETY: `len` elements of the pattern's width are the view's bytes.
-        in_memory_context(self.as_device_ptr(), || unsafe {
+        in_memory_context(self.device_ptr(), || unsafe {
             driver::memset(
-                self.as_device_ptr(),
+                self.device_ptr(),
                 sealed::Sealed::pattern(value),
                 self.len(),
             )
@@ -622,7 +631,7 @@ impl<T> fmt::Debug for DeviceSlice<'_, T> {
             f,
             "DeviceSlice<{}>({:#x}, len {})",
             std::any::type_name::<T>(),
-            self.as_device_ptr(),
+            self.device_ptr(),
             self.len()
         )
     }
@@ -992,7 +1001,6 @@ fn allocate(
 }
 
 impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
-    escape_hatch! {
     /// Allocates `len` elements without initialising them, from the crate's pool of the
     /// device (see [`pool`](crate::pool)).
     ///
@@ -1015,16 +1023,13 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         }
         Ok(buf)
     }
-    }
 
-    escape_hatch! {
     /// As [`DeviceBuffer::uninitialized`], from `pool`.
     ///
     /// # Safety
     /// As for [`DeviceBuffer::uninitialized`].
     pub unsafe fn uninitialized_in(pool: &crate::MemoryPool<'ctx>, len: usize) -> Result<Self> {
-        Self::allocate(pool.context(), Some(pool.as_raw()), len, false)
-    }
+        Self::allocate(pool.context(), Some(pool.raw()), len, false)
     }
 
     fn allocate(
@@ -1116,19 +1121,25 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(ctx, copy) }
     }
 
-    escape_hatch! {
     /// The raw device pointer and length, without freeing. Free it with `cuMemFreeAsync`
     /// (or `cuMemFree`) in the buffer's context; memory of a pool is not reclaimed when the
     /// context is destroyed (the pool is the device's), it stays allocated until the process
     /// ends. (A buffer of a setup phase is taken off its teardown's list.)
-    pub fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+    ///
+    /// # Safety
+    ///
+    /// Leaking the memory is safe ([`mem::forget`] does it too); `unsafe` marks what the
+    /// address allows behind the borrow checker's back. The caller takes the memory over
+    /// and promises: it is freed at most once, after the last work using it has finished;
+    /// and the address is used as [`DeviceSlice::as_device_ptr`] requires (not after the
+    /// free; read while nothing writes it, written while nothing else uses it).
+    pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
         if self.owner.is_deferred() {
             crate::phase::undefer(self.ptr as usize);
         }
         let parts = (self.ptr, self.len);
         mem::forget(self);
         parts
-    }
     }
 }
 
@@ -1529,7 +1540,7 @@ mod tests {
         // SAFETY: a view that is never dereferenced: only addresses are computed.
         let v = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x1000, 10) };
         let parts: Vec<(CUdeviceptr, usize)> =
-            v.chunks(4).map(|c| (c.as_device_ptr(), c.len())).collect();
+            v.chunks(4).map(|c| (c.device_ptr(), c.len())).collect();
         assert_eq!(parts, [(0x1000, 4), (0x1010, 4), (0x1020, 2)]);
         assert_eq!(bounds(&(2..=3), 10), Some((2, 4)));
         assert_eq!(bounds(&(..11), 10), None);

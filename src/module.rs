@@ -132,7 +132,6 @@ impl<'ctx> Module<'ctx> {
         unsafe { Self::load_with(ctx, aligned.as_ptr().cast(), jit) }
     }
 
-    escape_hatch! {
     /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) without checking its
     /// contents: only that it starts with the ELF or fatbin magic (anything else would be
     /// read as PTX text, past the slice if it has no NUL).
@@ -143,11 +142,12 @@ impl<'ctx> Module<'ctx> {
     /// follows the offsets and sizes inside it without knowing the slice's length, so a
     /// truncated or corrupted image can make it read (and crash) outside the slice.
     pub unsafe fn from_binary_unchecked<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
+        ctx: ContextGuard<'ctx, P>,
+        image: &[u8],
+    ) -> Result<Self> {
         let aligned = aligned_image("Module::from_binary", image)?;
         // SAFETY: the caller promises a complete image; the copy outlives the call.
         unsafe { Self::load(ctx, aligned.as_ptr().cast()) }
-    }
     }
 
     /// # Safety
@@ -187,11 +187,26 @@ impl<'ctx> Module<'ctx> {
         })
     }
 
-    escape_hatch! {
-    /// The driver's handle.
-    pub fn as_raw(&self) -> CUmodule {
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUmodule {
         self.raw.as_ptr()
     }
+
+    /// The driver's handle (`CUmodule`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the module is not
+    /// unloaded (`cuModuleUnload`); the handle, and the functions and globals taken from it
+    /// through the driver, are not used after this `Module` is dropped; kernels launched
+    /// from those functions keep the promise of [`Module::kernel`] for the memory given to
+    /// them; and its globals are written through the driver only while no kernel or copy
+    /// of this crate may read them.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUmodule {
+        self.raw()
     }
 
     /// The function `name` (`cuModuleGetFunction`); a name the module does not have is
@@ -199,7 +214,7 @@ impl<'ctx> Module<'ctx> {
     pub fn function(&self, name: &str) -> Result<Function<'_, 'ctx>> {
         let c_name = c_name("Module::function", name)?;
         // SAFETY: the module is alive (borrowed).
-        let raw = unsafe { driver::module_get_function(self.as_raw(), &c_name) }.map_err(|e| {
+        let raw = unsafe { driver::module_get_function(self.raw(), &c_name) }.map_err(|e| {
             Error::with_detail(
                 e.call(),
                 e.code(),
@@ -311,7 +326,7 @@ impl<'ctx> Module<'ctx> {
         let c_name = c_name("Module::global", name)?;
         // SAFETY: the module is alive (borrowed).
         let (ptr, bytes) =
-            unsafe { driver::module_get_global(self.as_raw(), &c_name) }.map_err(|e| {
+            unsafe { driver::module_get_global(self.raw(), &c_name) }.map_err(|e| {
                 Error::with_detail(
                     e.call(),
                     e.code(),
@@ -456,7 +471,7 @@ impl Module<'_> {
 
     /// What `drop` and `close` run: unloads the module in its own context.
     fn release(&self) -> Result<()> {
-        let raw = self.as_raw();
+        let raw = self.raw();
         // SAFETY: the brand keeps the context alive; nothing uses the module any more (its
         // functions and kernels borrow it, and launches keep that borrow until their
         // scope's stream is idle), and the module is not used again (dropped, or forgotten

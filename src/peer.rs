@@ -87,7 +87,7 @@ impl<'ctx> ContextGuard<'ctx> {
     ) -> Result<PeerAccess<'ctx, 'peer>> {
         if self.device()? != peer.device()? {
             // SAFETY: the peer's guard proves it alive; self is made current for the call.
-            self.with_current(|| unsafe { driver::ctx_enable_peer_access(peer.as_raw()) })?;
+            self.with_current(|| unsafe { driver::ctx_enable_peer_access(peer.raw()) })?;
         }
         Ok(PeerAccess {
             _ctx: PhantomData,
@@ -113,7 +113,7 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
         // borrowed from it for 'v; the token proves that the context `'ctx` may access
         // memory of `'peer` (peer access enabled, or the same device), and the brands keep
         // both contexts alive for 'v.
-        unsafe { DeviceSlice::from_raw_parts(buffer.as_device_ptr(), buffer.len()) }
+        unsafe { DeviceSlice::from_raw_parts(buffer.device_ptr(), buffer.len()) }
     }
 
     /// As [`PeerAccess::view`], for writing: borrows the buffer exclusively.
@@ -122,7 +122,7 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
         buffer: &'v mut DeviceBuffer<'peer, T>,
     ) -> &'v mut DeviceSlice<'ctx, T> {
         // SAFETY: as above, borrowed exclusively.
-        unsafe { DeviceSlice::from_raw_parts_mut(buffer.as_device_ptr(), buffer.len()) }
+        unsafe { DeviceSlice::from_raw_parts_mut(buffer.device_ptr(), buffer.len()) }
     }
 }
 
@@ -166,10 +166,10 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
     // destination context is current for the wait.
     dst_ctx.with_current(|| unsafe {
         driver::memcpy_peer(
-            dst.as_device_ptr(),
-            dst_ctx.as_raw(),
-            src.as_device_ptr(),
-            src_ctx.as_raw(),
+            dst.device_ptr(),
+            dst_ctx.raw(),
+            src.device_ptr(),
+            src_ctx.raw(),
             dst.size_in_bytes(),
         )
     })

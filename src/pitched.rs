@@ -220,11 +220,26 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         self.pitch
     }
 
-    escape_hatch! {
-        /// The device address of the first row.
-        pub fn as_device_ptr(&self) -> CUdeviceptr {
-            self.ptr
-        }
+    /// The device address of the first row, for the crate's own calls.
+    #[inline]
+    pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// The device address of the first row (`CUdeviceptr`); rows are
+    /// [`pitch_bytes`](Self::pitch_bytes) apart.
+    ///
+    /// # Safety
+    ///
+    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back, since a number outlives no borrow. The caller promises, for every
+    /// use of the address (a kernel parameter, a driver call): it is not used after the
+    /// memory is freed (this buffer dropped); and work given it reads the memory only while nothing
+    /// writes it and writes it only while nothing else uses it, until that work has
+    /// finished, as the borrow of this buffer would make the crate's copies and launches do.
+    #[inline]
+    pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        self.device_ptr()
     }
 
     /// The allocation's bytes: `pitch * height`.

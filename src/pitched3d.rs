@@ -224,9 +224,25 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         self.rows.pitch_bytes()
     }
 
-    /// The device address of the first row of the first slice.
-    pub fn as_device_ptr(&self) -> CUdeviceptr {
-        self.rows.as_device_ptr()
+    /// The device address of the first row of the first slice, for the crate's own calls.
+    #[inline]
+    pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+        self.rows.device_ptr()
+    }
+
+    /// The device address of the first row of the first slice (`CUdeviceptr`).
+    ///
+    /// # Safety
+    ///
+    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back, since a number outlives no borrow. The caller promises, for every
+    /// use of the address (a kernel parameter, a driver call): it is not used after the
+    /// memory is freed (this buffer dropped); and work given it reads the memory only while nothing
+    /// writes it and writes it only while nothing else uses it, until that work has
+    /// finished, as the borrow of this buffer would make the crate's copies and launches do.
+    #[inline]
+    pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        self.device_ptr()
     }
 
     /// The whole allocation, for a scope's order book.
@@ -472,7 +488,7 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer3D<'_, T> {
             f,
             "DeviceBuffer3D<{}>({:#x}, {} x {} x {}, pitch {})",
             std::any::type_name::<T>(),
-            self.as_device_ptr(),
+            self.device_ptr(),
             self.width(),
             self.height,
             self.depth,
@@ -492,7 +508,7 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         if copy.is_empty() {
             return Ok(());
         }
-        let stream = self.stream().as_raw();
+        let stream = self.stream().raw();
         self.ordered(spans, None, || {
             // SAFETY: the plan checked both sides; they stay borrowed (host memory unmodified)
             // until the scope synchronizes the stream, which is alive (borrowed); `ordered`

@@ -161,11 +161,25 @@ impl<'ctx> MemoryPool<'ctx> {
         })
     }
 
-    escape_hatch! {
-        /// The driver's handle.
-        pub fn as_raw(&self) -> CUmemoryPool {
-            self.raw
-        }
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUmemoryPool {
+        self.raw
+    }
+
+    /// The driver's handle (`CUmemoryPool`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the pool is not
+    /// destroyed (`cuMemPoolDestroy`); the handle is not used after this `MemoryPool` is
+    /// dropped; the access of devices to it (`cuMemPoolSetAccess`) is not taken away from
+    /// a device this crate uses it on; and memory allocated from it through the handle is
+    /// the caller's to free, never memory a buffer of this crate owns.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUmemoryPool {
+        self.raw()
     }
 
     /// The context the pool serves.

@@ -332,7 +332,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         F: for<'scope> FnOnce(&'scope [StreamScope<'scope, 'env, 'ctx, K>]) -> Result<R, E>,
         E: From<Error>,
     {
-        let lanes = Lanes::new(streams.iter().map(|s| s.as_raw()));
+        let lanes = Lanes::new(streams.iter().map(|s| s.raw()));
         let scopes: Vec<StreamScope<'_, 'env, 'ctx, K>> = streams
             .iter()
             .enumerate()
@@ -466,7 +466,7 @@ pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -
     let mut finished = Ok(());
     for scope in scopes {
         // SAFETY: the stream is alive: the scope borrows it.
-        let idle = unsafe { driver::stream_wait_idle(scope.stream.as_raw()) };
+        let idle = unsafe { driver::stream_wait_idle(scope.stream.raw()) };
         finished = teardown::keep_both(finished, idle);
     }
     let synchronized = finished.is_ok();
@@ -657,12 +657,26 @@ macro_rules! scoped_view {
                 self.len == 0
             }
 
-            escape_hatch! {
-                /// The device address.
-                #[inline]
-                pub fn as_device_ptr(&self) -> CUdeviceptr {
-                    self.ptr
-                }
+            /// The device address, for the crate's own calls.
+            #[inline]
+            pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+                self.ptr
+            }
+
+            /// The device address of the first element (`CUdeviceptr`).
+            ///
+            /// # Safety
+            ///
+            /// Taking the address does nothing; `unsafe` marks what it allows behind the
+            /// borrow checker's back, since a number outlives no borrow. The caller
+            /// promises, for every use of the address (a kernel parameter, a driver call):
+            /// it is not used after the scope has ended (its memory may be freed then);
+            /// and work given it reads the memory only while nothing writes it and writes
+            /// it only while nothing else uses it, until that work has finished, as the
+            /// scope does for this view.
+            #[inline]
+            pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+                self.device_ptr()
             }
 
             #[inline]
@@ -762,7 +776,7 @@ macro_rules! into_view {
         impl<'scope, 'ctx, T: DeviceCopy> sealed::$sealed<'scope, 'ctx, T> for $arg {
             #[inline(always)]
             fn $method(self) -> $view<'scope, 'ctx, T> {
-                $view::new(self.as_device_ptr(), self.len())
+                $view::new(self.device_ptr(), self.len())
             }
         }
         impl<'scope, 'ctx, T: DeviceCopy> $trait<'scope, 'ctx, T> for $arg {}
@@ -860,7 +874,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         &'scope self,
         slice: &'scope mut DeviceSlice<'ctx, T>,
     ) -> DeviceMut<'scope, 'ctx, T> {
-        DeviceMut::new(slice.as_device_ptr(), slice.len())
+        DeviceMut::new(slice.device_ptr(), slice.len())
     }
 
     /// Binds a [`KernelMut`] (a kernel that writes its module's globals) to the scope: the
@@ -902,7 +916,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                     dst.ptr,
                     src.as_ptr().cast::<c_void>(),
                     dst.bytes(),
-                    self.stream.as_raw(),
+                    self.stream.raw(),
                 )
             }
         })
@@ -933,7 +947,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                     dst.as_mut_ptr().cast::<c_void>(),
                     src.ptr,
                     src.bytes(),
-                    self.stream.as_raw(),
+                    self.stream.raw(),
                 )
             }
         })
@@ -992,7 +1006,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                     spare.as_mut_ptr().cast::<c_void>(),
                     src.ptr,
                     src.bytes(),
-                    self.stream.as_raw(),
+                    self.stream.raw(),
                 )
             }
         })?;
@@ -1032,9 +1046,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         self.ordered(&spans, None, || {
             // SAFETY: same lengths, disjoint (checked above), both device ranges borrowed
             // until the scope synchronizes; other streams are ordered by `ordered`.
-            unsafe {
-                driver::memcpy_dtod_async(dst.ptr, src.ptr, dst.bytes(), self.stream.as_raw())
-            }
+            unsafe { driver::memcpy_dtod_async(dst.ptr, src.ptr, dst.bytes(), self.stream.raw()) }
         })
     }
 
@@ -1057,7 +1069,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         if dst.bytes() == 0 {
             return Ok(());
         }
-        let stream = self.stream.as_raw();
+        let stream = self.stream.raw();
         // SAFETY: the stream is alive, so is its context.
         let dst_ctx = unsafe { driver::stream_get_ctx(stream) }?;
         self.ordered(&[write_span(&dst)], None, || {
@@ -1069,8 +1081,8 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                 driver::memcpy_peer_async(
                     dst.ptr,
                     dst_ctx,
-                    src.as_device_ptr(),
-                    src_ctx.as_raw(),
+                    src.device_ptr(),
+                    src_ctx.raw(),
                     dst.bytes(),
                     stream,
                 )
@@ -1096,7 +1108,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                     dst.ptr,
                     crate::memory::sealed::Sealed::pattern(value),
                     dst.len,
-                    self.stream.as_raw(),
+                    self.stream.raw(),
                 )
             }
         })
@@ -1132,7 +1144,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         self.ordered(&[dst.span(true)], None, || {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked), stay
             // borrowed (the host side unmodified) until the scope synchronizes.
-            unsafe { driver::memcpy_2d_async(dst.side(), host, w, h, self.stream.as_raw()) }
+            unsafe { driver::memcpy_2d_async(dst.side(), host, w, h, self.stream.raw()) }
         })
     }
 
@@ -1166,7 +1178,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         self.ordered(&[src.span(false)], None, || {
             // SAFETY: as above; `dst` is borrowed exclusively until the scope synchronizes,
             // and any bytes are a valid `T`.
-            unsafe { driver::memcpy_2d_async(host, src.side(), w, h, self.stream.as_raw()) }
+            unsafe { driver::memcpy_2d_async(host, src.side(), w, h, self.stream.raw()) }
         })
     }
 
@@ -1290,12 +1302,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         self.ordered(&[span], None, || {
             // SAFETY: memory borrowed until the scope synchronizes; the stream is alive.
             unsafe {
-                driver::mem_prefetch_async(
-                    memory.ptr,
-                    memory.bytes(),
-                    to.raw(),
-                    self.stream.as_raw(),
-                )
+                driver::mem_prefetch_async(memory.ptr, memory.bytes(), to.raw(), self.stream.raw())
             }
         })
     }
@@ -1345,7 +1352,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         if config.has_attributes() {
             return self.launch_with_attributes(target, config, args);
         }
-        let stream = self.stream.as_raw();
+        let stream = self.stream.raw();
         launch::sealed::Args::with_params(args, |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
                 return Err(launch::launch_overlap(spans, i, j));
@@ -1382,7 +1389,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         config: LaunchConfig,
         args: impl KernelArgs<'scope, 'ctx, P>,
     ) -> Result<()> {
-        let stream = self.stream.as_raw();
+        let stream = self.stream.raw();
         let prepared = launch_ex::prepare(&self.launch_cache, self.stream, &target, &config)?;
         launch::sealed::Args::with_params(args, |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
@@ -1406,13 +1413,10 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         }
         self.ordered(&[write_span(&buf)], None, || {
             // SAFETY: the allocation's bytes, in stream order after the allocation.
-            unsafe {
-                driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.as_raw())
-            }
+            unsafe { driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), self.stream.raw()) }
         })
     }
 
-    escape_hatch! {
     /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so).
     ///
     /// # Safety
@@ -1423,8 +1427,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         len: usize,
     ) -> Result<DeviceMut<'scope, 'ctx, T>> {
         // SAFETY: the caller's promise.
-        unsafe { self.alloc_from(Some(pool.as_raw()), len) }
-    }
+        unsafe { self.alloc_from(Some(pool.raw()), len) }
     }
 
     /// As [`StreamScope::alloc_zeroed`], from `pool`.
@@ -1476,7 +1479,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             // SAFETY: a live pool of the stream's device; the stream is alive (borrowed for
             // 'env).
             Some(pool) => Allocation::Pool(
-                unsafe { driver::mem_alloc_from_pool_async(bytes, pool, self.stream.as_raw()) }
+                unsafe { driver::mem_alloc_from_pool_async(bytes, pool, self.stream.raw()) }
                     .map_err(|e| crate::pool::exhausted(e, bytes))?,
             ),
             None => Allocation::Plain(self.with_stream_context(|| driver::mem_alloc(bytes))?),
@@ -1495,7 +1498,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// pools are made and freed in it, whatever context is current).
     fn with_stream_context<T>(&self, op: impl FnOnce() -> Result<T>) -> Result<T> {
         // SAFETY: the stream is alive (borrowed for 'env).
-        unsafe { in_stream_context(self.stream.as_raw(), op) }
+        unsafe { in_stream_context(self.stream.raw(), op) }
     }
 
     /// Frees the scope's allocations, once every stream of the scope is idle: pool memory
@@ -1503,7 +1506,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// first error. Where every stream `synchronized` without an error, first gives the
     /// vectors [`StreamScope::copy_to_vec`] filled their new lengths.
     fn free_allocations(&self, synchronized: bool) -> Result<()> {
-        let stream = self.stream.as_raw();
+        let stream = self.stream.raw();
         let (mut first_error, mut failed) = (None, 0usize);
         let mut allocations = lock(&self.allocations);
         for grown in std::mem::take(&mut allocations.grown) {
@@ -1595,7 +1598,6 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
         Ok(buf)
     }
 
-    escape_hatch! {
     /// Allocates `len` elements in stream order from the crate's pool of the device
     /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
     /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
@@ -1616,7 +1618,6 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
     ) -> Result<DeviceMut<'scope, 'ctx, T>> {
         // SAFETY: the caller's promise.
         unsafe { self.alloc_from(None, len) }
-    }
     }
 }
 
@@ -1833,8 +1834,8 @@ mod tests {
     fn scope_views_slice_like_slices() {
         let v: DeviceMut<'static, 'static, u32> = DeviceMut::new(0x1000, 10);
         let part = v.slice(2..5);
-        assert_eq!((part.as_device_ptr(), part.len()), (0x1008, 3));
-        assert_eq!(part.slice(1..).as_device_ptr(), 0x100c);
+        assert_eq!((part.device_ptr(), part.len()), (0x1008, 3));
+        assert_eq!(part.slice(1..).device_ptr(), 0x100c);
         assert_eq!(v.as_ref().slice(..=9).len(), 10);
         assert!(v.try_slice(..11).is_none());
         #[allow(clippy::reversed_empty_ranges)]
@@ -1850,7 +1851,7 @@ mod tests {
         let z: DeviceRef<'static, 'static, ()> =
             DeviceRef::new(memory::empty_address::<()>(), usize::MAX);
         assert_eq!(z.slice(5..).len(), usize::MAX - 5);
-        assert_eq!(z.slice(5..).as_device_ptr(), memory::empty_address::<()>());
+        assert_eq!(z.slice(5..).device_ptr(), memory::empty_address::<()>());
     }
 
     /// The order book's decisions, without a GPU: which earlier accesses each new access

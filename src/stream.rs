@@ -116,37 +116,51 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         })
     }
 
-    escape_hatch! {
-        /// The driver's handle.
-        #[inline]
-        pub fn as_raw(&self) -> CUstream {
-            self.raw.as_ptr()
-        }
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUstream {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUstream`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the brand's
+    /// back. The caller promises, for every use of the handle: the stream is not destroyed
+    /// (`cuStreamDestroy`); the handle is not used after this `Stream` is dropped; and
+    /// work queued on it through the handle touches device or pinned memory of this crate
+    /// only as a [`scope`](Self::scope) would (read while nothing writes it, written while
+    /// nothing else uses it, alive until that work has finished): no scope knows of that
+    /// work, so none waits for it.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUstream {
+        self.raw()
     }
 
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
     #[inline]
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: the brand keeps the stream's context, and `self` the stream, alive.
-        unsafe { driver::stream_synchronize(self.as_raw()) }
+        unsafe { driver::stream_synchronize(self.raw()) }
     }
 
     /// Whether all queued work has finished (`cuStreamQuery`): `true` idle, `false` busy.
     pub fn is_idle(&self) -> Result<bool> {
         // SAFETY: as in `synchronize`.
-        unsafe { driver::stream_query(self.as_raw()) }
+        unsafe { driver::stream_query(self.raw()) }
     }
 
     /// The stream's priority.
     pub fn priority(&self) -> Result<i32> {
         // SAFETY: as in `synchronize`.
-        unsafe { driver::stream_priority(self.as_raw()) }
+        unsafe { driver::stream_priority(self.raw()) }
     }
 
     /// The stream's flags.
     pub fn flags(&self) -> Result<StreamFlags> {
         // SAFETY: as in `synchronize`.
-        let bits = unsafe { driver::stream_flags(self.as_raw()) }?;
+        let bits = unsafe { driver::stream_flags(self.raw()) }?;
         Ok(if bits & 1 != 0 {
             StreamFlags::NonBlocking
         } else {
@@ -185,7 +199,7 @@ impl<K: StreamKind> Stream<'_, K> {
         // SAFETY: the stream is ours and never used again (`this` is not dropped); no scope
         // is open (scopes borrow the stream). Work still queued completes before the driver
         // releases the stream.
-        unsafe { driver::stream_destroy(this.as_raw()) }
+        unsafe { driver::stream_destroy(this.raw()) }
     }
 }
 
@@ -193,7 +207,7 @@ impl<K: StreamKind> Drop for Stream<'_, K> {
     fn drop(&mut self) {
         // SAFETY: the stream is ours and unused from now on (scopes borrow it, so none is
         // open). Work still queued completes before the driver releases the stream.
-        if let Err(e) = unsafe { driver::stream_destroy(self.as_raw()) } {
+        if let Err(e) = unsafe { driver::stream_destroy(self.raw()) } {
             // the context's destruction reclaims the stream; its teardown reports this. A
             // stream does not know its context without a driver call: the one current
             // here is charged (see the `teardown` module)

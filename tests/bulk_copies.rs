@@ -332,7 +332,7 @@ fn with_raw_context_frees_the_staging_before_it_returns() {
         let before = staging::live_bytes();
         // SAFETY: `ctx` is alive and stays so for the whole call.
         unsafe {
-            with_raw_context(ctx.as_raw(), |raw| {
+            with_raw_context(common::handle(ctx), |raw| {
                 let buf = DeviceBuffer::from_slice(raw, &vec![3u32; 8 << 20])?;
                 assert_eq!(buf.to_vec()?, vec![3u32; 8 << 20]);
                 assert_eq!(staging::bytes_of(raw), STAGING_BYTES);

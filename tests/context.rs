@@ -6,11 +6,9 @@ mod common;
 
 use std::panic::{self, AssertUnwindSafe};
 
-#[cfg(not(feature = "safety-profile"))]
-use cuda_brand::with_primary_context;
 use cuda_brand::{
     CacheConfig, ContextFlags, Device, DeviceAttribute, Error, ErrorCode, ResourceLimit,
-    Scheduling, SharedMemoryConfig, with_context,
+    Scheduling, SharedMemoryConfig, with_context, with_primary_context,
 };
 
 fn device_properties_are_plausible() {
@@ -74,18 +72,17 @@ fn an_unknown_attribute_is_an_error() {
     assert_eq!(e.call(), "cuDeviceGetAttribute");
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn with_context_makes_its_context_current_and_restores_the_previous_one() {
     let device = gpu_or_skip!();
     let before = common::current();
     let raw = with_context(&device, ContextFlags::default(), |ctx| {
         assert_eq!(
             common::current(),
-            ctx.as_raw(),
+            common::handle(ctx),
             "the new context is current inside"
         );
         assert_eq!(ctx.device()?, device);
-        Ok::<_, Error>(ctx.as_raw() as usize)
+        Ok::<_, Error>(common::handle(ctx) as usize)
     })
     .unwrap();
     assert_ne!(raw, 0);
@@ -96,11 +93,10 @@ fn with_context_makes_its_context_current_and_restores_the_previous_one() {
     );
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn primary_context_is_one_context_retained_twice_when_nested() {
     let device = gpu_or_skip!();
     let version = with_primary_context(&device, |ctx| {
-        assert_eq!(common::current(), ctx.as_raw());
+        assert_eq!(common::current(), common::handle(ctx));
         assert!(device.primary_context_state()?.1, "retained inside");
         ctx.api_version()
     })
@@ -108,7 +104,9 @@ fn primary_context_is_one_context_retained_twice_when_nested() {
     assert!(version >= 3020, "{version}");
     // (its release is observed in tests/teardown.rs, which runs alone)
     let nested_same = with_primary_context(&device, |a| {
-        with_primary_context(&device, |b| Ok::<_, Error>(a.as_raw() == b.as_raw()))
+        with_primary_context(&device, |b| {
+            Ok::<_, Error>(common::handle(a) == common::handle(b))
+        })
     })
     .unwrap();
     assert!(
@@ -117,7 +115,6 @@ fn primary_context_is_one_context_retained_twice_when_nested() {
     );
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works() {
     let device = gpu_or_skip!();
     assert!(
@@ -125,17 +122,17 @@ fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works
         "a test thread starts with no current context"
     );
     with_context(&device, ContextFlags::default(), |outer| {
-        let outer_raw = outer.as_raw();
+        let outer_raw = common::handle(outer);
         with_context(
             &device,
             ContextFlags::new().scheduling(Scheduling::Yield),
             |inner| {
-                assert_ne!(inner.as_raw(), outer_raw);
-                assert_eq!(common::current(), inner.as_raw());
+                assert_ne!(common::handle(inner), outer_raw);
+                assert_eq!(common::current(), common::handle(inner));
                 // the outer guard works inside, and leaves the inner context current
                 assert_eq!(outer.flags()?.get_scheduling(), Scheduling::Auto);
                 outer.synchronize()?;
-                assert_eq!(common::current(), inner.as_raw());
+                assert_eq!(common::current(), common::handle(inner));
                 assert_eq!(inner.flags()?.get_scheduling(), Scheduling::Yield);
                 Ok::<_, Error>(())
             },
@@ -151,7 +148,6 @@ fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works
     assert!(common::current().is_null());
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
     let device = gpu_or_skip!();
     with_primary_context(&device, |outer| {
@@ -160,7 +156,7 @@ fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
                 &device,
                 ContextFlags::default(),
                 |inner| -> Result<(), Error> {
-                    assert_eq!(common::current(), inner.as_raw());
+                    assert_eq!(common::current(), common::handle(inner));
                     panic!("boom inside the context");
                 },
             );
@@ -172,7 +168,7 @@ fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
         );
         assert_eq!(
             common::current(),
-            outer.as_raw(),
+            common::handle(outer),
             "the outer context is current again"
         );
         outer.synchronize()
@@ -200,12 +196,11 @@ fn a_closure_error_is_returned_and_the_context_still_torn_down() {
     assert_eq!(common::current(), before);
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn a_shared_context_is_entered_from_four_scoped_threads() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
-        let main_raw = ctx.as_raw() as usize;
+        let main_raw = common::handle(ctx) as usize;
         std::thread::scope(|s| {
             let workers: Vec<_> = (0..4)
                 .map(|i| {
@@ -217,7 +212,10 @@ fn a_shared_context_is_entered_from_four_scoped_threads() {
                         let seen = shared.enter(|ctx| {
                             assert_eq!(common::current() as usize, main_raw);
                             ctx.synchronize()?;
-                            Ok::<_, Error>((ctx.as_raw() as usize, ctx.stream_priority_range()?))
+                            Ok::<_, Error>((
+                                common::handle(ctx) as usize,
+                                ctx.stream_priority_range()?,
+                            ))
                         })?;
                         assert!(
                             common::current().is_null(),
@@ -325,15 +323,16 @@ fn an_impossible_limit_is_an_error() {
     assert_eq!(e.call(), "cuCtxSetLimit");
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn a_raw_context_is_branded_and_not_destroyed() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |owner| {
-        let raw = owner.as_raw();
+        let raw = common::handle(owner);
         with_primary_context(&device, |_| {
             // SAFETY: `owner`'s context lives until the outer closure ends.
             let seen = unsafe {
-                cuda_brand::with_raw_context(raw, |borrowed| Ok::<_, Error>(borrowed.as_raw()))
+                cuda_brand::with_raw_context(raw, |borrowed| {
+                    Ok::<_, Error>(common::handle(borrowed))
+                })
             }?;
             assert_eq!(seen, raw);
             Ok::<_, Error>(())
@@ -346,7 +345,6 @@ fn a_raw_context_is_branded_and_not_destroyed() {
     .unwrap();
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
     let device = gpu_or_skip!();
     let driver = common::driver();
@@ -357,7 +355,7 @@ fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
     assert_eq!(rc, 0);
     let mut created = std::ptr::null_mut();
     let result = with_context(&device, ContextFlags::default(), |ctx| {
-        created = ctx.as_raw();
+        created = common::handle(ctx);
         // SAFETY (of the test): pushes a live context and "forgets" to pop it.
         let rc = unsafe { (driver.cuCtxPushCurrent_v2)(primary) };
         assert_eq!(rc, 0);
@@ -390,23 +388,16 @@ gpu_test_main!(
     device_properties_are_plausible,
     an_out_of_range_ordinal_is_a_clear_error,
     an_unknown_attribute_is_an_error,
-    #[cfg(not(feature = "safety-profile"))]
     with_context_makes_its_context_current_and_restores_the_previous_one,
-    #[cfg(not(feature = "safety-profile"))]
     primary_context_is_one_context_retained_twice_when_nested,
-    #[cfg(not(feature = "safety-profile"))]
     nesting_restores_the_previous_current_context_and_the_outer_guard_still_works,
-    #[cfg(not(feature = "safety-profile"))]
     a_panic_in_the_closure_tears_down_and_restores_the_stack,
     a_closure_error_is_returned_and_the_context_still_torn_down,
-    #[cfg(not(feature = "safety-profile"))]
     a_shared_context_is_entered_from_four_scoped_threads,
     a_panic_inside_enter_restores_the_worker_stack,
     flags_given_at_creation_are_read_back,
     every_getter_and_setter_round_trips,
     an_impossible_limit_is_an_error,
-    #[cfg(not(feature = "safety-profile"))]
     a_raw_context_is_branded_and_not_destroyed,
-    #[cfg(not(feature = "safety-profile"))]
     unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown,
 );

@@ -109,7 +109,7 @@ fn a_closure_error_and_a_failed_pop_both_reach_the_caller() {
 
     let mut pushed = (std::ptr::null_mut(), std::ptr::null_mut());
     let result = with_context(&device, ContextFlags::default(), |ctx| {
-        pushed = (push_and_forget(&device), ctx.as_raw());
+        pushed = (push_and_forget(&device), common::handle(ctx));
         Err::<(), _>(Error::with_detail(
             "my step",
             ErrorCode::InvalidValue,
@@ -145,7 +145,7 @@ fn a_closure_error_and_a_failed_pop_both_reach_the_caller() {
     // any error type: `try_with_context` returns both
     let mut pushed = (std::ptr::null_mut(), std::ptr::null_mut());
     let result = try_with_context(&device, ContextFlags::default(), |ctx| {
-        pushed = (push_and_forget(&device), ctx.as_raw());
+        pushed = (push_and_forget(&device), common::handle(ctx));
         Err::<u32, anyhow::Error>(anyhow::anyhow!("the closure's anyhow error"))
     });
     undo_forgotten_push(&device, pushed.0, pushed.1);

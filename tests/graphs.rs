@@ -338,7 +338,9 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
             .0
             .instantiate()?;
         stream.scope(|s| s.launch_graph(&exec))?;
-        let raw = exec.as_raw();
+        // SAFETY (of the three handles below): only compared, to tell whether the update
+        // kept the executable graph.
+        let raw = unsafe { exec.as_raw() };
         let (new, ()) =
             ctx.capture(|g| g.launch(&k.affine, config(), (&xb, &mut yb, 2u32, 1u32)))?;
         let exec = match exec.update(new) {
@@ -350,7 +352,8 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
             }
         };
         assert_eq!(
-            exec.as_raw(),
+            // SAFETY: see `raw`.
+            unsafe { exec.as_raw() },
             raw,
             "the same executable graph, not a new one"
         );
@@ -366,7 +369,8 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
         let refused = exec.try_update(other).unwrap_err();
         assert_eq!(refused.error().code(), ErrorCode::GraphExecUpdateFailure);
         let exec = refused.into_exec().expect("handed back unchanged");
-        assert_eq!(exec.as_raw(), raw);
+        // SAFETY: see `raw`.
+        assert_eq!(unsafe { exec.as_raw() }, raw);
         stream.scope(|s| s.launch_graph(&exec))?;
         drop(exec);
         assert!(

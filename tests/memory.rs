@@ -5,10 +5,9 @@ mod common;
 
 use std::panic::{self, AssertUnwindSafe};
 
-#[cfg(not(feature = "safety-profile"))]
-use cuda_brand::{ContextFlags, with_context};
 use cuda_brand::{
-    ContextGuard, DeviceBuffer, DeviceCopy, Error, ErrorCode, PinnedBuffer, Stream, StreamFlags,
+    ContextFlags, ContextGuard, DeviceBuffer, DeviceCopy, Error, ErrorCode, PinnedBuffer, Stream,
+    StreamFlags, with_context,
 };
 
 fn pattern<T: DeviceCopy>(len: usize, make: impl Fn(usize) -> T) -> Vec<T> {
@@ -67,13 +66,13 @@ fn a_64_mib_buffer_round_trips() {
     });
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn zero_length_buffers_allocate_nothing_and_work() {
     common::in_context(|ctx| {
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 0)?;
         assert!(buf.is_empty());
         assert_eq!(
-            buf.as_device_ptr(),
+            // SAFETY: only compared.
+            unsafe { buf.as_device_ptr() },
             256,
             "the sentinel address, not an allocation"
         );
@@ -215,7 +214,6 @@ fn buffers_work_and_drop_on_a_scoped_thread_without_a_current_context() {
     });
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn buffers_of_an_outer_context_work_inside_a_nested_one() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |outer| {
@@ -225,33 +223,40 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
             // the crate's pool of the device (tied to no context), freed by the outer one
             let made = DeviceBuffer::<i32>::zeroed(outer, 3)?;
             let mut owner: cuda_brand::sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: only given to the driver's attribute queries while `made` is alive.
+            let address = unsafe { made.as_device_ptr() };
             // SAFETY: a live device pointer; the out-pointer has the attribute's type.
             let rc = unsafe {
                 (common::driver().cuPointerGetAttribute)(
                     (&mut owner as *mut cuda_brand::sys::CUcontext).cast(),
                     1, // CU_POINTER_ATTRIBUTE_CONTEXT
-                    made.as_device_ptr(),
+                    address,
                 )
             };
             assert_eq!(rc, 0);
             assert!(owner.is_null(), "pool memory belongs to no context");
-            assert_ne!(common::mempool_of(made.as_device_ptr()), 0, "from a pool");
+            assert_ne!(common::mempool_of(address), 0, "from a pool");
             assert_eq!(made.to_vec()?, [0, 0, 0]);
             let _ = inner;
             kept.fill(7)?;
             assert_eq!(kept.to_vec()?, [7, 7, 7]);
-            assert_eq!(common::current(), inner.as_raw(), "still the inner context");
+            assert_eq!(
+                common::current(),
+                common::handle(inner),
+                "still the inner context"
+            );
             Ok::<_, Error>(())
         })
     })
     .unwrap();
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
     use cuda_brand::{MemoryPool, ReusePolicy};
     common::in_context(|ctx| {
         let pool = MemoryPool::new(ctx)?;
+        // SAFETY: only compared with what the driver says a pointer's pool is.
+        let raw_pool = unsafe { pool.as_raw() } as usize;
         assert_eq!(pool.release_threshold()?, 0, "the driver's default");
         pool.set_release_threshold(32 << 20)?;
         assert_eq!(pool.release_threshold()?, 32 << 20);
@@ -264,18 +269,17 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
         pool.set_reuse_policy(strict)?;
         assert_eq!(pool.reuse_policy()?, strict);
         let buf = DeviceBuffer::from_slice_in(&pool, &[5u32; 1000])?;
-        assert_eq!(
-            common::mempool_of(buf.as_device_ptr()),
-            pool.as_raw() as usize
-        );
+        // SAFETY: only queried while `buf` is alive.
+        assert_eq!(common::mempool_of(unsafe { buf.as_device_ptr() }), raw_pool);
         assert_eq!(buf.to_vec()?, vec![5; 1000]);
         let mut back = vec![0u32; 1000];
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         stream.scope(|s| {
             let scratch = s.alloc_zeroed_in::<u32>(&pool, 1000)?;
+            // SAFETY: only queried while the scope holds `scratch`.
             assert_eq!(
-                common::mempool_of(scratch.as_device_ptr()),
-                pool.as_raw() as usize
+                common::mempool_of(unsafe { scratch.as_device_ptr() }),
+                raw_pool
             );
             s.copy_from_device(scratch, &buf)?;
             s.copy_to_host(&mut back, scratch)
@@ -305,7 +309,8 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
             drop(a);
         }
         let default = MemoryPool::device_default(ctx)?;
-        assert!(!default.as_raw().is_null());
+        // SAFETY: only compared with null.
+        assert!(!unsafe { default.as_raw() }.is_null());
         let (free, total) = ctx.memory_info()?;
         assert!(free > 0 && free <= total);
         assert_eq!(total, ctx.device()?.total_memory()?);
@@ -533,7 +538,8 @@ fn empty_3d_buffers_allocate_nothing_and_copy_nothing() {
         for [w, h, d] in [[0, 3, 2], [4, 0, 2], [4, 3, 0]] {
             let mut empty = DeviceBuffer3D::<u32>::zeroed(ctx, w, h, d)?;
             assert_eq!(
-                empty.as_device_ptr(),
+                // SAFETY: only compared.
+                unsafe { empty.as_device_ptr() },
                 256,
                 "the sentinel address, not an allocation"
             );
@@ -612,17 +618,14 @@ gpu_test_main!(
     a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly,
     empty_3d_buffers_allocate_nothing_and_copy_nothing,
     managed_memory_is_seen_in_order_by_the_host_and_kernels,
-    #[cfg(not(feature = "safety-profile"))]
     a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,
     a_64_mib_buffer_round_trips,
-    #[cfg(not(feature = "safety-profile"))]
     zero_length_buffers_allocate_nothing_and_work,
     zeroed_is_zero_and_fill_sets_every_element,
     views_and_split_copies_touch_only_their_range,
     bad_lengths_and_ranges_panic_clearly_before_the_driver,
     pinned_memory_is_zeroed_and_a_host_slice,
     buffers_work_and_drop_on_a_scoped_thread_without_a_current_context,
-    #[cfg(not(feature = "safety-profile"))]
     buffers_of_an_outer_context_work_inside_a_nested_one,
 );

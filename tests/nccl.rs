@@ -97,7 +97,8 @@ fn one_rank_communicator_reports_its_rank_and_device() {
     with_primary_context(&device, |ctx| {
         let comm = clique.communicator(ctx)?;
         assert_eq!((comm.rank(), comm.ranks(), comm.device()), (0, 1, device));
-        assert!(!comm.as_raw().is_null());
+        // SAFETY: the handle is only compared with null.
+        assert!(!unsafe { comm.as_raw() }.is_null());
         comm.async_error()
     })
     .unwrap();
@@ -409,15 +410,15 @@ fn nccl_calls_leave_the_context_stack_as_they_found_it() {
     with_context(&device, ContextFlags::default(), |other| {
         // a non-primary context on top: NCCL's cudaSetDevice would replace it
         let inner = Clique::new(&[device])?;
-        assert_eq!(common::current(), other.as_raw());
+        assert_eq!(common::current(), common::handle(other));
         with_primary_context(&device, |ctx| {
             let comm = inner.communicator(ctx)?;
             let mut x = ctx.from_slice(&[1i64; 64])?;
             let stream = ctx.stream()?;
             stream.scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))?;
-            assert_eq!(common::current(), ctx.as_raw());
+            assert_eq!(common::current(), common::handle(ctx));
             stream.scope(|s| group(|g| g.on(s).broadcast_in_place(&comm, &mut x, 0)))?;
-            assert_eq!(common::current(), ctx.as_raw());
+            assert_eq!(common::current(), common::handle(ctx));
             // a scope on a thread where no context is current at all
             let shared = ctx.share();
             let dst = std::thread::scope(|t| {
@@ -441,9 +442,9 @@ fn nccl_calls_leave_the_context_stack_as_they_found_it() {
             assert_eq!(dst, [1i64; 64]);
             Ok::<_, Error>(())
         })?;
-        assert_eq!(common::current(), other.as_raw());
+        assert_eq!(common::current(), common::handle(other));
         drop(inner);
-        assert_eq!(common::current(), other.as_raw());
+        assert_eq!(common::current(), common::handle(other));
         Ok::<_, Error>(())
     })
     .unwrap();

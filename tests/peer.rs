@@ -128,7 +128,6 @@ fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
     .unwrap();
 }
 
-#[cfg(not(feature = "safety-profile"))]
 /// The driver queues a "synchronous" fill or device copy on the current context's legacy
 /// stream and returns before the GPU has finished; the crate waits. When the memory belongs
 /// to an outer context of another device, the crate runs the operation in the memory's own
@@ -161,7 +160,7 @@ fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_neste
             }
             assert_eq!(
                 common::current(),
-                c1.as_raw(),
+                common::handle(c1),
                 "the nested context is current again"
             );
             Ok::<_, Error>(())
@@ -173,5 +172,5 @@ fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_neste
 gpu_test_main!(
     peer_copies_between_two_contexts_of_one_device,
     a_kernel_writes_another_contexts_memory_only_through_a_peer_view,
-    ; two_gpus: [peer_access_between_two_gpus_is_idempotent, peer_copies_between_two_gpus_preserve_every_byte, a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view, #[cfg(not(feature = "safety-profile"))] synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context]
+    ; two_gpus: [peer_access_between_two_gpus_is_idempotent, peer_copies_between_two_gpus_preserve_every_byte, a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view, synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context]
 );

@@ -38,11 +38,7 @@ fn alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel() {
             // plant a pattern in memory the pool will hand out again
             a.scope(|s| {
                 // SAFETY: filled right away.
-                #[cfg(not(feature = "safety-profile"))]
                 let old = unsafe { s.alloc::<u32>(n) }?;
-                // (the profile removes `alloc`: zeroed, then filled, plants the same pattern)
-                #[cfg(feature = "safety-profile")]
-                let old = s.alloc_zeroed::<u32>(n)?;
                 s.fill(old, 0xdead_beef_u32)
             })?;
             let mut seen = vec![1u32; n];

@@ -3,10 +3,9 @@
 
 mod common;
 
-#[cfg(not(feature = "safety-profile"))]
-use cuda_brand::{ContextFlags, with_context};
 use cuda_brand::{
-    DeviceBuffer, Error, ErrorCode, Event, EventFlags, PinnedBuffer, Stream, StreamFlags,
+    ContextFlags, DeviceBuffer, Error, ErrorCode, Event, EventFlags, PinnedBuffer, Stream,
+    StreamFlags, with_context,
 };
 
 fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
@@ -53,7 +52,6 @@ fn async_copies_from_plain_slices_device_to_device_and_fill() {
     });
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
     common::in_context(|ctx| {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
@@ -62,7 +60,8 @@ fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
         stream.scope(|s| {
             let zeroed = s.alloc_zeroed::<u32>(1 << 16)?;
             assert_ne!(
-                common::mempool_of(zeroed.as_device_ptr()),
+                // SAFETY: only queried while the scope holds `zeroed`.
+                common::mempool_of(unsafe { zeroed.as_device_ptr() }),
                 0,
                 "from the stream's memory pool"
             );
@@ -215,7 +214,6 @@ fn two_streams_are_ordered_by_an_event() {
     });
 }
 
-#[cfg(not(feature = "safety-profile"))]
 fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |outer| {
@@ -231,7 +229,7 @@ fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
                 s.copy_to_host(&mut host, extra)?;
                 Ok::<_, Error>(())
             })?;
-            assert_eq!(common::current(), inner.as_raw());
+            assert_eq!(common::current(), common::handle(inner));
             Ok::<_, Error>(())
         })?;
         assert_eq!(host, vec![12345; 1000]);
@@ -362,13 +360,11 @@ fn copy_to_vec_appends_once_the_scope_has_synchronized() {
 gpu_test_main!(
     async_copies_through_pinned_memory_round_trip_in_a_scope,
     async_copies_from_plain_slices_device_to_device_and_fill,
-    #[cfg(not(feature = "safety-profile"))]
     stream_ordered_allocation_is_zeroed_usable_and_freed,
     a_scope_synchronizes_even_when_its_closure_fails_or_panics,
     events_time_a_copy,
     stream_priorities_are_validated_against_the_context_range,
     two_streams_are_ordered_by_an_event,
-    #[cfg(not(feature = "safety-profile"))]
     a_stream_of_an_outer_context_works_inside_a_nested_one,
     streams_and_events_are_used_and_dropped_on_scoped_threads,
     synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads,

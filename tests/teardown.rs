@@ -62,7 +62,6 @@ fn the_primary_context_is_released_after_the_closure() {
     );
 }
 
-#[cfg(not(feature = "safety-profile"))]
 /// Observes the crate's pool of the device, which every test of a binary shares: here, in
 /// the binary whose tests run one at a time.
 fn buffers_come_from_the_crate_pool_and_go_back_to_it() {
@@ -71,10 +70,9 @@ fn buffers_come_from_the_crate_pool_and_go_back_to_it() {
         assert_eq!(pool.release_threshold()?, u64::MAX, "keeps freed memory");
         let before = pool.used_bytes()?;
         let buf = cuda_brand::DeviceBuffer::<u8>::zeroed(ctx, 8 << 20)?;
-        assert_eq!(
-            common::mempool_of(buf.as_device_ptr()),
-            pool.as_raw() as usize
-        );
+        // SAFETY: the address and the handle are only compared, while `buf` and `pool` live.
+        let (address, raw_pool) = unsafe { (buf.as_device_ptr(), pool.as_raw()) };
+        assert_eq!(common::mempool_of(address), raw_pool as usize);
         assert!(pool.used_bytes()? >= before + (8 << 20));
         assert!(pool.reserved_bytes()? >= pool.used_bytes()?);
         assert_eq!(buf.to_vec()?, vec![0u8; 8 << 20]);
@@ -87,12 +85,16 @@ fn buffers_come_from_the_crate_pool_and_go_back_to_it() {
 
 fn main() -> std::process::ExitCode {
     use common::harness::{Needs, Test, run_serial};
-    #[allow(unused_mut)]
-    let mut tests = vec![
+    let tests = vec![
         Test {
             name: "a_destroyed_context_gives_its_memory_back",
             needs: Needs::Gpu,
             body: a_destroyed_context_gives_its_memory_back,
+        },
+        Test {
+            name: "buffers_come_from_the_crate_pool_and_go_back_to_it",
+            needs: Needs::Gpu,
+            body: buffers_come_from_the_crate_pool_and_go_back_to_it,
         },
         Test {
             name: "the_primary_context_is_released_after_the_closure",
@@ -100,15 +102,5 @@ fn main() -> std::process::ExitCode {
             body: the_primary_context_is_released_after_the_closure,
         },
     ];
-    // reads the pool's raw handle, which the safety profile removes
-    #[cfg(not(feature = "safety-profile"))]
-    tests.insert(
-        1,
-        Test {
-            name: "buffers_come_from_the_crate_pool_and_go_back_to_it",
-            needs: Needs::Gpu,
-            body: buffers_come_from_the_crate_pool_and_go_back_to_it,
-        },
-    );
     run_serial(tests)
 }

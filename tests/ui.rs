@@ -14,6 +14,14 @@
 //! `ui-tests/pass/*.rs` are the uses the rules must keep allowed. trybuild compiles *and
 //! runs* them; they return early when `Device::get(0)` fails, so they pass without a GPU.
 //!
+//! `ui-tests/safety-profile/*.rs` are the safety profile's cases (crate docs, "Safety
+//! profile"): each a program with `#![deny(unsafe_code)]` that uses one escape hatch, which
+//! the lint refuses; `ui-tests/safety-profile/pass/` has the programs the profile allows (a
+//! module of kernel declarations that allows `unsafe_code`; with the `derive` feature,
+//! `pass/derive/`, derived `DeviceCopy` types). The profile needs no feature, so these run
+//! in every build. (`Communicator::as_raw`'s case, `ui-tests/safety-profile/nccl/`, runs
+//! in `tests/ui_nccl.rs`.)
+//!
 //! # Which compiler
 //!
 //! The `.stderr` files are the words of one compiler: the one named in
@@ -23,9 +31,8 @@
 //!
 //! # Which features
 //!
-//! trybuild compiles the cases with the crate's features as this test was built. With
-//! `safety-profile` on, this suite is reported as ignored (some of its cases use what the
-//! profile removes); `tests/ui_safety_profile.rs` runs the profile's own cases.
+//! trybuild compiles the cases with the crate's features as this test was built; the cases
+//! of the `derive` feature run only with it (on by default).
 //!
 //! # Re-blessing
 //!
@@ -78,16 +85,8 @@ fn main() -> ExitCode {
     let current = rustc_version();
     let bless = std::env::var("TRYBUILD").is_ok_and(|v| v == "overwrite");
     let any = std::env::var("CUDA_BRAND_UI_ANY_RUSTC").is_ok_and(|v| v == "1");
-    let profile = cfg!(feature = "safety-profile");
-    if profile && !args.list {
-        println!(
-            "note: the UI suite is ignored with the `safety-profile` feature (its cases use what \
-             the profile removes): `cargo test --features safety-profile --test \
-             ui_safety_profile` runs the profile's cases"
-        );
-    }
-    let ignored = profile || (!bless && !any && current != recorded);
-    if ignored && !profile && !args.list {
+    let ignored = !bless && !any && current != recorded;
+    if ignored && !args.list {
         println!(
             "note: the UI suite is ignored here: its .stderr files were recorded with `{recorded}`, \
              this is `{current}` (CUDA_BRAND_UI_ANY_RUSTC=1 runs it anyway; \
@@ -100,6 +99,11 @@ fn main() -> ExitCode {
             t.compile_fail(format!("ui-tests/fail/{group}/*.rs"));
         }
         t.pass("ui-tests/pass/*.rs");
+        t.compile_fail("ui-tests/safety-profile/*.rs");
+        t.pass("ui-tests/safety-profile/pass/*.rs");
+        if cfg!(feature = "derive") {
+            t.pass("ui-tests/safety-profile/pass/derive/*.rs");
+        }
         drop(t); // runs the cases, panicking on a mismatch
         if bless {
             std::fs::write(&recorded_path, format!("{current}\n"))

@@ -66,6 +66,8 @@ fn main() -> ExitCode {
     let trial = Trial::test("ui_nccl", move || {
         let t = trybuild::TestCases::new();
         t.compile_fail("ui-tests/nccl/fail/*.rs");
+        // the safety profile refuses the communicator's raw handle (see tests/ui.rs)
+        t.compile_fail("ui-tests/safety-profile/nccl/*.rs");
         t.pass("ui-tests/nccl/pass/*.rs");
         drop(t); // runs the cases, panicking on a mismatch
         if bless {

@@ -131,7 +131,9 @@ fn raw_graph(
 }
 
 fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), Error> {
-    let raw_ctx = ctx.as_raw();
+    // SAFETY (of the raw handles here): the raw column uses them while their values live,
+    // destroys none of them, and launches only on memory that no scope uses meanwhile.
+    let raw_ctx = unsafe { ctx.as_raw() };
     // cudarc on the same (primary) context. Its event tracking would record events on the
     // capturing stream (cudarc's own test turns it off for capture), so it is off, for its
     // launches too.
@@ -152,8 +154,10 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let add = unsafe { module.kernel::<(Out<f32>,)>("add_one_f32") }?;
     let config = LaunchConfig::linear(1, N as u32);
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
-    let raw_stream = stream.as_raw();
-    let raw_add = add.function().as_raw();
+    // SAFETY: as for `raw_ctx`.
+    let raw_stream = unsafe { stream.as_raw() };
+    // SAFETY: as for `raw_ctx`; the raw launches keep `add_one_f32`'s declaration.
+    let raw_add = unsafe { add.function().as_raw() };
 
     // ---- the graphs ---------------------------------------------------------------------
     let launched = std::cell::RefCell::new(ctx.zeroed::<f32>(N)?);

@@ -278,7 +278,8 @@ fn pool_row<'a>(
     pool: &'a MemoryPool<'_>,
     rs: &'a Arc<rc::CudaStream>,
 ) -> Row<'a> {
-    let raw_pool = pool.as_raw().cast::<c_void>();
+    // SAFETY: the raw column allocates from the pool, while it lives, only memory it frees.
+    let raw_pool = unsafe { pool.as_raw() }.cast::<c_void>();
     Row {
         name,
         unit: Unit::Ns,
@@ -315,11 +316,14 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let rctx = rc::CudaContext::new(0).expect("cudarc context");
     let rstream = rctx.new_stream().expect("cudarc stream");
     let rdefault = rctx.default_stream();
-    let raw_ctx = ctx.as_raw();
+    // SAFETY (of the raw handles here): the raw column uses them while their values live,
+    // destroys none of them, and touches only memory of its own or memory no scope uses.
+    let raw_ctx = unsafe { ctx.as_raw() };
     ok(unsafe { sys::cuCtxSetCurrent(raw_ctx) });
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
     let (st, rs, rd, rc_ctx) = (&stream, &rstream, &rdefault, &rctx);
-    let raw_stream = stream.as_raw();
+    // SAFETY: as for `raw_ctx`.
+    let raw_stream = unsafe { stream.as_raw() };
     let dev = device.as_raw();
     // A live allocation, so that allocations measure the allocator, not the first mapping.
     let _keep = DeviceBuffer::<u8>::zeroed(ctx, MIB)?;
@@ -332,7 +336,8 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
 
     // ---- managed memory ----------------------------------------------------------------
     let managed = ManagedBuffer::<u8>::zeroed(ctx, PREFETCH)?;
-    let managed_ptr = managed.as_device().as_device_ptr();
+    // SAFETY: as for `raw_ctx`; only prefetched, while `managed` lives.
+    let managed_ptr = unsafe { managed.as_device().as_device_ptr() };
     let managed = &managed;
     let raw_managed = raw.managed(PREFETCH);
     // SAFETY: written below before it is read (zeroed on the host).

@@ -85,18 +85,22 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let rctx = rc::CudaContext::new(0).expect("cudarc context");
     let rstream = rctx.new_stream().expect("cudarc stream");
     // Re-assert our context as current (cudarc binds the same primary context).
-    let raw_ctx = ctx.as_raw();
+    // SAFETY (of the raw handles here): the raw column uses them while their values live,
+    // destroys none of them, and touches only memory of its own or memory no scope uses.
+    let raw_ctx = unsafe { ctx.as_raw() };
 
     // ---- shared setup --------------------------------------------------------------
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
-    let raw_stream = stream.as_raw();
+    // SAFETY: as for `raw_ctx`.
+    let raw_stream = unsafe { stream.as_raw() };
     let module = Module::from_ptx(ctx, PTX)?;
     // SAFETY: empty(float*, size_t) touches nothing; empty8 likewise with 8 parameters.
     let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
     // SAFETY: as above.
     let empty8 = unsafe { module.kernel::<(Out<f32>, Out<f32>, In<f32>, In<f32>)>("empty8") }?;
-    let raw_empty = empty.function().as_raw();
-    let raw_empty8 = empty8.function().as_raw();
+    // SAFETY: as for `raw_ctx`; the raw launches keep the kernels' declarations.
+    let (raw_empty, raw_empty8) =
+        unsafe { (empty.function().as_raw(), empty8.function().as_raw()) };
     let rmodule = rctx
         .load_module(cudarc::nvrtc::Ptx::from_src(PTX))
         .expect("cudarc module");
@@ -106,9 +110,8 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     // A live allocation, so that 1 KiB alloc/free measures the allocator, not the first
     // mapping (docs/c/facts/costs.c measures both: docs/c/facts/costs.out, part 3).
     let _keep = DeviceBuffer::<u8>::zeroed(ctx, 1 << 20)?;
-    let raw_pool = cuda_brand::MemoryPool::of_device(ctx)?
-        .as_raw()
-        .cast::<c_void>();
+    // SAFETY: as for `raw_ctx` (the crate's pool of the device lives as long as the process).
+    let raw_pool = unsafe { cuda_brand::MemoryPool::of_device(ctx)?.as_raw() }.cast::<c_void>();
     let mut raw_small: sys::CUdeviceptr = 0;
     ok(unsafe { sys::cuMemAlloc_v2(&mut raw_small, 16) });
 
@@ -120,7 +123,9 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     // two records to time, and an event of their kind for the record row
     let (rec_a, rec_b) = (ev_a.record(&stream)?, ev_b.record(&stream)?);
     stream.synchronize()?;
-    let (raw_ev_a, raw_ev_b, raw_ev_rec) = (rec_a.as_raw(), rec_b.as_raw(), ev_rec.as_raw());
+    // SAFETY: as for `raw_ctx`; the raw column records only `ev_rec`, of which no proof lives.
+    let (raw_ev_a, raw_ev_b, raw_ev_rec) =
+        unsafe { (rec_a.as_raw(), rec_b.as_raw(), ev_rec.as_raw()) };
     let rev_a = rstream
         .record_event(Some(sys_rc_timing()))
         .expect("cudarc event");
@@ -157,8 +162,11 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             unit: Unit::Ns,
             ours: Box::new(|| {
                 per_op(2000, || {
-                    with_primary_context(device, |c| Ok::<_, Error>(black_box(c).as_raw()))
-                        .unwrap();
+                    // SAFETY: the handle is only returned, for `black_box`.
+                    with_primary_context(device, |c| {
+                        Ok::<_, Error>(unsafe { black_box(c).as_raw() })
+                    })
+                    .unwrap();
                 })
             }),
             raw: Box::new(move || {
@@ -185,7 +193,8 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             ours: Box::new(move || {
                 per_op(20000, || {
                     shared
-                        .enter(|c| Ok::<_, Error>(black_box(c).as_raw()))
+                        // SAFETY: the handle is only returned, for `black_box`.
+                        .enter(|c| Ok::<_, Error>(unsafe { black_box(c).as_raw() }))
                         .unwrap();
                 })
             }),

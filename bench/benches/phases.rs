@@ -95,7 +95,10 @@ fn main() {
         })?;
         // SAFETY: empty(float*, size_t) touches nothing.
         let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
-        let raw_ctx = run.as_raw();
+        // SAFETY (of the raw handles and addresses here): the raw column uses them while
+        // their values live, destroys and frees none of them, and touches the buffers only
+        // outside the scopes of the other columns.
+        let raw_ctx = unsafe { run.as_raw() };
         // The plain column: a plain guard of the same context (and the pinned buffer both
         // columns use, since pinned memory is made with a plain guard).
         let measure = |plain: cuda_brand::ContextGuard<'_>| {
@@ -106,10 +109,15 @@ fn main() {
             let plain_module = plain.load_ptx(PTX)?;
             // SAFETY: as above.
             let plain_empty = unsafe { plain_module.kernel::<(Out<f32>,)>("empty") }?;
-            let raw_stream = stream.as_raw();
-            let raw_empty = empty.function().as_raw();
-            let raw_dev4 = dev4.as_device_ptr();
-            let raw_dev = dev_u32.as_device_ptr();
+            // SAFETY: as for `raw_ctx`.
+            let (raw_stream, raw_empty, raw_dev4, raw_dev) = unsafe {
+                (
+                    stream.as_raw(),
+                    empty.function().as_raw(),
+                    dev4.as_device_ptr(),
+                    dev_u32.as_device_ptr(),
+                )
+            };
             let host_ptr = host.as_mut_ptr();
             let mut rows = [
                 [Vec::new(), Vec::new(), Vec::new()],

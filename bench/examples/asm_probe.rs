@@ -8,7 +8,8 @@ use cuda_driver_sys as sys;
 #[inline(never)]
 #[unsafe(no_mangle)]
 pub fn probe_branded_enter(shared: SharedContext<'_>) -> Result<sys::CUcontext, Error> {
-    shared.enter(|c| Ok::<_, Error>(std::hint::black_box(c).as_raw()))
+    // SAFETY: the handle is only returned.
+    shared.enter(|c| Ok::<_, Error>(unsafe { std::hint::black_box(c).as_raw() }))
 }
 
 #[inline(never)]

@@ -242,7 +242,9 @@ fn measure_ours(ctx: ContextGuard<'_>, hosts: &Hosts, which: usize) -> Result<f6
         0 => rate(|i| brand_round(&stream, &add, &hosts[i % hosts.len()], &mut out, true)),
         2 => rate(|i| brand_round(&stream, &add, &hosts[i % hosts.len()], &mut out, false)),
         _ => {
-            let (rs, f) = (stream.as_raw(), add.function().as_raw());
+            // SAFETY: the raw rounds use both while `stream` and `add` live, and launch on
+            // memory no scope uses meanwhile, as `add`'s declaration says.
+            let (rs, f) = unsafe { (stream.as_raw(), add.function().as_raw()) };
             rate(|i| {
                 raw_round(
                     rs as sys::CUstream,

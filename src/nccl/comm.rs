@@ -311,10 +311,26 @@ impl<'ctx> Communicator<'ctx> {
         }
     }
 
-    /// NCCL's handle, for calls this crate does not wrap. Destroying or aborting it, or
-    /// queuing work with it that outlives its buffers, breaks the crate's guarantees.
-    pub fn as_raw(&self) -> ncclComm_t {
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> ncclComm_t {
         self.core.raw.as_ptr()
+    }
+
+    /// NCCL's handle (`ncclComm_t`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the communicator
+    /// is not destroyed, finalized or aborted (`ncclCommDestroy`, `ncclCommFinalize`,
+    /// `ncclCommAbort`); the handle is not used after this `Communicator` is dropped; and
+    /// operations queued with it keep the communicator's contract (every rank issues the
+    /// same operations in the same order) and touch this crate's memory only as a stream
+    /// scope would (alive and used by nothing else until the operation has finished).
+    #[inline]
+    pub unsafe fn as_raw(&self) -> ncclComm_t {
+        self.raw()
     }
 }
 
@@ -349,7 +365,7 @@ fn check_primary(ctx: ContextGuard<'_>, device: &Device, call: &'static str) -> 
         // SAFETY: balances the retain just made (the primary context is active, so this
         // neither creates nor destroys it).
         unsafe { driver::primary_ctx_release(device.as_raw()) }?;
-        primary == ctx.as_raw()
+        primary == ctx.raw()
     };
     if is_primary {
         Ok(())

@@ -87,8 +87,8 @@ mod prepare {
         what: &'static str,
     ) -> Result<Prepared> {
         let spans = [
-            span::<T>(src.as_device_ptr(), src.len(), false),
-            span::<T>(dst.as_device_ptr(), dst.len(), true),
+            span::<T>(src.device_ptr(), src.len(), false),
+            span::<T>(dst.device_ptr(), dst.len(), true),
         ];
         if spans[0].overlaps(&spans[1]) {
             return Err(overlap_error(
@@ -101,8 +101,8 @@ mod prepare {
         Ok(Prepared {
             call: Call {
                 kind,
-                send: src.as_device_ptr(),
-                recv: dst.as_device_ptr(),
+                send: src.device_ptr(),
+                recv: dst.device_ptr(),
                 count,
                 datatype: T::datatype(),
                 op: op.raw(),
@@ -134,7 +134,7 @@ mod prepare {
                 op: op.raw(),
                 peer,
             },
-            spans: [span::<T>(buf.as_device_ptr(), buf.len(), true), Span::NONE],
+            spans: [span::<T>(buf.device_ptr(), buf.len(), true), Span::NONE],
             n: 1,
             names: ["the buffer", ""],
         }
@@ -157,7 +157,7 @@ mod prepare {
             ));
         }
         let block = buf.len() / ranks;
-        let own = buf.as_device_ptr() + (comm.rank() * block * size_of::<T>()) as CUdeviceptr;
+        let own = buf.device_ptr() + (comm.rank() * block * size_of::<T>()) as CUdeviceptr;
         Ok((block, own))
     }
 
@@ -178,7 +178,7 @@ mod prepare {
         op: ReduceOp,
         _what: &'static str,
     ) -> Result<Prepared> {
-        let p = buf.as_device_ptr();
+        let p = buf.device_ptr();
         Ok(in_place(Kind::AllReduce, buf, (p, p), buf.len(), op, 0))
     }
 
@@ -209,7 +209,7 @@ mod prepare {
         what: &'static str,
     ) -> Result<Prepared> {
         let root = rank_of(comm, root, "root", what)?;
-        let p = buf.as_device_ptr();
+        let p = buf.device_ptr();
         Ok(in_place(
             Kind::Broadcast,
             buf,
@@ -241,7 +241,7 @@ mod prepare {
         what: &'static str,
     ) -> Result<Prepared> {
         let root = rank_of(comm, root, "root", what)?;
-        let p = buf.as_device_ptr();
+        let p = buf.device_ptr();
         Ok(in_place(Kind::Reduce, buf, (p, p), buf.len(), op, root))
     }
 
@@ -272,7 +272,7 @@ mod prepare {
         what: &'static str,
     ) -> Result<Prepared> {
         let (block, own) = blocks(comm, &buf, what)?;
-        let p = buf.as_device_ptr();
+        let p = buf.device_ptr();
         Ok(in_place(
             Kind::AllGather,
             buf,
@@ -312,7 +312,7 @@ mod prepare {
         what: &'static str,
     ) -> Result<Prepared> {
         let (block, own) = blocks(comm, &buf, what)?;
-        let p = buf.as_device_ptr();
+        let p = buf.device_ptr();
         Ok(in_place(Kind::ReduceScatter, buf, (p, own), block, op, 0))
     }
 
@@ -326,14 +326,14 @@ mod prepare {
         Ok(Prepared {
             call: Call {
                 kind: Kind::Send,
-                send: src.as_device_ptr(),
+                send: src.device_ptr(),
                 recv: 0,
                 count: src.len(),
                 datatype: T::datatype(),
                 op: 0,
                 peer,
             },
-            spans: [span::<T>(src.as_device_ptr(), src.len(), false), Span::NONE],
+            spans: [span::<T>(src.device_ptr(), src.len(), false), Span::NONE],
             n: 1,
             names: ["the source", ""],
         })
@@ -350,13 +350,13 @@ mod prepare {
             call: Call {
                 kind: Kind::Recv,
                 send: 0,
-                recv: dst.as_device_ptr(),
+                recv: dst.device_ptr(),
                 count: dst.len(),
                 datatype: T::datatype(),
                 op: 0,
                 peer,
             },
-            spans: [span::<T>(dst.as_device_ptr(), dst.len(), true), Span::NONE],
+            spans: [span::<T>(dst.device_ptr(), dst.len(), true), Span::NONE],
             n: 1,
             names: ["the destination", ""],
         })
@@ -371,7 +371,7 @@ fn run_now<K: StreamKind>(
     what: &'static str,
 ) -> Result<()> {
     comm.admit(&p.call, what)?;
-    let stream = scope.stream().as_raw();
+    let stream = scope.stream().raw();
     let queued = scope.ordered(p.spans(), None, || {
         // SAFETY: the communicator, the stream and every buffer share the scope's brand
         // `'ctx`, the primary context of the communicator's device (checked when the
@@ -986,7 +986,7 @@ where
         }
         self.group.pending.borrow_mut().push(Pending {
             comm,
-            stream: self.scope.stream().as_raw(),
+            stream: self.scope.stream().raw(),
             prepared,
             what,
         });

@@ -118,7 +118,7 @@ fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
 /// `fn main` of a GPU test binary: every named function is a test needing one GPU.
 /// `two_gpus: [...]` names those that need two, `anywhere: [...]` those that need none,
 /// `no_gpu: [...]` those that only run where there is none. A name may carry attributes,
-/// e.g. `#[cfg(not(feature = "safety-profile"))]` for a test that uses a raw handle.
+/// e.g. `#[cfg(feature = "derive")]` for a test that needs a feature.
 #[macro_export]
 macro_rules! gpu_test_main {
     ($($(#[$a:meta])* $name:ident),* $(,)?

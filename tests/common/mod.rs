@@ -7,8 +7,9 @@ pub mod harness;
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
-// The bindings' handle types, which are the types `as_raw` returns (`cuda_brand::sys` re-exports
-// them, except with the `safety-profile` feature).
+// The bindings' handle types, which are the types `as_raw` returns (`cuda_brand::sys`
+// re-exports them).
+use cuda_brand::phase::Phase;
 use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
 use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr};
 
@@ -112,6 +113,15 @@ pub fn driver() -> &'static Driver {
             cuCtxDestroy_v2: entry!("cuCtxDestroy_v2"),
         }
     })
+}
+
+/// The raw handle of `ctx` (`ContextGuard::as_raw`), to compare with the contexts the
+/// driver reports (`current`) and with other guards' handles.
+pub fn handle<P: Phase>(ctx: ContextGuard<'_, P>) -> CUcontext {
+    // SAFETY: the tests compare the handle, and pass it to `with_raw_context` while the
+    // context is alive; none destroys, resets or pops the context through it while the
+    // crate holds the context.
+    unsafe { ctx.as_raw() }
 }
 
 /// The calling thread's current context, straight from the driver.

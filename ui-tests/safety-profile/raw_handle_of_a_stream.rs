@@ -1,22 +1,25 @@
-// Safety profile: no raw handles. With `--features safety-profile` the `as_raw` methods
-// (of `ContextGuard`, `SharedContext`, `Device`, `Stream`, `Event`, `Module`, `Function`,
-// `MemoryPool`) and `as_device_ptr` (of device slices, scope views and 2D buffers) are
-// private to the crate.
+// Safety profile (`#![deny(unsafe_code)]` at the crate's root, allowed only in the module
+// of kernel declarations; crate docs, "Safety profile"): `Stream::as_raw` is an `unsafe
+// fn`, so the lint refuses it.
 //
-// A raw handle lets code outside the crate reach the driver behind the brand's back:
-// destroy the stream while a branded `Stream` still uses it, or queue work on it that no
-// scope waits for. Code built with the profile shows, by compiling, that it does neither.
+// Why: a raw handle outlives the value it came from and reaches the driver without the
+// brand or a scope: code holding it can destroy the stream while the `Stream` still uses
+// it, or queue work on it that no scope waits for, and no borrow stops it.
 //
-// Fix: use the crate's methods (`stream.synchronize()`, `stream.scope(...)`); code that
-// must talk to another CUDA library builds without the profile.
+// Fix: the stream's methods (`stream.synchronize()`, `stream.scope(...)`); code that must
+// hand the handle to another CUDA library does so in a module of its own that allows
+// `unsafe_code`, where the promise is written down.
 
-use cuda_brand::{ContextFlags, Device, with_context};
+#![deny(unsafe_code)]
+
+use cuda_brand::prelude::*;
 
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
-        let handle = stream.as_raw();
+        // SAFETY: (the case is about the lint, not the promise)
+        let handle = unsafe { stream.as_raw() };
         println!("{handle:?}");
         Ok(())
     })

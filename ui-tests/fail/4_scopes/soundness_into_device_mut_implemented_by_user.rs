@@ -35,7 +35,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
         let buffer = DeviceBuffer::<u32>::zeroed(ctx, 1024)?;
-        let target = Anywhere { ptr: buffer.as_device_ptr() + (1 << 20), len: 1024 };
+        let target = Anywhere { ptr: unsafe { buffer.as_device_ptr() } + (1 << 20), len: 1024 }; // SAFETY: see `fill`
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         stream.scope(|s| s.fill(target, 0xffff_ffff))
     })

@@ -45,7 +45,7 @@ fn main() -> cuda_brand::Result<()> {
         let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
         let b = DeviceBuffer::from_slice(ctx, &[1.0f32; 1024])?;
         let mut c = DeviceBuffer::<f32>::zeroed(ctx, 1 << 20)?;
-        let a = RawSlice { ptr: b.as_device_ptr() + 4096, len: 1 << 20 };
+        let a = RawSlice { ptr: unsafe { b.as_device_ptr() } + 4096, len: 1 << 20 }; // SAFETY: see `launch`
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         stream.scope(|s| s.launch(&add, LaunchConfig::linear(4096, 256), (a, &b, &mut c)))
     })

@@ -40,7 +40,7 @@ fn main() -> cuda_brand::Result<()> {
         // p_len == SIZE_MAX.
         let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
         let buffer = DeviceBuffer::<f32>::zeroed(ctx, 1024)?;
-        let args = FillWhole { ptr: buffer.as_device_ptr(), len: usize::MAX };
+        let args = FillWhole { ptr: unsafe { buffer.as_device_ptr() }, len: usize::MAX }; // SAFETY: see `launch`
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         stream.scope(|s| s.launch(&empty, LaunchConfig::linear(1, 32), args))
     })

@@ -1,0 +1,23 @@
+// Safety profile (`#![deny(unsafe_code)]` at the crate's root, allowed only in the module
+// of kernel declarations; crate docs, "Safety profile"): `Library::as_raw` is an `unsafe
+// fn`, so the lint refuses it.
+//
+// Why: a raw handle outlives the value it came from and reaches the driver without the
+// brand or a scope: code holding it can unload the library while functions of it are in
+// use, and no borrow stops it.
+//
+// Fix: the library's methods (`library.function`, `library.kernel`); code that must hand
+// the handle to another CUDA library does so in a module of its own that allows
+// `unsafe_code`, where the promise is written down.
+
+#![deny(unsafe_code)]
+
+use cuda_brand::Library;
+
+fn main() -> cuda_brand::Result<()> {
+    let library = Library::from_ptx(include_str!("../../kernels/kernels.ptx"))?;
+    // SAFETY: (the case is about the lint, not the promise)
+    let handle = unsafe { library.as_raw() };
+    println!("{handle:?}");
+    Ok(())
+}

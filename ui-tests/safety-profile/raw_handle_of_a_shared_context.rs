@@ -1,0 +1,26 @@
+// Safety profile (`#![deny(unsafe_code)]` at the crate's root, allowed only in the module
+// of kernel declarations; crate docs, "Safety profile"): `SharedContext::as_raw` is an
+// `unsafe fn`, so the lint refuses it.
+//
+// Why: a raw handle outlives the value it came from and reaches the driver without the
+// brand or a scope: code holding it can destroy the context, or make it current on a thread
+// where no guard says so, and no borrow stops it.
+//
+// Fix: `shared.enter(|ctx| ...)` on the thread that needs the context; code that must hand
+// the handle to another CUDA library does so in a module of its own that allows
+// `unsafe_code`, where the promise is written down.
+
+#![deny(unsafe_code)]
+
+use cuda_brand::prelude::*;
+
+fn main() -> cuda_brand::Result<()> {
+    let device = Device::get(0)?;
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        // SAFETY: (the case is about the lint, not the promise)
+        let handle = unsafe { shared.as_raw() };
+        println!("{handle:?}");
+        Ok(())
+    })
+}

@@ -1,0 +1,23 @@
+// Safety profile (`#![deny(unsafe_code)]` at the crate's root, allowed only in the module
+// of kernel declarations; crate docs, "Safety profile"): `DeviceBuffer::uninitialized` is
+// an `unsafe fn`, so the lint refuses it.
+//
+// Why: the new memory holds whatever it held before, possibly another allocation's data,
+// until written: no undefined behaviour for `DeviceCopy` types, but a read of stale data
+// the compiler cannot rule out.
+//
+// Fix: `DeviceBuffer::zeroed`, `DeviceBuffer::from_slice`.
+
+#![deny(unsafe_code)]
+
+use cuda_brand::prelude::*;
+
+fn main() -> cuda_brand::Result<()> {
+    let device = Device::get(0)?;
+    with_context(&device, ContextFlags::default(), |ctx| {
+        // SAFETY: (the case is about the lint, not the promise)
+        let mut buf = unsafe { DeviceBuffer::<u32>::uninitialized(ctx, 16) }?;
+        buf.fill(0)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,27 @@
+// Safety profile (`#![deny(unsafe_code)]` at the crate's root, allowed only in the module
+// of kernel declarations; crate docs, "Safety profile"): `StreamScope::alloc_in` is an
+// `unsafe fn`, so the lint refuses it.
+//
+// Why: the new memory holds whatever it held before, possibly another allocation's data,
+// until written: no undefined behaviour for `DeviceCopy` types, but a read of stale data
+// the compiler cannot rule out.
+//
+// Fix: `StreamScope::alloc_zeroed_in`.
+
+#![deny(unsafe_code)]
+
+use cuda_brand::MemoryPool;
+use cuda_brand::prelude::*;
+
+fn main() -> cuda_brand::Result<()> {
+    let device = Device::get(0)?;
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let pool = MemoryPool::new(ctx)?;
+        ctx.stream()?.scope(|s| {
+            // SAFETY: (the case is about the lint, not the promise)
+            let scratch = unsafe { s.alloc_in::<u32>(&pool, 16) }?;
+            s.fill(scratch, 7)
+        })?;
+        Ok(())
+    })
+}
