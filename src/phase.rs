@@ -99,7 +99,11 @@
 //!   and [`Library::kernel`](crate::Library::kernel), NVRTC's program loading and NCCL's
 //!   communicators (features `nvrtc`, `nccl`).
 //! * **Scratch of a preallocated stream's scope**: `alloc_in` and `alloc_zeroed_in` from a
-//!   pool made in setup, bounded by the pool, freed when the scope ends (2. above).
+//!   pool made in setup, bounded by the pool, freed when the scope ends (2. above). The
+//!   bound is the one the program gives: a pool of
+//!   [`MemoryPool::with_max_size`](crate::MemoryPool::with_max_size) with a size. A pool
+//!   without one (`with_max_size(ctx, 0)`, `new`, and the device's pools that `of_device`
+//!   and `device_default` view) is bounded only by the device's memory.
 //!
 //! What the phases do not cover:
 //!

@@ -32,7 +32,8 @@
 //! [`used_bytes`](MemoryPool::used_bytes)), and the run-phase guard cannot make one (a
 //! compile error). What the run phase may draw from a pool made in setup is the scratch of
 //! a stream scope ([`StreamScope::alloc_zeroed_in`](crate::StreamScope::alloc_zeroed_in)),
-//! freed when the scope ends and bounded by the pool's maximum size.
+//! freed when the scope ends and bounded by the pool's maximum size (give it one:
+//! [`MemoryPool::with_max_size`]).
 //!
 //! ```no_run
 //! use cuda_brand::prelude::*;
