@@ -141,7 +141,7 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
                 crate::phase::Kind::Plain,
             )?;
         }
-        // (`buf` frees the memory if this refuses it)
+        // (dropped on refusal, `buf` gives the memory back, or leaves it to the teardown)
         if ptr as usize % std::mem::align_of::<T>() != 0 {
             return Err(Error::with_detail(
                 "ManagedBuffer::zeroed",
