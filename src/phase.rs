@@ -107,6 +107,13 @@
 //!
 //! What the phases do not cover:
 //!
+//! * looking a kernel up ([`Module::function`](crate::Module::function),
+//!   [`Module::kernel`](crate::Module::kernel)) takes the module, not a guard, and a kernel
+//!   borrows its module, so it is looked up after the setup closure has returned. With lazy
+//!   loading (`CUDA_MODULE_LOADING=LAZY`, the default on Linux since CUDA 12.2) a module's
+//!   load does not load its kernels: the lookup does (`cuModuleGetFunction`), with device
+//!   memory for their code. Look every kernel up once before the loop that must not
+//!   allocate, as the example above does, or set `CUDA_MODULE_LOADING=EAGER`;
 //! * a scope over several preallocated streams ([`Stream::scope_with`](crate::Stream::scope_with),
 //!   [`Stream::scope_all`](crate::Stream::scope_all)) creates one event per stream the first
 //!   time it orders that stream's work before another's, and destroys it when the scope
