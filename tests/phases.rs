@@ -1,5 +1,6 @@
 //! Setup and run phases (`with_phases`) on a real GPU. Its tests run one at a time: they
-//! read the crate pool's statistics, which other tests' allocations would change.
+//! read pools' statistics and the device's free memory, which other tests' allocations
+//! would change.
 
 mod common;
 
