@@ -222,6 +222,8 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
     /// Frees the memory and returns the driver's error, where dropping it would only record
     /// the error for the teardown of its context to report. After an error the memory stays
     /// allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;

@@ -1203,6 +1203,8 @@ impl<T: DeviceCopy> DeviceBuffer<'_, T> {
     /// the error for the teardown of its context to report (see
     /// [`with_context`](crate::with_context)). After an error the memory stays allocated
     /// until the driver reclaims it (with the context, or for pool memory with the process).
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -1448,6 +1450,8 @@ impl<T: DeviceCopy> PinnedBuffer<'_, T> {
     /// Frees the page-locked memory and returns the driver's error, where dropping it would
     /// only record the error for the teardown of its context to report. After an error the
     /// memory stays allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
