@@ -476,11 +476,15 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     }
 }
 
-impl<P: Allocating> ContextGuard<'_, P> {
+// The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
+impl<P: Phase> ContextGuard<'_, P> {
     /// Sets a resource limit (the heap and stack limits reserve device memory, so this is
     /// a setup-phase method). The driver may round the value (read it back with
     /// [`ContextGuard::limit`]); a value it cannot honour is an error.
-    pub fn set_limit(self, limit: ResourceLimit, value: usize) -> Result<()> {
+    pub fn set_limit(self, limit: ResourceLimit, value: usize) -> Result<()>
+    where
+        P: Allocating,
+    {
         self.with_current(|| driver::ctx_set_limit(limit as i32, value))
     }
 }

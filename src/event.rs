@@ -30,7 +30,7 @@ use crate::context::{Brand, ContextGuard};
 use crate::deadline::poll_until;
 use crate::driver::{self, CUevent};
 use crate::error::Result;
-use crate::phase::{Allocating, StreamKind};
+use crate::phase::{Allocating, Phase, StreamKind};
 use crate::stream::Stream;
 
 /// Flags for a new event (`CU_EVENT_*`). Whether an event records timestamps is its type
@@ -347,16 +347,23 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     }
 }
 
-impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
+// The bounds are on the methods, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// A new event of this context that records timestamps:
     /// [`Event::new`] with default flags.
-    pub fn event(self) -> Result<Event<'ctx>> {
+    pub fn event(self) -> Result<Event<'ctx>>
+    where
+        P: Allocating,
+    {
         Event::new(self, EventFlags::new())
     }
 
     /// A new event of this context without timestamps, for ordering streams and waiting:
     /// [`Event::without_timing`] with default flags.
-    pub fn event_without_timing(self) -> Result<Event<'ctx, NoTiming>> {
+    pub fn event_without_timing(self) -> Result<Event<'ctx, NoTiming>>
+    where
+        P: Allocating,
+    {
         Event::without_timing(self, EventFlags::new())
     }
 }

@@ -49,6 +49,7 @@ use crate::device::Device;
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
+use crate::phase::Allocating;
 
 /// Managed memory of the context branded `'ctx` (`cuMemAllocManaged`): a `[T]` on the host,
 /// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::managed).
@@ -56,6 +57,8 @@ pub struct ManagedBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
     len: usize,
     ctx: NonNull<CUctx_st>,
+    /// Memory of a setup phase: its context's teardown frees it (see [`crate::phase`]).
+    deferred: bool,
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
 }
@@ -103,8 +106,9 @@ pub enum Advice {
 
 impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     /// Allocates `len` elements of managed memory set to zero bytes (written by the host,
-    /// so the pages start on the host).
-    pub fn zeroed(ctx: ContextGuard<'ctx>, len: usize) -> Result<Self> {
+    /// so the pages start on the host). Made with the setup guard of
+    /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
+    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
         let bytes = checked_byte_len::<T>("ManagedBuffer::zeroed", len)?;
         let device = ctx.device()?;
         const CONCURRENT_MANAGED_ACCESS: i32 = 89;
@@ -120,6 +124,24 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
         } else {
             ctx.with_current(|| driver::mem_alloc_managed(bytes))?
         };
+        let deferred = P::DEFERS_FREES && bytes != 0;
+        let buf = ManagedBuffer {
+            ptr,
+            len,
+            ctx: ctx.as_non_null(),
+            deferred,
+            _brand: PhantomData,
+            _elem: PhantomData,
+        };
+        if deferred {
+            // on failure the memory is freed there and `buf` (marked deferred) frees nothing
+            crate::phase::defer_free(
+                ctx.as_non_null().as_ptr(),
+                ptr as usize,
+                crate::phase::Kind::Plain,
+            )?;
+        }
+        // (dropped on refusal, `buf` gives the memory back, or leaves it to the teardown)
         if ptr as usize % std::mem::align_of::<T>() != 0 {
             return Err(Error::with_detail(
                 "ManagedBuffer::zeroed",
@@ -130,13 +152,6 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
                 ),
             ));
         }
-        let buf = ManagedBuffer {
-            ptr,
-            len,
-            ctx: ctx.as_non_null(),
-            _brand: PhantomData,
-            _elem: PhantomData,
-        };
         if bytes != 0 {
             // SAFETY: `bytes` bytes of managed memory at `ptr`, host-accessible (concurrent
             // managed access, checked above), used by nothing else yet.
@@ -146,7 +161,7 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     }
 
     /// Allocates managed memory holding a copy of `src`.
-    pub fn from_slice(ctx: ContextGuard<'ctx>, src: &[T]) -> Result<Self> {
+    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
         let mut buf = Self::zeroed(ctx, src.len())?;
         buf.copy_from_slice(src);
         Ok(buf)
@@ -207,6 +222,8 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
     /// Frees the memory and returns the driver's error, where dropping it would only record
     /// the error for the teardown of its context to report. After an error the memory stays
     /// allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -227,6 +244,10 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
     /// What `drop` and `close` run: gives the memory back.
     fn release(&mut self) -> Result<()> {
         if self.len == 0 || size_of::<T>() == 0 {
+            return Ok(());
+        }
+        if self.deferred {
+            // memory of a setup phase: its context's teardown frees it
             return Ok(());
         }
         // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged) in its context, which the brand

@@ -21,7 +21,7 @@ use std::ptr::NonNull;
 use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::{Error, ErrorCode, Result};
-use crate::phase::Allocating;
+use crate::phase::{Allocating, Phase};
 use crate::staging;
 
 /// Types that may be copied to and from the GPU as plain bytes.
@@ -1012,9 +1012,34 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         ctx: ContextGuard<'ctx, P>,
         len: usize,
     ) -> Result<Self> {
-        let buf = Self::allocate(ctx.unphased(), None, len, P::DEFERS_FREES)?;
+        Self::allocate_in_phase(ctx, None, len)
+    }
+
+    /// As [`DeviceBuffer::uninitialized`], from `pool` (a pool of this context: the brand
+    /// says so). The guard is the phase's: in the setup phase of
+    /// [`with_phases`](crate::with_phases) the buffer is freed only by the teardown, like
+    /// every setup buffer, and a run-phase guard does not compile here.
+    ///
+    /// # Safety
+    /// As for [`DeviceBuffer::uninitialized`].
+    pub unsafe fn uninitialized_in<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: &crate::MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<Self> {
+        Self::allocate_in_phase(ctx, Some(pool.raw()), len)
+    }
+
+    /// Allocates `len` elements from `pool` (`None`: the crate's pool) with a guard of
+    /// phase `P`; memory of a setup phase goes on its teardown's list.
+    fn allocate_in_phase<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: Option<driver::CUmemoryPool>,
+        len: usize,
+    ) -> Result<Self> {
+        let buf = Self::allocate(ctx.unphased(), pool, len, P::DEFERS_FREES)?;
         if P::DEFERS_FREES && buf.size_in_bytes() != 0 {
-            // on failure the memory is freed there and `buf` frees nothing
+            // on failure the memory is freed there and `buf` (marked deferred) frees nothing
             let kind = match buf.owner.is_plain() {
                 true => crate::phase::Kind::Plain,
                 false => crate::phase::Kind::Pool,
@@ -1022,14 +1047,6 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
             crate::phase::defer_free(buf.owner.context().as_ptr(), buf.ptr as usize, kind)?;
         }
         Ok(buf)
-    }
-
-    /// As [`DeviceBuffer::uninitialized`], from `pool`.
-    ///
-    /// # Safety
-    /// As for [`DeviceBuffer::uninitialized`].
-    pub unsafe fn uninitialized_in(pool: &crate::MemoryPool<'ctx>, len: usize) -> Result<Self> {
-        Self::allocate(pool.context(), Some(pool.raw()), len, false)
     }
 
     fn allocate(
@@ -1061,10 +1078,29 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         Ok(buf)
     }
 
-    /// As [`DeviceBuffer::zeroed`], from `pool`.
-    pub fn zeroed_in(pool: &crate::MemoryPool<'ctx>, len: usize) -> Result<Self> {
+    /// As [`DeviceBuffer::zeroed`], from `pool` (see [`DeviceBuffer::uninitialized_in`]).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::MemoryPool;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let pool = MemoryPool::with_max_size(ctx, 64 << 20)?;
+    ///     let buf = DeviceBuffer::<f32>::zeroed_in(ctx, &pool, 1 << 20)?; // or ctx.zeroed_in(..)
+    ///     assert!(pool.used_bytes()? >= 4 << 20);
+    ///     drop(buf);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn zeroed_in<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: &crate::MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<Self> {
         // SAFETY: every byte is written below before anyone can read it.
-        let buf = unsafe { Self::uninitialized_in(pool, len) }?;
+        let buf = unsafe { Self::uninitialized_in(ctx, pool, len) }?;
         buf.zero()?;
         Ok(buf)
     }
@@ -1091,10 +1127,15 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         Ok(buf)
     }
 
-    /// As [`DeviceBuffer::from_slice`], from `pool`.
-    pub fn from_slice_in(pool: &crate::MemoryPool<'ctx>, src: &[T]) -> Result<Self> {
+    /// As [`DeviceBuffer::from_slice`], from `pool` (see
+    /// [`DeviceBuffer::uninitialized_in`]).
+    pub fn from_slice_in<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: &crate::MemoryPool<'ctx>,
+        src: &[T],
+    ) -> Result<Self> {
         // SAFETY: every element is written by the copy below before anyone can read it.
-        let buf = unsafe { Self::uninitialized_in(pool, src.len()) }?;
+        let buf = unsafe { Self::uninitialized_in(ctx, pool, src.len()) }?;
         buf.fill_from(src)?;
         Ok(buf)
     }
@@ -1175,6 +1216,8 @@ impl<T: DeviceCopy> DeviceBuffer<'_, T> {
     /// the error for the teardown of its context to report (see
     /// [`with_context`](crate::with_context)). After an error the memory stays allocated
     /// until the driver reclaims it (with the context, or for pool memory with the process).
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -1331,27 +1374,69 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     }
 }
 
-impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
+// The bounds are on the methods, not on the impl: a run-phase guard then finds the method
+// and fails the bound with `Allocating`'s own message (a bound on the impl would hide the
+// method, and rustc would only say that the method's trait bounds were not satisfied).
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// `len` elements of device memory set to zero bytes:
     /// [`DeviceBuffer::zeroed`].
-    pub fn zeroed<T: DeviceCopy>(self, len: usize) -> Result<DeviceBuffer<'ctx, T>> {
+    pub fn zeroed<T: DeviceCopy>(self, len: usize) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
         DeviceBuffer::zeroed(self, len)
     }
 
     /// Device memory holding a copy of `src`:
     /// [`DeviceBuffer::from_slice`].
-    pub fn from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<DeviceBuffer<'ctx, T>> {
+    pub fn from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
         DeviceBuffer::from_slice(self, src)
     }
+
+    /// `len` elements of device memory from `pool`, set to zero bytes:
+    /// [`DeviceBuffer::zeroed_in`].
+    pub fn zeroed_in<T: DeviceCopy>(
+        self,
+        pool: &crate::MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        DeviceBuffer::zeroed_in(self, pool, len)
+    }
+
+    /// Device memory from `pool` holding a copy of `src`:
+    /// [`DeviceBuffer::from_slice_in`].
+    pub fn from_slice_in<T: DeviceCopy>(
+        self,
+        pool: &crate::MemoryPool<'ctx>,
+        src: &[T],
+    ) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        DeviceBuffer::from_slice_in(self, pool, src)
+    }
+
     /// `len` elements of page-locked host memory set to zero bytes:
     /// [`PinnedBuffer::zeroed`].
-    pub fn pinned_zeroed<T: DeviceCopy>(self, len: usize) -> Result<PinnedBuffer<'ctx, T>> {
+    pub fn pinned_zeroed<T: DeviceCopy>(self, len: usize) -> Result<PinnedBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
         PinnedBuffer::zeroed(self, len)
     }
 
     /// Page-locked host memory holding a copy of `src`:
     /// [`PinnedBuffer::from_slice`].
-    pub fn pinned_from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<PinnedBuffer<'ctx, T>> {
+    pub fn pinned_from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<PinnedBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
         PinnedBuffer::from_slice(self, src)
     }
 }
@@ -1378,6 +1463,8 @@ impl<T: DeviceCopy> PinnedBuffer<'_, T> {
     /// Frees the page-locked memory and returns the driver's error, where dropping it would
     /// only record the error for the teardown of its context to report. After an error the
     /// memory stays allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;

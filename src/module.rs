@@ -37,7 +37,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::jit::{self, JitArgs, JitLog, JitOptions};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams};
 use crate::memory::{DeviceCopy, DeviceSlice};
-use crate::phase::Allocating;
+use crate::phase::{Allocating, Phase};
 
 /// Code loaded into the context branded `'ctx` (`CUmodule`): from PTX text, or a cubin or
 /// fatbin image. Unloaded when dropped; the functions and kernels taken from it borrow it.
@@ -436,15 +436,22 @@ pub(crate) fn c_name(call: &'static str, name: &str) -> Result<CString> {
     })
 }
 
-impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
+// The bounds are on the methods, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// A module JIT-compiled from PTX text: [`Module::from_ptx`].
-    pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>> {
+    pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>>
+    where
+        P: Allocating,
+    {
         Module::from_ptx(self, ptx)
     }
 
     /// A module JIT-compiled from PTX text with the compiler's `options`, and what the
     /// compiler reported: [`Module::from_ptx_with`].
-    pub fn load_ptx_with(self, ptx: &str, options: &JitOptions) -> Result<(Module<'ctx>, JitLog)> {
+    pub fn load_ptx_with(self, ptx: &str, options: &JitOptions) -> Result<(Module<'ctx>, JitLog)>
+    where
+        P: Allocating,
+    {
         Module::from_ptx_with(self, ptx, options)
     }
 }

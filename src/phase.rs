@@ -8,17 +8,23 @@
 //! 1. [`Phases::setup`] hands its closure a `ContextGuard<'ctx, Setup<'s>>`: buffers, pools,
 //!    streams, events and modules are created with it exactly as with a plain guard.
 //!    `'s` ends with the closure, so this guard cannot be kept for later.
-//! 2. It returns what the closure built together with a `ContextGuard<'ctx, Run>`, which has
-//!    no allocating, loading or creating method at all: calling one is a compile error.
-//!    Streams created during setup are `Stream<'ctx, Preallocated>`: their scopes copy,
-//!    fill and launch, and draw scratch memory only from a pool reserved during setup
-//!    ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)), which fails with
-//!    `CUDA_ERROR_OUT_OF_MEMORY` once the pool's bound is reached; the scope methods that
-//!    allocate from the crate's pool do not exist for them.
-//! 3. Device buffers and pinned buffers created during setup are never freed before the
-//!    context's teardown:
-//!    dropping one during the run phase (say, popped from a `Vec`) frees nothing; the
-//!    teardown of [`with_phases`] frees every one of them, after synchronizing the context.
+//! 2. It returns what the closure built together with a `ContextGuard<'ctx, Run>`, which
+//!    cannot allocate, load or create: every constructor that does takes a guard bounded by
+//!    [`Allocating`], which `Run` is not, so calling one with the run guard is a compile
+//!    error with that trait's message (the list is below). Streams created during setup are
+//!    `Stream<'ctx, Preallocated>`: their scopes copy, fill and launch, and draw scratch
+//!    memory only from a pool reserved during setup
+//!    ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in),
+//!    [`alloc_zeroed_in`](crate::StreamScope::alloc_zeroed_in)), which fails with
+//!    `CUDA_ERROR_OUT_OF_MEMORY` once the pool's bound is reached and is freed, in stream
+//!    order, when the scope ends; the scope methods that allocate from the crate's pool do
+//!    not exist for them.
+//! 3. Memory created during setup is never freed before the context's teardown, whichever
+//!    way it was made (device buffers from the crate's pool or from a pool of the program's,
+//!    pinned, managed and pitched buffers): dropping one during the run phase (say, popped
+//!    from a `Vec`) frees nothing, and a pool's [`used_bytes`](crate::MemoryPool::used_bytes)
+//!    still count it; the teardown of [`with_phases`] frees every one of them, after
+//!    synchronizing the context.
 //!
 //! ```no_run
 //! use cuda_brand::prelude::*;
@@ -60,13 +66,67 @@
 //! `Stream<'ctx, Preallocated>` are one pointer wide like their plain forms (asserted in
 //! the crate root), and a scope of a preallocated stream is the same code as any other.
 //!
-//! Pinned host memory made during setup is deferred the same way, and the staging memory of
-//! bulk copies is frozen when the run phase starts (reserve it in setup with
-//! [`ContextGuard::reserve_staging`], or run-phase copies take the driver's plain path). What the phases do not
-//! cover: managed and pitched memory, and peer access, are created with a plain guard only
-//! (they are not offered during setup); dropping a stream,
-//! event, module or pool during the run phase destroys it (none of them is memory the
-//! program computes in); host memory (`Vec`) is the program's own.
+//! The staging memory of bulk copies is frozen when the run phase starts (reserve it in
+//! setup with [`ContextGuard::reserve_staging`], or run-phase copies take the driver's
+//! plain path).
+//!
+//! # Every path that allocates or creates
+//!
+//! * **Takes a guard bounded by [`Allocating`]** (a plain or a setup guard; the run guard is
+//!   a compile error, `ui-tests/fail/9_typestate/phase_run_guard_*`), and what it makes
+//!   with the setup guard is freed only by the teardown:
+//!   [`DeviceBuffer`](crate::DeviceBuffer)'s `zeroed`, `from_slice`, `uninitialized` and
+//!   their pool forms `zeroed_in`, `from_slice_in`, `uninitialized_in` (the guard's
+//!   `zeroed`, `from_slice`, `zeroed_in`, `from_slice_in`);
+//!   [`PinnedBuffer`](crate::PinnedBuffer)'s `zeroed` and `from_slice` (`pinned_zeroed`,
+//!   `pinned_from_slice`); [`ManagedBuffer`](crate::ManagedBuffer)'s `zeroed` and
+//!   `from_slice`; [`DeviceBuffer2D::zeroed`](crate::DeviceBuffer2D::zeroed) and
+//!   [`DeviceBuffer3D::zeroed`](crate::DeviceBuffer3D::zeroed).
+//! * **Takes a guard bounded by [`Allocating`], destroyed when dropped** (dropping one in
+//!   the run phase destroys it: none of them is memory the program computes in):
+//!   [`MemoryPool`](crate::MemoryPool)'s `new`, `with_max_size`, `of_device` and
+//!   `device_default`; [`Stream`](crate::Stream)'s `new` and `with_priority` (`stream`);
+//!   [`Event`](crate::Event)'s `new` and `without_timing` (`event`,
+//!   `event_without_timing`); [`Module`](crate::Module)'s constructors (`load_ptx`,
+//!   `load_ptx_with`); [`ContextGuard::set_limit`] (the heap and stack limits reserve
+//!   device memory). A pool destroyed while memory of it is still allocated (setup buffers,
+//!   which only the teardown frees) returns at once; the driver releases the pool once
+//!   that memory is freed (`cuMemPoolDestroy`).
+//! * **Takes a plain guard only**, so it is offered neither in setup nor in the run phase
+//!   (a phased context never hands out a plain guard; passing a phase's guard is a type
+//!   mismatch): graph capture ([`ContextGuard::capture`]), peer access
+//!   ([`ContextGuard::enable_peer_access`]), [`Library::function`](crate::Library::function)
+//!   and [`Library::kernel`](crate::Library::kernel), NVRTC's program loading and NCCL's
+//!   communicators (features `nvrtc`, `nccl`).
+//! * **Scratch of a preallocated stream's scope**: `alloc_in` and `alloc_zeroed_in` from a
+//!   pool made in setup, bounded by the pool, freed when the scope ends (2. above). The
+//!   bound is the one the program gives: a pool of
+//!   [`MemoryPool::with_max_size`](crate::MemoryPool::with_max_size) with a size. A pool
+//!   without one (`with_max_size(ctx, 0)`, `new`, and the device's pools that `of_device`
+//!   and `device_default` view) is bounded only by the device's memory.
+//!
+//! What the phases do not cover:
+//!
+//! * looking a kernel up ([`Module::function`](crate::Module::function),
+//!   [`Module::kernel`](crate::Module::kernel)) takes the module, not a guard, and a kernel
+//!   borrows its module, so it is looked up after the setup closure has returned. With lazy
+//!   loading (`CUDA_MODULE_LOADING=LAZY`, the default on Linux since CUDA 12.2) a module's
+//!   load does not load its kernels: the lookup does (`cuModuleGetFunction`), with device
+//!   memory for their code. Look every kernel up once before the loop that must not
+//!   allocate, as the example above does, or set `CUDA_MODULE_LOADING=EAGER`;
+//! * a scope over several preallocated streams ([`Stream::scope_with`](crate::Stream::scope_with),
+//!   [`Stream::scope_all`](crate::Stream::scope_all)) creates one event per stream the first
+//!   time it orders that stream's work before another's, and destroys it when the scope
+//!   ends (a driver object, no memory the program computes in);
+//! * a [`Library`](crate::Library) is loaded with no guard (it belongs to no context), so
+//!   one may be loaded during the run phase; its kernels reach a context only through a
+//!   plain guard, but with `CUDA_MODULE_LOADING=EAGER` the driver loads a new library into
+//!   every existing context, a phased one included;
+//! * [`with_context`](crate::with_context), [`with_primary_context`](crate::with_primary_context)
+//!   and [`with_phases`] called during the run phase create (or retain) a context of their
+//!   own, with memory of its own: the phases govern one context;
+//! * host memory (`Vec`, and the crate's own bookkeeping: a scope's list of allocations,
+//!   error messages) is the program's own.
 
 use std::marker::PhantomData;
 use std::sync::Mutex;
@@ -83,18 +143,27 @@ mod sealed {
 
 /// The phase a [`ContextGuard`] is in: [`Unphased`] (a plain [`with_context`](crate::with_context)
 /// guard), [`Setup`] or [`Run`]. Sealed.
-pub trait Phase: sealed::Phase + Copy {}
+pub trait Phase: sealed::Phase + Copy {
+    /// The kind of the streams a guard of this phase creates: [`Dynamic`] without phases,
+    /// [`Preallocated`] in setup. (A run-phase guard creates none; its `Preallocated` only
+    /// keeps the signatures of the creating methods free of the [`Allocating`] bound, so
+    /// that calling one with it is the `Allocating` error, not a missing method.)
+    type Streams: StreamKind;
+}
 
 /// A phase whose guard may allocate, load and create: [`Unphased`] and [`Setup`]. Sealed.
+///
+/// Every public constructor that allocates memory (device, pool, pinned, managed, pitched)
+/// or creates a pool, stream, event or module takes a guard of such a phase, or has no
+/// phased form at all (it takes a plain guard, which a phased context never hands out).
+/// With a run-phase guard each is this trait's error.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot allocate, load or create: this guard is in the run phase",
     label = "a run-phase guard, given where a guard that may allocate is needed",
     note = "in `with_phases`, every buffer, pool, stream, event and module is made in `Phases::setup`: move this there"
 )]
 pub trait Allocating: Phase {
-    /// The kind of the streams this guard creates.
-    type Streams: StreamKind;
-    /// Whether device buffers made with this guard are freed only by the teardown.
+    /// Whether memory made with this guard is freed only by the teardown.
     #[doc(hidden)]
     const DEFERS_FREES: bool;
 }
@@ -114,19 +183,23 @@ pub struct Setup<'s>(PhantomData<fn(&'s ()) -> &'s ()>);
 pub struct Run;
 
 impl sealed::Phase for Unphased {}
-impl Phase for Unphased {}
+impl Phase for Unphased {
+    type Streams = Dynamic;
+}
 impl sealed::Phase for Setup<'_> {}
-impl Phase for Setup<'_> {}
+impl Phase for Setup<'_> {
+    type Streams = Preallocated;
+}
 impl sealed::Phase for Run {}
-impl Phase for Run {}
+impl Phase for Run {
+    type Streams = Preallocated;
+}
 
 impl Allocating for Unphased {
-    type Streams = Dynamic;
     const DEFERS_FREES: bool = false;
 }
 
 impl Allocating for Setup<'_> {
-    type Streams = Preallocated;
     const DEFERS_FREES: bool = true;
 }
 
@@ -188,8 +261,8 @@ impl ContextGuard<'_, Setup<'_>> {
 
 /// Like [`with_context`](crate::with_context), in two phases: `f` gets the context's
 /// [`Phases`], sets up with [`Phases::setup`], then runs with what it built and the run
-/// guard. At the end, after synchronizing, the teardown frees every device buffer made
-/// during setup (see the [module documentation](self)), then pops and destroys the context.
+/// guard. At the end, after synchronizing, the teardown frees all memory made during
+/// setup (see the [module documentation](self)), then pops and destroys the context.
 pub fn with_phases<R, E, F>(device: &Device, flags: ContextFlags, f: F) -> std::result::Result<R, E>
 where
     F: for<'ctx> FnOnce(Phases<'ctx>) -> std::result::Result<R, E>,
@@ -212,7 +285,8 @@ struct Deferred {
 pub(crate) enum Kind {
     /// Device memory of a pool: `cuMemFreeAsync` on the legacy stream.
     Pool,
-    /// Device memory from `cuMemAlloc`: `cuMemFree`.
+    /// Device memory from `cuMemAlloc`, `cuMemAllocPitch` or `cuMemAllocManaged`:
+    /// `cuMemFree`.
     Plain,
     /// Page-locked host memory: `cuMemFreeHost`.
     Pinned,

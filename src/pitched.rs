@@ -40,6 +40,7 @@ use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, Span, checked_byte_len, empty_address};
+use crate::phase::Allocating;
 
 /// `height` rows of `width` elements of `T` in device memory of the context branded
 /// `'ctx`, each row `pitch_bytes()` apart (`cuMemAllocPitch`). Freed when dropped.
@@ -49,6 +50,8 @@ pub struct DeviceBuffer2D<'ctx, T: DeviceCopy> {
     width: usize,
     height: usize,
     ctx: NonNull<CUctx_st>,
+    /// Memory of a setup phase: its context's teardown frees it (see [`crate::phase`]).
+    deferred: bool,
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
 }
@@ -145,15 +148,20 @@ pub(crate) fn host_pitch<T>(what: &str, row_len: usize) -> usize {
 
 impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// Allocates `height` rows of `width` elements, every byte (padding included) zero;
-    /// complete when it returns.
-    pub fn zeroed(ctx: ContextGuard<'ctx>, width: usize, height: usize) -> Result<Self> {
+    /// complete when it returns. Made with the setup guard of
+    /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
+    pub fn zeroed<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        width: usize,
+        height: usize,
+    ) -> Result<Self> {
         Self::zeroed_for("DeviceBuffer2D::zeroed", ctx, width, height)
     }
 
     /// [`DeviceBuffer2D::zeroed`], its errors naming `call`.
-    pub(crate) fn zeroed_for(
+    pub(crate) fn zeroed_for<P: Allocating>(
         call: &'static str,
-        ctx: ContextGuard<'ctx>,
+        ctx: ContextGuard<'ctx, P>,
         width: usize,
         height: usize,
     ) -> Result<Self> {
@@ -169,15 +177,25 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         } else {
             ctx.with_current(|| driver::mem_alloc_pitch(row_bytes, height, element))?
         };
+        let deferred = P::DEFERS_FREES && pitch != 0 && height != 0;
         let buf = DeviceBuffer2D {
             ptr,
             pitch,
             width,
             height,
             ctx: ctx.as_non_null(),
+            deferred,
             _brand: PhantomData,
             _elem: PhantomData,
         };
+        if deferred {
+            // on failure the memory is freed there and `buf` (marked deferred) frees nothing
+            crate::phase::defer_free(
+                ctx.as_non_null().as_ptr(),
+                ptr as usize,
+                crate::phase::Kind::Plain,
+            )?;
+        }
         if buf.bytes() != 0 {
             let zero = || {
                 // SAFETY: the allocation's `pitch * height` bytes.
@@ -200,6 +218,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             width,
             height: 0,
             ctx: NonNull::dangling(),
+            deferred: false,
             _brand: PhantomData,
             _elem: PhantomData,
         }
@@ -396,6 +415,8 @@ impl<T: DeviceCopy> DeviceBuffer2D<'_, T> {
     /// Frees the memory and returns the driver's error, where dropping it would only record
     /// the error for the teardown of its context to report. After an error the memory stays
     /// allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -416,6 +437,10 @@ impl<T: DeviceCopy> DeviceBuffer2D<'_, T> {
     /// What `drop` and `close` run: gives the memory back.
     fn release(&mut self) -> Result<()> {
         if self.bytes() == 0 {
+            return Ok(());
+        }
+        if self.deferred {
+            // memory of a setup phase: its context's teardown frees it
             return Ok(());
         }
         // SAFETY: the buffer owns `ptr` (from cuMemAllocPitch) in its context, which the brand

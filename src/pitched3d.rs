@@ -51,7 +51,7 @@ use crate::context::ContextGuard;
 use crate::driver::{self, CUdeviceptr, Copy3D, Side2D, Side3D};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, Span, byte_len};
-use crate::phase::StreamKind;
+use crate::phase::{Allocating, StreamKind};
 use crate::pitched::{DeviceBuffer2D, host_elements, host_pitch};
 use crate::scope::StreamScope;
 
@@ -171,9 +171,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
     /// Allocates `depth` slices of `height` rows of `width` elements, every byte (padding
     /// included) zero; complete when it returns. A shape whose elements or bytes overflow
     /// `usize` is an error with `CUDA_ERROR_INVALID_VALUE`, before any driver call; a shape
-    /// with no bytes allocates nothing.
-    pub fn zeroed(
-        ctx: ContextGuard<'ctx>,
+    /// with no bytes allocates nothing. Made with the setup guard of
+    /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
+    pub fn zeroed<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
         width: usize,
         height: usize,
         depth: usize,

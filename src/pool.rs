@@ -25,6 +25,16 @@
 //! memory pools (`MEMORY_POOLS_SUPPORTED` = 0) allocate with `cuMemAlloc` instead;
 //! `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that path (for tests).
 //!
+//! A buffer of a pool takes the context's guard like any other
+//! (`DeviceBuffer::zeroed_in(ctx, &pool, len)`), so the phases of
+//! [`with_phases`](crate::with_phases) apply to it: made with the setup guard, it is freed
+//! only by the teardown (dropped in the run phase, it stays in the pool's
+//! [`used_bytes`](MemoryPool::used_bytes)), and the run-phase guard cannot make one (a
+//! compile error). What the run phase may draw from a pool made in setup is the scratch of
+//! a stream scope ([`StreamScope::alloc_zeroed_in`](crate::StreamScope::alloc_zeroed_in)),
+//! freed when the scope ends and bounded by the pool's maximum size (give it one:
+//! [`MemoryPool::with_max_size`]).
+//!
 //! ```no_run
 //! use cuda_brand::prelude::*;
 //! use cuda_brand::MemoryPool;
@@ -33,7 +43,7 @@
 //! with_context(&device, ContextFlags::default(), |ctx| {
 //!     let pool = MemoryPool::new(ctx)?;
 //!     pool.set_release_threshold(64 << 20)?; // keep up to 64 MiB between synchronizations
-//!     let buf = DeviceBuffer::<f32>::zeroed_in(&pool, 1 << 20)?;
+//!     let buf = DeviceBuffer::<f32>::zeroed_in(ctx, &pool, 1 << 20)?;
 //!     assert!(pool.used_bytes()? >= 4 << 20);
 //!     drop(buf);
 //!     pool.trim_to(0)?;
@@ -107,7 +117,7 @@ impl<'ctx> MemoryPool<'ctx> {
     /// A new pool on the context's device, with the driver's defaults (release threshold
     /// 0: freed memory goes back to the driver at the next synchronization). Destroyed when
     /// dropped.
-    pub fn new(ctx: ContextGuard<'ctx>) -> Result<Self> {
+    pub fn new<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {
         Self::with_max_size(ctx, 0)
     }
 
@@ -132,15 +142,16 @@ impl<'ctx> MemoryPool<'ctx> {
     }
 
     /// The crate's pool of the context's device, the one buffers and scope allocations come
-    /// from by default (see the [module documentation](crate::pool)). An error with
-    /// `CUDA_ERROR_NOT_SUPPORTED` on a device without memory pools.
-    pub fn of_device(ctx: ContextGuard<'ctx>) -> Result<Self> {
+    /// from by default (see the [module documentation](crate::pool)), created on first use
+    /// (hence a guard that may create). An error with `CUDA_ERROR_NOT_SUPPORTED` on a
+    /// device without memory pools.
+    pub fn of_device<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {
         let device = ctx.with_current(driver::ctx_get_device)?;
         match crate_pool(device)? {
             Some(raw) => Ok(MemoryPool {
                 raw,
                 owned: false,
-                ctx,
+                ctx: ctx.unphased(),
                 _brand: PhantomData,
             }),
             None => Err(no_pools()),
@@ -149,14 +160,14 @@ impl<'ctx> MemoryPool<'ctx> {
 
     /// The device's default pool (`cuDeviceGetDefaultMemPool`), which the runtime API and
     /// other libraries of the process allocate from too.
-    pub fn device_default(ctx: ContextGuard<'ctx>) -> Result<Self> {
+    pub fn device_default<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {
         let device = ctx.with_current(driver::ctx_get_device)?;
         let raw = driver::device_default_mem_pool(device)?;
         let raw = driver::non_null("cuDeviceGetDefaultMemPool", raw)?.as_ptr();
         Ok(MemoryPool {
             raw,
             owned: false,
-            ctx,
+            ctx: ctx.unphased(),
             _brand: PhantomData,
         })
     }
@@ -180,11 +191,6 @@ impl<'ctx> MemoryPool<'ctx> {
     #[inline]
     pub unsafe fn as_raw(&self) -> CUmemoryPool {
         self.raw()
-    }
-
-    /// The context the pool serves.
-    pub(crate) fn context(&self) -> ContextGuard<'ctx> {
-        self.ctx
     }
 
     fn get(&self, attribute: i32) -> Result<u64> {

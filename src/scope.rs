@@ -1417,7 +1417,11 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         })
     }
 
-    /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so).
+    /// As [`StreamScope::alloc`], from `pool` (a pool of this context: the brand says so):
+    /// freed in stream order when the scope ends. On a preallocated stream of
+    /// [`with_phases`](crate::with_phases) this and [`alloc_zeroed_in`](Self::alloc_zeroed_in)
+    /// are the only device memory the run phase allocates: scratch bounded by a pool made
+    /// in setup.
     ///
     /// # Safety
     /// As for [`StreamScope::alloc`].
@@ -1430,7 +1434,8 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         unsafe { self.alloc_from(Some(pool.raw()), len) }
     }
 
-    /// As [`StreamScope::alloc_zeroed`], from `pool`.
+    /// As [`StreamScope::alloc_zeroed`], from `pool`: freed in stream order when the scope
+    /// ends (see [`alloc_in`](Self::alloc_in)).
     pub fn alloc_zeroed_in<T: DeviceCopy>(
         &'scope self,
         pool: &'scope MemoryPool<'ctx>,

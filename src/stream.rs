@@ -10,7 +10,7 @@ use cuda_driver_sys::CUstream_st;
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
-use crate::phase::{Allocating, Dynamic, StreamKind};
+use crate::phase::{Allocating, Dynamic, Phase, StreamKind};
 
 /// How a stream relates to the legacy default stream (`CU_STREAM_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -169,11 +169,15 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     }
 }
 
-impl<'ctx, P: Allocating> ContextGuard<'ctx, P> {
+// The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// A new non-blocking stream of this context with the lowest priority:
     /// [`Stream::new`] with [`StreamFlags::NonBlocking`],
     /// the choice for almost every program.
-    pub fn stream(self) -> Result<Stream<'ctx, P::Streams>> {
+    pub fn stream(self) -> Result<Stream<'ctx, P::Streams>>
+    where
+        P: Allocating,
+    {
         Stream::new(self, StreamFlags::NonBlocking)
     }
 }

@@ -17,7 +17,7 @@ fn close_releases_every_kind_of_handle_and_returns_ok() {
         // device memory from a pool of its own: its use drops back after the close
         let pool = MemoryPool::new(ctx)?;
         let before = pool.used_bytes()?;
-        let buf = DeviceBuffer::<u8>::zeroed_in(&pool, 8 << 20)?;
+        let buf = DeviceBuffer::<u8>::zeroed_in(ctx, &pool, 8 << 20)?;
         assert!(pool.used_bytes()? >= before + (8 << 20));
         buf.close()?;
         ctx.synchronize()?; // the pool's free is stream-ordered

@@ -268,7 +268,7 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
         };
         pool.set_reuse_policy(strict)?;
         assert_eq!(pool.reuse_policy()?, strict);
-        let buf = DeviceBuffer::from_slice_in(&pool, &[5u32; 1000])?;
+        let buf = DeviceBuffer::from_slice_in(ctx, &pool, &[5u32; 1000])?;
         // SAFETY: only queried while `buf` is alive.
         assert_eq!(common::mempool_of(unsafe { buf.as_device_ptr() }), raw_pool);
         assert_eq!(buf.to_vec()?, vec![5; 1000]);
@@ -297,8 +297,8 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
             && !common::under_sanitizer_skip("an exhausted pool")
         {
             let arena = MemoryPool::with_max_size(ctx, 64 << 20)?;
-            let a = DeviceBuffer::<u8>::zeroed_in(&arena, 40 << 20)?;
-            let second = DeviceBuffer::<u8>::zeroed_in(&arena, 40 << 20);
+            let a = DeviceBuffer::<u8>::zeroed_in(ctx, &arena, 40 << 20)?;
+            let second = DeviceBuffer::<u8>::zeroed_in(ctx, &arena, 40 << 20);
             let reserved = arena.reserved_bytes()?;
             let e = second.map(drop).unwrap_err();
             assert_eq!(

@@ -1,9 +1,11 @@
 //! Setup and run phases (`with_phases`) on a real GPU. Its tests run one at a time: they
-//! read the crate pool's statistics, which other tests' allocations would change.
+//! read pools' statistics and the device's free memory, which other tests' allocations
+//! would change.
 
 mod common;
 
 use cuda_brand::prelude::*;
+use cuda_brand::{DeviceBuffer2D, DeviceBuffer3D, ManagedBuffer};
 use cuda_brand::{ErrorCode, MemoryPool, with_phases};
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
@@ -12,6 +14,33 @@ const PTX: &str = include_str!("../kernels/kernels.ptx");
 /// which may be pushed on top of any other).
 fn crate_pool_used(device: &Device) -> u64 {
     with_primary_context(device, |p| MemoryPool::of_device(p)?.used_bytes()).unwrap()
+}
+
+/// Bytes in use in the default pool of device 0, which no context owns (the crate never
+/// allocates from it unless told to), looked at through the primary context.
+fn default_pool_used(device: &Device) -> u64 {
+    with_primary_context(device, |p| MemoryPool::device_default(p)?.used_bytes()).unwrap()
+}
+
+/// Free memory of device 0, looked at through the primary context.
+fn device_free(device: &Device) -> u64 {
+    with_primary_context(device, |p| Ok::<_, Error>(p.memory_info()?.0)).unwrap() as u64
+}
+
+/// The size of the allocation that starts at `ptr`, straight from the driver
+/// (`CU_POINTER_ATTRIBUTE_RANGE_SIZE`, 12): the driver only answers for memory that is
+/// still allocated.
+fn allocation_size(ptr: u64) -> usize {
+    let mut size: usize = 0;
+    // SAFETY: the out-pointer is a live local of the attribute's size (a `size_t`).
+    let rc = unsafe {
+        (common::driver().cuPointerGetAttribute)((&mut size as *mut usize).cast(), 12, ptr)
+    };
+    assert_eq!(
+        rc, 0,
+        "cuPointerGetAttribute(RANGE_SIZE) of {ptr:#x}: freed?"
+    );
+    size
 }
 
 fn a_phased_program_computes_with_setup_memory_and_bounded_scratch() {
@@ -93,6 +122,165 @@ fn an_exhausted_scratch_pool_is_a_clear_error() {
     .unwrap();
 }
 
+/// Every pool form of `DeviceBuffer` (`zeroed_in`, `from_slice_in`, `uninitialized_in`)
+/// made during setup keeps its memory in the pool when dropped in the run phase; the
+/// teardown gives it back. The device's default pool outlives the context, so its use is
+/// read before, during and after.
+fn pool_buffers_of_the_setup_phase_are_freed_only_by_the_teardown() {
+    let device = gpu_or_skip!();
+    let before = default_pool_used(&device);
+    let mib = 1usize << 20;
+    let host: Vec<u32> = (0..mib as u32).collect(); // 4 MiB
+    with_phases(&device, ContextFlags::default(), |phases| {
+        let ((pool, zeroed, copied), run) = phases.setup(|ctx| {
+            let pool = MemoryPool::device_default(ctx)?;
+            let zeroed = DeviceBuffer::<u8>::zeroed_in(ctx, &pool, 4 * mib)?;
+            let copied = ctx.from_slice_in(&pool, &host)?;
+            Ok::<_, Error>((pool, zeroed, copied))
+        })?;
+        let used = pool.used_bytes()?;
+        assert!(used >= before + 8 * mib as u64, "{used} vs {before}");
+        assert_eq!(copied.to_vec()?[123_456], 123_456);
+        drop(zeroed);
+        run.synchronize()?; // a free, had there been one, is stream-ordered
+        assert_eq!(
+            pool.used_bytes()?,
+            used,
+            "zeroed_in: dropped, still the pool's"
+        );
+        drop(copied);
+        run.synchronize()?;
+        assert_eq!(
+            pool.used_bytes()?,
+            used,
+            "from_slice_in: dropped, still the pool's"
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    assert_eq!(
+        default_pool_used(&device),
+        before,
+        "the teardown frees them"
+    );
+
+    // the unsafe form, with the escape hatches
+    {
+        with_phases(&device, ContextFlags::default(), |phases| {
+            let ((pool, raw), run) = phases.setup(|ctx| {
+                let pool = MemoryPool::device_default(ctx)?;
+                // SAFETY: never read.
+                let raw = unsafe { DeviceBuffer::<u8>::uninitialized_in(ctx, &pool, 4 * mib) }?;
+                Ok::<_, Error>((pool, raw))
+            })?;
+            let used = pool.used_bytes()?;
+            assert!(used >= before + 4 * mib as u64, "{used} vs {before}");
+            drop(raw);
+            run.synchronize()?;
+            assert_eq!(
+                pool.used_bytes()?,
+                used,
+                "uninitialized_in: dropped, still the pool's"
+            );
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+        assert_eq!(default_pool_used(&device), before, "the teardown frees it");
+    }
+}
+
+/// A pool of the program's, made in setup: a buffer made from it in setup stays in its
+/// used bytes when dropped in the run phase, while the scratch a scope takes from it goes
+/// back when the scope ends. The pool is destroyed (dropped) before the teardown frees the
+/// buffer; the driver releases its memory then, which the device's free memory shows.
+fn a_setup_pool_keeps_setup_buffers_until_the_teardown_and_scope_scratch_until_the_scope_ends() {
+    let device = gpu_or_skip!();
+    let mib = 1usize << 20;
+    let free_before = device_free(&device);
+    with_phases(&device, ContextFlags::default(), |phases| {
+        let ((pool, buf, stream), run) = phases.setup(|ctx| {
+            let pool = MemoryPool::with_max_size(ctx, 256 * mib)?;
+            let buf = ctx.zeroed_in::<u8>(&pool, 128 * mib)?;
+            Ok::<_, Error>((pool, buf, ctx.stream()?))
+        })?;
+        let used = pool.used_bytes()?;
+        assert!(used >= 128 * mib as u64, "{used}");
+        pool.reset_high_watermarks()?;
+        stream.scope(|s| s.alloc_zeroed_in::<u8>(&pool, 16 * mib).map(|_| ()))?;
+        stream.synchronize()?; // the scope's free is stream-ordered
+        assert!(
+            pool.used_high_watermark()? >= used + 16 * mib as u64,
+            "the scope's scratch came from the pool"
+        );
+        assert_eq!(
+            pool.used_bytes()?,
+            used,
+            "the scratch went back when the scope ended"
+        );
+        drop(buf);
+        run.synchronize()?;
+        assert_eq!(
+            pool.used_bytes()?,
+            used,
+            "dropped in the run phase: still the pool's"
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    // Pool memory outlives contexts: had the teardown not freed the buffer, its 128 MiB
+    // would still be taken here.
+    let free_after = device_free(&device);
+    assert!(
+        free_after + 32 * mib as u64 >= free_before,
+        "{free_before} bytes free before, {free_after} after"
+    );
+}
+
+/// Managed, pitched 2D and pitched 3D memory made during setup stays allocated when
+/// dropped in the run phase (the driver still knows each allocation, and the device's
+/// free memory does not grow); the teardown frees it (compute-sanitizer's leak check
+/// would name it otherwise).
+fn managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown() {
+    let device = gpu_or_skip!();
+    let mib = 1usize << 20;
+    with_phases(&device, ContextFlags::default(), |phases| {
+        let ((managed, flat, volume), run) = phases.setup(|ctx| {
+            Ok::<_, Error>((
+                ManagedBuffer::<u8>::from_slice(ctx, &vec![7u8; 64 * mib])?,
+                DeviceBuffer2D::<u8>::zeroed(ctx, 4096, 16 * 1024)?, // 64 MiB
+                DeviceBuffer3D::<u8>::zeroed(ctx, 1024, 1024, 64)?,  // 64 MiB
+            ))
+        })?;
+        assert_eq!(managed[64 * mib - 1], 7);
+        // SAFETY: the addresses are only given to cuPointerGetAttribute, which reads no memory.
+        let allocations = unsafe {
+            [
+                ("managed", managed.as_device().as_device_ptr(), 64 * mib),
+                ("2D", flat.as_device_ptr(), flat.pitch_bytes() * flat.height()),
+                ("3D", volume.as_device_ptr(), volume.pitch_bytes() * 1024 * 64),
+            ]
+        };
+        for (what, ptr, bytes) in allocations {
+            assert!(allocation_size(ptr) >= bytes, "{what}");
+        }
+        let free_before = common::free_memory();
+        drop(managed);
+        drop(flat);
+        drop(volume);
+        run.synchronize()?;
+        for (what, ptr, bytes) in allocations {
+            assert!(allocation_size(ptr) >= bytes, "{what}: dropped, still allocated");
+        }
+        let free_after = common::free_memory();
+        assert!(
+            free_after < free_before + 64 * mib,
+            "the pitched buffers' 128 MiB stayed taken: {free_before} bytes free before the drops, {free_after} after"
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
 fn main() -> std::process::ExitCode {
     use common::harness::{Needs, Test, run_serial};
     run_serial(vec![
@@ -110,6 +298,21 @@ fn main() -> std::process::ExitCode {
             name: "an_exhausted_scratch_pool_is_a_clear_error",
             needs: Needs::Gpu,
             body: an_exhausted_scratch_pool_is_a_clear_error,
+        },
+        Test {
+            name: "pool_buffers_of_the_setup_phase_are_freed_only_by_the_teardown",
+            needs: Needs::Gpu,
+            body: pool_buffers_of_the_setup_phase_are_freed_only_by_the_teardown,
+        },
+        Test {
+            name: "a_setup_pool_keeps_setup_buffers_until_the_teardown_and_scope_scratch_until_the_scope_ends",
+            needs: Needs::Gpu,
+            body: a_setup_pool_keeps_setup_buffers_until_the_teardown_and_scope_scratch_until_the_scope_ends,
+        },
+        Test {
+            name: "managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown",
+            needs: Needs::Gpu,
+            body: managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown,
         },
     ])
 }

@@ -272,10 +272,11 @@ fn raw_async(c: impl RawCopy, stream: sys::CUstream) -> impl FnMut() {
 }
 
 /// Alloc+free of `bytes` from `pool`, one at a time on the legacy stream.
-fn pool_row<'a>(
+fn pool_row<'a, 'ctx>(
     name: &'static str,
     bytes: usize,
-    pool: &'a MemoryPool<'_>,
+    ctx: ContextGuard<'ctx>,
+    pool: &'a MemoryPool<'ctx>,
     rs: &'a Arc<rc::CudaStream>,
 ) -> Row<'a> {
     // SAFETY: the raw column allocates from the pool, while it lives, only memory it frees.
@@ -286,7 +287,7 @@ fn pool_row<'a>(
         ours: Box::new(move || {
             per_op(1000, || {
                 // SAFETY: never read.
-                let buf = unsafe { DeviceBuffer::<u8>::uninitialized_in(pool, bytes) };
+                let buf = unsafe { DeviceBuffer::<u8>::uninitialized_in(ctx, pool, bytes) };
                 drop(black_box(buf.unwrap()))
             })
         }),
@@ -398,12 +399,14 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
         pool_row(
             "MemoryPool (own, threshold unlimited): alloc+free 1 KiB, DeviceBuffer::uninitialized_in",
             KIB,
+            ctx,
             pool,
             rs,
         ),
         pool_row(
             "MemoryPool (own, threshold unlimited): alloc+free 1 MiB, DeviceBuffer::uninitialized_in",
             MIB,
+            ctx,
             pool,
             rs,
         ),

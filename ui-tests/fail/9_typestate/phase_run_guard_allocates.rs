@@ -1,5 +1,6 @@
 // Rule: the run phase of `with_phases` allocates nothing: its guard,
-// `ContextGuard<'ctx, Run>`, has no allocating, loading or creating method.
+// `ContextGuard<'ctx, Run>`, is not `Allocating`, the bound of every method that
+// allocates, loads or creates, so calling one with it is that trait's error.
 //
 // Without it: "dynamic memory only during initialization" (AUTOSAR A18-5-5/A18-5-7,
 // MISRA C++:2023 21.6.1) would be a code-review rule instead of a compile error.
