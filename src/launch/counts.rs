@@ -48,7 +48,7 @@
 //! until the library is dropped (a few dozen bytes each).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::Function;
 use crate::driver::{self, CUfunction};
@@ -68,7 +68,7 @@ pub(crate) enum Count {
 
 struct Registry {
     /// Each loaded module's or library's table, by its handle.
-    owners: BTreeMap<usize, Arc<ParamTable>>,
+    owners: BTreeMap<usize, ParamTable>,
     /// Each function handle taken from an owner with a table: `(owner, count, bytes)`.
     functions: BTreeMap<usize, (usize, usize, Option<usize>)>,
 }
@@ -85,7 +85,7 @@ impl Registry {
         if table.is_empty() {
             self.owners.remove(&owner);
         } else {
-            self.owners.insert(owner, Arc::new(table));
+            self.owners.insert(owner, table);
         }
     }
 
