@@ -608,6 +608,7 @@ driver_table! {
         offset: *mut usize,
         size: *mut usize,
     );
+    optional(13020) fn cuFuncGetParamCount(f: CUfunction, count: *mut usize);
     required fn cuOccupancyMaxPotentialBlockSize(
         min_grid_size: *mut c_int,
         block_size: *mut c_int,
@@ -2064,6 +2065,10 @@ pub(crate) unsafe fn occupancy_block_size(
 /// The offset and size of parameter `index` of `f` (`cuFuncGetParamInfo`, CUDA 12.4), or
 /// `None` past its last parameter; `DriverTooOld` where the driver lacks the call.
 ///
+/// Past the last parameter the driver answers `CUDA_ERROR_INVALID_VALUE`, which
+/// compute-sanitizer reports as an API error: callers ask for an index at or past the
+/// count only where no count is known ([`func_param_count`], or the image's table).
+///
 /// # Safety
 /// `f` is live.
 #[inline]
@@ -2076,6 +2081,30 @@ pub(crate) unsafe fn func_param_info(
         0 => Ok(Some((offset, size))),
         INVALID_VALUE => Ok(None),
         raw => Err(failure("cuFuncGetParamInfo", raw)),
+    }
+}
+
+/// The number of parameters of `f` (`cuFuncGetParamCount`, CUDA 13.2); `DriverTooOld`
+/// where the driver lacks the call.
+///
+/// # Safety
+/// `f` is live.
+#[inline]
+pub(crate) unsafe fn func_param_count(f: CUfunction) -> Result<usize> {
+    let mut count = 0;
+    cu!(cuFuncGetParamCount(f, &mut count))?;
+    Ok(count)
+}
+
+/// Which of the two parameter queries the loaded driver has: `(cuFuncGetParamInfo,
+/// cuFuncGetParamCount)`; both `false` where no driver could be loaded.
+pub(crate) fn param_queries() -> (bool, bool) {
+    match api() {
+        Ok(api) => (
+            api.cuFuncGetParamInfo.is_some(),
+            api.cuFuncGetParamCount.is_some(),
+        ),
+        Err(_) => (false, false),
     }
 }
 
@@ -2407,7 +2436,7 @@ mod tests {
         assert_eq!(result, Ok(FAKE_RESULT));
         // every optional entry point of the fake is absent, and each says why
         let optional = api.optional_entries();
-        assert_eq!(optional.len(), 10, "{optional:?}");
+        assert_eq!(optional.len(), 11, "{optional:?}");
         assert!(
             optional
                 .iter()

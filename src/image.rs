@@ -97,6 +97,10 @@ use std::collections::HashSet;
 use std::fmt;
 use std::ops::Range;
 
+mod params;
+
+pub(crate) use params::ParamTable;
+
 /// What [`check`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {

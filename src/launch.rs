@@ -32,6 +32,8 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUfunc_st;
 
+pub(crate) mod counts;
+
 use crate::context::{Brand, CacheConfig};
 use crate::driver::{self, CUfunction};
 use crate::error::{Error, ErrorCode, Result};
@@ -225,6 +227,13 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// 12.4): the offset and size in bytes of each, in order. A driver older than 12.4
     /// answers with [`ErrorCode::DriverTooOld`].
     ///
+    /// The driver is asked only about parameters the kernel has, so the call provokes no
+    /// driver error (nothing for compute-sanitizer to report): the count comes from
+    /// `cuFuncGetParamCount` (CUDA 13.2) or, on older drivers, from the PTX or image the
+    /// module or library was loaded from. Only for a kernel whose image the crate cannot
+    /// read (see [`Module::kernel`](crate::Module::kernel)) is the driver asked one index
+    /// too far, the `CUDA_ERROR_INVALID_VALUE` that marks the end.
+    ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
     /// # fn main() -> cuda_brand::Result<()> {
@@ -240,14 +249,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// # }
     /// ```
     pub fn params(&self) -> Result<Vec<ParamInfo>> {
-        let mut all = Vec::new();
-        while all.len() <= MAX_C_PARAMS {
-            // SAFETY: the function is alive.
-            let next = unsafe { driver::func_param_info(self.raw(), all.len()) }?;
-            let Some((offset, size)) = next else { break };
-            all.push(ParamInfo { offset, size });
-        }
-        Ok(all)
+        driver_params(*self)
     }
 
     /// How many blocks of `block_threads` threads with `dynamic_shared_bytes` of dynamic
@@ -279,7 +281,8 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// wrong count or a wrong scalar width; it cannot catch a pointer to the wrong element
     /// type or a kernel that reads out of bounds, so the declaration stays `unsafe`. Where
     /// the driver cannot report them (older drivers; or the query fails) nothing is
-    /// checked.
+    /// checked. The driver is asked only about parameters the kernel has (see
+    /// [`Function::params`]), so a declaration provokes no driver error.
     ///
     /// # Safety
     /// As for [`Module::kernel`](crate::Module::kernel).
@@ -314,6 +317,19 @@ pub struct ParamInfo {
     pub size: usize,
 }
 
+/// The parameters of `function` as the driver lays them out, asking `cuFuncGetParamInfo`
+/// only about parameters the kernel has where their count is known (`counts`).
+fn driver_params(function: Function<'_, '_>) -> Result<Vec<ParamInfo>> {
+    let all = counts::read_params(counts::count_of(function), MAX_C_PARAMS, |index| {
+        // SAFETY: the function is alive (it borrows its module or library).
+        unsafe { driver::func_param_info(function.raw(), index) }
+    })?;
+    Ok(all
+        .into_iter()
+        .map(|(offset, size)| ParamInfo { offset, size })
+        .collect())
+}
+
 /// Checks the parameter list `P` against what the driver reports for `function` (see
 /// [`Function::typed`]); `Ok` where the driver cannot report it.
 fn check_declaration<P: KernelParams>(
@@ -322,19 +338,11 @@ fn check_declaration<P: KernelParams>(
 ) -> Result<()> {
     let mut declared = Vec::with_capacity(<P as sealed::Params>::C_PARAMS);
     <P as sealed::Params>::slots(&mut declared);
-    let mut actual = Vec::with_capacity(declared.len() + 1);
-    loop {
-        // SAFETY: the function is alive.
-        match unsafe { driver::func_param_info(function.raw(), actual.len()) } {
-            Ok(Some((offset, size))) => actual.push(ParamInfo { offset, size }),
-            Ok(None) => break,
-            // an older driver, or one that cannot say: nothing to check against
-            Err(_) => return Ok(()),
-        }
-        if actual.len() > MAX_C_PARAMS {
-            return Ok(());
-        }
-    }
+    let actual = match driver_params(function) {
+        Ok(actual) if actual.len() <= MAX_C_PARAMS => actual,
+        // an older driver, or one that cannot say: nothing to check against
+        _ => return Ok(()),
+    };
     match declaration_problem(&declared, &actual) {
         None => Ok(()),
         Some(problem) => Err(Error::with_detail(call, ErrorCode::InvalidValue, problem)),

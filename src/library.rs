@@ -48,8 +48,8 @@ use crate::context::ContextGuard;
 use crate::driver::{self, CUlib_st, CUlibrary};
 use crate::error::{Error, Result};
 use crate::jit::{self, JitArgs, JitLog, JitOptions};
-use crate::launch::{Function, Kernel, KernelParams};
-use crate::module::{aligned_image, c_name, check_image, ptx_text};
+use crate::launch::{Function, Kernel, KernelParams, counts};
+use crate::module::{Source, aligned_image, c_name, check_image, ptx_text};
 
 /// Code loaded for every context (`CUlibrary`, CUDA 12.0): from PTX text, or a cubin or
 /// fatbin image. Not branded: take its kernels for a context with [`Library::function`] or
@@ -88,7 +88,7 @@ impl Library {
         let text = ptx_text(CALL, ptx)?;
         let jit = JitArgs::new(CALL, options)?;
         // SAFETY: NUL-terminated text that outlives the call.
-        unsafe { Self::load(text.as_ptr().cast(), jit) }
+        unsafe { Self::load(text.as_ptr().cast(), jit, Source::Ptx(ptx)) }
     }
 
     /// Loads a cubin or fatbin image as a library after checking that every offset and
@@ -109,7 +109,7 @@ impl Library {
         let jit = JitArgs::new(CALL, options)?;
         // SAFETY: every offset and size the image holds was checked against its length;
         // the copy outlives the call (the driver keeps its own copy of a library's image).
-        unsafe { Self::load(aligned.as_ptr().cast(), jit) }
+        unsafe { Self::load(aligned.as_ptr().cast(), jit, Source::Image(image)) }
     }
 
     /// Loads a cubin or fatbin image as a library without checking its contents: only its
@@ -123,12 +123,17 @@ impl Library {
         let aligned = aligned_image("Library::from_binary", image)?;
         let jit = JitArgs::new("Library::from_binary", &JitOptions::default())?;
         // SAFETY: the caller promises a complete image; the copy outlives the call.
-        unsafe { Self::load(aligned.as_ptr().cast(), jit) }.map(|(library, _)| library)
+        unsafe { Self::load(aligned.as_ptr().cast(), jit, Source::Image(image)) }
+            .map(|(library, _)| library)
     }
 
     /// # Safety
     /// `image` is a complete image, as `driver::library_load_data` requires.
-    unsafe fn load(image: *const c_void, mut jit: JitArgs) -> Result<(Library, JitLog)> {
+    unsafe fn load(
+        image: *const c_void,
+        mut jit: JitArgs,
+        source: Source<'_>,
+    ) -> Result<(Library, JitLog)> {
         // SAFETY: the caller guarantees the image; `jit` is moved into the library, so it
         // outlives the call and the library.
         let raw = match unsafe { driver::library_load_data(image, &mut jit) } {
@@ -136,6 +141,8 @@ impl Library {
             Err(e) => return Err(jit::with_log(e, &jit.failure_log())),
         };
         let raw = driver::non_null("cuLibraryLoadData", raw)?;
+        // the kernels' parameter counts, for declarations (only on drivers that need them)
+        counts::remember(raw.as_ptr() as usize, || source.param_table());
         let log = jit.log();
         Ok((Library { raw, _jit: jit }, log))
     }
@@ -185,6 +192,7 @@ impl Library {
         // because `ctx` is current for the call.
         let raw = ctx.with_current(|| unsafe { driver::kernel_get_function(kernel.as_ptr()) })?;
         let raw = driver::non_null("cuKernelGetFunction", raw)?;
+        counts::note_function(self.raw.as_ptr() as usize, name, raw.as_ptr());
         // SAFETY: a function of the context `'ctx`, valid while the library stays loaded,
         // which the result borrows for `'l`.
         Ok(unsafe { Function::from_raw(raw) })
@@ -212,6 +220,8 @@ impl Library {
 
 impl Drop for Library {
     fn drop(&mut self) {
+        // before the unload, while no other library or module can have its handles
+        counts::forget(self.raw.as_ptr() as usize);
         // SAFETY: nothing uses the library any more: its functions and kernels borrow it,
         // and launches keep that borrow until their scope's stream is idle. Errors cannot
         // be reported from `drop`.

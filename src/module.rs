@@ -34,8 +34,9 @@ use cuda_driver_sys::{CUctx_st, CUmod_st};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUmodule};
 use crate::error::{Error, ErrorCode, Result};
+use crate::image::ParamTable;
 use crate::jit::{self, JitArgs, JitLog, JitOptions};
-use crate::launch::{Function, Kernel, KernelMut, KernelParams};
+use crate::launch::{Function, Kernel, KernelMut, KernelParams, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::phase::{Allocating, Phase};
 
@@ -60,7 +61,7 @@ impl<'ctx> Module<'ctx> {
     pub fn from_ptx<P: Allocating>(ctx: ContextGuard<'ctx, P>, ptx: &str) -> Result<Self> {
         let text = ptx_text("Module::from_ptx", ptx)?;
         // SAFETY: NUL-terminated text that outlives the call.
-        unsafe { Self::load(ctx, text.as_ptr().cast()) }
+        unsafe { Self::load(ctx, text.as_ptr().cast(), Source::Ptx(ptx)) }
     }
 
     /// As [`Module::from_ptx`], with the JIT compiler's `options` (optimization level,
@@ -92,7 +93,7 @@ impl<'ctx> Module<'ctx> {
         let text = ptx_text(CALL, ptx)?;
         let jit = JitArgs::new(CALL, options)?;
         // SAFETY: NUL-terminated text that outlives the call.
-        unsafe { Self::load_with(ctx, text.as_ptr().cast(), jit) }
+        unsafe { Self::load_with(ctx, text.as_ptr().cast(), jit, Source::Ptx(ptx)) }
     }
 
     /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) after checking that every
@@ -129,7 +130,7 @@ impl<'ctx> Module<'ctx> {
         let jit = JitArgs::new(CALL, options)?;
         // SAFETY: every offset and size the image holds was checked against its length;
         // the copy outlives the call.
-        unsafe { Self::load_with(ctx, aligned.as_ptr().cast(), jit) }
+        unsafe { Self::load_with(ctx, aligned.as_ptr().cast(), jit, Source::Image(image)) }
     }
 
     /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) without checking its
@@ -147,7 +148,7 @@ impl<'ctx> Module<'ctx> {
     ) -> Result<Self> {
         let aligned = aligned_image("Module::from_binary", image)?;
         // SAFETY: the caller promises a complete image; the copy outlives the call.
-        unsafe { Self::load(ctx, aligned.as_ptr().cast()) }
+        unsafe { Self::load(ctx, aligned.as_ptr().cast(), Source::Image(image)) }
     }
 
     /// # Safety
@@ -155,12 +156,13 @@ impl<'ctx> Module<'ctx> {
     unsafe fn load<P: Allocating>(
         ctx: ContextGuard<'ctx, P>,
         image: *const c_void,
+        source: Source<'_>,
     ) -> Result<Self> {
         // SAFETY: the caller guarantees the image; the module goes into `ctx`.
         // SAFETY: as above.
         let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load(image) }))?;
         let raw = loaded.map_err(|(e, log)| jit::with_log(e, &log))?;
-        Self::from_loaded(ctx, raw)
+        Self::from_loaded(ctx, raw, source)
     }
 
     /// # Safety
@@ -169,17 +171,24 @@ impl<'ctx> Module<'ctx> {
         ctx: ContextGuard<'ctx, P>,
         image: *const c_void,
         mut jit: JitArgs,
+        source: Source<'_>,
     ) -> Result<(Self, JitLog)> {
         // SAFETY: the caller guarantees the image; `jit` outlives the call; the module
         // goes into `ctx`.
         let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load_ex(image, &mut jit) }))?;
         let raw = loaded.map_err(|e| jit::with_log(e, &jit.failure_log()))?;
-        Ok((Self::from_loaded(ctx, raw)?, jit.log()))
+        Ok((Self::from_loaded(ctx, raw, source)?, jit.log()))
     }
 
-    fn from_loaded<P: Allocating>(ctx: ContextGuard<'ctx, P>, raw: CUmodule) -> Result<Self> {
+    fn from_loaded<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        raw: CUmodule,
+        source: Source<'_>,
+    ) -> Result<Self> {
         let raw = driver::non_null("cuModuleLoadDataEx", raw)?;
         let ctx = ctx.as_non_null();
+        // the kernels' parameter counts, for declarations (only on drivers that need them)
+        counts::remember(raw.as_ptr() as usize, || source.param_table());
         Ok(Module {
             raw,
             ctx,
@@ -222,6 +231,7 @@ impl<'ctx> Module<'ctx> {
             )
         })?;
         let raw = driver::non_null("cuModuleGetFunction", raw)?;
+        counts::note_function(self.raw.as_ptr() as usize, name, raw.as_ptr());
         // SAFETY: a function of this module, which the result borrows.
         Ok(unsafe { Function::from_raw(raw) })
     }
@@ -256,6 +266,22 @@ impl<'ctx> Module<'ctx> {
     /// parameters (CUDA 12.4 or newer), the declaration is also checked against them:
     /// their number, and the size and offset of each (see [`Function::typed`]); a
     /// mismatch is an error naming the parameter.
+    ///
+    /// # Under compute-sanitizer
+    ///
+    /// The check asks the driver only about parameters the kernel has, so declaring a
+    /// kernel provokes no driver error and a `compute-sanitizer` run with default options
+    /// stays clean. The number of parameters comes from `cuFuncGetParamCount` (CUDA 13.2
+    /// drivers) or, on CUDA 12.4 to 13.1 drivers, from what the module was loaded from:
+    /// the `.entry` signature of PTX ([`Module::from_ptx`], NVRTC's PTX), the
+    /// `EIATTR_KPARAM_INFO` records of a cubin's `.nv.info.<kernel>`, the uncompressed
+    /// entries of a fatbin ([`Module::from_binary`], checked or not; the same for
+    /// [`Library`](crate::Library)). Where none of these gives the kernel's count (every
+    /// entry of a fatbin compressed, `.nv.info` records this crate does not read, PTX it
+    /// does not understand, entries of one fatbin that disagree), the driver is asked once
+    /// past the last parameter, as before: one `CUDA_ERROR_INVALID_VALUE` that
+    /// compute-sanitizer reports (`--report-api-errors no` silences it). The check itself
+    /// is complete either way.
     pub unsafe fn kernel<P: KernelParams>(&self, name: &str) -> Result<Kernel<'_, 'ctx, P>> {
         let function = self.function(name)?;
         // SAFETY: the caller's promise is this function's.
@@ -388,6 +414,27 @@ pub(crate) fn ptx_text(call: &'static str, ptx: &str) -> Result<CString> {
     })
 }
 
+/// What a module or library was loaded from: where its kernels' parameter table comes
+/// from (see `launch::counts`).
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    /// PTX text.
+    Ptx(&'a str),
+    /// A cubin or fatbin image (checked or not: the table's reader bounds every read).
+    Image(&'a [u8]),
+}
+
+impl Source<'_> {
+    /// The parameter list of every kernel the text or image declares, as far as it can be
+    /// read.
+    pub(crate) fn param_table(self) -> ParamTable {
+        match self {
+            Source::Ptx(text) => ParamTable::from_ptx(text),
+            Source::Image(image) => ParamTable::from_image(image),
+        }
+    }
+}
+
 /// Checks every offset and size of a cubin or fatbin against the slice (`image::check`).
 pub(crate) fn check_image(call: &'static str, image: &[u8]) -> Result<()> {
     match crate::image::check(image) {
@@ -479,6 +526,8 @@ impl Module<'_> {
     /// What `drop` and `close` run: unloads the module in its own context.
     fn release(&self) -> Result<()> {
         let raw = self.raw();
+        // before the unload, while no other module can have this module's handles
+        counts::forget(raw as usize);
         // SAFETY: the brand keeps the context alive; nothing uses the module any more (its
         // functions and kernels borrow it, and launches keep that borrow until their
         // scope's stream is idle), and the module is not used again (dropped, or forgotten

@@ -4,8 +4,8 @@
 mod common;
 
 use cuda_brand::{
-    DeviceBuffer, ErrorCode, Event, EventFlags, FunctionAttribute, In, LaunchConfig, Module, Out,
-    Stream, StreamFlags,
+    ByValue, DeviceBuffer, ErrorCode, Event, EventFlags, FunctionAttribute, In, LaunchConfig,
+    Module, Out, Stream, StreamFlags,
 };
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
@@ -335,6 +335,95 @@ fn every_sample_kernel_runs_as_the_samples_module_documents() {
     });
 }
 
+/// A kernel taking a struct by value and an array by value, as nvcc writes them in PTX
+/// (`.param .align 8 .b8 p[16]`): `by_value(unsigned long long *out, size_t out_len,
+/// struct { unsigned long long a, b; } pair, unsigned n, struct { unsigned x, y, z; } v)`,
+/// which writes `a, b, n, x, y, z` to `out[0..6]`.
+const BY_VALUE_PTX: &str = "
+.version 7.4
+.target sm_52
+.address_size 64
+
+.visible .entry by_value(
+	.param .u64 by_value_param_0,
+	.param .u64 by_value_param_1,
+	.param .align 8 .b8 by_value_param_2[16],
+	.param .u32 by_value_param_3,
+	.param .align 4 .b8 by_value_param_4[12]
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [by_value_param_0];
+	ld.param.u64 	%rd2, [by_value_param_1];
+	setp.lt.u64 	%p1, %rd2, 6;
+	@%p1 bra 	$L__done;
+	ld.param.u64 	%rd3, [by_value_param_2];
+	ld.param.u64 	%rd4, [by_value_param_2+8];
+	ld.param.u32 	%r1, [by_value_param_3];
+	ld.param.u32 	%r2, [by_value_param_4];
+	ld.param.u32 	%r3, [by_value_param_4+4];
+	ld.param.u32 	%r4, [by_value_param_4+8];
+	cvta.to.global.u64 	%rd5, %rd1;
+	st.global.u64 	[%rd5], %rd3;
+	st.global.u64 	[%rd5+8], %rd4;
+	cvt.u64.u32 	%rd6, %r1;
+	st.global.u64 	[%rd5+16], %rd6;
+	cvt.u64.u32 	%rd6, %r2;
+	st.global.u64 	[%rd5+24], %rd6;
+	cvt.u64.u32 	%rd6, %r3;
+	st.global.u64 	[%rd5+32], %rd6;
+	cvt.u64.u32 	%rd6, %r4;
+	st.global.u64 	[%rd5+40], %rd6;
+$L__done:
+	ret;
+}
+";
+
+/// Parameters passed by value (a struct, an array) are laid out, checked and passed as C
+/// lays them out; their count comes from the PTX signature (or `cuFuncGetParamCount`), so
+/// reading them provokes no driver error.
+fn structs_and_arrays_by_value_are_declared_checked_and_passed() {
+    common::in_context(|ctx| {
+        let module = Module::from_ptx(ctx, BY_VALUE_PTX)?;
+        let driver = cuda_brand::driver_version()?;
+        if driver >= 12040 {
+            let params = module.function("by_value")?.params()?;
+            let layout: Vec<_> = params.iter().map(|p| (p.offset, p.size)).collect();
+            assert_eq!(layout, [(0, 8), (8, 8), (16, 16), (32, 4), (36, 12)]);
+            // a struct of the wrong size is refused, naming it
+            // SAFETY: refused before it could be launched.
+            let e = unsafe {
+                module.kernel::<(Out<u64>, ByValue<[u64; 3]>, u32, ByValue<[u32; 3]>)>("by_value")
+            }
+            .unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert!(
+                e.detail().unwrap().ends_with(
+                    "is declared as 24 bytes at offset 16; the kernel's is 16 bytes at offset 16"
+                ),
+                "{e}"
+            );
+        }
+        // SAFETY: by_value writes out[0..6] only, and only if out_len >= 6.
+        let kernel = unsafe {
+            module.kernel::<(Out<u64>, ByValue<[u64; 2]>, u32, ByValue<[u32; 3]>)>("by_value")
+        }?;
+        let mut out = ctx.zeroed::<u64>(6)?;
+        ctx.stream()?.scope(|s| {
+            s.launch(
+                &kernel,
+                LaunchConfig::linear(1, 1),
+                (&mut out, [7u64, 8], 9u32, [10u32, 11, 12]),
+            )
+        })?;
+        assert_eq!(out.to_vec()?, [7, 8, 9, 10, 11, 12]);
+        Ok(())
+    });
+}
+
 gpu_test_main!(
     vector_add_is_correct_for_every_element,
     a_reduction_sums_exactly,
@@ -347,4 +436,5 @@ gpu_test_main!(
     bad_launch_configurations_are_refused_before_the_driver,
     module_globals_are_read_and_written,
     every_sample_kernel_runs_as_the_samples_module_documents,
+    structs_and_arrays_by_value_are_declared_checked_and_passed,
 );

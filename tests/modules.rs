@@ -349,6 +349,108 @@ fn declarations_are_checked_against_the_kernels_parameters() {
     });
 }
 
+/// The kernels of `kernels/kernels.cu` and their C parameters as (offset, size), written
+/// out by hand from the C signatures.
+const KERNEL_PARAMS: [(&str, &[(usize, usize)]); 8] = [
+    // vector_add(const float*, size_t, const float*, size_t, float*, size_t)
+    (
+        "vector_add",
+        &[(0, 8), (8, 8), (16, 8), (24, 8), (32, 8), (40, 8)],
+    ),
+    // scale(float *x, size_t x_len, float k)
+    ("scale", &[(0, 8), (8, 8), (16, 4)]),
+    // sum_u64(const unsigned*, size_t, unsigned long long*, size_t)
+    ("sum_u64", &[(0, 8), (8, 8), (16, 8), (24, 8)]),
+    // empty(float*, size_t)
+    ("empty", &[(0, 8), (8, 8)]),
+    // empty8(float*, size_t, float*, size_t, const float*, size_t, const float*, size_t)
+    (
+        "empty8",
+        &[
+            (0, 8),
+            (8, 8),
+            (16, 8),
+            (24, 8),
+            (32, 8),
+            (40, 8),
+            (48, 8),
+            (56, 8),
+        ],
+    ),
+    // write_wild(float*, size_t)
+    ("write_wild", &[(0, 8), (8, 8)]),
+    // bump(int by)
+    ("bump", &[(0, 4)]),
+    // spin(long long cycles)
+    ("spin", &[(0, 8)]),
+];
+
+/// Checks every kernel's parameters as `params` reports them against [`KERNEL_PARAMS`].
+fn same_params(what: &str, params: impl Fn(&str) -> cuda_brand::Result<Vec<(usize, usize)>>) {
+    for (name, expected) in KERNEL_PARAMS {
+        let got = params(name).unwrap_or_else(|e| panic!("{what}, {name}: {e}"));
+        assert_eq!(got, expected, "{what}, {name}");
+    }
+    println!("{what}: every kernel's parameters are its C signature's");
+}
+
+fn layout(f: cuda_brand::Function<'_, '_>) -> cuda_brand::Result<Vec<(usize, usize)>> {
+    Ok(f.params()?.iter().map(|p| (p.offset, p.size)).collect())
+}
+
+/// Every way of loading kernels gives each its parameters as the C signature has them, and
+/// (run by `scripts/sanitize` under compute-sanitizer's default options) asks the driver
+/// only about parameters the kernel has: "ERROR SUMMARY: 0 errors". The count comes from
+/// `cuFuncGetParamCount` on CUDA 13.2 drivers, else from the PTX, cubin or fatbin itself.
+fn every_load_path_reads_each_kernels_parameters_without_a_driver_error() {
+    common::in_context(|ctx| {
+        if driver() < 12040 {
+            eprintln!("skipped: the driver is older than CUDA 12.4 (no cuFuncGetParamInfo)");
+            return Ok(());
+        }
+        let cc = ctx.device()?.compute_capability()?;
+        let module = Module::from_ptx(ctx, PTX)?;
+        same_params("Module::from_ptx", |n| layout(module.function(n)?));
+        let (module, _) = Module::from_ptx_with(ctx, PTX, &JitOptions::new())?;
+        same_params("Module::from_ptx_with", |n| layout(module.function(n)?));
+        let module = Module::from_binary(ctx, FATBIN)?;
+        same_params("Module::from_binary (fatbin)", |n| {
+            layout(module.function(n)?)
+        });
+        if (cc.major, cc.minor) == (9, 0) {
+            let module = Module::from_binary(ctx, CUBIN)?;
+            same_params("Module::from_binary (cubin)", |n| {
+                layout(module.function(n)?)
+            });
+            {
+                // SAFETY: the committed cubin, complete as nvcc wrote it.
+                let module = unsafe { Module::from_binary_unchecked(ctx, CUBIN) }?;
+                same_params("Module::from_binary_unchecked (cubin)", |n| {
+                    layout(module.function(n)?)
+                });
+            }
+        }
+        let library = Library::from_ptx(PTX)?;
+        same_params("Library::from_ptx", |n| layout(library.function(ctx, n)?));
+        let library = Library::from_binary(FATBIN)?;
+        same_params("Library::from_binary (fatbin)", |n| {
+            layout(library.function(ctx, n)?)
+        });
+        // the same function taken twice, and declared through each way
+        let module = Module::from_ptx(ctx, PTX)?;
+        let scale = module.function("scale")?;
+        assert_eq!(layout(scale)?, layout(module.function("scale")?)?);
+        // SAFETY: never launched; the declarations are the kernels' (kernels/kernels.cu).
+        unsafe {
+            scale.typed::<(Out<f32>, f32)>()?;
+            module.kernel::<(i64,)>("spin")?;
+            library.kernel::<(In<f32>, In<f32>, Out<f32>)>(ctx, "vector_add")?;
+        }
+        Ok(())
+    });
+}
+
+// ---- launch attributes ---------------------------------------------------------------
 // ---- launch attributes ---------------------------------------------------------------
 
 /// Whether the device launches clusters; if not, checks that a cluster launch says so.
@@ -833,6 +935,16 @@ __global__ void fill(T *x, size_t x_len, T v) {
             println!("log: {:?}", program.log());
             // SAFETY: add_n(float*, size_t, float) writes x[i] for i < x_len only.
             let add_n = unsafe { module.kernel::<(Out<f32>, f32)>("add_n") }?;
+            if driver() >= 12040 {
+                // read without a driver error: the count from NVRTC's PTX (or the driver)
+                let params = add_n.function().params()?;
+                let layout: Vec<_> = params.iter().map(|p| (p.offset, p.size)).collect();
+                assert_eq!(
+                    layout,
+                    [(0, 8), (8, 8), (16, 4)],
+                    "add_n(float*, size_t, float)"
+                );
+            }
             let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
             let stream = ctx.stream()?;
             stream.scope(|s| s.launch(&add_n, LaunchConfig::linear(1, 32), (&mut x, 1.0f32)))?;
@@ -854,6 +966,12 @@ __global__ void fill(T *x, size_t x_len, T v) {
                 // SAFETY: as above.
                 let add_n = unsafe { module.kernel::<(Out<f32>, f32)>("add_n") }?;
                 assert_eq!(add_n.function().binary_version()?, cc.major * 10 + cc.minor);
+                if driver() >= 12040 {
+                    // the count from NVRTC's cubin (its .nv.info records), or the driver
+                    let params = add_n.function().params()?;
+                    let layout: Vec<_> = params.iter().map(|p| (p.offset, p.size)).collect();
+                    assert_eq!(layout, [(0, 8), (8, 8), (16, 4)]);
+                }
                 stream
                     .scope(|s| s.launch(&add_n, LaunchConfig::linear(1, 32), (&mut x, 0.0f32)))?;
                 assert_eq!(x.to_vec()?, [6.75, 10.75, 14.75]);
@@ -876,6 +994,7 @@ gpu_test_main!(
     a_library_from_a_checked_cubin_runs_on_hopper,
     a_missing_library_kernel_is_an_error_naming_it,
     declarations_are_checked_against_the_kernels_parameters,
+    every_load_path_reads_each_kernels_parameters_without_a_driver_error,
     a_cluster_launch_gives_each_block_its_rank_in_the_cluster,
     cluster_launches_are_checked_before_the_driver,
     a_cooperative_launch_synchronizes_its_whole_grid,
@@ -904,6 +1023,7 @@ gpu_test_main!(
     a_library_from_a_checked_cubin_runs_on_hopper,
     a_missing_library_kernel_is_an_error_naming_it,
     declarations_are_checked_against_the_kernels_parameters,
+    every_load_path_reads_each_kernels_parameters_without_a_driver_error,
     a_cluster_launch_gives_each_block_its_rank_in_the_cluster,
     cluster_launches_are_checked_before_the_driver,
     a_cooperative_launch_synchronizes_its_whole_grid,

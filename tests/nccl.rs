@@ -205,6 +205,93 @@ fn one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly() {
     });
 }
 
+/// NCCL before 2.29.7 lost the trailing elements of a one-rank `ncclAvg` of floating-point
+/// numbers (NVIDIA/nccl issue 1950: 0.0 from element 65,536 on for 65,539 `f64` with NCCL
+/// 2.28.9); the crate runs those as `ncclSum`, exact. Every element of an all-reduce, a
+/// reduce and a reduce-scatter, out of place and in place, on a scope and in a group, is
+/// the input.
+fn one_rank_avg_of_65539_f64_is_the_input_in_every_element() {
+    one_rank(|ctx, comm| {
+        let v = nccl::version()?;
+        println!(
+            "NCCL {v}: {}",
+            if (v.major, v.minor, v.patch) < (2, 29, 7) {
+                "a one-rank Avg goes to NCCL as Sum"
+            } else {
+                "NCCL's own Avg"
+            }
+        );
+        let stream = ctx.stream()?;
+        let n = (1 << 16) + 3;
+        // distinct, exact, both signs, none of them 0.0 (the value the bug left behind)
+        let host: Vec<f64> = (0..n)
+            .map(|i| (i as f64 + 1.0) * if i % 3 == 0 { -0.5 } else { 0.25 })
+            .collect();
+        let src = ctx.from_slice(&host)?;
+        let same = |what: &str, buf: &DeviceBuffer<'_, f64>| -> Result<(), Error> {
+            let out = buf.to_vec()?;
+            assert_eq!(out.len(), n, "{what}");
+            for (i, (got, want)) in out.iter().zip(&host).enumerate() {
+                assert_eq!(got, want, "{what}, element {i} of {n}");
+            }
+            Ok(())
+        };
+        let mut outs = [
+            ctx.zeroed::<f64>(n)?,
+            ctx.zeroed::<f64>(n)?,
+            ctx.zeroed::<f64>(n)?,
+        ];
+        let mut in_place = [
+            ctx.from_slice(&host)?,
+            ctx.from_slice(&host)?,
+            ctx.from_slice(&host)?,
+        ];
+        stream.scope(|s| {
+            let [a, r, rs] = outs.each_mut();
+            s.all_reduce(comm, &src, a, ReduceOp::Avg)?;
+            s.reduce(comm, &src, r, ReduceOp::Avg, 0)?;
+            s.reduce_scatter(comm, &src, rs, ReduceOp::Avg)?; // 1 rank: n from n
+            let [a, r, rs] = in_place.each_mut();
+            s.all_reduce_in_place(comm, a, ReduceOp::Avg)?;
+            s.reduce_in_place(comm, r, ReduceOp::Avg, 0)?;
+            s.reduce_scatter_in_place(comm, rs, ReduceOp::Avg)
+        })?;
+        for (what, buf) in ["all-reduce", "reduce", "reduce-scatter"].iter().zip(&outs) {
+            same(what, buf)?;
+        }
+        for (what, buf) in ["all-reduce", "reduce", "reduce-scatter"]
+            .iter()
+            .zip(&in_place)
+        {
+            same(&format!("{what} in place"), buf)?;
+        }
+        // in a group, after other work on the same scope's stream
+        let mut grouped = [
+            ctx.zeroed::<f64>(n)?,
+            ctx.zeroed::<f64>(n)?,
+            ctx.zeroed::<f64>(n)?,
+        ];
+        let minus_one = ctx.from_slice(&vec![-1.0f64; n])?;
+        stream.scope(|s| {
+            let [a, r, rs] = grouped.each_mut();
+            let a = s.bind_mut(a);
+            s.copy_from_device(a, &minus_one)?;
+            group(|g| {
+                g.on(s).all_reduce(comm, &src, a, ReduceOp::Avg)?;
+                g.on(s).reduce(comm, &src, r, ReduceOp::Avg, 0)?;
+                g.on(s).reduce_scatter(comm, &src, rs, ReduceOp::Avg)
+            })
+        })?;
+        for (what, buf) in ["all-reduce", "reduce", "reduce-scatter"]
+            .iter()
+            .zip(&grouped)
+        {
+            same(&format!("{what} in a group"), buf)?;
+        }
+        comm.async_error()
+    });
+}
+
 fn send_and_receive_to_itself_inside_a_group() {
     one_rank(|ctx, comm| {
         let stream = ctx.stream()?;
@@ -939,6 +1026,11 @@ fn main() -> std::process::ExitCode {
             name: "one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly",
             needs: Needs::Gpu,
             body: one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly,
+        },
+        Test {
+            name: "one_rank_avg_of_65539_f64_is_the_input_in_every_element",
+            needs: Needs::Gpu,
+            body: one_rank_avg_of_65539_f64_is_the_input_in_every_element,
         },
         Test {
             name: "send_and_receive_to_itself_inside_a_group",

@@ -412,9 +412,12 @@ impl Core {
     /// are valid, admitted ([`Core::admit`]) or promised (`init_rank`) to match the peers,
     /// and left alone until the stream has run it.
     pub(crate) unsafe fn launch(&self, call: &Call, stream: CUstream) -> Result<()> {
+        let call = exact_one_rank(call, self.ranks, sys::version()?);
         let queue = || {
-            // SAFETY: the caller's promise; the communicator is alive (owned by `self`).
-            unsafe { sys::launch(self.raw.as_ptr(), call, stream) }
+            // SAFETY: the caller's promise (the call reads and writes what `call` did: the
+            // same kind, pointers, count and type); the communicator is alive (owned by
+            // `self`).
+            unsafe { sys::launch(self.raw.as_ptr(), &call, stream) }
         };
         // SAFETY: the context is alive (the communicator's brand), current for the call.
         let done = unsafe { sys::keep_stack(Some(self.ctx), queue) };
@@ -430,6 +433,30 @@ impl Core {
 
     pub(crate) fn ranks(&self) -> usize {
         self.ranks
+    }
+}
+
+/// The first NCCL whose one-rank `ncclAvg` writes every element: 2.29.7 (NVIDIA/nccl issue
+/// 1950, see [`ReduceOp::Avg`]).
+const ONE_RANK_AVG_FIXED: i32 = 22907;
+
+/// `call` as NCCL `version` is given it on a communicator of `ranks` ranks: a one-rank
+/// `Avg` reduction on an NCCL older than 2.29.7 becomes `Sum`, the exact path (the sum, and
+/// the average, over one rank is the input; NCCL runs it as a copy, or nothing in place).
+/// NCCL queues a one-rank collective when it is called, inside a group or not, whichever
+/// the operation: the substitute is queued exactly where the `ncclAvg` would have been.
+fn exact_one_rank(call: &Call, ranks: usize, version: i32) -> Call {
+    let reduces = matches!(
+        call.kind,
+        Kind::AllReduce | Kind::Reduce | Kind::ReduceScatter
+    );
+    if reduces && ranks == 1 && call.op == ReduceOp::Avg.raw() && version < ONE_RANK_AVG_FIXED {
+        Call {
+            op: ReduceOp::Sum.raw(),
+            ..*call
+        }
+    } else {
+        *call
     }
 }
 
@@ -943,5 +970,47 @@ mod tests {
         let e = UniqueId::try_from(&bytes[..100]).unwrap_err();
         assert_eq!(e.detail(), Some("an NCCL unique id is 128 bytes, not 100"));
         assert_eq!(format!("{id:?}"), "UniqueId(0200000000000000..)");
+    }
+
+    #[test]
+    fn a_one_rank_avg_becomes_sum_before_nccl_2_29_7_and_nothing_else_changes() {
+        let avg = |kind| Call {
+            op: ReduceOp::Avg.raw(),
+            ..call(kind, 65_539, 9, 0)
+        };
+        for kind in [Kind::AllReduce, Kind::Reduce, Kind::ReduceScatter] {
+            // PyTorch's NCCL 2.28.9, the last one with the bug, the oldest the crate loads
+            for version in [22809, 22906, sys::MINIMUM_NCCL] {
+                let sent = exact_one_rank(&avg(kind), 1, version);
+                assert_eq!(sent.op, ReduceOp::Sum.raw(), "{kind:?}, NCCL {version}");
+                assert_eq!(
+                    Call {
+                        op: avg(kind).op,
+                        ..sent
+                    },
+                    avg(kind),
+                    "only the operation changes"
+                );
+            }
+            // fixed in 2.29.7; several ranks never take the one-rank kernel
+            assert_eq!(exact_one_rank(&avg(kind), 1, 22907), avg(kind));
+            assert_eq!(exact_one_rank(&avg(kind), 1, 23004), avg(kind));
+            assert_eq!(exact_one_rank(&avg(kind), 2, 22809), avg(kind));
+        }
+        // other operations and kinds pass as they are
+        for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
+            let c = Call {
+                op: op.raw(),
+                ..call(Kind::AllReduce, 3, 9, 0)
+            };
+            assert_eq!(exact_one_rank(&c, 1, 22809), c);
+        }
+        for kind in [Kind::Broadcast, Kind::AllGather, Kind::Send, Kind::Recv] {
+            let c = Call {
+                op: ReduceOp::Avg.raw(),
+                ..call(kind, 3, 9, 0)
+            };
+            assert_eq!(exact_one_rank(&c, 1, 22809), c);
+        }
     }
 }

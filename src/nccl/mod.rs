@@ -197,6 +197,21 @@ pub enum ReduceOp {
     /// `ncclMin`.
     Min,
     /// `ncclAvg`: the sum divided by the rank count (integer division for integer types).
+    ///
+    /// **On one rank, exact whatever the NCCL.** The average over a communicator of one
+    /// rank is its input. NCCL older than 2.29.7 gets that wrong for floating-point types:
+    /// it runs a one-rank `ncclAvg` as a pre-multiplied sum in its `oneRankReduce` kernel,
+    /// which divides the elements among at most 32 blocks with a rounded-down share and
+    /// never writes the last `n % blocks` of them (NVIDIA/nccl issue 1950, fixed in NCCL
+    /// 2.29.7; measured with PyTorch's NCCL 2.28.9 on an H100: an all-reduce of 65,539
+    /// `f64` returned 0.0 from element 65,536 on). A silent corruption, so on those NCCL
+    /// versions the crate hands a one-rank `Avg` (all-reduce, reduce, reduce-scatter, in
+    /// place or not, inside a [`group`] or not) to NCCL as `ncclSum`, which NCCL runs as a
+    /// copy of the input (nothing, in place): every element exact, and queued where NCCL
+    /// queues the `ncclAvg` (at the call, even inside a group, for one rank). With several
+    /// ranks NCCL's `ncclAvg` runs unchanged: it takes the ordinary collective kernels,
+    /// not the one-rank one. Pinned by `tests/nccl.rs`
+    /// (`one_rank_avg_of_65539_f64_is_the_input_in_every_element`).
     Avg,
 }
 

@@ -142,11 +142,16 @@ pub fn free_memory() -> usize {
     free
 }
 
-/// True (after printing a notice) when the test runs under compute-sanitizer: tests that
-/// provoke a driver error on purpose skip there, because memcheck counts every failed API
-/// call as an error. They run, and assert the error, in the plain GPU run.
+/// True (after printing a notice) when the test runs under compute-sanitizer with its
+/// default options: tests that provoke a driver error on purpose skip there, because
+/// memcheck counts every failed API call as an error. They run, and assert the error, in
+/// the plain GPU run, and under compute-sanitizer with `--report-api-errors no`, which
+/// `scripts/sanitize` says with `CUDA_BRAND_SANITIZER_API_ERRORS=no` (it runs the tests that
+/// fault on purpose, the `fault` lines of `tests/DRIVER_ERRORS`, never under
+/// compute-sanitizer).
 pub fn under_sanitizer_skip(what: &str) -> bool {
-    let under = std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some();
+    let under = std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
+        && std::env::var_os("CUDA_BRAND_SANITIZER_API_ERRORS").is_none_or(|v| v != "no");
     if under {
         eprintln!("skipped under compute-sanitizer: {what} provokes a driver error on purpose");
     }
