@@ -29,7 +29,9 @@
 //! - String tables: start and end with NUL.
 //! - The one symbol table: `sh_entsize` 24, size a multiple of it, linked to `.strtab`;
 //!   every symbol's `st_name` inside it, `st_shndx` a section or `SHN_UNDEF`/`SHN_ABS`/
-//!   `SHN_COMMON`, and `st_value + st_size` inside its section for every defined symbol.
+//!   `SHN_COMMON`, and `st_value + st_size` inside its section for every defined symbol;
+//!   its binding local, global or weak and its type none, object, function, section or
+//!   file (the driver dispatches on both: an unknown kind crashed its lazy load).
 //! - Relocation tables (`SHT_REL` 16-byte, `SHT_RELA` 24-byte entries): linked to the
 //!   symbol table, applied to a `PROGBITS` section; every entry's symbol index in range and
 //!   `r_offset` plus 8 bytes (data relocation types 1-4 in data) or 16 bytes (any other
@@ -253,6 +255,12 @@ struct Section<'a> {
     /// The section's bytes (empty for `SHT_NOBITS`).
     data: &'a [u8],
 }
+
+/// The symbol bindings of a cubin: `STB_LOCAL`, `STB_GLOBAL`, `STB_WEAK`.
+const SYMBOL_BINDS: [u8; 3] = [0, 1, 2];
+/// The symbol types of a cubin: `STT_NOTYPE`, `STT_OBJECT`, `STT_FUNC`, `STT_SECTION`,
+/// `STT_FILE`.
+const SYMBOL_TYPES: [u8; 5] = [0, 1, 2, 3, 4];
 
 struct Symbol {
     name: u32,
@@ -717,6 +725,20 @@ fn check_symbols(elf: &mut Elf<'_>) -> R {
             value: u64_at(s.data, at + 8, &what)?,
             size: u64_at(s.data, at + 16, &what)?,
         };
+        // The binding and type the driver dispatches on: only the ELF kinds nvcc and NVRTC
+        // write (a cubin's symbols are local or global, and no type beyond a file, section,
+        // function, object or none). The driver trusts the rest: a data symbol of the fatbin
+        // fuzz with binding 4 and type 11 passed the other checks and crashed the driver's
+        // (lazy) load of the kernel that uses it, inside `cuModuleGetFunction`.
+        let info = s.data[at + 4];
+        let (bind, typ) = (info >> 4, info & 0xf);
+        if !SYMBOL_BINDS.contains(&bind) || !SYMBOL_TYPES.contains(&typ) {
+            return Err(format!(
+                "symbol {n} has binding {bind} and type {typ}; a cubin's symbols are bound \
+                 {SYMBOL_BINDS:?} (local, global, weak) with types {SYMBOL_TYPES:?} (none, \
+                 object, function, section, file)"
+            ));
+        }
         if sym.name as usize >= st.data.len() {
             return Err(format!(
                 "symbol {n}'s name offset {} is past the end of the {}-byte .strtab",
@@ -2047,6 +2069,41 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// The fatbin fuzz's crash (mutation 5364 of seed 54324596601450509 on an H100, driver
+    /// 580): one byte, the `st_info` of the data symbol `table`, from 0x01 (local object) to
+    /// 0x4b (binding 4, type 11). The driver crashed in `cuModuleGetFunction("bump")`.
+    #[test]
+    fn symbols_of_unknown_binding_or_type_are_refused() {
+        for image in [CUBIN, FATBIN] {
+            let elf_at = if image == FATBIN {
+                image.windows(4).position(|w| w == ELF_MAGIC).unwrap()
+            } else {
+                0
+            };
+            let elf = &image[elf_at..];
+            let shoff = u64::from_le_bytes(elf[0x28..0x30].try_into().unwrap()) as usize;
+            let shnum = usize::from(u16::from_le_bytes(elf[0x3c..0x3e].try_into().unwrap()));
+            let symtab = (0..shnum)
+                .map(|i| shoff + i * 64)
+                .find(|&o| u32::from_le_bytes(elf[o + 4..o + 8].try_into().unwrap()) == SHT_SYMTAB)
+                .unwrap();
+            let off = u64::from_le_bytes(elf[symtab + 24..symtab + 32].try_into().unwrap());
+            let size = u64::from_le_bytes(elf[symtab + 32..symtab + 40].try_into().unwrap());
+            let mut changed = 0;
+            for n in 1..(size / 24) as usize {
+                let info = elf_at + off as usize + n * 24 + 4;
+                for bad in [0x4b, 0x41, 0x0b, 0x31, 0x15] {
+                    let mut m = image.to_vec();
+                    m[info] = bad;
+                    let e = check(&m).unwrap_err().to_string();
+                    assert!(e.contains(&format!("symbol {n} has binding")), "{e}");
+                    changed += 1;
+                }
+            }
+            assert!(changed > 50);
         }
     }
 

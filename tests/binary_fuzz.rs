@@ -20,7 +20,8 @@
 //! which pass the check and reach the driver).
 //!
 //! Knobs: `CUDA_BRAND_FUZZ_COUNT` (images per kind, default 10000), `CUDA_BRAND_FUZZ_SEED`
-//! (default fixed), `CUDA_BRAND_FUZZ_STANDIN=1` (no GPU: children answer `driver StandIn`,
+//! (default fixed), `CUDA_BRAND_FUZZ_TRACE=1` (children print each driver step on stderr; with
+//! `CUDA_BRAND_FUZZ_CHILD=crash-NAME-N.bin` a child loads one saved crashing image), `CUDA_BRAND_FUZZ_STANDIN=1` (no GPU: children answer `driver StandIn`,
 //! except that one image in 997 aborts its child, to exercise this harness itself).
 //!
 //! Skips without a device (fails with `CUDA_BRAND_REQUIRE_GPU=1`) and under
@@ -87,7 +88,13 @@ fn main() -> std::process::ExitCode {
 
 /// The child: loads each image of the batch at `path`, printing one line per image.
 fn fuzz_child(path: &Path) {
-    let images = read_batch(path);
+    // a saved crashing image (`crash-*.bin`) is one raw image, not a batch
+    let images = match path.extension() {
+        Some(ext) if ext == "bin" => vec![fs::read(path).unwrap()],
+        _ => read_batch(path),
+    };
+    // CUDA_BRAND_FUZZ_TRACE=1: each step on stderr, unbuffered, to see where a crash is
+    let trace = std::env::var_os("CUDA_BRAND_FUZZ_TRACE").is_some();
     if std::env::var_os(STANDIN_VAR).is_some() {
         for image in &images {
             if fnv(image) % 997 == 0 {
@@ -103,14 +110,26 @@ fn fuzz_child(path: &Path) {
         ContextFlags::default(),
         |ctx| -> Result<(), Error> {
             for image in &images {
+                if trace {
+                    eprintln!("trace: Module::from_binary ({} bytes)", image.len());
+                }
                 let line = match Module::from_binary(ctx, image) {
                     Ok(module) => {
                         // each kernel's parameters, as a declaration reads them: the count
                         // from the mutated image's own table (on CUDA 12.4-13.1 drivers),
                         // then the driver's layout; whatever they say, nothing may crash
                         for name in KERNELS {
+                            if trace {
+                                eprintln!("trace: Module::function({name})");
+                            }
                             if let Ok(f) = module.function(name) {
-                                let _ = f.params();
+                                if trace {
+                                    eprintln!("trace: Function::params ({name})");
+                                }
+                                let params = f.params();
+                                if trace {
+                                    eprintln!("trace: {params:?}");
+                                }
                             }
                         }
                         drop(module);
