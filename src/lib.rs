@@ -63,6 +63,16 @@
 //!    [`StreamScope::copy_from_peer`] are the only operations naming two brands, and a
 //!    kernel reaches another context's memory only through a view of a [`PeerAccess`]
 //!    (`6_devices`).
+//! 7. **Your own types in GPU memory are plain data**: [`derive@DeviceCopy`] takes a
+//!    `#[repr(C)]` struct of `DeviceCopy` fields without padding, and refuses everything
+//!    a kernel could make invalid or that would carry host memory (`7_derive`).
+//! 8. **A graph holds what it captured for its whole life**: [`ContextGuard::capture`]
+//!    borrows what the graph's work touches for as long as the graph exists, lending it
+//!    back only between replays; host functions borrow like every operation of their
+//!    scope (`8_graphs`).
+//! 9. **States in types: events, deadlines and phases**: only a [`Recorded`] proof is
+//!    waited for or timed, a deadline scope ([`Stream::scope_within`]) never returns early,
+//!    and the run phase of [`with_phases`] cannot allocate, load or create (`9_typestate`).
 //!
 //! Rule 2, as in `ui-tests/fail/2_one_context/buffers_of_two_contexts_copied.rs`: a buffer
 //! of context `a` cannot take a copy of a buffer of context `b`.
