@@ -18,7 +18,7 @@ fn main() -> cuda_brand::Result<()> {
     with_context(&device, ContextFlags::default(), |ctx| {
         let pool = MemoryPool::new(ctx)?;
         // SAFETY: (the case is about the lint, not the promise)
-        let mut buf = unsafe { DeviceBuffer::<u32>::uninitialized_in(&pool, 16) }?;
+        let mut buf = unsafe { DeviceBuffer::<u32>::uninitialized_in(ctx, &pool, 16) }?;
         buf.fill(0)?;
         Ok(())
     })
