@@ -241,7 +241,7 @@ struct GraphsStayOnTheirThread<T = ()> {
 /// The rule that [`GraphsStayOnTheirThread`] stands for, as the compiler states it.
 /// Implemented by nothing.
 #[diagnostic::on_unimplemented(
-    message = "a graph stays on its thread: a `Capture`, `Graph` or `ExecGraph` cannot be sent to or shared with another thread",
+    message = "a `Capture`, `Graph` or `ExecGraph` stays on its thread: it cannot be sent to or shared with another thread",
     label = "the graph would reach another thread here",
     note = "the driver's graph objects are not thread-safe: launch a graph on the thread that made it, or make one per thread",
     note = "see the guide, chapter 10 (`cuda_brand::guide`)"

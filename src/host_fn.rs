@@ -304,7 +304,7 @@ pub(crate) mod sealed {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoHostRef`: the trait is sealed",
         note = "only slices and the crate's host views are read by GPU work, so that no user type decides which host memory a copy reads",
-        note = "see the guide, chapter 10 (`cuda_brand::guide`)"
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoHostRef<'a, T> {
         fn into_host_ref(self) -> HostRef<'a, T>;
@@ -313,7 +313,7 @@ pub(crate) mod sealed {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoHostMut`: the trait is sealed",
         note = "only slices and the crate's host views are written by GPU work, so that no user type decides which host memory a copy writes",
-        note = "see the guide, chapter 10 (`cuda_brand::guide`)"
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoHostMut<'a, T> {
         fn into_host_mut(self) -> HostMut<'a, T>;
