@@ -90,10 +90,31 @@ unsafe impl Sync for Handle {}
 
 /// Makes [`ContextGuard`] neither `Send` nor `Sync`. Named after the fix, because the
 /// compiler quotes this name when a guard is sent to or shared with another thread.
+///
+/// The field alone would do it, but the compiler would then begin its error with
+/// "`*const ()` cannot be sent between threads safely". The two impls below, whose bound
+/// nothing implements, make it begin with [`CrossesThreads`]'s message instead.
+/// (`T` is only there because a bound on a type without parameters is checked where it
+/// is written; it is always `()`.)
 #[derive(Clone, Copy)]
-struct UseShareToCrossThreads {
-    _not_send: PhantomData<*const ()>,
+struct UseShareToCrossThreads<T = ()> {
+    _not_send: PhantomData<(*const (), T)>,
 }
+
+/// The rule that [`UseShareToCrossThreads`] stands for, as the compiler states it.
+/// Implemented by nothing, so that the marker is neither `Send` nor `Sync`.
+#[diagnostic::on_unimplemented(
+    message = "a `ContextGuard` stays on its thread: it cannot be sent to or shared with another thread",
+    label = "the guard would reach another thread here",
+    note = "to use the context on another thread, share it: `let shared = ctx.share();`, and in a scoped thread `shared.enter(|ctx| ...)`",
+    note = "see the guide, chapter 4 (`cuda_brand::guide`)"
+)]
+trait CrossesThreads {}
+
+// SAFETY: never holds: nothing implements `CrossesThreads`.
+unsafe impl<T> Send for UseShareToCrossThreads<T> where Self: CrossesThreads {}
+// SAFETY: as above.
+unsafe impl<T> Sync for UseShareToCrossThreads<T> where Self: CrossesThreads {}
 
 /// A context's guard that may cross threads: `Copy + Send + Sync`, with the same brand.
 ///

@@ -78,7 +78,8 @@ mod sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a kind of event",
     label = "not an event kind",
-    note = "an event is `Event<'ctx, Timing>` (records timestamps) or `Event<'ctx, NoTiming>` (does not)"
+    note = "an event is `Event<'ctx, Timing>` (records timestamps) or `Event<'ctx, NoTiming>` (does not)",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait EventKind: sealed::Kind + Send + Sync + 'static {}
 
@@ -108,7 +109,8 @@ impl EventKind for NoTiming {}
 #[diagnostic::on_unimplemented(
     message = "an event created without timing cannot be timed",
     label = "`elapsed_ms` needs events of kind `Timing`, this one is `{Self}`",
-    note = "make both events that `elapsed_ms` measures with `ctx.event()` or `Event::new` (kind `Timing`); `ctx.event_without_timing()` makes events that only order streams and wait"
+    note = "make both events that `elapsed_ms` measures with `ctx.event()` or `Event::new` (kind `Timing`); `ctx.event_without_timing()` makes events that only order streams and wait",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait Timed: EventKind {}
 impl Timed for Timing {}

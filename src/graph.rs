@@ -229,9 +229,29 @@ pub struct Capture<'c, 'g: 'c, 'ctx: 'g> {
 /// Makes [`Capture`], [`Graph`] and [`ExecGraph`] neither `Send` nor `Sync` (the driver's
 /// graph objects are not thread-safe); named after the rule, because the compiler quotes
 /// this name when one is sent to or shared with another thread.
-struct GraphsStayOnTheirThread {
-    _not_send: PhantomData<*const ()>,
+///
+/// The two impls below, whose bound nothing implements, make the compiler begin that error
+/// with [`CrossesThreads`]'s message rather than "`*const ()` cannot be sent between
+/// threads safely" (the field's reason). `T` is always `()`: a bound on a type without
+/// parameters would be checked where it is written.
+struct GraphsStayOnTheirThread<T = ()> {
+    _not_send: PhantomData<(*const (), T)>,
 }
+
+/// The rule that [`GraphsStayOnTheirThread`] stands for, as the compiler states it.
+/// Implemented by nothing.
+#[diagnostic::on_unimplemented(
+    message = "a `Capture`, `Graph` or `ExecGraph` stays on its thread: it cannot be sent to or shared with another thread",
+    label = "the graph would reach another thread here",
+    note = "the driver's graph objects are not thread-safe: launch a graph on the thread that made it, or make one per thread",
+    note = "see the guide, chapter 10 (`cuda_brand::guide`)"
+)]
+trait CrossesThreads {}
+
+// SAFETY: never holds: nothing implements `CrossesThreads`.
+unsafe impl<T> Send for GraphsStayOnTheirThread<T> where Self: CrossesThreads {}
+// SAFETY: as above.
+unsafe impl<T> Sync for GraphsStayOnTheirThread<T> where Self: CrossesThreads {}
 
 /// A driver handle. `Send` and `Sync` only so that the compiler's explanation of why graphs
 /// are not names the rule (`GraphsStayOnTheirThread`), not a raw pointer.

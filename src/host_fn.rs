@@ -283,7 +283,8 @@ impl<'a, T> HostMut<'a, T> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not host memory this scope may read",
     label = "expected `&slice`, a `HostRef` or a `HostMut` of this scope",
-    note = "a `Vec` or an array is passed as a slice: `&v[..]`"
+    note = "a `Vec` or an array is passed as a slice: `&v[..]`",
+    note = "see the guide, chapter 10 (`cuda_brand::guide`)"
 )]
 pub trait IntoHostRef<'a, T>: sealed::IntoHostRef<'a, T> {}
 
@@ -292,7 +293,8 @@ pub trait IntoHostRef<'a, T>: sealed::IntoHostRef<'a, T> {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not host memory this scope may write",
     label = "expected `&mut slice` or a `HostMut` of this scope",
-    note = "a `Vec` or an array is passed as a slice: `&mut v[..]`"
+    note = "a `Vec` or an array is passed as a slice: `&mut v[..]`",
+    note = "see the guide, chapter 10 (`cuda_brand::guide`)"
 )]
 pub trait IntoHostMut<'a, T>: sealed::IntoHostMut<'a, T> {}
 
@@ -301,7 +303,8 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoHostRef`: the trait is sealed",
-        note = "only slices and the crate's host views are read by GPU work, so that no user type decides which host memory a copy reads"
+        note = "only slices and the crate's host views are read by GPU work, so that no user type decides which host memory a copy reads",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoHostRef<'a, T> {
         fn into_host_ref(self) -> HostRef<'a, T>;
@@ -309,7 +312,8 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoHostMut`: the trait is sealed",
-        note = "only slices and the crate's host views are written by GPU work, so that no user type decides which host memory a copy writes"
+        note = "only slices and the crate's host views are written by GPU work, so that no user type decides which host memory a copy writes",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoHostMut<'a, T> {
         fn into_host_mut(self) -> HostMut<'a, T>;

@@ -747,7 +747,8 @@ pub struct ByValue<T>(PhantomData<T>);
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a kernel parameter",
     label = "not a kernel parameter",
-    note = "a parameter is `In<T>` (a slice the kernel reads), `Out<T>` (a slice it writes), a primitive number, or `ByValue<T>` for a `#[repr(C)]` struct that is `DeviceCopy`"
+    note = "a parameter is `In<T>` (a slice the kernel reads), `Out<T>` (a slice it writes), a primitive number, or `ByValue<T>` for a `#[repr(C)]` struct that is `DeviceCopy`",
+    note = "see the guide, chapter 6 (`cuda_brand::guide`)"
 )]
 pub trait KernelParam: sealed::Param {}
 
@@ -755,7 +756,8 @@ pub trait KernelParam: sealed::Param {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a kernel parameter list",
     label = "not a parameter list",
-    note = "declare the parameters as a tuple of `In<T>`, `Out<T>`, numbers and `ByValue<T>`, 1 to 12 of them; a single parameter is `(In<f32>,)`"
+    note = "declare the parameters as a tuple of `In<T>`, `Out<T>`, numbers and `ByValue<T>`, 1 to 12 of them; a single parameter is `(In<f32>,)`",
+    note = "see the guide, chapter 6 (`cuda_brand::guide`)"
 )]
 pub trait KernelParams: sealed::Params {}
 
@@ -764,7 +766,8 @@ pub trait KernelParams: sealed::Params {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter declared as `{P}`",
     label = "the kernel's declaration says `{P}` here",
-    note = "`In<T>` takes `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut`; `Out<T>` takes `&mut buffer`, `&mut buffer[range]` or a `DeviceMut`; a scalar parameter takes a value of exactly its type"
+    note = "`In<T>` takes `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut`; `Out<T>` takes `&mut buffer`, `&mut buffer[range]` or a `DeviceMut`; a scalar parameter takes a value of exactly its type",
+    note = "see the guide, chapter 6 (`cuda_brand::guide`)"
 )]
 pub trait KernelArg<'scope, 'ctx, P: KernelParam>: sealed::Arg<'scope, 'ctx, P> {}
 
@@ -772,7 +775,8 @@ pub trait KernelArg<'scope, 'ctx, P: KernelParam>: sealed::Arg<'scope, 'ctx, P> 
 /// Sealed: the crate builds the `void**` array the driver reads.
 #[diagnostic::on_unimplemented(
     message = "these arguments do not match the kernel's declared parameters `{P}`",
-    note = "pass a tuple with one argument per declared parameter, in order (a one-parameter kernel takes `(arg,)`)"
+    note = "pass a tuple with one argument per declared parameter, in order (a one-parameter kernel takes `(arg,)`)",
+    note = "see the guide, chapter 6 (`cuda_brand::guide`)"
 )]
 pub trait KernelArgs<'scope, 'ctx, P: KernelParams>: sealed::Args<'scope, 'ctx, P> {}
 
@@ -782,7 +786,8 @@ pub trait KernelArgs<'scope, 'ctx, P: KernelParams>: sealed::Args<'scope, 'ctx, 
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be launched in this scope",
     label = "not a kernel of this scope",
-    note = "launch `&kernel` for a `Kernel`; a `KernelMut` (a kernel that writes its module's globals) is launched as `&mut kernel`, or bound once with `s.bind_kernel(&mut kernel)` and then launched any number of times"
+    note = "launch `&kernel` for a `Kernel`; a `KernelMut` (a kernel that writes its module's globals) is launched as `&mut kernel`, or bound once with `s.bind_kernel(&mut kernel)` and then launched any number of times",
+    note = "see the guide, chapter 8 (`cuda_brand::guide`)"
 )]
 pub trait Launch<'scope, 'ctx, P: KernelParams>: sealed::Launch<'scope, 'ctx, P> {}
 
@@ -807,7 +812,8 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `KernelParam`: the trait is sealed",
-        note = "only the crate's parameter kinds (`In<T>`, `Out<T>`, `ByValue<T>`, the numbers) exist, so that no user type decides how many C parameters a kernel gets or where their bytes are"
+        note = "only the crate's parameter kinds (`In<T>`, `Out<T>`, `ByValue<T>`, the numbers) exist, so that no user type decides how many C parameters a kernel gets or where their bytes are",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait Param {
         /// C parameters this one stands for (a slice is two: pointer and length).
@@ -830,7 +836,8 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `KernelParams`: the trait is sealed",
-        note = "a parameter list is a tuple of the crate's parameter kinds"
+        note = "a parameter list is a tuple of the crate's parameter kinds",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait Params {
         /// The number of C parameters.
@@ -841,7 +848,8 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `KernelArg`: the trait is sealed",
-        note = "only the crate's buffers, views and numbers can be kernel arguments, so that no user type decides which pointer or length reaches the driver"
+        note = "only the crate's buffers, views and numbers can be kernel arguments, so that no user type decides which pointer or length reaches the driver",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait Arg<'scope, 'ctx, P: Param> {
         /// The argument's bytes, and the memory it touches.
@@ -850,7 +858,8 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `KernelArgs`: the trait is sealed",
-        note = "the crate builds the `void**` array the driver reads, from tuples of kernel arguments only"
+        note = "the crate builds the `void**` array the driver reads, from tuples of kernel arguments only",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait Args<'scope, 'ctx, P> {
         /// Lays the arguments out, then calls `launch` with the memory each touches and
@@ -861,7 +870,8 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `Launch`: the trait is sealed",
-        note = "only declared kernels (`&Kernel`, `&mut KernelMut`, `ScopedKernel`) can be launched, so that no user type decides which function or limits reach the driver"
+        note = "only declared kernels (`&Kernel`, `&mut KernelMut`, `ScopedKernel`) can be launched, so that no user type decides which function or limits reach the driver",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait Launch<'scope, 'ctx, P> {
         fn target(&self) -> Target;

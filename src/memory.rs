@@ -63,7 +63,8 @@ use crate::staging;
     message = "`{Self}` cannot live in GPU memory: it is not `DeviceCopy`",
     label = "not plain data the GPU may read and write",
     note = "the GPU may write any bytes, so only types for which every bit pattern is a value may live there: numbers, arrays and tuples of them, and `#[repr(C)]` structs of them with `#[derive(DeviceCopy)]`",
-    note = "`bool`, `char`, references, pointers and `NonZero*` are not: store a `u8` for a flag, a `u32` for a character"
+    note = "`bool`, `char`, references, pointers and `NonZero*` are not: store a `u8` for a flag, a `u32` for a character",
+    note = "see the guide, chapter 8 (`cuda_brand::guide`)"
 )]
 pub unsafe trait DeviceCopy: Copy + 'static {
     /// Whether every byte of the type belongs to a value, recursively: true for the
@@ -115,7 +116,8 @@ device_copy_tuple!(A, B, C, D, E, F);
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be filled by the driver's memset",
     label = "`fill` needs an 8-, 16- or 32-bit number",
-    note = "the driver fills with 1-, 2- or 4-byte patterns: `u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `f32`; for other types copy a host slice of the value instead"
+    note = "the driver fills with 1-, 2- or 4-byte patterns: `u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `f32`; for other types copy a host slice of the value instead",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait Memset: DeviceCopy + sealed::Sealed {}
 
@@ -148,7 +150,8 @@ pub(crate) mod sealed {
     /// The driver's fill pattern of a `Memset` type; private, so no other type can be one.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `Memset`: the trait is sealed",
-        note = "the driver fills with 1-, 2- or 4-byte patterns, and only the crate's 8-, 16- and 32-bit numbers provide one"
+        note = "the driver fills with 1-, 2- or 4-byte patterns, and only the crate's 8-, 16- and 32-bit numbers provide one",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait Sealed {
         fn pattern(self) -> crate::driver::Pattern;

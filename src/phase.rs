@@ -160,7 +160,8 @@ pub trait Phase: sealed::Phase + Copy {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot allocate, load or create: this guard is in the run phase",
     label = "a run-phase guard, given where a guard that may allocate is needed",
-    note = "in `with_phases`, every buffer, pool, stream, event and module is made in `Phases::setup`: move this there"
+    note = "in `with_phases`, every buffer, pool, stream, event and module is made in `Phases::setup`: move this there",
+    note = "see `cuda_brand::phase`"
 )]
 pub trait Allocating: Phase {
     /// Whether memory made with this guard is freed only by the teardown.

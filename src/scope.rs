@@ -143,9 +143,29 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
 /// Makes [`StreamScope`] neither `Send` nor `Sync` (its state is behind locks only so that
 /// this is its one non-thread-safe part). Named after the rule, because the compiler quotes
 /// this name when a scope is sent to or shared with another thread.
-struct ScopesStayOnTheirThread {
-    _not_send: PhantomData<*const ()>,
+///
+/// The two impls below, whose bound nothing implements, make the compiler begin that error
+/// with [`CrossesThreads`]'s message rather than "`*const ()` cannot be sent between
+/// threads safely" (the field's reason). `T` is always `()`: a bound on a type without
+/// parameters would be checked where it is written.
+struct ScopesStayOnTheirThread<T = ()> {
+    _not_send: PhantomData<(*const (), T)>,
 }
+
+/// The rule that [`ScopesStayOnTheirThread`] stands for, as the compiler states it.
+/// Implemented by nothing.
+#[diagnostic::on_unimplemented(
+    message = "a `StreamScope` stays on the thread that opened it: it cannot be sent to or shared with another thread",
+    label = "the scope would reach another thread here",
+    note = "give the other thread its own stream, and open a scope there (a `Stream` is `Send` and `Sync`)",
+    note = "see the guide, chapter 4 (`cuda_brand::guide`)"
+)]
+trait CrossesThreads {}
+
+// SAFETY: never holds: nothing implements `CrossesThreads`.
+unsafe impl<T> Send for ScopesStayOnTheirThread<T> where Self: CrossesThreads {}
+// SAFETY: as above.
+unsafe impl<T> Sync for ScopesStayOnTheirThread<T> where Self: CrossesThreads {}
 
 /// Locks `m`; a poisoned lock (a panic while it was held) still holds consistent data here:
 /// every critical section is a push, a take or bookkeeping arithmetic.
@@ -740,7 +760,8 @@ impl<'scope, 'ctx, T> DeviceMut<'scope, 'ctx, T> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory this scope may write",
     label = "expected `&mut buffer`, `&mut buffer[range]` or a `DeviceMut` of this scope",
-    note = "to write a buffer in several operations of one scope, bind it once: `let d = s.bind_mut(&mut buffer);`"
+    note = "to write a buffer in several operations of one scope, bind it once: `let d = s.bind_mut(&mut buffer);`",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait IntoDeviceMut<'scope, 'ctx, T>: sealed::IntoMut<'scope, 'ctx, T> {}
 
@@ -748,7 +769,8 @@ pub trait IntoDeviceMut<'scope, 'ctx, T>: sealed::IntoMut<'scope, 'ctx, T> {}
 /// [`DeviceRef`] or a [`DeviceMut`] of the scope. Sealed.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory this scope may read",
-    label = "expected `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut` of this scope"
+    label = "expected `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut` of this scope",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait IntoDeviceRef<'scope, 'ctx, T>: sealed::IntoRef<'scope, 'ctx, T> {}
 
@@ -757,14 +779,16 @@ pub(crate) mod sealed {
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoDeviceMut`: the trait is sealed",
-        note = "only a scope makes write handles (`bind_mut`, `alloc_zeroed`), and `&mut buffer` is one for a single use, so that no user type decides which memory GPU work writes"
+        note = "only a scope makes write handles (`bind_mut`, `alloc_zeroed`), and `&mut buffer` is one for a single use, so that no user type decides which memory GPU work writes",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoMut<'scope, 'ctx, T> {
         fn into_mut(self) -> DeviceMut<'scope, 'ctx, T>;
     }
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoDeviceRef`: the trait is sealed",
-        note = "only the crate's buffers and views can be read by GPU work, so that no user type decides which memory it reads"
+        note = "only the crate's buffers and views can be read by GPU work, so that no user type decides which memory it reads",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoRef<'scope, 'ctx, T> {
         fn into_ref(self) -> DeviceRef<'scope, 'ctx, T>;

@@ -31,6 +31,18 @@
 //! the new text into the guide too. The doc tests check the other half: each forbidden
 //! example in the guide fails to compile with the error code it names.
 //!
+//! (Quotes may name any `.stderr` of the suite: `ui-tests/fail/`, `ui-tests/nccl/fail/`,
+//! `ui-tests/safety-profile/`.)
+//!
+//! Chapter 9, "Reading the compiler's errors", is the suite's index: every compile-fail case
+//! (every `.rs` under `ui-tests/` outside a `pass/` folder) is listed once, in the
+//! "**Produced by.**" paragraph of the section whose heading is its `.stderr`'s first
+//! `error` line (`...` in a heading stands for any text), and every section has a row in
+//! the chapter's table. And each `#[diagnostic::on_unimplemented]` of the crate ends with a
+//! note saying where its rule is explained: `see the guide, chapter N (`cuda_brand::guide`)`
+//! (a chapter that names the trait) or `see `cuda_brand::MODULE`` (a public module that
+//! does).
+//!
 //! The README's claims are kept the same way: its numbered rules are the folders of
 //! `ui-tests/fail/`, one each, in order, and the bulk-copy thresholds and staging sizes it
 //! states (and those of `DeviceBuffer`'s documentation in `src/memory.rs`) are the code's
@@ -234,9 +246,9 @@ fn quoted_excerpts_appear_in_their_files() {
     let chapters = guide();
     let mut problems = Vec::new();
     for quote in chapters.iter().flat_map(|c| &c.excerpts) {
-        if !(quote.source.starts_with("ui-tests/fail/") && quote.source.ends_with(".stderr")) {
+        if !(quote.source.starts_with("ui-tests/") && quote.source.ends_with(".stderr")) {
             problems.push(format!(
-                "docs/guide.md:{}: an excerpt must name a ui-tests/fail/*.stderr file, not {}",
+                "docs/guide.md:{}: an excerpt must name a ui-tests/**/*.stderr file, not {}",
                 quote.line, quote.source
             ));
             continue;
@@ -311,8 +323,8 @@ fn every_chapter_with_a_forbidden_example_quotes_its_error() {
     assert!(
         distinct
             .iter()
-            .all(|s| s.starts_with("ui-tests/fail/") && s.ends_with(".stderr")),
-        "stderr quotes must name ui-tests/fail/*.stderr files: {distinct:?}"
+            .all(|s| s.starts_with("ui-tests/") && s.ends_with(".stderr")),
+        "stderr quotes must name ui-tests/**/*.stderr files: {distinct:?}"
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -718,5 +730,491 @@ fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
         type_docs_state_them,
         "DeviceBuffer's docs no longer say \"each from N MiB\""
     );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// Chapter 9, "Reading the compiler's errors": every compile-fail case of the suite is
+// listed there, under the section of its first error line.
+//
+// A section of the chapter is a `## ` heading whose code spans that begin with `error` are
+// first lines as the compiler prints them, with `...` standing for any text; the rest of
+// the line may be left out, and backticks inside the line are not written (a code span
+// cannot hold them). Its cases are the code spans of its "**Produced by.**" paragraph: a
+// span ending in `/` names a folder (from the repository's root), and each other span a
+// case in the last folder named, without `.rs`.
+
+/// The text of `` `a` and `b` `` as `["a", "b"]`.
+fn code_spans(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// Whether `line` (a first error line) matches a section's `pattern`: backticks aside,
+/// the pattern's pieces between `...` appear in order, the first at the start.
+fn first_line_matches(pattern: &str, line: &str) -> bool {
+    let line = line.replace('`', "");
+    let mut pieces = pattern.split("...").map(str::trim);
+    let Some(first) = pieces.next() else {
+        return false;
+    };
+    let Some(mut rest) = line.strip_prefix(first) else {
+        return false;
+    };
+    for piece in pieces.filter(|p| !p.is_empty()) {
+        let Some(at) = rest.find(piece) else {
+            return false;
+        };
+        rest = &rest[at + piece.len()..];
+    }
+    true
+}
+
+/// The id rustdoc gives a heading (`#errore0597--does-not-live-long-enough`).
+fn heading_id(heading: &str) -> String {
+    heading
+        .replace('`', "")
+        .chars()
+        .filter_map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                Some(c.to_ascii_lowercase())
+            } else if c.is_ascii_whitespace() {
+                Some('-')
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// A section of chapter 9: its heading, the first lines it stands for, and its cases.
+struct ErrorSection {
+    heading: String,
+    patterns: Vec<String>,
+    /// `(case path without .rs, line of the guide)`.
+    cases: Vec<(String, usize)>,
+}
+
+/// The sections of the chapter "Reading the compiler's errors", and the `(#anchor)` links
+/// of its text (with their lines).
+fn error_sections() -> (Vec<ErrorSection>, Vec<(String, usize)>) {
+    let guide = read(&root().join("docs/guide.md"));
+    let lines: Vec<&str> = guide.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("# ") && l.ends_with(". Reading the compiler's errors"))
+        .expect("docs/guide.md has no chapter \"N. Reading the compiler's errors\"");
+    let mut sections: Vec<ErrorSection> = Vec::new();
+    let mut links = Vec::new();
+    let mut in_code = false;
+    let mut folder: Option<String> = None;
+    let mut produced_by = false;
+    for (k, line) in lines.iter().enumerate().skip(start + 1) {
+        let at = k + 1;
+        if line.starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        if line.starts_with("# ") {
+            break;
+        }
+        if let Some(heading) = line.strip_prefix("## ") {
+            sections.push(ErrorSection {
+                heading: heading.to_string(),
+                patterns: code_spans(heading)
+                    .into_iter()
+                    .filter(|s| s.starts_with("error"))
+                    .map(str::to_string)
+                    .collect(),
+                cases: Vec::new(),
+            });
+            produced_by = false;
+            continue;
+        }
+        for (i, _) in line.match_indices("](#") {
+            let anchor: String = line[i + 3..].chars().take_while(|&c| c != ')').collect();
+            links.push((anchor, at));
+        }
+        if line.starts_with("**Produced by.**") {
+            produced_by = true;
+            folder = None;
+        } else if line.trim().is_empty() {
+            produced_by = false;
+        }
+        if !produced_by {
+            continue;
+        }
+        let section = sections.last_mut().unwrap_or_else(|| {
+            panic!(
+                "docs/guide.md:{at}: a \"Produced by\" paragraph before the chapter's first section"
+            )
+        });
+        for span in code_spans(line) {
+            if span.ends_with('/') {
+                assert!(
+                    span.starts_with("ui-tests/"),
+                    "docs/guide.md:{at}: `{span}` is no folder of ui-tests/ (name folders from the repository's root)"
+                );
+                folder = Some(span.to_string());
+                continue;
+            }
+            let folder = folder.as_deref().unwrap_or_else(|| {
+                panic!("docs/guide.md:{at}: `{span}` comes before any folder (`ui-tests/.../`)")
+            });
+            section.cases.push((format!("{folder}{span}"), at));
+        }
+    }
+    (sections, links)
+}
+
+/// Every compile-fail case of the suite: each `.rs` under `ui-tests/` outside a `pass`
+/// folder (`tests/ui.rs`, `tests/ui_nccl.rs`), as its path without `.rs`.
+fn compile_fail_cases() -> Vec<String> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        let entries =
+            fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                if entry.file_name() != "pass" {
+                    walk(&path, found);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&root().join("ui-tests"), &mut found);
+    let mut cases: Vec<String> = found
+        .iter()
+        .map(|p| {
+            let relative = p.strip_prefix(root()).expect("under the root");
+            let relative = relative.to_string_lossy().replace('\\', "/");
+            relative.trim_end_matches(".rs").to_string()
+        })
+        .collect();
+    cases.sort();
+    cases
+}
+
+/// The first line of a case's `.stderr` that begins with `error`.
+fn first_error_line(case: &str) -> Result<String, String> {
+    let path = root().join(format!("{case}.stderr"));
+    let text = fs::read_to_string(&path).map_err(|e| format!("{case}.stderr: {e}"))?;
+    text.lines()
+        .find(|l| l.starts_with("error"))
+        .map(str::to_string)
+        .ok_or_else(|| format!("{case}.stderr has no line beginning with `error`"))
+}
+
+#[test]
+fn every_compile_fail_case_is_indexed_under_its_first_error_line() {
+    let (sections, links) = error_sections();
+    let cases = compile_fail_cases();
+    assert!(
+        cases.len() >= 160,
+        "found only {} compile-fail cases under ui-tests/",
+        cases.len()
+    );
+    let mut problems = Vec::new();
+    let mut listed: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for section in &sections {
+        if section.patterns.is_empty() && !section.cases.is_empty() {
+            problems.push(format!(
+                "\"## {}\" lists cases but its heading has no first line (`error...`)",
+                section.heading
+            ));
+        }
+        if !section.patterns.is_empty() && section.cases.is_empty() {
+            problems.push(format!(
+                "\"## {}\" lists no case (\"**Produced by.**\"): no case of the suite begins with it any more?",
+                section.heading
+            ));
+        }
+        for (case, at) in &section.cases {
+            listed.entry(case.as_str()).or_default().push(*at);
+            if !root().join(format!("{case}.rs")).exists() {
+                problems.push(format!(
+                    "docs/guide.md:{at}: lists {case}, which does not exist"
+                ));
+                continue;
+            }
+            match first_error_line(case) {
+                Err(e) => problems.push(e),
+                Ok(line) => {
+                    if !section
+                        .patterns
+                        .iter()
+                        .any(|p| first_line_matches(p, &line))
+                    {
+                        problems.push(format!(
+                            "docs/guide.md:{at}: {case} is listed under \"## {}\", but its first error line is\n    {line}",
+                            section.heading
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for (case, lines) in &listed {
+        if lines.len() > 1 {
+            problems.push(format!(
+                "{case} is listed {} times (docs/guide.md lines {lines:?}); list it once, under its first error line",
+                lines.len()
+            ));
+        }
+    }
+    for case in &cases {
+        if !listed.contains_key(case.as_str()) {
+            let line = first_error_line(case).unwrap_or_else(|e| e);
+            problems.push(format!(
+                "{case} is not in the guide's chapter \"Reading the compiler's errors\"; list it under the section of its first error line:\n    {line}"
+            ));
+        }
+    }
+    // the chapter's index table and its other links lead to its sections
+    let ids: Vec<String> = sections.iter().map(|s| heading_id(&s.heading)).collect();
+    for (anchor, at) in &links {
+        if !ids.contains(anchor) {
+            problems.push(format!(
+                "docs/guide.md:{at}: the link #{anchor} leads to no section of the chapter"
+            ));
+        }
+    }
+    for (section, id) in sections.iter().zip(&ids) {
+        if !section.patterns.is_empty() && !links.iter().any(|(a, _)| a == id) {
+            problems.push(format!(
+                "the chapter's index table has no row linking to \"## {}\" (#{id})",
+                section.heading
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// The crate's own compiler messages (`#[diagnostic::on_unimplemented]`) end with where the
+// rule is explained: `see the guide, chapter N (`cuda_brand::guide`)`, a chapter that names
+// the trait, or `see `cuda_brand::MODULE``, a public module that does.
+
+/// One `#[diagnostic::on_unimplemented(...)]` of the crate: where, its message and notes,
+/// and the name the rule goes by (the trait, or the one a sealed trait's message names).
+struct CrateMessage {
+    at: String,
+    message: String,
+    notes: Vec<String>,
+    subject: String,
+}
+
+/// The string literals after `key = ` in an attribute's text.
+fn attribute_strings(text: &str, key: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let marker = format!("{key} = \"");
+    let mut rest = text;
+    while let Some(at) = rest.find(&marker) {
+        let body = &rest[at + marker.len()..];
+        let mut value = String::new();
+        let mut chars = body.char_indices();
+        let mut end = body.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, escaped)) = chars.next() {
+                        value.push(escaped);
+                    }
+                }
+                '"' => {
+                    end = i;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        found.push(value);
+        rest = &body[end..];
+    }
+    found
+}
+
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let entries =
+        fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+fn crate_messages() -> Vec<CrateMessage> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    files.sort();
+    let mut messages = Vec::new();
+    for file in files {
+        let source = read(&file);
+        let lines: Vec<&str> = source.lines().collect();
+        let name = file
+            .strip_prefix(root())
+            .expect("under the root")
+            .display()
+            .to_string();
+        for (k, line) in lines.iter().enumerate() {
+            if !line
+                .trim_start()
+                .starts_with("#[diagnostic::on_unimplemented(")
+            {
+                continue;
+            }
+            let end = (k..lines.len())
+                .find(|&j| lines[j].trim() == ")]")
+                .unwrap_or_else(|| panic!("{name}:{}: unclosed on_unimplemented", k + 1));
+            let text = lines[k..=end].join("\n");
+            let message = attribute_strings(&text, "message")
+                .pop()
+                .unwrap_or_default();
+            // the item it is on: the next `trait` line
+            let item = lines[end + 1..]
+                .iter()
+                .find(|l| l.contains("trait "))
+                .unwrap_or_else(|| panic!("{name}:{}: on_unimplemented on no trait", k + 1));
+            let trait_name: String = item
+                .split("trait ")
+                .nth(1)
+                .unwrap_or("")
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let sealed = message
+                .split_once("cannot implement `")
+                .and_then(|(_, rest)| rest.split_once('`'))
+                .map(|(name, _)| name.to_string());
+            let subject = sealed.unwrap_or_else(|| {
+                if item.trim_start().starts_with("pub trait") {
+                    trait_name.clone()
+                } else {
+                    // a private marker's rule: the type its message is about
+                    code_spans(&message)
+                        .into_iter()
+                        .find(|s| !s.contains('{'))
+                        .unwrap_or(&trait_name)
+                        .to_string()
+                }
+            });
+            messages.push(CrateMessage {
+                at: format!("{name}:{}", k + 1),
+                message,
+                notes: attribute_strings(&text, "note"),
+                subject,
+            });
+        }
+    }
+    messages
+}
+
+/// The text of the public module `cuda_brand::path` (its file), if there is one.
+fn public_module_text(path: &str) -> Option<String> {
+    let mut file = root().join("src/lib.rs");
+    let mut dir = root().join("src");
+    for segment in path.split("::") {
+        let parent = fs::read_to_string(&file).ok()?;
+        if !parent.lines().any(|l| {
+            l.trim() == format!("pub mod {segment};") || l.trim() == format!("pub mod {segment} {{")
+        }) {
+            return None;
+        }
+        let flat = dir.join(format!("{segment}.rs"));
+        file = if flat.exists() {
+            flat
+        } else {
+            dir.join(segment).join("mod.rs")
+        };
+        dir = dir.join(segment);
+    }
+    let mut text = fs::read_to_string(&file).ok()?;
+    // a folder module: its other files too
+    if file.ends_with("mod.rs") {
+        let mut files = Vec::new();
+        rust_files(&dir, &mut files);
+        for f in files {
+            text.push_str(&fs::read_to_string(f).ok()?);
+        }
+    }
+    Some(text)
+}
+
+#[test]
+fn every_crate_message_ends_with_where_the_rule_is_explained() {
+    let messages = crate_messages();
+    assert!(
+        messages.len() >= 30,
+        "found {} #[diagnostic::on_unimplemented] in src/, expected at least 30",
+        messages.len()
+    );
+    let guide = read(&root().join("docs/guide.md"));
+    // each numbered chapter's number and text
+    let mut chapters: Vec<(String, String)> = Vec::new();
+    for line in guide.lines() {
+        if let Some(title) = line.strip_prefix("# ") {
+            let number: String = title.chars().take_while(char::is_ascii_digit).collect();
+            chapters.push((number, String::new()));
+            continue;
+        }
+        if let Some((_, text)) = chapters.last_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    let mut problems = Vec::new();
+    for m in &messages {
+        let Some(last) = m.notes.last() else {
+            problems.push(format!(
+                "{}: \"{}\" has no note; end it with where the rule is explained",
+                m.at, m.message
+            ));
+            continue;
+        };
+        let subject = format!("`{}`", m.subject);
+        if let Some(number) = last
+            .strip_prefix("see the guide, chapter ")
+            .and_then(|rest| rest.strip_suffix(" (`cuda_brand::guide`)"))
+        {
+            match chapters.iter().find(|(n, _)| n == number) {
+                None => problems.push(format!(
+                    "{}: \"{last}\": the guide has no chapter {number}",
+                    m.at
+                )),
+                Some((_, text)) if !text.contains(&subject) => problems.push(format!(
+                    "{}: \"{last}\": chapter {number} never names {subject}; point to the chapter that explains it",
+                    m.at
+                )),
+                Some(_) => {}
+            }
+        } else if let Some(module) = last
+            .strip_prefix("see `cuda_brand::")
+            .and_then(|rest| rest.strip_suffix('`'))
+        {
+            match public_module_text(module) {
+                None => problems.push(format!(
+                    "{}: \"{last}\": cuda_brand::{module} is no public module",
+                    m.at
+                )),
+                Some(text) if !text.contains(&subject) => problems.push(format!(
+                    "{}: \"{last}\": cuda_brand::{module} never names {subject}",
+                    m.at
+                )),
+                Some(_) => {}
+            }
+        } else {
+            problems.push(format!(
+                "{}: the last note of \"{}\" does not say where the rule is explained: \"{last}\" (end with `see the guide, chapter N (`cuda_brand::guide`)` or `see `cuda_brand::MODULE``)",
+                m.at, m.message
+            ));
+        }
+    }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -110,9 +110,27 @@ impl fmt::Debug for UniqueId {
 /// Makes [`Communicator`] `Send` but not `Sync`: NCCL communicators are not thread-safe,
 /// one thread may use one at a time. Named after the rule, because the compiler quotes this
 /// name when a communicator is shared between threads.
-struct OneThreadAtATimePerCommunicator {
-    _not_sync: PhantomData<Cell<()>>,
+///
+/// The impl below, whose bound nothing implements, makes the compiler begin that error with
+/// [`SharedByThreads`]'s message rather than "`Cell<()>` cannot be shared between threads
+/// safely" (the field's reason, whose note suggests a lock). `T` is always `()`: a bound on
+/// a type without parameters would be checked where it is written.
+struct OneThreadAtATimePerCommunicator<T = ()> {
+    _not_sync: PhantomData<(Cell<()>, T)>,
 }
+
+/// The rule that [`OneThreadAtATimePerCommunicator`] stands for, as the compiler states it.
+/// Implemented by nothing.
+#[diagnostic::on_unimplemented(
+    message = "a `Communicator` is used by one thread at a time: it can move to another thread, but not be shared with one",
+    label = "the communicator would be shared with another thread here",
+    note = "NCCL's communicators are not thread-safe: move the communicator to the thread that uses it, or make one rank per thread",
+    note = "see `cuda_brand::nccl`"
+)]
+trait SharedByThreads {}
+
+// SAFETY: never holds: nothing implements `SharedByThreads`.
+unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByThreads {}
 
 /// One rank of an NCCL communicator, in the primary context branded `'ctx` of its device.
 ///

@@ -251,7 +251,8 @@ impl ReduceOp {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an element type NCCL can send or reduce",
     label = "not one of NCCL's data types",
-    note = "NCCL's element types here are `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32` and `f64`; send other plain data as bytes (`u8`) or as a wider integer"
+    note = "NCCL's element types here are `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32` and `f64`; send other plain data as bytes (`u8`) or as a wider integer",
+    note = "see `cuda_brand::nccl`"
 )]
 pub trait NcclType: DeviceCopy + sealed::Sealed {
     /// The `ncclDataType_t` value.
@@ -263,7 +264,8 @@ pub trait NcclType: DeviceCopy + sealed::Sealed {
 mod sealed {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `NcclType`: the trait is sealed",
-        note = "the data type decides how many bytes NCCL reads and writes per element, so only the crate's eight number types have one"
+        note = "the data type decides how many bytes NCCL reads and writes per element, so only the crate's eight number types have one",
+        note = "see `cuda_brand::nccl`"
     )]
     pub trait Sealed {
         const DATATYPE: std::ffi::c_int;

@@ -3,10 +3,10 @@
 // that is joined inside the scope.
 //
 // The scope carries a marker, `ScopesStayOnTheirThread`, that makes it neither `Send` nor
-// `Sync`; rustc names it in its one error. The rule keeps the scope's bookkeeping (its
-// stream-ordered allocations, freed when it ends, and the order book that a multi-stream
-// scope shares between its streams) and its stream's order on one thread, where the
-// scope's closure runs.
+// `Sync`; rustc's one error begins with the marker's message, the rule. The rule keeps
+// the scope's bookkeeping (its stream-ordered allocations, freed when it ends, and the
+// order book that a multi-stream scope shares between its streams) and its stream's order
+// on one thread, where the scope's closure runs.
 //
 // Without it: two threads allocating through one scope (`alloc_zeroed`) would race on the
 // list, a data race in the crate's own bookkeeping that no driver call can detect, and an

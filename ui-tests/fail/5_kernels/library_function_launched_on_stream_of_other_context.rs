@@ -7,6 +7,11 @@
 // CUDA_ERROR_INVALID_HANDLE at run time (as for modules: docs/c/cross_context_stream.out).
 //
 // Fix: take the kernel for each context that launches it: `library.kernel(b, "scale")`.
+//
+// Reading the error: two errors, as for every mix of two contexts. The first marks the
+// mistake: `scale`, a kernel of context a, "declared here, outside of the closure body",
+// launched on b's stream. The second marks a correct line, `b.from_slice(..)`, where
+// `on_b` got b's brand (the guide, chapter 9, E0521).
 
 use cuda_brand::{ContextFlags, Device, LaunchConfig, Library, Out, with_context};
 

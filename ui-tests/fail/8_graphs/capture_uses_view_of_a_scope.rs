@@ -4,6 +4,11 @@
 // Without it: the graph would write memory that the scope also queues work on, on its own
 // stream, unordered with the graph's replays, and that the scope releases when it returns
 // while the graph still holds its address.
+//
+// Reading the error: "`g` escapes the closure body here" blames the capture, which is used
+// correctly. `g` stands for the capture's brand; the mistake is `x`, the scope's view,
+// "declared here, outside of the closure body": giving it to the capture would make the
+// scope's brand and the capture's one (the guide, chapter 9, E0521).
 
 use cuda_brand::prelude::*;
 

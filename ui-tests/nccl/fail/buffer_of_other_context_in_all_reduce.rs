@@ -7,6 +7,11 @@
 //
 // Fix: allocate the rank's buffers in its own context, and move data between devices with
 // the collectives themselves (or `copy_peer`).
+//
+// Reading the error: two errors, as for every mix of two contexts. The first marks the
+// mistake: `on0`, device 0's buffer, "declared here, outside of the closure body", in
+// device 1's all-reduce. The second marks a correct line, `clique.communicator(c1)`, where
+// `comm1` got device 1's brand (the guide, chapter 9, E0521).
 
 use cuda_brand::nccl::{Clique, ReduceOp};
 use cuda_brand::{Device, with_primary_context};

@@ -6,6 +6,11 @@
 // then reads and writes after `ncclGroupEnd`, with `x` possibly freed.
 //
 // Fix: open the scope first and the group inside it: `stream.scope(|s| group(|g| ...))`.
+//
+// Reading the error: "`s` escapes the closure body here", at `g.on(s)`, though `s` is
+// stored nowhere: the group `g`, "declared here, outside of the closure body", takes only
+// scopes that outlive its closure, and `s` ends inside it. The mistake is the order of the
+// two closures (the guide, chapter 9, E0521).
 
 use cuda_brand::nccl::{Clique, ReduceOp, group};
 use cuda_brand::{Device, with_primary_context};
