@@ -597,13 +597,13 @@ fn fatbin_entries(b: &[u8], table: &mut ParamTable) {
 mod tests {
     use super::*;
 
-    const PTX: &str = include_str!("../../kernels/kernels.ptx");
-    const CUBIN: &[u8] = include_bytes!("../../kernels/kernels_sm90.cubin");
-    const FATBIN: &[u8] = include_bytes!("../../kernels/kernels.fatbin");
-    const DERIVE_PTX: &str = include_str!("../../kernels/derive.ptx");
-    const LAUNCH_EX_PTX: &str = include_str!("../../kernels/launch_ex_sm90.ptx");
-    const DEADLINE_PTX: &str = include_str!("../../tests/kernels/deadline.ptx");
-    const GRAPHS_PTX: &str = include_str!("../../tests/kernels/graphs.ptx");
+    const PTX: &str = include_str!("../../../kernels/kernels.ptx");
+    const CUBIN: &[u8] = include_bytes!("../../../kernels/kernels_sm90.cubin");
+    const FATBIN: &[u8] = include_bytes!("../../../kernels/kernels.fatbin");
+    const DERIVE_PTX: &str = include_str!("../../../kernels/derive.ptx");
+    const LAUNCH_EX_PTX: &str = include_str!("../../../kernels/launch_ex_sm90.ptx");
+    const DEADLINE_PTX: &str = include_str!("../../../tests/kernels/deadline.ptx");
+    const GRAPHS_PTX: &str = include_str!("../../../tests/kernels/graphs.ptx");
 
     /// A pointer or `size_t` at each of `n` slots from `from`, 8 bytes each.
     fn words8(n: usize) -> Vec<(usize, usize)> {

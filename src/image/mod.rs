@@ -1789,8 +1789,8 @@ fn header_string(header: &[u8], off: u32, len: u32, what: &str) -> R {
 mod tests {
     use super::*;
 
-    const CUBIN: &[u8] = include_bytes!("../kernels/kernels_sm90.cubin");
-    const FATBIN: &[u8] = include_bytes!("../kernels/kernels.fatbin");
+    const CUBIN: &[u8] = include_bytes!("../../kernels/kernels_sm90.cubin");
+    const FATBIN: &[u8] = include_bytes!("../../kernels/kernels.fatbin");
 
     // -- reading the committed images, independently of the checker ----------------------
 
