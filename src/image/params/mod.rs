@@ -1,0 +1,141 @@
+//! The C parameter list of each kernel, read from the image a module or library was loaded
+//! from: what lets the declaration check ask the driver only about parameters a kernel has.
+//!
+//! `cuFuncGetParamInfo` (CUDA 12.4) reports one parameter per call and answers
+//! `CUDA_ERROR_INVALID_VALUE` past the last one; `cuFuncGetParamCount`, which says how many
+//! there are, came only with CUDA 13.2. Finding the end by asking one index too far is an
+//! API error that compute-sanitizer reports, once per declaration. So on the drivers in
+//! between, the count comes from the image itself:
+//!
+//! - **PTX**: the `.entry name(.param ..., .param ...)` signature. Each `.param` is one C
+//!   parameter; its size and alignment follow from its type (`.u64`, `.f32`, `.b8`, ...),
+//!   an explicit `.align N` (not the pointee's alignment after `.ptr`), and array
+//!   dimensions (`.param .align 8 .b8 s[16]`, a struct passed by value). An entry without a
+//!   list (`.entry k {`) has none.
+//! - **Cubin**: the `.nv.info.<kernel>` section's `EIATTR_KPARAM_INFO` records, one per
+//!   parameter (ordinal, offset, size), with `EIATTR_CBANK_PARAM_SIZE` or
+//!   `EIATTR_PARAM_CBANK` giving the parameter space; a kernel with no parameter record has
+//!   none only where that space is present and 0.
+//! - **Fatbin**: every entry the crate can read (uncompressed cubins and PTX); entries that
+//!   disagree about a kernel leave it without a count.
+//!
+//! The text and bytes come from users (and from the fuzz runs): every read is
+//! bounds-checked, arithmetic is checked, and anything not understood leaves that kernel
+//! (or the image) without a table, never a panic. A kernel without a table is declared as
+//! before: the driver is asked until it says there is no further parameter.
+//!
+//! The PTX reader is in `ptx`, the cubin's in `cubin` and the fatbin's in `fatbin`.
+
+use std::collections::BTreeMap;
+
+mod cubin;
+mod fatbin;
+mod ptx;
+#[cfg(test)]
+mod tests;
+
+use super::{ELF_MAGIC, FATBIN_MAGIC};
+use cubin::elf_entries;
+use fatbin::fatbin_entries;
+use ptx::ptx_entries;
+
+/// One kernel's C parameters as its image declares them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ParamList {
+    /// How many C parameters the kernel takes.
+    pub(crate) count: usize,
+    /// The offset and size in bytes of each, in order, where the image says them (a
+    /// cubin) or they follow from the declared types (PTX of types known here).
+    pub(crate) layout: Option<Vec<(usize, usize)>>,
+}
+
+impl ParamList {
+    /// Where the last parameter ends (0 for none), where the layout is known.
+    pub(crate) fn bytes(&self) -> Option<usize> {
+        let layout = self.layout.as_ref()?;
+        Some(layout.last().map_or(0, |&(offset, size)| offset + size))
+    }
+}
+
+/// The parameter lists of every kernel an image declares, by name.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct ParamTable {
+    /// `None` where two entries of the image declare the kernel differently.
+    kernels: BTreeMap<Box<[u8]>, Option<ParamList>>,
+}
+
+impl ParamTable {
+    /// The kernels of PTX text.
+    pub(crate) fn from_ptx(text: &str) -> ParamTable {
+        let mut table = ParamTable::default();
+        ptx_entries(text.as_bytes(), &mut table);
+        table
+    }
+
+    /// The kernels of a cubin or fatbin image; empty for anything else or anything that
+    /// cannot be read.
+    pub(crate) fn from_image(image: &[u8]) -> ParamTable {
+        let mut table = ParamTable::default();
+        match image.get(..4) {
+            Some(m) if m == ELF_MAGIC => elf_entries(image, &mut table),
+            Some(m) if m == FATBIN_MAGIC => fatbin_entries(image, &mut table),
+            _ => {}
+        }
+        table
+    }
+
+    /// The parameter list of kernel `name`, where the image declares it (consistently).
+    pub(crate) fn get(&self, name: &[u8]) -> Option<&ParamList> {
+        self.kernels.get(name)?.as_ref()
+    }
+
+    /// Whether no kernel has a parameter list here.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.kernels.values().all(Option::is_none)
+    }
+
+    /// Every kernel with its parameter list, by name.
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &ParamList)> {
+        self.kernels
+            .iter()
+            .filter_map(|(name, list)| Some((&**name, list.as_ref()?)))
+    }
+
+    fn add(&mut self, name: &[u8], list: ParamList) {
+        match self.kernels.get_mut(name) {
+            None => {
+                self.kernels.insert(name.into(), Some(list));
+            }
+            Some(slot) => *slot = slot.take().and_then(|old| agree(old, list)),
+        }
+    }
+
+    /// Marks `name` as declared in a way not understood here: no list for it, even where
+    /// another entry of the image has one (the driver may load either).
+    fn unknown(&mut self, name: &[u8]) {
+        self.kernels.insert(name.into(), None);
+    }
+}
+
+/// One list for a kernel that two entries declare, or `None` if they differ.
+fn agree(a: ParamList, b: ParamList) -> Option<ParamList> {
+    if a.count != b.count {
+        return None;
+    }
+    match (a.layout, b.layout) {
+        (Some(x), Some(y)) if x != y => None,
+        (Some(x), _) | (None, Some(x)) => Some(ParamList {
+            count: a.count,
+            layout: Some(x),
+        }),
+        (None, None) => Some(ParamList {
+            count: a.count,
+            layout: None,
+        }),
+    }
+}
+
+/// The largest parameter space a kernel can have (CUDA 12.1 on Volta or newer: 32 764
+/// bytes); anything larger is not a kernel signature.
+const MAX_PARAM_BYTES: usize = 32_764;
