@@ -3,10 +3,10 @@
 //! GPU shows as **ignored**, with the reason printed once at the top, in `cargo test`'s
 //! normal output and counts, instead of passing without having run.
 //!
-//! Most GPU tests are modules of one binary, `gpu` (`tests/gpu.rs`, linked once): each
-//! module lists its tests with `gpu_tests!` (or, for tests that must run
-//! with no other test beside them, by hand as `tests_alone()`), and `tests/gpu.rs` runs them
-//! all with [`run_with_alone`]. A test that needs a process of its own is a binary of its own,
+//! Most GPU test files are modules of one binary, `gpu` (`tests/gpu.rs`, linked once): each
+//! lists its tests with `gpu_tests!` (or by hand as `tests_alone()`, for tests that must run
+//! with no other test beside them), and `tests/gpu.rs` runs them all with
+//! [`run_with_alone`]. A test that needs a process of its own is in a binary of its own,
 //! whose `fn main` is `gpu_test_main!`.
 //!
 //! * A test that needs a GPU is ignored where `Device::get(0)` fails (no driver library, no
@@ -67,10 +67,10 @@ pub fn run_serial(tests: Vec<Test>) -> ExitCode {
     run_with(tests, Vec::new(), args)
 }
 
-/// As [`run`], and then `alone`: each of those runs while no other test of the binary runs
-/// (they observe process-wide state: free device memory, the primary context's retain
-/// count, the crate's pool and staging). The others run as many at a time as `run` runs
-/// them. (`--test-threads=1` runs every test alone.)
+/// As [`run`], and then `alone`: each of those starts once every test before it has
+/// finished, and no other test starts until it has (they observe process-wide state: free
+/// device memory, the primary context's retain count, the crate's pools and staging). The
+/// others run as many at a time as `run` runs them.
 pub fn run_with_alone(tests: Vec<Test>, alone: Vec<Test>) -> ExitCode {
     run_with(tests, alone, Arguments::from_args())
 }
