@@ -501,7 +501,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         needs: Needs::Gpu,
         body,
     };
-    vec![
+    Vec::from([
         gpu(
             "every_byte_arrives_at_every_size_and_element_size",
             every_byte_arrives_at_every_size_and_element_size,
@@ -547,5 +547,5 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
             "a_copy_on_a_thread_without_a_context_is_exact",
             a_copy_on_a_thread_without_a_context_is_exact,
         ),
-    ]
+    ])
 }

@@ -319,7 +319,7 @@ fn try_forms_refuse_bad_input_before_the_driver_and_run_good_input() {
 /// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
     use common::harness::{Needs, Test};
-    vec![
+    Vec::from([
         Test {
             name: "close_releases_every_kind_of_handle_and_returns_ok",
             needs: Needs::Gpu,
@@ -340,5 +340,5 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
             needs: Needs::Gpu,
             body: try_forms_refuse_bad_input_before_the_driver_and_run_good_input,
         },
-    ]
+    ])
 }

@@ -285,7 +285,7 @@ fn managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown
 /// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
     use common::harness::{Needs, Test};
-    vec![
+    Vec::from([
         Test {
             name: "a_phased_program_computes_with_setup_memory_and_bounded_scratch",
             needs: Needs::Gpu,
@@ -316,5 +316,5 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
             needs: Needs::Gpu,
             body: managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown,
         },
-    ]
+    ])
 }
