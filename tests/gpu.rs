@@ -6,9 +6,11 @@
 //! Most tests run several at a time, as `cargo test` runs tests. Those of `errors`,
 //! `phases`, `bulk_copies` and `teardown` observe process-wide state (the device's free
 //! memory, the crate's pools and staging, the primary context's retain count): each runs
-//! after the others, alone (`common::harness::run_with_alone`). Tests that start this binary
-//! again in a child process (`events`, `no_device`, `modules`, `binary_fuzz`) run it with
-//! `--exact` and their own name, which is why no two tests of it may share a name.
+//! after the others, alone (`common::harness::run_with_alone`). Tests of `events`,
+//! `no_device` and `modules` start this binary again in a child process with `--exact` and
+//! their own name (so no two tests of it may share a name; the harness refuses that), and
+//! the fuzz run of `binary_fuzz` starts it with `CUDA_BRAND_FUZZ_CHILD`, which `main`
+//! answers before the harness starts.
 //!
 //! Binaries of their own, because their tests need a process of their own:
 //!
