@@ -2,8 +2,8 @@
 //! cubin and fatbin, each loaded in a child process, and not one may kill its process.
 //!
 //! The parent test writes batches of mutated images (100 per batch) to a temporary folder
-//! and runs this test binary again as a child (`CUDA_BRAND_FUZZ_CHILD=<batch file>`, test
-//! `fuzz_child`), eight at a time. A child creates a context, loads every image of its batch
+//! and runs its test binary (`gpu`) again as a child (`CUDA_BRAND_FUZZ_CHILD=<batch file>`,
+//! which `tests/gpu.rs` hands to `fuzz_child` before its harness starts), eight at a time. A child creates a context, loads every image of its batch
 //! with `Module::from_binary` (and, for each image it loads, reads every kernel's parameters
 //! as a declaration does: the count from the image's own table, then the driver's layout)
 //! and prints one line per image: `ok`, `rejected` (the crate's
@@ -25,9 +25,10 @@
 //! except that one image in 997 aborts its child, to exercise this harness itself).
 //!
 //! Skips without a device (fails with `CUDA_BRAND_REQUIRE_GPU=1`) and under
-//! compute-sanitizer (the driver errors it provokes are the point).
+//! compute-sanitizer (the driver errors it provokes are the point). Alone:
+//! `cargo test --release --test gpu -- --exact mutated_images_never_kill_the_process`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -69,21 +70,26 @@ const MAX_CRASHERS: usize = 20;
 // ---------------------------------------------------------------------------------------
 // The child: load each image of a batch, print one line per image.
 
-fn main() -> std::process::ExitCode {
-    use common::harness::{Needs, Test, run};
-    if let Some(path) = std::env::var_os(CHILD_VAR) {
-        fuzz_child(Path::new(&path));
-        return std::process::ExitCode::SUCCESS;
-    }
+/// In a child (`CUDA_BRAND_FUZZ_CHILD` set), loads its batch and returns the exit status:
+/// `tests/gpu.rs` calls this first, before its harness.
+pub fn child() -> Option<std::process::ExitCode> {
+    let path = std::env::var_os(CHILD_VAR)?;
+    fuzz_child(Path::new(&path));
+    Some(std::process::ExitCode::SUCCESS)
+}
+
+/// This file's test (it may run beside any other test of its binary).
+pub fn tests() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
     let needs = match std::env::var_os(STANDIN_VAR) {
         Some(_) => Needs::Nothing, // the harness's self-test: no GPU
         None => Needs::Gpu,
     };
-    run(vec![Test {
+    vec![Test {
         name: "mutated_images_never_kill_the_process",
         needs,
         body: mutated_images_never_kill_the_process,
-    }])
+    }]
 }
 
 /// The child: loads each image of the batch at `path`, printing one line per image.

@@ -1,12 +1,13 @@
 //! Bulk copies between device memory and pageable host memory, staged through the
 //! page-locked buffers the crate keeps per context (`src/staging.rs`): every byte right at
 //! many sizes and element sizes, several threads at once, the fallbacks, and the staging
-//! freed with its context. A binary of its own whose tests run one at a time: they change
-//! the process-wide thresholds and count the process's staging memory.
+//! freed with its context. Each test runs alone (`tests_alone`, after the other tests of
+//! the `gpu` binary): they change the process-wide thresholds and count the process's
+//! staging memory.
 //!
 //! Skips without a device; fails instead with `CUDA_BRAND_REQUIRE_GPU=1`.
 
-mod common;
+use crate::common;
 
 use std::fmt::Debug;
 
@@ -491,14 +492,16 @@ fn a_copy_on_a_thread_without_a_context_is_exact() {
     });
 }
 
-fn main() -> std::process::ExitCode {
-    use common::harness::{Needs, Test, run_serial};
+/// This file's tests, each to run with no other test of its binary beside it (see the
+/// file's header; `tests/gpu.rs` runs them after the others).
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
     let gpu = |name, body| Test {
         name,
         needs: Needs::Gpu,
         body,
     };
-    run_serial(vec![
+    Vec::from([
         gpu(
             "every_byte_arrives_at_every_size_and_element_size",
             every_byte_arrives_at_every_size_and_element_size,

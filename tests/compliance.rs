@@ -1,7 +1,8 @@
 //! `docs/compliance.md` names, for every rule it maps, the compile-fail cases and the tests
 //! that pin it. These tests check that every one of them exists (a UI case as its file, a
 //! test as `tests/FILE.rs::FUNCTION` with `fn FUNCTION` in the file), that every rule of
-//! NVIDIA's guideline has its row, and that the page's counts are its rows' counts.
+//! NVIDIA's guideline has its row, and that the page's counts are its rows' counts; and
+//! that every file of `tests/` is built, so that a test the page names also runs.
 //! No GPU, no driver: they read files.
 
 use std::collections::BTreeMap;
@@ -98,6 +99,71 @@ fn exists(reference: &str) -> bool {
             .is_ok_and(|text| text.contains(&format!("fn {function}("))),
         None => root().join(reference).is_file(),
     }
+}
+
+/// `Cargo.toml` lists its test targets (`autotests = false`), and most files of `tests/` are
+/// modules of one of them, `gpu`: a file that is neither would be compiled and run by
+/// nothing, and a test the page names in it would exist without ever running.
+#[test]
+fn every_test_file_is_a_test_target_or_a_module_of_the_gpu_binary() {
+    let read = |file: &str| {
+        let path = root().join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let manifest = read("Cargo.toml");
+    assert!(
+        manifest.lines().any(|l| l.trim() == "autotests = false"),
+        "Cargo.toml lists its test targets"
+    );
+    let targets: Vec<&str> = manifest
+        .split("\n[[test]]\n")
+        .skip(1)
+        .map(|section| {
+            let first = section.lines().next().unwrap_or_default();
+            first
+                .strip_prefix("name = \"")
+                .and_then(|n| n.strip_suffix('"'))
+                .unwrap_or_else(|| panic!("a [[test]] whose first line is not its name: {first}"))
+        })
+        .collect();
+    let gpu = read("tests/gpu.rs");
+    let modules: Vec<&str> = gpu
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .filter(|&m| m != "common")
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(root().join("tests"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|name| name.strip_suffix(".rs").map(str::to_owned))
+        .collect();
+    files.sort();
+    let mut report = String::new();
+    for file in &files {
+        match (
+            targets.contains(&file.as_str()),
+            modules.contains(&file.as_str()),
+        ) {
+            (true, false) | (false, true) => {}
+            (false, false) => {
+                report += &format!(
+                    "tests/{file}.rs is built by nothing: add `mod {file};` (and its tests) to \
+                     tests/gpu.rs, or a [[test]] to Cargo.toml if it needs a process of its own\n"
+                )
+            }
+            (true, true) => {
+                report +=
+                    &format!("tests/{file}.rs is both a [[test]] and a module of tests/gpu.rs\n")
+            }
+        }
+    }
+    for name in targets.iter().chain(&modules) {
+        if !files.iter().any(|f| f == name) {
+            report += &format!("no tests/{name}.rs, which Cargo.toml or tests/gpu.rs names\n");
+        }
+    }
+    assert!(modules.len() > 10, "found only {modules:?} in tests/gpu.rs");
+    assert!(report.is_empty(), "{report}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! shared contexts on scoped threads, and every getter and setter. Each test skips with a
 //! notice when there is no device, and fails instead with `CUDA_BRAND_REQUIRE_GPU=1`.
 
-mod common;
+use crate::common;
 
 use std::panic::{self, AssertUnwindSafe};
 
@@ -384,7 +384,7 @@ fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
     assert_eq!(common::current(), before);
 }
 
-gpu_test_main!(
+gpu_tests!(
     device_properties_are_plausible,
     an_out_of_range_ordinal_is_a_clear_error,
     an_unknown_attribute_is_an_error,

@@ -4,7 +4,7 @@
 //! `ui-tests/fail/7_derive/`. Without a GPU the layout tests run and the others are
 //! ignored; with `CUDA_BRAND_REQUIRE_GPU=1` they fail instead.
 
-mod common;
+use crate::common;
 
 use std::mem::{align_of, offset_of, size_of};
 
@@ -234,7 +234,7 @@ fn a_kernel_reads_and_writes_derived_structs_at_c_offsets() {
     });
 }
 
-gpu_test_main!(
+gpu_tests!(
     a_vec_of_derived_structs_round_trips_with_exact_values,
     derived_structs_go_through_pinned_memory_in_a_stream_scope,
     a_kernel_reads_and_writes_derived_structs_at_c_offsets;

@@ -1,10 +1,10 @@
 //! Errors never lost, observed on a GPU (without a sticky error; those poison the process
 //! and have a binary of their own, `tests/sticky_teardown.rs`): `close()` on every handle,
 //! a closure's error and its teardown's reaching the caller together, and the `try_` forms
-//! refusing bad input before the driver. The tests run one at a time: one of them watches
-//! the device's free memory.
+//! refusing bad input before the driver. Each test runs alone (`tests_alone`, after the
+//! other tests of the `gpu` binary): one of them watches the device's free memory.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{
     ContextFlags, DeviceBuffer, DeviceBuffer2D, Error, ErrorCode, Event, EventFlags, ManagedBuffer,
@@ -315,9 +315,11 @@ fn try_forms_refuse_bad_input_before_the_driver_and_run_good_input() {
     });
 }
 
-fn main() -> std::process::ExitCode {
-    use common::harness::{Needs, Test, run_serial};
-    run_serial(vec![
+/// This file's tests, each to run with no other test of its binary beside it (see the
+/// file's header; `tests/gpu.rs` runs them after the others).
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
+    Vec::from([
         Test {
             name: "close_releases_every_kind_of_handle_and_returns_ok",
             needs: Needs::Gpu,

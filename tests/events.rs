@@ -7,7 +7,7 @@
 //! timer for a given number of nanoseconds, then writes a value to its output: work that is
 //! still running when a short deadline passes, and whose result shows it finished.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -363,7 +363,7 @@ fn a_record_on_one_stream_orders_another_scopes_stream() {
     });
 }
 
-gpu_test_main!(
+gpu_tests!(
     a_deadline_overrun_calls_the_handler_and_the_scope_returns_after_the_kernel,
     a_scope_done_before_its_deadline_never_calls_the_handler,
     until_idle_is_asked_once_and_the_scope_still_waits_for_the_kernel,

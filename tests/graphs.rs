@@ -3,7 +3,7 @@
 //!
 //! The kernels are `tests/kernels/graphs.cu` (PTX committed next to it).
 
-mod common;
+use crate::common;
 #[path = "graphs/host_fns.rs"]
 mod host_fns;
 
@@ -613,7 +613,7 @@ fn graphs_and_host_functions_compose_with_nested_scopes() {
     });
 }
 
-gpu_test_main!(
+gpu_tests!(
     a_captured_pipeline_replays_a_thousand_times_with_the_right_answer,
     a_graph_replays_on_any_stream_of_its_context_any_number_of_times,
     a_panic_inside_a_capture_ends_it_and_leaves_everything_usable,

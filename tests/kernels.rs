@@ -1,7 +1,7 @@
 //! Modules, functions and launches on a real GPU. Skips without a device; fails instead
 //! with `CUDA_BRAND_REQUIRE_GPU=1`.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{
     ByValue, DeviceBuffer, ErrorCode, Event, EventFlags, FunctionAttribute, In, LaunchConfig,
@@ -424,7 +424,7 @@ fn structs_and_arrays_by_value_are_declared_checked_and_passed() {
     });
 }
 
-gpu_test_main!(
+gpu_tests!(
     vector_add_is_correct_for_every_element,
     a_reduction_sums_exactly,
     scalar_arguments_and_sub_views_reach_the_kernel,

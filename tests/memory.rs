@@ -1,7 +1,7 @@
 //! Device and pinned memory on a real GPU: round trips, views, fills, bad input.
 //! Skips without a device; fails instead with `CUDA_BRAND_REQUIRE_GPU=1`.
 
-mod common;
+use crate::common;
 
 use std::panic::{self, AssertUnwindSafe};
 
@@ -612,7 +612,7 @@ fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
     });
 }
 
-gpu_test_main!(
+gpu_tests!(
     pitched_2d_buffers_copy_windows_of_host_images_both_ways,
     pitched_3d_buffers_copy_volumes_and_boxes_both_ways,
     a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly,

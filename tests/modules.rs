@@ -4,7 +4,7 @@
 //! `CUDA_BRAND_REQUIRE_GPU=1`); the checks made before any driver call, and NVRTC's
 //! compiling (a host-side compiler), run everywhere.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{
     ContextFlags, DeviceAttribute, DeviceBuffer, ErrorCode, In, JitFallback, JitOptions,
@@ -985,7 +985,7 @@ __global__ void fill(T *x, size_t x_len, T v) {
 use nvrtc_tests::*;
 
 #[cfg(feature = "nvrtc")]
-gpu_test_main!(
+gpu_tests!(
     jit_options_reach_the_compiler_and_its_info_log_comes_back,
     jit_without_optimization_and_with_debug_information_computes_the_same,
     a_fatbin_loads_with_options_and_uses_its_exact_binary,
@@ -1014,7 +1014,7 @@ gpu_test_main!(
 );
 
 #[cfg(not(feature = "nvrtc"))]
-gpu_test_main!(
+gpu_tests!(
     jit_options_reach_the_compiler_and_its_info_log_comes_back,
     jit_without_optimization_and_with_debug_information_computes_the_same,
     a_fatbin_loads_with_options_and_uses_its_exact_binary,

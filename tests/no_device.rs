@@ -10,7 +10,7 @@
 //!
 //! On a GPU machine neither path can be taken, and those tests skip.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{
     CacheConfig, ContextFlags, Device, Error, ErrorCode, Scheduling, SharedMemoryConfig,
@@ -554,4 +554,4 @@ fn a_closure_error_and_its_teardown_error_print_together() {
     assert_eq!(one, closure.with_teardown_error(sync));
 }
 
-gpu_test_main!(; anywhere: [every_code_of_the_bindings_maps_to_its_own_name, raw_values_round_trip_and_success_is_not_an_error, unknown_codes_are_kept_not_lost, display_names_the_call_the_code_and_the_description, context_flags_set_and_clear_each_bit, enum_values_match_the_driver, driver_version_needs_no_gpu, a_missing_library_named_by_the_override_is_driver_not_found, the_not_found_message_under_cargo_is_the_readmes_and_names_no_link_stub, the_crate_codes_have_no_raw_value_and_read_like_the_drivers, debug_prints_like_display_for_main, a_null_raw_context_is_an_error, the_sticky_codes_are_those_cuda_h_says_poison_the_context, a_closure_error_and_its_teardown_error_print_together]; no_gpu: [without_a_device_every_entry_point_returns_the_same_error]);
+gpu_tests!(; anywhere: [every_code_of_the_bindings_maps_to_its_own_name, raw_values_round_trip_and_success_is_not_an_error, unknown_codes_are_kept_not_lost, display_names_the_call_the_code_and_the_description, context_flags_set_and_clear_each_bit, enum_values_match_the_driver, driver_version_needs_no_gpu, a_missing_library_named_by_the_override_is_driver_not_found, the_not_found_message_under_cargo_is_the_readmes_and_names_no_link_stub, the_crate_codes_have_no_raw_value_and_read_like_the_drivers, debug_prints_like_display_for_main, a_null_raw_context_is_an_error, the_sticky_codes_are_those_cuda_h_says_poison_the_context, a_closure_error_and_its_teardown_error_print_together]; no_gpu: [without_a_device_every_entry_point_returns_the_same_error]);

@@ -1,7 +1,7 @@
 //! Several contexts at once: peer access, peer copies and peer views. Tests that need two
 //! GPUs skip with a notice on one; the same-device tests run on any GPU.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{
     ContextFlags, Device, DeviceBuffer, Error, LaunchConfig, Module, Out, Stream, StreamFlags,
@@ -169,7 +169,7 @@ fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_neste
     .unwrap();
 }
 
-gpu_test_main!(
+gpu_tests!(
     peer_copies_between_two_contexts_of_one_device,
     a_kernel_writes_another_contexts_memory_only_through_a_peer_view,
     ; two_gpus: [peer_access_between_two_gpus_is_idempotent, peer_copies_between_two_gpus_preserve_every_byte, a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view, synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context]

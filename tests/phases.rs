@@ -1,8 +1,8 @@
-//! Setup and run phases (`with_phases`) on a real GPU. Its tests run one at a time: they
-//! read pools' statistics and the device's free memory, which other tests' allocations
-//! would change.
+//! Setup and run phases (`with_phases`) on a real GPU. Each test runs alone (`tests_alone`,
+//! after the other tests of the `gpu` binary): they read pools' statistics and the
+//! device's free memory, which other tests' allocations would change.
 
-mod common;
+use crate::common;
 
 use cuda_brand::prelude::*;
 use cuda_brand::{DeviceBuffer2D, DeviceBuffer3D, ManagedBuffer};
@@ -281,9 +281,11 @@ fn managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown
     .unwrap();
 }
 
-fn main() -> std::process::ExitCode {
-    use common::harness::{Needs, Test, run_serial};
-    run_serial(vec![
+/// This file's tests, each to run with no other test of its binary beside it (see the
+/// file's header; `tests/gpu.rs` runs them after the others).
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
+    Vec::from([
         Test {
             name: "a_phased_program_computes_with_setup_memory_and_bounded_scratch",
             needs: Needs::Gpu,

@@ -3,7 +3,7 @@
 //! `ui-tests/fail/soundness_*`.) Skips without a device; fails instead with
 //! `CUDA_BRAND_REQUIRE_GPU=1`.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{
     ContextGuard, DeviceBuffer, Error, ErrorCode, In, Kernel, LaunchConfig, Module, Out, Stream,
@@ -292,7 +292,7 @@ fn pinned_memory_of_an_over_aligned_type_is_aligned_or_refused() {
     });
 }
 
-gpu_test_main!(
+gpu_tests!(
     ptx_text_that_is_really_an_elf_image_is_refused_before_the_driver,
     pinned_memory_of_an_over_aligned_type_is_aligned_or_refused,
     alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel,

@@ -1,7 +1,7 @@
 //! Streams, scopes and events on a real GPU. Skips without a device; fails instead with
 //! `CUDA_BRAND_REQUIRE_GPU=1`.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{
     ContextFlags, DeviceBuffer, Error, ErrorCode, Event, EventFlags, PinnedBuffer, Stream,
@@ -357,7 +357,7 @@ fn copy_to_vec_appends_once_the_scope_has_synchronized() {
     });
 }
 
-gpu_test_main!(
+gpu_tests!(
     async_copies_through_pinned_memory_round_trip_in_a_scope,
     async_copies_from_plain_slices_device_to_device_and_fill,
     stream_ordered_allocation_is_zeroed_usable_and_freed,

@@ -1,8 +1,9 @@
-//! Teardown, observed: a test binary of its own whose tests run one at a time, so that no
-//! other test creates, destroys, retains or releases contexts meanwhile and the device's
-//! free memory and the primary context's state are clean signals.
+//! Teardown, observed: each test runs alone (`tests_alone`, after the other tests of the
+//! `gpu` binary), so that no other test creates, destroys, retains or releases contexts
+//! meanwhile and the device's free memory and the primary context's state are clean
+//! signals.
 
-mod common;
+use crate::common;
 
 use cuda_brand::{ContextFlags, Error, with_context, with_primary_context};
 
@@ -83,9 +84,11 @@ fn buffers_come_from_the_crate_pool_and_go_back_to_it() {
     });
 }
 
-fn main() -> std::process::ExitCode {
-    use common::harness::{Needs, Test, run_serial};
-    let tests = vec![
+/// This file's tests, each to run with no other test of its binary beside it (see the
+/// file's header; `tests/gpu.rs` runs them after the others).
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
+    vec![
         Test {
             name: "a_destroyed_context_gives_its_memory_back",
             needs: Needs::Gpu,
@@ -101,6 +104,5 @@ fn main() -> std::process::ExitCode {
             needs: Needs::Gpu,
             body: the_primary_context_is_released_after_the_closure,
         },
-    ];
-    run_serial(tests)
+    ]
 }

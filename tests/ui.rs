@@ -27,7 +27,8 @@
 //! The `.stderr` files are the words of one compiler: the one named in
 //! `ui-tests/rustc-version.txt`. With another `rustc` the test is reported as *ignored*,
 //! with both versions named (a newer compiler may word an error differently; that is no
-//! failure of the crate). `CUDA_BRAND_UI_ANY_RUSTC=1` runs it anyway.
+//! failure of the crate). `CUDA_BRAND_UI_ANY_RUSTC=1` runs it anyway. (This check and
+//! re-blessing are `tests/common/ui.rs`, shared with `tests/ui_nccl.rs`.)
 //!
 //! # Which features
 //!
@@ -46,20 +47,10 @@
 //! enough), not an unrelated mistake in the case. `tests/guide.rs` then names the guide's
 //! quotes that no longer match.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
-use libtest_mimic::{Arguments, Trial};
-
-const RECORDED: &str = "ui-tests/rustc-version.txt";
-
-fn rustc_version() -> String {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
-    let out = Command::new(&rustc)
-        .arg("--version")
-        .output()
-        .unwrap_or_else(|e| panic!("running `{rustc} --version`: {e}"));
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+#[path = "common/ui.rs"]
+mod runner;
 
 /// The folders of `ui-tests/fail/`, in order; `7_derive` only with the `derive` feature.
 fn groups(dir: &str) -> Result<Vec<String>, String> {
@@ -77,24 +68,8 @@ fn groups(dir: &str) -> Result<Vec<String>, String> {
 }
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
-    let root = env!("CARGO_MANIFEST_DIR");
-    let recorded_path = format!("{root}/{RECORDED}");
-    let recorded = std::fs::read_to_string(&recorded_path).unwrap_or_default();
-    let recorded = recorded.trim().to_owned();
-    let current = rustc_version();
-    let bless = std::env::var("TRYBUILD").is_ok_and(|v| v == "overwrite");
-    let any = std::env::var("CUDA_BRAND_UI_ANY_RUSTC").is_ok_and(|v| v == "1");
-    let ignored = !bless && !any && current != recorded;
-    if ignored && !args.list {
-        println!(
-            "note: the UI suite is ignored here: its .stderr files were recorded with `{recorded}`, \
-             this is `{current}` (CUDA_BRAND_UI_ANY_RUSTC=1 runs it anyway; \
-             TRYBUILD=overwrite cargo test --test ui re-blesses)"
-        );
-    }
-    let trial = Trial::test("ui", move || {
-        let t = trybuild::TestCases::new();
+    runner::run("ui", "TRYBUILD=overwrite cargo test --test ui", |t| {
+        let root = env!("CARGO_MANIFEST_DIR");
         for group in groups(&format!("{root}/ui-tests/fail"))? {
             t.compile_fail(format!("ui-tests/fail/{group}/*.rs"));
         }
@@ -104,13 +79,6 @@ fn main() -> ExitCode {
         if cfg!(feature = "derive") {
             t.pass("ui-tests/safety-profile/pass/derive/*.rs");
         }
-        drop(t); // runs the cases, panicking on a mismatch
-        if bless {
-            std::fs::write(&recorded_path, format!("{current}\n"))
-                .map_err(|e| format!("writing {recorded_path}: {e}"))?;
-        }
         Ok(())
     })
-    .with_ignored_flag(ignored);
-    libtest_mimic::run(&args, vec![trial]).exit_code()
 }

@@ -18,7 +18,8 @@
 //! The `.stderr` files are the words of one compiler: the one named in
 //! `ui-tests/rustc-version.txt`. With another `rustc` the test is reported as *ignored*,
 //! with both versions named (a newer compiler may word an error differently; that is no
-//! failure of the crate). `CUDA_BRAND_UI_ANY_RUSTC=1` runs it anyway.
+//! failure of the crate). `CUDA_BRAND_UI_ANY_RUSTC=1` runs it anyway. (This check and
+//! re-blessing are `tests/common/ui.rs`, shared with `tests/ui.rs`.)
 //!
 //! # Re-blessing
 //!
@@ -31,51 +32,18 @@
 //! reason (an escaping borrow, a missing `Send`, a lifetime that does not live long
 //! enough), not an unrelated mistake in the case.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
-use libtest_mimic::{Arguments, Trial};
-
-const RECORDED: &str = "ui-tests/rustc-version.txt";
-
-fn rustc_version() -> String {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
-    let out = Command::new(&rustc)
-        .arg("--version")
-        .output()
-        .unwrap_or_else(|e| panic!("running `{rustc} --version`: {e}"));
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+#[path = "common/ui.rs"]
+mod runner;
 
 fn main() -> ExitCode {
-    let args = Arguments::from_args();
-    let root = env!("CARGO_MANIFEST_DIR");
-    let recorded_path = format!("{root}/{RECORDED}");
-    let recorded = std::fs::read_to_string(&recorded_path).unwrap_or_default();
-    let recorded = recorded.trim().to_owned();
-    let current = rustc_version();
-    let bless = std::env::var("TRYBUILD").is_ok_and(|v| v == "overwrite");
-    let any = std::env::var("CUDA_BRAND_UI_ANY_RUSTC").is_ok_and(|v| v == "1");
-    let ignored = !bless && !any && current != recorded;
-    if ignored && !args.list {
-        println!(
-            "note: the UI suite is ignored here: its .stderr files were recorded with `{recorded}`, \
-             this is `{current}` (CUDA_BRAND_UI_ANY_RUSTC=1 runs it anyway; \
-             TRYBUILD=overwrite cargo test --features nccl --test ui_nccl re-blesses)"
-        );
-    }
-    let trial = Trial::test("ui_nccl", move || {
-        let t = trybuild::TestCases::new();
+    let rebless = "TRYBUILD=overwrite cargo test --features nccl --test ui_nccl";
+    runner::run("ui_nccl", rebless, |t| {
         t.compile_fail("ui-tests/nccl/fail/*.rs");
         // the safety profile refuses the communicator's raw handle (see tests/ui.rs)
         t.compile_fail("ui-tests/safety-profile/nccl/*.rs");
         t.pass("ui-tests/nccl/pass/*.rs");
-        drop(t); // runs the cases, panicking on a mismatch
-        if bless {
-            std::fs::write(&recorded_path, format!("{current}\n"))
-                .map_err(|e| format!("writing {recorded_path}: {e}"))?;
-        }
         Ok(())
     })
-    .with_ignored_flag(ignored);
-    libtest_mimic::run(&args, vec![trial]).exit_code()
 }

@@ -3,6 +3,12 @@
 //! GPU shows as **ignored**, with the reason printed once at the top, in `cargo test`'s
 //! normal output and counts, instead of passing without having run.
 //!
+//! Most GPU test files are modules of one binary, `gpu` (`tests/gpu.rs`, linked once): each
+//! lists its tests with `gpu_tests!` (or by hand as `tests_alone()`, for tests that must run
+//! with no other test beside them), and `tests/gpu.rs` runs them all with
+//! [`run_with_alone`]. A test that needs a process of its own is in a binary of its own,
+//! whose `fn main` is `gpu_test_main!`.
+//!
 //! * A test that needs a GPU is ignored where `Device::get(0)` fails (no driver library, no
 //!   device); with `CUDA_BRAND_REQUIRE_GPU=1` it runs anyway, and fails.
 //! * A test that needs two GPUs is ignored where there are fewer; with
@@ -12,6 +18,7 @@
 //!   suite is ignored by choice, only by what the machine lacks.
 
 use std::process::ExitCode;
+use std::sync::{PoisonError, RwLock};
 
 use cuda_brand::Device;
 use libtest_mimic::{Arguments, Trial};
@@ -49,7 +56,7 @@ fn gpus() -> Result<usize, String> {
 /// Runs `tests` like `cargo test` does, ignoring (with the reason) those this machine
 /// cannot run.
 pub fn run(tests: Vec<Test>) -> ExitCode {
-    run_with(tests, Arguments::from_args())
+    run_with(tests, Vec::new(), Arguments::from_args())
 }
 
 /// As [`run`], one test at a time: for binaries whose tests observe process-wide state
@@ -57,10 +64,33 @@ pub fn run(tests: Vec<Test>) -> ExitCode {
 pub fn run_serial(tests: Vec<Test>) -> ExitCode {
     let mut args = Arguments::from_args();
     args.test_threads = Some(1);
-    run_with(tests, args)
+    run_with(tests, Vec::new(), args)
 }
 
-fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
+/// As [`run`], and then `alone`: each of those starts once every test before it has
+/// finished, and no other test starts until it has (they observe process-wide state: free
+/// device memory, the primary context's retain count, the crate's pools and staging). The
+/// others run as many at a time as `run` runs them.
+pub fn run_with_alone(tests: Vec<Test>, alone: Vec<Test>) -> ExitCode {
+    run_with(tests, alone, Arguments::from_args())
+}
+
+/// Taken shared by every test while it runs, and exclusively by each test that runs alone.
+static TURN: RwLock<()> = RwLock::new(());
+
+fn run_with(tests: Vec<Test>, alone: Vec<Test>, mut args: Arguments) -> ExitCode {
+    let mut names: Vec<&str> = tests.iter().chain(&alone).map(|t| t.name).collect();
+    names.sort_unstable();
+    if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+        // `--exact NAME` (scripts/sanitize, the tests that re-run themselves in a child)
+        // must name one test
+        panic!("two tests are named {}: rename one", twice[0]);
+    }
+    let tests: Vec<(Test, bool)> = tests
+        .into_iter()
+        .map(|t| (t, false))
+        .chain(alone.into_iter().map(|t| (t, true)))
+        .collect();
     args.include_ignored = false;
     args.ignored = false;
     let found = gpus();
@@ -80,7 +110,7 @@ fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
         Needs::NoGpu => Some("a GPU is present, so the no-device paths cannot be taken".to_owned()),
     };
     let mut reasons: Vec<(Needs, String, usize)> = Vec::new();
-    for t in &tests {
+    for (t, _) in &tests {
         if let Some(why) = missing(t.needs) {
             match reasons.iter_mut().find(|(needs, _, _)| *needs == t.needs) {
                 Some((_, _, count)) => *count += 1,
@@ -95,7 +125,7 @@ fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
     }
     let trials = tests
         .into_iter()
-        .map(|t| {
+        .map(|(t, alone)| {
             let kind = match t.needs {
                 Needs::Nothing => "",
                 Needs::Gpu => "gpu",
@@ -105,6 +135,18 @@ fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
             let ignored = missing(t.needs).is_some();
             let body = t.body;
             Trial::test(t.name, move || {
+                // a panicking test poisons the lock; the next one takes its turn all the same
+                let _turn = if alone {
+                    (
+                        None,
+                        Some(TURN.write().unwrap_or_else(PoisonError::into_inner)),
+                    )
+                } else {
+                    (
+                        Some(TURN.read().unwrap_or_else(PoisonError::into_inner)),
+                        None,
+                    )
+                };
                 body();
                 Ok(())
             })
@@ -115,20 +157,21 @@ fn run_with(tests: Vec<Test>, mut args: Arguments) -> ExitCode {
     libtest_mimic::run(&args, trials).exit_code()
 }
 
-/// `fn main` of a GPU test binary: every named function is a test needing one GPU.
-/// `two_gpus: [...]` names those that need two, `anywhere: [...]` those that need none,
-/// `no_gpu: [...]` those that only run where there is none. A name may carry attributes,
-/// e.g. `#[cfg(feature = "derive")]` for a test that needs a feature.
+/// `pub fn tests() -> Vec<Test>`, a module's tests for `tests/gpu.rs`: every named function
+/// is a test needing one GPU. `two_gpus: [...]` names those that need two, `anywhere: [...]`
+/// those that need none, `no_gpu: [...]` those that only run where there is none. A name may
+/// carry attributes, e.g. `#[cfg(feature = "derive")]` for a test that needs a feature.
 #[macro_export]
-macro_rules! gpu_test_main {
+macro_rules! gpu_tests {
     ($($(#[$a:meta])* $name:ident),* $(,)?
      $(; two_gpus: [$($(#[$ta:meta])* $two:ident),* $(,)?])?
      $(; anywhere: [$($(#[$aa:meta])* $any:ident),* $(,)?])?
      $(; no_gpu: [$($(#[$na:meta])* $none:ident),* $(,)?])?) => {
+        /// This file's tests, which may run beside any other test of their binary.
         #[allow(clippy::vec_init_then_push)]
-        fn main() -> std::process::ExitCode {
+        pub fn tests() -> Vec<$crate::common::harness::Test> {
             #[allow(unused_imports)]
-            use common::harness::{Needs, Test, run};
+            use $crate::common::harness::{Needs, Test};
             // pushed one by one, so that a name's attributes (a `cfg`) apply to its test
             #[allow(unused_mut)]
             let mut tests = Vec::new();
@@ -136,7 +179,20 @@ macro_rules! gpu_test_main {
             $($($(#[$ta])* tests.push(Test { name: stringify!($two), needs: Needs::TwoGpus, body: $two });)*)?
             $($($(#[$aa])* tests.push(Test { name: stringify!($any), needs: Needs::Nothing, body: $any });)*)?
             $($($(#[$na])* tests.push(Test { name: stringify!($none), needs: Needs::NoGpu, body: $none });)*)?
-            run(tests)
+            tests
+        }
+    };
+}
+
+/// `fn main` of a GPU test binary of its own (a test that needs a process of its own): the
+/// tests named as for `gpu_tests!`, run by [`run`].
+#[macro_export]
+macro_rules! gpu_test_main {
+    ($($list:tt)*) => {
+        $crate::gpu_tests!($($list)*);
+
+        fn main() -> std::process::ExitCode {
+            $crate::common::harness::run(tests())
         }
     };
 }

@@ -1,7 +1,9 @@
 //! Shared by the GPU tests: their harness, the device, and the driver calls tests make
-//! directly.
+//! directly. `tests/gpu.rs` declares it `#[macro_use]`, so that its modules (the test files)
+//! have `gpu_or_skip!` and the harness's `gpu_tests!`.
 #![allow(dead_code)]
 
+#[macro_use]
 pub mod harness;
 
 use std::ffi::{c_int, c_void};

@@ -1,5 +1,5 @@
-//! Host functions and every scope form, and host functions and other threads. Part of the
-//! `graphs` test binary (`tests/graphs.rs` lists these tests).
+//! Host functions and every scope form, and host functions and other threads. A module of
+//! `tests/graphs.rs`, which lists these tests.
 //!
 //! * A host function's panic surfaces from every scope form that can queue one: `scope`,
 //!   `scope_with`, `scope_all`, `scope_within`, `scope_all_within`, the three `try_` forms,
