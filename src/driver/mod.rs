@@ -4,7 +4,9 @@
 //! # What it may import
 //!
 //! Nothing of the crate but [`crate::error`] (and itself): the layers above (contexts,
-//! memory, streams, modules, NCCL, NVRTC) call down into it, never the other way.
+//! memory, streams, modules, NCCL, NVRTC) call down into it, never the other way. What a
+//! wrapper needs from above moved down here: the flag that refuses driver calls inside a
+//! host function ([`host_fn_flag`]) and the raw form of the JIT options ([`jit_args`]).
 //!
 //! # Rooms
 //!
@@ -13,6 +15,8 @@
 //! - [`table`]: the driver's entry points, declared once, loaded once, with the minimum
 //!   driver and what a missing entry point says;
 //! - [`ffi`]: the `cuda.h` types newer than the `cuda_driver_sys` bindings;
+//! - [`host_fn_flag`]: the thread-local flag every wrapper checks first;
+//! - [`jit_args`]: the JIT options as the driver takes them (two parallel arrays);
 //! - the wrappers, one safe or `unsafe fn` per driver call, by what they act on:
 //!   [`context`] (initialisation, devices, contexts, peer access), [`memory`] (allocation,
 //!   host memory, managed memory, pointer queries), [`copy`] (copies and fills),
@@ -57,7 +61,8 @@
 //! A call through the table costs what a call through the PLT did: one atomic load of the
 //! loaded table's state (already initialised), one load of the function pointer, one
 //! indirect call; and before it one thread-local load, the check that the calling thread is
-//! not running a host function of the crate (which must not call the driver: `host_fn.rs`).
+//! not running a host function of the crate (which must not call the driver:
+//! [`host_fn_flag`]).
 
 #![allow(non_snake_case)]
 
@@ -76,9 +81,9 @@ use crate::error::{Error, ErrorCode, Result};
 macro_rules! cu_raw {
     ($f:ident($($arg:expr),* $(,)?)) => {
         // A host function (`host_fn.rs`) must not call the driver: refused here, for every
-        // entry point, before the table is touched (one thread-local load).
-        if crate::host_fn::in_host_fn() {
-            Err(crate::host_fn::driver_call_refused(stringify!($f)))
+        // entry point, before the table is touched (one thread-local load; `host_fn_flag`).
+        if $crate::driver::host_fn_flag::in_host_fn() {
+            Err($crate::driver::host_fn_flag::driver_call_refused(stringify!($f)))
         } else {
             match $crate::driver::table::api() {
                 // SAFETY: the table's "Safety of the calls", kept by this layer's wrappers.
@@ -102,6 +107,8 @@ macro_rules! cu {
 
 pub(crate) mod dylib;
 pub(crate) mod ffi;
+pub(crate) mod host_fn_flag;
+mod jit_args;
 mod table;
 
 mod context;
@@ -117,6 +124,8 @@ pub(crate) use context::*;
 pub(crate) use copy::*;
 pub(crate) use ffi::*;
 pub(crate) use graph::*;
+pub(crate) use host_fn_flag::HostFnFlag;
+pub(crate) use jit_args::{DEFAULT_LOG_BYTES, JitArgs, JitNumber};
 pub(crate) use launch::*;
 pub(crate) use memory::*;
 pub(crate) use module::*;

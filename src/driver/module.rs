@@ -3,9 +3,9 @@
 
 use std::ffi::c_void;
 
+use super::jit_args::{DEFAULT_LOG_BYTES, JitArgs};
 use super::{CUdeviceptr, CUfunction, CUkernel, CUlibrary, CUmodule, init};
 use crate::error::{Error, Result};
-use crate::jit::{JitArgs, JitOptions};
 
 /// Loads a module image (PTX text, NUL-terminated, or a cubin/fatbin) into the current
 /// context with the default JIT options, returning the JIT error log (and info log) with a
@@ -17,16 +17,14 @@ use crate::jit::{JitArgs, JitOptions};
 pub(crate) unsafe fn module_load(
     image: *const c_void,
 ) -> std::result::Result<CUmodule, (Error, String)> {
-    let mut jit = match JitArgs::new("cuModuleLoadDataEx", &JitOptions::default()) {
-        Ok(jit) => jit,
-        Err(e) => return Err((e, String::new())),
-    };
+    let mut jit = JitArgs::with_logs(DEFAULT_LOG_BYTES);
     // SAFETY: the caller guarantees the image.
     unsafe { module_load_ex(image, &mut jit) }.map_err(|e| (e, jit.failure_log()))
 }
 
 /// Loads a module image into the current context with the JIT options of `jit`, whose log
-/// buffers the driver fills (read them with `jit.log()` or `jit.failure_log()`).
+/// buffers the driver fills (read them with `jit.info_log()`, `jit.wall_time_ms()` or
+/// `jit.failure_log()`).
 ///
 /// # Safety
 /// `image` points to a complete image: NUL-terminated text for PTX.
