@@ -5,13 +5,56 @@
 use std::ffi::{OsStr, c_char, c_int, c_uint, c_ulonglong, c_void};
 use std::sync::OnceLock;
 
-use super::dylib::{DRIVER_LIBRARY_VAR, open};
+use super::dylib::{Library, NotFound, Spec, no_dirs};
 use super::ffi::*;
 use super::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream, CUuuid};
 use crate::error::{Error, ErrorCode, Result};
 
 /// The minimum driver: CUDA 11.4 (R470). Entry points newer than this are optional.
 pub(crate) const MINIMUM_DRIVER: i32 = 11040;
+
+/// The environment variable that names the driver library to load instead of the
+/// system's (a path, or any name the platform's loader resolves).
+pub(crate) const DRIVER_LIBRARY_VAR: &str = "CUDA_BRAND_DRIVER_LIBRARY";
+
+/// How to get a driver library, the end of every "not found" error.
+const GET_A_DRIVER: &str = "install the NVIDIA driver (CUDA 11.4, R470, or newer), or on \
+     Debian without a GPU run cuda-brand's scripts/install-libcuda (it installs libcuda1, \
+     whose cuInit reports no device)";
+
+/// The driver library: `libcuda.so.1`, then `libcuda.so` (Windows: `nvcuda.dll`), or the
+/// file [`DRIVER_LIBRARY_VAR`] names.
+pub(super) const DRIVER: Spec = Spec {
+    call: Error::LOAD_DRIVER,
+    var: DRIVER_LIBRARY_VAR,
+    #[cfg(windows)]
+    names: &["nvcuda.dll"],
+    #[cfg(not(windows))]
+    names: &["libcuda.so.1", "libcuda.so"],
+    dirs: no_dirs,
+    not_found: ErrorCode::DriverNotFound,
+    not_found_detail: driver_not_found,
+    // `cuDriverGetVersion` missing: the version is unknown (the table's entries, read after
+    // it, name the version in `lacks_required`)
+    lacks: |file, symbol| lacks_required(file, symbol, 0),
+};
+
+/// The detail of [`ErrorCode::DriverNotFound`]: what was tried, and how to get a driver.
+fn driver_not_found(not_found: &NotFound<'_>) -> String {
+    let failures = &not_found.failures;
+    match not_found.file {
+        Some(file) => format!(
+            "{DRIVER_LIBRARY_VAR}={} could not be loaded ({failures}): point it at the driver \
+             library, or unset it; {GET_A_DRIVER}",
+            file.to_string_lossy(),
+        ),
+        None => format!(
+            "{} could not be loaded ({failures}): {GET_A_DRIVER}, or set {DRIVER_LIBRARY_VAR} \
+             to the library's path",
+            DRIVER.names.join(" and "),
+        ),
+    }
+}
 
 /// Generates the driver table from one list of entry points.
 ///
@@ -22,8 +65,8 @@ pub(crate) const MINIMUM_DRIVER: i32 = 11040;
 /// style, 12040 for 12.4). It generates:
 ///
 /// - [`Api`], one function pointer per entry (an `Option` for optional ones), filled by
-///   `Api::load_from` with `libloading`; a missing required symbol fails the load with an
-///   error naming it, a missing optional one is `None`;
+///   `Api::load_from` from the opened [`Library`]; a missing required symbol fails the load
+///   with an error naming it, a missing optional one is `None`;
 /// - for each entry a method `Api::name(&self, args) -> Result<u32>`, `#[inline(always)]`,
 ///   which calls the pointer (or, for an optional entry the driver lacks, returns the
 ///   "needs a CUDA X driver" error);
@@ -80,18 +123,13 @@ macro_rules! driver_table {
                 }
             )*
 
-            /// Reads every entry point from `library` (the file `file`, a driver of CUDA
-            /// `version`).
-            fn load_from(
-                library: &'static libloading::Library,
-                file: &str,
-                version: i32,
-            ) -> Result<Api> {
+            /// Reads every entry point from `library`, a driver of CUDA `version`.
+            fn load_from(library: &Library, version: i32) -> Result<Api> {
                 Ok(Api {
                     version,
                     $(
                         $name: driver_table!(
-                            @load library file version $name $kind $(($since))?
+                            @load library version $name $kind $(($since))?
                             unsafe extern "C" fn($($ty),*) -> u32
                         ),
                     )*
@@ -131,20 +169,18 @@ macro_rules! driver_table {
         }
     };
 
-    (@load $library:ident $file:ident $version:ident $name:ident required $f:ty) => {
+    (@load $library:ident $version:ident $name:ident required $f:ty) => {
         // SAFETY: the symbol has the signature `$f` (the table's first rule).
-        match unsafe { $library.get::<$f>(concat!(stringify!($name), "\0").as_bytes()) } {
-            Ok(symbol) => *symbol,
-            Err(_) => return Err(lacks_required($file, stringify!($name), $version)),
+        match unsafe { $library.optional::<$f>(stringify!($name)) } {
+            Some(f) => f,
+            None => {
+                return Err(lacks_required($library.name(), stringify!($name), $version));
+            }
         }
     };
-    (
-        @load $library:ident $file:ident $version:ident $name:ident optional($since:literal) $f:ty
-    ) => {
+    (@load $library:ident $version:ident $name:ident optional($since:literal) $f:ty) => {
         // SAFETY: the symbol has the signature `$f` (the table's first rule).
-        unsafe { $library.get::<$f>(concat!(stringify!($name), "\0").as_bytes()) }
-            .ok()
-            .map(|symbol| *symbol)
+        unsafe { $library.optional::<$f>(stringify!($name)) }
     };
 
     (@fake required ($($ty:ty),*)) => {{
@@ -460,7 +496,7 @@ fn api_slow() -> Result<&'static Api> {
     static OUTCOME: OnceLock<Result<&'static Api>> = OnceLock::new();
     OUTCOME
         .get_or_init(|| {
-            let api = Api::load(std::env::var_os(DRIVER_LIBRARY_VAR).as_deref())?;
+            let api = Api::load(DRIVER.file_from_env().as_deref())?;
             // The only place that sets `API`, and it runs once: this is the first set.
             Ok(API.get_or_init(|| api))
         })
@@ -471,15 +507,12 @@ impl Api {
     /// Opens the driver library (`file`, or the platform's default names when `None` or
     /// empty) and reads the table from it. The library is never closed.
     fn load(file: Option<&OsStr>) -> Result<Api> {
-        let (library, name) = open(file.filter(|f| !f.is_empty()))?;
-        let library: &'static libloading::Library = Box::leak(Box::new(library));
+        let library = Library::open(&DRIVER, file)?;
+        let name = library.name();
         // SAFETY: cuDriverGetVersion has this signature in every driver.
-        let symbol = unsafe {
-            library.get::<unsafe extern "C" fn(*mut c_int) -> u32>(b"cuDriverGetVersion\0")
-        };
-        let Ok(get_version) = symbol else {
-            return Err(lacks_required(&name, "cuDriverGetVersion", 0));
-        };
+        let get_version = unsafe {
+            library.required::<unsafe extern "C" fn(*mut c_int) -> u32>("cuDriverGetVersion")
+        }?;
         let mut version = 0;
         // SAFETY: takes only its out-pointer (a live local) and may be called before cuInit.
         if unsafe { get_version(&mut version) } != 0 {
@@ -496,7 +529,7 @@ impl Api {
                 ),
             ));
         }
-        Api::load_from(library, &name, version)
+        Api::load_from(&library, version)
     }
 
     /// The error of an optional entry point that this driver lacks.
@@ -750,5 +783,28 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[cfg(not(windows))]
+    #[test]
+    fn without_the_variable_the_not_found_text_names_both_files_and_the_variable() {
+        let failures = "libcuda.so.1: cannot open shared object file: No such file or \
+                        directory; libcuda.so: cannot open shared object file: No such file \
+                        or directory";
+        let detail = driver_not_found(&NotFound {
+            file: None,
+            failures: failures.to_owned(),
+        });
+        // what README.md quotes `vector_add` printing
+        assert_eq!(
+            Error::with_detail(Error::LOAD_DRIVER, ErrorCode::DriverNotFound, detail).to_string(),
+            "loading the CUDA driver library failed: CUDA_BRAND_DRIVER_NOT_FOUND (CUDA driver \
+             library not found): libcuda.so.1 and libcuda.so could not be loaded (libcuda.so.1: \
+             cannot open shared object file: No such file or directory; libcuda.so: cannot open \
+             shared object file: No such file or directory): install the NVIDIA driver (CUDA \
+             11.4, R470, or newer), or on Debian without a GPU run cuda-brand's \
+             scripts/install-libcuda (it installs libcuda1, whose cuInit reports no device), or \
+             set CUDA_BRAND_DRIVER_LIBRARY to the library's path"
+        );
     }
 }

@@ -122,8 +122,8 @@ impl fmt::Display for NcclCode {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::{Error, ErrorCode};
+    use super::*;
 
     #[test]
     fn every_code_round_trips_and_reads_like_nccl() {
