@@ -1,6 +1,6 @@
 //! Makes `-lcuda` link on a machine without the CUDA driver library.
 //!
-//! The crate loads the driver at run time (`src/driver.rs`) and references no symbol of it,
+//! The crate loads the driver at run time (`src/driver/`) and references no symbol of it,
 //! but `cuda-driver-sys`, whose types it uses, always asks the linker for `-lcuda`. Where
 //! no `libcuda.so` is on the linker's path, this writes `$OUT_DIR/stub/libcuda.a`, an
 //! empty static archive, and adds its directory to the search path: `-lcuda` then resolves
@@ -49,7 +49,8 @@ fn main() {
     }
     std::fs::write(stub_dir.join("libcuda.a"), STUB).expect("write $OUT_DIR/stub/libcuda.a");
     // The loader never reports a file in this directory (`failure_text` in
-    // `src/driver.rs`), and the no-device tests put it on `LD_LIBRARY_PATH` as cargo does.
+    // `src/driver/dylib.rs`), and the no-device tests put it on `LD_LIBRARY_PATH` as cargo
+    // does.
     println!(
         "cargo:rustc-env=CUDA_BRAND_LINK_STUB_DIR={}",
         stub_dir.display()

@@ -107,7 +107,7 @@
 //! freed while the driver may still call it.
 
 use std::any::Any;
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -118,49 +118,10 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::driver;
-use crate::error::{Error, ErrorCode, Result};
+use crate::driver::{self, HostFnFlag};
+use crate::error::Result;
 use crate::memory::{self, DeviceCopy, Span, check_lengths};
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
-
-thread_local! {
-    /// Set while the crate runs a host function on this (a driver) thread.
-    static IN_HOST_FN: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the calling thread is running a host function of the crate: then the crate makes
-/// no driver call (checked by every driver wrapper).
-#[inline(always)]
-pub(crate) fn in_host_fn() -> bool {
-    IN_HOST_FN.with(Cell::get)
-}
-
-/// The error of a driver call made from inside a host function.
-#[cold]
-#[inline(never)]
-pub(crate) fn driver_call_refused(call: &'static str) -> Error {
-    Error::with_detail(
-        call,
-        ErrorCode::NotPermitted,
-        "a host function must not call the CUDA driver (cuLaunchHostFunc's rule); cuda-brand \
-         refused the call before it reached the driver",
-    )
-}
-
-/// Sets [`IN_HOST_FN`] for its life.
-struct HostFnFlag(bool);
-
-impl HostFnFlag {
-    fn set() -> Self {
-        HostFnFlag(IN_HOST_FN.with(|f| f.replace(true)))
-    }
-}
-
-impl Drop for HostFnFlag {
-    fn drop(&mut self) {
-        IN_HOST_FN.with(|f| f.set(self.0));
-    }
-}
 
 /// Host memory that a scope (or a capture) reads and writes in stream order: a `Copy`
 /// handle to a host slice bound for the whole scope by [`StreamScope::bind_host_mut`] (or
@@ -772,6 +733,8 @@ fn device_span(start: u64, bytes: usize, write: bool) -> Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::host_fn_flag::in_host_fn;
+    use crate::error::{Error, ErrorCode};
     use std::sync::atomic::AtomicUsize;
 
     /// A queued box as `HostFns::queue` makes it, without the driver.

@@ -5,10 +5,11 @@
 //! a `void*` per option, which is either a value cast to a pointer, or a pointer to a buffer
 //! the driver writes (the logs), or a slot the driver overwrites (the wall time). It trusts
 //! every entry: a log buffer pointer with a size larger than the buffer, or a count larger
-//! than the arrays, makes it write or read out of bounds. So the arrays are built here
-//! only, from a [`JitOptions`] value, never from user-supplied raw arrays; every log
-//! buffer is allocated here with exactly the size passed next to it, and lives at least as
-//! long as the call (for a [`Library`](crate::Library), as long as the library).
+//! than the arrays, makes it write or read out of bounds. So the arrays are built only by
+//! the driver layer (`driver::JitArgs`), from a [`JitOptions`] value checked here, never
+//! from user-supplied raw arrays; every log buffer is allocated there with exactly the size
+//! passed next to it, and lives at least as long as the call (for a
+//! [`Library`](crate::Library), as long as the library).
 //!
 //! ```no_run
 //! use cuda_brand::prelude::*;
@@ -29,9 +30,10 @@
 //! # }
 //! ```
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::c_uint;
 
 use crate::device::ComputeCapability;
+use crate::driver::{JitArgs, JitNumber};
 use crate::error::{Error, ErrorCode, Result};
 
 /// How the driver JIT-compiles PTX while loading a module or library (`CUjit_option`):
@@ -71,7 +73,7 @@ impl Default for JitOptions {
 }
 
 /// The size of each log buffer unless [`JitOptions::log_buffer_bytes`] says otherwise.
-const DEFAULT_LOG_BYTES: usize = 16 << 10;
+const DEFAULT_LOG_BYTES: usize = crate::driver::DEFAULT_LOG_BYTES as usize;
 
 /// What the JIT compiler does when a fatbin has no binary for the exact architecture of
 /// the device (`CUjit_fallback`).
@@ -198,140 +200,51 @@ impl JitOptions {
     }
 }
 
-// CUjit_option values (cuda.h).
-const CU_JIT_MAX_REGISTERS: c_int = 0;
-const CU_JIT_WALL_TIME: c_int = 2;
-const CU_JIT_INFO_LOG_BUFFER: c_int = 3;
-const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
-const CU_JIT_ERROR_LOG_BUFFER: c_int = 5;
-const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
-const CU_JIT_OPTIMIZATION_LEVEL: c_int = 7;
-const CU_JIT_TARGET: c_int = 9;
-const CU_JIT_FALLBACK_STRATEGY: c_int = 10;
-const CU_JIT_GENERATE_DEBUG_INFO: c_int = 11;
-const CU_JIT_LOG_VERBOSE: c_int = 12;
-const CU_JIT_GENERATE_LINE_INFO: c_int = 13;
-const CU_JIT_CACHE_MODE: c_int = 14;
-
-/// The option arrays of one load, built from a [`JitOptions`] and owning everything the
-/// arrays point to.
-///
-/// Invariants, which the driver wrappers taking a `JitArgs` rely on:
-/// - `options` and `values` have the same length, at most 13 (every option at most once);
-/// - each value is of the type its option documents: an integer cast to a pointer, a
-///   pointer to `info_log`/`error_log`, whose length is the value of the size option next
-///   to it, or a null slot for the wall time, which the driver overwrites with a `float`;
-/// - the log buffers are never resized, so their pointers stay valid as long as `self`.
-pub(crate) struct JitArgs {
-    options: Vec<c_int>,
-    values: Vec<*mut c_void>,
-    info_log: Vec<u8>,
-    error_log: Vec<u8>,
-    wall_time: Option<usize>,
-}
-
-impl JitArgs {
-    /// The arrays for `options`, or the error of `call` for a value the driver would
-    /// misread.
-    pub(crate) fn new(call: &'static str, options: &JitOptions) -> Result<JitArgs> {
-        options.check(call)?;
-        let mut args = JitArgs {
-            options: Vec::with_capacity(13),
-            values: Vec::with_capacity(13),
-            info_log: vec![0; options.log_bytes],
-            error_log: vec![0; options.log_bytes],
-            wall_time: None,
-        };
-        let number = |n: u32| std::ptr::without_provenance_mut::<c_void>(n as usize);
-        if options.log_bytes > 0 {
-            let bytes = number(options.log_bytes as u32);
-            let info = args.info_log.as_mut_ptr().cast::<c_void>();
-            let error = args.error_log.as_mut_ptr().cast::<c_void>();
-            args.push(CU_JIT_INFO_LOG_BUFFER, info);
-            args.push(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, bytes);
-            args.push(CU_JIT_ERROR_LOG_BUFFER, error);
-            args.push(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, bytes);
+impl JitOptions {
+    /// The driver's option arrays for these options (the raw form, `driver::JitArgs`), or
+    /// the error of `call` for a value the driver would misread.
+    pub(crate) fn to_args(&self, call: &'static str) -> Result<JitArgs> {
+        self.check(call)?;
+        // `check` refused a size above `u32::MAX`
+        let mut args = JitArgs::with_logs(self.log_bytes as u32);
+        if let Some(level) = self.optimization_level {
+            args.set(JitNumber::OptimizationLevel, level);
         }
-        args.wall_time = Some(args.values.len());
-        args.push(CU_JIT_WALL_TIME, std::ptr::null_mut());
-        if let Some(level) = options.optimization_level {
-            args.push(CU_JIT_OPTIMIZATION_LEVEL, number(level));
+        if let Some(registers) = self.max_registers {
+            args.set(JitNumber::MaxRegisters, registers);
         }
-        if let Some(registers) = options.max_registers {
-            args.push(CU_JIT_MAX_REGISTERS, number(registers));
-        }
-        if let Some(target) = options.target {
+        if let Some(target) = self.target {
             // CUjit_target: major * 10 + minor (CU_TARGET_COMPUTE_90 = 90)
             let value = target.major.saturating_mul(10).saturating_add(target.minor);
-            args.push(CU_JIT_TARGET, number(value));
+            args.set(JitNumber::Target, value);
         }
-        if let Some(fallback) = options.fallback {
-            args.push(CU_JIT_FALLBACK_STRATEGY, number(fallback as u32));
+        if let Some(fallback) = self.fallback {
+            args.set(JitNumber::FallbackStrategy, fallback as u32);
         }
-        if let Some(mode) = options.cache_mode {
-            args.push(CU_JIT_CACHE_MODE, number(mode as u32));
+        if let Some(mode) = self.cache_mode {
+            args.set(JitNumber::CacheMode, mode as u32);
         }
         for (option, on) in [
-            (CU_JIT_GENERATE_DEBUG_INFO, options.generate_debug_info),
-            (CU_JIT_GENERATE_LINE_INFO, options.generate_line_info),
-            (CU_JIT_LOG_VERBOSE, options.log_verbose),
+            (JitNumber::GenerateDebugInfo, self.generate_debug_info),
+            (JitNumber::GenerateLineInfo, self.generate_line_info),
+            (JitNumber::LogVerbose, self.log_verbose),
         ] {
             if on {
-                args.push(option, number(1));
+                args.set(option, 1);
             }
         }
         Ok(args)
     }
+}
 
-    fn push(&mut self, option: c_int, value: *mut c_void) {
-        debug_assert!(!self.options.contains(&option));
-        self.options.push(option);
-        self.values.push(value);
-    }
-
-    /// The driver's three arguments: the options, their values and how many there are.
-    pub(crate) fn raw_parts(&mut self) -> (*mut c_int, *mut *mut c_void, c_uint) {
-        (
-            self.options.as_mut_ptr(),
-            self.values.as_mut_ptr(),
-            self.options.len() as c_uint,
-        )
-    }
-
-    /// What the compiler reported, read after a successful call.
-    pub(crate) fn log(&self) -> JitLog {
-        let wall_time_ms = match self.wall_time {
-            // The driver wrote a `float` into the first four bytes of the (null) slot.
-            Some(i) => f32::from_bits(slot_low_bits(self.values[i])),
-            None => 0.0,
-        };
+impl JitLog {
+    /// What the compiler reported into `args`, read after a successful load.
+    pub(crate) fn read(args: &JitArgs) -> JitLog {
         JitLog {
-            info: text(&self.info_log),
-            wall_time_ms,
+            info: args.info_log(),
+            wall_time_ms: args.wall_time_ms(),
         }
     }
-
-    /// The error log, then the info log, after a failed call ("" if both are empty).
-    pub(crate) fn failure_log(&self) -> String {
-        let (error, info) = (text(&self.error_log), text(&self.info_log));
-        match (error.is_empty(), info.is_empty()) {
-            (false, true) => error,
-            (false, false) => format!("{error}\n{info}"),
-            (true, _) => info,
-        }
-    }
-}
-
-/// The four bytes a driver wrote at the start of a `void*` slot, as an integer.
-fn slot_low_bits(slot: *mut c_void) -> u32 {
-    let bytes = (slot as usize).to_ne_bytes();
-    u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
-}
-
-/// A log buffer's text: up to its first NUL (the whole buffer if none), trimmed.
-fn text(buf: &[u8]) -> String {
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).trim().to_owned()
 }
 
 /// The error of a failed load, with the JIT compiler's log as its detail when it wrote
@@ -359,32 +272,35 @@ mod tests {
             .generate_line_info(true)
             .log_verbose(true)
             .log_buffer_bytes(100);
-        let args = JitArgs::new("test", &options).unwrap();
-        assert_eq!(args.options, [3, 4, 5, 6, 2, 7, 0, 9, 10, 14, 13, 12]);
-        let values: Vec<usize> = args.values.iter().map(|&v| v as usize).collect();
-        assert_eq!(values[0], args.info_log.as_ptr() as usize);
+        let args = options.to_args("test").unwrap();
+        let ((options, values), (info_log, error_log)) = (args.entries(), args.logs());
+        assert_eq!(options, [3, 4, 5, 6, 2, 7, 0, 9, 10, 14, 13, 12]);
+        let values: Vec<usize> = values.iter().map(|&v| v as usize).collect();
+        assert_eq!(values[0], info_log.as_ptr() as usize);
         assert_eq!(values[1], 100);
-        assert_eq!(values[2], args.error_log.as_ptr() as usize);
+        assert_eq!(values[2], error_log.as_ptr() as usize);
         assert_eq!(values[3], 100);
         assert_eq!(&values[4..], [0, 2, 40, 90, 1, 2, 1, 1]);
-        assert_eq!((args.info_log.len(), args.error_log.len()), (100, 100));
+        assert_eq!((info_log.len(), error_log.len()), (100, 100));
         // the defaults: both logs of 16 KiB, and the wall time
-        let args = JitArgs::new("test", &JitOptions::default()).unwrap();
-        assert_eq!(args.options, [3, 4, 5, 6, 2]);
-        assert_eq!(args.values[1] as usize, 16 << 10);
+        let args = JitOptions::default().to_args("test").unwrap();
+        assert_eq!(args.entries().0, [3, 4, 5, 6, 2]);
+        assert_eq!(args.entries().1[1] as usize, 16 << 10);
         // no logs at all
-        let args = JitArgs::new("test", &JitOptions::new().log_buffer_bytes(0)).unwrap();
-        assert_eq!(args.options, [2]);
+        let args = JitOptions::new()
+            .log_buffer_bytes(0)
+            .to_args("test")
+            .unwrap();
+        assert_eq!(args.entries().0, [2]);
     }
 
     #[test]
     fn values_the_driver_would_misread_are_refused() {
-        let e = JitArgs::new(
-            "Module::from_ptx_with",
-            &JitOptions::new().optimization_level(5),
-        )
-        .err()
-        .unwrap();
+        let e = JitOptions::new()
+            .optimization_level(5)
+            .to_args("Module::from_ptx_with")
+            .err()
+            .unwrap();
         assert_eq!(e.code(), ErrorCode::InvalidValue);
         assert_eq!(
             e.to_string(),
@@ -393,7 +309,9 @@ mod tests {
         );
         #[cfg(target_pointer_width = "64")]
         {
-            let e = JitArgs::new("t", &JitOptions::new().log_buffer_bytes(1 << 33))
+            let e = JitOptions::new()
+                .log_buffer_bytes(1 << 33)
+                .to_args("t")
                 .err()
                 .unwrap();
             assert_eq!(
@@ -407,20 +325,12 @@ mod tests {
     }
 
     #[test]
-    fn logs_read_up_to_the_first_nul_and_the_wall_time_from_its_slot() {
-        let mut args = JitArgs::new("t", &JitOptions::new().log_buffer_bytes(16)).unwrap();
-        args.info_log[..6].copy_from_slice(b" info\n");
-        args.error_log.copy_from_slice(b"error without nu");
-        let slot = args.wall_time.unwrap();
-        let bits = 2.5f32.to_bits() as usize;
-        args.values[slot] = std::ptr::without_provenance_mut(bits);
-        let log = args.log();
-        assert_eq!(log.info, "info");
-        assert_eq!(log.wall_time_ms, 2.5);
-        assert_eq!(args.failure_log(), "error without nu\ninfo");
+    fn a_failed_load_has_the_jit_log_as_its_detail() {
         assert_eq!(
             with_log(Error::new("c", ErrorCode::InvalidPtx), "x").detail(),
             Some("JIT log:\nx")
         );
+        let e = Error::new("c", ErrorCode::InvalidPtx);
+        assert_eq!(with_log(e.clone(), ""), e);
     }
 }

@@ -45,9 +45,9 @@ use std::fmt;
 use std::ptr::NonNull;
 
 use crate::context::ContextGuard;
-use crate::driver::{self, CUlib_st, CUlibrary};
+use crate::driver::{self, CUlib_st, CUlibrary, JitArgs};
 use crate::error::{Error, Result};
-use crate::jit::{self, JitArgs, JitLog, JitOptions};
+use crate::jit::{self, JitLog, JitOptions};
 use crate::launch::{Function, Kernel, KernelParams, counts};
 use crate::module::{Source, aligned_image, c_name, check_image, ptx_text};
 
@@ -86,7 +86,7 @@ impl Library {
     pub fn from_ptx_with(ptx: &str, options: &JitOptions) -> Result<(Library, JitLog)> {
         const CALL: &str = "Library::from_ptx";
         let text = ptx_text(CALL, ptx)?;
-        let jit = JitArgs::new(CALL, options)?;
+        let jit = options.to_args(CALL)?;
         // SAFETY: NUL-terminated text that outlives the call.
         unsafe { Self::load(text.as_ptr().cast(), jit, Source::Ptx(ptx)) }
     }
@@ -106,7 +106,7 @@ impl Library {
         const CALL: &str = "Library::from_binary";
         check_image(CALL, image)?;
         let aligned = aligned_image(CALL, image)?;
-        let jit = JitArgs::new(CALL, options)?;
+        let jit = options.to_args(CALL)?;
         // SAFETY: every offset and size the image holds was checked against its length;
         // the copy outlives the call (the driver keeps its own copy of a library's image).
         unsafe { Self::load(aligned.as_ptr().cast(), jit, Source::Image(image)) }
@@ -121,7 +121,7 @@ impl Library {
     /// `image` is a complete, undamaged image as `nvcc` or `nvlink` wrote it.
     pub unsafe fn from_binary_unchecked(image: &[u8]) -> Result<Library> {
         let aligned = aligned_image("Library::from_binary", image)?;
-        let jit = JitArgs::new("Library::from_binary", &JitOptions::default())?;
+        let jit = JitOptions::default().to_args("Library::from_binary")?;
         // SAFETY: the caller promises a complete image; the copy outlives the call.
         unsafe { Self::load(aligned.as_ptr().cast(), jit, Source::Image(image)) }
             .map(|(library, _)| library)
@@ -143,7 +143,7 @@ impl Library {
         let raw = driver::non_null("cuLibraryLoadData", raw)?;
         // the kernels' parameter counts, for declarations (only on drivers that need them)
         counts::remember(raw.as_ptr() as usize, || source.param_table());
-        let log = jit.log();
+        let log = JitLog::read(&jit);
         Ok((Library { raw, _jit: jit }, log))
     }
 

@@ -32,10 +32,10 @@ use std::ptr::NonNull;
 use cuda_driver_sys::{CUctx_st, CUmod_st};
 
 use crate::context::{Brand, ContextGuard};
-use crate::driver::{self, CUdeviceptr, CUmodule};
+use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
 use crate::error::{Error, ErrorCode, Result};
 use crate::image::ParamTable;
-use crate::jit::{self, JitArgs, JitLog, JitOptions};
+use crate::jit::{self, JitLog, JitOptions};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::phase::{Allocating, Phase};
@@ -91,7 +91,7 @@ impl<'ctx> Module<'ctx> {
     ) -> Result<(Self, JitLog)> {
         const CALL: &str = "Module::from_ptx_with";
         let text = ptx_text(CALL, ptx)?;
-        let jit = JitArgs::new(CALL, options)?;
+        let jit = options.to_args(CALL)?;
         // SAFETY: NUL-terminated text that outlives the call.
         unsafe { Self::load_with(ctx, text.as_ptr().cast(), jit, Source::Ptx(ptx)) }
     }
@@ -127,7 +127,7 @@ impl<'ctx> Module<'ctx> {
         const CALL: &str = "Module::from_binary_with";
         check_image(CALL, image)?;
         let aligned = aligned_image(CALL, image)?;
-        let jit = JitArgs::new(CALL, options)?;
+        let jit = options.to_args(CALL)?;
         // SAFETY: every offset and size the image holds was checked against its length;
         // the copy outlives the call.
         unsafe { Self::load_with(ctx, aligned.as_ptr().cast(), jit, Source::Image(image)) }
@@ -177,7 +177,7 @@ impl<'ctx> Module<'ctx> {
         // goes into `ctx`.
         let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load_ex(image, &mut jit) }))?;
         let raw = loaded.map_err(|e| jit::with_log(e, &jit.failure_log()))?;
-        Ok((Self::from_loaded(ctx, raw, source)?, jit.log()))
+        Ok((Self::from_loaded(ctx, raw, source)?, JitLog::read(&jit)))
     }
 
     fn from_loaded<P: Allocating>(

@@ -49,6 +49,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::context::ContextGuard;
 use crate::device::ComputeCapability;
+use crate::driver::dylib::{Library, NotFound, Spec, entry_points};
 use crate::error::{Error, ErrorCode, Result};
 use crate::module::Module;
 
@@ -92,138 +93,93 @@ fn toolkit_dirs() -> Vec<OsString> {
 
 type Prog = *mut std::ffi::c_void;
 
-/// The NVRTC entry points the crate calls, each declared with the raw `nvrtcResult` as an
-/// `int` (an unknown value in a Rust enum would be undefined behaviour).
-struct Api {
-    version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int,
-    create: unsafe extern "C" fn(
-        *mut Prog,
-        *const c_char,
-        *const c_char,
-        c_int,
-        *const *const c_char,
-        *const *const c_char,
-    ) -> c_int,
-    destroy: unsafe extern "C" fn(*mut Prog) -> c_int,
-    compile: unsafe extern "C" fn(Prog, c_int, *const *const c_char) -> c_int,
-    ptx_size: unsafe extern "C" fn(Prog, *mut usize) -> c_int,
-    ptx: unsafe extern "C" fn(Prog, *mut c_char) -> c_int,
-    log_size: unsafe extern "C" fn(Prog, *mut usize) -> c_int,
-    log: unsafe extern "C" fn(Prog, *mut c_char) -> c_int,
-    add_name_expression: unsafe extern "C" fn(Prog, *const c_char) -> c_int,
-    lowered_name: unsafe extern "C" fn(Prog, *const c_char, *mut *const c_char) -> c_int,
-    /// NVRTC 11.1 and newer.
-    cubin_size: Option<unsafe extern "C" fn(Prog, *mut usize) -> c_int>,
-    /// NVRTC 11.1 and newer.
-    cubin: Option<unsafe extern "C" fn(Prog, *mut c_char) -> c_int>,
-    /// NVRTC 11.2 and newer.
-    num_supported_archs: Option<unsafe extern "C" fn(*mut c_int) -> c_int>,
-    /// NVRTC 11.2 and newer.
-    supported_archs: Option<unsafe extern "C" fn(*mut c_int) -> c_int>,
+entry_points! {
+    /// The NVRTC entry points the crate calls, each declared with the raw `nvrtcResult` as an
+    /// `int` (an unknown value in a Rust enum would be undefined behaviour).
+    struct Api {
+        required version = "nvrtcVersion": unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int,
+        required create = "nvrtcCreateProgram": unsafe extern "C" fn(
+            *mut Prog,
+            *const c_char,
+            *const c_char,
+            c_int,
+            *const *const c_char,
+            *const *const c_char,
+        ) -> c_int,
+        required destroy = "nvrtcDestroyProgram": unsafe extern "C" fn(*mut Prog) -> c_int,
+        required compile = "nvrtcCompileProgram":
+            unsafe extern "C" fn(Prog, c_int, *const *const c_char) -> c_int,
+        required ptx_size = "nvrtcGetPTXSize": unsafe extern "C" fn(Prog, *mut usize) -> c_int,
+        required ptx = "nvrtcGetPTX": unsafe extern "C" fn(Prog, *mut c_char) -> c_int,
+        required log_size = "nvrtcGetProgramLogSize":
+            unsafe extern "C" fn(Prog, *mut usize) -> c_int,
+        required log = "nvrtcGetProgramLog": unsafe extern "C" fn(Prog, *mut c_char) -> c_int,
+        required add_name_expression = "nvrtcAddNameExpression":
+            unsafe extern "C" fn(Prog, *const c_char) -> c_int,
+        required lowered_name = "nvrtcGetLoweredName":
+            unsafe extern "C" fn(Prog, *const c_char, *mut *const c_char) -> c_int,
+        /// NVRTC 11.1 and newer.
+        optional cubin_size = "nvrtcGetCUBINSize": unsafe extern "C" fn(Prog, *mut usize) -> c_int,
+        /// NVRTC 11.1 and newer.
+        optional cubin = "nvrtcGetCUBIN": unsafe extern "C" fn(Prog, *mut c_char) -> c_int,
+        /// NVRTC 11.2 and newer.
+        optional num_supported_archs = "nvrtcGetNumSupportedArchs":
+            unsafe extern "C" fn(*mut c_int) -> c_int,
+        /// NVRTC 11.2 and newer.
+        optional supported_archs = "nvrtcGetSupportedArchs":
+            unsafe extern "C" fn(*mut c_int) -> c_int,
+    }
+}
+
+/// The NVRTC library: the file [`NVRTC_LIBRARY_VAR`] names, else the first of [`NAMES`]
+/// that loads, from the loader's search path, then from the toolkit's places.
+const NVRTC: Spec = Spec {
+    call: LOAD_NVRTC,
+    var: NVRTC_LIBRARY_VAR,
+    names: NAMES,
+    dirs: toolkit_dirs,
+    not_found: ErrorCode::NvrtcNotFound,
+    not_found_detail: not_found,
+    lacks: |file, symbol| {
+        Error::with_detail(
+            LOAD_NVRTC,
+            ErrorCode::NvrtcNotFound,
+            format!("{file} has no {symbol}: it is not an NVRTC library"),
+        )
+    },
+};
+
+/// The detail of [`ErrorCode::NvrtcNotFound`]: what was tried, and how to get NVRTC.
+fn not_found(not_found: &NotFound<'_>) -> String {
+    let failures = &not_found.failures;
+    match not_found.file {
+        Some(file) => format!(
+            "{NVRTC_LIBRARY_VAR}={} could not be loaded ({failures}): point it at libnvrtc, or \
+             unset it",
+            file.to_string_lossy(),
+        ),
+        None => format!(
+            "none of {} could be loaded, from the loader's search path, $CUDA_HOME/lib64 or \
+             /usr/local/cuda/lib64 ({failures}): install NVRTC (the CUDA toolkit's cuda-nvrtc \
+             package, or Debian's libnvrtc11.2), or set {NVRTC_LIBRARY_VAR} to its path",
+            NAMES.join(", "),
+        ),
+    }
 }
 
 /// The loaded library, once per process (later calls get the first outcome).
 fn api() -> Result<&'static Api> {
-    static API: OnceLock<Result<&'static Api>> = OnceLock::new();
-    API.get_or_init(|| {
-        let file = std::env::var_os(NVRTC_LIBRARY_VAR).filter(|f| !f.is_empty());
-        load(file.as_deref()).map(|api| &*Box::leak(Box::new(api)))
-    })
-    .clone()
+    static API: OnceLock<Result<Api>> = OnceLock::new();
+    match API.get_or_init(|| load(NVRTC.file_from_env().as_deref())) {
+        Ok(api) => Ok(api),
+        Err(e) => Err(e.clone()),
+    }
 }
 
 /// Opens the NVRTC library (`file`, or the default names and places) and reads its entry
 /// points. The library is never closed.
 fn load(file: Option<&OsStr>) -> Result<Api> {
-    let candidates: Vec<OsString> = match file {
-        Some(file) => vec![file.to_owned()],
-        None => {
-            let mut all: Vec<OsString> = NAMES.iter().map(OsString::from).collect();
-            for dir in toolkit_dirs() {
-                for name in NAMES {
-                    let mut path = dir.clone();
-                    path.push("/");
-                    path.push(name);
-                    all.push(path);
-                }
-            }
-            all
-        }
-    };
-    let mut failures = Vec::new();
-    for name in &candidates {
-        // SAFETY: loading NVRTC runs its initialisers, which have no preconditions;
-        // nothing else is assumed of the file until its symbols are read.
-        match unsafe { libloading::Library::new(name) } {
-            Ok(library) => {
-                let library: &'static libloading::Library = Box::leak(Box::new(library));
-                return read_api(library, &name.to_string_lossy());
-            }
-            Err(e) => failures.push(e.to_string()),
-        }
-    }
-    let detail = match file {
-        Some(file) => format!(
-            "{NVRTC_LIBRARY_VAR}={} could not be loaded ({}): point it at libnvrtc, or unset it",
-            file.to_string_lossy(),
-            failures.join("; ")
-        ),
-        None => format!(
-            "none of {} could be loaded, from the loader's search path, $CUDA_HOME/lib64 or \
-             /usr/local/cuda/lib64 ({}): install NVRTC (the CUDA toolkit's cuda-nvrtc \
-             package, or Debian's libnvrtc11.2), or set {NVRTC_LIBRARY_VAR} to its path",
-            NAMES.join(", "),
-            failures.join("; ")
-        ),
-    };
-    Err(Error::with_detail(
-        LOAD_NVRTC,
-        ErrorCode::NvrtcNotFound,
-        detail,
-    ))
-}
-
-fn read_api(library: &'static libloading::Library, file: &str) -> Result<Api> {
-    macro_rules! required {
-        ($name:literal) => {
-            // SAFETY: the field this goes to has the signature nvrtc.h gives the symbol,
-            // with `int` for `nvrtcResult`; the library is never unloaded.
-            match unsafe { library.get(concat!($name, "\0").as_bytes()) } {
-                Ok(symbol) => *symbol,
-                Err(_) => {
-                    return Err(Error::with_detail(
-                        LOAD_NVRTC,
-                        ErrorCode::NvrtcNotFound,
-                        format!("{file} has no {}: it is not an NVRTC library", $name),
-                    ));
-                }
-            }
-        };
-    }
-    macro_rules! optional {
-        ($name:literal) => {
-            // SAFETY: as for `required!`.
-            unsafe { library.get(concat!($name, "\0").as_bytes()) }
-                .ok()
-                .map(|symbol| *symbol)
-        };
-    }
-    Ok(Api {
-        version: required!("nvrtcVersion"),
-        create: required!("nvrtcCreateProgram"),
-        destroy: required!("nvrtcDestroyProgram"),
-        compile: required!("nvrtcCompileProgram"),
-        ptx_size: required!("nvrtcGetPTXSize"),
-        ptx: required!("nvrtcGetPTX"),
-        log_size: required!("nvrtcGetProgramLogSize"),
-        log: required!("nvrtcGetProgramLog"),
-        add_name_expression: required!("nvrtcAddNameExpression"),
-        lowered_name: required!("nvrtcGetLoweredName"),
-        cubin_size: optional!("nvrtcGetCUBINSize"),
-        cubin: optional!("nvrtcGetCUBIN"),
-        num_supported_archs: optional!("nvrtcGetNumSupportedArchs"),
-        supported_archs: optional!("nvrtcGetSupportedArchs"),
-    })
+    Api::read(&Library::open(&NVRTC, file)?)
 }
 
 /// NVRTC's calls are made one at a time, whatever the NVRTC version's own thread-safety.
@@ -832,6 +788,22 @@ mod tests {
         assert_eq!(
             e.detail(),
             Some("an option contains a NUL byte at offset 3")
+        );
+    }
+
+    #[cfg(not(windows))]
+    #[test]
+    fn without_the_variable_the_not_found_text_names_every_file_and_place() {
+        let detail = not_found(&NotFound {
+            file: None,
+            failures: "F".to_owned(),
+        });
+        assert_eq!(
+            detail,
+            "none of libnvrtc.so, libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so.11.2 could be \
+             loaded, from the loader's search path, $CUDA_HOME/lib64 or /usr/local/cuda/lib64 \
+             (F): install NVRTC (the CUDA toolkit's cuda-nvrtc package, or Debian's \
+             libnvrtc11.2), or set CUDA_BRAND_NVRTC_LIBRARY to its path"
         );
     }
 }

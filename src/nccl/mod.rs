@@ -134,12 +134,11 @@
 //! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
 //! [`Communicator::async_error`].
 
-mod code;
 mod comm;
 mod ops;
 mod sys;
 
-pub use code::NcclCode;
+pub use crate::error::NcclCode;
 pub use comm::{Clique, Communicator, UniqueId};
 pub use ops::{Group, Grouped, group};
 pub use sys::{ncclComm, ncclComm_t};

@@ -2,8 +2,8 @@
 //!
 //! # Loading
 //!
-//! As with the driver (see `src/driver.rs`), nothing links against NCCL: `libnccl.so.2`
-//! (then `libnccl.so`) is opened at run time with `libloading`, on the first call that
+//! As with the driver, nothing links against NCCL: `libnccl.so.2` (then `libnccl.so`) is
+//! opened at run time by the crate's one loader (`driver::dylib`), on the first call that
 //! needs it and once per process; `CUDA_BRAND_NCCL_LIBRARY=/path/to/libnccl.so.2` loads
 //! that file instead. A library that cannot be opened is an [`Error`] with
 //! [`ErrorCode::NcclNotFound`]; one older than NCCL 2.12, or without an entry point the
@@ -29,6 +29,7 @@ use std::sync::OnceLock;
 use cuda_driver_sys::CUctx_st;
 
 use super::NcclCode;
+use crate::driver::dylib::{Library, NotFound, Spec, entry_points, no_dirs};
 use crate::driver::{self, CUcontext, CUdeviceptr, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -61,9 +62,6 @@ pub(crate) const MINIMUM_NCCL: i32 = 21200;
 /// names.
 pub(crate) const NCCL_LIBRARY_VAR: &str = "CUDA_BRAND_NCCL_LIBRARY";
 
-/// The files tried, in order, when [`NCCL_LIBRARY_VAR`] is not set.
-const NCCL_LIBRARIES: &[&str] = &["libnccl.so.2", "libnccl.so"];
-
 /// What every "not found" error ends with.
 const GET_NCCL: &str = "install NCCL 2.12 or newer (Debian and Ubuntu: libnccl2), or set \
      CUDA_BRAND_NCCL_LIBRARY to a libnccl.so.2; PyTorch's CUDA wheels ship one at \
@@ -73,187 +71,32 @@ const GET_NCCL: &str = "install NCCL 2.12 or newer (Debian and Ubuntu: libnccl2)
 /// What [`Error::call`] is when loading NCCL failed.
 pub(crate) const LOAD_NCCL: &str = "loading the NCCL library";
 
-/// NCCL's entry points, loaded once.
-///
-/// # Safety of the calls
-///
-/// Stated here once for every call this module makes through the table:
-///
-/// - each pointer was read from the library under the symbol's own name and has the
-///   signature `nccl.h` gives it (`ncclResult_t` and the enums `ncclDataType_t`,
-///   `ncclRedOp_t` are C `enum`s of `int` size, read as `u32`/`c_int`; `cudaStream_t` is
-///   `CUstream`); the library is never unloaded, so the pointers stay valid for the whole
-///   process;
-/// - every out-pointer is `&mut` of a live local with the C type's size;
-/// - every communicator, stream and device address comes from the caller of an `unsafe fn`
-///   wrapper, whose `# Safety` section says what NCCL requires of it.
-struct Nccl {
-    version: i32,
-    GetUniqueId: unsafe extern "C" fn(*mut ncclUniqueId) -> u32,
-    CommInitRank: unsafe extern "C" fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int) -> u32,
-    CommInitAll: unsafe extern "C" fn(*mut ncclComm_t, c_int, *const c_int) -> u32,
-    CommDestroy: unsafe extern "C" fn(ncclComm_t) -> u32,
-    CommGetAsyncError: unsafe extern "C" fn(ncclComm_t, *mut c_int) -> u32,
-    GetErrorString: unsafe extern "C" fn(c_int) -> *const c_char,
-    GetLastError: Option<unsafe extern "C" fn(ncclComm_t) -> *const c_char>,
-    AllReduce: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        c_int,
-        c_int,
-        ncclComm_t,
-        CUstream,
-    ) -> u32,
-    Broadcast: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        c_int,
-        c_int,
-        ncclComm_t,
-        CUstream,
-    ) -> u32,
-    Reduce: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        c_int,
-        c_int,
-        c_int,
-        ncclComm_t,
-        CUstream,
-    ) -> u32,
-    AllGather:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, ncclComm_t, CUstream) -> u32,
-    ReduceScatter: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        c_int,
-        c_int,
-        ncclComm_t,
-        CUstream,
-    ) -> u32,
-    Send: unsafe extern "C" fn(*const c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> u32,
-    Recv: unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> u32,
-    GroupStart: unsafe extern "C" fn() -> u32,
-    GroupEnd: unsafe extern "C" fn() -> u32,
-}
+/// The NCCL library: the file [`NCCL_LIBRARY_VAR`] names, else `libnccl.so.2`, then
+/// `libnccl.so`, from the loader's search path.
+const NCCL_LIBRARY: Spec = Spec {
+    call: LOAD_NCCL,
+    var: NCCL_LIBRARY_VAR,
+    names: &["libnccl.so.2", "libnccl.so"],
+    dirs: no_dirs,
+    not_found: ErrorCode::NcclNotFound,
+    not_found_detail: not_found,
+    lacks,
+};
 
-/// The loaded table, or why it could not be loaded (the same outcome for every call).
-static NCCL: OnceLock<Result<Nccl>> = OnceLock::new();
-
-/// The table, loading it on first use.
-fn nccl() -> Result<&'static Nccl> {
-    match NCCL.get_or_init(|| load(std::env::var_os(NCCL_LIBRARY_VAR).as_deref())) {
-        Ok(table) => Ok(table),
-        Err(e) => Err(e.clone()),
-    }
-}
-
-/// Opens the library (`file`, or the default names when `None` or empty) and reads the
-/// table from it. The library is never closed.
-fn load(file: Option<&OsStr>) -> Result<Nccl> {
-    let file = file.filter(|f| !f.is_empty());
-    let (library, name) = open(file)?;
-    let library: &'static libloading::Library = Box::leak(Box::new(library));
-    macro_rules! sym {
-        ($symbol:literal) => {
-            // SAFETY: the field this goes to has the signature nccl.h gives the symbol
-            // (the table's first rule).
-            match unsafe { library.get(concat!($symbol, "\0").as_bytes()) } {
-                Ok(f) => *f,
-                Err(_) => return Err(lacks(&name, $symbol)),
-            }
-        };
-    }
-    let get_version: unsafe extern "C" fn(*mut c_int) -> u32 = sym!("ncclGetVersion");
-    let mut version = 0;
-    // SAFETY: takes only its out-pointer, a live local.
-    if unsafe { get_version(&mut version) } != 0 {
-        version = 0;
-    }
-    if version < MINIMUM_NCCL {
-        return Err(Error::with_detail(
-            LOAD_NCCL,
-            ErrorCode::NcclTooOld,
-            format!(
-                "cuda-brand needs NCCL {} or newer; {name} is NCCL {}",
-                version_text(MINIMUM_NCCL),
-                version_text(version)
-            ),
-        ));
-    }
-    Ok(Nccl {
-        version,
-        GetUniqueId: sym!("ncclGetUniqueId"),
-        CommInitRank: sym!("ncclCommInitRank"),
-        CommInitAll: sym!("ncclCommInitAll"),
-        CommDestroy: sym!("ncclCommDestroy"),
-        CommGetAsyncError: sym!("ncclCommGetAsyncError"),
-        GetErrorString: sym!("ncclGetErrorString"),
-        // SAFETY: as in `sym!`.
-        GetLastError: unsafe { library.get(b"ncclGetLastError\0") }
-            .ok()
-            .map(|f| *f),
-        AllReduce: sym!("ncclAllReduce"),
-        Broadcast: sym!("ncclBroadcast"),
-        Reduce: sym!("ncclReduce"),
-        AllGather: sym!("ncclAllGather"),
-        ReduceScatter: sym!("ncclReduceScatter"),
-        Send: sym!("ncclSend"),
-        Recv: sym!("ncclRecv"),
-        GroupStart: sym!("ncclGroupStart"),
-        GroupEnd: sym!("ncclGroupEnd"),
-    })
-}
-
-/// Opens the first library that loads, returning it and the name it was opened under.
-fn open(file: Option<&OsStr>) -> Result<(libloading::Library, String)> {
-    let names: Vec<&OsStr> = match file {
-        Some(file) => vec![file],
-        None => NCCL_LIBRARIES.iter().map(OsStr::new).collect(),
-    };
-    let mut failures = Vec::new();
-    for name in names {
-        // SAFETY: loading NCCL runs its initialisers, which have no preconditions; nothing
-        // else is assumed of the file until its symbols are read.
-        match unsafe { libloading::Library::new(name) } {
-            Ok(library) => return Ok((library, name.to_string_lossy().into_owned())),
-            Err(e) => failures.push(error_chain(&e)),
-        }
-    }
-    let detail = match file {
+/// The detail of [`ErrorCode::NcclNotFound`]: what was tried, and how to get NCCL.
+fn not_found(not_found: &NotFound<'_>) -> String {
+    let failures = &not_found.failures;
+    match not_found.file {
         Some(file) => format!(
-            "{NCCL_LIBRARY_VAR}={} could not be loaded ({}): point it at a libnccl.so.2, or \
-             unset it; {GET_NCCL}",
+            "{NCCL_LIBRARY_VAR}={} could not be loaded ({failures}): point it at a \
+             libnccl.so.2, or unset it; {GET_NCCL}",
             file.to_string_lossy(),
-            failures.join("; ")
         ),
         None => format!(
-            "{} could not be loaded ({}): {GET_NCCL}",
-            NCCL_LIBRARIES.join(" and "),
-            failures.join("; ")
+            "{} could not be loaded ({failures}): {GET_NCCL}",
+            NCCL_LIBRARY.names.join(" and "),
         ),
-    };
-    Err(Error::with_detail(
-        LOAD_NCCL,
-        ErrorCode::NcclNotFound,
-        detail,
-    ))
-}
-
-/// An error and its sources, as one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
     }
-    text
 }
 
 #[cold]
@@ -266,6 +109,140 @@ fn lacks(file: &str, symbol: &str) -> Error {
             version_text(MINIMUM_NCCL)
         ),
     )
+}
+
+entry_points! {
+    /// NCCL's entry points, loaded once (with the library's version, in [`Loaded`]).
+    ///
+    /// # Safety of the calls
+    ///
+    /// Stated here once for every call this module makes through the table:
+    ///
+    /// - each pointer was read from the library under the symbol's own name and has the
+    ///   signature `nccl.h` gives it (`ncclResult_t` and the enums `ncclDataType_t`,
+    ///   `ncclRedOp_t` are C `enum`s of `int` size, read as `u32`/`c_int`; `cudaStream_t` is
+    ///   `CUstream`); the library is never unloaded, so the pointers stay valid for the whole
+    ///   process;
+    /// - every out-pointer is `&mut` of a live local with the C type's size;
+    /// - every communicator, stream and device address comes from the caller of an `unsafe fn`
+    ///   wrapper, whose `# Safety` section says what NCCL requires of it.
+    struct Nccl {
+        required GetUniqueId = "ncclGetUniqueId": unsafe extern "C" fn(*mut ncclUniqueId) -> u32,
+        required CommInitRank = "ncclCommInitRank":
+            unsafe extern "C" fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int) -> u32,
+        required CommInitAll = "ncclCommInitAll":
+            unsafe extern "C" fn(*mut ncclComm_t, c_int, *const c_int) -> u32,
+        required CommDestroy = "ncclCommDestroy": unsafe extern "C" fn(ncclComm_t) -> u32,
+        required CommGetAsyncError = "ncclCommGetAsyncError":
+            unsafe extern "C" fn(ncclComm_t, *mut c_int) -> u32,
+        required GetErrorString = "ncclGetErrorString":
+            unsafe extern "C" fn(c_int) -> *const c_char,
+        optional GetLastError = "ncclGetLastError":
+            unsafe extern "C" fn(ncclComm_t) -> *const c_char,
+        required AllReduce = "ncclAllReduce": unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            c_int,
+            c_int,
+            ncclComm_t,
+            CUstream,
+        ) -> u32,
+        required Broadcast = "ncclBroadcast": unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            c_int,
+            c_int,
+            ncclComm_t,
+            CUstream,
+        ) -> u32,
+        required Reduce = "ncclReduce": unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            c_int,
+            c_int,
+            c_int,
+            ncclComm_t,
+            CUstream,
+        ) -> u32,
+        required AllGather = "ncclAllGather": unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            c_int,
+            ncclComm_t,
+            CUstream,
+        ) -> u32,
+        required ReduceScatter = "ncclReduceScatter": unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            c_int,
+            c_int,
+            ncclComm_t,
+            CUstream,
+        ) -> u32,
+        required Send = "ncclSend":
+            unsafe extern "C" fn(*const c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> u32,
+        required Recv = "ncclRecv":
+            unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> u32,
+        required GroupStart = "ncclGroupStart": unsafe extern "C" fn() -> u32,
+        required GroupEnd = "ncclGroupEnd": unsafe extern "C" fn() -> u32,
+    }
+}
+
+/// The loaded library: its `ncclGetVersion` code and its entry points.
+struct Loaded {
+    version: i32,
+    table: Nccl,
+}
+
+/// The loaded library, or why it could not be loaded (the same outcome for every call).
+static LOADED: OnceLock<Result<Loaded>> = OnceLock::new();
+
+/// The library, loading it on first use.
+fn loaded() -> Result<&'static Loaded> {
+    match LOADED.get_or_init(|| load(NCCL_LIBRARY.file_from_env().as_deref())) {
+        Ok(loaded) => Ok(loaded),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// The table, loading it on first use.
+fn nccl() -> Result<&'static Nccl> {
+    loaded().map(|loaded| &loaded.table)
+}
+
+/// Opens the library (`file`, or the default names when `None` or empty), checks its
+/// version and reads the table from it. The library is never closed.
+fn load(file: Option<&OsStr>) -> Result<Loaded> {
+    let library = Library::open(&NCCL_LIBRARY, file)?;
+    // SAFETY: `ncclGetVersion(int*)` in every NCCL, with `ncclResult_t` as `u32`.
+    let get_version =
+        unsafe { library.required::<unsafe extern "C" fn(*mut c_int) -> u32>("ncclGetVersion") }?;
+    let mut version = 0;
+    // SAFETY: takes only its out-pointer, a live local.
+    if unsafe { get_version(&mut version) } != 0 {
+        version = 0;
+    }
+    if version < MINIMUM_NCCL {
+        return Err(Error::with_detail(
+            LOAD_NCCL,
+            ErrorCode::NcclTooOld,
+            format!(
+                "cuda-brand needs NCCL {} or newer; {} is NCCL {}",
+                version_text(MINIMUM_NCCL),
+                library.name(),
+                version_text(version)
+            ),
+        ));
+    }
+    Ok(Loaded {
+        version,
+        table: Nccl::read(&library)?,
+    })
 }
 
 /// `(major, minor, patch)` of an `ncclGetVersion` code: `major * 10000 + minor * 100 +
@@ -291,7 +268,7 @@ fn version_text(code: i32) -> String {
 
 /// The loaded library's `ncclGetVersion` code.
 pub(crate) fn version() -> Result<i32> {
-    Ok(nccl()?.version)
+    Ok(loaded()?.version)
 }
 
 /// Turns an `ncclResult_t` into a `Result`, naming the call; the detail is NCCL's last
@@ -625,5 +602,21 @@ mod tests {
     fn the_unique_id_has_nccls_layout() {
         assert_eq!(std::mem::size_of::<ncclUniqueId>(), 128);
         assert_eq!(std::mem::align_of::<ncclUniqueId>(), 1);
+    }
+
+    #[test]
+    fn without_the_variable_the_not_found_text_names_both_files() {
+        let detail = not_found(&NotFound {
+            file: None,
+            failures: "F".to_owned(),
+        });
+        assert_eq!(
+            detail,
+            format!("libnccl.so.2 and libnccl.so could not be loaded (F): {GET_NCCL}")
+        );
+        assert!(
+            detail.ends_with("\"lib\", \"libnccl.so.2\"))')"),
+            "{detail}"
+        );
     }
 }

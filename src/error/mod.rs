@@ -1,8 +1,18 @@
 //! Errors: one [`Error`] type naming the failing driver call and its [`ErrorCode`].
+//!
+//! The floor of the house: this module imports nothing of the crate, and every layer, the
+//! driver layer first, uses it. The result codes of the other NVIDIA libraries live here
+//! for that reason ([`NcclCode`], feature `nccl`, public as `cuda_brand::nccl::NcclCode`).
 
 #![forbid(unsafe_code)]
 
 use std::fmt;
+
+#[cfg(feature = "nccl")]
+mod nccl_code;
+
+#[cfg(feature = "nccl")]
+pub use nccl_code::NcclCode;
 
 /// What a driver call (or the crate's own check before one) returned instead of success.
 ///
@@ -400,10 +410,10 @@ macro_rules! error_codes {
             /// with the compiler's log in the error's detail. Not a `CUresult`: no raw value.
             Nvrtc(u32),
             /// An NCCL call (feature `nccl`) returned this `ncclResult_t` (not `ncclSuccess`);
-            /// no `CUresult`, so no raw value here (see [`NcclCode::raw`](crate::nccl::NcclCode::raw)).
+            /// no `CUresult`, so no raw value here (see [`NcclCode::raw`]).
             /// The error's detail is NCCL's own message (`ncclGetLastError`) where it left one.
             #[cfg(feature = "nccl")]
-            Nccl(crate::nccl::NcclCode),
+            Nccl(NcclCode),
             /// `CUDA_BRAND_NCCL_NOT_FOUND` (the crate's own, feature `nccl`): the NCCL library
             /// (`libnccl.so.2`, or the file that `CUDA_BRAND_NCCL_LIBRARY` names) could not be
             /// loaded. The error's detail says what was tried and where PyTorch keeps one.

@@ -1,13 +1,15 @@
-//! [`NcclCode`]: NCCL's result codes, as an [`ErrorCode::Nccl`](crate::ErrorCode::Nccl).
+//! [`NcclCode`]: NCCL's result codes, as an [`ErrorCode::Nccl`](super::ErrorCode::Nccl)
+//! (feature `nccl`; public as `cuda_brand::nccl::NcclCode`). It lives with the errors so
+//! that `error` names nothing of the layers above it.
 
 #![forbid(unsafe_code)]
 
 use std::fmt;
 
 /// An `ncclResult_t` other than `ncclSuccess`, carried by
-/// [`ErrorCode::Nccl`](crate::ErrorCode::Nccl). The descriptions are NCCL's own (`ncclGetErrorString`),
+/// [`ErrorCode::Nccl`](super::ErrorCode::Nccl). The descriptions are NCCL's own (`ncclGetErrorString`),
 /// without its advice to rerun with `NCCL_DEBUG`; the error's
-/// [`detail`](crate::Error::detail) holds NCCL's message for the failure itself
+/// [`detail`](super::Error::detail) holds NCCL's message for the failure itself
 /// (`ncclGetLastError`), where it left one.
 ///
 /// ```
@@ -120,8 +122,8 @@ impl fmt::Display for NcclCode {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Error, ErrorCode};
     use super::*;
-    use crate::{Error, ErrorCode};
 
     #[test]
     fn every_code_round_trips_and_reads_like_nccl() {
