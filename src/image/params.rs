@@ -11,7 +11,8 @@
 //!   parameter; its size and alignment follow from its type (`.u64`, `.f32`, `.b8`, ...),
 //!   an explicit `.align N` (not the pointee's alignment after `.ptr`), and array
 //!   dimensions (`.param .align 8 .b8 s[16]`, a struct passed by value). An entry without a
-//!   list (`.entry k {`) has none.
+//!   list (`.entry k {`) has none. Text with a preprocessor directive (`#define`, `#if`),
+//!   which ptxas expands and this reader does not, gives no kernel a list.
 //! - **Cubin**: the `.nv.info.<kernel>` section's `EIATTR_KPARAM_INFO` records, one per
 //!   parameter (ordinal, offset, size), with `EIATTR_CBANK_PARAM_SIZE` or
 //!   `EIATTR_PARAM_CBANK` giving the parameter space; a kernel with no parameter record has
@@ -54,6 +55,12 @@ impl ParamList {
 pub(crate) struct ParamTable {
     /// `None` where two entries of the image declare the kernel differently.
     kernels: BTreeMap<Box<[u8]>, Option<ParamList>>,
+    /// The image holds PTX with preprocessor directives (`#define`, `#if`, `#include`):
+    /// ptxas expands them before it reads a signature, this reader does not, so the text
+    /// may declare other kernels and parameters than it reads as here (a list hidden
+    /// behind `#if 0`, a parameter or a whole `.entry` made by a macro). No kernel of the
+    /// image then has a list.
+    opaque: bool,
 }
 
 impl ParamTable {
@@ -78,12 +85,15 @@ impl ParamTable {
 
     /// The parameter list of kernel `name`, where the image declares it (consistently).
     pub(crate) fn get(&self, name: &[u8]) -> Option<&ParamList> {
+        if self.opaque {
+            return None;
+        }
         self.kernels.get(name)?.as_ref()
     }
 
     /// Whether no kernel has a parameter list here.
     pub(crate) fn is_empty(&self) -> bool {
-        self.kernels.values().all(Option::is_none)
+        self.opaque || self.kernels.values().all(Option::is_none)
     }
 
     /// Every kernel with its parameter list, by name.
@@ -91,6 +101,7 @@ impl ParamTable {
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &ParamList)> {
         self.kernels
             .iter()
+            .filter(|_| !self.opaque)
             .filter_map(|(name, list)| Some((&**name, list.as_ref()?)))
     }
 
@@ -312,8 +323,14 @@ fn ptx_param(item: &[Tok<'_>]) -> Result<Option<(usize, usize)>, ()> {
     Ok(size.map(|size| (size, align.unwrap_or(elem))))
 }
 
-/// Every `.entry` of PTX text, into `table`.
+/// Every `.entry` of PTX text, into `table`; none if the text has a preprocessor directive
+/// (a `#` outside comments and strings: PTX has no other use for one), which makes the
+/// whole table opaque.
 fn ptx_entries(text: &[u8], table: &mut ParamTable) {
+    if (Lexer { b: text, p: 0 }).any(|t| t == Tok::Punct(b'#')) {
+        table.opaque = true;
+        return;
+    }
     let mut lx = Lexer { b: text, p: 0 }.peekable();
     while let Some(t) = lx.next() {
         if t != Tok::Word(b".entry") {
@@ -810,6 +827,22 @@ mod tests {
             assert!(t.get(b"a").is_none(), "{ptx}: {t:?}");
             assert!(t.is_empty(), "{ptx}");
         }
+        // preprocessor directives: ptxas expands them, this reader cannot, so nothing of
+        // the text has a list (here the signature ptxas sees has two parameters, not one)
+        for ptx in [
+            "#if 0\n.entry a(.param .u64 x) {}\n#else\n.visible E a(.param .u64 x, .param .u64 y) {}\n#endif",
+            "#define E .entry\n.entry a(.param .u64 x) {}",
+            ".entry a(.param .u64 x MORE) {}\n#define MORE , .param .u64 y",
+            "   # include \"k.ptx\"\n.entry a(.param .u64 x) {}",
+        ] {
+            let t = ParamTable::from_ptx(ptx);
+            assert!(t.get(b"a").is_none() && t.is_empty(), "{ptx}: {t:?}");
+        }
+        // a `#` in a comment or a string is no directive
+        let t = ParamTable::from_ptx(
+            "// #if 0\n/* #define */ .file 1 \"a#b.cu\"\n.entry a(.param .u64 x) {}",
+        );
+        assert_eq!(t.get(b"a").unwrap().count, 1);
         // the same kernel declared twice alike is fine
         let t = ParamTable::from_ptx(".entry a(.param .u32 x) {} .entry a(.param .u32 y) {}");
         assert_eq!(t.get(b"a").unwrap().count, 1);
