@@ -16,7 +16,10 @@
 //! - **Cubin**: the `.nv.info.<kernel>` section's `EIATTR_KPARAM_INFO` records, one per
 //!   parameter (ordinal, offset, size), with `EIATTR_CBANK_PARAM_SIZE` or
 //!   `EIATTR_PARAM_CBANK` giving the parameter space; a kernel with no parameter record has
-//!   none only where that space is present and 0.
+//!   none only where that space is present and 0. The records count only where the
+//!   kernel's symbol and code agree as nvcc writes them (the symbol in `.text.<kernel>`,
+//!   whose `sh_info` names it and no other code does): the driver finds a kernel's records
+//!   through its symbol, not through the records' section name.
 //! - **Fatbin**: every entry the crate can read (uncompressed cubins and PTX); entries that
 //!   disagree about a kernel leave it without a count.
 //!
@@ -477,6 +480,20 @@ fn elf_entries(b: &[u8], table: &mut ParamTable) {
     let Some(names) = section(shstrndx).and_then(|(_, _, off, size)| bytes_of(off, size)) else {
         return;
     };
+    let header = |i: usize| -> Option<SectionAt> {
+        if i >= shnum {
+            return None;
+        }
+        let at = shoff.checked_add(i.checked_mul(64)?)?;
+        Some(SectionAt {
+            name: field(at, 4)?,
+            typ: field(at + 4, 4)? as u32,
+            offset: field(at + 24, 8)?,
+            size: field(at + 32, 8)?,
+            link: field(at + 40, 4)?,
+            info: field(at + 44, 4)?,
+        })
+    };
     for i in 1..shnum {
         let Some((name, typ, off, size)) = section(i) else {
             return;
@@ -491,11 +508,86 @@ fn elf_entries(b: &[u8], table: &mut ParamTable) {
         if kernel.is_empty() {
             continue;
         }
-        match bytes_of(off, size).and_then(nv_info_params) {
+        let code = header(i).and_then(|h| usize::try_from(h.info).ok());
+        let list = bytes_of(off, size).and_then(nv_info_params).filter(|_| {
+            code.is_some_and(|t| code_is_the_kernels(&header, &bytes_of, names, t, kernel))
+        });
+        match list {
             Some(list) => table.add(kernel, list),
             None => table.unknown(kernel),
         }
     }
+}
+
+/// A section header's fields, as [`code_is_the_kernels`] reads them.
+struct SectionAt {
+    name: u64,
+    typ: u32,
+    offset: u64,
+    size: u64,
+    link: u64,
+    info: u64,
+}
+
+/// Whether section `text` (which `.nv.info.<kernel>` names in `sh_info`) is the code of the
+/// function symbol `kernel`, as the driver finds a kernel: by its symbol, then the records
+/// of the code that symbol lies in. Holds where the section is `.text.<kernel>`, its
+/// `sh_info` names a function symbol called `kernel`, and every symbol called `kernel` (but
+/// section symbols) lies in it, and no other code section names that symbol, as nvcc
+/// writes them. An image that moved the symbol into
+/// another kernel's code, or pointed the code at another kernel's symbol, would otherwise
+/// give `kernel` one kernel's records here and another's layout in the driver: a count that
+/// a declaration one parameter short could pass.
+fn code_is_the_kernels<'a>(
+    header: &dyn Fn(usize) -> Option<SectionAt>,
+    bytes_of: &dyn Fn(u64, u64) -> Option<&'a [u8]>,
+    names: &[u8],
+    text: usize,
+    kernel: &[u8],
+) -> bool {
+    const SHT_SYMTAB: u32 = 2;
+    const STT_FUNC: u8 = 2;
+    const STT_SECTION: u8 = 3;
+    (|| {
+        let code = header(text)?;
+        let code_name = c_str(names, usize::try_from(code.name).ok()?)?;
+        if code_name.strip_prefix(b".text.") != Some(kernel) {
+            return Some(false);
+        }
+        let symtab = header(usize::try_from(code.link).ok()?)?;
+        let strtab = header(usize::try_from(symtab.link).ok()?)?;
+        if symtab.typ != SHT_SYMTAB {
+            return Some(false);
+        }
+        let symbols = bytes_of(symtab.offset, symtab.size)?;
+        let strings = bytes_of(strtab.offset, strtab.size)?;
+        let named = (code.info & 0x00ff_ffff) as usize;
+        let mut entry_is_kernel = false;
+        for (n, sym) in symbols.chunks_exact(24).enumerate() {
+            let name = u32::from_le_bytes(sym[..4].try_into().ok()?) as usize;
+            let (typ, shndx) = (sym[4] & 0xf, u16::from_le_bytes([sym[6], sym[7]]));
+            if typ == STT_SECTION || c_str(strings, name) != Some(kernel) {
+                continue;
+            }
+            if usize::from(shndx) != text {
+                return Some(false);
+            }
+            entry_is_kernel |= n == named && typ == STT_FUNC;
+        }
+        // and no other code names the kernel's symbol as its function
+        for j in (1..).take_while(|&j| header(j).is_some()) {
+            let other = header(j)?;
+            let other_name = c_str(names, usize::try_from(other.name).ok()?)?;
+            if j != text
+                && other_name.starts_with(b".text.")
+                && (other.info & 0x00ff_ffff) as usize == named
+            {
+                return Some(false);
+            }
+        }
+        Some(entry_is_kernel)
+    })()
+    .unwrap_or(false)
 }
 
 /// The parameters a kernel's `.nv.info.<kernel>` records describe, or `None` if they do
@@ -924,6 +1016,73 @@ mod tests {
         let t = ParamTable::from_image(&m);
         assert!(t.get(b"scale").is_none());
         assert_eq!(t.get(b"vector_add").unwrap().count, 6);
+    }
+
+    /// `CUBIN`'s section `name`: its index and the byte of its header.
+    fn section_of(name: &str) -> (usize, usize) {
+        let f = |at: usize, n: usize| {
+            CUBIN[at..at + n]
+                .iter()
+                .rev()
+                .fold(0u64, |v, &x| (v << 8) | u64::from(x)) as usize
+        };
+        let (shoff, shnum, shstrndx) = (f(40, 8), f(60, 2), f(62, 2));
+        let names = f(shoff + shstrndx * 64 + 24, 8);
+        (0..shnum)
+            .map(|i| (i, shoff + i * 64))
+            .find(|&(_, at)| c_str(CUBIN, names + f(at, 4)) == Some(name.as_bytes()))
+            .unwrap_or_else(|| panic!("no section {name}"))
+    }
+
+    /// `CUBIN`'s symbol `name`: its index and the byte of its entry.
+    fn symbol_of(name: &str) -> (usize, usize) {
+        let f = |at: usize, n: usize| {
+            CUBIN[at..at + n]
+                .iter()
+                .rev()
+                .fold(0u64, |v, &x| (v << 8) | u64::from(x)) as usize
+        };
+        let (_, symtab) = section_of(".symtab");
+        let (_, strtab) = section_of(".strtab");
+        let (syms, size, strings) = (f(symtab + 24, 8), f(symtab + 32, 8), f(strtab + 24, 8));
+        (0..size / 24)
+            .map(|n| (n, syms + n * 24))
+            .find(|&(_, at)| c_str(CUBIN, strings + f(at, 4)) == Some(name.as_bytes()))
+            .unwrap_or_else(|| panic!("no symbol {name}"))
+    }
+
+    #[test]
+    fn a_kernel_whose_symbol_or_code_points_elsewhere_has_no_list() {
+        // the symbol `spin` moved into `scale`'s code (which is long enough for it): the
+        // driver would take `scale`'s records for `spin`, so `spin` has no list; `scale`,
+        // whose symbol and code are as they were, keeps its own
+        let mut image = CUBIN.to_vec();
+        let (_, spin) = symbol_of("spin");
+        let (text_scale, _) = section_of(".text.scale");
+        image[spin + 6..spin + 8].copy_from_slice(&(text_scale as u16).to_le_bytes());
+        let t = ParamTable::from_image(&image);
+        assert!(t.get(b"spin").is_none(), "{t:?}");
+        assert_eq!(t.get(b"scale").map(|l| l.count), Some(3));
+        assert_eq!(t.get(b"vector_add").map(|l| l.count), Some(6));
+        // `scale`'s code naming `spin`'s symbol as its function: neither has a list
+        let mut image = CUBIN.to_vec();
+        let (spin, _) = symbol_of("spin");
+        let (_, at) = section_of(".text.scale");
+        let info = u32::from_le_bytes(image[at + 44..at + 48].try_into().unwrap());
+        let info = (info & 0xff00_0000) | spin as u32;
+        image[at + 44..at + 48].copy_from_slice(&info.to_le_bytes());
+        let t = ParamTable::from_image(&image);
+        assert!(
+            t.get(b"scale").is_none() && t.get(b"spin").is_none(),
+            "{t:?}"
+        );
+        assert_eq!(t.get(b"vector_add").map(|l| l.count), Some(6));
+        // `scale`'s code naming no function (the null symbol)
+        let mut image = CUBIN.to_vec();
+        image[at + 44..at + 48].copy_from_slice(&(info & 0xff00_0000).to_le_bytes());
+        let t = ParamTable::from_image(&image);
+        assert!(t.get(b"scale").is_none(), "{t:?}");
+        assert_eq!(t.get(b"spin").map(|l| l.count), Some(1));
     }
 
     #[test]
