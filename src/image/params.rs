@@ -494,6 +494,7 @@ fn elf_entries(b: &[u8], table: &mut ParamTable) {
             info: field(at + 44, 4)?,
         })
     };
+    let kernels = Kernels::index(&header, &bytes_of, names, shnum);
     for i in 1..shnum {
         let Some((name, typ, off, size)) = section(i) else {
             return;
@@ -509,9 +510,9 @@ fn elf_entries(b: &[u8], table: &mut ParamTable) {
             continue;
         }
         let code = header(i).and_then(|h| usize::try_from(h.info).ok());
-        let list = bytes_of(off, size).and_then(nv_info_params).filter(|_| {
-            code.is_some_and(|t| code_is_the_kernels(&header, &bytes_of, names, t, kernel))
-        });
+        let list = bytes_of(off, size)
+            .and_then(nv_info_params)
+            .filter(|_| code.is_some_and(|t| kernels.code_is(t, kernel)));
         match list {
             Some(list) => table.add(kernel, list),
             None => table.unknown(kernel),
@@ -519,7 +520,7 @@ fn elf_entries(b: &[u8], table: &mut ParamTable) {
     }
 }
 
-/// A section header's fields, as [`code_is_the_kernels`] reads them.
+/// A section header's fields, as [`Kernels::index`] reads them.
 struct SectionAt {
     name: u64,
     typ: u32,
@@ -529,65 +530,112 @@ struct SectionAt {
     info: u64,
 }
 
-/// Whether section `text` (which `.nv.info.<kernel>` names in `sh_info`) is the code of the
-/// function symbol `kernel`, as the driver finds a kernel: by its symbol, then the records
-/// of the code that symbol lies in. Holds where the section is `.text.<kernel>`, its
-/// `sh_info` names a function symbol called `kernel`, and every symbol called `kernel` (but
-/// section symbols) lies in it, and no other code section names that symbol, as nvcc
-/// writes them. An image that moved the symbol into
-/// another kernel's code, or pointed the code at another kernel's symbol, would otherwise
-/// give `kernel` one kernel's records here and another's layout in the driver: a count that
-/// a declaration one parameter short could pass.
-fn code_is_the_kernels<'a>(
-    header: &dyn Fn(usize) -> Option<SectionAt>,
-    bytes_of: &dyn Fn(u64, u64) -> Option<&'a [u8]>,
-    names: &[u8],
-    text: usize,
-    kernel: &[u8],
-) -> bool {
-    const SHT_SYMTAB: u32 = 2;
-    const STT_FUNC: u8 = 2;
-    const STT_SECTION: u8 = 3;
-    (|| {
-        let code = header(text)?;
-        let code_name = c_str(names, usize::try_from(code.name).ok()?)?;
-        if code_name.strip_prefix(b".text.") != Some(kernel) {
-            return Some(false);
+/// Which code is which kernel's, as the driver finds a kernel: by its symbol, then the
+/// records of the code that symbol lies in. Read once per image (linear in its sections
+/// and symbols).
+struct Kernels<'a> {
+    /// Each `.text.<name>` section: its index, and the symbol its `sh_info` names (`None`
+    /// for a name two sections have).
+    code: BTreeMap<&'a [u8], Option<(usize, usize)>>,
+    /// How many code sections name each symbol as their function.
+    named: BTreeMap<usize, usize>,
+    /// Each symbol name (but section symbols'): the sections its symbols lie in, and the
+    /// indices of its function symbols. `None` once a name's symbols lie in two sections.
+    symbols: BTreeMap<&'a [u8], Option<(usize, Vec<usize>)>>,
+}
+
+impl<'a> Kernels<'a> {
+    fn index(
+        header: &dyn Fn(usize) -> Option<SectionAt>,
+        bytes_of: &dyn Fn(u64, u64) -> Option<&'a [u8]>,
+        names: &'a [u8],
+        shnum: usize,
+    ) -> Kernels<'a> {
+        const SHT_SYMTAB: u32 = 2;
+        const STT_FUNC: u8 = 2;
+        const STT_SECTION: u8 = 3;
+        let mut k = Kernels {
+            code: BTreeMap::new(),
+            named: BTreeMap::new(),
+            symbols: BTreeMap::new(),
+        };
+        let mut symtab = None;
+        for i in 1..shnum {
+            let Some(h) = header(i) else { break };
+            let name = usize::try_from(h.name).ok().and_then(|n| c_str(names, n));
+            if let Some(kernel) = name.and_then(|n| n.strip_prefix(b".text.")) {
+                let function = (h.info & 0x00ff_ffff) as usize;
+                let seen = k.code.insert(kernel, Some((i, function))).is_some();
+                if seen {
+                    k.code.insert(kernel, None);
+                }
+                *k.named.entry(function).or_default() += 1;
+            }
+            if h.typ == SHT_SYMTAB {
+                // a cubin has one symbol table; with two, no kernel is known here
+                symtab = if symtab.is_none() {
+                    Some(Some(h))
+                } else {
+                    Some(None)
+                };
+            }
         }
-        let symtab = header(usize::try_from(code.link).ok()?)?;
-        let strtab = header(usize::try_from(symtab.link).ok()?)?;
-        if symtab.typ != SHT_SYMTAB {
-            return Some(false);
-        }
-        let symbols = bytes_of(symtab.offset, symtab.size)?;
-        let strings = bytes_of(strtab.offset, strtab.size)?;
-        let named = (code.info & 0x00ff_ffff) as usize;
-        let mut entry_is_kernel = false;
+        let Some(Some(symtab)) = symtab else {
+            k.code.clear();
+            return k;
+        };
+        let strings = usize::try_from(symtab.link)
+            .ok()
+            .and_then(header)
+            .and_then(|s| bytes_of(s.offset, s.size));
+        let (Some(symbols), Some(strings)) = (bytes_of(symtab.offset, symtab.size), strings) else {
+            k.code.clear();
+            return k;
+        };
         for (n, sym) in symbols.chunks_exact(24).enumerate() {
-            let name = u32::from_le_bytes(sym[..4].try_into().ok()?) as usize;
-            let (typ, shndx) = (sym[4] & 0xf, u16::from_le_bytes([sym[6], sym[7]]));
-            if typ == STT_SECTION || c_str(strings, name) != Some(kernel) {
+            let name = u32::from_le_bytes([sym[0], sym[1], sym[2], sym[3]]) as usize;
+            let (typ, shndx) = (
+                sym[4] & 0xf,
+                usize::from(u16::from_le_bytes([sym[6], sym[7]])),
+            );
+            let Some(name) = c_str(strings, name).filter(|_| typ != STT_SECTION) else {
                 continue;
-            }
-            if usize::from(shndx) != text {
-                return Some(false);
-            }
-            entry_is_kernel |= n == named && typ == STT_FUNC;
-        }
-        // and no other code names the kernel's symbol as its function
-        for j in (1..).take_while(|&j| header(j).is_some()) {
-            let other = header(j)?;
-            let other_name = c_str(names, usize::try_from(other.name).ok()?)?;
-            if j != text
-                && other_name.starts_with(b".text.")
-                && (other.info & 0x00ff_ffff) as usize == named
-            {
-                return Some(false);
+            };
+            let entry = k
+                .symbols
+                .entry(name)
+                .or_insert_with(|| Some((shndx, Vec::new())));
+            match entry {
+                Some((at, functions)) if *at == shndx => {
+                    if typ == STT_FUNC {
+                        functions.push(n);
+                    }
+                }
+                _ => *entry = None,
             }
         }
-        Some(entry_is_kernel)
-    })()
-    .unwrap_or(false)
+        k
+    }
+
+    /// Whether section `text` (which `.nv.info.<kernel>` names in `sh_info`) is the code of
+    /// the function symbol `kernel`: it is `.text.<kernel>`, its `sh_info` names a function
+    /// symbol called `kernel`, every symbol called `kernel` (but section symbols) lies in
+    /// it, and no other code names that symbol, as nvcc writes them. An image that moved
+    /// the symbol into another kernel's code, or pointed the code at another kernel's
+    /// symbol, would otherwise give `kernel` one kernel's records here and another's layout
+    /// in the driver: a count that a declaration one parameter short could pass.
+    fn code_is(&self, text: usize, kernel: &[u8]) -> bool {
+        let Some(&Some((at, function))) = self.code.get(kernel) else {
+            return false;
+        };
+        let Some(Some((lies_in, functions))) = self.symbols.get(kernel) else {
+            return false;
+        };
+        at == text
+            && *lies_in == text
+            && functions.contains(&function)
+            && self.named.get(&function) == Some(&1)
+    }
 }
 
 /// The parameters a kernel's `.nv.info.<kernel>` records describe, or `None` if they do
