@@ -32,8 +32,13 @@
 //!   `bench/benches/graphs.rs`): on the host function's own thread nothing the crate is
 //!   asked for reaches the driver, so nothing is queued, copied or run. A value the closure
 //!   owns and drops (a `DeviceBuffer` moved in) cannot free its memory there: the free is
-//!   refused and the memory stays allocated until its context is destroyed. Driver calls
-//!   made by other code (another crate, raw FFI) are not seen; the rule is the driver's.
+//!   refused and the memory stays allocated until its context is destroyed, and the
+//!   refusal is reported like any release that fails in `drop`: the teardown of the
+//!   buffer's context returns it (`with_context` returns `CUDA_ERROR_NOT_PERMITTED` though
+//!   its closure succeeded), and for a `Stream` or an `Event`, which cannot learn their
+//!   context there, the next teardown to run, of any context, on any thread, does. Driver
+//!   calls made by other code (another crate, raw FFI) are not seen; the rule is the
+//!   driver's.
 //!   Calls on other threads are not refused: see [below](#host-functions-and-other-threads).
 //! * **A panic must not unwind into the driver** (that would unwind through C frames).
 //!   The crate catches it, lets the stream go on, and resumes it when the scope returns,

@@ -419,3 +419,19 @@ pub fn calls_the_driver_may_make_wait_for_a_running_host_function() {
         Ok(())
     });
 }
+
+/// A buffer moved into a host function and dropped there is not freed (its free is refused
+/// on the host function's thread) and the refusal is reported by its context's teardown:
+/// the `with_context` that made it returns `CUDA_ERROR_NOT_PERMITTED`, naming
+/// `DeviceBuffer::drop`, although its closure returned `Ok`.
+pub fn a_buffer_dropped_inside_a_host_function_is_reported_by_its_contexts_teardown() {
+    let Some(device) = common::gpu() else { return };
+    let result = cuda_brand::with_context(&device, cuda_brand::ContextFlags::default(), |ctx| {
+        let buf = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
+        ctx.stream()?.scope(|s| s.host_fn(move || drop(buf)))?;
+        Ok::<_, Error>(7)
+    });
+    let e = result.expect_err("the refused free is reported");
+    assert_eq!(e.code(), cuda_brand::ErrorCode::NotPermitted, "{e}");
+    assert!(e.to_string().contains("`DeviceBuffer::drop` failed"), "{e}");
+}
