@@ -909,6 +909,14 @@ fn targeted(cubin: &[u8]) -> Vec<(String, Vec<u8>)> {
     edit("counter in scale's parameter bank", &|m| {
         shndx(m, counter_at, bank_scale)
     });
+    // a data object in a section the driver does not allocate on the device: what address
+    // does `cuModuleGetGlobal` give it, and what does reading it (`to_vec`) touch?
+    for section in [".strtab", ".symtab", ".debug_frame", ".nv.info.scale"] {
+        let (index, _) = sec(section);
+        edit(&format!("counter in {section}"), &|m| {
+            shndx(m, counter_at, index)
+        });
+    }
     edit("table untyped in code", &|m| {
         shndx(m, table_at, text_vector_add);
         m[table_at + 4] = 0;
@@ -1026,6 +1034,13 @@ fn targeted_images_that_pass_the_check_never_kill_the_process() {
                     }
                     None => problems.push(format!(
                         "{label}: the child printed no result ({status}); stderr:\n{}",
+                        tail(&stderr)
+                    )),
+                    // loaded, but the context failed after (its teardown reported an error:
+                    // a kernel lookup, attribute or global read left a sticky error, say a
+                    // global whose address lies outside device memory)
+                    Some(_) if !status.success() => problems.push(format!(
+                        "{label}: the child failed after the load ({status}); stderr:\n{}",
                         tail(&stderr)
                     )),
                     _ => {}
