@@ -624,7 +624,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
     ) -> Result<()> {
         let target = launch::sealed::Launch::target(&kernel);
         self.op(|| launch::check_config(&config, &target))?;
-        launch::sealed::Args::with_params(args, |spans, params| {
+        launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
                 return self.op(|| Err(launch::launch_overlap(spans, i, j)));
             }

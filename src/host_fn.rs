@@ -32,8 +32,13 @@
 //!   `bench/benches/graphs.rs`): on the host function's own thread nothing the crate is
 //!   asked for reaches the driver, so nothing is queued, copied or run. A value the closure
 //!   owns and drops (a `DeviceBuffer` moved in) cannot free its memory there: the free is
-//!   refused and the memory stays allocated until its context is destroyed. Driver calls
-//!   made by other code (another crate, raw FFI) are not seen; the rule is the driver's.
+//!   refused and the memory stays allocated until its context is destroyed, and the
+//!   refusal is reported like any release that fails in `drop`: the teardown of the
+//!   buffer's context returns it (`with_context` returns `CUDA_ERROR_NOT_PERMITTED` though
+//!   its closure succeeded), and for a `Stream` or an `Event`, which cannot learn their
+//!   context there, the next teardown to run, of any context, on any thread, does. Driver
+//!   calls made by other code (another crate, raw FFI) are not seen; the rule is the
+//!   driver's.
 //!   Calls on other threads are not refused: see [below](#host-functions-and-other-threads).
 //! * **A panic must not unwind into the driver** (that would unwind through C frames).
 //!   The crate catches it, lets the stream go on, and resumes it when the scope returns,
@@ -80,6 +85,17 @@
 //!     [`DeviceSlice::fill`](crate::DeviceSlice::fill), ...), which run on the context's
 //!     legacy default stream, and that stream waits for every `StreamFlags::Default`
 //!     stream of its context.
+//!
+//!   The driver may make more calls wait for it, so a host function must not wait for
+//!   these either: freeing memory that is not from a pool (`close` or drop of a
+//!   [`DeviceBuffer2D`](crate::DeviceBuffer2D), [`DeviceBuffer3D`](crate::DeviceBuffer3D),
+//!   [`ManagedBuffer`](crate::ManagedBuffer) or [`PinnedBuffer`](crate::PinnedBuffer), and
+//!   of a [`DeviceBuffer`](crate::DeviceBuffer) on a device without memory pools:
+//!   `cuMemFree` and `cuMemFreeHost` "may perform implicit synchronization"), and a scope
+//!   on any stream that queues a host function of its own (the driver "may serialize" host
+//!   functions of independent streams, so that scope's end may wait for this one).
+//!   `tests/graphs.rs` `calls_the_driver_may_make_wait_for_a_running_host_function` prints
+//!   which of them waited on the machine it ran on.
 //!
 //!   Calls that do not wait for the host function's stream return while it runs. Tested:
 //!   a whole scope on another non-blocking stream, and, when the host function's stream is
@@ -560,8 +576,9 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// deadlock. Those calls are `synchronize` of its stream or context, the end of a scope
     /// on its stream, and, when its stream is a [`StreamFlags::Default`](crate::StreamFlags)
     /// stream, the crate's synchronous copies and fills (they run on the legacy default
-    /// stream, which waits for it). See [Host functions and other
-    /// threads](crate::host_fn#host-functions-and-other-threads).
+    /// stream, which waits for it); the driver may also make frees of memory not from a
+    /// pool, and scopes that queue host functions of their own, wait for it. See [Host
+    /// functions and other threads](crate::host_fn#host-functions-and-other-threads).
     ///
     /// ```no_run
     /// use std::sync::atomic::{AtomicUsize, Ordering};

@@ -763,6 +763,20 @@ pub trait KernelParams: sealed::Params {}
 
 /// An argument that may be passed for the parameter `P` in a scope `'scope` of the context
 /// `'ctx`. Sealed: the crate lays out every argument the driver sees.
+///
+/// The layout stays the crate's: a bound `A: KernelArg<..>` brings the hidden supertrait's
+/// method into scope in any crate, but the method takes a value only the crate can make,
+/// so code outside it cannot call it to learn an argument's device address (an escape the
+/// [safety profile](crate#safety-profile) refuses):
+///
+/// ```compile_fail,E0061
+/// #![deny(unsafe_code)]
+/// use cuda_brand::{In, KernelArg};
+///
+/// fn address_of<'s, 'c, A: KernelArg<'s, 'c, In<f32>>>(arg: A) -> [u64; 2] {
+///     arg.lower().0 // error: the method takes the crate's own token
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter declared as `{P}`",
     label = "the kernel's declaration says `{P}` here",
@@ -799,6 +813,15 @@ pub(crate) mod sealed {
 
     use crate::driver::CUfunction;
     use crate::memory::Span;
+
+    /// Proof that the caller is this crate, taken by the sealed methods that see an
+    /// argument's device address ([`Arg::lower`], [`Args::with_params`]). A bound on a
+    /// public trait (`A: KernelArg<'s, 'c, In<f32>>`) brings its sealed supertrait's methods
+    /// into scope in another crate, which cannot name the trait but could call them: only
+    /// the crate can make this value (its field is private to the crate), so only the crate
+    /// can call them, and no safe code elsewhere learns an address through them.
+    #[derive(Clone, Copy)]
+    pub struct Crate(pub(crate) ());
 
     /// What a launch needs to know about its kernel.
     #[derive(Clone, Copy)]
@@ -853,7 +876,7 @@ pub(crate) mod sealed {
     )]
     pub trait Arg<'scope, 'ctx, P: Param> {
         /// The argument's bytes, and the memory it touches.
-        fn lower(self) -> (P::Raw, Span);
+        fn lower(self, by: Crate) -> (P::Raw, Span);
     }
 
     #[diagnostic::on_unimplemented(
@@ -865,7 +888,11 @@ pub(crate) mod sealed {
         /// Lays the arguments out, then calls `launch` with the memory each touches and
         /// the `void**` array the driver takes (one pointer per C parameter, each to a
         /// value of its type, alive for the call).
-        fn with_params<R>(self, launch: impl FnOnce(&[Span], *mut *mut c_void) -> R) -> R;
+        fn with_params<R>(
+            self,
+            by: Crate,
+            launch: impl FnOnce(&[Span], *mut *mut c_void) -> R,
+        ) -> R;
     }
 
     #[diagnostic::on_unimplemented(
@@ -954,7 +981,7 @@ macro_rules! slice_args {
     ($param:ident, $write:literal: $($arg:ty),*) => { $(
         impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, $param<T>> for $arg {
             #[inline(always)]
-            fn lower(self) -> ([u64; 2], Span) {
+            fn lower(self, _: sealed::Crate) -> ([u64; 2], Span) {
                 slice_raw(self.device_ptr(), self.len(), size_of::<T>(), $write)
             }
         }
@@ -966,7 +993,7 @@ slice_args!(Out, true: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffe
 
 impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, ByValue<T>> for T {
     #[inline(always)]
-    fn lower(self) -> (T, Span) {
+    fn lower(self, _: sealed::Crate) -> (T, Span) {
         (self, Span::NONE)
     }
 }
@@ -992,7 +1019,7 @@ macro_rules! scalar_params {
         impl KernelParam for $t {}
         impl<'scope, 'ctx> sealed::Arg<'scope, 'ctx, $t> for $t {
             #[inline(always)]
-            fn lower(self) -> ($t, Span) {
+            fn lower(self, _: sealed::Crate) -> ($t, Span) {
                 (self, Span::NONE)
             }
         }
@@ -1015,8 +1042,12 @@ macro_rules! kernel_params {
             sealed::Args<'scope, 'ctx, ($($p,)+)> for ($($a,)+)
         {
             #[inline(always)]
-            fn with_params<R>(self, launch: impl FnOnce(&[Span], *mut *mut c_void) -> R) -> R {
-                let lowered = ($(sealed::Arg::<'scope, 'ctx, $p>::lower(self.$i),)+);
+            fn with_params<R>(
+                self,
+                by: sealed::Crate,
+                launch: impl FnOnce(&[Span], *mut *mut c_void) -> R,
+            ) -> R {
+                let lowered = ($(sealed::Arg::<'scope, 'ctx, $p>::lower(self.$i, by),)+);
                 let spans: [Span; $n] = [$(lowered.$i.1),+];
                 let mut raw = ($(lowered.$i.0,)+);
                 let mut pointers = [std::ptr::null_mut::<c_void>(); $max];

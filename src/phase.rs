@@ -103,7 +103,8 @@
 //!   bound is the one the program gives: a pool of
 //!   [`MemoryPool::with_max_size`](crate::MemoryPool::with_max_size) with a size. A pool
 //!   without one (`with_max_size(ctx, 0)`, `new`, and the device's pools that `of_device`
-//!   and `device_default` view) is bounded only by the device's memory.
+//!   and `device_default` view) is bounded only by the device's memory, and so is every
+//!   pool on a driver older than CUDA 12.2, which ignores the size (see `with_max_size`).
 //!
 //! What the phases do not cover:
 //!

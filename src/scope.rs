@@ -815,7 +815,7 @@ macro_rules! view_args {
     ($param:ident, $write:literal: $($arg:ty),*) => { $(
         impl<'scope, 'ctx, T: DeviceCopy> launch::sealed::Arg<'scope, 'ctx, launch::$param<T>> for $arg {
             #[inline(always)]
-            fn lower(self) -> ([u64; 2], Span) {
+            fn lower(self, _: launch::sealed::Crate) -> ([u64; 2], Span) {
                 launch::slice_raw(self.ptr, self.len, std::mem::size_of::<T>(), $write)
             }
         }
@@ -1377,7 +1377,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             return self.launch_with_attributes(target, config, args);
         }
         let stream = self.stream.raw();
-        launch::sealed::Args::with_params(args, |spans, params| {
+        launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
                 return Err(launch::launch_overlap(spans, i, j));
             }
@@ -1415,7 +1415,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ) -> Result<()> {
         let stream = self.stream.raw();
         let prepared = launch_ex::prepare(&self.launch_cache, self.stream, &target, &config)?;
-        launch::sealed::Args::with_params(args, |spans, params| {
+        launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
                 return Err(launch::launch_overlap(spans, i, j));
             }

@@ -5,8 +5,10 @@
 //! and runs its test binary (`gpu`) again as a child (`CUDA_BRAND_FUZZ_CHILD=<batch file>`,
 //! which `tests/gpu.rs` hands to `fuzz_child` before its harness starts), eight at a time. A child creates a context, loads every image of its batch
 //! with `Module::from_binary` (and, for each image it loads, reads every kernel's parameters
-//! as a declaration does: the count from the image's own table, then the driver's layout)
-//! and prints one line per image: `ok`, `rejected` (the crate's
+//! as a declaration does: the count from the image's own table, then the driver's layout;
+//! every function attribute and the occupancy calculations; the module's globals; and the
+//! same image as a `Library`, each kernel looked up for the context) and prints one line
+//! per image: `ok`, `rejected` (the crate's
 //! image check refused it) or `driver <code>` (the driver refused it). A child killed by a
 //! signal has its images re-run one per child to find the ones that crash; those are saved
 //! next to the batches and the test fails listing them. A child that hangs is killed and
@@ -18,6 +20,12 @@
 //! `u64::MAX`, random) or nearby plausible ones (small deltas, values below twice the old
 //! one), random byte flips anywhere, and byte changes inside section contents only (most of
 //! which pass the check and reach the driver).
+//!
+//! A second test, `targeted_images_that_pass_the_check_never_kill_the_process`, runs coherent
+//! edits of the cubin that random mutations rarely make together (a kernel's symbol moved
+//! into another kernel's code, code naming another symbol, sizes past 2^32, register, stack
+//! and parameter records at their extremes), each in a child of its own; each must pass the
+//! image check, so that each reaches the driver.
 //!
 //! Knobs: `CUDA_BRAND_FUZZ_COUNT` (images per kind, default 10000), `CUDA_BRAND_FUZZ_SEED`
 //! (default fixed), `CUDA_BRAND_FUZZ_TRACE=1` (children print each driver step on stderr; with
@@ -41,7 +49,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use cuda_brand::{ContextFlags, Device, Error, Module, with_context};
+use cuda_brand::{ContextFlags, Device, Error, Library, Module, with_context};
 
 const CUBIN: &[u8] = include_bytes!("../kernels/kernels_sm90.cubin");
 const FATBIN: &[u8] = include_bytes!("../kernels/kernels.fatbin");
@@ -85,11 +93,18 @@ pub fn tests() -> Vec<common::harness::Test> {
         Some(_) => Needs::Nothing, // the harness's self-test: no GPU
         None => Needs::Gpu,
     };
-    vec![Test {
-        name: "mutated_images_never_kill_the_process",
-        needs,
-        body: mutated_images_never_kill_the_process,
-    }]
+    vec![
+        Test {
+            name: "mutated_images_never_kill_the_process",
+            needs,
+            body: mutated_images_never_kill_the_process,
+        },
+        Test {
+            name: "targeted_images_that_pass_the_check_never_kill_the_process",
+            needs,
+            body: targeted_images_that_pass_the_check_never_kill_the_process,
+        },
+    ]
 }
 
 /// The child: loads each image of the batch at `path`, printing one line per image.
@@ -129,16 +144,37 @@ fn fuzz_child(path: &Path) {
                                 eprintln!("trace: Module::function({name})");
                             }
                             if let Ok(f) = module.function(name) {
-                                if trace {
-                                    eprintln!("trace: Function::params ({name})");
-                                }
-                                let params = f.params();
-                                if trace {
-                                    eprintln!("trace: {params:?}");
+                                exercise(f, name, trace);
+                            }
+                        }
+                        // the module's globals (`cuModuleGetGlobal`), read back when small
+                        for name in ["counter", "table"] {
+                            if trace {
+                                eprintln!("trace: Module::global({name})");
+                            }
+                            if let Ok(g) = module.global::<u8>(name) {
+                                if g.len() <= 1 << 20 {
+                                    let _ = g.to_vec();
                                 }
                             }
                         }
                         drop(module);
+                        // the same image as a library: `cuLibraryLoadData`, then each
+                        // kernel for this context (`cuLibraryGetKernel`,
+                        // `cuKernelGetFunction`), other driver paths than a module's
+                        if trace {
+                            eprintln!("trace: Library::from_binary");
+                        }
+                        if let Ok(library) = Library::from_binary(image) {
+                            for name in KERNELS {
+                                if trace {
+                                    eprintln!("trace: Library::function({name})");
+                                }
+                                if let Ok(f) = library.function(ctx, name) {
+                                    exercise(f, name, trace);
+                                }
+                            }
+                        }
                         "ok".to_string()
                     }
                     Err(e) if e.call() == "Module::from_binary" => "rejected".to_string(),
@@ -150,6 +186,47 @@ fn fuzz_child(path: &Path) {
         },
     )
     .expect("the fuzz child's context failed");
+}
+
+/// What safe code may ask of a kernel of a mutated image: its parameters (as a declaration
+/// reads them), every attribute, and the occupancy calculations (which read the image's
+/// register, stack and shared-memory records). Whatever they answer, nothing may crash.
+fn exercise(f: cuda_brand::Function<'_, '_>, name: &str, trace: bool) {
+    use cuda_brand::FunctionAttribute as A;
+    if trace {
+        eprintln!("trace: Function::params ({name})");
+    }
+    let params = f.params();
+    if trace {
+        eprintln!("trace: {params:?}");
+    }
+    for attribute in [
+        A::MaxThreadsPerBlock,
+        A::SharedSizeBytes,
+        A::ConstSizeBytes,
+        A::LocalSizeBytes,
+        A::NumRegs,
+        A::PtxVersion,
+        A::BinaryVersion,
+        A::CacheModeCa,
+        A::MaxDynamicSharedSizeBytes,
+        A::PreferredSharedMemoryCarveout,
+        A::ClusterSizeMustBeSet,
+        A::RequiredClusterWidth,
+        A::RequiredClusterHeight,
+        A::RequiredClusterDepth,
+        A::NonPortableClusterSizeAllowed,
+    ] {
+        if trace {
+            eprintln!("trace: Function::attribute({attribute:?}) ({name})");
+        }
+        let _ = f.attribute(attribute);
+    }
+    if trace {
+        eprintln!("trace: occupancy ({name})");
+    }
+    let _ = f.suggested_block_size(0);
+    let _ = f.max_active_blocks_per_multiprocessor(128, 0);
 }
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -713,6 +790,285 @@ fn mutated_images_never_kill_the_process() {
     assert!(
         reached > 0,
         "no mutated image reached the driver: the fuzz run tested only the check"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------
+// Targeted mutations: coherent edits of the cubin that random ones rarely make together,
+// each passing the crate's check, so each reaches the driver.
+
+/// The cubin's section `name`: the byte of its header.
+fn section_header(b: &[u8], name: &str) -> (usize, usize) {
+    let (shoff, shnum, shstrndx) = (
+        get(b, 40, 8) as usize,
+        get(b, 60, 2) as usize,
+        get(b, 62, 2) as usize,
+    );
+    let names = get(b, shoff + shstrndx * 64 + 24, 8) as usize;
+    (0..shnum)
+        .map(|i| (i, shoff + i * 64))
+        .find(|&(_, at)| {
+            let n = names + get(b, at, 4) as usize;
+            b[n..].split(|&c| c == 0).next() == Some(name.as_bytes())
+        })
+        .unwrap_or_else(|| panic!("the cubin has no section {name}"))
+}
+
+/// The cubin's symbol `name`: its index and the byte of its entry.
+fn symbol_entry(b: &[u8], name: &str) -> (usize, usize) {
+    let (_, symtab) = section_header(b, ".symtab");
+    let (_, strtab) = section_header(b, ".strtab");
+    let (syms, size) = (
+        get(b, symtab + 24, 8) as usize,
+        get(b, symtab + 32, 8) as usize,
+    );
+    let strings = get(b, strtab + 24, 8) as usize;
+    (0..size / 24)
+        .map(|n| (n, syms + n * 24))
+        .find(|&(_, at)| {
+            let n = strings + get(b, at, 4) as usize;
+            b[n..].split(|&c| c == 0).next() == Some(name.as_bytes())
+        })
+        .unwrap_or_else(|| panic!("the cubin has no symbol {name}"))
+}
+
+/// The payload offsets of the `.nv.info`-style records of attribute `attr` in section
+/// `name` (whose first payload word is `first`, where given).
+fn records(b: &[u8], name: &str, attr: u8, first: Option<u32>) -> Vec<usize> {
+    let (_, h) = section_header(b, name);
+    let (off, size) = (get(b, h + 24, 8) as usize, get(b, h + 32, 8) as usize);
+    let mut found = Vec::new();
+    let mut p = off;
+    while p < off + size {
+        let (fmt, a, v) = (b[p], b[p + 1], get(b, p + 2, 2) as usize);
+        if a == attr && first.is_none_or(|w| get(b, p + 4, 4) == u64::from(w)) {
+            found.push(if fmt == 4 { p + 4 } else { p + 2 });
+        }
+        p += if fmt == 4 { 4 + v } else { 4 };
+    }
+    found
+}
+
+/// Edits of the committed cubin that keep it acceptable to the image check: symbols moved
+/// between code sections or retyped, code naming other symbols, sizes the driver might
+/// truncate, register, stack and parameter records at their extremes.
+fn targeted(cubin: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut edit = |name: &str, f: &dyn Fn(&mut Vec<u8>)| {
+        let mut m = cubin.to_vec();
+        f(&mut m);
+        out.push((name.to_owned(), m));
+    };
+    let sec = |name: &str| section_header(cubin, name);
+    let sym = |name: &str| symbol_entry(cubin, name);
+    let (text_scale, text_scale_at) = sec(".text.scale");
+    let (text_vector_add, _) = sec(".text.vector_add");
+    let (_, text_spin_at) = sec(".text.spin");
+    let (bank_scale, _) = sec(".nv.constant0.scale");
+    let (spin, spin_at) = sym("spin");
+    let (scale, scale_at) = sym("scale");
+    let (_, vector_add_at) = sym("vector_add");
+    let (counter, counter_at) = sym("counter");
+    let (_, table_at) = sym("table");
+    let (bank_symbol, _) = sym(".nv.constant0.scale");
+    let shndx = |m: &mut Vec<u8>, at: usize, i: usize| put(m, at + 6, 2, i as u64);
+    let info = |m: &mut Vec<u8>, at: usize, symbol: usize| {
+        let old = get(m, at + 44, 4);
+        put(m, at + 44, 4, (old & 0xff00_0000) | symbol as u64);
+    };
+    edit("spin's symbol in scale's code", &|m| {
+        shndx(m, spin_at, text_scale)
+    });
+    edit("scale's code names the null symbol", &|m| {
+        info(m, text_scale_at, 0)
+    });
+    edit("scale's code names a data symbol", &|m| {
+        info(m, text_scale_at, counter)
+    });
+    edit("scale's code names its bank's section symbol", &|m| {
+        info(m, text_scale_at, bank_symbol)
+    });
+    edit("scale's code names spin", &|m| info(m, text_scale_at, spin));
+    edit("spin's code names scale", &|m| info(m, text_spin_at, scale));
+    edit("scale's entry at the end of its code", &|m| {
+        put(m, scale_at + 8, 8, 768);
+        put(m, scale_at + 16, 8, 0);
+    });
+    edit("scale's entry inside an instruction", &|m| {
+        put(m, scale_at + 8, 8, 8);
+        put(m, scale_at + 16, 8, 16);
+    });
+    for (label, value) in [
+        ("no type", 0x10),
+        ("section type", 0x13),
+        ("local", 0x02),
+        ("weak", 0x22),
+    ] {
+        edit(&format!("scale's symbol of {label}"), &|m| {
+            m[scale_at + 4] = value
+        });
+    }
+    edit("counter overlaps table", &|m| {
+        put(m, counter_at + 16, 8, 68)
+    });
+    edit("counter in scale's parameter bank", &|m| {
+        shndx(m, counter_at, bank_scale)
+    });
+    // a data object in a section the driver does not allocate on the device: what address
+    // does `cuModuleGetGlobal` give it, and what does reading it (`to_vec`) touch?
+    for section in [".strtab", ".symtab", ".debug_frame", ".nv.info.scale"] {
+        let (index, _) = sec(section);
+        edit(&format!("counter in {section}"), &|m| {
+            shndx(m, counter_at, index)
+        });
+    }
+    edit("table untyped in code", &|m| {
+        shndx(m, table_at, text_vector_add);
+        m[table_at + 4] = 0;
+    });
+    edit("scale and vector_add swap code", &|m| {
+        shndx(m, scale_at, text_vector_add);
+        shndx(m, vector_add_at, text_scale);
+        put(m, vector_add_at + 16, 8, 768);
+    });
+    let (_, global_at) = sec(".nv.global");
+    let (_, shared_at) = sec(".nv.shared.sum_u64");
+    for (label, at, size) in [
+        (".nv.global of 2^32 + 4 bytes", global_at, (1u64 << 32) + 4),
+        (".nv.global of 2^40 bytes", global_at, 1 << 40),
+        (
+            ".nv.shared.sum_u64 of 2^32 + 16 bytes",
+            shared_at,
+            (1 << 32) + 16,
+        ),
+        (".nv.shared.sum_u64 of 2^31 bytes", shared_at, 1 << 31),
+    ] {
+        edit(label, &|m| put(m, at + 32, 8, size));
+    }
+    // per-function records of the global .nv.info for scale: REGCOUNT, FRAME_SIZE,
+    // MIN_STACK_SIZE, MAX_STACK_SIZE
+    for (label, attr) in [
+        ("register count", 0x2f),
+        ("frame size", 0x11),
+        ("min stack", 0x12),
+        ("max stack", 0x23),
+    ] {
+        for value in [0u64, 0x8000_0000, 0xffff_ffff] {
+            if value == 0 && attr != 0x2f {
+                continue; // already 0 in the committed cubin
+            }
+            edit(&format!("scale's {label} {value:#x}"), &|m| {
+                for p in records(cubin, ".nv.info", attr, Some(scale as u32)) {
+                    put(m, p + 4, 4, value);
+                }
+            });
+        }
+    }
+    // scale's own records: CRS stack, CUDA API version, MAXREG_COUNT, exit offsets
+    for (label, attr, width, value) in [
+        ("CRS stack size u32::MAX", 0x1e, 4, 0xffff_ffff),
+        ("CRS stack size i32::MAX", 0x1e, 4, 0x7fff_ffff),
+        ("CUDA API version 0", 0x37, 4, 0),
+        ("CUDA API version u32::MAX", 0x37, 4, 0xffff_ffff),
+        ("max register count 0", 0x1b, 2, 0),
+        ("max register count 0xffff", 0x1b, 2, 0xffff),
+        ("exit at byte 0", 0x1c, 8, 0),
+    ] {
+        edit(&format!("scale's {label}"), &|m| {
+            for p in records(cubin, ".nv.info.scale", attr, None) {
+                put(m, p, width, value);
+            }
+        });
+    }
+    // scale's parameter records: the index word the check does not read, the flag bits
+    // below the size, every offset 0, every size 0
+    let kparams = records(cubin, ".nv.info.scale", 0x17, None);
+    for value in [0xffff_ffffu64, 0x7fff_ffff, 0x1000] {
+        edit(&format!("scale's parameter index {value:#x}"), &|m| {
+            for &p in &kparams {
+                put(m, p, 4, value);
+            }
+        });
+    }
+    for low in [0x3ffffu64, 0, 0xf03f] {
+        edit(&format!("scale's parameter flags {low:#x}"), &|m| {
+            for &p in &kparams {
+                let w = get(m, p + 8, 4);
+                put(m, p + 8, 4, (w & !0x3ffff) | low);
+            }
+        });
+    }
+    edit("scale's parameters all at offset 0", &|m| {
+        for &p in &kparams {
+            let w = get(m, p + 4, 4);
+            put(m, p + 4, 4, w & 0xffff);
+        }
+    });
+    edit("scale's parameters all of size 0", &|m| {
+        for &p in &kparams {
+            let w = get(m, p + 8, 4);
+            put(m, p + 8, 4, w & 0x3ffff);
+        }
+    });
+    out
+}
+
+/// Each targeted image in a child of its own: the image must pass the crate's check (so
+/// that it reaches the driver) and load, be refused by the driver, or fail later, but never
+/// kill or hang its process. Crashing images are saved like the fuzz run's.
+fn targeted_images_that_pass_the_check_never_kill_the_process() {
+    if std::env::var_os(STANDIN_VAR).is_some()
+        || std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
+    {
+        eprintln!("skipped: stand-in or compute-sanitizer run");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cuda-brand-targeted-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let mut problems = Vec::new();
+    for (n, (label, image)) in targeted(CUBIN).iter().enumerate() {
+        let path = dir.join(format!("targeted-{n}.single"));
+        write_batch(&path, &[image.as_slice()]);
+        let verdict = match run_child(&path, SINGLE_TIMEOUT) {
+            Child::Done(status, lines, stderr) if status.signal().is_none() => {
+                match lines.first().map(String::as_str) {
+                    Some("rejected") => {
+                        problems.push(format!(
+                            "{label}: refused by the check, so it tests nothing"
+                        ));
+                    }
+                    None => problems.push(format!(
+                        "{label}: the child printed no result ({status}); stderr:\n{}",
+                        tail(&stderr)
+                    )),
+                    // loaded, but the context failed after (its teardown reported an error:
+                    // a kernel lookup, attribute or global read left a sticky error, say a
+                    // global whose address lies outside device memory)
+                    Some(_) if !status.success() => problems.push(format!(
+                        "{label}: the child failed after the load ({status}); stderr:\n{}",
+                        tail(&stderr)
+                    )),
+                    _ => {}
+                }
+                lines.first().cloned().unwrap_or_default()
+            }
+            Child::Done(status, ..) => format!("signal {}", status.signal().unwrap_or(0)),
+            Child::TimedOut(_) => "hang".to_string(),
+        };
+        println!("targeted: {label}: {verdict}");
+        if verdict.starts_with("signal") || verdict == "hang" {
+            let saved = dir.join(format!("crash-targeted-{n}.bin"));
+            fs::write(&saved, image).unwrap();
+            problems.push(format!("{label}: {verdict}; saved as {}", saved.display()));
+        }
+        let _ = fs::remove_file(&path);
+    }
+    assert!(
+        problems.is_empty(),
+        "targeted images (kept in {}):\n{}",
+        dir.display(),
+        problems.join("\n")
     );
     let _ = fs::remove_dir_all(&dir);
 }

@@ -640,4 +640,6 @@ gpu_tests!(
     crate_calls_inside_a_host_function_are_refused_and_nothing_runs,
     a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_it,
     calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs,
+    calls_the_driver_may_make_wait_for_a_running_host_function,
+    a_buffer_dropped_inside_a_host_function_is_reported_by_its_contexts_teardown,
 );

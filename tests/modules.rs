@@ -349,6 +349,75 @@ fn declarations_are_checked_against_the_kernels_parameters() {
     });
 }
 
+/// `fill_u32(unsigned *out, size_t out_len, unsigned v)`, whose signature only ptxas's
+/// preprocessor shows: the `.entry` ptxas compiles is spelled through a macro, and the one a
+/// reader without a preprocessor sees, with the value parameter missing, is behind `#if 0`.
+const PTX_WITH_DIRECTIVES: &str = "\
+.version 7.4
+.target sm_52
+.address_size 64
+#define ENTRY .entry
+#if 0
+.visible .entry fill_u32(.param .u64 out, .param .u64 out_len)
+{
+\tret;
+}
+#endif
+.visible ENTRY fill_u32(.param .u64 out, .param .u64 out_len, .param .u32 v)
+{
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<3>;
+\t.reg .b64 %rd<7>;
+\tld.param.u64 %rd1, [out];
+\tld.param.u64 %rd2, [out_len];
+\tld.param.u32 %r1, [v];
+\tmov.u32 %r2, %tid.x;
+\tcvt.u64.u32 %rd3, %r2;
+\tsetp.ge.u64 %p1, %rd3, %rd2;
+\t@%p1 bra DONE;
+\tcvta.to.global.u64 %rd4, %rd1;
+\tshl.b64 %rd5, %rd3, 2;
+\tadd.s64 %rd6, %rd4, %rd5;
+\tst.global.u32 [%rd6], %r1;
+DONE:
+\tret;
+}
+";
+
+/// PTX with preprocessor directives is checked as ptxas reads it: the crate's reader of
+/// PTX signatures (for the parameter count on CUDA 12.4-13.1 drivers) does not expand
+/// directives, so it gives such text no count, and the driver is asked to the end. A
+/// declaration that omits the parameter the directives hide is refused; the right one
+/// launches and fills every element.
+fn a_ptx_signature_behind_preprocessor_directives_is_checked_as_ptxas_reads_it() {
+    common::in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX_WITH_DIRECTIVES)?;
+        if driver() < 12040 {
+            eprintln!("skipped: the driver is older than CUDA 12.4 (no cuFuncGetParamInfo)");
+            return Ok(());
+        }
+        let fill = module.function("fill_u32")?;
+        assert_eq!(layout(fill)?, [(0, 8), (8, 8), (16, 4)]);
+        // the signature behind `#if 0`: one parameter short
+        // SAFETY: refused before it could be launched.
+        let e = unsafe { module.kernel::<(Out<u32>,)>("fill_u32") }.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert!(
+            e.detail()
+                .unwrap()
+                .starts_with("the declaration has 2 C parameters, the kernel has 3"),
+            "{e}"
+        );
+        // SAFETY: fill_u32(unsigned*, size_t, unsigned) writes `v` below `out_len`.
+        let fill = unsafe { module.kernel::<(Out<u32>, u32)>("fill_u32") }?;
+        let mut out = DeviceBuffer::<u32>::zeroed(ctx, 64)?;
+        Stream::new(ctx, StreamFlags::NonBlocking)?
+            .scope(|s| s.launch(&fill, LaunchConfig::linear(1, 64), (&mut out, 7u32)))?;
+        assert_eq!(out.to_vec()?, [7u32; 64]);
+        Ok(())
+    });
+}
+
 /// The kernels of `kernels/kernels.cu` and their C parameters as (offset, size), written
 /// out by hand from the C signatures.
 const KERNEL_PARAMS: [(&str, &[(usize, usize)]); 8] = [
@@ -994,6 +1063,7 @@ gpu_tests!(
     a_library_from_a_checked_cubin_runs_on_hopper,
     a_missing_library_kernel_is_an_error_naming_it,
     declarations_are_checked_against_the_kernels_parameters,
+    a_ptx_signature_behind_preprocessor_directives_is_checked_as_ptxas_reads_it,
     every_load_path_reads_each_kernels_parameters_without_a_driver_error,
     a_cluster_launch_gives_each_block_its_rank_in_the_cluster,
     cluster_launches_are_checked_before_the_driver,
@@ -1023,6 +1093,7 @@ gpu_tests!(
     a_library_from_a_checked_cubin_runs_on_hopper,
     a_missing_library_kernel_is_an_error_naming_it,
     declarations_are_checked_against_the_kernels_parameters,
+    a_ptx_signature_behind_preprocessor_directives_is_checked_as_ptxas_reads_it,
     every_load_path_reads_each_kernels_parameters_without_a_driver_error,
     a_cluster_launch_gives_each_block_its_rank_in_the_cluster,
     cluster_launches_are_checked_before_the_driver,

@@ -20,7 +20,10 @@
 //!
 //! The image's count is confirmed by the driver's own layout where the image gives one:
 //! if the last parameter the driver reports does not end where the image's does, the
-//! driver is asked on (as in 3), so a table that undercounts never hides a parameter.
+//! driver is asked on (as in 3). That comparison cannot see a table that is a prefix of the
+//! driver's list; what keeps an image from making one is that a table is kept only where
+//! it says what the driver reads (`image::params`: no PTX with preprocessor directives, no
+//! cubin records of a kernel whose symbol and code disagree).
 //!
 //! # Where the tables live, and why
 //!

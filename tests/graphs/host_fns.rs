@@ -13,11 +13,13 @@
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use cuda_brand::{
-    ContextGuard, DeviceBuffer, DeviceSlice, Error, KeepWaiting, Stream, StreamFlags, StreamScope,
+    ContextGuard, DeviceBuffer, DeviceBuffer2D, DeviceSlice, Error, KeepWaiting, Stream,
+    StreamFlags, StreamScope,
 };
 
 use crate::common;
@@ -371,4 +373,65 @@ pub fn calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs()
         assert_eq!(back, [7, 7, 7]);
         Ok(())
     });
+}
+
+/// While a host function runs on a non-blocking stream, calls on another thread that the
+/// driver documents as possibly waiting for it, beyond the ones the crate lists as waiting:
+/// freeing memory that is not from a pool (`cuMemFree` of a `DeviceBuffer2D`,
+/// `cuMemFreeHost` of a `PinnedBuffer`: "may perform implicit synchronization"), and a scope
+/// on another non-blocking stream that queues a host function of its own (the driver "may
+/// serialize" host functions of independent streams, so that scope's end may wait for
+/// this one). A host function that waited for any of them without a timeout could
+/// deadlock. Each is shown without one: the host function stops waiting after 300 ms. The
+/// test prints whether each call returned while the host function ran (`waited: false`) or
+/// only after it (`waited: true`), and checks that each did its work.
+pub fn calls_the_driver_may_make_wait_for_a_running_host_function() {
+    common::in_context(|ctx| {
+        let (stream, other) = (ctx.stream()?, ctx.stream()?);
+
+        let pitched = DeviceBuffer2D::<u32>::zeroed(ctx, 64, 4)?;
+        assert_eq!(pitched.to_vec()?, vec![0u32; 256]);
+        let (in_time, closed) =
+            call_while_a_host_function_waits(&stream, BLOCKED_FOR, || pitched.close())?;
+        closed?;
+        println!("DeviceBuffer2D::close (cuMemFree): waited: {}", !in_time);
+
+        let pinned = ctx.pinned_from_slice(&[3u32; 1024])?;
+        assert_eq!(pinned[1023], 3);
+        let (in_time, closed) =
+            call_while_a_host_function_waits(&stream, BLOCKED_FOR, || pinned.close())?;
+        closed?;
+        println!("PinnedBuffer::close (cuMemFreeHost): waited: {}", !in_time);
+
+        let ran = AtomicBool::new(false);
+        let (in_time, done) = call_while_a_host_function_waits(&stream, BLOCKED_FOR, || {
+            other.scope(|s| s.host_fn(|| ran.store(true, Ordering::Relaxed)))
+        })?;
+        done?;
+        assert!(
+            ran.load(Ordering::Relaxed),
+            "the other scope's host function ran"
+        );
+        println!(
+            "a scope on another non-blocking stream with a host function of its own: waited: {}",
+            !in_time
+        );
+        Ok(())
+    });
+}
+
+/// A buffer moved into a host function and dropped there is not freed (its free is refused
+/// on the host function's thread) and the refusal is reported by its context's teardown:
+/// the `with_context` that made it returns `CUDA_ERROR_NOT_PERMITTED`, naming
+/// `DeviceBuffer::drop`, although its closure returned `Ok`.
+pub fn a_buffer_dropped_inside_a_host_function_is_reported_by_its_contexts_teardown() {
+    let Some(device) = common::gpu() else { return };
+    let result = cuda_brand::with_context(&device, cuda_brand::ContextFlags::default(), |ctx| {
+        let buf = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
+        ctx.stream()?.scope(|s| s.host_fn(move || drop(buf)))?;
+        Ok::<_, Error>(7)
+    });
+    let e = result.expect_err("the refused free is reported");
+    assert_eq!(e.code(), cuda_brand::ErrorCode::NotPermitted, "{e}");
+    assert!(e.to_string().contains("`DeviceBuffer::drop` failed"), "{e}");
 }

@@ -1,6 +1,8 @@
 //! Kernel parameter lists from a cubin: the `.nv.info.<kernel>` sections'
 //! `EIATTR_KPARAM_INFO` records and the parameter space.
 
+use std::collections::BTreeMap;
+
 use super::{MAX_PARAM_BYTES, ParamList, ParamTable};
 use crate::image::elf::{EM_CUDA, SHT_CUDA_INFO};
 use crate::image::nv_info::{Record, walk_records, words};
@@ -53,6 +55,21 @@ pub(super) fn elf_entries(b: &[u8], table: &mut ParamTable) {
     let Some(names) = section(shstrndx).and_then(|(_, _, off, size)| bytes_of(off, size)) else {
         return;
     };
+    let header = |i: usize| -> Option<SectionAt> {
+        if i >= shnum {
+            return None;
+        }
+        let at = shoff.checked_add(i.checked_mul(64)?)?;
+        Some(SectionAt {
+            name: field(at, 4)?,
+            typ: field(at + 4, 4)? as u32,
+            offset: field(at + 24, 8)?,
+            size: field(at + 32, 8)?,
+            link: field(at + 40, 4)?,
+            info: field(at + 44, 4)?,
+        })
+    };
+    let kernels = Kernels::index(&header, &bytes_of, names, shnum);
     for i in 1..shnum {
         let Some((name, typ, off, size)) = section(i) else {
             return;
@@ -67,10 +84,132 @@ pub(super) fn elf_entries(b: &[u8], table: &mut ParamTable) {
         if kernel.is_empty() {
             continue;
         }
-        match bytes_of(off, size).and_then(nv_info_params) {
+        let code = header(i).and_then(|h| usize::try_from(h.info).ok());
+        let list = bytes_of(off, size)
+            .and_then(nv_info_params)
+            .filter(|_| code.is_some_and(|t| kernels.code_is(t, kernel)));
+        match list {
             Some(list) => table.add(kernel, list),
             None => table.unknown(kernel),
         }
+    }
+}
+
+/// A section header's fields, as [`Kernels::index`] reads them.
+struct SectionAt {
+    name: u64,
+    typ: u32,
+    offset: u64,
+    size: u64,
+    link: u64,
+    info: u64,
+}
+
+/// Which code is which kernel's, as the driver finds a kernel: by its symbol, then the
+/// records of the code that symbol lies in. Read once per image (linear in its sections
+/// and symbols).
+struct Kernels<'a> {
+    /// Each `.text.<name>` section: its index, and the symbol its `sh_info` names (`None`
+    /// for a name two sections have).
+    code: BTreeMap<&'a [u8], Option<(usize, usize)>>,
+    /// How many code sections name each symbol as their function.
+    named: BTreeMap<usize, usize>,
+    /// Each symbol name (but section symbols'): the sections its symbols lie in, and the
+    /// indices of its function symbols. `None` once a name's symbols lie in two sections.
+    symbols: BTreeMap<&'a [u8], Option<(usize, Vec<usize>)>>,
+}
+
+impl<'a> Kernels<'a> {
+    fn index(
+        header: &dyn Fn(usize) -> Option<SectionAt>,
+        bytes_of: &dyn Fn(u64, u64) -> Option<&'a [u8]>,
+        names: &'a [u8],
+        shnum: usize,
+    ) -> Kernels<'a> {
+        const SHT_SYMTAB: u32 = 2;
+        const STT_FUNC: u8 = 2;
+        const STT_SECTION: u8 = 3;
+        let mut k = Kernels {
+            code: BTreeMap::new(),
+            named: BTreeMap::new(),
+            symbols: BTreeMap::new(),
+        };
+        let mut symtab = None;
+        for i in 1..shnum {
+            let Some(h) = header(i) else { break };
+            let name = usize::try_from(h.name).ok().and_then(|n| c_str(names, n));
+            if let Some(kernel) = name.and_then(|n| n.strip_prefix(b".text.")) {
+                let function = (h.info & 0x00ff_ffff) as usize;
+                let seen = k.code.insert(kernel, Some((i, function))).is_some();
+                if seen {
+                    k.code.insert(kernel, None);
+                }
+                *k.named.entry(function).or_default() += 1;
+            }
+            if h.typ == SHT_SYMTAB {
+                // a cubin has one symbol table; with two, no kernel is known here
+                symtab = if symtab.is_none() {
+                    Some(Some(h))
+                } else {
+                    Some(None)
+                };
+            }
+        }
+        let Some(Some(symtab)) = symtab else {
+            k.code.clear();
+            return k;
+        };
+        let strings = usize::try_from(symtab.link)
+            .ok()
+            .and_then(header)
+            .and_then(|s| bytes_of(s.offset, s.size));
+        let (Some(symbols), Some(strings)) = (bytes_of(symtab.offset, symtab.size), strings) else {
+            k.code.clear();
+            return k;
+        };
+        for (n, sym) in symbols.chunks_exact(24).enumerate() {
+            let name = u32::from_le_bytes([sym[0], sym[1], sym[2], sym[3]]) as usize;
+            let (typ, shndx) = (
+                sym[4] & 0xf,
+                usize::from(u16::from_le_bytes([sym[6], sym[7]])),
+            );
+            let Some(name) = c_str(strings, name).filter(|_| typ != STT_SECTION) else {
+                continue;
+            };
+            let entry = k
+                .symbols
+                .entry(name)
+                .or_insert_with(|| Some((shndx, Vec::new())));
+            match entry {
+                Some((at, functions)) if *at == shndx => {
+                    if typ == STT_FUNC {
+                        functions.push(n);
+                    }
+                }
+                _ => *entry = None,
+            }
+        }
+        k
+    }
+
+    /// Whether section `text` (which `.nv.info.<kernel>` names in `sh_info`) is the code of
+    /// the function symbol `kernel`: it is `.text.<kernel>`, its `sh_info` names a function
+    /// symbol called `kernel`, every symbol called `kernel` (but section symbols) lies in
+    /// it, and no other code names that symbol, as nvcc writes them. An image that moved
+    /// the symbol into another kernel's code, or pointed the code at another kernel's
+    /// symbol, would otherwise give `kernel` one kernel's records here and another's layout
+    /// in the driver: a count that a declaration one parameter short could pass.
+    fn code_is(&self, text: usize, kernel: &[u8]) -> bool {
+        let Some(&Some((at, function))) = self.code.get(kernel) else {
+            return false;
+        };
+        let Some(Some((lies_in, functions))) = self.symbols.get(kernel) else {
+            return false;
+        };
+        at == text
+            && *lies_in == text
+            && functions.contains(&function)
+            && self.named.get(&function) == Some(&1)
     }
 }
 

@@ -11,11 +11,15 @@
 //!   parameter; its size and alignment follow from its type (`.u64`, `.f32`, `.b8`, ...),
 //!   an explicit `.align N` (not the pointee's alignment after `.ptr`), and array
 //!   dimensions (`.param .align 8 .b8 s[16]`, a struct passed by value). An entry without a
-//!   list (`.entry k {`) has none.
+//!   list (`.entry k {`) has none. Text with a preprocessor directive (`#define`, `#if`),
+//!   which ptxas expands and this reader does not, gives no kernel a list.
 //! - **Cubin**: the `.nv.info.<kernel>` section's `EIATTR_KPARAM_INFO` records, one per
 //!   parameter (ordinal, offset, size), with `EIATTR_CBANK_PARAM_SIZE` or
 //!   `EIATTR_PARAM_CBANK` giving the parameter space; a kernel with no parameter record has
-//!   none only where that space is present and 0.
+//!   none only where that space is present and 0. The records count only where the
+//!   kernel's symbol and code agree as nvcc writes them (the symbol in `.text.<kernel>`,
+//!   whose `sh_info` names it and no other code does): the driver finds a kernel's records
+//!   through its symbol, not through the records' section name.
 //! - **Fatbin**: every entry the crate can read (uncompressed cubins and PTX); entries that
 //!   disagree about a kernel leave it without a count.
 //!
@@ -62,6 +66,12 @@ impl ParamList {
 pub(crate) struct ParamTable {
     /// `None` where two entries of the image declare the kernel differently.
     kernels: BTreeMap<Box<[u8]>, Option<ParamList>>,
+    /// The image holds PTX with preprocessor directives (`#define`, `#if`, `#include`):
+    /// ptxas expands them before it reads a signature, this reader does not, so the text
+    /// may declare other kernels and parameters than it reads as here (a list hidden
+    /// behind `#if 0`, a parameter or a whole `.entry` made by a macro). No kernel of the
+    /// image then has a list.
+    opaque: bool,
 }
 
 impl ParamTable {
@@ -86,12 +96,15 @@ impl ParamTable {
 
     /// The parameter list of kernel `name`, where the image declares it (consistently).
     pub(crate) fn get(&self, name: &[u8]) -> Option<&ParamList> {
+        if self.opaque {
+            return None;
+        }
         self.kernels.get(name)?.as_ref()
     }
 
     /// Whether no kernel has a parameter list here.
     pub(crate) fn is_empty(&self) -> bool {
-        self.kernels.values().all(Option::is_none)
+        self.opaque || self.kernels.values().all(Option::is_none)
     }
 
     /// Every kernel with its parameter list, by name.
@@ -99,6 +112,7 @@ impl ParamTable {
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &ParamList)> {
         self.kernels
             .iter()
+            .filter(|_| !self.opaque)
             .filter_map(|(name, list)| Some((&**name, list.as_ref()?)))
     }
 

@@ -180,8 +180,14 @@ fn ptx_param(item: &[Tok<'_>]) -> Result<Option<(usize, usize)>, ()> {
     Ok(size.map(|size| (size, align.unwrap_or(elem))))
 }
 
-/// Every `.entry` of PTX text, into `table`.
+/// Every `.entry` of PTX text, into `table`; none if the text has a preprocessor directive
+/// (a `#` outside comments and strings: PTX has no other use for one), which makes the
+/// whole table opaque.
 pub(super) fn ptx_entries(text: &[u8], table: &mut ParamTable) {
+    if (Lexer { b: text, p: 0 }).any(|t| t == Tok::Punct(b'#')) {
+        table.opaque = true;
+        return;
+    }
     let mut lx = Lexer { b: text, p: 0 }.peekable();
     while let Some(t) = lx.next() {
         if t != Tok::Word(b".entry") {

@@ -219,6 +219,22 @@ fn ptx_not_understood_leaves_the_kernel_without_a_list() {
         assert!(t.get(b"a").is_none(), "{ptx}: {t:?}");
         assert!(t.is_empty(), "{ptx}");
     }
+    // preprocessor directives: ptxas expands them, this reader cannot, so nothing of
+    // the text has a list (here the signature ptxas sees has two parameters, not one)
+    for ptx in [
+        "#if 0\n.entry a(.param .u64 x) {}\n#else\n.visible E a(.param .u64 x, .param .u64 y) {}\n#endif",
+        "#define E .entry\n.entry a(.param .u64 x) {}",
+        ".entry a(.param .u64 x MORE) {}\n#define MORE , .param .u64 y",
+        "   # include \"k.ptx\"\n.entry a(.param .u64 x) {}",
+    ] {
+        let t = ParamTable::from_ptx(ptx);
+        assert!(t.get(b"a").is_none() && t.is_empty(), "{ptx}: {t:?}");
+    }
+    // a `#` in a comment or a string is no directive
+    let t = ParamTable::from_ptx(
+        "// #if 0\n/* #define */ .file 1 \"a#b.cu\"\n.entry a(.param .u64 x) {}",
+    );
+    assert_eq!(t.get(b"a").unwrap().count, 1);
     // the same kernel declared twice alike is fine
     let t = ParamTable::from_ptx(".entry a(.param .u32 x) {} .entry a(.param .u32 y) {}");
     assert_eq!(t.get(b"a").unwrap().count, 1);
@@ -300,6 +316,73 @@ fn nv_info_records_that_do_not_add_up_leave_the_kernel_without_a_list() {
     let t = ParamTable::from_image(&m);
     assert!(t.get(b"scale").is_none());
     assert_eq!(t.get(b"vector_add").unwrap().count, 6);
+}
+
+/// `CUBIN`'s section `name`: its index and the byte of its header.
+fn section_of(name: &str) -> (usize, usize) {
+    let f = |at: usize, n: usize| {
+        CUBIN[at..at + n]
+            .iter()
+            .rev()
+            .fold(0u64, |v, &x| (v << 8) | u64::from(x)) as usize
+    };
+    let (shoff, shnum, shstrndx) = (f(40, 8), f(60, 2), f(62, 2));
+    let names = f(shoff + shstrndx * 64 + 24, 8);
+    (0..shnum)
+        .map(|i| (i, shoff + i * 64))
+        .find(|&(_, at)| c_str(CUBIN, names + f(at, 4)) == Some(name.as_bytes()))
+        .unwrap_or_else(|| panic!("no section {name}"))
+}
+
+/// `CUBIN`'s symbol `name`: its index and the byte of its entry.
+fn symbol_of(name: &str) -> (usize, usize) {
+    let f = |at: usize, n: usize| {
+        CUBIN[at..at + n]
+            .iter()
+            .rev()
+            .fold(0u64, |v, &x| (v << 8) | u64::from(x)) as usize
+    };
+    let (_, symtab) = section_of(".symtab");
+    let (_, strtab) = section_of(".strtab");
+    let (syms, size, strings) = (f(symtab + 24, 8), f(symtab + 32, 8), f(strtab + 24, 8));
+    (0..size / 24)
+        .map(|n| (n, syms + n * 24))
+        .find(|&(_, at)| c_str(CUBIN, strings + f(at, 4)) == Some(name.as_bytes()))
+        .unwrap_or_else(|| panic!("no symbol {name}"))
+}
+
+#[test]
+fn a_kernel_whose_symbol_or_code_points_elsewhere_has_no_list() {
+    // the symbol `spin` moved into `scale`'s code (which is long enough for it): the
+    // driver would take `scale`'s records for `spin`, so `spin` has no list; `scale`,
+    // whose symbol and code are as they were, keeps its own
+    let mut image = CUBIN.to_vec();
+    let (_, spin) = symbol_of("spin");
+    let (text_scale, _) = section_of(".text.scale");
+    image[spin + 6..spin + 8].copy_from_slice(&(text_scale as u16).to_le_bytes());
+    let t = ParamTable::from_image(&image);
+    assert!(t.get(b"spin").is_none(), "{t:?}");
+    assert_eq!(t.get(b"scale").map(|l| l.count), Some(3));
+    assert_eq!(t.get(b"vector_add").map(|l| l.count), Some(6));
+    // `scale`'s code naming `spin`'s symbol as its function: neither has a list
+    let mut image = CUBIN.to_vec();
+    let (spin, _) = symbol_of("spin");
+    let (_, at) = section_of(".text.scale");
+    let info = u32::from_le_bytes(image[at + 44..at + 48].try_into().unwrap());
+    let info = (info & 0xff00_0000) | spin as u32;
+    image[at + 44..at + 48].copy_from_slice(&info.to_le_bytes());
+    let t = ParamTable::from_image(&image);
+    assert!(
+        t.get(b"scale").is_none() && t.get(b"spin").is_none(),
+        "{t:?}"
+    );
+    assert_eq!(t.get(b"vector_add").map(|l| l.count), Some(6));
+    // `scale`'s code naming no function (the null symbol)
+    let mut image = CUBIN.to_vec();
+    image[at + 44..at + 48].copy_from_slice(&(info & 0xff00_0000).to_le_bytes());
+    let t = ParamTable::from_image(&image);
+    assert!(t.get(b"scale").is_none(), "{t:?}");
+    assert_eq!(t.get(b"spin").map(|l| l.count), Some(1));
 }
 
 #[test]
