@@ -23,15 +23,15 @@ use libtest_mimic::{Arguments, Failed, Trial};
 /// The layers of `src/`, lowest first. A module may name modules of lower layers only
 /// (and itself). `lib` is the crate root, which re-exports from every layer.
 const LAYERS: &[&[&str]] = &[
-    &["driver"],
     &["error"],
+    &["driver"],
     &["context"],
     &["memory"],
     &["stream"],
     &["launch"],
     &["scope"],
     &["module"],
-    &["graph", "peer", "nccl", "phase", "samples"],
+    &["graph", "nccl", "phase", "samples"],
     &["lib"],
 ];
 
