@@ -26,11 +26,11 @@ use std::time::{Duration, Instant};
 
 use cuda_driver_sys::CUevent_st;
 
+use crate::context::{Allocating, Phase, StreamKind};
 use crate::context::{Brand, ContextGuard};
 use crate::deadline::poll_until;
 use crate::driver::{self, CUevent};
 use crate::error::Result;
-use crate::phase::{Allocating, Phase, StreamKind};
 use crate::stream::Stream;
 
 /// Flags for a new event (`CU_EVENT_*`). Whether an event records timestamps is its type
@@ -409,8 +409,8 @@ impl<K: EventKind> Drop for Event<'_, K> {
             // the context's destruction reclaims the event; its teardown reports this. An
             // event does not know its context: the one current here is charged (see the
             // `teardown` module)
-            let ctx = crate::teardown::current_context();
-            crate::teardown::record_failed_release(ctx, "Event", e);
+            let ctx = crate::context::teardown::current_context();
+            crate::context::teardown::record_failed_release(ctx, "Event", e);
         }
     }
 }

@@ -32,7 +32,7 @@
 
 use std::ffi::c_uint;
 
-use crate::device::ComputeCapability;
+use crate::context::ComputeCapability;
 use crate::driver::{JitArgs, JitNumber};
 use crate::error::{Error, ErrorCode, Result};
 

@@ -11,12 +11,12 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
+use crate::context::StreamKind;
 use crate::driver::{
     self, CUfunction, CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig, CUstream,
 };
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{LaunchConfig, Target};
-use crate::phase::StreamKind;
 use crate::stream::Stream;
 
 /// What a scope has looked up for launches with attributes.

@@ -255,7 +255,6 @@ extern crate self as cuda_brand;
 
 pub mod context;
 pub mod deadline;
-mod device;
 mod driver;
 mod error;
 pub mod event;
@@ -282,7 +281,6 @@ pub mod samples;
 pub mod scope;
 mod staging;
 pub mod stream;
-mod teardown;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
 
@@ -293,9 +291,10 @@ struct ReadmeDoctests;
 
 #[doc(inline)]
 pub use context::{
-    CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
-    SharedMemoryConfig, StreamPriorityRange, try_with_context, try_with_primary_context,
-    with_context, with_primary_context, with_raw_context,
+    CacheConfig, ComputeCapability, ContextFlags, ContextGuard, Device, DeviceAttribute,
+    ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig, StreamPriorityRange, Uuid,
+    try_with_context, try_with_primary_context, with_context, with_primary_context,
+    with_raw_context,
 };
 /// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
 /// `#[repr(C)]` struct of plain data, checking at compile time what the trait's contract
@@ -363,8 +362,6 @@ pub use context::{
 pub use cuda_brand_derive::DeviceCopy;
 #[doc(inline)]
 pub use deadline::{KeepWaiting, Overrun};
-#[doc(inline)]
-pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 #[doc(inline)]
 pub use error::{Error, ErrorCode, Result, WithTeardown};
 #[doc(inline)]

@@ -44,12 +44,12 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
+use crate::context::Allocating;
+use crate::context::Device;
 use crate::context::{Brand, ContextGuard};
-use crate::device::Device;
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
-use crate::phase::Allocating;
 
 /// Managed memory of the context branded `'ctx` (`cuMemAllocManaged`): a `[T]` on the host,
 /// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::managed).
@@ -135,10 +135,10 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
         };
         if deferred {
             // on failure the memory is freed there and `buf` (marked deferred) frees nothing
-            crate::phase::defer_free(
+            crate::context::deferred::defer_free(
                 ctx.as_non_null().as_ptr(),
                 ptr as usize,
-                crate::phase::Kind::Plain,
+                crate::context::deferred::Kind::Plain,
             )?;
         }
         // (dropped on refusal, `buf` gives the memory back, or leaves it to the teardown)
@@ -261,7 +261,7 @@ impl<T: DeviceCopy> Drop for ManagedBuffer<'_, T> {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
             // the memory stays allocated; the teardown of the context reports it
-            crate::teardown::record_failed_release(Some(self.ctx), "ManagedBuffer", e);
+            crate::context::teardown::record_failed_release(Some(self.ctx), "ManagedBuffer", e);
         }
     }
 }

@@ -19,9 +19,9 @@ use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
 use std::ptr::NonNull;
 
 use crate::context::{self, Brand, ContextGuard};
+use crate::context::{Allocating, Phase};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::{Error, ErrorCode, Result};
-use crate::phase::{Allocating, Phase};
 use crate::staging;
 
 /// Types that may be copied to and from the GPU as plain bytes.
@@ -790,7 +790,7 @@ fn in_memory_context_with<T>(
     let result = primary.and_then(|ctx| unsafe { context::in_context(ctx, || op(None)) });
     // SAFETY: balances the retain above; nothing of the primary context is kept.
     let released = unsafe { driver::primary_ctx_release(device) };
-    crate::teardown::keep_both(result, released)
+    crate::context::teardown::keep_both(result, released)
 }
 
 /// Frees memory that `cuMemAlloc` (or `cuMemAllocPitch`, `cuMemAllocManaged`) gave a
@@ -1044,10 +1044,14 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         if P::DEFERS_FREES && buf.size_in_bytes() != 0 {
             // on failure the memory is freed there and `buf` (marked deferred) frees nothing
             let kind = match buf.owner.is_plain() {
-                true => crate::phase::Kind::Plain,
-                false => crate::phase::Kind::Pool,
+                true => crate::context::deferred::Kind::Plain,
+                false => crate::context::deferred::Kind::Pool,
             };
-            crate::phase::defer_free(buf.owner.context().as_ptr(), buf.ptr as usize, kind)?;
+            crate::context::deferred::defer_free(
+                buf.owner.context().as_ptr(),
+                buf.ptr as usize,
+                kind,
+            )?;
         }
         Ok(buf)
     }
@@ -1179,7 +1183,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// free; read while nothing writes it, written while nothing else uses it).
     pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
         if self.owner.is_deferred() {
-            crate::phase::undefer(self.ptr as usize);
+            crate::context::deferred::undefer(self.ptr as usize);
         }
         let parts = (self.ptr, self.len);
         mem::forget(self);
@@ -1261,7 +1265,11 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
             // the memory stays allocated; the teardown of the context reports it
-            crate::teardown::record_failed_release(Some(self.owner.context()), "DeviceBuffer", e);
+            crate::context::teardown::record_failed_release(
+                Some(self.owner.context()),
+                "DeviceBuffer",
+                e,
+            );
         }
     }
 }
@@ -1350,10 +1358,10 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
         let deferred = P::DEFERS_FREES && bytes != 0;
         if deferred {
             // on failure the memory is freed there
-            crate::phase::defer_free(
+            crate::context::deferred::defer_free(
                 ctx.as_non_null().as_ptr(),
                 ptr.as_ptr() as usize,
-                crate::phase::Kind::Pinned,
+                crate::context::deferred::Kind::Pinned,
             )?;
         }
         // a context is aligned to at least 8 bytes: the low bit marks memory of a setup phase
@@ -1509,7 +1517,7 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
             // the memory stays allocated; the teardown of the context reports it
-            crate::teardown::record_failed_release(Some(self.ctx), "PinnedBuffer", e);
+            crate::context::teardown::record_failed_release(Some(self.ctx), "PinnedBuffer", e);
         }
     }
 }

@@ -31,6 +31,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::{CUctx_st, CUmod_st};
 
+use crate::context::{Allocating, Phase};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
 use crate::error::{Error, ErrorCode, Result};
@@ -38,7 +39,6 @@ use crate::image::ParamTable;
 use crate::jit::{self, JitLog, JitOptions};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
-use crate::phase::{Allocating, Phase};
 
 /// Code loaded into the context branded `'ctx` (`CUmodule`): from PTX text, or a cubin or
 /// fatbin image. Unloaded when dropped; the functions and kernels taken from it borrow it.
@@ -541,7 +541,7 @@ impl Drop for Module<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
             // the context's destruction reclaims the module; its teardown reports this
-            crate::teardown::record_failed_release(Some(self.ctx), "Module", e);
+            crate::context::teardown::record_failed_release(Some(self.ctx), "Module", e);
         }
     }
 }

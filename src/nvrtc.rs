@@ -47,8 +47,8 @@ use std::ffi::{CStr, CString, OsStr, OsString, c_char, c_int};
 use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use crate::context::ComputeCapability;
 use crate::context::ContextGuard;
-use crate::device::ComputeCapability;
 use crate::driver::dylib::{Library, NotFound, Spec, entry_points};
 use crate::error::{Error, ErrorCode, Result};
 use crate::module::Module;

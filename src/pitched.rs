@@ -36,11 +36,11 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
+use crate::context::Allocating;
 use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, Span, checked_byte_len, empty_address};
-use crate::phase::Allocating;
 
 /// `height` rows of `width` elements of `T` in device memory of the context branded
 /// `'ctx`, each row `pitch_bytes()` apart (`cuMemAllocPitch`). Freed when dropped.
@@ -190,10 +190,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         };
         if deferred {
             // on failure the memory is freed there and `buf` (marked deferred) frees nothing
-            crate::phase::defer_free(
+            crate::context::deferred::defer_free(
                 ctx.as_non_null().as_ptr(),
                 ptr as usize,
-                crate::phase::Kind::Plain,
+                crate::context::deferred::Kind::Plain,
             )?;
         }
         if buf.bytes() != 0 {
@@ -454,7 +454,7 @@ impl<T: DeviceCopy> Drop for DeviceBuffer2D<'_, T> {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
             // the memory stays allocated; the teardown of the context reports it
-            crate::teardown::record_failed_release(Some(self.ctx), "DeviceBuffer2D", e);
+            crate::context::teardown::record_failed_release(Some(self.ctx), "DeviceBuffer2D", e);
         }
     }
 }

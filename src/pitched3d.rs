@@ -48,10 +48,10 @@
 use std::fmt;
 
 use crate::context::ContextGuard;
+use crate::context::{Allocating, StreamKind};
 use crate::driver::{self, CUdeviceptr, Copy3D, Side2D, Side3D};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, Span, byte_len};
-use crate::phase::{Allocating, StreamKind};
 use crate::pitched::{DeviceBuffer2D, host_elements, host_pitch};
 use crate::scope::StreamScope;
 

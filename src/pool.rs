@@ -56,10 +56,10 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
+use crate::context::{Allocating, Phase};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdevice, CUmemoryPool};
 use crate::error::{Error, ErrorCode, Result};
-use crate::phase::{Allocating, Phase};
 
 /// A pool of device memory of the context branded `'ctx`'s device (`CUmemoryPool`).
 ///
@@ -311,7 +311,7 @@ impl Drop for MemoryPool<'_> {
         if let Err(e) = self.release() {
             // its teardown reports this
             let ctx = Some(self.ctx.as_non_null());
-            crate::teardown::record_failed_release(ctx, "MemoryPool", e);
+            crate::context::teardown::record_failed_release(ctx, "MemoryPool", e);
         }
     }
 }

@@ -78,7 +78,9 @@ use std::ops::{Deref, RangeBounds};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::context::teardown;
 use crate::context::{self, Brand};
+use crate::context::{Dynamic, StreamKind};
 use crate::driver::{self, CUdeviceptr, CUevent, CUmemoryPool, CUstream, Pattern, Side2D};
 use crate::error::{Error, Result};
 use crate::launch::{
@@ -89,11 +91,9 @@ use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     lengths_match, overlap_error,
 };
-use crate::phase::{Dynamic, StreamKind};
 use crate::pitched::{DeviceBuffer2D, check_host_rows, host_pitch, host_rows};
 use crate::pool::MemoryPool;
 use crate::stream::Stream;
-use crate::teardown;
 
 /// Asynchronous work on one stream, open for the length of a [`Stream::scope`] closure (or
 /// one of the streams of [`Stream::scope_all`]).

@@ -83,7 +83,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
-use crate::context::ContextGuard;
+use crate::context::{self, ContextGuard};
 use crate::driver::{self, CUcontext, CUdevice, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -307,6 +307,8 @@ impl Registry {
         let i = match self.position(key) {
             Some(i) => i,
             None => {
+                // from the first entry on, every context teardown frees its context's
+                register_end_hooks();
                 self.generations += 1;
                 self.entries.push(Entry {
                     key,
@@ -512,6 +514,16 @@ pub(crate) fn release(ctx: ContextGuard<'_>) -> Result<()> {
 /// The bytes of staging `ctx` has (idle, in use, or being created).
 pub(crate) fn bytes_of(ctx: ContextGuard<'_>) -> usize {
     live_of(key(ctx)) * STAGING_BYTES
+}
+
+/// Has every context teardown run [`on_context_end`] and [`after_primary_release`] (the
+/// context layer, below this one, cannot name them). Registered before the first entry is
+/// made: until then no context has anything to free, and a teardown costs one atomic load.
+fn register_end_hooks() {
+    context::teardown::register_end_hooks(context::teardown::EndHooks {
+        before_give_up: on_context_end,
+        after_primary_release,
+    });
 }
 
 /// Teardown hook of a context the crate gives up and whose owner may destroy it next

@@ -7,10 +7,10 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUstream_st;
 
+use crate::context::{Allocating, Dynamic, Phase, StreamKind};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
-use crate::phase::{Allocating, Dynamic, Phase, StreamKind};
 
 /// How a stream relates to the legacy default stream (`CU_STREAM_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -215,8 +215,8 @@ impl<K: StreamKind> Drop for Stream<'_, K> {
             // the context's destruction reclaims the stream; its teardown reports this. A
             // stream does not know its context without a driver call: the one current
             // here is charged (see the `teardown` module)
-            let ctx = crate::teardown::current_context();
-            crate::teardown::record_failed_release(ctx, "Stream", e);
+            let ctx = crate::context::teardown::current_context();
+            crate::context::teardown::record_failed_release(ctx, "Stream", e);
         }
     }
 }

@@ -14,8 +14,8 @@ use cuda_driver_sys::CUctx_st;
 
 use super::sys::{self, Call, Kind, ncclComm, ncclComm_t};
 use super::{NcclCode, ReduceOp};
+use crate::context::Device;
 use crate::context::{Brand, ContextGuard};
-use crate::device::Device;
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 

@@ -10,10 +10,10 @@ use std::mem::size_of;
 use super::comm::{Communicator, Core};
 use super::sys::{self, Call, Kind};
 use super::{NcclType, ReduceOp};
+use crate::context::StreamKind;
 use crate::driver::{CUdeviceptr, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{Span, overlap_error};
-use crate::phase::StreamKind;
 use crate::scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 
 /// One operation, checked and ready for NCCL: its arguments and the memory it touches.

@@ -145,14 +145,14 @@ impl Device {
     /// Sets the flags the device's primary context is created with
     /// (`cuDevicePrimaryCtxSetFlags`). Takes effect when the primary context is next
     /// created; while it is active, the driver accepts and applies them where it can.
-    pub fn set_primary_context_flags(&self, flags: crate::ContextFlags) -> Result<()> {
+    pub fn set_primary_context_flags(&self, flags: super::ContextFlags) -> Result<()> {
         driver::primary_ctx_set_flags(self.raw, flags.bits())
     }
 
     /// The primary context's flags and whether it is active (retained by someone).
-    pub fn primary_context_state(&self) -> Result<(crate::ContextFlags, bool)> {
+    pub fn primary_context_state(&self) -> Result<(super::ContextFlags, bool)> {
         let (flags, active) = driver::primary_ctx_state(self.raw)?;
-        Ok((crate::ContextFlags::from_bits(flags), active))
+        Ok((super::ContextFlags::from_bits(flags), active))
     }
 }
 

@@ -25,17 +25,28 @@
 //! context, whose records the next teardown to run reports. Recording costs a lock, on the
 //! failure path only; a teardown with nothing recorded anywhere costs one atomic load.
 //! `close()` on each handle returns the error where it happens instead.
+//!
+//! # What the layers above keep per context
+//!
+//! The memory layer keeps page-locked memory per context (the bulk-copy staging), which
+//! must be freed before the context is given up. This layer cannot name it, so the memory
+//! layer registers what to run ([`EndHooks`], [`register_end_hooks`]) when it first keeps
+//! anything for a context, and every teardown runs it at the same place:
+//! [`run_before_give_up`] while the context is current, before `cuCtxDestroy`, before the
+//! release of a primary context and before the pop of `with_raw_context`;
+//! [`run_after_primary_release`] after a primary context's release. Before the first
+//! registration there is nothing to free, and each costs one atomic load.
 
 use std::any::TypeId;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
-use crate::driver::{self, CUcontext};
+use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::{Error, Result};
 
 /// The outcome of a closure and of its teardown, as the plain entry points return it: the
@@ -110,6 +121,47 @@ pub(crate) fn keep_both<T>(first: Result<T>, then: Result<()>) -> Result<T> {
         (Ok(_), Err(t)) => Err(t),
         (Err(e), Ok(())) => Err(e),
         (Err(e), Err(t)) => Err(e.with_teardown_error(t)),
+    }
+}
+
+/// What a layer above frees of a context at its teardown (see the
+/// [module documentation](self#what-the-layers-above-keep-per-context)).
+pub(crate) struct EndHooks {
+    /// Frees what is kept for a context the crate gives up and whose owner may destroy it
+    /// next. Called with the context alive and current on the calling thread (its
+    /// safety condition).
+    pub(crate) before_give_up: unsafe fn(CUcontext),
+    /// Called after `cuDevicePrimaryCtxRelease` of a context, the primary context of the
+    /// device.
+    pub(crate) after_primary_release: fn(CUcontext, CUdevice),
+}
+
+static END_HOOKS: OnceLock<EndHooks> = OnceLock::new();
+
+/// Registers the end hooks of the layer above (once: later calls change nothing). Called
+/// before that layer keeps anything for a context, so that every teardown after it frees it.
+pub(crate) fn register_end_hooks(hooks: EndHooks) {
+    let _ = END_HOOKS.set(hooks);
+}
+
+/// Runs the registered [`EndHooks::before_give_up`], if any.
+///
+/// # Safety
+/// `raw` is alive and current on the calling thread.
+#[inline]
+pub(crate) unsafe fn run_before_give_up(raw: CUcontext) {
+    if let Some(hooks) = END_HOOKS.get() {
+        // SAFETY: the caller's promise, which is the hook's condition.
+        unsafe { (hooks.before_give_up)(raw) }
+    }
+}
+
+/// Runs the registered [`EndHooks::after_primary_release`], if any, after the release of
+/// `raw`, the primary context of `device`.
+#[inline]
+pub(crate) fn run_after_primary_release(raw: CUcontext, device: CUdevice) {
+    if let Some(hooks) = END_HOOKS.get() {
+        (hooks.after_primary_release)(raw, device);
     }
 }
 
@@ -222,7 +274,7 @@ fn report(f: Failed) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorCode;
+    use crate::error::ErrorCode;
 
     #[test]
     fn the_type_id_ignoring_lifetimes_tells_error_from_other_types() {
