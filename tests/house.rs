@@ -66,7 +66,12 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 /// `src/peer.rs` -> `peer`, `src/lib.rs` -> `lib`.
 fn top_module(file: &Path) -> String {
     let rel = file.strip_prefix(src()).unwrap();
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
     first.trim_end_matches(".rs").to_string()
 }
 
@@ -105,7 +110,8 @@ fn code_only(source: &str) -> String {
                     i += 1;
                 }
             }
-        } else if b[i] == b'"' || (b[i] == b'r' && i + 1 < b.len() && matches!(b[i + 1], b'"' | b'#'))
+        } else if b[i] == b'"'
+            || (b[i] == b'r' && i + 1 < b.len() && matches!(b[i + 1], b'"' | b'#'))
         {
             // a string literal, raw or not: blank it to its end
             let raw = b[i] == b'r';
@@ -170,7 +176,8 @@ fn crate_paths(code: &str) -> Vec<(usize, String)> {
         let at = search + found;
         search = at + 7;
         // `crate` must be a whole word (not `cuda_crate::` or `$crate::`)
-        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || matches!(bytes[at - 1], b'_' | b'$')) {
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || matches!(bytes[at - 1], b'_' | b'$'))
+        {
             continue;
         }
         let line = code[..at].matches('\n').count() + 1;
@@ -240,7 +247,11 @@ fn upward_imports() -> Result<(), Failed> {
             // are the root's: only the root may name them from below... except the
             // re-exported names, which are the lower layers' own. Treat the root's names
             // as the root's layer.
-            let target = if layer_of(&to).is_some() { to.clone() } else { "lib".into() };
+            let target = if layer_of(&to).is_some() {
+                to.clone()
+            } else {
+                "lib".into()
+            };
             let to_layer = layer_of(&target).unwrap();
             if to_layer >= from_layer && target != from {
                 problems.push(format!(
@@ -254,7 +265,12 @@ fn upward_imports() -> Result<(), Failed> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} upward or sideways imports:\n{}", problems.len(), problems.join("\n")).into())
+        Err(format!(
+            "{} upward or sideways imports:\n{}",
+            problems.len(),
+            problems.join("\n")
+        )
+        .into())
     }
 }
 
@@ -283,7 +299,12 @@ fn short_rooms() -> Result<(), Failed> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} rooms too long:\n{}", problems.len(), problems.join("\n")).into())
+        Err(format!(
+            "{} rooms too long:\n{}",
+            problems.len(),
+            problems.join("\n")
+        )
+        .into())
     }
 }
 
@@ -356,9 +377,9 @@ fn self_test() -> Result<(), Failed> {
     if names != ["a", "d", "h"] {
         return Err(format!("crate_paths read {names:?}, not [a, d, h]").into());
     }
-    let fns = functions(
-        &code_only("fn a() {\n    if x { y }\n}\nfn b(f: fn(u8) -> u8) -> Vec<u8> where T: Fn() {\n}\n"),
-    );
+    let fns = functions(&code_only(
+        "fn a() {\n    if x { y }\n}\nfn b(f: fn(u8) -> u8) -> Vec<u8> where T: Fn() {\n}\n",
+    ));
     let want = vec![("a".to_string(), 1, 3), ("b".to_string(), 4, 2)];
     if fns != want {
         return Err(format!("functions read {fns:?}, not {want:?}").into());
