@@ -265,21 +265,15 @@ pub mod jit;
 pub mod launch;
 mod launch_ex;
 pub mod library;
-pub mod managed;
 pub mod memory;
 pub mod module;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 #[cfg(feature = "nvrtc")]
 pub mod nvrtc;
-pub mod peer;
 pub mod phase;
-pub mod pitched;
-pub mod pitched3d;
-pub mod pool;
 pub mod samples;
 pub mod scope;
-mod staging;
 pub mod stream;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
@@ -380,21 +374,15 @@ pub use launch::{
 #[doc(inline)]
 pub use library::Library;
 #[doc(inline)]
-pub use managed::{Advice, ManagedBuffer, MemoryLocation};
-#[doc(inline)]
-pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
+pub use memory::{
+    Advice, DeviceBuffer, DeviceBuffer2D, DeviceBuffer3D, DeviceCopy, DeviceSlice, ManagedBuffer,
+    MemoryLocation, MemoryPool, Memset, PeerAccess, PinnedBuffer, Region3D, ReusePolicy, copy_peer,
+    try_copy_peer,
+};
 #[doc(inline)]
 pub use module::Module;
 #[doc(inline)]
-pub use peer::{PeerAccess, copy_peer, try_copy_peer};
-#[doc(inline)]
 pub use phase::{Phases, with_phases};
-#[doc(inline)]
-pub use pitched::DeviceBuffer2D;
-#[doc(inline)]
-pub use pitched3d::{DeviceBuffer3D, Region3D};
-#[doc(inline)]
-pub use pool::{MemoryPool, ReusePolicy};
 #[doc(inline)]
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 #[doc(inline)]
@@ -429,12 +417,12 @@ pub mod sys {
     };
 }
 
-/// The thresholds and counters of the bulk-copy staging (`src/staging.rs`), for the
+/// The thresholds and counters of the bulk-copy staging (`src/memory/staging/`), for the
 /// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not part of the API: it may
 /// change in any release.
 #[doc(hidden)]
 pub mod __staging {
-    pub use crate::staging::hidden::*;
+    pub use crate::memory::staging::hidden::*;
 }
 
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from

@@ -159,7 +159,7 @@ impl<'ctx> Phases<'ctx> {
         let built = f(self.guard.with_phase())?;
         // the run phase allocates no staging for bulk copies: it uses what setup reserved
         // (`ContextGuard::reserve_staging`), or the driver's own path
-        crate::staging::freeze(self.guard, true);
+        crate::memory::staging::freeze(self.guard, true);
         Ok((built, self.guard.with_phase()))
     }
 }
@@ -170,7 +170,7 @@ impl ContextGuard<'_, Setup<'_>> {
     /// in the run phase such copies use it instead of allocating; without it they take the
     /// driver's plain path.
     pub fn reserve_staging(self) -> Result<()> {
-        crate::staging::reserve(self.unphased())
+        crate::memory::staging::reserve(self.unphased())
     }
 }
 

@@ -70,6 +70,8 @@
 //! scope's overrun handler is resumed; or else the first panic of a host function of the
 //! scope; or else the scope returns the closure's result.
 
+mod shaped;
+
 use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
@@ -87,12 +89,12 @@ use crate::launch::{
     self, KernelArg, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
 };
 use crate::launch_ex::{self, LaunchCache};
+use crate::memory::MemoryPool;
+use crate::memory::pitched::{DeviceBuffer2D, check_host_rows, host_pitch, host_rows};
 use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     lengths_match, overlap_error,
 };
-use crate::pitched::{DeviceBuffer2D, check_host_rows, host_pitch, host_rows};
-use crate::pool::MemoryPool;
 use crate::stream::Stream;
 
 /// Asynchronous work on one stream, open for the length of a [`Stream::scope`] closure (or
@@ -1497,7 +1499,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                 Some(known) => known.map(|p| p as CUmemoryPool),
                 None => {
                     let found = self.with_stream_context(|| {
-                        crate::pool::crate_pool(driver::ctx_get_device()?)
+                        crate::memory::pool::crate_pool(driver::ctx_get_device()?)
                     })?;
                     allocations.pool = Some(found.map(|p| p as usize));
                     found
@@ -1509,7 +1511,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             // 'env).
             Some(pool) => Allocation::Pool(
                 unsafe { driver::mem_alloc_from_pool_async(bytes, pool, self.stream.raw()) }
-                    .map_err(|e| crate::pool::exhausted(e, bytes))?,
+                    .map_err(|e| crate::memory::pool::exhausted(e, bytes))?,
             ),
             None => Allocation::Plain(self.with_stream_context(|| driver::mem_alloc(bytes))?),
         };
@@ -1628,7 +1630,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
     }
 
     /// Allocates `len` elements in stream order from the crate's pool of the device
-    /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::pool); about a microsecond with the
+    /// (`cuMemAllocFromPoolAsync`, see [`pool`](crate::memory::pool); about a microsecond with the
     /// free, where `cuMemAlloc` and `cuMemFree` take several), without initialising them.
     /// The memory lives until the scope ends: after the final synchronization it is freed in
     /// stream order (`cuMemFreeAsync`). On a device without memory pools

@@ -696,7 +696,7 @@ impl Drop for CliqueState {
 /// memory, is reachable from another device only once its pool allows it.
 fn open_pools_to_each_other(devices: &[Device]) -> Result<()> {
     for owner in devices {
-        let Some(pool) = crate::pool::crate_pool(owner.as_raw())? else {
+        let Some(pool) = crate::memory::pool::crate_pool(owner.as_raw())? else {
             continue;
         };
         for other in devices {

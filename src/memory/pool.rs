@@ -142,7 +142,7 @@ impl<'ctx> MemoryPool<'ctx> {
     }
 
     /// The crate's pool of the context's device, the one buffers and scope allocations come
-    /// from by default (see the [module documentation](crate::pool)), created on first use
+    /// from by default (see the [module documentation](crate::memory::pool)), created on first use
     /// (hence a guard that may create). An error with `CUDA_ERROR_NOT_SUPPORTED` on a
     /// device without memory pools.
     pub fn of_device<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {

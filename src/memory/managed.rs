@@ -44,15 +44,15 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
+use super::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
 use crate::context::Allocating;
 use crate::context::Device;
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
-use crate::memory::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
 
 /// Managed memory of the context branded `'ctx` (`cuMemAllocManaged`): a `[T]` on the host,
-/// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::managed).
+/// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::memory::managed).
 pub struct ManagedBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
     len: usize,
@@ -253,7 +253,7 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
         // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged) in its context, which the brand
         // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
         // are idle); the buffer is not used again (dropped, or forgotten by `close`).
-        unsafe { crate::memory::free_plain(self.ctx, self.ptr) }
+        unsafe { super::free_plain(self.ctx, self.ptr) }
     }
 }
 

@@ -30,10 +30,10 @@
 
 use std::marker::PhantomData;
 
+use super::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths, lengths_match};
 use crate::context::{Brand, ContextGuard};
 use crate::driver;
 use crate::error::Result;
-use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths, lengths_match};
 
 /// Proof that contexts of the brand `'ctx` may access the memory of the context `'peer`
 /// (`cuCtxEnablePeerAccess`). Zero-sized and `Copy`; it cannot outlive either context.

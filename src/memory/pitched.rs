@@ -27,7 +27,7 @@
 //! ```
 //!
 //! Three-dimensional pitched memory, with copies of whole volumes and of boxes inside them,
-//! is [`DeviceBuffer3D`](crate::DeviceBuffer3D) (module [`pitched3d`](crate::pitched3d)).
+//! is [`DeviceBuffer3D`](crate::DeviceBuffer3D) (module [`pitched3d`](crate::memory::pitched3d)).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -36,11 +36,11 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
+use super::{DeviceCopy, Span, checked_byte_len, empty_address};
 use crate::context::Allocating;
 use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
-use crate::memory::{DeviceCopy, Span, checked_byte_len, empty_address};
 
 /// `height` rows of `width` elements of `T` in device memory of the context branded
 /// `'ctx`, each row `pitch_bytes()` apart (`cuMemAllocPitch`). Freed when dropped.
@@ -96,7 +96,7 @@ pub(crate) fn check_host_rows(
     height: usize,
 ) {
     if let Err(e) = host_rows(what, len, width, row_len, height) {
-        crate::memory::fail(e)
+        super::fail(e)
     }
 }
 
@@ -351,7 +351,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     #[track_caller]
     pub fn copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
         if let Err(e) = same_shape((self.width, self.height), (src.width, src.height)) {
-            crate::memory::fail(e)
+            super::fail(e)
         }
         let (w, h) = self.extent();
         self.run(|| {
@@ -446,7 +446,7 @@ impl<T: DeviceCopy> DeviceBuffer2D<'_, T> {
         // SAFETY: the buffer owns `ptr` (from cuMemAllocPitch) in its context, which the brand
         // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
         // are idle); the buffer is not used again (dropped, or forgotten by `close`).
-        unsafe { crate::memory::free_plain(self.ctx, self.ptr) }
+        unsafe { super::free_plain(self.ctx, self.ptr) }
     }
 }
 
@@ -481,7 +481,7 @@ mod tests {
     fn the_try_forms_get_the_checks_errors() {
         assert_eq!(host_rows("t", 8, 3, 5, 2), Ok(()));
         let e = host_rows("DeviceBuffer2D::copy_to_host", 7, 3, 5, 2).unwrap_err();
-        assert_eq!(e.code(), crate::ErrorCode::InvalidValue);
+        assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue);
         assert_eq!(
             e.to_string(),
             "DeviceBuffer2D::copy_to_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): 2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7"

@@ -1,0 +1,145 @@
+//! The 2D and 3D copies of a scope: pitched buffers ([`DeviceBuffer2D`](crate::DeviceBuffer2D),
+//! [`DeviceBuffer3D`]) to and from the host and each other, queued on the scope's stream.
+
+use super::StreamScope;
+use crate::context::StreamKind;
+use crate::driver::{self, Copy3D};
+use crate::error::Result;
+use crate::memory::{DeviceBuffer3D, DeviceCopy, Region3D, Span};
+
+impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
+    /// Queues `copy` on the scope's stream (`cuMemcpy3DAsync`), after the waits a
+    /// multi-stream scope needs for `spans`, the device memory it touches.
+    ///
+    /// # Safety
+    /// `copy` is a plan of a `DeviceBuffer3D` (checked), and both of its sides stay
+    /// borrowed for `'scope` (the one it writes exclusively).
+    unsafe fn queue_3d(&'scope self, copy: &Copy3D, spans: &[Span]) -> Result<()> {
+        if copy.is_empty() {
+            return Ok(());
+        }
+        let stream = self.stream().raw();
+        self.ordered(spans, None, || {
+            // SAFETY: the plan checked both sides; they stay borrowed (host memory unmodified)
+            // until the scope synchronizes the stream, which is alive (borrowed); `ordered`
+            // orders the scope's other streams around it.
+            unsafe { driver::memcpy_3d_async(copy, stream) }
+        })
+    }
+
+    /// Queues a 3D copy of a host volume of `dst`'s shape from `src`, rows `row_len`
+    /// elements and slices `slice_rows` rows apart, into `dst` (`cuMemcpy3DAsync`).
+    ///
+    /// # Panics
+    /// If `src` does not hold the volume (before any driver call).
+    #[track_caller]
+    pub fn copy_3d_from_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
+        src: &'scope [T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<()> {
+        let copy = dst.plan_from_host("copy_3d_from_host", dst.whole(), src, row_len, slice_rows);
+        // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope.
+        unsafe { self.queue_3d(&copy, &[dst.span(true)]) }
+    }
+
+    /// Queues a 3D copy of a host volume of `region`'s extent from `src` (from `src[0]`)
+    /// into `region` of `dst` (`cuMemcpy3DAsync`).
+    ///
+    /// # Panics
+    /// If `region` is not inside `dst`, or `src` does not hold the volume (before any
+    /// driver call).
+    #[track_caller]
+    pub fn copy_3d_region_from_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
+        region: Region3D,
+        src: &'scope [T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<()> {
+        let what = "copy_3d_region_from_host";
+        let copy = dst.plan_from_host(what, region, src, row_len, slice_rows);
+        // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope.
+        unsafe { self.queue_3d(&copy, &[dst.span(true)]) }
+    }
+
+    /// Queues a 3D copy of `src` into `dst`, rows `row_len` elements and slices
+    /// `slice_rows` rows apart (`cuMemcpy3DAsync`); `dst` is complete once the scope has
+    /// returned.
+    ///
+    /// # Panics
+    /// If `dst` cannot hold the volume (before any driver call).
+    #[track_caller]
+    pub fn copy_3d_to_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut [T],
+        row_len: usize,
+        slice_rows: usize,
+        src: &'scope DeviceBuffer3D<'ctx, T>,
+    ) -> Result<()> {
+        let copy = src.plan_to_host("copy_3d_to_host", src.whole(), dst, row_len, slice_rows);
+        // SAFETY: `src`'s plan; `dst` is borrowed exclusively (any bytes are a valid `T`)
+        // and `src` shared for 'scope.
+        unsafe { self.queue_3d(&copy, &[src.span(false)]) }
+    }
+
+    /// Queues a 3D copy of `region` of `src` into `dst` (from `dst[0]`), rows `row_len`
+    /// elements and slices `slice_rows` rows apart (`cuMemcpy3DAsync`); `dst` is complete
+    /// once the scope has returned.
+    ///
+    /// # Panics
+    /// If `region` is not inside `src`, or `dst` cannot hold the volume (before any driver
+    /// call).
+    #[track_caller]
+    pub fn copy_3d_region_to_host<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut [T],
+        row_len: usize,
+        slice_rows: usize,
+        src: &'scope DeviceBuffer3D<'ctx, T>,
+        region: Region3D,
+    ) -> Result<()> {
+        let copy = src.plan_to_host("copy_3d_region_to_host", region, dst, row_len, slice_rows);
+        // SAFETY: as in `copy_3d_to_host`.
+        unsafe { self.queue_3d(&copy, &[src.span(false)]) }
+    }
+
+    /// Queues a 3D copy of `src` into `dst`, a buffer of the same shape
+    /// (`cuMemcpy3DAsync`).
+    ///
+    /// # Panics
+    /// If the shapes differ (before any driver call).
+    #[track_caller]
+    pub fn copy_3d_from_device<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
+        src: &'scope DeviceBuffer3D<'ctx, T>,
+    ) -> Result<()> {
+        let copy = dst.plan_from_same_shape("copy_3d_from_device", src);
+        // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope
+        // (two distinct allocations).
+        unsafe { self.queue_3d(&copy, &[dst.span(true), src.span(false)]) }
+    }
+
+    /// Queues a 3D copy of `src_region` of `src` into `dst`, its first element at
+    /// `origin` (`cuMemcpy3DAsync`).
+    ///
+    /// # Panics
+    /// If `src_region` is not inside `src`, or the box of its extent at `origin` not inside
+    /// `dst` (before any driver call).
+    #[track_caller]
+    pub fn copy_3d_region_from_device<T: DeviceCopy>(
+        &'scope self,
+        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
+        origin: [usize; 3],
+        src: &'scope DeviceBuffer3D<'ctx, T>,
+        src_region: Region3D,
+    ) -> Result<()> {
+        let copy = dst.plan_from_device("copy_3d_region_from_device", origin, src, src_region);
+        // SAFETY: as in `copy_3d_from_device`.
+        unsafe { self.queue_3d(&copy, &[dst.span(true), src.span(false)]) }
+    }
+}
