@@ -343,7 +343,7 @@ fn in_stream_context<T, K: StreamKind>(
     op: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     // SAFETY: the stream is alive (borrowed).
-    unsafe { crate::scope::in_stream_context(stream.raw(), op) }
+    unsafe { crate::stream::in_stream_context(stream.raw(), op) }
 }
 
 #[cold]

@@ -254,10 +254,8 @@
 extern crate self as cuda_brand;
 
 pub mod context;
-pub mod deadline;
 mod driver;
 mod error;
-pub mod event;
 pub mod graph;
 pub mod host_fn;
 mod image;
@@ -355,11 +353,7 @@ pub use context::{
 #[doc(inline)]
 pub use cuda_brand_derive::DeviceCopy;
 #[doc(inline)]
-pub use deadline::{KeepWaiting, Overrun};
-#[doc(inline)]
 pub use error::{Error, ErrorCode, Result, WithTeardown};
-#[doc(inline)]
-pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
 #[doc(inline)]
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
 #[doc(inline)]
@@ -386,7 +380,10 @@ pub use phase::{Phases, with_phases};
 #[doc(inline)]
 pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 #[doc(inline)]
-pub use stream::{Stream, StreamFlags};
+pub use stream::{
+    Event, EventFlags, EventKind, KeepWaiting, NoTiming, Overrun, Recorded, Stream, StreamFlags,
+    Timed, Timing,
+};
 
 /// The names most programs use, for `use cuda_brand::prelude::*;`: the entry points, the
 /// guard, devices and flags, buffers, streams, kernels and their parameter kinds, and the

@@ -70,6 +70,7 @@
 //! scope's overrun handler is resumed; or else the first panic of a host function of the
 //! scope; or else the scope returns the closure's result.
 
+pub mod deadline;
 mod shaped;
 
 use std::any::Any;
@@ -80,8 +81,8 @@ use std::ops::{Deref, RangeBounds};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::context::Brand;
 use crate::context::teardown;
-use crate::context::{self, Brand};
 use crate::context::{Dynamic, StreamKind};
 use crate::driver::{self, CUdeviceptr, CUevent, CUmemoryPool, CUstream, Pattern, Side2D};
 use crate::error::{Error, Result};
@@ -95,7 +96,7 @@ use crate::memory::{
     self, DeviceBuffer, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap,
     lengths_match, overlap_error,
 };
-use crate::stream::Stream;
+use crate::stream::{Stream, in_stream_context};
 
 /// Asynchronous work on one stream, open for the length of a [`Stream::scope`] closure (or
 /// one of the streams of [`Stream::scope_all`]).
@@ -605,22 +606,6 @@ pub(crate) fn run_scope<R, E: From<Error>>(
         panic::resume_unwind(payload);
     }
     teardown::combine(outcome, torn_down)
-}
-
-/// Runs `op` with the context of `stream` current (`cuStreamGetCtx`, then
-/// [`context::in_context`]).
-///
-/// # Safety
-/// `stream` is live, so its context is too.
-pub(crate) unsafe fn in_stream_context<T>(
-    stream: CUstream,
-    op: impl FnOnce() -> Result<T>,
-) -> Result<T> {
-    // SAFETY: the caller guarantees the stream.
-    let ctx = unsafe { driver::stream_get_ctx(stream) }?;
-    let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
-    // SAFETY: the context of a live stream is alive.
-    unsafe { context::in_context(ctx, op) }
 }
 
 /// Read access to device memory for the length of a scope: a `Copy` handle that the

@@ -26,12 +26,12 @@ use std::time::{Duration, Instant};
 
 use cuda_driver_sys::CUevent_st;
 
+use super::Stream;
+use super::deadline::poll_until;
 use crate::context::{Allocating, Phase, StreamKind};
 use crate::context::{Brand, ContextGuard};
-use crate::deadline::poll_until;
 use crate::driver::{self, CUevent};
 use crate::error::Result;
-use crate::stream::Stream;
 
 /// Flags for a new event (`CU_EVENT_*`). Whether an event records timestamps is its type
 /// ([`Timing`] or [`NoTiming`]), not a flag.
@@ -121,7 +121,7 @@ impl Timed for Timing {}
 ///
 /// An event is not waited for or timed itself: [`record`](Event::record) returns a
 /// [`Recorded`], and that proof of the record is what streams wait for and what is timed
-/// (see the [module documentation](crate::event) for why).
+/// (see the [module documentation](crate::stream::event) for why).
 ///
 /// ```no_run
 /// use cuda_brand::prelude::*;

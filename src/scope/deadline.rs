@@ -40,102 +40,12 @@
 //! An event's bounded wait guards no borrow, so it simply returns "not yet"
 //! (`Ok(false)`).
 
-use std::fmt;
 use std::time::{Duration, Instant};
 
+use super::{Lanes, OpenScopes, ScopeEnd, StreamScope, run_scope};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, Result};
-use crate::scope::{Lanes, OpenScopes, ScopeEnd, StreamScope, run_scope};
-use crate::stream::Stream;
-
-/// What an overrun handler learns when a scope's deadline has passed with work still
-/// running: how long the scope has been open, which deadline passed, how many times the
-/// handler has been called, and which stream was still busy.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Overrun {
-    elapsed: Duration,
-    deadline: Duration,
-    count: u64,
-    stream: usize,
-}
-
-impl Overrun {
-    /// Time since the scope was opened.
-    pub fn elapsed(&self) -> Duration {
-        self.elapsed
-    }
-
-    /// The deadline that passed, counted from the opening of the scope: the scope's
-    /// `within` for the first call, then each extension added to the time it was granted.
-    pub fn deadline(&self) -> Duration {
-        self.deadline
-    }
-
-    /// How many times the handler has been called in this scope, this call included: 1
-    /// the first time.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// The index of the stream still busy, in the order the scope was given its streams
-    /// (0 for [`Stream::scope_within`]).
-    pub fn stream(&self) -> usize {
-        self.stream
-    }
-}
-
-impl fmt::Debug for Overrun {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Overrun")
-            .field("elapsed", &self.elapsed)
-            .field("deadline", &self.deadline)
-            .field("count", &self.count)
-            .field("stream", &self.stream)
-            .finish()
-    }
-}
-
-/// What an overrun handler returns: how to go on waiting. No value of this type ends the
-/// wait; a handler that must not wait any longer does not return (for example
-/// `std::process::abort()`). See the [module documentation](self).
-///
-/// ```
-/// use std::time::Duration;
-/// use cuda_brand::{KeepWaiting, Overrun};
-///
-/// // wait in steps of 5 ms, up to 10 calls, then stop the process
-/// fn on_overrun(overrun: Overrun) -> KeepWaiting {
-///     eprintln!("scope overran: {:?} since it opened", overrun.elapsed());
-///     if overrun.count() < 10 {
-///         KeepWaiting::for_another(Duration::from_millis(5))
-///     } else {
-///         std::process::abort()
-///     }
-/// }
-/// let abort_at_once = |_: Overrun| -> KeepWaiting { std::process::abort() };
-/// # let _ = (on_overrun, abort_at_once);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use = "the handler returns how to go on waiting"]
-pub struct KeepWaiting(Option<Duration>);
-
-impl KeepWaiting {
-    /// Wait up to `more` longer (from now), then call the handler again if the work is
-    /// still running. A zero duration calls the handler again after one more poll.
-    pub const fn for_another(more: Duration) -> Self {
-        KeepWaiting(Some(more))
-    }
-
-    /// Wait for the work without another deadline: the handler is not called again.
-    pub const fn until_idle() -> Self {
-        KeepWaiting(None)
-    }
-
-    /// The extension, or `None` for [`until_idle`](Self::until_idle).
-    pub const fn extension(self) -> Option<Duration> {
-        self.0
-    }
-}
+use crate::stream::{KeepWaiting, Overrun, Stream, settle};
 
 impl<'ctx> Stream<'ctx> {
     /// [`Stream::scope`] with a deadline: opens a scope on this stream, runs `f` with it,
@@ -271,39 +181,6 @@ impl<'ctx> Stream<'ctx> {
     }
 }
 
-/// Polls `idle(i)` (is stream `i` idle?) for `i` in `0..streams`, calling `on_overrun`
-/// whenever the deadline passes while one is busy, until every stream is idle (`Ok`), the
-/// handler asks to wait without a deadline (`Ok`: the scope's end waits), or a query
-/// fails (its error). A panic of the handler goes on: [`run_scope`] catches it, ends the
-/// scope, and resumes it.
-fn settle(
-    idle: &dyn Fn(usize) -> Result<bool>,
-    streams: usize,
-    opened: Instant,
-    within: Duration,
-    on_overrun: &mut dyn FnMut(Overrun) -> KeepWaiting,
-) -> Result<()> {
-    let mut deadline = opened.checked_add(within);
-    let mut count = 0u64;
-    for i in 0..streams {
-        while !poll_until(deadline, || idle(i))? {
-            let now = Instant::now();
-            count = count.saturating_add(1);
-            let overrun = Overrun {
-                elapsed: now.saturating_duration_since(opened),
-                deadline: deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(opened)),
-                count,
-                stream: i,
-            };
-            match on_overrun(overrun) {
-                KeepWaiting(Some(more)) => deadline = now.checked_add(more),
-                KeepWaiting(None) => return Ok(()),
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Runs `body`, then ends the scope as every scope ends ([`run_scope`]), with the bounded
 /// wait ([`settle`]) before the end's unbounded one, also when `body` panics. So a panic of
 /// the handler is resumed after the end, unless `body` panicked first; a host function's
@@ -319,40 +196,6 @@ fn run_within<R, E: From<Error>>(
 ) -> Result<R, E> {
     let mut bounded_wait = || settle(&idle, streams, opened, within, on_overrun);
     run_scope(ending, Some(&mut bounded_wait), body)
-}
-
-/// Polls `done` until it reports `true` (`Ok(true)`), fails, or `deadline` passes
-/// (`Ok(false)`; `None`: no deadline), with the backoff of the module documentation. The
-/// last poll is after the deadline's last pause.
-pub(crate) fn poll_until(
-    deadline: Option<Instant>,
-    mut done: impl FnMut() -> Result<bool>,
-) -> Result<bool> {
-    /// Yield, not sleep, for this long after the first poll.
-    const YIELD_FOR: Duration = Duration::from_micros(50);
-    const FIRST_SLEEP: Duration = Duration::from_micros(10);
-    const LONGEST_SLEEP: Duration = Duration::from_micros(200);
-    let started = Instant::now();
-    let mut sleep = FIRST_SLEEP;
-    loop {
-        if done()? {
-            return Ok(true);
-        }
-        let now = Instant::now();
-        let left = match deadline {
-            Some(d) => d.saturating_duration_since(now),
-            None => Duration::MAX,
-        };
-        if left.is_zero() {
-            return Ok(false);
-        }
-        if now.saturating_duration_since(started) < YIELD_FOR {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(sleep.min(left));
-            sleep = sleep.saturating_mul(2).min(LONGEST_SLEEP);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -613,26 +456,6 @@ mod tests {
         )
         .unwrap();
         assert_eq!(fake.calls.get(), 1);
-    }
-
-    #[test]
-    fn the_event_wait_says_not_yet_or_done() {
-        let soon = Instant::now().checked_add(MS);
-        assert!(!poll_until(soon, || Ok(false)).unwrap());
-        let polls = Cell::new(0);
-        let later = Instant::now().checked_add(Duration::from_secs(60));
-        let done = poll_until(later, || {
-            polls.set(polls.get() + 1);
-            Ok(polls.get() == 3)
-        });
-        assert!(done.unwrap());
-        assert!(poll_until(None, || Ok(true)).unwrap());
-        // a deadline already past still polls once
-        assert!(poll_until(Some(Instant::now()), || Ok(true)).unwrap());
-        let e = poll_until(None, || {
-            Err(Error::new("cuEventQuery", ErrorCode::InvalidHandle))
-        });
-        assert_eq!(e.unwrap_err().code(), ErrorCode::InvalidHandle);
     }
 
     /// The issue this pins: a deadline scope once caught a host function's panic and

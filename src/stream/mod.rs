@@ -12,6 +12,15 @@ use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
+mod deadline;
+pub mod event;
+
+pub(crate) use deadline::settle;
+#[doc(inline)]
+pub use deadline::{KeepWaiting, Overrun};
+#[doc(inline)]
+pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
+
 /// How a stream relates to the legacy default stream (`CU_STREAM_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum StreamFlags {
@@ -225,4 +234,20 @@ impl<K: StreamKind> fmt::Debug for Stream<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Stream").field(&self.raw).finish()
     }
+}
+
+/// Runs `op` with the context of `stream` current (`cuStreamGetCtx`, then
+/// [`in_context`](crate::context::in_context)).
+///
+/// # Safety
+/// `stream` is live, so its context is too.
+pub(crate) unsafe fn in_stream_context<T>(
+    stream: CUstream,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    // SAFETY: the caller guarantees the stream.
+    let ctx = unsafe { driver::stream_get_ctx(stream) }?;
+    let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
+    // SAFETY: the context of a live stream is alive.
+    unsafe { crate::context::in_context(ctx, op) }
 }
