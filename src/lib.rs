@@ -261,7 +261,6 @@ pub mod host_fn;
 mod image;
 pub mod jit;
 pub mod launch;
-mod launch_ex;
 pub mod library;
 pub mod memory;
 pub mod module;

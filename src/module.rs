@@ -35,8 +35,8 @@ use crate::context::{Allocating, Phase};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
 use crate::error::{Error, ErrorCode, Result};
-use crate::image::ParamTable;
 use crate::jit::{self, JitLog, JitOptions};
+use crate::launch::ParamTable;
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 
@@ -429,8 +429,8 @@ impl Source<'_> {
     /// read.
     pub(crate) fn param_table(self) -> ParamTable {
         match self {
-            Source::Ptx(text) => ParamTable::from_ptx(text),
-            Source::Image(image) => ParamTable::from_image(image),
+            Source::Ptx(text) => crate::image::table_of_ptx(text),
+            Source::Image(image) => crate::image::table_of_image(image),
         }
     }
 }

@@ -86,10 +86,10 @@ use crate::context::teardown;
 use crate::context::{Dynamic, StreamKind};
 use crate::driver::{self, CUdeviceptr, CUevent, CUmemoryPool, CUstream, Pattern, Side2D};
 use crate::error::{Error, Result};
+use crate::launch::LaunchCache;
 use crate::launch::{
     self, KernelArg, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
 };
-use crate::launch_ex::{self, LaunchCache};
 use crate::memory::MemoryPool;
 use crate::memory::pitched::{DeviceBuffer2D, check_host_rows, host_pitch, host_rows};
 use crate::memory::{
@@ -1401,7 +1401,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         args: impl KernelArgs<'scope, 'ctx, P>,
     ) -> Result<()> {
         let stream = self.stream.raw();
-        let prepared = launch_ex::prepare(&self.launch_cache, self.stream, &target, &config)?;
+        let prepared = launch::prepare(&self.launch_cache, self.stream, &target, &config)?;
         launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
                 return Err(launch::launch_overlap(spans, i, j));

@@ -119,7 +119,7 @@ mod symbols;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use params::ParamTable;
+pub(crate) use params::{table_of_image, table_of_ptx};
 
 /// What [`check`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

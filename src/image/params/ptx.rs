@@ -185,7 +185,7 @@ fn ptx_param(item: &[Tok<'_>]) -> Result<Option<(usize, usize)>, ()> {
 /// whole table opaque.
 pub(super) fn ptx_entries(text: &[u8], table: &mut ParamTable) {
     if (Lexer { b: text, p: 0 }).any(|t| t == Tok::Punct(b'#')) {
-        table.opaque = true;
+        table.make_opaque();
         return;
     }
     let mut lx = Lexer { b: text, p: 0 }.peekable();

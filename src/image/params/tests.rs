@@ -3,7 +3,7 @@
 
 use super::cubin::{EIATTR_KPARAM_INFO_V2, nv_info_params};
 use super::ptx::ptx_entries;
-use super::{MAX_PARAM_BYTES, ParamList, ParamTable};
+use super::{MAX_PARAM_BYTES, ParamList, ParamTable, table_of_image, table_of_ptx};
 use crate::image::c_str;
 
 const PTX: &str = include_str!("../../../kernels/kernels.ptx");
@@ -67,24 +67,14 @@ fn expected(kernels: Vec<(&str, Vec<(usize, usize)>)>) -> Vec<Row> {
 
 #[test]
 fn the_committed_ptx_cubin_and_fatbin_give_the_c_signatures() {
-    assert_eq!(table(&ParamTable::from_ptx(PTX)), expected(kernels_cu()));
-    assert_eq!(
-        table(&ParamTable::from_image(CUBIN)),
-        expected(kernels_cu())
-    );
+    assert_eq!(table(&table_of_ptx(PTX)), expected(kernels_cu()));
+    assert_eq!(table(&table_of_image(CUBIN)), expected(kernels_cu()));
     // an sm_90 cubin and compute_75 PTX that agree
-    assert_eq!(
-        table(&ParamTable::from_image(FATBIN)),
-        expected(kernels_cu())
-    );
-    let scale = ParamTable::from_image(CUBIN);
+    assert_eq!(table(&table_of_image(FATBIN)), expected(kernels_cu()));
+    let scale = table_of_image(CUBIN);
     let scale = scale.get(b"scale").unwrap();
     assert_eq!((scale.count, scale.bytes()), (3, Some(20)));
-    assert!(
-        ParamTable::from_image(CUBIN)
-            .get(b"no_such_kernel")
-            .is_none()
-    );
+    assert!(table_of_image(CUBIN).get(b"no_such_kernel").is_none());
 }
 
 #[test]
@@ -92,7 +82,7 @@ fn the_test_kernels_give_their_c_signatures() {
     // derive.cu: particles_step(const Particle*, size_t, Particle*, size_t),
     // cells_sum(const Cell*, size_t, unsigned long long*, size_t)
     assert_eq!(
-        table(&ParamTable::from_ptx(DERIVE_PTX)),
+        table(&table_of_ptx(DERIVE_PTX)),
         expected(vec![
             ("cells_sum", words8(4)),
             ("particles_step", words8(4))
@@ -102,7 +92,7 @@ fn the_test_kernels_give_their_c_signatures() {
     // size_t), grid_sum(const unsigned*, size_t, unsigned*, size_t), empty_ex(float*,
     // size_t)
     assert_eq!(
-        table(&ParamTable::from_ptx(LAUNCH_EX_PTX)),
+        table(&table_of_ptx(LAUNCH_EX_PTX)),
         expected(vec![
             ("cluster_info", words8(2)),
             ("cluster_info_fixed", words8(2)),
@@ -113,7 +103,7 @@ fn the_test_kernels_give_their_c_signatures() {
     // deadline.cu: spin_then_fill(unsigned long long ns, unsigned *out, size_t
     // out_len, unsigned value)
     assert_eq!(
-        table(&ParamTable::from_ptx(DEADLINE_PTX)),
+        table(&table_of_ptx(DEADLINE_PTX)),
         expected(vec![(
             "spin_then_fill",
             vec![(0, 8), (8, 8), (16, 8), (24, 4)]
@@ -121,7 +111,7 @@ fn the_test_kernels_give_their_c_signatures() {
     );
     // graphs.cu
     assert_eq!(
-        table(&ParamTable::from_ptx(GRAPHS_PTX)),
+        table(&table_of_ptx(GRAPHS_PTX)),
         expected(vec![
             // add_one_f32(float*, size_t)
             ("add_one_f32", words8(2)),
@@ -177,7 +167,7 @@ fn ptx_signatures_with_alignment_arrays_pointers_and_no_list() {
         .visible .func (.param .b32 r) helper(.param .b32 x) { ret; }
         .visible .entry texture(.param .texref t, .param .u32 n) { ret; }
     "#;
-    let t = ParamTable::from_ptx(ptx);
+    let t = table_of_ptx(ptx);
     assert_eq!(
         table(&t),
         vec![
@@ -215,7 +205,7 @@ fn ptx_not_understood_leaves_the_kernel_without_a_list() {
         ".entry a;",
         ".entry a(.param .u32 x) {} .entry a(.param .u32 x, .param .u32 y) {}",
     ] {
-        let t = ParamTable::from_ptx(ptx);
+        let t = table_of_ptx(ptx);
         assert!(t.get(b"a").is_none(), "{ptx}: {t:?}");
         assert!(t.is_empty(), "{ptx}");
     }
@@ -227,19 +217,17 @@ fn ptx_not_understood_leaves_the_kernel_without_a_list() {
         ".entry a(.param .u64 x MORE) {}\n#define MORE , .param .u64 y",
         "   # include \"k.ptx\"\n.entry a(.param .u64 x) {}",
     ] {
-        let t = ParamTable::from_ptx(ptx);
+        let t = table_of_ptx(ptx);
         assert!(t.get(b"a").is_none() && t.is_empty(), "{ptx}: {t:?}");
     }
     // a `#` in a comment or a string is no directive
-    let t = ParamTable::from_ptx(
-        "// #if 0\n/* #define */ .file 1 \"a#b.cu\"\n.entry a(.param .u64 x) {}",
-    );
+    let t = table_of_ptx("// #if 0\n/* #define */ .file 1 \"a#b.cu\"\n.entry a(.param .u64 x) {}");
     assert_eq!(t.get(b"a").unwrap().count, 1);
     // the same kernel declared twice alike is fine
-    let t = ParamTable::from_ptx(".entry a(.param .u32 x) {} .entry a(.param .u32 y) {}");
+    let t = table_of_ptx(".entry a(.param .u32 x) {} .entry a(.param .u32 y) {}");
     assert_eq!(t.get(b"a").unwrap().count, 1);
     // odd dimensions: counted, no layout
-    let t = ParamTable::from_ptx(".entry a(.param .b8 x[0], .param .b8 y[]) {}");
+    let t = table_of_ptx(".entry a(.param .b8 x[0], .param .b8 y[]) {}");
     assert_eq!(
         t.get(b"a").unwrap(),
         &ParamList {
@@ -247,7 +235,7 @@ fn ptx_not_understood_leaves_the_kernel_without_a_list() {
             layout: None
         }
     );
-    let t = ParamTable::from_ptx(".entry a(.param .b8 x[99999999999]) {}");
+    let t = table_of_ptx(".entry a(.param .b8 x[99999999999]) {}");
     assert_eq!(
         t.get(b"a").unwrap(),
         &ParamList {
@@ -313,7 +301,7 @@ fn nv_info_records_that_do_not_add_up_leave_the_kernel_without_a_list() {
     // in the whole cubin: that kernel loses its list, the others keep theirs
     let mut m = CUBIN.to_vec();
     m[range.start + second] = 1;
-    let t = ParamTable::from_image(&m);
+    let t = table_of_image(&m);
     assert!(t.get(b"scale").is_none());
     assert_eq!(t.get(b"vector_add").unwrap().count, 6);
 }
@@ -360,7 +348,7 @@ fn a_kernel_whose_symbol_or_code_points_elsewhere_has_no_list() {
     let (_, spin) = symbol_of("spin");
     let (text_scale, _) = section_of(".text.scale");
     image[spin + 6..spin + 8].copy_from_slice(&(text_scale as u16).to_le_bytes());
-    let t = ParamTable::from_image(&image);
+    let t = table_of_image(&image);
     assert!(t.get(b"spin").is_none(), "{t:?}");
     assert_eq!(t.get(b"scale").map(|l| l.count), Some(3));
     assert_eq!(t.get(b"vector_add").map(|l| l.count), Some(6));
@@ -371,7 +359,7 @@ fn a_kernel_whose_symbol_or_code_points_elsewhere_has_no_list() {
     let info = u32::from_le_bytes(image[at + 44..at + 48].try_into().unwrap());
     let info = (info & 0xff00_0000) | spin as u32;
     image[at + 44..at + 48].copy_from_slice(&info.to_le_bytes());
-    let t = ParamTable::from_image(&image);
+    let t = table_of_image(&image);
     assert!(
         t.get(b"scale").is_none() && t.get(b"spin").is_none(),
         "{t:?}"
@@ -380,16 +368,16 @@ fn a_kernel_whose_symbol_or_code_points_elsewhere_has_no_list() {
     // `scale`'s code naming no function (the null symbol)
     let mut image = CUBIN.to_vec();
     image[at + 44..at + 48].copy_from_slice(&(info & 0xff00_0000).to_le_bytes());
-    let t = ParamTable::from_image(&image);
+    let t = table_of_image(&image);
     assert!(t.get(b"scale").is_none(), "{t:?}");
     assert_eq!(t.get(b"spin").map(|l| l.count), Some(1));
 }
 
 #[test]
 fn compressed_fatbin_entries_and_other_bytes_give_no_list() {
-    assert!(ParamTable::from_image(b"").is_empty());
-    assert!(ParamTable::from_image(b"\x7fELF").is_empty());
-    assert!(ParamTable::from_image(PTX.as_bytes()).is_empty());
+    assert!(table_of_image(b"").is_empty());
+    assert!(table_of_image(b"\x7fELF").is_empty());
+    assert!(table_of_image(PTX.as_bytes()).is_empty());
     // both entries of the fatbin marked compressed
     let mut m = FATBIN.to_vec();
     let mut p = 16;
@@ -404,7 +392,7 @@ fn compressed_fatbin_entries_and_other_bytes_give_no_list() {
         m[p + 41] |= 0x20; // flags |= 0x2000
         p += hsize + psize;
     }
-    assert!(ParamTable::from_image(&m).is_empty());
+    assert!(table_of_image(&m).is_empty());
 }
 
 struct XorShift(u64);
@@ -468,7 +456,7 @@ fn mutated_images_and_ptx_never_panic_and_give_plausible_lists() {
                     m[at..at + 8].copy_from_slice(&v.to_le_bytes());
                 }
             }
-            let t = ParamTable::from_image(&m);
+            let t = table_of_image(&m);
             plausible(&t);
             read[k] += usize::from(!t.is_empty());
         }

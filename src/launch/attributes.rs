@@ -11,12 +11,12 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
+use super::{LaunchConfig, Target};
 use crate::context::StreamKind;
 use crate::driver::{
     self, CUfunction, CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig, CUstream,
 };
 use crate::error::{Error, ErrorCode, Result};
-use crate::launch::{LaunchConfig, Target};
 use crate::stream::Stream;
 
 /// What a scope has looked up for launches with attributes.
@@ -138,52 +138,73 @@ pub(crate) fn prepare<K: StreamKind>(
                     .to_owned(),
             ));
         }
-        let limit = match cache.cluster {
-            Some(l)
-                if l.function == target.function as usize
-                    && l.block == config.block
-                    && l.shared == config.shared_mem_bytes =>
-            {
-                l
-            }
-            _ => {
-                // SAFETY: the target's function is the launched kernel's, borrowed by the
-                // launch, of the stream's context (one brand).
-                let l = unsafe { cluster_limit(stream, target.function, config) }?;
-                cache.cluster = Some(l);
-                l
-            }
-        };
+        let limit = cached_cluster_limit(&mut cache, stream, target, config)?;
         if let Some(problem) = cluster_limit_problem(dims, &limit) {
             return Err(bad(ErrorCode::InvalidClusterSize, problem));
         }
         prepared.push(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, value_dims(dims));
     }
     if config.cooperative {
-        let threads = config.block.iter().product::<u32>();
-        let occupancy = match cache.cooperative {
-            Some(o)
-                if o.function == target.function as usize
-                    && o.threads == threads
-                    && o.shared == config.shared_mem_bytes =>
-            {
-                o
-            }
-            _ => {
-                // SAFETY: as for `cluster_limit` above.
-                let o = unsafe {
-                    occupancy(stream, target.function, threads, config.shared_mem_bytes)
-                }?;
-                cache.cooperative = Some(o);
-                o
-            }
-        };
+        let occupancy = cached_occupancy(&mut cache, stream, target, config)?;
         if let Some(problem) = cooperative_problem(config, &occupancy, facts.multiprocessors) {
             return Err(bad(ErrorCode::CooperativeLaunchTooLarge, problem));
         }
         prepared.push(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, value_i32(1));
     }
     Ok(prepared)
+}
+
+/// The cluster limit of `target` for `config`'s block and shared memory: the scope's
+/// cached one if it is for them, else looked up (and cached).
+fn cached_cluster_limit<K: StreamKind>(
+    cache: &mut LaunchCache,
+    stream: &Stream<'_, K>,
+    target: &Target,
+    config: &LaunchConfig,
+) -> Result<ClusterLimit> {
+    Ok(match cache.cluster {
+        Some(l)
+            if l.function == target.function as usize
+                && l.block == config.block
+                && l.shared == config.shared_mem_bytes =>
+        {
+            l
+        }
+        _ => {
+            // SAFETY: the target's function is the launched kernel's, borrowed by the
+            // launch, of the stream's context (one brand).
+            let l = unsafe { cluster_limit(stream, target.function, config) }?;
+            cache.cluster = Some(l);
+            l
+        }
+    })
+}
+
+/// The occupancy of `target` for `config`'s block and shared memory: the scope's cached
+/// one if it is for them, else looked up (and cached).
+fn cached_occupancy<K: StreamKind>(
+    cache: &mut LaunchCache,
+    stream: &Stream<'_, K>,
+    target: &Target,
+    config: &LaunchConfig,
+) -> Result<Occupancy> {
+    let threads = config.block.iter().product::<u32>();
+    Ok(match cache.cooperative {
+        Some(o)
+            if o.function == target.function as usize
+                && o.threads == threads
+                && o.shared == config.shared_mem_bytes =>
+        {
+            o
+        }
+        _ => {
+            // SAFETY: as for `cluster_limit` in `cached_cluster_limit`.
+            let o =
+                unsafe { occupancy(stream, target.function, threads, config.shared_mem_bytes) }?;
+            cache.cooperative = Some(o);
+            o
+        }
+    })
 }
 
 impl Prepared {
