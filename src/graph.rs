@@ -144,7 +144,6 @@ use cuda_driver_sys::{CUctx_st, CUgraph_st, CUgraphExec_st, CUstream_st};
 use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUgraph, CUgraphExec};
 use crate::error::{Error, ErrorCode, Result};
-use crate::host_fn::{HostMut, IntoHostMut, IntoHostRef};
 use crate::launch::{
     self, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
 };
@@ -153,6 +152,7 @@ use crate::memory::{
 };
 use crate::scope::sealed::IntoMut as _;
 use crate::scope::{DeviceMut, IntoDeviceMut, IntoDeviceRef, StreamScope};
+use crate::scope::{HostMut, IntoHostMut, IntoHostRef};
 use crate::stream::{Stream, StreamFlags};
 
 /// Memory a capture lent: where, how many elements, and whether on the host.

@@ -239,7 +239,7 @@
 //!   launch attributes (clusters, cooperative launches, priorities); `nvrtc` (runtime
 //!   compilation of CUDA C++, the `nvrtc` feature); [`ContextGuard::capture`], [`ExecGraph`] and
 //!   [`StreamScope::launch_graph`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
-//!   functions, [`host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
+//!   functions, [`scope::host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
 //!   [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]
@@ -257,7 +257,6 @@ pub mod context;
 mod driver;
 mod error;
 pub mod graph;
-pub mod host_fn;
 mod image;
 pub mod jit;
 pub mod launch;
@@ -356,8 +355,6 @@ pub use error::{Error, ErrorCode, Result, WithTeardown};
 #[doc(inline)]
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
 #[doc(inline)]
-pub use host_fn::{HostMut, HostRef, IntoHostMut, IntoHostRef};
-#[doc(inline)]
 pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
 #[doc(inline)]
 pub use launch::{
@@ -377,7 +374,10 @@ pub use module::Module;
 #[doc(inline)]
 pub use phase::{Phases, with_phases};
 #[doc(inline)]
-pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
+pub use scope::{
+    DeviceMut, DeviceRef, HostMut, HostRef, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef,
+    StreamScope,
+};
 #[doc(inline)]
 pub use stream::{
     Event, EventFlags, EventKind, KeepWaiting, NoTiming, Overrun, Recorded, Stream, StreamFlags,

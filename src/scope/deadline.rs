@@ -25,7 +25,7 @@
 //! [`scope`](crate::scope#what-the-end-of-a-scope-guarantees) module: it waits for each
 //! stream (`cuStreamSynchronize`, then `cuStreamQuery` while busy after an error) before
 //! any borrow is released, and then resumes a host function's panic
-//! ([`host_fn`](crate::host_fn)) like [`Stream::scope`] (a panic of the handler wins over
+//! ([`host_fn`](crate::scope::host_fn)) like [`Stream::scope`] (a panic of the handler wins over
 //! it).
 //!
 //! The wait before the deadline polls `cuStreamQuery` (the driver has no wait with a time
@@ -207,7 +207,7 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorCode;
-    use crate::scope::Payload;
+    use crate::scope::run::Payload;
     use std::cell::{Cell, RefCell};
     use std::panic::{self, AssertUnwindSafe};
 

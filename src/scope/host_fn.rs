@@ -566,7 +566,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// Queues `f` on the scope's stream (`cuLaunchHostFunc`): the driver calls it on one of
     /// its threads once the work queued before it has finished, and the work queued after it
     /// waits for it. It may borrow from its environment: the scope does not return before it
-    /// has run. See the [module documentation](crate::host_fn) for its rules: it must not
+    /// has run. See the [module documentation](crate::scope::host_fn) for its rules: it must not
     /// call the driver (the crate's calls made on its thread return
     /// `CUDA_ERROR_NOT_PERMITTED`), and its panic is resumed when the scope returns, by
     /// every scope form.
@@ -578,7 +578,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// stream, the crate's synchronous copies and fills (they run on the legacy default
     /// stream, which waits for it); the driver may also make frees of memory not from a
     /// pool, and scopes that queue host functions of their own, wait for it. See [Host
-    /// functions and other threads](crate::host_fn#host-functions-and-other-threads).
+    /// functions and other threads](crate::scope::host_fn#host-functions-and-other-threads).
     ///
     /// ```no_run
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -803,7 +803,7 @@ mod tests {
             let _owned = owned;
             assert!(in_host_fn());
             // every crate entry point is refused before the driver (loaded or not)
-            let e = crate::driver_version().unwrap_err();
+            let e = crate::driver::driver_version().unwrap_err();
             assert_eq!(e.code(), ErrorCode::NotPermitted);
             assert_eq!(e.call(), "cuDriverGetVersion");
             ran.fetch_add(1, Ordering::Relaxed);
