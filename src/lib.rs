@@ -257,16 +257,11 @@ pub mod context;
 mod driver;
 mod error;
 pub mod graph;
-mod image;
-pub mod jit;
 pub mod launch;
-pub mod library;
 pub mod memory;
 pub mod module;
 #[cfg(feature = "nccl")]
 pub mod nccl;
-#[cfg(feature = "nvrtc")]
-pub mod nvrtc;
 pub mod phase;
 pub mod samples;
 pub mod scope;
@@ -355,22 +350,22 @@ pub use error::{Error, ErrorCode, Result, WithTeardown};
 #[doc(inline)]
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
 #[doc(inline)]
-pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
-#[doc(inline)]
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
     KernelParam, KernelParams, Launch, LaunchConfig, Out, ParamInfo, ScopedKernel,
 };
-#[doc(inline)]
-pub use library::Library;
 #[doc(inline)]
 pub use memory::{
     Advice, DeviceBuffer, DeviceBuffer2D, DeviceBuffer3D, DeviceCopy, DeviceSlice, ManagedBuffer,
     MemoryLocation, MemoryPool, Memset, PeerAccess, PinnedBuffer, Region3D, ReusePolicy, copy_peer,
     try_copy_peer,
 };
+/// Runtime compilation of CUDA C++ with NVRTC (feature `nvrtc`): [`module::nvrtc`].
+#[cfg(feature = "nvrtc")]
 #[doc(inline)]
-pub use module::Module;
+pub use module::nvrtc;
+#[doc(inline)]
+pub use module::{JitCacheMode, JitFallback, JitLog, JitOptions, Library, Module};
 #[doc(inline)]
 pub use phase::{Phases, with_phases};
 #[doc(inline)]

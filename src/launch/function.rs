@@ -23,7 +23,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
 ///     let f = module.function("sum_u64")?;
 ///     println!("{} registers, {} B static shared memory", f.num_registers()?, f.static_shared_bytes()?);
 ///     assert!(f.max_threads_per_block()? >= 256);
@@ -214,7 +214,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// # let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+    ///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
     ///     // scale(float *x, size_t x_len, float k)
     ///     let params = module.function("scale")?.params()?;
     ///     let layout: Vec<(usize, usize)> = params.iter().map(|p| (p.offset, p.size)).collect();

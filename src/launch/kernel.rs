@@ -23,7 +23,7 @@ use crate::error::Result;
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
 ///     // SAFETY: scale(float*, size_t, float) writes only x[0..x_len] and no global.
 ///     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 ///     let mut x = ctx.from_slice(&[1.0f32; 1000])?;

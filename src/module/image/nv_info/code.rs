@@ -3,8 +3,8 @@
 //! each offset a whole instruction inside `.text.<kernel>`.
 
 use super::InfoCheck;
-use crate::image::R;
-use crate::image::elf::{Elf, SHF_EXECINSTR, SHT_PROGBITS, Section};
+use crate::module::image::R;
+use crate::module::image::elf::{Elf, SHF_EXECINSTR, SHT_PROGBITS, Section};
 
 /// The code a kernel's `.nv.info.<kernel>` points into: `.text.<kernel>`, which its
 /// `sh_info` (`info`) must name; the global `.nv.info` (`kernel` `None`) names none.

@@ -17,7 +17,7 @@
 //! use cuda_brand::Library;
 //! # fn main() -> cuda_brand::Result<()> {
 //! // loaded once, before any context
-//! let library = Library::from_ptx(include_str!("../kernels/kernels.ptx"))?;
+//! let library = Library::from_ptx(include_str!("../../kernels/kernels.ptx"))?;
 //! let device = Device::get(0)?;
 //! for k in [2.0f32, 3.0] {
 //!     with_context(&device, ContextFlags::default(), |ctx| {
@@ -44,17 +44,17 @@ use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
 
+use super::jit::{self, JitLog, JitOptions};
+use super::{Source, aligned_image, c_name, check_image, ptx_text};
 use crate::context::ContextGuard;
 use crate::driver::{self, CUlib_st, CUlibrary, JitArgs};
 use crate::error::{Error, Result};
-use crate::jit::{self, JitLog, JitOptions};
 use crate::launch::{Function, Kernel, KernelParams, counts};
-use crate::module::{Source, aligned_image, c_name, check_image, ptx_text};
 
 /// Code loaded for every context (`CUlibrary`, CUDA 12.0): from PTX text, or a cubin or
 /// fatbin image. Not branded: take its kernels for a context with [`Library::function`] or
 /// [`Library::kernel`]. Unloaded when dropped; the functions and kernels taken from it
-/// borrow it. See the [`library` module](crate::library).
+/// borrow it. See the [`library` module](crate::module::library).
 pub struct Library {
     raw: NonNull<CUlib_st>,
     /// The JIT option arrays and log buffers of the load. The driver may compile a

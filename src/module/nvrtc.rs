@@ -47,11 +47,11 @@ use std::ffi::{CStr, CString, OsStr, OsString, c_char, c_int};
 use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use super::Module;
 use crate::context::ComputeCapability;
 use crate::context::ContextGuard;
 use crate::driver::dylib::{Library, NotFound, Spec, entry_points};
 use crate::error::{Error, ErrorCode, Result};
-use crate::module::Module;
 
 /// The environment variable that names the NVRTC library to load (a path, or any name the
 /// platform's loader resolves).
@@ -564,7 +564,7 @@ impl Program {
         match (&self.cubin, &self.ptx) {
             // The image check first, where it accepts NVRTC's output (it refuses some, e.g.
             // line information)...
-            (Some(cubin), _) if crate::module::check_image("Program::load", cubin).is_ok() => {
+            (Some(cubin), _) if super::check_image("Program::load", cubin).is_ok() => {
                 Module::from_binary(ctx, cubin)
             }
             // SAFETY: ...else the image is exactly the bytes NVRTC wrote for this program

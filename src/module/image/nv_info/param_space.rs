@@ -4,8 +4,8 @@
 //! parameter space and the ordinals are `0..n`.
 
 use super::InfoCheck;
-use crate::image::R;
-use crate::image::elf::SHT_PROGBITS;
+use crate::module::image::R;
+use crate::module::image::elf::SHT_PROGBITS;
 
 impl InfoCheck<'_, '_> {
     /// `EIATTR_CBANK_PARAM_SIZE` (value `v`), at most once.

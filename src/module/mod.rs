@@ -6,7 +6,7 @@
 //! # fn main() -> cuda_brand::Result<()> {
 //! let device = Device::get(0)?;
 //! with_context(&device, ContextFlags::default(), |ctx| {
-//!     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+//!     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
 //!     // SAFETY: `scale(float *x, size_t x_len, float k)` has this parameter list, writes
 //!     // only `x[0..x_len]` and no module global.
 //!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
@@ -35,10 +35,20 @@ use crate::context::{Allocating, Phase};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
 use crate::error::{Error, ErrorCode, Result};
-use crate::jit::{self, JitLog, JitOptions};
 use crate::launch::ParamTable;
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
+
+mod image;
+pub mod jit;
+pub mod library;
+#[cfg(feature = "nvrtc")]
+pub mod nvrtc;
+
+#[doc(inline)]
+pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
+#[doc(inline)]
+pub use library::Library;
 
 /// Code loaded into the context branded `'ctx` (`CUmodule`): from PTX text, or a cubin or
 /// fatbin image. Unloaded when dropped; the functions and kernels taken from it borrow it.
@@ -77,7 +87,7 @@ impl<'ctx> Module<'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let options = JitOptions::new().max_registers(16).log_verbose(true);
     ///     let (module, log) =
-    ///         Module::from_ptx_with(ctx, include_str!("../kernels/kernels.ptx"), &options)?;
+    ///         Module::from_ptx_with(ctx, include_str!("../../kernels/kernels.ptx"), &options)?;
     ///     println!("{}", log.info); // e.g. "ptxas info : Used 16 registers ..."
     ///     assert!(module.function("sum_u64")?.num_registers()? <= 16);
     ///     Ok(())
@@ -276,7 +286,7 @@ impl<'ctx> Module<'ctx> {
     /// the `.entry` signature of PTX ([`Module::from_ptx`], NVRTC's PTX), the
     /// `EIATTR_KPARAM_INFO` records of a cubin's `.nv.info.<kernel>`, the uncompressed
     /// entries of a fatbin ([`Module::from_binary`], checked or not; the same for
-    /// [`Library`](crate::Library)). Where none of these gives the kernel's count (every
+    /// [`Library`]). Where none of these gives the kernel's count (every
     /// entry of a fatbin compressed, `.nv.info` records this crate does not read, PTX it
     /// does not understand, entries of one fatbin that disagree), the driver is asked once
     /// past the last parameter, as before: one `CUDA_ERROR_INVALID_VALUE` that
@@ -300,7 +310,7 @@ impl<'ctx> Module<'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// # let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let mut module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+    ///     let mut module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
     ///     module.global_mut::<i32>("counter")?.copy_from_host(&[40])?;
     ///     {
     ///         // SAFETY: bump(int) writes only the globals `counter` and `table`.
@@ -429,15 +439,15 @@ impl Source<'_> {
     /// read.
     pub(crate) fn param_table(self) -> ParamTable {
         match self {
-            Source::Ptx(text) => crate::image::table_of_ptx(text),
-            Source::Image(image) => crate::image::table_of_image(image),
+            Source::Ptx(text) => image::table_of_ptx(text),
+            Source::Image(image) => image::table_of_image(image),
         }
     }
 }
 
 /// Checks every offset and size of a cubin or fatbin against the slice (`image::check`).
 pub(crate) fn check_image(call: &'static str, image: &[u8]) -> Result<()> {
-    match crate::image::check(image) {
+    match image::check(image) {
         Ok(_) => Ok(()),
         Err(problem) => Err(Error::with_detail(
             call,
@@ -513,7 +523,7 @@ impl Module<'_> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+    ///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
     ///     module.close()
     /// })
     /// # }

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::{MAX_PARAM_BYTES, ParamList, ParamTable};
-use crate::image::elf::{EM_CUDA, SHT_CUDA_INFO};
-use crate::image::nv_info::{Record, walk_records, words};
-use crate::image::{c_str, le};
+use crate::module::image::elf::{EM_CUDA, SHT_CUDA_INFO};
+use crate::module::image::nv_info::{Record, walk_records, words};
+use crate::module::image::{c_str, le};
 
 /// `EIATTR_KPARAM_INFO`: one parameter's ordinal, offset and size.
 const EIATTR_KPARAM_INFO: u8 = 0x17;

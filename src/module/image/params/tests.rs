@@ -4,15 +4,15 @@
 use super::cubin::{EIATTR_KPARAM_INFO_V2, nv_info_params};
 use super::ptx::ptx_entries;
 use super::{MAX_PARAM_BYTES, ParamList, ParamTable, table_of_image, table_of_ptx};
-use crate::image::c_str;
+use crate::module::image::c_str;
 
-const PTX: &str = include_str!("../../../kernels/kernels.ptx");
-const CUBIN: &[u8] = include_bytes!("../../../kernels/kernels_sm90.cubin");
-const FATBIN: &[u8] = include_bytes!("../../../kernels/kernels.fatbin");
-const DERIVE_PTX: &str = include_str!("../../../kernels/derive.ptx");
-const LAUNCH_EX_PTX: &str = include_str!("../../../kernels/launch_ex_sm90.ptx");
-const DEADLINE_PTX: &str = include_str!("../../../tests/kernels/deadline.ptx");
-const GRAPHS_PTX: &str = include_str!("../../../tests/kernels/graphs.ptx");
+const PTX: &str = include_str!("../../../../kernels/kernels.ptx");
+const CUBIN: &[u8] = include_bytes!("../../../../kernels/kernels_sm90.cubin");
+const FATBIN: &[u8] = include_bytes!("../../../../kernels/kernels.fatbin");
+const DERIVE_PTX: &str = include_str!("../../../../kernels/derive.ptx");
+const LAUNCH_EX_PTX: &str = include_str!("../../../../kernels/launch_ex_sm90.ptx");
+const DEADLINE_PTX: &str = include_str!("../../../../tests/kernels/deadline.ptx");
+const GRAPHS_PTX: &str = include_str!("../../../../tests/kernels/graphs.ptx");
 
 /// A pointer or `size_t` at each of `n` slots from `from`, 8 bytes each.
 fn words8(n: usize) -> Vec<(usize, usize)> {

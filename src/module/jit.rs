@@ -22,7 +22,7 @@
 //!         .max_registers(32)
 //!         .generate_line_info(true)
 //!         .log_verbose(true);
-//!     let (module, log) = ctx.load_ptx_with(include_str!("../kernels/kernels.ptx"), &options)?;
+//!     let (module, log) = ctx.load_ptx_with(include_str!("../../kernels/kernels.ptx"), &options)?;
 //!     println!("JIT took {} ms:\n{}", log.wall_time_ms, log.info);
 //!     assert!(module.function("scale")?.num_registers()? <= 32);
 //!     Ok(())

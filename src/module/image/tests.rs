@@ -8,8 +8,8 @@ use super::elf::{SHT_CUDA_INFO, SHT_NOBITS, SHT_REL, SHT_RELA, SHT_SYMTAB};
 use super::fatbin::FATBIN_ELF;
 use super::{ELF_MAGIC, FATBIN_MAGIC, Kind, check};
 
-const CUBIN: &[u8] = include_bytes!("../../kernels/kernels_sm90.cubin");
-const FATBIN: &[u8] = include_bytes!("../../kernels/kernels.fatbin");
+const CUBIN: &[u8] = include_bytes!("../../../kernels/kernels_sm90.cubin");
+const FATBIN: &[u8] = include_bytes!("../../../kernels/kernels.fatbin");
 
 // -- reading the committed images, independently of the checker ----------------------
 

@@ -3,7 +3,7 @@
 use super::ParamTable;
 use super::cubin::elf_entries;
 use super::ptx::ptx_entries;
-use crate::image::fatbin::{FATBIN_ELF, FATBIN_FLAG_COMPRESS, FATBIN_PTX};
+use crate::module::image::fatbin::{FATBIN_ELF, FATBIN_FLAG_COMPRESS, FATBIN_PTX};
 
 /// Every uncompressed entry of a fatbin (see the module docs of `image`), into `table`;
 /// walks the entries with every offset checked, stopping at the first that does not fit.
