@@ -63,7 +63,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The top-level module a file of `src/` belongs to: `src/memory/pool.rs` -> `memory`,
-/// `src/peer.rs` -> `peer`, `src/lib.rs` -> `lib`.
+/// `src/phase.rs` -> `phase`, `src/lib.rs` -> `lib`.
 fn top_module(file: &Path) -> String {
     let rel = file.strip_prefix(src()).unwrap();
     let first = rel

@@ -160,7 +160,7 @@ pub(crate) fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64
 }
 
 /// `KernelArg` for the argument types of a slice parameter (the scope's views get theirs
-/// in `scope.rs`).
+/// in `scope/views.rs`).
 macro_rules! slice_args {
     ($param:ident, $write:literal: $($arg:ty),*) => { $(
         impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, $param<T>> for $arg {

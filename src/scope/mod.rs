@@ -134,7 +134,7 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     stream: &'env Stream<'ctx, K>,
     allocations: Mutex<Allocations>,
-    /// What launches with attributes looked up (`launch_ex`).
+    /// What launches with attributes looked up (`launch/attributes.rs`).
     launch_cache: Mutex<LaunchCache>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
