@@ -1,7 +1,9 @@
-//! The phase types of a context (see [`phase`](crate::phase), where [`with_phases`](crate::with_phases)
+//! The phase types of a context (see [`phase`](crate::phase), where [`with_phases`]
 //! lives): the guard's [`Phase`] ([`Unphased`], [`Setup`], [`Run`]), which phases may
 //! allocate ([`Allocating`]), and the kind of the streams a guard creates ([`StreamKind`]:
 //! [`Dynamic`], [`Preallocated`]).
+//!
+//! [`with_phases`]: crate::with_phases
 
 use std::marker::PhantomData;
 
@@ -45,13 +47,13 @@ pub trait Allocating: Phase {
 #[derive(Debug, Clone, Copy)]
 pub struct Unphased;
 
-/// The guard of the setup phase of [`with_phases`](crate::with_phases); `'s` is the setup closure's, so the
-/// guard cannot outlive it.
+/// The guard of the setup phase of [`with_phases`](crate::with_phases); `'s` is the setup
+/// closure's, so the guard cannot outlive it.
 #[derive(Debug, Clone, Copy)]
 pub struct Setup<'s>(PhantomData<fn(&'s ()) -> &'s ()>);
 
-/// The guard of the run phase of [`with_phases`](crate::with_phases): queries and synchronization only; no
-/// method that allocates, loads or creates.
+/// The guard of the run phase of [`with_phases`](crate::with_phases): queries and
+/// synchronization only; no method that allocates, loads or creates.
 #[derive(Debug, Clone, Copy)]
 pub struct Run;
 
@@ -84,8 +86,9 @@ pub trait StreamKind: sealed::StreamKind {}
 #[derive(Debug, Clone, Copy)]
 pub struct Dynamic;
 
-/// A stream created during the setup phase of [`with_phases`](crate::with_phases): its scopes draw scratch
-/// memory only from pools ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)).
+/// A stream created during the setup phase of [`with_phases`](crate::with_phases): its
+/// scopes draw scratch memory only from pools
+/// ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)).
 #[derive(Debug, Clone, Copy)]
 pub struct Preallocated;
 

@@ -19,8 +19,7 @@ use crate::memory::{
     self, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap, overlap_error,
 };
 use crate::scope::sealed::IntoMut as _;
-use crate::scope::{DeviceMut, IntoDeviceMut, IntoDeviceRef};
-use crate::scope::{HostMut, IntoHostMut, IntoHostRef};
+use crate::scope::{DeviceMut, HostMut, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef};
 use crate::stream::{Stream, StreamFlags};
 
 #[cfg(doc)]

@@ -39,8 +39,8 @@ use crate::driver::Pattern;
 /// are: whatever host memory held there goes along. That is no undefined behaviour, but
 /// it can leak host data into device memory; prefer types without padding (the derive
 /// refuses them). Alignments above the driver's (256 bytes for device memory, a page for
-/// pinned memory) are checked where the host dereferences the memory ([`PinnedBuffer`](super::PinnedBuffer)
-/// refuses them).
+/// pinned memory) are checked where the host dereferences the memory
+/// ([`PinnedBuffer`](super::PinnedBuffer) refuses them).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot live in GPU memory: it is not `DeviceCopy`",
     label = "not plain data the GPU may read and write",

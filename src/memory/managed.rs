@@ -45,9 +45,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use super::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
-use crate::context::Allocating;
-use crate::context::Device;
-use crate::context::{Brand, ContextGuard};
+use crate::context::{Allocating, Brand, ContextGuard, Device};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
 

@@ -37,8 +37,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use super::{DeviceCopy, Span, checked_byte_len, empty_address};
-use crate::context::Allocating;
-use crate::context::{self, Brand, ContextGuard};
+use crate::context::{self, Allocating, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
 

@@ -16,10 +16,12 @@
 //! * that `row_len >= width` and `slice_rows >= height` of the copy, and that the last
 //!   host element it reaches lies inside the slice (computed without overflow).
 //!
-//! The stream-scope forms are [`StreamScope::copy_3d_from_host`](crate::StreamScope::copy_3d_from_host),
+//! The stream-scope forms are
+//! [`StreamScope::copy_3d_from_host`](crate::StreamScope::copy_3d_from_host),
 //! [`copy_3d_to_host`](crate::StreamScope::copy_3d_to_host),
-//! [`copy_3d_from_device`](crate::StreamScope::copy_3d_from_device) and their `_region_` forms;
-//! like every scope operation they borrow what they touch until the scope has synchronized.
+//! [`copy_3d_from_device`](crate::StreamScope::copy_3d_from_device) and their `_region_`
+//! forms; like every scope operation they borrow what they touch until the scope has
+//! synchronized.
 //!
 //! ```no_run
 //! use cuda_brand::prelude::*;

@@ -56,8 +56,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use crate::context::{Allocating, Phase};
-use crate::context::{Brand, ContextGuard};
+use crate::context::{Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdevice, CUmemoryPool};
 use crate::error::{Error, ErrorCode, Result};
 

@@ -31,12 +31,10 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::{CUctx_st, CUmod_st};
 
-use crate::context::{Allocating, Phase};
-use crate::context::{Brand, ContextGuard};
+use crate::context::{Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
 use crate::error::{Error, ErrorCode, Result};
-use crate::launch::ParamTable;
-use crate::launch::{Function, Kernel, KernelMut, KernelParams, counts};
+use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 
 mod image;

@@ -48,8 +48,7 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::Module;
-use crate::context::ComputeCapability;
-use crate::context::ContextGuard;
+use crate::context::{ComputeCapability, ContextGuard};
 use crate::driver::dylib::{Library, NotFound, Spec, entry_points};
 use crate::error::{Error, ErrorCode, Result};
 

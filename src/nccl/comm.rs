@@ -14,8 +14,7 @@ use cuda_driver_sys::CUctx_st;
 use super::book::Book;
 use super::sys::{self, Call, Kind, ncclComm, ncclComm_t};
 use super::{NcclCode, ReduceOp};
-use crate::context::Device;
-use crate::context::{Brand, ContextGuard};
+use crate::context::{Brand, ContextGuard, Device};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 

@@ -401,8 +401,8 @@ fn run_now<K: StreamKind>(
 /// issued.
 ///
 /// One thread driving several ranks of a communicator must queue their operations in one
-/// [`group`](super::group); queued one by one, the first waits on the GPU for its peers, and its scope's
-/// synchronization never returns.
+/// [`group`](super::group); queued one by one, the first waits on the GPU for its peers,
+/// and its scope's synchronization never returns.
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues an all-reduce (`ncclAllReduce`): every rank's `dst` becomes the reduction
     /// (`op`) of all ranks' `src`, element by element. `src` and `dst` have the same
@@ -613,8 +613,8 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         run_now(self, &comm.core, p, WHAT)
     }
 
-    /// Queues receiving into `dst` what rank `peer` sends (`ncclRecv`). See [`group`](super::group) for
-    /// a rank sending to itself.
+    /// Queues receiving into `dst` what rank `peer` sends (`ncclRecv`). See
+    /// [`group`](super::group) for a rank sending to itself.
     pub fn recv<T: NcclType>(
         &'scope self,
         comm: &'scope Communicator<'ctx>,

@@ -7,8 +7,7 @@ use super::{DeviceMut, StreamScope};
 use crate::context::{Dynamic, StreamKind};
 use crate::driver::{self, CUmemoryPool, Pattern};
 use crate::error::{Error, Result};
-use crate::memory::MemoryPool;
-use crate::memory::{self, DeviceCopy};
+use crate::memory::{self, DeviceCopy, MemoryPool};
 use crate::stream::in_stream_context;
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {

@@ -10,9 +10,10 @@ use crate::memory::first_overlap;
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a launch of `kernel` (`cuLaunchKernel`) with `args`, one per declared
-    /// parameter: `&buffer` or a [`DeviceRef`](super::DeviceRef) for an [`In<T>`](crate::In), `&mut buffer`
-    /// or a [`DeviceMut`](super::DeviceMut) for an [`Out<T>`](crate::Out), a number for a scalar. The kernel,
-    /// the stream and every buffer share the context brand `'ctx`, and the scope keeps the
+    /// parameter: `&buffer` or a [`DeviceRef`](super::DeviceRef) for an
+    /// [`In<T>`](crate::In), `&mut buffer` or a [`DeviceMut`](super::DeviceMut) for an
+    /// [`Out<T>`](crate::Out), a number for a scalar. The kernel, the stream and every
+    /// buffer share the context brand `'ctx`, and the scope keeps the
     /// kernel's module and every buffer borrowed until the kernel has run.
     ///
     /// Checked first, each a clear error with no driver call: the configuration (zero

@@ -88,8 +88,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use crate::context::{Dynamic, StreamKind};
 use crate::driver::CUdeviceptr;
 use crate::error::Result;
-use crate::launch::LaunchCache;
-use crate::launch::{KernelMut, ScopedKernel};
+use crate::launch::{KernelMut, LaunchCache, ScopedKernel};
 use crate::memory::{DeviceSlice, Span};
 use crate::stream::Stream;
 

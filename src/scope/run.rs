@@ -1,14 +1,15 @@
 //! Opening a scope and ending it: [`Stream::scope`], [`Stream::scope_with`],
 //! [`Stream::scope_all`] and their `try_` forms, and [`run_scope`], the one function every
-//! scope form ends in (see [what the end of a scope guarantees](super#what-the-end-of-a-scope-guarantees)).
+//! scope form ends in (see [what the end of a scope guarantees][end]).
+//!
+//! [end]: super#what-the-end-of-a-scope-guarantees
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
 use super::StreamScope;
 use super::lanes::Lanes;
-use crate::context::StreamKind;
-use crate::context::teardown;
+use crate::context::{StreamKind, teardown};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::stream::Stream;

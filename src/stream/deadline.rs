@@ -1,8 +1,11 @@
 //! The bounded wait under every deadline of the crate: what an overrun handler learns
 //! ([`Overrun`]) and returns ([`KeepWaiting`]), and the polling with a deadline of a stream
-//! or an event. The scopes with a deadline ([`Stream::scope_within`](crate::Stream::scope_within),
-//! [`Stream::scope_all_within`](crate::Stream::scope_all_within)) and the rules of the
-//! wait are in [`scope::deadline`](crate::scope::deadline).
+//! or an event. The scopes with a deadline ([`Stream::scope_within`],
+//! [`Stream::scope_all_within`]) and the rules of the wait are in
+//! [`scope::deadline`](crate::scope::deadline).
+//!
+//! [`Stream::scope_within`]: crate::Stream::scope_within
+//! [`Stream::scope_all_within`]: crate::Stream::scope_all_within
 
 use std::fmt;
 use std::time::{Duration, Instant};

@@ -28,8 +28,7 @@ use cuda_driver_sys::CUevent_st;
 
 use super::Stream;
 use super::deadline::poll_until;
-use crate::context::{Allocating, Phase, StreamKind};
-use crate::context::{Brand, ContextGuard};
+use crate::context::{Allocating, Brand, ContextGuard, Phase, StreamKind};
 use crate::driver::{self, CUevent};
 use crate::error::Result;
 

@@ -7,8 +7,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUstream_st;
 
-use crate::context::{Allocating, Dynamic, Phase, StreamKind};
-use crate::context::{Brand, ContextGuard};
+use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
