@@ -43,6 +43,11 @@ use cuda_driver_sys::CUctx_st;
 use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::{Error, ErrorCode, Result};
 
+// The rooms: the brand, the guard and the shared context here; `device.rs` (devices),
+// `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
+// `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
+// of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory
+// the teardown frees).
 pub(crate) mod deferred;
 mod device;
 mod enter;

@@ -132,6 +132,8 @@
 //! # }
 //! ```
 
+// The rooms: the keys, markers and shared state here; `capture.rs` (capturing, lending),
+// `exec.rs` (`Graph`, `ExecGraph`, replays and updates, `StreamScope::launch_graph`).
 mod capture;
 mod exec;
 

@@ -24,6 +24,10 @@
 //! this crate implements it, so no user type can forge a pointer or a length. The compile
 //! errors are pinned in `ui-tests/fail/soundness_*`.
 
+// The rooms: `function.rs` (`Function` and the declaration check), `kernel.rs` (typed
+// kernels), `config.rs` (`LaunchConfig`), `attributes.rs` (launches with attributes),
+// `params.rs` (parameter kinds and argument traits), `sealed.rs` (their sealed halves),
+// `counts.rs` and `param_table.rs` (the parameter-count registry and its tables).
 mod attributes;
 mod config;
 pub(crate) mod counts;

@@ -37,6 +37,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 
+// The rooms: `Module` here; `library.rs`, `jit.rs` (JIT options and logs), `image/` (the
+// checks of module images and their parameter tables), `nvrtc.rs` (feature `nvrtc`).
 mod image;
 pub mod jit;
 pub mod library;

@@ -134,6 +134,8 @@
 //! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
 //! [`Communicator::async_error`].
 
+// The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `book.rs` (a
+// clique's book of what each rank issued), `ops.rs` (a scope's operations), `groups.rs`.
 mod book;
 mod comm;
 mod groups;

@@ -70,6 +70,9 @@
 //! scope's overrun handler is resumed; or else the first panic of a host function of the
 //! scope; or else the scope returns the closure's result.
 
+// The rooms: `StreamScope` and its markers here; `run.rs` (opening and ending a scope),
+// `views.rs`, `copies.rs`, `shaped.rs` (2D and 3D copies), `launch.rs`, `alloc.rs`,
+// `lanes.rs` (the order book of several streams), `deadline.rs`, `host_fn.rs`.
 mod alloc;
 mod copies;
 pub mod deadline;

@@ -11,6 +11,8 @@ use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
+// The rooms: `Stream` here, `event.rs` (events and their proofs), `deadline.rs` (the
+// bounded wait; the deadline scopes are in `scope/deadline.rs`).
 mod deadline;
 pub mod event;
 

@@ -81,6 +81,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::driver;
 use crate::error::{Error, ErrorCode, Result};
 
+// The rooms: the thresholds, counters and staging memory here; `registry.rs` (the
+// stagings of each context, leases, what a context's end frees), `pipeline.rs` (the
+// copies: chunks, DMA and worker threads).
 mod pipeline;
 mod registry;
 
