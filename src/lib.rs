@@ -239,7 +239,7 @@
 //!   launch attributes (clusters, cooperative launches, priorities); `nvrtc` (runtime
 //!   compilation of CUDA C++, the `nvrtc` feature); [`ContextGuard::capture`], [`ExecGraph`] and
 //!   [`StreamScope::launch_graph`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
-//!   functions, [`host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
+//!   functions, [`scope::host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
 //!   [`Error`] (every failure, naming the driver call).
 
 #![deny(missing_docs)]
@@ -254,35 +254,18 @@
 extern crate self as cuda_brand;
 
 pub mod context;
-pub mod deadline;
-mod device;
 mod driver;
 mod error;
-pub mod event;
 pub mod graph;
-pub mod host_fn;
-mod image;
-pub mod jit;
 pub mod launch;
-mod launch_ex;
-pub mod library;
-pub mod managed;
 pub mod memory;
 pub mod module;
 #[cfg(feature = "nccl")]
 pub mod nccl;
-#[cfg(feature = "nvrtc")]
-pub mod nvrtc;
-pub mod peer;
 pub mod phase;
-pub mod pitched;
-pub mod pitched3d;
-pub mod pool;
 pub mod samples;
 pub mod scope;
-mod staging;
 pub mod stream;
-mod teardown;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
 
@@ -293,9 +276,10 @@ struct ReadmeDoctests;
 
 #[doc(inline)]
 pub use context::{
-    CacheConfig, ContextFlags, ContextGuard, ResourceLimit, Scheduling, SharedContext,
-    SharedMemoryConfig, StreamPriorityRange, try_with_context, try_with_primary_context,
-    with_context, with_primary_context, with_raw_context,
+    CacheConfig, ComputeCapability, ContextFlags, ContextGuard, Device, DeviceAttribute,
+    ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig, StreamPriorityRange, Uuid,
+    try_with_context, try_with_primary_context, with_context, with_primary_context,
+    with_raw_context,
 };
 /// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
 /// `#[repr(C)]` struct of plain data, checking at compile time what the trait's contract
@@ -362,46 +346,38 @@ pub use context::{
 #[doc(inline)]
 pub use cuda_brand_derive::DeviceCopy;
 #[doc(inline)]
-pub use deadline::{KeepWaiting, Overrun};
-#[doc(inline)]
-pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
-#[doc(inline)]
 pub use error::{Error, ErrorCode, Result, WithTeardown};
 #[doc(inline)]
-pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
-#[doc(inline)]
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
-#[doc(inline)]
-pub use host_fn::{HostMut, HostRef, IntoHostMut, IntoHostRef};
-#[doc(inline)]
-pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
 #[doc(inline)]
 pub use launch::{
     ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
     KernelParam, KernelParams, Launch, LaunchConfig, Out, ParamInfo, ScopedKernel,
 };
 #[doc(inline)]
-pub use library::Library;
+pub use memory::{
+    Advice, DeviceBuffer, DeviceBuffer2D, DeviceBuffer3D, DeviceCopy, DeviceSlice, ManagedBuffer,
+    MemoryLocation, MemoryPool, Memset, PeerAccess, PinnedBuffer, Region3D, ReusePolicy, copy_peer,
+    try_copy_peer,
+};
+/// Runtime compilation of CUDA C++ with NVRTC (feature `nvrtc`): [`module::nvrtc`].
+#[cfg(feature = "nvrtc")]
 #[doc(inline)]
-pub use managed::{Advice, ManagedBuffer, MemoryLocation};
+pub use module::nvrtc;
 #[doc(inline)]
-pub use memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Memset, PinnedBuffer};
-#[doc(inline)]
-pub use module::Module;
-#[doc(inline)]
-pub use peer::{PeerAccess, copy_peer, try_copy_peer};
+pub use module::{JitCacheMode, JitFallback, JitLog, JitOptions, Library, Module};
 #[doc(inline)]
 pub use phase::{Phases, with_phases};
 #[doc(inline)]
-pub use pitched::DeviceBuffer2D;
+pub use scope::{
+    DeviceMut, DeviceRef, HostMut, HostRef, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef,
+    StreamScope,
+};
 #[doc(inline)]
-pub use pitched3d::{DeviceBuffer3D, Region3D};
-#[doc(inline)]
-pub use pool::{MemoryPool, ReusePolicy};
-#[doc(inline)]
-pub use scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
-#[doc(inline)]
-pub use stream::{Stream, StreamFlags};
+pub use stream::{
+    Event, EventFlags, EventKind, KeepWaiting, NoTiming, Overrun, Recorded, Stream, StreamFlags,
+    Timed, Timing,
+};
 
 /// The names most programs use, for `use cuda_brand::prelude::*;`: the entry points, the
 /// guard, devices and flags, buffers, streams, kernels and their parameter kinds, and the
@@ -432,12 +408,12 @@ pub mod sys {
     };
 }
 
-/// The thresholds and counters of the bulk-copy staging (`src/staging.rs`), for the
+/// The thresholds and counters of the bulk-copy staging (`src/memory/staging/`), for the
 /// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not part of the API: it may
 /// change in any release.
 #[doc(hidden)]
 pub mod __staging {
-    pub use crate::staging::hidden::*;
+    pub use crate::memory::staging::hidden::*;
 }
 
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from

@@ -129,99 +129,12 @@
 //! * host memory (`Vec`, and the crate's own bookkeeping: a scope's list of allocations,
 //!   error messages) is the program's own.
 
-use std::marker::PhantomData;
-use std::sync::Mutex;
-
-use crate::context::{self, ContextFlags, ContextGuard};
-use crate::device::Device;
-use crate::driver::{self, CUcontext, CUdeviceptr};
+#[doc(inline)]
+pub use crate::context::phase::{
+    Allocating, Dynamic, Phase, Preallocated, Run, Setup, StreamKind, Unphased,
+};
+use crate::context::{self, ContextFlags, ContextGuard, Device};
 use crate::error::{Error, Result};
-
-mod sealed {
-    pub trait Phase {}
-    pub trait StreamKind {}
-}
-
-/// The phase a [`ContextGuard`] is in: [`Unphased`] (a plain [`with_context`](crate::with_context)
-/// guard), [`Setup`] or [`Run`]. Sealed.
-pub trait Phase: sealed::Phase + Copy {
-    /// The kind of the streams a guard of this phase creates: [`Dynamic`] without phases,
-    /// [`Preallocated`] in setup. (A run-phase guard creates none; its `Preallocated` only
-    /// keeps the signatures of the creating methods free of the [`Allocating`] bound, so
-    /// that calling one with it is the `Allocating` error, not a missing method.)
-    type Streams: StreamKind;
-}
-
-/// A phase whose guard may allocate, load and create: [`Unphased`] and [`Setup`]. Sealed.
-///
-/// Every public constructor that allocates memory (device, pool, pinned, managed, pitched)
-/// or creates a pool, stream, event or module takes a guard of such a phase, or has no
-/// phased form at all (it takes a plain guard, which a phased context never hands out).
-/// With a run-phase guard each is this trait's error.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot allocate, load or create: this guard is in the run phase",
-    label = "a run-phase guard, given where a guard that may allocate is needed",
-    note = "in `with_phases`, every buffer, pool, stream, event and module is made in `Phases::setup`: move this there",
-    note = "see `cuda_brand::phase`"
-)]
-pub trait Allocating: Phase {
-    /// Whether memory made with this guard is freed only by the teardown.
-    #[doc(hidden)]
-    const DEFERS_FREES: bool;
-}
-
-/// The guard of a context without phases: every operation is available at any time.
-#[derive(Debug, Clone, Copy)]
-pub struct Unphased;
-
-/// The guard of the setup phase of [`with_phases`]; `'s` is the setup closure's, so the
-/// guard cannot outlive it.
-#[derive(Debug, Clone, Copy)]
-pub struct Setup<'s>(PhantomData<fn(&'s ()) -> &'s ()>);
-
-/// The guard of the run phase of [`with_phases`]: queries and synchronization only; no
-/// method that allocates, loads or creates.
-#[derive(Debug, Clone, Copy)]
-pub struct Run;
-
-impl sealed::Phase for Unphased {}
-impl Phase for Unphased {
-    type Streams = Dynamic;
-}
-impl sealed::Phase for Setup<'_> {}
-impl Phase for Setup<'_> {
-    type Streams = Preallocated;
-}
-impl sealed::Phase for Run {}
-impl Phase for Run {
-    type Streams = Preallocated;
-}
-
-impl Allocating for Unphased {
-    const DEFERS_FREES: bool = false;
-}
-
-impl Allocating for Setup<'_> {
-    const DEFERS_FREES: bool = true;
-}
-
-/// What a stream's scopes may do with memory: [`Dynamic`] or [`Preallocated`]. Sealed.
-pub trait StreamKind: sealed::StreamKind {}
-
-/// A stream of a context without phases: its scopes may allocate from the crate's pool
-/// ([`StreamScope::alloc`](crate::StreamScope::alloc) and the like).
-#[derive(Debug, Clone, Copy)]
-pub struct Dynamic;
-
-/// A stream created during the setup phase of [`with_phases`]: its scopes draw scratch
-/// memory only from pools ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)).
-#[derive(Debug, Clone, Copy)]
-pub struct Preallocated;
-
-impl sealed::StreamKind for Dynamic {}
-impl StreamKind for Dynamic {}
-impl sealed::StreamKind for Preallocated {}
-impl StreamKind for Preallocated {}
 
 /// The context of [`with_phases`] before its setup: [`Phases::setup`] is the only way on.
 pub struct Phases<'ctx> {
@@ -246,7 +159,7 @@ impl<'ctx> Phases<'ctx> {
         let built = f(self.guard.with_phase())?;
         // the run phase allocates no staging for bulk copies: it uses what setup reserved
         // (`ContextGuard::reserve_staging`), or the driver's own path
-        crate::staging::freeze(self.guard, true);
+        crate::memory::staging::freeze(self.guard, true);
         Ok((built, self.guard.with_phase()))
     }
 }
@@ -257,7 +170,7 @@ impl ContextGuard<'_, Setup<'_>> {
     /// in the run phase such copies use it instead of allocating; without it they take the
     /// driver's plain path.
     pub fn reserve_staging(self) -> Result<()> {
-        crate::staging::reserve(self.unphased())
+        crate::memory::staging::reserve(self.unphased())
     }
 }
 
@@ -272,112 +185,12 @@ where
 {
     // SAFETY: `free_deferred` runs in the teardown while the context is current and every
     // branded value is gone.
-    unsafe { context::with_context_then(device, flags, |guard| f(Phases { guard }), free_deferred) }
-}
-
-/// Memory made during a setup phase, freed by its context's teardown.
-struct Deferred {
-    context: usize,
-    ptr: usize,
-    kind: Kind,
-}
-
-/// How deferred memory is freed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Device memory of a pool: `cuMemFreeAsync` on the legacy stream.
-    Pool,
-    /// Device memory from `cuMemAlloc`, `cuMemAllocPitch` or `cuMemAllocManaged`:
-    /// `cuMemFree`.
-    Plain,
-    /// Page-locked host memory: `cuMemFreeHost`.
-    Pinned,
-}
-
-/// Frees `ptr` as `kind` says, with `context` current.
-///
-/// # Safety
-/// `ptr` is memory of `kind` made in the live `context`, given up by its owner, unused.
-unsafe fn free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
-    let Some(ctx) = std::ptr::NonNull::new(context) else {
-        return Ok(());
-    };
-    match kind {
-        // SAFETY: the caller's promise.
-        Kind::Pool => unsafe { crate::memory::free_buffer_memory(ctx, ptr as CUdeviceptr, false) },
-        // SAFETY: the caller's promise.
-        Kind::Plain => unsafe { crate::memory::free_buffer_memory(ctx, ptr as CUdeviceptr, true) },
-        Kind::Pinned => {
-            let free_host = || {
-                // SAFETY: the caller gives up `ptr`, from `cuMemHostAlloc`.
-                unsafe { driver::mem_free_host(ptr as *mut std::ffi::c_void) }
-            };
-            // SAFETY: the caller's promise: the context is alive.
-            unsafe { context::in_context(ctx, free_host) }
-        }
-    }
-}
-
-/// The buffers of every context in its setup or run phase, in the order they were made.
-static DEFERRED: Mutex<Vec<Deferred>> = Mutex::new(Vec::new());
-
-fn deferred() -> std::sync::MutexGuard<'static, Vec<Deferred>> {
-    DEFERRED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Records memory made with a setup guard of `context`: its teardown frees it. On failure
-/// (no host memory for the record) frees it now and reports the error.
-pub(crate) fn defer_free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
-    let mut list = deferred();
-    if list.try_reserve(1).is_err() {
-        drop(list);
-        // SAFETY: just allocated in `context`, never handed out.
-        let _ = unsafe { free(context, ptr, kind) };
-        return Err(Error::with_detail(
-            "with_phases",
-            crate::error::ErrorCode::OutOfMemory,
-            "no host memory to record a setup-phase buffer",
-        ));
-    }
-    list.push(Deferred {
-        context: context as usize,
-        ptr,
-        kind,
-    });
-    Ok(())
-}
-
-/// Frees the buffers deferred for `context`, after synchronizing it (the context is
-/// current). Returns the first error.
-fn free_deferred(context: CUcontext) -> Result<()> {
-    let mine: Vec<Deferred> = {
-        let mut list = deferred();
-        let (mine, others) = std::mem::take(&mut *list)
-            .into_iter()
-            .partition(|d| d.context == context as usize);
-        *list = others;
-        mine
-    };
-    if mine.is_empty() {
-        return Ok(());
-    }
-    let mut first = driver::ctx_synchronize();
-    for d in mine {
-        // SAFETY: allocated in `context` during its setup phase; the context is idle and
-        // every buffer handle is gone (the brand cannot leave the closure); freed once,
-        // since the record was taken off the list.
-        first = first.and(unsafe { free(context, d.ptr, d.kind) });
-    }
-    first
-}
-
-/// Takes the buffer at `ptr` off its teardown's list (its owner gave it up with
-/// `into_raw_parts`).
-pub(crate) fn undefer(ptr: usize) {
-    let mut list = deferred();
-    if let Some(i) = list.iter().position(|d| d.ptr == ptr) {
-        list.swap_remove(i);
+    unsafe {
+        context::with_context_then(
+            device,
+            flags,
+            |guard| f(Phases { guard }),
+            context::deferred::free_deferred,
+        )
     }
 }

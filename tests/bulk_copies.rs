@@ -1,5 +1,5 @@
 //! Bulk copies between device memory and pageable host memory, staged through the
-//! page-locked buffers the crate keeps per context (`src/staging.rs`): every byte right at
+//! page-locked buffers the crate keeps per context (`src/memory/staging/`): every byte right at
 //! many sizes and element sizes, several threads at once, the fallbacks, and the staging
 //! freed with its context. Each test runs alone (`tests_alone`, after the other tests of
 //! the `gpu` binary): they change the process-wide thresholds and count the process's

@@ -45,9 +45,10 @@
 //!
 //! The README's claims are kept the same way: its numbered rules are the folders of
 //! `ui-tests/fail/`, one each, in order, and the bulk-copy thresholds and staging sizes it
-//! states (and those of `DeviceBuffer`'s documentation in `src/memory.rs`) are the code's
-//! (`cuda_brand::__staging`). `tests/no_device.rs` compares its quote of the "driver
-//! library not found" message with what the crate prints under `cargo test`.
+//! states (and those of the documentation of `DeviceBuffer` and `DeviceSlice` in
+//! `src/memory/`) are the code's (`cuda_brand::__staging`). `tests/no_device.rs` compares
+//! its quote of the "driver library not found" message with what the crate prints under
+//! `cargo test`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -652,11 +653,19 @@ fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
 #[test]
 fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
     use cuda_brand::__staging::Kind;
-    let source = read(&root().join("src/memory.rs"));
+    // the copies of `DeviceSlice` and the type and constructors of `DeviceBuffer`
+    let files = ["src/memory/slice.rs", "src/memory/buffer.rs"];
+    let sources: Vec<(&str, String)> = files
+        .iter()
+        .map(|file| (*file, read(&root().join(file))))
+        .collect();
     let mut doc = String::new();
     let mut problems = Vec::new();
     let mut type_docs_state_them = false;
-    for line in source.lines().map(str::trim) {
+    for (file, line) in sources
+        .iter()
+        .flat_map(|(file, source)| source.lines().map(move |line| (*file, line.trim())))
+    {
         if let Some(text) = line.strip_prefix("///") {
             doc.push(' ');
             doc.push_str(text.trim());
@@ -712,14 +721,14 @@ fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
         }
         let Some(kind) = kind_of(name) else {
             problems.push(format!(
-                "src/memory.rs: `{name}`'s docs state a staging threshold, but it is no staged copy"
+                "{file}: `{name}`'s docs state a staging threshold, but it is no staged copy"
             ));
             continue;
         };
         for bytes in stated {
             if bytes != kind.default_threshold() {
                 problems.push(format!(
-                    "src/memory.rs: `{name}`'s docs say staged from {} MiB; {kind:?}'s threshold is {} MiB",
+                    "{file}: `{name}`'s docs say staged from {} MiB; {kind:?}'s threshold is {} MiB",
                     bytes >> 20,
                     kind.default_threshold() >> 20
                 ));

@@ -1,6 +1,6 @@
 //! Synchronous copies between the device and pageable host memory (plain `Vec`s), from
 //! 4 B to 256 MiB of `f32`, three ways in one process: **cuda-brand** (large copies staged
-//! through the page-locked buffers the context keeps, `src/staging.rs`), the same driver
+//! through the page-locked buffers the context keeps, `src/memory/staging/`), the same driver
 //! calls made directly through `cuda-driver-sys` (**raw**), and **cudarc 0.19.10** (on the
 //! same primary context; each copy followed by a stream synchronize, so it is complete).
 //!
@@ -19,7 +19,7 @@
 //! forced on (threshold 0) and off (threshold `usize::MAX`, the driver's path: the code of
 //! the build before staging, plus one relaxed atomic load and compare), and the smallest
 //! measured size from which staging wins at every larger size: what to set
-//! `Kind::default_threshold` (`src/staging.rs`) to.
+//! `Kind::default_threshold` (`src/memory/staging/`) to.
 //!
 //! Every variant runs interleaved with the others, `ROUNDS` rounds after a warm-up round,
 //! the order rotating each round; a sample is the mean time per copy over `iters(bytes)`

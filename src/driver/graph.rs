@@ -1,5 +1,5 @@
 //! Wrappers: stream capture and graphs. Handles passed in are live: the callers hold their
-//! brand (`graph.rs`).
+//! brand (`graph/`).
 
 use std::ffi::c_int;
 
@@ -7,7 +7,7 @@ use super::{CUgraph, CUgraphExec, CUgraphExecUpdateResultInfo, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
 /// `CU_STREAM_CAPTURE_MODE_RELAXED`: the capture prohibits no API call of any thread (see
-/// `graph.rs` for why the crate captures in this mode).
+/// `graph/` for why the crate captures in this mode).
 pub(crate) const CAPTURE_MODE_RELAXED: c_int = 2;
 
 /// Starts capturing the work queued on `s` into a graph.

@@ -7,7 +7,7 @@
 //! or a count larger than the arrays, makes it write or read out of bounds. So the arrays
 //! are built here only, by [`JitArgs`], whose constructor allocates every log buffer with
 //! exactly the size passed next to it and whose only setter takes the options that are
-//! plain numbers ([`JitNumber`]). The public options (`JitOptions` in `jit.rs`) check their
+//! plain numbers ([`JitNumber`]). The public options (`JitOptions` in `module/jit.rs`) check their
 //! values and convert to this form.
 
 use std::ffi::{c_int, c_uint, c_void};
@@ -131,7 +131,7 @@ impl JitArgs {
         }
     }
 
-    /// The option numbers and their values, for tests of the conversion in `jit.rs`.
+    /// The option numbers and their values, for tests of the conversion in `module/jit.rs`.
     #[cfg(test)]
     pub(crate) fn entries(&self) -> (&[c_int], &[*mut c_void]) {
         (&self.options, &self.values)

@@ -40,7 +40,7 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
 
 /// Page-locks host memory for the current context (`cuMemHostRegister`), so that copies
 /// between it and the device run by DMA. Used by the crate's staging buffers
-/// (`src/staging.rs`), which own the memory they register.
+/// (`src/memory/staging/`), which own the memory they register.
 ///
 /// # Safety
 /// `[p, p + bytes)` is host memory that stays allocated until it is unregistered with

@@ -10,8 +10,9 @@
 //!
 //! 1. the driver, `cuFuncGetParamCount` (CUDA 13.2), where it has it;
 //! 2. else the parameter table of the image the function's module or library was loaded
-//!    from (`image::ParamTable`: the PTX `.entry` signature, a cubin's `.nv.info`
-//!    records, a fatbin's readable entries), kept here from the load on;
+//!    from ([`ParamTable`](super::ParamTable), which the module layer's image reader
+//!    makes: the PTX `.entry` signature, a cubin's `.nv.info` records, a fatbin's readable
+//!    entries), kept here from the load on;
 //! 3. else nothing: the driver is asked until it answers that there is no further
 //!    parameter, one API error that compute-sanitizer reports. That is the case only for
 //!    a kernel whose image has no table here: a fatbin whose entries are all compressed,
@@ -54,8 +55,8 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::Function;
+use super::ParamTable;
 use crate::driver::{self, CUfunction};
-use crate::image::ParamTable;
 
 /// What the crate knows about a function's parameter count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,8 +212,22 @@ pub(super) fn read_params<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::ParamList;
 
-    const PTX: &str = include_str!("../../kernels/kernels.ptx");
+    /// The table the image reader makes of `kernels/kernels.ptx`, for the kernels used
+    /// here (the module layer's image tests check the reader against that file): `scale`
+    /// (3 parameters, 20 bytes), `vector_add` (6, 48) and `spin` (1, 8).
+    fn kernels_ptx() -> ParamTable {
+        let mut table = ParamTable::default();
+        let list = |layout: Vec<(usize, usize)>| ParamList {
+            count: layout.len(),
+            layout: Some(layout),
+        };
+        table.add(b"scale", list(vec![(0, 8), (8, 8), (16, 4)]));
+        table.add(b"vector_add", list((0..6).map(|i| (8 * i, 8)).collect()));
+        table.add(b"spin", list(vec![(0, 8)]));
+        table
+    }
 
     /// A kernel whose parameters a fake `cuFuncGetParamInfo` reports, recording every
     /// index it is asked for.
@@ -311,7 +326,7 @@ mod tests {
     fn the_registry_records_functions_of_owners_with_tables_and_forgets_them() {
         let mut r = Registry::new();
         let (module, other) = (0x1000, 0x2000);
-        r.remember(module, ParamTable::from_ptx(PTX));
+        r.remember(module, kernels_ptx());
         r.note_function(module, "scale", 0xa);
         r.note_function(module, "vector_add", 0xb);
         assert_eq!(
@@ -332,12 +347,12 @@ mod tests {
         // for the same handle value is removed
         r.note_function(module, "not_there", 0xa);
         assert_eq!(r.count(0xa), Count::Unknown);
-        r.remember(other, ParamTable::from_ptx("not PTX"));
+        r.remember(other, ParamTable::default()); // what the reader makes of "not PTX"
         r.note_function(other, "scale", 0xb);
         assert_eq!(r.count(0xb), Count::Unknown);
         // forgetting an owner removes its functions only
         r.note_function(module, "scale", 0xa);
-        r.remember(other, ParamTable::from_ptx(PTX));
+        r.remember(other, kernels_ptx());
         r.note_function(other, "spin", 0xc);
         r.forget(module);
         assert_eq!(r.count(0xa), Count::Unknown);

@@ -134,13 +134,17 @@
 //! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
 //! [`Communicator::async_error`].
 
+// The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `book.rs` (a
+// clique's book of what each rank issued), `ops.rs` (a scope's operations), `groups.rs`.
+mod book;
 mod comm;
+mod groups;
 mod ops;
 mod sys;
 
 pub use crate::error::NcclCode;
 pub use comm::{Clique, Communicator, UniqueId};
-pub use ops::{Group, Grouped, group};
+pub use groups::{Group, Grouped, group};
 pub use sys::{ncclComm, ncclComm_t};
 
 use std::ffi::c_int;

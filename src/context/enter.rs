@@ -1,0 +1,515 @@
+//! Entering a context and tearing it down: [`with_context`], [`with_primary_context`], their
+//! `try_` forms, [`with_raw_context`], [`SharedContext::enter`], and the one way the crate
+//! makes a context current for an operation ([`in_context`]).
+
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUctx_st;
+
+use super::teardown;
+use super::{ContextFlags, ContextGuard, Device, SharedContext};
+use crate::driver::{self, CUcontext, CUdevice};
+use crate::error::{Error, ErrorCode, Result, WithTeardown};
+
+/// Runs `op` with `ctx` current on the calling thread: directly if it already is (one
+/// `cuCtxGetCurrent`), otherwise between a push and a pop. The pop is checked like the
+/// teardown's (the context must be the one on top) and happens also if `op` panics. This is
+/// the crate's one way of making a context current for an operation: the guard's methods,
+/// synchronous memory operations (in the memory's own context), stream-ordered fallbacks
+/// and drops all go through it.
+///
+/// # Safety
+/// `ctx` is a live context that stays alive while `op` runs.
+#[inline]
+pub(crate) unsafe fn in_context<T>(
+    ctx: NonNull<CUctx_st>,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let raw = ctx.as_ptr();
+    if driver::ctx_get_current()? == raw {
+        return op();
+    }
+    // SAFETY: the caller guarantees the context; it is popped again below (or by the
+    // guard while a panic of `op` unwinds).
+    unsafe { driver::ctx_push(raw) }?;
+    struct PopOnUnwind(CUcontext);
+    impl Drop for PopOnUnwind {
+        fn drop(&mut self) {
+            let _ = pop_exact(self.0);
+        }
+    }
+    let on_unwind = PopOnUnwind(raw);
+    let result = op();
+    std::mem::forget(on_unwind);
+    let popped = pop_exact(raw);
+    teardown::keep_both(result, popped)
+}
+
+/// Runs `body`, then `teardown`, also while a panic of `body` unwinds (then in a drop
+/// guard, after `body`'s frame, and so every borrow it held, is gone; its error is dropped
+/// and the panic resumes). `teardown` is `Copy` (it captures handles and references only),
+/// so the guard needs no flag: it is forgotten on the normal path. The closure's error
+/// comes first: a teardown error becomes `E::from(error)` when `body` returned `Ok`, and
+/// is attached to the closure's error when that is an [`Error`] (see
+/// [`teardown::combine`]). The guard is local, so no user code can `mem::forget` it. Used
+/// by every closure-scoped entry point: contexts, shared contexts and stream scopes.
+#[inline(always)]
+pub(crate) fn run_then<R, E: From<Error>, T>(
+    body: impl FnOnce() -> Result<R, E>,
+    teardown: T,
+) -> Result<R, E>
+where
+    T: FnOnce() -> Result<()> + Copy,
+{
+    struct OnUnwind<T: FnOnce() -> Result<()> + Copy>(T);
+    impl<T: FnOnce() -> Result<()> + Copy> Drop for OnUnwind<T> {
+        fn drop(&mut self) {
+            let _ = (self.0)();
+        }
+    }
+    let on_unwind = OnUnwind(teardown);
+    let outcome = body();
+    std::mem::forget(on_unwind);
+    let torn_down = teardown();
+    teardown::combine(outcome, torn_down)
+}
+
+impl<'ctx> SharedContext<'ctx> {
+    /// Makes the context current on the calling thread, runs `f` with a guard of the same
+    /// brand, and restores what was current before, also when `f` panics.
+    ///
+    /// ```no_run
+    /// use cuda_brand::{with_context, ContextFlags, Device};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let shared = ctx.share();
+    ///     std::thread::scope(|s| {
+    ///         let workers: Vec<_> = (0..4)
+    ///             .map(|_| s.spawn(move || shared.enter(|ctx| ctx.api_version())))
+    ///             .collect();
+    ///         for w in workers {
+    ///             assert!(w.join().unwrap()? > 0);
+    ///         }
+    ///         Ok(())
+    ///     })
+    /// })
+    /// # }
+    /// ```
+    pub fn enter<R, E>(self, f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>) -> Result<R, E>
+    where
+        E: From<Error>,
+    {
+        // SAFETY: the brand keeps `self` inside the `with_context` closure, so the context is
+        // alive; `run_scoped` pops it again on every exit path.
+        unsafe { driver::ctx_push(self.raw.as_ptr()) }?;
+        // SAFETY: as above, the context outlives `'ctx`.
+        let guard = unsafe { ContextGuard::new_unchecked(self.raw) };
+        run_scoped(guard, Teardown::Pop, f)
+    }
+
+    /// [`enter`](SharedContext::enter) for any error type, returning the closure's error
+    /// and the teardown's together when both fail (see [`WithTeardown`]).
+    ///
+    /// ```no_run
+    /// use cuda_brand::{with_context, ContextFlags, Device};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let shared = ctx.share();
+    ///     let worker = std::thread::scope(|s| {
+    ///         s.spawn(move || shared.try_enter(|ctx| Ok::<_, anyhow::Error>(ctx.api_version()?)))
+    ///             .join()
+    ///             .unwrap()
+    ///     });
+    ///     if let Err(failed) = worker {
+    ///         eprintln!("{failed}"); // the closure's error, then the teardown's if it failed too
+    ///     }
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn try_enter<R, E>(
+        self,
+        f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    ) -> Result<R, WithTeardown<E>>
+    where
+        E: From<Error>,
+    {
+        let mut outcome = None;
+        let torn_down = self.enter(|ctx| {
+            outcome = Some(f(ctx));
+            Ok(())
+        });
+        WithTeardown::settle("SharedContext::try_enter", outcome, torn_down)
+    }
+}
+
+/// What to do with a context that the calling thread has on top of its stack once the
+/// closure is done.
+#[derive(Clone, Copy)]
+enum Teardown {
+    /// Only pop (a context another closure owns, whose teardown reports the failed
+    /// releases of handles dropped meanwhile).
+    Pop,
+    /// Free what the crate keeps for the context (its bulk-copy staging), pop, and report
+    /// the failed releases of the context's handles: a context someone else owns, who may
+    /// destroy it once the crate's scope is over (`with_raw_context`).
+    PopAndReport,
+    /// Synchronize, pop, then give the context up (one the crate created or retained), and
+    /// report the failed releases of its handles.
+    Finish(Owned),
+}
+
+/// How a context the crate holds is given up.
+#[derive(Clone, Copy)]
+enum Owned {
+    /// Destroy it (a context `with_context` created).
+    Destroy,
+    /// Release the primary context of this device.
+    Release(CUdevice),
+}
+
+/// Calls `f` with `guard`, whose context the calling thread has on top of its stack, then
+/// tears down as `teardown` says on every exit path (see [`run_then`]).
+#[inline(always)]
+fn run_scoped<'ctx, R, E>(
+    guard: ContextGuard<'ctx>,
+    teardown: Teardown,
+    f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+) -> Result<R, E>
+where
+    E: From<Error>,
+{
+    run_then(|| f(guard), || tear_down(guard.raw(), teardown))
+}
+
+/// Pops `raw` off the calling thread's stack. The crate keeps the stack balanced, so `raw`
+/// is on top; if unsafe code broke that, the pop took someone else's context: it is put back
+/// and the mistake reported. (Checking after the pop costs one compare on the normal path,
+/// unlike a `cuCtxGetCurrent` before it.)
+#[inline(always)]
+fn pop_exact(raw: CUcontext) -> Result<()> {
+    match driver::ctx_pop() {
+        Ok(top) if top == raw => Ok(()),
+        Ok(other) => Err(put_back(other)),
+        Err(e) => Err(e),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn put_back(other: CUcontext) -> Error {
+    // SAFETY: `other` was current on this thread a moment ago, so it is alive.
+    let pushed = unsafe { driver::ctx_push(other) };
+    let e = Error::with_detail(
+        "cuCtxPopCurrent_v2",
+        ErrorCode::InvalidContext,
+        "the context is not on top of this thread's stack: unsafe code changed the current context and did not restore it",
+    );
+    match pushed {
+        Ok(()) => e,
+        Err(failed) => e.with_teardown_error(failed),
+    }
+}
+
+/// Tears a context down as `teardown` says. A plain pop (entering a shared or raw context,
+/// the hot case) is inlined at the call site; the full teardown is a call.
+#[inline(always)]
+fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
+    match teardown {
+        Teardown::Pop => pop_exact(raw),
+        Teardown::PopAndReport => {
+            // SAFETY: `raw` is alive and on top of this thread's stack (current).
+            unsafe { teardown::run_before_give_up(raw) };
+            teardown::keep_both(pop_exact(raw), teardown::take_failed_releases(raw))
+        }
+        Teardown::Finish(owned) => tear_down_fully(raw, owned),
+    }
+}
+
+/// Synchronizes, pops and destroys or releases, then takes the failed releases of the
+/// context's handles ([`teardown::take_failed_releases`]); every step runs whatever failed
+/// before, and every error is kept: the first is returned, the others chained on it as
+/// its [`teardown_errors`](Error::teardown_errors), in the order they happened. If the pop
+/// finds another context on top of the stack (unsafe code changed the stack and did not
+/// restore it), the context is neither destroyed nor released: it is still somewhere on
+/// this thread's stack, and destroying it would leave a dangling entry there. It is leaked,
+/// and the error says so.
+#[inline(never)]
+fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
+    let synced = driver::ctx_synchronize();
+    // The bulk-copy staging is page-locked for this context: unregistered and freed while
+    // the context is current, before it is destroyed or released. A primary context may
+    // live on after the release (a nested or another thread's `with_primary_context`
+    // holds it), but the crate cannot tell which release destroys it, and memory left
+    // registered with a destroyed context leaks its registration (compute-sanitizer's
+    // leak check found it): the next staged copy pins a staging again.
+    // (The staging belongs to the memory layer, which registers its release as an end hook:
+    // `teardown::register_end_hooks`.)
+    // SAFETY: `raw` is alive and on top of this thread's stack (current).
+    unsafe { teardown::run_before_give_up(raw) };
+    let released = match pop_exact(raw) {
+        Err(e) => Err(Error::with_detail(
+            e.call(),
+            e.code(),
+            format!(
+                "{}; the context was left alive (not destroyed or released) because it is still on this thread's stack",
+                e.detail().unwrap_or("the context could not be popped")
+            ),
+        )),
+        Ok(()) => match owned {
+            // SAFETY: every value branded with this context is gone (the brand cannot leave
+            // the closure), this is the context `with_context` created, and it is off the
+            // stack.
+            Owned::Destroy => unsafe { driver::ctx_destroy(raw) },
+            Owned::Release(device) => {
+                // SAFETY: balances the retain in `with_primary_context`; nothing branded
+                // remains.
+                let released = unsafe { driver::primary_ctx_release(device) };
+                // frees the staging if the release destroyed the context
+                teardown::run_after_primary_release(raw, device);
+                released
+            }
+        },
+    };
+    let finished = teardown::keep_both(synced, released);
+    teardown::keep_both(finished, teardown::take_failed_releases(raw))
+}
+
+/// Creates a context on `device`, runs `f` with its guard, and destroys the context.
+///
+/// The context is current on the calling thread for the whole closure (and whatever was
+/// current before is current again afterwards). At the end, in this order: the context is
+/// synchronized (a sticky error such as an illegal address from a kernel comes back as
+/// `Err`), popped, and destroyed. If `f` panics, the context is torn down and the panic
+/// resumes.
+///
+/// # Errors never lost
+///
+/// An error of the teardown becomes `E::from(error)` when `f` returned `Ok`. When `f`
+/// returned an `Err` of this crate's [`Error`] and the teardown failed too, the teardown's
+/// error is attached to it ([`Error::teardown_error`]); for other error types,
+/// [`try_with_context`] returns both. Every step of the teardown runs whatever failed
+/// before, and its errors are chained in order. Handles of the context whose release failed
+/// when they were dropped (after a sticky error every free fails) are reported last: one
+/// error naming the first failure and how many there were (`close()` on a handle returns
+/// the error where it happens instead).
+///
+/// The closure must work for any lifetime `'ctx`, so nothing carrying the brand can leave
+/// it (see the [module documentation](crate::context)).
+///
+/// # Inferring the error type
+///
+/// `E` is whatever the closure's `Err` is, converted from this crate's [`Error`] by `?`.
+/// When the call is the function's result, the function's return type decides it:
+///
+/// ```no_run
+/// use cuda_brand::{with_context, ContextFlags, Device};
+///
+/// fn api_version(device: &Device) -> cuda_brand::Result<u32> {
+///     with_context(device, ContextFlags::default(), |ctx| {
+///         ctx.synchronize()?;
+///         Ok(ctx.api_version()?)
+///     })
+/// }
+///
+/// fn with_anyhow(device: &Device) -> anyhow::Result<u32> {
+///     // any error type with `From<cuda_brand::Error>` works
+///     with_context(device, ContextFlags::default(), |ctx| {
+///         anyhow::ensure!(ctx.api_version()? >= 3020, "an old context API");
+///         Ok(ctx.api_version()?)
+///     })
+/// }
+///
+/// fn with_box_dyn(device: &Device) -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
+///     with_context(device, ContextFlags::default(), |ctx| Ok(ctx.api_version()?))
+/// }
+/// ```
+///
+/// Where nothing decides it (the result is itself used with `?`), name it once with
+/// `Ok::<_, cuda_brand::Error>(...)` or through a typed binding:
+///
+/// ```no_run
+/// # use cuda_brand::{with_context, ContextFlags, Device};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = Device::get(0)?;
+/// let version = with_context(&device, ContextFlags::default(), |ctx| {
+///     Ok::<_, cuda_brand::Error>(ctx.api_version()?)
+/// })?;
+/// # Ok(()) }
+/// ```
+pub fn with_context<R, E, F>(device: &Device, flags: ContextFlags, f: F) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    // cuCtxCreate pushes the new context on the calling thread's stack.
+    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
+    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    // SAFETY: the context was just created and is destroyed only after `f` returns.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    run_scoped(guard, Teardown::Finish(Owned::Destroy), f)
+}
+
+/// [`with_context`] whose teardown first runs `extra` with the context current (after `f`,
+/// also on a panic), then synchronizes, pops and destroys it. Returns the first error.
+///
+/// # Safety
+/// `extra` must be sound to run once every value branded with the context is gone.
+pub(crate) unsafe fn with_context_then<R, E, F>(
+    device: &Device,
+    flags: ContextFlags,
+    f: F,
+    extra: fn(CUcontext) -> Result<()>,
+) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
+    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    // SAFETY: the context was just created and is destroyed only after `f` returns.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    let raw = raw.as_ptr();
+    run_then(
+        || f(guard),
+        || extra(raw).and(tear_down(raw, Teardown::Finish(Owned::Destroy))),
+    )
+}
+
+/// Like [`with_context`], over the device's primary context: retains it (creating it on
+/// first use, with the flags of [`Device::set_primary_context_flags`]), makes it current
+/// for `f`, then synchronizes, pops and releases it.
+///
+/// The primary context is the one the CUDA runtime API uses, so this is the way to share a
+/// context with libraries built on the runtime. Retaining it while it is already held is
+/// cheap (0.05 µs for a retain and release while it is held, against 92 ms to create a
+/// context and 52 ms to destroy it, measured on an H100: `docs/driver-facts.md`).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// // the runtime API's context: libraries built on it see the same allocations
+/// let free = with_primary_context(&device, |ctx| Ok::<_, cuda_brand::Error>(ctx.memory_info()?.0))?;
+/// println!("{free} bytes free");
+/// # Ok(()) }
+/// ```
+pub fn with_primary_context<R, E, F>(device: &Device, f: F) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let raw = driver::primary_ctx_retain(device.as_raw())?;
+    let raw = driver::non_null("cuDevicePrimaryCtxRetain", raw)?;
+    // SAFETY: just retained; the release comes after the pop below or in `run_scoped`.
+    if let Err(e) = unsafe { driver::ctx_push(raw.as_ptr()) } {
+        // SAFETY: balances the retain above; nothing used the context.
+        let released = unsafe { driver::primary_ctx_release(device.as_raw()) };
+        return Err(match released {
+            Ok(()) => e,
+            Err(failed) => e.with_teardown_error(failed),
+        }
+        .into());
+    }
+    // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    run_scoped(guard, Teardown::Finish(Owned::Release(device.as_raw())), f)
+}
+
+/// [`with_context`] for any error type: returns the closure's error and the teardown's
+/// together when both fail, in a [`WithTeardown`]. (The plain [`with_context`] keeps both
+/// only when the closure's error type is [`Error`]: it cannot attach an error to a value
+/// of a type it does not know.)
+///
+/// ```no_run
+/// use cuda_brand::{try_with_context, ContextFlags, Device};
+///
+/// fn run(device: &Device) -> anyhow::Result<u32> {
+///     let version = try_with_context(device, ContextFlags::default(), |ctx| {
+///         anyhow::ensure!(ctx.api_version()? >= 3020, "an old context API");
+///         Ok(ctx.api_version()?)
+///     });
+///     version.map_err(|failed| match failed.teardown_error() {
+///         // the context's teardown failed as well: say so
+///         Some(teardown) => anyhow::anyhow!("{teardown}").context(failed.into_error()),
+///         None => failed.into_error(),
+///     })
+/// }
+/// ```
+pub fn try_with_context<R, E, F>(
+    device: &Device,
+    flags: ContextFlags,
+    f: F,
+) -> Result<R, WithTeardown<E>>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let mut outcome = None;
+    let torn_down = with_context(device, flags, |ctx| {
+        outcome = Some(f(ctx));
+        Ok(())
+    });
+    WithTeardown::settle("try_with_context", outcome, torn_down)
+}
+
+/// [`with_primary_context`] for any error type: returns the closure's error and the
+/// teardown's together when both fail, in a [`WithTeardown`].
+///
+/// ```no_run
+/// use cuda_brand::{try_with_primary_context, Device};
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// let free = try_with_primary_context(&device, |ctx| {
+///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(ctx.memory_info()?.0)
+/// });
+/// match free {
+///     Ok(free) => println!("{free} bytes free"),
+///     Err(failed) => eprintln!("{failed}"), // both errors, when both failed
+/// }
+/// # Ok(()) }
+/// ```
+pub fn try_with_primary_context<R, E, F>(device: &Device, f: F) -> Result<R, WithTeardown<E>>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let mut outcome = None;
+    let torn_down = with_primary_context(device, |ctx| {
+        outcome = Some(f(ctx));
+        Ok(())
+    });
+    WithTeardown::settle("try_with_primary_context", outcome, torn_down)
+}
+
+/// Brands a context created elsewhere (by the runtime API, another library, raw driver
+/// calls) for the length of `f`: pushes it, runs `f` with a guard, and pops it. The context
+/// is neither synchronized nor destroyed. Handles of the context whose release failed when
+/// they were dropped are reported by the pop, as by the teardown of [`with_context`] (no
+/// other teardown of the crate would report them).
+///
+/// # Safety
+///
+/// `raw` must be a live context that nothing destroys, resets or pops while `f` runs, so
+/// that it outlives every value branded inside `f`.
+pub unsafe fn with_raw_context<R, E, F>(raw: CUcontext, f: F) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    let Some(raw) = NonNull::new(raw) else {
+        return Err(Error::with_detail(
+            "with_raw_context",
+            ErrorCode::InvalidContext,
+            "the context handle is null",
+        )
+        .into());
+    };
+    // SAFETY: the caller promises the context is alive; it is popped after `f`.
+    unsafe { driver::ctx_push(raw.as_ptr()) }?;
+    // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    run_scoped(guard, Teardown::PopAndReport, f)
+}

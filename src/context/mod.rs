@@ -1,0 +1,359 @@
+//! Contexts: the brand `'ctx`, [`with_context`], [`ContextGuard`] and [`SharedContext`].
+//!
+//! # The brand
+//!
+//! Every value that belongs to a context carries the context's *brand*, an invariant
+//! lifetime `'ctx`:
+//!
+//! ```text
+//! type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
+//! ```
+//!
+//! [`with_context`] creates the context and calls a closure that must work `for<'ctx>`,
+//! any lifetime at all. Inside, `'ctx` is a fresh lifetime nobody else can name:
+//!
+//! * the closure's result type `R` is chosen outside, so it cannot mention `'ctx`: no
+//!   guard, stream, buffer or kernel leaves the closure, and every one of them is gone
+//!   before the context is destroyed;
+//! * `'ctx` is invariant, so two contexts' brands never unify: a value of one context
+//!   never type-checks where another context's value is required;
+//! * `'ctx` is not `'static`, so nothing branded reaches `std::thread::spawn`, a `static`,
+//!   a `thread_local!` or a `Box<dyn Any>`.
+//!
+//! The soundness argument follows [`std::thread::scope`]: the teardown (synchronize, pop,
+//! destroy) happens in `with_context` itself after the closure returns or unwinds, not in a
+//! `Drop`, so `mem::forget` of anything cannot skip it. A value leaked with `mem::forget`
+//! is reclaimed when the context is destroyed.
+//!
+//! # What is current
+//!
+//! The driver keeps a stack of current contexts per thread. `with_context` pushes its
+//! context and pops it on every exit path (return, error, panic), so the stack is always
+//! as it was before. An operation that needs its context current (allocation, module
+//! loading, the getters below) checks `cuCtxGetCurrent` (8.5 ns on an H100: `docs/driver-facts.md`) and pushes and pops
+//! around the call only when another context is current: an outer guard keeps working
+//! inside a nested `with_context`.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUctx_st;
+
+use crate::driver::{self, CUcontext, CUdevice};
+use crate::error::{Error, ErrorCode, Result};
+
+// The rooms: the brand, the guard and the shared context here; `device.rs` (devices),
+// `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
+// `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
+// of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory
+// the teardown frees).
+pub(crate) mod deferred;
+mod device;
+mod enter;
+mod flags;
+pub(crate) mod phase;
+pub(crate) mod teardown;
+
+#[doc(inline)]
+pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
+pub(crate) use enter::{in_context, run_then, with_context_then};
+#[doc(inline)]
+pub use enter::{
+    try_with_context, try_with_primary_context, with_context, with_primary_context,
+    with_raw_context,
+};
+#[doc(inline)]
+pub use flags::{
+    CacheConfig, ContextFlags, ResourceLimit, Scheduling, SharedMemoryConfig, StreamPriorityRange,
+};
+pub(crate) use phase::{Allocating, Dynamic, Phase, StreamKind, Unphased};
+
+/// The invariant brand: `'ctx` can be neither shortened nor lengthened, so two brands are
+/// equal only if they are the same lifetime.
+pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
+
+/// Proof that the context branded `'ctx` is alive, handed to the closure of
+/// [`with_context`]. It is one pointer wide, `Copy`, and neither `Send` nor `Sync`: it stays
+/// on the thread that opened the context (use [`ContextGuard::share`] to reach other
+/// threads).
+///
+/// The guard cannot leave its closure:
+///
+/// ```compile_fail
+/// use cuda_brand::{with_context, ContextFlags, Device};
+/// let device = Device::get(0)?;
+/// let escaped = with_context(&device, ContextFlags::default(), |ctx| Ok::<_, cuda_brand::Error>(ctx))?;
+/// # Ok::<(), cuda_brand::Error>(())
+/// ```
+///
+/// (The UI suite in `ui-tests/fail/` pins this and every other rule with its full error.)
+///
+/// `P` is the guard's [phase](crate::phase): [`Unphased`] for the guard of
+/// [`with_context`] (the default), `Setup<'s>` or `Run` for [`with_phases`](crate::with_phases),
+/// whose run-phase guard has no allocating, loading or creating method.
+#[derive(Clone, Copy)]
+pub struct ContextGuard<'ctx, P: Phase = Unphased> {
+    raw: Handle,
+    _brand: Brand<'ctx>,
+    _thread: PhantomData<UseShareToCrossThreads>,
+    _phase: PhantomData<P>,
+}
+
+/// A context handle as a plain value (`Send` and `Sync`: what may be done with it is up to
+/// the type that holds it), so that the guard's only non-`Send` part is the marker below.
+#[derive(Clone, Copy, Debug)]
+struct Handle(NonNull<CUctx_st>);
+
+// SAFETY: a bare handle value with no methods; `ContextGuard` stays on its thread through
+// its marker, and `SharedContext` has its own argument (below).
+unsafe impl Send for Handle {}
+// SAFETY: as above.
+unsafe impl Sync for Handle {}
+
+/// Makes [`ContextGuard`] neither `Send` nor `Sync`. Named after the fix, because the
+/// compiler quotes this name when a guard is sent to or shared with another thread.
+///
+/// The field alone would do it, but the compiler would then begin its error with
+/// "`*const ()` cannot be sent between threads safely". The two impls below, whose bound
+/// nothing implements, make it begin with [`CrossesThreads`]'s message instead.
+/// (`T` is only there because a bound on a type without parameters is checked where it
+/// is written; it is always `()`.)
+#[derive(Clone, Copy)]
+struct UseShareToCrossThreads<T = ()> {
+    _not_send: PhantomData<(*const (), T)>,
+}
+
+/// The rule that [`UseShareToCrossThreads`] stands for, as the compiler states it.
+/// Implemented by nothing, so that the marker is neither `Send` nor `Sync`.
+#[diagnostic::on_unimplemented(
+    message = "a `ContextGuard` stays on its thread: it cannot be sent to or shared with another thread",
+    label = "the guard would reach another thread here",
+    note = "to use the context on another thread, share it: `let shared = ctx.share();`, and in a scoped thread `shared.enter(|ctx| ...)`",
+    note = "see the guide, chapter 4 (`cuda_brand::guide`)"
+)]
+trait CrossesThreads {}
+
+// SAFETY: never holds: nothing implements `CrossesThreads`.
+unsafe impl<T> Send for UseShareToCrossThreads<T> where Self: CrossesThreads {}
+// SAFETY: as above.
+unsafe impl<T> Sync for UseShareToCrossThreads<T> where Self: CrossesThreads {}
+
+/// A context's guard that may cross threads: `Copy + Send + Sync`, with the same brand.
+///
+/// Made by [`ContextGuard::share`]; used inside [`std::thread::scope`] workers through
+/// [`SharedContext::enter`]. A worker cannot outlive the context because `'ctx` is not
+/// `'static`, so only scoped threads (joined inside the closure) can hold it.
+#[derive(Clone, Copy)]
+pub struct SharedContext<'ctx> {
+    raw: NonNull<CUctx_st>,
+    _brand: Brand<'ctx>,
+}
+
+// A `CUcontext` is a process-wide handle that the driver lets any thread use (by making it
+// current there); `SharedContext` only hands out a guard inside `enter`, which pushes and
+// pops it. SAFETY: the brand keeps every copy inside the `with_context` closure, so the
+// context outlives all of them.
+unsafe impl Send for SharedContext<'_> {}
+// SAFETY: `SharedContext` has no interior state; `&SharedContext` only allows copying it.
+unsafe impl Sync for SharedContext<'_> {}
+
+impl<P: Phase> fmt::Debug for ContextGuard<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ContextGuard").field(&self.raw.0).finish()
+    }
+}
+
+impl fmt::Debug for SharedContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SharedContext").field(&self.raw).finish()
+    }
+}
+
+fn unexpected(call: &'static str, value: i32) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidValue,
+        format!("the driver returned {value}, a value this crate does not know"),
+    )
+}
+
+impl<'ctx> ContextGuard<'ctx> {
+    /// # Safety
+    /// `raw` is a live context that stays alive for all of `'ctx`.
+    pub(crate) unsafe fn new_unchecked(raw: NonNull<CUctx_st>) -> Self {
+        ContextGuard {
+            raw: Handle(raw),
+            _brand: PhantomData,
+            _thread: PhantomData,
+            _phase: PhantomData,
+        }
+    }
+
+    /// A copy of this guard that can be sent to and shared with scoped threads.
+    pub fn share(self) -> SharedContext<'ctx> {
+        SharedContext {
+            raw: self.raw.0,
+            _brand: PhantomData,
+        }
+    }
+}
+
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+    /// The same guard in phase `Q` (the crate decides where this is allowed).
+    #[inline(always)]
+    pub(crate) fn with_phase<Q: Phase>(self) -> ContextGuard<'ctx, Q> {
+        ContextGuard {
+            raw: self.raw,
+            _brand: PhantomData,
+            _thread: PhantomData,
+            _phase: PhantomData,
+        }
+    }
+
+    /// The plain guard, for the crate's own use inside a method the phase allows.
+    #[inline(always)]
+    pub(crate) fn unphased(self) -> ContextGuard<'ctx> {
+        self.with_phase()
+    }
+
+    /// The handle, never null.
+    #[inline]
+    pub(crate) fn as_non_null(self) -> NonNull<CUctx_st> {
+        self.raw.0
+    }
+
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(self) -> CUcontext {
+        self.raw.0.as_ptr()
+    }
+
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the brand's
+    /// back, which every value branded `'ctx` relies on. The caller promises, for every
+    /// use of the handle: the context is not destroyed (`cuCtxDestroy`), reset
+    /// (`cuDevicePrimaryCtxReset`) or popped off a thread's stack where this crate pushed
+    /// it; the handle is not used after the context's closure has returned; and work
+    /// queued in the context through it touches device memory of this crate only as the
+    /// crate's scopes would (a buffer read while nothing writes it and written while
+    /// nothing else uses it, alive until that work has finished).
+    #[inline]
+    pub unsafe fn as_raw(self) -> CUcontext {
+        self.raw()
+    }
+
+    /// Runs `f` with this context current on the calling thread (see [`in_context`]).
+    #[inline]
+    pub(crate) fn with_current<T>(self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        // SAFETY: the guard proves the context alive.
+        unsafe { in_context(self.raw.0, f) }
+    }
+
+    /// Waits for all work of the context to finish (`cuCtxSynchronize`); reports a sticky
+    /// error such as an illegal address from a kernel as `Err`.
+    pub fn synchronize(self) -> Result<()> {
+        self.with_current(driver::ctx_synchronize)
+    }
+
+    /// The context's API version (`cuCtxGetApiVersion`), e.g. 3020.
+    pub fn api_version(self) -> Result<u32> {
+        // SAFETY: the guard proves the context is alive.
+        unsafe { driver::ctx_api_version(self.raw()) }
+    }
+
+    /// The device the context runs on.
+    pub fn device(self) -> Result<Device> {
+        let raw = self.with_current(driver::ctx_get_device)?;
+        device_of(raw)
+    }
+
+    /// The flags the context was created with.
+    pub fn flags(self) -> Result<ContextFlags> {
+        self.with_current(driver::ctx_get_flags)
+            .map(ContextFlags::from_bits)
+    }
+
+    /// The context's preference between L1 cache and shared memory.
+    pub fn cache_config(self) -> Result<CacheConfig> {
+        let raw = self.with_current(driver::ctx_get_cache_config)?;
+        CacheConfig::from_raw(raw).ok_or_else(|| unexpected("cuCtxGetCacheConfig", raw))
+    }
+
+    /// Sets the context's preference between L1 cache and shared memory.
+    pub fn set_cache_config(self, config: CacheConfig) -> Result<()> {
+        self.with_current(|| driver::ctx_set_cache_config(config.raw()))
+    }
+
+    /// The shared memory bank size.
+    pub fn shared_memory_config(self) -> Result<SharedMemoryConfig> {
+        let raw = self.with_current(driver::ctx_get_shared_mem_config)?;
+        SharedMemoryConfig::from_raw(raw).ok_or_else(|| unexpected("cuCtxGetSharedMemConfig", raw))
+    }
+
+    /// Sets the shared memory bank size (ignored by devices with a fixed bank size).
+    pub fn set_shared_memory_config(self, config: SharedMemoryConfig) -> Result<()> {
+        self.with_current(|| driver::ctx_set_shared_mem_config(config.raw()))
+    }
+
+    /// A resource limit's current value.
+    pub fn limit(self, limit: ResourceLimit) -> Result<usize> {
+        self.with_current(|| driver::ctx_get_limit(limit as i32))
+    }
+
+    /// The range of stream priorities the context allows.
+    pub fn stream_priority_range(self) -> Result<StreamPriorityRange> {
+        let (least, greatest) = self.with_current(driver::ctx_stream_priority_range)?;
+        Ok(StreamPriorityRange { least, greatest })
+    }
+}
+
+// The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
+impl<P: Phase> ContextGuard<'_, P> {
+    /// Sets a resource limit (the heap and stack limits reserve device memory, so this is
+    /// a setup-phase method). The driver may round the value (read it back with
+    /// [`ContextGuard::limit`]); a value it cannot honour is an error.
+    pub fn set_limit(self, limit: ResourceLimit, value: usize) -> Result<()>
+    where
+        P: Allocating,
+    {
+        self.with_current(|| driver::ctx_set_limit(limit as i32, value))
+    }
+}
+
+fn device_of(raw: CUdevice) -> Result<Device> {
+    for ordinal in 0..Device::count()? {
+        let device = Device::get(ordinal)?;
+        if device.as_raw() == raw {
+            return Ok(device);
+        }
+    }
+    Err(Error::with_detail(
+        "cuCtxGetDevice",
+        ErrorCode::InvalidDevice,
+        format!("no device has handle {raw}"),
+    ))
+}
+
+impl<'ctx> SharedContext<'ctx> {
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(self) -> CUcontext {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ContextGuard::as_raw`]: the context is not destroyed, reset or popped
+    /// where this crate pushed it, the handle is not used after the context's closure has
+    /// returned, and work queued through it uses this crate's memory as a scope would.
+    #[inline]
+    pub unsafe fn as_raw(self) -> CUcontext {
+        self.raw()
+    }
+}

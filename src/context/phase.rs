@@ -1,0 +1,98 @@
+//! The phase types of a context (see [`phase`](crate::phase), where [`with_phases`]
+//! lives): the guard's [`Phase`] ([`Unphased`], [`Setup`], [`Run`]), which phases may
+//! allocate ([`Allocating`]), and the kind of the streams a guard creates ([`StreamKind`]:
+//! [`Dynamic`], [`Preallocated`]).
+//!
+//! [`with_phases`]: crate::with_phases
+
+use std::marker::PhantomData;
+
+#[cfg(doc)]
+use super::ContextGuard;
+
+mod sealed {
+    pub trait Phase {}
+    pub trait StreamKind {}
+}
+
+/// The phase a [`ContextGuard`] is in: [`Unphased`] (a plain [`with_context`](crate::with_context)
+/// guard), [`Setup`] or [`Run`]. Sealed.
+pub trait Phase: sealed::Phase + Copy {
+    /// The kind of the streams a guard of this phase creates: [`Dynamic`] without phases,
+    /// [`Preallocated`] in setup. (A run-phase guard creates none; its `Preallocated` only
+    /// keeps the signatures of the creating methods free of the [`Allocating`] bound, so
+    /// that calling one with it is the `Allocating` error, not a missing method.)
+    type Streams: StreamKind;
+}
+
+/// A phase whose guard may allocate, load and create: [`Unphased`] and [`Setup`]. Sealed.
+///
+/// Every public constructor that allocates memory (device, pool, pinned, managed, pitched)
+/// or creates a pool, stream, event or module takes a guard of such a phase, or has no
+/// phased form at all (it takes a plain guard, which a phased context never hands out).
+/// With a run-phase guard each is this trait's error.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot allocate, load or create: this guard is in the run phase",
+    label = "a run-phase guard, given where a guard that may allocate is needed",
+    note = "in `with_phases`, every buffer, pool, stream, event and module is made in `Phases::setup`: move this there",
+    note = "see `cuda_brand::phase`"
+)]
+pub trait Allocating: Phase {
+    /// Whether memory made with this guard is freed only by the teardown.
+    #[doc(hidden)]
+    const DEFERS_FREES: bool;
+}
+
+/// The guard of a context without phases: every operation is available at any time.
+#[derive(Debug, Clone, Copy)]
+pub struct Unphased;
+
+/// The guard of the setup phase of [`with_phases`](crate::with_phases); `'s` is the setup
+/// closure's, so the guard cannot outlive it.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup<'s>(PhantomData<fn(&'s ()) -> &'s ()>);
+
+/// The guard of the run phase of [`with_phases`](crate::with_phases): queries and
+/// synchronization only; no method that allocates, loads or creates.
+#[derive(Debug, Clone, Copy)]
+pub struct Run;
+
+impl sealed::Phase for Unphased {}
+impl Phase for Unphased {
+    type Streams = Dynamic;
+}
+impl sealed::Phase for Setup<'_> {}
+impl Phase for Setup<'_> {
+    type Streams = Preallocated;
+}
+impl sealed::Phase for Run {}
+impl Phase for Run {
+    type Streams = Preallocated;
+}
+
+impl Allocating for Unphased {
+    const DEFERS_FREES: bool = false;
+}
+
+impl Allocating for Setup<'_> {
+    const DEFERS_FREES: bool = true;
+}
+
+/// What a stream's scopes may do with memory: [`Dynamic`] or [`Preallocated`]. Sealed.
+pub trait StreamKind: sealed::StreamKind {}
+
+/// A stream of a context without phases: its scopes may allocate from the crate's pool
+/// ([`StreamScope::alloc`](crate::StreamScope::alloc) and the like).
+#[derive(Debug, Clone, Copy)]
+pub struct Dynamic;
+
+/// A stream created during the setup phase of [`with_phases`](crate::with_phases): its
+/// scopes draw scratch memory only from pools
+/// ([`StreamScope::alloc_in`](crate::StreamScope::alloc_in)).
+#[derive(Debug, Clone, Copy)]
+pub struct Preallocated;
+
+impl sealed::StreamKind for Dynamic {}
+impl StreamKind for Dynamic {}
+impl sealed::StreamKind for Preallocated {}
+impl StreamKind for Preallocated {}

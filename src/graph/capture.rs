@@ -1,0 +1,410 @@
+//! Capturing a graph: [`ContextGuard::capture`] and the work of a [`Capture`], with the
+//! memory it lends back between replays.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use cuda_driver_sys::{CUctx_st, CUstream_st};
+
+use crate::context::{self, Brand, ContextGuard};
+use crate::driver::{self, CUgraph};
+use crate::error::{Error, ErrorCode, Result};
+use crate::launch::{
+    self, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
+};
+use crate::memory::{
+    self, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap, overlap_error,
+};
+use crate::scope::sealed::IntoMut as _;
+use crate::scope::{DeviceMut, HostMut, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef};
+use crate::stream::{Stream, StreamFlags};
+
+#[cfg(doc)]
+use super::ExecGraph;
+use super::Graph;
+use super::{
+    CAPTURES, CaptureState, DeviceKey, GraphsStayOnTheirThread, Handle, HostKey, Lent, in_ctx, lock,
+};
+#[cfg(doc)]
+use crate::scope::StreamScope;
+
+/// The work of one capture, open for the length of a [`ContextGuard::capture`] closure:
+/// its operations are recorded into the graph instead of running. They have the names and
+/// arguments of a [`StreamScope`]'s, and borrow what they touch for `'g`, the graph's life
+/// (see the [module documentation](crate::graph)).
+///
+/// Not `Send` and not `Sync`: a capture stays on the thread that opened it.
+pub struct Capture<'c, 'g: 'c, 'ctx: 'g> {
+    stream: Handle<CUstream_st>,
+    ctx: Handle<CUctx_st>,
+    id: u64,
+    state: Mutex<CaptureState>,
+    _capture: PhantomData<&'c mut &'c ()>,
+    _graph: PhantomData<&'g mut &'g ()>,
+    _brand: Brand<'ctx>,
+    _thread: PhantomData<GraphsStayOnTheirThread>,
+}
+
+impl<'ctx> ContextGuard<'ctx> {
+    /// Captures the work `f` queues on its [`Capture`] into a graph of this context
+    /// (`cuStreamBeginCapture` on a private stream, `cuStreamEndCapture` after `f`), and
+    /// returns it with `f`'s value. Nothing runs: [`Graph::instantiate`] it, then launch it
+    /// in a scope ([`StreamScope::launch_graph`]). See the [`graph`](crate::graph) module for
+    /// the rules.
+    ///
+    /// If `f` returns an error or panics, or an operation of the capture failed (even if `f`
+    /// went on), the capture is ended, the partial graph destroyed, and the error returned
+    /// (the panic resumed).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let mut a = ctx.zeroed::<u32>(256)?;
+    ///     let (graph, ()) = ctx.capture(|g| {
+    ///         let a = g.bind_mut(&mut a);
+    ///         g.fill(a.slice(..128), 1)?;
+    ///         g.fill(a.slice(128..), 2)
+    ///     })?;
+    ///     assert_eq!(graph.node_count()?, 2);
+    ///     let exec = graph.instantiate()?;
+    ///     ctx.stream()?.scope(|s| s.launch_graph(&exec))?;
+    ///     drop(exec);
+    ///     assert_eq!(a.to_vec()?[200], 2);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn capture<'g, R, E, F>(self, f: F) -> Result<(Graph<'g, 'ctx>, R), E>
+    where
+        'ctx: 'g,
+        F: for<'c> FnOnce(&'c Capture<'c, 'g, 'ctx>) -> Result<R, E>,
+        E: From<Error>,
+    {
+        let stream = Stream::new(self, StreamFlags::NonBlocking)?;
+        let raw = stream.raw();
+        self.with_current(|| {
+            // SAFETY: a new stream of this context, not capturing.
+            unsafe { driver::stream_begin_capture(raw, driver::CAPTURE_MODE_RELAXED) }
+        })?;
+        let capture = Capture {
+            stream: Handle(driver::non_null("cuStreamCreateWithPriority", raw)?),
+            ctx: Handle(self.as_non_null()),
+            id: CAPTURES.fetch_add(1, Ordering::Relaxed),
+            state: Mutex::new(CaptureState::default()),
+            _capture: PhantomData,
+            _graph: PhantomData,
+            _brand: PhantomData,
+            _thread: PhantomData,
+        };
+        let outcome = context::run_then(|| f(&capture), || capture.end());
+        let CaptureState {
+            lent,
+            failed,
+            graph,
+        } = std::mem::take(&mut *lock(&capture.state));
+        // From here every path either hands the graph out or drops it (destroying it).
+        let graph = graph
+            .and_then(|g| NonNull::new(g as CUgraph))
+            .map(|raw| Graph {
+                raw: Handle(raw),
+                ctx: capture.ctx,
+                id: capture.id,
+                lent: lent.into_boxed_slice(),
+                _borrows: PhantomData,
+                _brand: PhantomData,
+                _thread: PhantomData,
+            });
+        let value = outcome?;
+        if let Some(failed) = failed {
+            drop(graph);
+            return Err(E::from(failed));
+        }
+        match graph {
+            Some(graph) => Ok((graph, value)),
+            None => Err(E::from(Error::with_detail(
+                "cuStreamEndCapture",
+                ErrorCode::StreamCaptureInvalidated,
+                "the capture was invalidated by an operation the driver does not allow while a \
+                 stream captures (a context-wide synchronization, for example), and no graph was \
+                 made",
+            ))),
+        }
+    }
+}
+
+impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
+    /// Ends the capture (the teardown of [`ContextGuard::capture`], on every path): the
+    /// graph is kept for the caller, or destroyed right away while a panic unwinds.
+    fn end(&self) -> Result<()> {
+        let stream = self.stream.get();
+        let ended = || {
+            // SAFETY: the capture's stream, alive (dropped after `self`) and capturing since
+            // `capture` began it; only this teardown ends it.
+            unsafe { driver::stream_end_capture(stream) }
+        };
+        let graph = in_ctx(self.ctx, ended)?;
+        if graph.is_null() {
+            return Ok(()); // invalidated: reported by `capture`
+        }
+        if std::thread::panicking() {
+            // SAFETY: the graph was just made and nothing else has it.
+            let _ = in_ctx(self.ctx, || unsafe { driver::graph_destroy(graph) });
+        } else {
+            lock(&self.state).graph = Some(graph as usize);
+        }
+        Ok(())
+    }
+
+    /// Runs one captured operation, remembering the first failure.
+    #[inline]
+    fn op(&self, op: impl FnOnce() -> Result<()>) -> Result<()> {
+        let done = op();
+        if let Err(e) = &done {
+            let mut state = lock(&self.state);
+            if state.failed.is_none() {
+                state.failed = Some(e.clone());
+            }
+        }
+        done
+    }
+
+    /// Records lent memory, returning its index.
+    fn lend(&self, ptr: u64, len: usize, host: bool) -> usize {
+        let mut state = lock(&self.state);
+        state.lent.push(Lent { ptr, len, host });
+        state.lent.len() - 1
+    }
+
+    /// Binds a buffer for writing by several operations of the capture: the returned view
+    /// is `Copy`; the buffer stays borrowed for the graph's life.
+    #[inline]
+    pub fn bind_mut<T: DeviceCopy>(
+        &'c self,
+        slice: &'g mut DeviceSlice<'ctx, T>,
+    ) -> DeviceMut<'c, 'ctx, T> {
+        let slice: &'c mut DeviceSlice<'ctx, T> = slice;
+        slice.into_mut()
+    }
+
+    /// As [`Capture::bind_mut`], and the graph lends the buffer back between replays: the
+    /// key opens it through [`ExecGraph::device_mut`] (or [`ExecGraph::device`]).
+    pub fn lend_mut<T: DeviceCopy>(
+        &'c self,
+        slice: &'g mut DeviceSlice<'ctx, T>,
+    ) -> (DeviceMut<'c, 'ctx, T>, DeviceKey<'ctx, T>) {
+        let index = self.lend(slice.device_ptr(), slice.len(), false);
+        let key = DeviceKey {
+            graph: self.id,
+            index,
+            _brand: PhantomData,
+            _elem: PhantomData,
+        };
+        (self.bind_mut(slice), key)
+    }
+
+    /// Binds a host slice (pinned memory, normally) that the captured copies read or write
+    /// at replay time; the graph holds it for its life and lends it back between replays:
+    /// the key opens it through [`ExecGraph::host_mut`] (or [`ExecGraph::host`]).
+    pub fn lend_host<T: DeviceCopy>(&'c self, host: &'g mut [T]) -> (HostMut<'c, T>, HostKey<T>) {
+        let index = self.lend(host.as_mut_ptr() as usize as u64, host.len(), true);
+        let key = HostKey {
+            graph: self.id,
+            index,
+            _elem: PhantomData,
+        };
+        (HostMut::new(host.as_mut_ptr(), host.len()), key)
+    }
+
+    /// Binds a [`KernelMut`] (a kernel that writes its module's globals) to the capture, for
+    /// any number of launches; the graph holds it exclusively for its life.
+    #[inline]
+    pub fn bind_kernel<P>(
+        &'c self,
+        kernel: &'g mut KernelMut<'_, 'ctx, P>,
+    ) -> ScopedKernel<'c, 'ctx, P> {
+        kernel.scoped()
+    }
+
+    /// Captures a copy of host memory into `dst` (a memcpy node). `src` is read at replay
+    /// time: a slice (`&v[..]`, borrowed for the graph's life) or a [`HostMut`] from
+    /// [`Capture::lend_host`].
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_from_host<T: DeviceCopy>(
+        &'c self,
+        dst: impl IntoDeviceMut<'c, 'ctx, T>,
+        src: impl IntoHostRef<'c, T>,
+    ) -> Result<()> {
+        let (dst, src) = (dst.into_mut(), src.into_host_ref());
+        check_lengths("copy_from_host", dst.len(), src.len());
+        let bytes = memory::byte_len::<T>(dst.len());
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.op(|| {
+            // SAFETY: same lengths; both ranges stay borrowed (the host range unmodified)
+            // for the graph's life, which ends after its last replay (scopes synchronize);
+            // the capture's stream is alive.
+            unsafe {
+                driver::memcpy_htod_async(
+                    dst.device_ptr(),
+                    src.as_ptr().cast(),
+                    bytes,
+                    self.stream.get(),
+                )
+            }
+        })
+    }
+
+    /// Captures a copy of `src` into host memory (a memcpy node), written at replay time: a
+    /// slice (`&mut v[..]`, borrowed for the graph's life) or a [`HostMut`] from
+    /// [`Capture::lend_host`].
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_to_host<T: DeviceCopy>(
+        &'c self,
+        dst: impl IntoHostMut<'c, T>,
+        src: impl IntoDeviceRef<'c, 'ctx, T>,
+    ) -> Result<()> {
+        let (dst, src) = (dst.into_host_mut(), src.into_ref());
+        check_lengths("copy_to_host", dst.len(), src.len());
+        let bytes = memory::byte_len::<T>(src.len());
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.op(|| {
+            // SAFETY: same lengths; `dst` is held exclusively by the graph for its life,
+            // and any bytes are a valid `T` (`DeviceCopy`).
+            unsafe {
+                driver::memcpy_dtoh_async(
+                    dst.as_mut_ptr().cast(),
+                    src.device_ptr(),
+                    bytes,
+                    self.stream.get(),
+                )
+            }
+        })
+    }
+
+    /// Captures a device-to-device copy. The two ranges must not overlap (an error before
+    /// any driver call).
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_from_device<T: DeviceCopy>(
+        &'c self,
+        dst: impl IntoDeviceMut<'c, 'ctx, T>,
+        src: impl IntoDeviceRef<'c, 'ctx, T>,
+    ) -> Result<()> {
+        let (dst, src) = (dst.into_mut(), src.into_ref());
+        check_lengths("copy_from_device", dst.len(), src.len());
+        let bytes = memory::byte_len::<T>(dst.len());
+        if bytes == 0 {
+            return Ok(());
+        }
+        let spans = [
+            Span {
+                start: dst.device_ptr(),
+                bytes: bytes as u64,
+                write: true,
+            },
+            Span {
+                start: src.device_ptr(),
+                bytes: bytes as u64,
+                write: false,
+            },
+        ];
+        if spans[0].overlaps(&spans[1]) {
+            return self.op(|| {
+                Err(overlap_error(
+                    "Capture::copy_from_device",
+                    ["the destination", "the source"],
+                    &spans[0],
+                    &spans[1],
+                ))
+            });
+        }
+        self.op(|| {
+            // SAFETY: same lengths, disjoint (checked), both held for the graph's life.
+            unsafe {
+                driver::memcpy_dtod_async(
+                    dst.device_ptr(),
+                    src.device_ptr(),
+                    bytes,
+                    self.stream.get(),
+                )
+            }
+        })
+    }
+
+    /// Captures setting every element of `dst` to `value` (a memset node).
+    pub fn fill<T: Memset>(&'c self, dst: impl IntoDeviceMut<'c, 'ctx, T>, value: T) -> Result<()> {
+        let dst = dst.into_mut();
+        if memory::byte_len::<T>(dst.len()) == 0 {
+            return Ok(());
+        }
+        self.op(|| {
+            // SAFETY: `len` elements of the pattern's width, held for the graph's life.
+            unsafe {
+                driver::memset_async(
+                    dst.device_ptr(),
+                    crate::memory::sealed::Sealed::pattern(value),
+                    dst.len(),
+                    self.stream.get(),
+                )
+            }
+        })
+    }
+
+    /// Captures a launch of `kernel` with `args` (a kernel node), checked as
+    /// [`StreamScope::launch`] checks a launch: the configuration against the kernel's
+    /// limits, and that no `Out` argument overlaps another slice argument, before the
+    /// driver sees it. The arguments' values are copied into the graph; the memory they
+    /// name is held for the graph's life.
+    pub fn launch<P: KernelParams>(
+        &'c self,
+        kernel: impl Launch<'c, 'ctx, P>,
+        config: LaunchConfig,
+        args: impl KernelArgs<'c, 'ctx, P>,
+    ) -> Result<()> {
+        let target = launch::sealed::Launch::target(&kernel);
+        self.op(|| launch::check_config(&config, &target))?;
+        launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
+            if let Some((i, j)) = first_overlap(spans) {
+                return self.op(|| Err(launch::launch_overlap(spans, i, j)));
+            }
+            self.op(|| {
+                // SAFETY: as in `StreamScope::launch`: `params` is laid out from the
+                // declared parameter list (the promise of `Module::kernel`), alive for the
+                // call (the driver copies the values into the node); the kernel, its module
+                // and every argument's memory are held for the graph's life; no `Out`
+                // overlaps another slice argument.
+                unsafe {
+                    driver::launch_kernel(
+                        target.function,
+                        config.grid,
+                        config.block,
+                        config.shared_mem_bytes,
+                        self.stream.get(),
+                        params,
+                    )
+                }
+            })
+        })
+    }
+}
+
+impl fmt::Debug for Capture<'_, '_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capture")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}

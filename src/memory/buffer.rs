@@ -1,0 +1,528 @@
+//! [`DeviceBuffer`], owned device memory: allocation (from the crate's pool, a program's
+//! pool or `cuMemAlloc`), freeing, and the guard's constructors for it.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+#[cfg(doc)]
+use super::PinnedBuffer;
+use super::span::{checked_byte_len, empty_address};
+use super::{DeviceCopy, DeviceSlice, MemoryPool, staging};
+use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
+use crate::driver::{self, CUdeviceptr, Pattern};
+use crate::error::Result;
+
+/// Frees memory that `cuMemAlloc` (or `cuMemAllocPitch`, `cuMemAllocManaged`) gave a
+/// buffer, from `drop` or `close`: with its context `ctx` current, whatever the calling
+/// thread has current. An error leaves the memory allocated, to be reclaimed with the
+/// context.
+///
+/// # Safety
+/// `ptr` is such an allocation of `ctx`, owned by the buffer being dropped or closed, and no
+/// queued work uses it (asynchronous work runs only in a scope that borrows the buffer
+/// until its streams are idle); `ctx` is alive (the buffer's brand).
+pub(crate) unsafe fn free_plain(
+    ctx: std::ptr::NonNull<cuda_driver_sys::CUctx_st>,
+    ptr: CUdeviceptr,
+) -> Result<()> {
+    let free = || {
+        // SAFETY: the caller gives up `ptr`.
+        unsafe { driver::mem_free(ptr) }
+    };
+    // SAFETY: the caller guarantees the context.
+    unsafe { context::in_context(ctx, free) }
+}
+
+/// Frees the memory of a device buffer made in `ctx`: `cuMemFree` for `plain` memory
+/// ([`free_plain`]), else `cuMemFreeAsync` on the legacy stream, with `ctx` current.
+///
+/// # Safety
+/// `ptr` is such an allocation of the live context `ctx`, given up by its owner, and no
+/// queued work uses it.
+unsafe fn free_buffer_memory(
+    ctx: NonNull<cuda_driver_sys::CUctx_st>,
+    ptr: CUdeviceptr,
+    plain: bool,
+) -> Result<()> {
+    if plain {
+        // SAFETY: the caller's promise, memory from `cuMemAlloc`.
+        return unsafe { free_plain(ctx, ptr) };
+    }
+    let free = || {
+        // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
+        unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
+    };
+    // SAFETY: the caller guarantees the context.
+    unsafe { context::in_context(ctx, free) }
+}
+
+/// Owned device memory of the context branded `'ctx`: the `Vec<T>` of [`DeviceSlice`].
+///
+/// It comes from a memory pool, stream-ordered (`cuMemAllocFromPoolAsync`, by default from
+/// the crate's pool of the device, see [`pool`](crate::memory::pool)), and goes back to it when
+/// dropped (`cuMemFreeAsync`): about a microsecond for both. On a device without memory
+/// pools it comes from `cuMemAlloc` and goes back with `cuMemFree`. Three words: the
+/// device pointer, the length, and the context it belongs to (pool memory is tied to no
+/// context, so the buffer remembers which one frees it; the brand itself adds nothing).
+///
+/// A buffer cannot outlive its context, cannot be used with another context's streams or
+/// buffers, and cannot be dropped while a stream scope still uses it: each is a compile
+/// error (see `ui-tests/fail/`).
+///
+/// Zero-length buffers allocate nothing.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let a = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?; // or ctx.from_slice(..)
+///     let mut b = DeviceBuffer::<u32>::zeroed(ctx, 3)?; // or ctx.zeroed(3)
+///     b.copy_from_device(&a)?;
+///     assert_eq!(b.to_vec()?, [1, 2, 3]);
+///     Ok(())
+/// })
+/// # }
+/// ```
+///
+/// # Bulk copies to and from pageable memory
+///
+/// The driver copies between the device and pageable host memory (a `Vec`, any slice it
+/// has not page-locked) itself, on one thread. Measured on an H100 (driver 580): 1.0–1.4
+/// GB/s into a new `Vec` (what a plain `to_vec` gets), 9–14 GB/s into a reused one, 6–8
+/// GB/s from a `Vec`, while the copy engine moves 55 GB/s from and into page-locked
+/// memory. So the crate stages large synchronous copies through page-locked memory it
+/// keeps per context:
+///
+/// * [`to_vec`](DeviceSlice::to_vec), [`copy_to_host`](DeviceSlice::copy_to_host),
+///   [`from_slice`](DeviceBuffer::from_slice),
+///   [`from_slice_in`](DeviceBuffer::from_slice_in) and
+///   [`copy_from_host`](DeviceSlice::copy_from_host), each from 16 MiB (below that,
+///   starting the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk
+///   copies");
+/// * the calling thread runs the DMA of one chunk (up to 2 MiB) after another between the
+///   device and a slot of the staging, while up to 8 threads (one fewer than the cores,
+///   spawned for the copy and joined before it returns) copy chunks between the slots and
+///   the host memory: the copy engine and the threads work at once, and the driver never
+///   handles the pageable memory;
+/// * a new `Vec` of 4 MiB or more is advised to the kernel as huge-page memory
+///   (`madvise(MADV_HUGEPAGE)`, on Linux), so that its first touch maps 2 MiB at a time.
+///
+/// Nothing else changes: the copies are synchronous, complete when they return, on the
+/// current context's legacy stream as before. Smaller copies, and host memory the driver
+/// already knows (a [`PinnedBuffer`]'s contents), go straight to the driver.
+///
+/// **What the crate keeps.** Per context, a staging of 20 MiB of host memory, page-locked
+/// for that context (`cuMemHostRegister`), made at the context's first staged copy; a
+/// second one only while two threads copy at once (so at most 40 MiB per context; a third
+/// copy waits for one to be free). No threads are kept. The stagings are unregistered and
+/// freed at the end of [`with_context`](crate::with_context) (before the context is
+/// destroyed) and at the end of every [`with_raw_context`](crate::with_raw_context); a
+/// primary context ([`with_primary_context`](crate::with_primary_context)) may be held
+/// by others, so it keeps them while it stays active and they are freed after the release
+/// that ends it. If memory cannot be page-locked, the copies take the driver's path.
+/// Measurements: `BENCHMARKS.md`, "Bulk copies".
+pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
+    ptr: CUdeviceptr,
+    len: usize,
+    owner: Owner,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<T>,
+}
+
+/// Who frees a buffer, and how: its context's address, with the low bit set for memory
+/// from `cuMemAlloc` (freed with `cuMemFree`) and clear for pool memory (freed with
+/// `cuMemFreeAsync` on the context's legacy stream), and the next bit set for a buffer of a
+/// setup phase, which its context's teardown frees (see [`crate::phase`]). Contexts are
+/// driver objects aligned to at least 8 bytes, so the two bits are free.
+#[derive(Clone, Copy)]
+struct Owner(usize);
+
+impl Owner {
+    const PLAIN: usize = 1;
+    const DEFERRED: usize = 2;
+
+    fn new(ctx: ContextGuard<'_>, plain: bool, deferred: bool) -> Self {
+        Owner(
+            ctx.as_non_null().as_ptr() as usize
+                | plain as usize
+                | if deferred { Self::DEFERRED } else { 0 },
+        )
+    }
+
+    fn is_deferred(self) -> bool {
+        self.0 & Self::DEFERRED != 0
+    }
+
+    fn context(self) -> std::ptr::NonNull<cuda_driver_sys::CUctx_st> {
+        let raw = (self.0 & !(Self::PLAIN | Self::DEFERRED)) as *mut cuda_driver_sys::CUctx_st;
+        // A guard's context is never null, so neither is this.
+        std::ptr::NonNull::new(raw).unwrap_or(std::ptr::NonNull::dangling())
+    }
+
+    fn is_plain(self) -> bool {
+        self.0 & Self::PLAIN != 0
+    }
+}
+
+// SAFETY: the buffer owns device memory, which any thread may access through the driver
+// (synchronous operations run in the memory's own context, or its device's, whatever is
+// current), its drop makes its own context current, and `T: DeviceCopy` owns nothing on
+// the host.
+unsafe impl<T: DeviceCopy> Send for DeviceBuffer<'_, T> {}
+// SAFETY: `&DeviceBuffer` only allows reading the device memory, which is safe from any
+// number of threads.
+unsafe impl<T: DeviceCopy> Sync for DeviceBuffer<'_, T> {}
+
+/// Allocates `bytes` in the context of `ctx` from `pool` (`None`: the crate's pool of the
+/// context's device, or `cuMemAlloc` where the device has no pools). Returns the pointer
+/// and whether it came from `cuMemAlloc`.
+fn allocate(
+    ctx: ContextGuard<'_>,
+    pool: Option<driver::CUmemoryPool>,
+    bytes: usize,
+) -> Result<(CUdeviceptr, bool)> {
+    ctx.with_current(|| {
+        let pool = match pool {
+            Some(pool) => Some(pool),
+            None => super::pool::crate_pool(driver::ctx_get_device()?)?,
+        };
+        match pool {
+            // SAFETY: a live pool of the context's device; the legacy stream of the current
+            // context (null) orders the allocation. No block of a pool the crate
+            // allocates from has work pending on it (see the `pool` module), so the memory
+            // is valid for every stream as soon as the call returns.
+            Some(pool) => Ok((
+                unsafe { driver::mem_alloc_from_pool_async(bytes, pool, std::ptr::null_mut()) }?,
+                false,
+            )),
+            None => Ok((driver::mem_alloc(bytes)?, true)),
+        }
+    })
+}
+
+impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
+    /// Allocates `len` elements without initialising them, from the crate's pool of the
+    /// device (see [`pool`](crate::memory::pool)).
+    ///
+    /// # Safety
+    /// The contents are whatever the memory held. Reading them before writing is not
+    /// undefined behaviour for `DeviceCopy` types (every bit pattern is valid), but it is
+    /// a read of stale data, possibly another allocation's: hence `unsafe`.
+    pub unsafe fn uninitialized<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        len: usize,
+    ) -> Result<Self> {
+        Self::allocate_in_phase(ctx, None, len)
+    }
+
+    /// As [`DeviceBuffer::uninitialized`], from `pool` (a pool of this context: the brand
+    /// says so). The guard is the phase's: in the setup phase of
+    /// [`with_phases`](crate::with_phases) the buffer is freed only by the teardown, like
+    /// every setup buffer, and a run-phase guard does not compile here.
+    ///
+    /// # Safety
+    /// As for [`DeviceBuffer::uninitialized`].
+    pub unsafe fn uninitialized_in<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: &MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<Self> {
+        Self::allocate_in_phase(ctx, Some(pool.raw()), len)
+    }
+
+    /// Allocates `len` elements from `pool` (`None`: the crate's pool) with a guard of
+    /// phase `P`; memory of a setup phase goes on its teardown's list.
+    fn allocate_in_phase<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: Option<driver::CUmemoryPool>,
+        len: usize,
+    ) -> Result<Self> {
+        let buf = Self::allocate(ctx.unphased(), pool, len, P::DEFERS_FREES)?;
+        if P::DEFERS_FREES && buf.size_in_bytes() != 0 {
+            // on failure the memory is freed there and `buf` (marked deferred) frees nothing
+            let kind = match buf.owner.is_plain() {
+                true => crate::context::deferred::Kind::Plain,
+                false => crate::context::deferred::Kind::Pool,
+            };
+            crate::context::deferred::defer_free(
+                buf.owner.context().as_ptr(),
+                buf.ptr as usize,
+                kind,
+            )?;
+        }
+        Ok(buf)
+    }
+
+    fn allocate(
+        ctx: ContextGuard<'ctx>,
+        pool: Option<driver::CUmemoryPool>,
+        len: usize,
+        deferred: bool,
+    ) -> Result<Self> {
+        let bytes = checked_byte_len::<T>("DeviceBuffer::uninitialized", len)?;
+        let (ptr, plain) = if bytes == 0 {
+            (empty_address::<T>(), false)
+        } else {
+            allocate(ctx, pool, bytes)?
+        };
+        Ok(DeviceBuffer {
+            ptr,
+            len,
+            owner: Owner::new(ctx, plain, deferred),
+            _brand: PhantomData,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Allocates `len` elements set to zero bytes; complete when it returns.
+    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
+        // SAFETY: every byte is written below before anyone can read it.
+        let buf = unsafe { Self::uninitialized(ctx, len) }?;
+        buf.zero()?;
+        Ok(buf)
+    }
+
+    /// As [`DeviceBuffer::zeroed`], from `pool` (see [`DeviceBuffer::uninitialized_in`]).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::MemoryPool;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let pool = MemoryPool::with_max_size(ctx, 64 << 20)?;
+    ///     let buf = DeviceBuffer::<f32>::zeroed_in(ctx, &pool, 1 << 20)?; // or ctx.zeroed_in(..)
+    ///     assert!(pool.used_bytes()? >= 4 << 20);
+    ///     drop(buf);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn zeroed_in<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: &MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<Self> {
+        // SAFETY: every byte is written below before anyone can read it.
+        let buf = unsafe { Self::uninitialized_in(ctx, pool, len) }?;
+        buf.zero()?;
+        Ok(buf)
+    }
+
+    fn zero(&self) -> Result<()> {
+        if self.size_in_bytes() == 0 {
+            return Ok(());
+        }
+        let zero = || {
+            // SAFETY: the buffer's own bytes, just allocated.
+            unsafe { driver::memset(self.ptr, Pattern::D8(0), self.size_in_bytes()) }
+        };
+        // SAFETY: the brand keeps the buffer's context alive.
+        unsafe { context::in_context(self.owner.context(), zero) }
+    }
+
+    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 16 MiB,
+    /// pageable memory is staged: see
+    /// [the type's documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
+    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
+        // SAFETY: every element is written by the copy below before anyone can read it.
+        let buf = unsafe { Self::uninitialized(ctx, src.len()) }?;
+        buf.fill_from(src)?;
+        Ok(buf)
+    }
+
+    /// As [`DeviceBuffer::from_slice`], from `pool` (see
+    /// [`DeviceBuffer::uninitialized_in`]).
+    pub fn from_slice_in<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        pool: &MemoryPool<'ctx>,
+        src: &[T],
+    ) -> Result<Self> {
+        // SAFETY: every element is written by the copy below before anyone can read it.
+        let buf = unsafe { Self::uninitialized_in(ctx, pool, src.len()) }?;
+        buf.fill_from(src)?;
+        Ok(buf)
+    }
+
+    fn fill_from(&self, src: &[T]) -> Result<()> {
+        let bytes = self.size_in_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let ctx = self.owner.context();
+        let staged = staging::wanted(staging::Kind::FromHost, bytes);
+        let copy = || {
+            if staged {
+                // SAFETY: `ctx` is current (`in_context`) and alive (the brand); same
+                // length; the buffer was just allocated; `src` is a shared borrow.
+                if unsafe { staging::host_to_device(ctx, self.ptr, src.as_ptr().cast(), bytes) }? {
+                    return Ok(());
+                }
+            }
+            // SAFETY: same length; the buffer was just allocated.
+            unsafe { driver::memcpy_htod(self.ptr, src.as_ptr().cast(), bytes) }
+        };
+        // SAFETY: the brand keeps the buffer's context alive.
+        unsafe { context::in_context(ctx, copy) }
+    }
+
+    /// The raw device pointer and length, without freeing. Free it with `cuMemFreeAsync`
+    /// (or `cuMemFree`) in the buffer's context; memory of a pool is not reclaimed when the
+    /// context is destroyed (the pool is the device's), it stays allocated until the process
+    /// ends. (A buffer of a setup phase is taken off its teardown's list.)
+    ///
+    /// # Safety
+    ///
+    /// Leaking the memory is safe ([`mem::forget`] does it too); `unsafe` marks what the
+    /// address allows behind the borrow checker's back. The caller takes the memory over
+    /// and promises: it is freed at most once, after the last work using it has finished;
+    /// and the address is used as [`DeviceSlice::as_device_ptr`] requires (not after the
+    /// free; read while nothing writes it, written while nothing else uses it).
+    pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+        if self.owner.is_deferred() {
+            crate::context::deferred::undefer(self.ptr as usize);
+        }
+        let parts = (self.ptr, self.len);
+        mem::forget(self);
+        parts
+    }
+}
+
+impl<'ctx, T: DeviceCopy> Deref for DeviceBuffer<'ctx, T> {
+    type Target = DeviceSlice<'ctx, T>;
+
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: the buffer owns `len` elements at `ptr` for as long as it is borrowed.
+        unsafe { DeviceSlice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for DeviceBuffer<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        // SAFETY: as above, and the borrow is exclusive.
+        unsafe { DeviceSlice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<'_, T> {
+    /// Frees the buffer and returns the driver's error, where dropping it would only record
+    /// the error for the teardown of its context to report (see
+    /// [`with_context`](crate::with_context)). After an error the memory stays allocated
+    /// until the driver reclaims it (with the context, or for pool memory with the process).
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = ctx.zeroed::<f32>(1024)?;
+    ///     buf.close() // the free's error, here and now
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
+        if self.len == 0 || self.size_in_bytes() == 0 {
+            return Ok(());
+        }
+        let ptr = self.ptr;
+        if self.owner.is_deferred() {
+            // memory of a setup phase: its context's teardown frees it
+            return Ok(());
+        }
+        // SAFETY: the buffer owns `ptr` (from `cuMemAlloc` in its own context where it is
+        // plain, else from a pool), and no queued work can still use it: asynchronous work
+        // only runs inside a stream scope, which borrows the buffer until its stream has
+        // finished, so a pool gets back a block with nothing pending on it. The brand keeps
+        // the context alive; the buffer is not used again (dropped, or forgotten by
+        // `close`).
+        unsafe { free_buffer_memory(self.owner.context(), ptr, self.owner.is_plain()) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::context::teardown::record_failed_release(
+                Some(self.owner.context()),
+                "DeviceBuffer",
+                e,
+            );
+        }
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer<{}>({:#x}, len {})",
+            std::any::type_name::<T>(),
+            self.ptr,
+            self.len
+        )
+    }
+}
+
+// The bounds are on the methods, not on the impl: a run-phase guard then finds the method
+// and fails the bound with `Allocating`'s own message (a bound on the impl would hide the
+// method, and rustc would only say that the method's trait bounds were not satisfied).
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+    /// `len` elements of device memory set to zero bytes:
+    /// [`DeviceBuffer::zeroed`].
+    pub fn zeroed<T: DeviceCopy>(self, len: usize) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        DeviceBuffer::zeroed(self, len)
+    }
+
+    /// Device memory holding a copy of `src`:
+    /// [`DeviceBuffer::from_slice`].
+    pub fn from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        DeviceBuffer::from_slice(self, src)
+    }
+
+    /// `len` elements of device memory from `pool`, set to zero bytes:
+    /// [`DeviceBuffer::zeroed_in`].
+    pub fn zeroed_in<T: DeviceCopy>(
+        self,
+        pool: &MemoryPool<'ctx>,
+        len: usize,
+    ) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        DeviceBuffer::zeroed_in(self, pool, len)
+    }
+
+    /// Device memory from `pool` holding a copy of `src`:
+    /// [`DeviceBuffer::from_slice_in`].
+    pub fn from_slice_in<T: DeviceCopy>(
+        self,
+        pool: &MemoryPool<'ctx>,
+        src: &[T],
+    ) -> Result<DeviceBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        DeviceBuffer::from_slice_in(self, pool, src)
+    }
+}

@@ -1,0 +1,271 @@
+//! Managed (unified) memory ([`ManagedBuffer`]): one allocation that the host and the GPU
+//! both address, migrated by the driver on demand.
+//!
+//! The host reads and writes it through `Deref` to `[T]`; GPU work reaches it through
+//! [`ManagedBuffer::as_device`] / [`as_device_mut`](ManagedBuffer::as_device_mut), views
+//! that a stream scope borrows until its stream has finished. So the borrow checker keeps
+//! the host off the memory while queued work uses it, exactly as for a
+//! [`PinnedBuffer`](crate::PinnedBuffer): no host access can race a kernel.
+//!
+//! Devices without *concurrent managed access* (`CONCURRENT_MANAGED_ACCESS` = 0: GPUs
+//! before Pascal, Windows, some virtualised GPUs) forbid host access to managed memory
+//! while **any** work runs on the device, even work that never touches it; the crate cannot
+//! see all work of a device, so it refuses to create a `ManagedBuffer` there (an error with
+//! `CUDA_ERROR_NOT_SUPPORTED` saying so).
+//!
+//! ```no_run
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::{ManagedBuffer, MemoryLocation};
+//! # fn main() -> cuda_brand::Result<()> {
+//! let device = Device::get(0)?;
+//! with_context(&device, ContextFlags::default(), |ctx| {
+//!     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+//!     // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+//!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+//!     let mut data = ManagedBuffer::from_slice(ctx, &[1.0f32, 2.0, 3.0])?;
+//!     data[0] = 10.0; // the host writes it directly
+//!     ctx.stream()?.scope(|s| {
+//!         let d = s.bind_mut(data.as_device_mut());
+//!         s.prefetch(d, MemoryLocation::Device(ctx.device()?))?;
+//!         s.launch(&scale, LaunchConfig::linear(1, 32), (d, 2.0f32))?;
+//!         s.prefetch(d, MemoryLocation::Host)
+//!     })?; // the scope is over: the host may touch it again
+//!     assert_eq!(&data[..], [20.0, 4.0, 6.0]);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUctx_st;
+
+use super::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
+use crate::context::{Allocating, Brand, ContextGuard, Device};
+use crate::driver::{self, CUdeviceptr};
+use crate::error::{Error, ErrorCode, Result};
+
+/// Managed memory of the context branded `'ctx` (`cuMemAllocManaged`): a `[T]` on the host,
+/// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::memory::managed).
+pub struct ManagedBuffer<'ctx, T: DeviceCopy> {
+    ptr: CUdeviceptr,
+    len: usize,
+    ctx: NonNull<CUctx_st>,
+    /// Memory of a setup phase: its context's teardown frees it (see [`crate::phase`]).
+    deferred: bool,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<T>,
+}
+
+// SAFETY: managed memory is ordinary memory to every host thread; freeing it makes its own
+// context current.
+unsafe impl<T: DeviceCopy + Send> Send for ManagedBuffer<'_, T> {}
+// SAFETY: `&ManagedBuffer` only gives `&[T]` and a shared device view.
+unsafe impl<T: DeviceCopy + Sync> Sync for ManagedBuffer<'_, T> {}
+
+/// Where managed memory should live: the host, or a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryLocation {
+    /// Host memory (`CU_DEVICE_CPU`).
+    Host,
+    /// The memory of this device.
+    Device(Device),
+}
+
+impl MemoryLocation {
+    pub(crate) fn raw(self) -> i32 {
+        match self {
+            MemoryLocation::Host => -1,
+            MemoryLocation::Device(d) => d.as_raw(),
+        }
+    }
+}
+
+/// Advice about how managed memory will be used (`CUmem_advise`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Advice {
+    /// Mostly read: the driver may keep read-only copies where it is read.
+    ReadMostly,
+    /// Undo [`Advice::ReadMostly`].
+    NotReadMostly,
+    /// Prefer to keep it at this location.
+    PreferredLocation(MemoryLocation),
+    /// Undo [`Advice::PreferredLocation`].
+    NoPreferredLocation,
+    /// This location will access it: keep a mapping there.
+    AccessedBy(MemoryLocation),
+    /// Undo [`Advice::AccessedBy`].
+    NotAccessedBy(MemoryLocation),
+}
+
+impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
+    /// Allocates `len` elements of managed memory set to zero bytes (written by the host,
+    /// so the pages start on the host). Made with the setup guard of
+    /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
+    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
+        let bytes = checked_byte_len::<T>("ManagedBuffer::zeroed", len)?;
+        let device = ctx.device()?;
+        const CONCURRENT_MANAGED_ACCESS: i32 = 89;
+        if driver::device_attribute(device.as_raw(), CONCURRENT_MANAGED_ACCESS)? == 0 {
+            return Err(Error::with_detail(
+                "ManagedBuffer::zeroed",
+                ErrorCode::NotSupported,
+                "this device has no concurrent managed access (CONCURRENT_MANAGED_ACCESS is 0): the host may not touch managed memory while any work runs on the device, which the crate cannot see; use DeviceBuffer and PinnedBuffer",
+            ));
+        }
+        let ptr = if bytes == 0 {
+            empty_address::<T>()
+        } else {
+            ctx.with_current(|| driver::mem_alloc_managed(bytes))?
+        };
+        let deferred = P::DEFERS_FREES && bytes != 0;
+        let buf = ManagedBuffer {
+            ptr,
+            len,
+            ctx: ctx.as_non_null(),
+            deferred,
+            _brand: PhantomData,
+            _elem: PhantomData,
+        };
+        if deferred {
+            // on failure the memory is freed there and `buf` (marked deferred) frees nothing
+            crate::context::deferred::defer_free(
+                ctx.as_non_null().as_ptr(),
+                ptr as usize,
+                crate::context::deferred::Kind::Plain,
+            )?;
+        }
+        // (dropped on refusal, `buf` gives the memory back, or leaves it to the teardown)
+        if ptr as usize % std::mem::align_of::<T>() != 0 {
+            return Err(Error::with_detail(
+                "ManagedBuffer::zeroed",
+                ErrorCode::InvalidValue,
+                format!(
+                    "managed memory at {ptr:#x} is not aligned for `{}`",
+                    std::any::type_name::<T>()
+                ),
+            ));
+        }
+        if bytes != 0 {
+            // SAFETY: `bytes` bytes of managed memory at `ptr`, host-accessible (concurrent
+            // managed access, checked above), used by nothing else yet.
+            unsafe { std::ptr::write_bytes(ptr as usize as *mut u8, 0, bytes) };
+        }
+        Ok(buf)
+    }
+
+    /// Allocates managed memory holding a copy of `src`.
+    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
+        let mut buf = Self::zeroed(ctx, src.len())?;
+        buf.copy_from_slice(src);
+        Ok(buf)
+    }
+
+    /// The memory as a device view, for reading GPU work (`&data` style arguments).
+    pub fn as_device(&self) -> &DeviceSlice<'ctx, T> {
+        // SAFETY: managed memory of this context, owned by `self` and borrowed from it; the
+        // host cannot write it while the view lives (`&self`).
+        unsafe { DeviceSlice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The memory as a device view for writing GPU work; the host cannot touch the buffer
+    /// while the view (and so any scope holding it) lives.
+    pub fn as_device_mut(&mut self) -> &mut DeviceSlice<'ctx, T> {
+        // SAFETY: as above, borrowed exclusively.
+        unsafe { DeviceSlice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// Gives the driver advice about how the memory will be used (`cuMemAdvise`).
+    pub fn advise(&self, advice: Advice) -> Result<()> {
+        let bytes = self.len * size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (code, location) = match advice {
+            Advice::ReadMostly => (1, MemoryLocation::Host),
+            Advice::NotReadMostly => (2, MemoryLocation::Host),
+            Advice::PreferredLocation(l) => (3, l),
+            Advice::NoPreferredLocation => (4, MemoryLocation::Host),
+            Advice::AccessedBy(l) => (5, l),
+            Advice::NotAccessedBy(l) => (6, l),
+        };
+        // SAFETY: the buffer's managed memory.
+        unsafe { driver::mem_advise(self.ptr, bytes, code, location.raw()) }
+    }
+}
+
+impl<T: DeviceCopy> Deref for ManagedBuffer<'_, T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` initialised elements at `ptr`, host-accessible (concurrent managed
+        // access), and no GPU work writes them while `self` is borrowed shared (GPU work
+        // reaches the memory only through views borrowed from `self`).
+        unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for ManagedBuffer<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, borrowed exclusively: no queued work uses the memory.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as usize as *mut T, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> ManagedBuffer<'_, T> {
+    /// Frees the memory and returns the driver's error, where dropping it would only record
+    /// the error for the teardown of its context to report. After an error the memory stays
+    /// allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::ManagedBuffer;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = ManagedBuffer::from_slice(ctx, &[1.0f32, 2.0])?;
+    ///     buf.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
+        if self.len == 0 || size_of::<T>() == 0 {
+            return Ok(());
+        }
+        if self.deferred {
+            // memory of a setup phase: its context's teardown frees it
+            return Ok(());
+        }
+        // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged) in its context, which the brand
+        // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
+        // are idle); the buffer is not used again (dropped, or forgotten by `close`).
+        unsafe { super::free_plain(self.ctx, self.ptr) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for ManagedBuffer<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::context::teardown::record_failed_release(Some(self.ctx), "ManagedBuffer", e);
+        }
+    }
+}
+
+impl<T: DeviceCopy + fmt::Debug> fmt::Debug for ManagedBuffer<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ManagedBuffer").field(&&**self).finish()
+    }
+}

@@ -1,0 +1,213 @@
+//! [`PinnedBuffer`], page-locked host memory allocated by a context, and the guard's
+//! constructors for it.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use super::DeviceCopy;
+use super::span::checked_byte_len;
+use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
+use crate::driver;
+use crate::error::{Error, ErrorCode, Result};
+
+/// Page-locked ("pinned") host memory allocated by the context branded `'ctx`
+/// (`cuMemHostAlloc`), the source and destination of truly asynchronous copies.
+///
+/// It dereferences to `[T]`, so the host reads and writes it like any slice. Asynchronous
+/// copies from or to it only exist inside [`Stream::scope`](crate::Stream::scope), which
+/// borrows the slice until the stream has finished the copy: the host can neither free nor
+/// touch the memory while the GPU's copy engine is reading or writing it. (A pinned copy
+/// returns in microseconds, long before the data has moved: `docs/c/async_host_memory.out`.)
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let mut host = ctx.pinned_zeroed::<u32>(1 << 20)?; // or PinnedBuffer::zeroed
+///     host.fill(3); // a plain &mut [u32] on the host
+///     let mut dev = ctx.zeroed::<u32>(1 << 20)?;
+///     ctx.stream()?.scope(|s| s.copy_from_host(&mut dev, &host))?; // truly asynchronous
+///     assert_eq!(dev.to_vec()?[17], 3);
+///     Ok(())
+/// })
+/// # }
+/// ```
+pub struct PinnedBuffer<'ctx, T: DeviceCopy> {
+    ptr: NonNull<T>,
+    len: usize,
+    ctx: NonNull<cuda_driver_sys::CUctx_st>,
+    _brand: Brand<'ctx>,
+}
+
+// SAFETY: page-locked memory is ordinary host memory to every thread; freeing it pushes
+// the owning context explicitly, so the dropping thread needs no current context.
+unsafe impl<T: DeviceCopy + Send> Send for PinnedBuffer<'_, T> {}
+// SAFETY: `&PinnedBuffer` only gives `&[T]`.
+unsafe impl<T: DeviceCopy + Sync> Sync for PinnedBuffer<'_, T> {}
+
+impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
+    /// Allocates `len` elements of page-locked host memory set to zero bytes.
+    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
+        let bytes = checked_byte_len::<T>("PinnedBuffer::zeroed", len)?;
+        let ptr = if bytes == 0 {
+            NonNull::dangling()
+        } else {
+            let p = ctx.with_current(|| driver::mem_host_alloc(bytes, 0))?;
+            let p = driver::non_null("cuMemHostAlloc", p.cast::<T>())?;
+            if p.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
+                // SAFETY: just allocated by cuMemHostAlloc in `ctx`, not used.
+                let freed =
+                    ctx.with_current(|| unsafe { driver::mem_free_host(p.as_ptr().cast()) });
+                let refused = Error::with_detail(
+                    "PinnedBuffer::zeroed",
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "the driver's page-locked memory at {:p} is not aligned for `{}` (alignment {})",
+                        p.as_ptr(),
+                        std::any::type_name::<T>(),
+                        std::mem::align_of::<T>()
+                    ),
+                );
+                // the free's error, if any, comes along
+                return Err(match freed {
+                    Ok(()) => refused,
+                    Err(e) => refused.with_teardown_error(e),
+                });
+            }
+            // SAFETY: the driver allocated `bytes` bytes at `p`, aligned for `T` (checked).
+            unsafe { std::ptr::write_bytes(p.as_ptr().cast::<u8>(), 0, bytes) };
+            p
+        };
+        let deferred = P::DEFERS_FREES && bytes != 0;
+        if deferred {
+            // on failure the memory is freed there
+            crate::context::deferred::defer_free(
+                ctx.as_non_null().as_ptr(),
+                ptr.as_ptr() as usize,
+                crate::context::deferred::Kind::Pinned,
+            )?;
+        }
+        // a context is aligned to at least 8 bytes: the low bit marks memory of a setup phase
+        let tagged = ctx
+            .as_non_null()
+            .as_ptr()
+            .wrapping_byte_add(deferred as usize);
+        Ok(PinnedBuffer {
+            ptr,
+            len,
+            ctx: NonNull::new(tagged).unwrap_or(ctx.as_non_null()),
+            _brand: PhantomData,
+        })
+    }
+
+    /// Allocates page-locked memory holding a copy of `src`.
+    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
+        let mut buf = Self::zeroed(ctx, src.len())?;
+        buf.copy_from_slice(src);
+        Ok(buf)
+    }
+}
+
+// The bounds are on the methods, not on the impl: a run-phase guard then finds the method
+// and fails the bound with `Allocating`'s own message (a bound on the impl would hide the
+// method, and rustc would only say that the method's trait bounds were not satisfied).
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+    /// `len` elements of page-locked host memory set to zero bytes:
+    /// [`PinnedBuffer::zeroed`].
+    pub fn pinned_zeroed<T: DeviceCopy>(self, len: usize) -> Result<PinnedBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        PinnedBuffer::zeroed(self, len)
+    }
+
+    /// Page-locked host memory holding a copy of `src`:
+    /// [`PinnedBuffer::from_slice`].
+    pub fn pinned_from_slice<T: DeviceCopy>(self, src: &[T]) -> Result<PinnedBuffer<'ctx, T>>
+    where
+        P: Allocating,
+    {
+        PinnedBuffer::from_slice(self, src)
+    }
+}
+
+impl<T: DeviceCopy> Deref for PinnedBuffer<'_, T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` initialised elements at `ptr`, owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for PinnedBuffer<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, borrowed exclusively.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: DeviceCopy> PinnedBuffer<'_, T> {
+    /// Frees the page-locked memory and returns the driver's error, where dropping it would
+    /// only record the error for the teardown of its context to report. After an error the
+    /// memory stays allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let host = ctx.pinned_zeroed::<u8>(1 << 20)?;
+    ///     host.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
+        if self.len == 0 || size_of::<T>() == 0 {
+            return Ok(());
+        }
+        if self.ctx.as_ptr() as usize & 1 != 0 {
+            // memory of a setup phase: its context's teardown frees it
+            return Ok(());
+        }
+        let p = self.ptr.as_ptr().cast::<c_void>();
+        let free = || {
+            // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
+            // copy can still use it (they only run inside a scope that borrows the buffer),
+            // and the buffer is not used again (dropped, or forgotten by `close`).
+            unsafe { driver::mem_free_host(p) }
+        };
+        // SAFETY: the brand keeps the context alive.
+        unsafe { context::in_context(self.ctx, free) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for PinnedBuffer<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::context::teardown::record_failed_release(Some(self.ctx), "PinnedBuffer", e);
+        }
+    }
+}
+
+impl<T: DeviceCopy + fmt::Debug> fmt::Debug for PinnedBuffer<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PinnedBuffer").field(&&**self).finish()
+    }
+}

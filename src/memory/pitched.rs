@@ -1,0 +1,522 @@
+//! Pitched two-dimensional device memory ([`DeviceBuffer2D`]): rows padded to the device's
+//! preferred pitch (`cuMemAllocPitch`), and 2D copies between it and host memory or
+//! another 2D buffer (`cuMemcpy2D`), every extent checked against both sides before the
+//! driver call.
+//!
+//! A host image is a slice of `rows * row_len` elements (or more) read `width` elements per
+//! row, `row_len` apart: a copy checks `row_len >= width` and that the last row ends inside
+//! the slice, and panics with both numbers otherwise (like a length mismatch of the 1D
+//! copies), before anything reaches the driver; the `try_` forms of the copies return that
+//! error instead.
+//!
+//! ```no_run
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::DeviceBuffer2D;
+//! # fn main() -> cuda_brand::Result<()> {
+//! let device = Device::get(0)?;
+//! with_context(&device, ContextFlags::default(), |ctx| {
+//!     // a 3 x 2 window of a 5-wide host image
+//!     let image: Vec<u16> = (0..10).collect();
+//!     let mut tile = DeviceBuffer2D::<u16>::zeroed(ctx, 3, 2)?;
+//!     tile.copy_from_host(&image, 5)?;
+//!     assert!(tile.pitch_bytes() >= 3 * 2);
+//!     assert_eq!(tile.to_vec()?, [0, 1, 2, 5, 6, 7]);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! Three-dimensional pitched memory, with copies of whole volumes and of boxes inside them,
+//! is [`DeviceBuffer3D`](crate::DeviceBuffer3D) (module [`pitched3d`](crate::memory::pitched3d)).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUctx_st;
+
+use super::{DeviceCopy, Span, checked_byte_len, empty_address};
+use crate::context::{self, Allocating, Brand, ContextGuard};
+use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
+use crate::error::{Error, ErrorCode, Result};
+
+/// `height` rows of `width` elements of `T` in device memory of the context branded
+/// `'ctx`, each row `pitch_bytes()` apart (`cuMemAllocPitch`). Freed when dropped.
+pub struct DeviceBuffer2D<'ctx, T: DeviceCopy> {
+    ptr: CUdeviceptr,
+    pitch: usize,
+    width: usize,
+    height: usize,
+    ctx: NonNull<CUctx_st>,
+    /// Memory of a setup phase: its context's teardown frees it (see [`crate::phase`]).
+    deferred: bool,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<T>,
+}
+
+// SAFETY: owned device memory, used from any thread through the driver in its own context
+// (pushed explicitly), and `T: DeviceCopy` owns nothing on the host.
+unsafe impl<T: DeviceCopy> Send for DeviceBuffer2D<'_, T> {}
+// SAFETY: `&DeviceBuffer2D` only reads the device memory.
+unsafe impl<T: DeviceCopy> Sync for DeviceBuffer2D<'_, T> {}
+
+/// Checks that a host slice of `len` elements holds `height` rows of `width` elements,
+/// `row_len` apart; an error naming the numbers otherwise.
+pub(crate) fn host_rows(
+    what: &'static str,
+    len: usize,
+    width: usize,
+    row_len: usize,
+    height: usize,
+) -> Result<()> {
+    let bad = |detail: String| Err(Error::with_detail(what, ErrorCode::InvalidValue, detail));
+    if row_len < width {
+        return bad(format!(
+            "a host row of {row_len} elements is shorter than the buffer's width {width}"
+        ));
+    }
+    let needed = host_elements([width, height, 1], row_len, height).unwrap_or(usize::MAX);
+    if len < needed {
+        return bad(format!(
+            "{height} rows of {width} elements, {row_len} apart, need {needed} host elements but the slice has {len}"
+        ));
+    }
+    Ok(())
+}
+
+/// [`host_rows`], panicking (the copies that document `# Panics`).
+#[track_caller]
+pub(crate) fn check_host_rows(
+    what: &'static str,
+    len: usize,
+    width: usize,
+    row_len: usize,
+    height: usize,
+) {
+    if let Err(e) = host_rows(what, len, width, row_len, height) {
+        super::fail(e)
+    }
+}
+
+/// The check of a 2D device copy: both buffers have the same shape.
+fn same_shape(dst: (usize, usize), src: (usize, usize)) -> Result<()> {
+    if dst == src {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        "DeviceBuffer2D::copy_from_device",
+        ErrorCode::InvalidValue,
+        format!(
+            "destination is {} x {}, source {} x {}",
+            dst.0, dst.1, src.0, src.1
+        ),
+    ))
+}
+
+/// How many elements of a host slice a copy reaches, from the first: `depth` slices,
+/// `slice_rows` rows apart, of `height` rows of `width` elements, `row_len` apart (a 2D
+/// image is one slice). `None` if that overflows `usize`.
+pub(crate) fn host_elements(
+    [width, height, depth]: [usize; 3],
+    row_len: usize,
+    slice_rows: usize,
+) -> Option<usize> {
+    if height == 0 || depth == 0 {
+        return Some(0);
+    }
+    (depth - 1)
+        .checked_mul(slice_rows)?
+        .checked_add(height - 1)?
+        .checked_mul(row_len)?
+        .checked_add(width)
+}
+
+/// The pitch in bytes of host rows `row_len` elements of `T` apart; panics if it overflows
+/// `usize` (possible only for a copy of one row, whose pitch the driver still reads).
+#[track_caller]
+pub(crate) fn host_pitch<T>(what: &str, row_len: usize) -> usize {
+    match row_len.checked_mul(size_of::<T>()) {
+        Some(pitch) => pitch,
+        None => panic!(
+            "{what}: host rows {row_len} elements of {} bytes apart overflow usize",
+            size_of::<T>()
+        ),
+    }
+}
+
+impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
+    /// Allocates `height` rows of `width` elements, every byte (padding included) zero;
+    /// complete when it returns. Made with the setup guard of
+    /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
+    pub fn zeroed<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        width: usize,
+        height: usize,
+    ) -> Result<Self> {
+        Self::zeroed_for("DeviceBuffer2D::zeroed", ctx, width, height)
+    }
+
+    /// [`DeviceBuffer2D::zeroed`], its errors naming `call`.
+    pub(crate) fn zeroed_for<P: Allocating>(
+        call: &'static str,
+        ctx: ContextGuard<'ctx, P>,
+        width: usize,
+        height: usize,
+    ) -> Result<Self> {
+        let row_bytes = checked_byte_len::<T>(call, width)?;
+        checked_byte_len::<T>(call, width.saturating_mul(height))?;
+        let element = match size_of::<T>() {
+            16.. => 16,
+            8..=15 => 8,
+            _ => 4,
+        };
+        let (ptr, pitch) = if row_bytes == 0 || height == 0 {
+            (empty_address::<T>(), row_bytes)
+        } else {
+            ctx.with_current(|| driver::mem_alloc_pitch(row_bytes, height, element))?
+        };
+        let deferred = P::DEFERS_FREES && pitch != 0 && height != 0;
+        let buf = DeviceBuffer2D {
+            ptr,
+            pitch,
+            width,
+            height,
+            ctx: ctx.as_non_null(),
+            deferred,
+            _brand: PhantomData,
+            _elem: PhantomData,
+        };
+        if deferred {
+            // on failure the memory is freed there and `buf` (marked deferred) frees nothing
+            crate::context::deferred::defer_free(
+                ctx.as_non_null().as_ptr(),
+                ptr as usize,
+                crate::context::deferred::Kind::Plain,
+            )?;
+        }
+        if buf.bytes() != 0 {
+            let zero = || {
+                // SAFETY: the allocation's `pitch * height` bytes.
+                unsafe { driver::memset(buf.ptr, Pattern::D8(0), buf.bytes()) }
+            };
+            // SAFETY: the brand keeps the context alive.
+            unsafe { context::in_context(buf.ctx, zero) }?;
+        }
+        Ok(buf)
+    }
+
+    /// A buffer of `width` elements per row and no rows, at no allocation and of no
+    /// context: every copy of it returns before the driver, so tests of the checks that
+    /// come first run without a device, and one that got past them would reach nothing.
+    #[cfg(test)]
+    pub(crate) fn unallocated(width: usize) -> Self {
+        DeviceBuffer2D {
+            ptr: empty_address::<T>(),
+            pitch: width * size_of::<T>(),
+            width,
+            height: 0,
+            ctx: NonNull::dangling(),
+            deferred: false,
+            _brand: PhantomData,
+            _elem: PhantomData,
+        }
+    }
+
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Rows.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Bytes from one row to the next (at least `width * size_of::<T>()`).
+    pub fn pitch_bytes(&self) -> usize {
+        self.pitch
+    }
+
+    /// The device address of the first row, for the crate's own calls.
+    #[inline]
+    pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// The device address of the first row (`CUdeviceptr`); rows are
+    /// [`pitch_bytes`](Self::pitch_bytes) apart.
+    ///
+    /// # Safety
+    ///
+    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back, since a number outlives no borrow. The caller promises, for every
+    /// use of the address (a kernel parameter, a driver call): it is not used after the
+    /// memory is freed (this buffer dropped); and work given it reads the memory only while nothing
+    /// writes it and writes it only while nothing else uses it, until that work has
+    /// finished, as the borrow of this buffer would make the crate's copies and launches do.
+    #[inline]
+    pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        self.device_ptr()
+    }
+
+    /// The allocation's bytes: `pitch * height`.
+    fn bytes(&self) -> usize {
+        self.pitch * self.height
+    }
+
+    fn row_bytes(&self) -> usize {
+        self.width * size_of::<T>()
+    }
+
+    pub(crate) fn span(&self, write: bool) -> Span {
+        Span {
+            start: self.ptr,
+            bytes: self.bytes() as u64,
+            write,
+        }
+    }
+
+    pub(crate) fn side(&self) -> Side2D {
+        Side2D::Device(self.ptr, self.pitch)
+    }
+
+    pub(crate) fn extent(&self) -> (usize, usize) {
+        (self.row_bytes(), self.height)
+    }
+
+    /// Runs `op` in the buffer's context; nothing for a buffer of no bytes.
+    pub(crate) fn run(&self, op: impl FnOnce() -> Result<()>) -> Result<()> {
+        if self.row_bytes() == 0 || self.height == 0 {
+            return Ok(());
+        }
+        // SAFETY: the brand keeps the context alive.
+        unsafe { context::in_context(self.ctx, op) }
+    }
+
+    /// Copies `height` rows of `width` elements from `src`, rows `row_len` elements apart,
+    /// into the buffer; complete when it returns.
+    ///
+    /// # Panics
+    /// If `src` does not hold the rows (before any driver call).
+    /// [`try_copy_from_host`](DeviceBuffer2D::try_copy_from_host) returns the error instead.
+    pub fn copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
+        check_host_rows(
+            "DeviceBuffer2D::copy_from_host",
+            src.len(),
+            self.width,
+            row_len,
+            self.height,
+        );
+        let (w, h) = self.extent();
+        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_from_host", row_len);
+        let src = Side2D::Host(src.as_ptr().cast(), pitch);
+        self.run(|| {
+            // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked).
+            unsafe { driver::memcpy_2d(self.side(), src, w, h) }
+        })
+    }
+
+    /// Copies the buffer into `dst`, rows `row_len` elements apart; complete when it
+    /// returns.
+    ///
+    /// # Panics
+    /// If `dst` cannot hold the rows (before any driver call).
+    /// [`try_copy_to_host`](DeviceBuffer2D::try_copy_to_host) returns the error instead.
+    pub fn copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
+        check_host_rows(
+            "DeviceBuffer2D::copy_to_host",
+            dst.len(),
+            self.width,
+            row_len,
+            self.height,
+        );
+        let (w, h) = self.extent();
+        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_to_host", row_len);
+        let dst = Side2D::HostMut(dst.as_mut_ptr().cast(), pitch);
+        self.run(|| {
+            // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); any
+            // bytes are a valid `T`.
+            unsafe { driver::memcpy_2d(dst, self.side(), w, h) }
+        })
+    }
+
+    /// Copies another 2D buffer of the same width and height into this one; complete when
+    /// it returns.
+    ///
+    /// # Panics
+    /// If the shapes differ (before any driver call).
+    /// [`try_copy_from_device`](DeviceBuffer2D::try_copy_from_device) returns the error instead.
+    #[track_caller]
+    pub fn copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
+        if let Err(e) = same_shape((self.width, self.height), (src.width, src.height)) {
+            super::fail(e)
+        }
+        let (w, h) = self.extent();
+        self.run(|| {
+            // SAFETY: two distinct allocations (one borrowed exclusively) of the same shape.
+            unsafe { driver::memcpy_2d(self.side(), src.side(), w, h) }
+        })
+    }
+
+    /// [`copy_from_host`](DeviceBuffer2D::copy_from_host), with a host slice that does
+    /// not hold the rows an error (before any driver call) instead of a panic.
+    pub fn try_copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
+        host_rows(
+            "DeviceBuffer2D::copy_from_host",
+            src.len(),
+            self.width,
+            row_len,
+            self.height,
+        )?;
+        self.copy_from_host(src, row_len)
+    }
+
+    /// [`copy_to_host`](DeviceBuffer2D::copy_to_host), with a host slice that cannot hold
+    /// the rows an error (before any driver call) instead of a panic.
+    pub fn try_copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
+        host_rows(
+            "DeviceBuffer2D::copy_to_host",
+            dst.len(),
+            self.width,
+            row_len,
+            self.height,
+        )?;
+        self.copy_to_host(dst, row_len)
+    }
+
+    /// [`copy_from_device`](DeviceBuffer2D::copy_from_device), with differing shapes an
+    /// error (before any driver call) instead of a panic.
+    pub fn try_copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
+        same_shape((self.width, self.height), (src.width, src.height))?;
+        self.copy_from_device(src)
+    }
+
+    /// The rows, packed (`width * height` elements), in a new `Vec`.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let n = self.width * self.height;
+        let mut v = Vec::with_capacity(n);
+        if self.row_bytes() != 0 && self.height != 0 {
+            let (w, h) = self.extent();
+            let dst = Side2D::HostMut(v.spare_capacity_mut().as_mut_ptr().cast(), w);
+            self.run(|| {
+                // SAFETY: the vector has room for `h` packed rows of `w` bytes.
+                unsafe { driver::memcpy_2d(dst, self.side(), w, h) }
+            })?;
+        }
+        // SAFETY: the copy initialised all `n` elements (any bytes are a valid `T`).
+        unsafe { v.set_len(n) };
+        Ok(v)
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer2D<'_, T> {
+    /// Frees the memory and returns the driver's error, where dropping it would only record
+    /// the error for the teardown of its context to report. After an error the memory stays
+    /// allocated until the context is destroyed.
+    /// Memory of the setup phase of [`with_phases`](crate::with_phases) is freed by its
+    /// teardown instead: `close` frees nothing and returns `Ok`.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::DeviceBuffer2D;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = DeviceBuffer2D::<f32>::zeroed(ctx, 64, 8)?;
+    ///     buf.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: gives the memory back.
+    fn release(&mut self) -> Result<()> {
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        if self.deferred {
+            // memory of a setup phase: its context's teardown frees it
+            return Ok(());
+        }
+        // SAFETY: the buffer owns `ptr` (from cuMemAllocPitch) in its context, which the brand
+        // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
+        // are idle); the buffer is not used again (dropped, or forgotten by `close`).
+        unsafe { super::free_plain(self.ctx, self.ptr) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer2D<'_, T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the memory stays allocated; the teardown of the context reports it
+            crate::context::teardown::record_failed_release(Some(self.ctx), "DeviceBuffer2D", e);
+        }
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer2D<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer2D<{}>({:#x}, {} x {}, pitch {})",
+            std::any::type_name::<T>(),
+            self.ptr,
+            self.width,
+            self.height,
+            self.pitch
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_host_rows, host_rows, same_shape};
+
+    #[test]
+    fn the_try_forms_get_the_checks_errors() {
+        assert_eq!(host_rows("t", 8, 3, 5, 2), Ok(()));
+        let e = host_rows("DeviceBuffer2D::copy_to_host", 7, 3, 5, 2).unwrap_err();
+        assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue);
+        assert_eq!(
+            e.to_string(),
+            "DeviceBuffer2D::copy_to_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): 2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7"
+        );
+        let e = same_shape((3, 2), (2, 3)).unwrap_err();
+        assert_eq!(e.detail(), Some("destination is 3 x 2, source 2 x 3"));
+        let panicked = std::panic::catch_unwind(|| {
+            if let Err(e) = same_shape((3, 2), (2, 3)) {
+                crate::memory::fail(e)
+            }
+        })
+        .unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().unwrap(),
+            "DeviceBuffer2D::copy_from_device: destination is 3 x 2, source 2 x 3"
+        );
+    }
+
+    #[test]
+    fn host_rows_are_checked_before_the_driver() {
+        check_host_rows("t", 10, 3, 5, 2); // rows at 0..3 and 5..8
+        check_host_rows("t", 8, 3, 5, 2); // exactly enough
+        check_host_rows("t", 0, 3, 5, 0); // no rows
+        let short = std::panic::catch_unwind(|| check_host_rows("t", 7, 3, 5, 2)).unwrap_err();
+        assert_eq!(
+            short.downcast_ref::<String>().unwrap(),
+            "t: 2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7"
+        );
+        let narrow = std::panic::catch_unwind(|| check_host_rows("t", 100, 6, 5, 2)).unwrap_err();
+        assert!(
+            narrow
+                .downcast_ref::<String>()
+                .unwrap()
+                .contains("shorter than the buffer's width 6")
+        );
+        let huge = std::panic::catch_unwind(|| check_host_rows("t", 100, 1, usize::MAX, 3));
+        assert!(huge.is_err(), "overflow is a refusal, not a wrap-around");
+    }
+}

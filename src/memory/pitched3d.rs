@@ -1,0 +1,749 @@
+//! Pitched three-dimensional device memory ([`DeviceBuffer3D`]): `depth` slices of `height`
+//! rows of `width` elements, each row padded to the device's preferred pitch (one
+//! `cuMemAllocPitch` of `height * depth` rows, slice after slice), and 3D copies
+//! (`cuMemcpy3D`) of whole volumes or of boxes inside them ([`Region3D`]) between it and
+//! host memory or another 3D buffer, synchronous or queued in a stream scope
+//! (`cuMemcpy3DAsync`).
+//!
+//! A host volume is a slice read (or written) as `depth` slices of `height` rows of `width`
+//! elements, rows `row_len` elements apart and slices `slice_rows` rows apart; a packed
+//! volume has `row_len == width` and `slice_rows == height`. Before anything reaches the
+//! driver, every copy checks, and panics naming the numbers otherwise (like a length
+//! mismatch of the 1D copies):
+//!
+//! * that each region lies inside its buffer on every axis (`origin + extent <= shape`,
+//!   computed without overflow);
+//! * that `row_len >= width` and `slice_rows >= height` of the copy, and that the last
+//!   host element it reaches lies inside the slice (computed without overflow).
+//!
+//! The stream-scope forms are
+//! [`StreamScope::copy_3d_from_host`](crate::StreamScope::copy_3d_from_host),
+//! [`copy_3d_to_host`](crate::StreamScope::copy_3d_to_host),
+//! [`copy_3d_from_device`](crate::StreamScope::copy_3d_from_device) and their `_region_`
+//! forms; like every scope operation they borrow what they touch until the scope has
+//! synchronized.
+//!
+//! ```no_run
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::{DeviceBuffer3D, Region3D};
+//! # fn main() -> cuda_brand::Result<()> {
+//! let device = Device::get(0)?;
+//! with_context(&device, ContextFlags::default(), |ctx| {
+//!     // a packed 4 x 3 x 2 host volume: element (x, y, z) is at z * 12 + y * 4 + x
+//!     let volume: Vec<u32> = (0..24).collect();
+//!     let mut a = DeviceBuffer3D::<u32>::zeroed(ctx, 4, 3, 2)?;
+//!     a.copy_from_host(&volume, 4, 3)?;
+//!     assert_eq!(a.to_vec()?, volume);
+//!     // the 2 x 2 x 1 box of `a` at x 1, y 1, z 1, into a buffer of that shape
+//!     let mut b = DeviceBuffer3D::<u32>::zeroed(ctx, 2, 2, 1)?;
+//!     b.copy_region_from_device([0, 0, 0], &a, Region3D::new([1, 1, 1], [2, 2, 1]))?;
+//!     assert_eq!(b.to_vec()?, [17, 18, 21, 22]);
+//!     // back to the host through a stream scope
+//!     let mut back = vec![0u32; 4];
+//!     ctx.stream()?.scope(|s| s.copy_3d_to_host(&mut back, 2, 2, &b))?;
+//!     assert_eq!(back, [17, 18, 21, 22]);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+
+use std::fmt;
+
+use super::pitched::{DeviceBuffer2D, host_elements, host_pitch};
+use super::{DeviceCopy, Span, byte_len};
+use crate::context::{Allocating, ContextGuard};
+use crate::driver::{self, CUdeviceptr, Copy3D, Side2D, Side3D};
+use crate::error::{Error, ErrorCode, Result};
+
+/// `depth` slices of `height` rows of `width` elements of `T` in device memory of the
+/// context branded `'ctx`, each row `pitch_bytes()` apart and each slice `height` rows
+/// apart (`cuMemAllocPitch`). Freed when dropped. See the
+/// [module documentation](crate::memory::pitched3d).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{DeviceBuffer3D, Region3D};
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let mut volume = DeviceBuffer3D::<f32>::zeroed(ctx, 64, 64, 8)?;
+///     // one 64 x 64 slice from the host, queued into slice 3 of the volume
+///     let slice = vec![1.0f32; 64 * 64];
+///     ctx.stream()?.scope(|s| {
+///         let third = Region3D::new([0, 0, 3], [64, 64, 1]);
+///         s.copy_3d_region_from_host(&mut volume, third, &slice, 64, 64)
+///     })?;
+///     let packed = volume.to_vec()?;
+///     assert_eq!(packed[3 * 64 * 64], 1.0);
+///     assert_eq!(packed[2 * 64 * 64], 0.0);
+///     Ok(())
+/// })
+/// # }
+/// ```
+pub struct DeviceBuffer3D<'ctx, T: DeviceCopy> {
+    /// The allocation: `height * depth` rows of `width` elements, slice after slice.
+    rows: DeviceBuffer2D<'ctx, T>,
+    height: usize,
+    depth: usize,
+}
+
+/// A box of elements of a 3D buffer: its first element `origin` and its `extent`.
+///
+/// ```
+/// use cuda_brand::Region3D;
+/// // 2 elements of 2 rows of 1 slice, from element 1 of row 1 of slice 1
+/// let region = Region3D::new([1, 1, 1], [2, 2, 1]);
+/// assert_eq!(Region3D::whole([4, 3, 2]), Region3D::new([0, 0, 0], [4, 3, 2]));
+/// # let _ = region;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Region3D {
+    /// `[x, y, z]`: the first element's place in its row, its row in the slice, its slice.
+    pub origin: [usize; 3],
+    /// `[width, height, depth]`: elements per row, rows per slice, slices.
+    pub extent: [usize; 3],
+}
+
+impl Region3D {
+    /// The box of `extent` at `origin`.
+    pub const fn new(origin: [usize; 3], extent: [usize; 3]) -> Self {
+        Region3D { origin, extent }
+    }
+
+    /// The box of `extent` at the first element: all of a buffer of that shape.
+    pub const fn whole(extent: [usize; 3]) -> Self {
+        Region3D {
+            origin: [0; 3],
+            extent,
+        }
+    }
+}
+
+/// Checks that `region` (the `which` one of a copy) lies inside a buffer of `shape`; panics
+/// naming both otherwise.
+#[track_caller]
+fn check_region(what: &str, which: &str, region: Region3D, shape: [usize; 3]) {
+    let inside = (0..3).all(|axis| {
+        region.origin[axis]
+            .checked_add(region.extent[axis])
+            .is_some_and(|end| end <= shape[axis])
+    });
+    assert!(
+        inside,
+        "{what}: the {which} region (origin {:?}, extent {:?}) is not inside the buffer's shape {shape:?}",
+        region.origin, region.extent
+    );
+}
+
+/// Checks that a host slice of `len` elements holds a volume of `extent`, rows `row_len`
+/// elements apart and slices `slice_rows` rows apart; returns the rows' pitch in bytes.
+/// Panics naming the numbers otherwise.
+#[track_caller]
+fn check_host_volume<T>(
+    what: &str,
+    len: usize,
+    extent: [usize; 3],
+    row_len: usize,
+    slice_rows: usize,
+) -> usize {
+    let [width, height, depth] = extent;
+    assert!(
+        row_len >= width,
+        "{what}: a host row of {row_len} elements is shorter than the {width} elements copied per row"
+    );
+    assert!(
+        slice_rows >= height,
+        "{what}: a host slice of {slice_rows} rows is shorter than the {height} rows copied per slice"
+    );
+    let needed = host_elements(extent, row_len, slice_rows);
+    assert!(
+        needed.is_some_and(|n| len >= n),
+        "{what}: {depth} slices of {height} rows of {width} elements, rows {row_len} elements and slices {slice_rows} rows apart, need {} host elements but the slice has {len}",
+        match needed {
+            Some(n) => n.to_string(),
+            None => "more than usize::MAX".to_owned(),
+        }
+    );
+    host_pitch::<T>(what, row_len)
+}
+
+impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
+    /// Allocates `depth` slices of `height` rows of `width` elements, every byte (padding
+    /// included) zero; complete when it returns. A shape whose elements or bytes overflow
+    /// `usize` is an error with `CUDA_ERROR_INVALID_VALUE`, before any driver call; a shape
+    /// with no bytes allocates nothing. Made with the setup guard of
+    /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
+    pub fn zeroed<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        width: usize,
+        height: usize,
+        depth: usize,
+    ) -> Result<Self> {
+        const CALL: &str = "DeviceBuffer3D::zeroed";
+        let Some(rows) = height.checked_mul(depth) else {
+            return Err(Error::with_detail(
+                CALL,
+                ErrorCode::InvalidValue,
+                format!("{depth} slices of {height} rows overflow usize"),
+            ));
+        };
+        Ok(DeviceBuffer3D {
+            rows: DeviceBuffer2D::zeroed_for(CALL, ctx, width, rows)?,
+            height,
+            depth,
+        })
+    }
+
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        self.rows.width()
+    }
+
+    /// Rows per slice.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Slices.
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// `[width, height, depth]`.
+    pub fn shape(&self) -> [usize; 3] {
+        [self.width(), self.height, self.depth]
+    }
+
+    /// All of the buffer, as a region: `Region3D::whole(self.shape())`.
+    pub fn whole(&self) -> Region3D {
+        Region3D::whole(self.shape())
+    }
+
+    /// Bytes from one row to the next (at least `width * size_of::<T>()`); slices are
+    /// `height * pitch_bytes()` apart.
+    pub fn pitch_bytes(&self) -> usize {
+        self.rows.pitch_bytes()
+    }
+
+    /// The device address of the first row of the first slice, for the crate's own calls.
+    #[inline]
+    pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+        self.rows.device_ptr()
+    }
+
+    /// The device address of the first row of the first slice (`CUdeviceptr`).
+    ///
+    /// # Safety
+    ///
+    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back, since a number outlives no borrow. The caller promises, for every
+    /// use of the address (a kernel parameter, a driver call): it is not used after the
+    /// memory is freed (this buffer dropped); and work given it reads the memory only while nothing
+    /// writes it and writes it only while nothing else uses it, until that work has
+    /// finished, as the borrow of this buffer would make the crate's copies and launches do.
+    #[inline]
+    pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        self.device_ptr()
+    }
+
+    /// The whole allocation, for a scope's order book.
+    pub(crate) fn span(&self, write: bool) -> Span {
+        self.rows.span(write)
+    }
+
+    /// The buffer's side of a copy starting at `origin`.
+    fn side(&self, origin: [usize; 3]) -> Side3D {
+        Side3D {
+            memory: self.rows.side(),
+            slice_rows: self.height,
+            at: [byte_len::<T>(origin[0]), origin[1], origin[2]],
+        }
+    }
+
+    /// The extent of a copy in the driver's units: bytes per row, rows, slices.
+    fn extent_bytes(extent: [usize; 3]) -> [usize; 3] {
+        [byte_len::<T>(extent[0]), extent[1], extent[2]]
+    }
+
+    /// A copy of the host volume `src` into `region` of this buffer, checked (see the
+    /// [module documentation](crate::memory::pitched3d)); `what` names the operation in a panic.
+    #[track_caller]
+    pub(crate) fn plan_from_host(
+        &self,
+        what: &str,
+        region: Region3D,
+        src: &[T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Copy3D {
+        check_region(what, "destination", region, self.shape());
+        let pitch = check_host_volume::<T>(what, src.len(), region.extent, row_len, slice_rows);
+        Copy3D {
+            dst: self.side(region.origin),
+            src: Side3D {
+                memory: Side2D::Host(src.as_ptr().cast(), pitch),
+                slice_rows,
+                at: [0; 3],
+            },
+            extent: Self::extent_bytes(region.extent),
+        }
+    }
+
+    /// A copy of `region` of this buffer into the host volume `dst`, checked.
+    #[track_caller]
+    pub(crate) fn plan_to_host(
+        &self,
+        what: &str,
+        region: Region3D,
+        dst: &mut [T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Copy3D {
+        check_region(what, "source", region, self.shape());
+        let pitch = check_host_volume::<T>(what, dst.len(), region.extent, row_len, slice_rows);
+        Copy3D {
+            dst: Side3D {
+                memory: Side2D::HostMut(dst.as_mut_ptr().cast(), pitch),
+                slice_rows,
+                at: [0; 3],
+            },
+            src: self.side(region.origin),
+            extent: Self::extent_bytes(region.extent),
+        }
+    }
+
+    /// A copy of `src_region` of `src` into this buffer at `origin`, checked.
+    #[track_caller]
+    pub(crate) fn plan_from_device(
+        &self,
+        what: &str,
+        origin: [usize; 3],
+        src: &DeviceBuffer3D<'ctx, T>,
+        src_region: Region3D,
+    ) -> Copy3D {
+        check_region(what, "source", src_region, src.shape());
+        let region = Region3D::new(origin, src_region.extent);
+        check_region(what, "destination", region, self.shape());
+        Copy3D {
+            dst: self.side(origin),
+            src: src.side(src_region.origin),
+            extent: Self::extent_bytes(src_region.extent),
+        }
+    }
+
+    /// The plan of a whole-buffer copy from `src`: same shapes, or a panic naming both.
+    #[track_caller]
+    pub(crate) fn plan_from_same_shape(&self, what: &str, src: &DeviceBuffer3D<'ctx, T>) -> Copy3D {
+        assert!(
+            self.shape() == src.shape(),
+            "{what}: destination is {:?}, source {:?}",
+            self.shape(),
+            src.shape()
+        );
+        self.plan_from_device(what, [0; 3], src, src.whole())
+    }
+
+    /// Runs `copy`, a plan of this buffer, in the buffer's context; complete when it
+    /// returns. A copy of no bytes reaches no driver.
+    ///
+    /// # Safety
+    /// `copy` was made by one of this buffer's `plan_*` functions, and the caller borrows
+    /// both of its sides for the call (exclusively the one it writes).
+    unsafe fn run(&self, copy: &Copy3D) -> Result<()> {
+        if copy.is_empty() {
+            return Ok(());
+        }
+        self.rows.run(|| {
+            // SAFETY: the plan checked both sides against the copy's extent, and the caller
+            // keeps them borrowed (the destination exclusively); a buffer's two sides are
+            // distinct allocations (one is borrowed `&mut`, the other `&`).
+            unsafe { driver::memcpy_3d(copy) }
+        })
+    }
+
+    /// Copies a host volume of the buffer's shape from `src`, rows `row_len` elements and
+    /// slices `slice_rows` rows apart, into the buffer; complete when it returns.
+    ///
+    /// # Panics
+    /// If `src` does not hold the volume (before any driver call).
+    #[track_caller]
+    pub fn copy_from_host(&mut self, src: &[T], row_len: usize, slice_rows: usize) -> Result<()> {
+        let what = "DeviceBuffer3D::copy_from_host";
+        let copy = self.plan_from_host(what, self.whole(), src, row_len, slice_rows);
+        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
+        unsafe { self.run(&copy) }
+    }
+
+    /// Copies a host volume of `region`'s extent from `src` (rows `row_len` elements and
+    /// slices `slice_rows` rows apart, from `src[0]`) into `region` of the buffer; complete
+    /// when it returns.
+    ///
+    /// # Panics
+    /// If `region` is not inside the buffer, or `src` does not hold the volume (before any
+    /// driver call).
+    #[track_caller]
+    pub fn copy_region_from_host(
+        &mut self,
+        region: Region3D,
+        src: &[T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<()> {
+        let copy = self.plan_from_host(
+            "DeviceBuffer3D::copy_region_from_host",
+            region,
+            src,
+            row_len,
+            slice_rows,
+        );
+        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
+        unsafe { self.run(&copy) }
+    }
+
+    /// Copies the buffer into `dst`, rows `row_len` elements and slices `slice_rows` rows
+    /// apart; complete when it returns.
+    ///
+    /// # Panics
+    /// If `dst` cannot hold the volume (before any driver call).
+    #[track_caller]
+    pub fn copy_to_host(&self, dst: &mut [T], row_len: usize, slice_rows: usize) -> Result<()> {
+        let what = "DeviceBuffer3D::copy_to_host";
+        let copy = self.plan_to_host(what, self.whole(), dst, row_len, slice_rows);
+        // SAFETY: this buffer's plan; `dst` is borrowed exclusively (any bytes are a valid
+        // `T`), `self` shared.
+        unsafe { self.run(&copy) }
+    }
+
+    /// Copies `region` of the buffer into `dst` (from `dst[0]`), rows `row_len` elements
+    /// and slices `slice_rows` rows apart; complete when it returns. Host elements between
+    /// the rows and slices are left as they were.
+    ///
+    /// # Panics
+    /// If `region` is not inside the buffer, or `dst` cannot hold the volume (before any
+    /// driver call).
+    #[track_caller]
+    pub fn copy_region_to_host(
+        &self,
+        region: Region3D,
+        dst: &mut [T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<()> {
+        let copy = self.plan_to_host(
+            "DeviceBuffer3D::copy_region_to_host",
+            region,
+            dst,
+            row_len,
+            slice_rows,
+        );
+        // SAFETY: this buffer's plan; `dst` is borrowed exclusively (any bytes are a valid
+        // `T`), `self` shared.
+        unsafe { self.run(&copy) }
+    }
+
+    /// Copies another 3D buffer of the same shape into this one; complete when it returns.
+    ///
+    /// # Panics
+    /// If the shapes differ (before any driver call).
+    #[track_caller]
+    pub fn copy_from_device(&mut self, src: &DeviceBuffer3D<'ctx, T>) -> Result<()> {
+        let copy = self.plan_from_same_shape("DeviceBuffer3D::copy_from_device", src);
+        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
+        unsafe { self.run(&copy) }
+    }
+
+    /// Copies `src_region` of `src` into this buffer, its first element at `origin`;
+    /// complete when it returns.
+    ///
+    /// # Panics
+    /// If `src_region` is not inside `src`, or the box of its extent at `origin` not inside
+    /// this buffer (before any driver call).
+    #[track_caller]
+    pub fn copy_region_from_device(
+        &mut self,
+        origin: [usize; 3],
+        src: &DeviceBuffer3D<'ctx, T>,
+        src_region: Region3D,
+    ) -> Result<()> {
+        let copy = self.plan_from_device(
+            "DeviceBuffer3D::copy_region_from_device",
+            origin,
+            src,
+            src_region,
+        );
+        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
+        unsafe { self.run(&copy) }
+    }
+
+    /// The volume, packed (`width * height * depth` elements, slice after slice, row after
+    /// row), in a new `Vec`.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        // the allocation's rows, packed, are the slices one after the other
+        self.rows.to_vec()
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer3D<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer3D<{}>({:#x}, {} x {} x {}, pitch {})",
+            std::any::type_name::<T>(),
+            self.device_ptr(),
+            self.width(),
+            self.height,
+            self.depth,
+            self.pitch_bytes()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A buffer of `shape` that allocated nothing and belongs to no context: every copy
+    /// of it stops before the driver (see `DeviceBuffer2D::unallocated`).
+    fn unallocated(shape: [usize; 3]) -> DeviceBuffer3D<'static, u16> {
+        DeviceBuffer3D {
+            rows: DeviceBuffer2D::unallocated(shape[0]),
+            height: shape[1],
+            depth: shape[2],
+        }
+    }
+
+    /// The message of the panic of `f`.
+    fn refusal(f: impl FnOnce()) -> String {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .expect_err("refused before the driver");
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_else(|| format!("{:?}", payload.downcast_ref::<&str>()))
+    }
+
+    #[test]
+    fn host_volumes_are_checked_before_the_driver() {
+        // 2 slices, 5 rows apart, of 3 rows of 4 elements, 7 apart: the last element is
+        // at (5 + 2) * 7 + 3 = 52
+        assert_eq!(check_host_volume::<u16>("t", 53, [4, 3, 2], 7, 5), 14);
+        assert_eq!(check_host_volume::<u16>("t", 0, [4, 3, 0], 7, 5), 14);
+        assert_eq!(check_host_volume::<u16>("t", 0, [4, 0, 2], 7, 5), 14);
+        assert_eq!(
+            refusal(|| {
+                check_host_volume::<u16>("t", 52, [4, 3, 2], 7, 5);
+            }),
+            "t: 2 slices of 3 rows of 4 elements, rows 7 elements and slices 5 rows apart, \
+             need 53 host elements but the slice has 52"
+        );
+        assert_eq!(
+            refusal(|| {
+                check_host_volume::<u16>("t", 100, [8, 3, 2], 7, 5);
+            }),
+            "t: a host row of 7 elements is shorter than the 8 elements copied per row"
+        );
+        assert_eq!(
+            refusal(|| {
+                check_host_volume::<u16>("t", 100, [4, 6, 2], 7, 5);
+            }),
+            "t: a host slice of 5 rows is shorter than the 6 rows copied per slice"
+        );
+        // overflow is a refusal, not a wrap-around: of the slices, the rows, the pitch
+        assert_eq!(
+            refusal(|| {
+                check_host_volume::<u16>("t", 100, [1, 1, 3], 2, usize::MAX);
+            }),
+            "t: 3 slices of 1 rows of 1 elements, rows 2 elements and slices \
+             18446744073709551615 rows apart, need more than usize::MAX host elements but \
+             the slice has 100"
+        );
+        assert!(
+            refusal(|| {
+                check_host_volume::<u16>("t", 100, [1, 2, 1], usize::MAX, 2);
+            })
+            .contains("need more than usize::MAX host elements")
+        );
+        assert_eq!(
+            refusal(|| {
+                check_host_volume::<u16>("t", 1, [1, 1, 1], usize::MAX, 1);
+            }),
+            "t: host rows 18446744073709551615 elements of 2 bytes apart overflow usize"
+        );
+    }
+
+    #[test]
+    fn regions_are_checked_on_every_axis_without_overflow() {
+        check_region(
+            "t",
+            "source",
+            Region3D::new([1, 2, 3], [3, 1, 1]),
+            [4, 3, 4],
+        );
+        check_region(
+            "t",
+            "source",
+            Region3D::new([4, 3, 4], [0, 0, 0]),
+            [4, 3, 4],
+        );
+        for (region, axis) in [
+            (Region3D::new([2, 0, 0], [3, 1, 1]), "x"),
+            (Region3D::new([0, 1, 0], [1, 3, 1]), "y"),
+            (Region3D::new([0, 0, 4], [1, 1, 1]), "z"),
+            (
+                Region3D::new([usize::MAX, 0, 0], [2, 1, 1]),
+                "x, overflowing",
+            ),
+        ] {
+            let message = refusal(|| check_region("t", "source", region, [4, 3, 4]));
+            assert_eq!(
+                message,
+                format!(
+                    "t: the source region (origin {:?}, extent {:?}) is not inside the buffer's shape [4, 3, 4]",
+                    region.origin, region.extent
+                ),
+                "{axis}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_copy_checks_its_bounds_before_the_driver() {
+        let mut a = unallocated([4, 3, 2]);
+        let b = unallocated([4, 3, 1]);
+        let host = [0u16; 24];
+        let mut out = [0u16; 24];
+        let outside = Region3D::new([1, 0, 0], [4, 1, 1]);
+        // whole-buffer copies
+        assert!(
+            refusal(|| {
+                let _ = a.copy_from_host(&host[..23], 4, 3);
+            })
+            .starts_with("DeviceBuffer3D::copy_from_host: 2 slices of 3 rows of 4 elements")
+        );
+        assert!(
+            refusal(|| {
+                let _ = a.copy_to_host(&mut out, 3, 3);
+            })
+            .starts_with("DeviceBuffer3D::copy_to_host: a host row of 3 elements")
+        );
+        assert_eq!(
+            refusal(|| {
+                let _ = a.copy_from_device(&b);
+            }),
+            "DeviceBuffer3D::copy_from_device: destination is [4, 3, 2], source [4, 3, 1]"
+        );
+        // region copies: the region, then the host volume
+        assert!(
+            refusal(|| {
+                let _ = a.copy_region_from_host(outside, &host, 4, 1);
+            })
+            .starts_with("DeviceBuffer3D::copy_region_from_host: the destination region")
+        );
+        assert!(
+            refusal(|| {
+                let _ = a.copy_region_to_host(outside, &mut out, 4, 1);
+            })
+            .starts_with("DeviceBuffer3D::copy_region_to_host: the source region")
+        );
+        let inside = Region3D::new([1, 1, 1], [3, 2, 1]);
+        assert!(
+            refusal(|| {
+                let _ = a.copy_region_from_host(inside, &host[..2], 3, 2);
+            })
+            .contains("need 6 host elements but the slice has 2")
+        );
+        assert!(
+            refusal(|| {
+                let _ = a.copy_region_to_host(inside, &mut out, 3, 1);
+            })
+            .contains("a host slice of 1 rows is shorter than the 2 rows copied per slice")
+        );
+        assert!(
+            refusal(|| {
+                let _ = a.copy_region_from_device([0, 0, 0], &b, outside);
+            })
+            .starts_with("DeviceBuffer3D::copy_region_from_device: the source region")
+        );
+        // the source region fits `b`, but not at this place in `a`
+        assert_eq!(
+            refusal(|| {
+                let _ = a.copy_region_from_device([0, 0, 2], &b, b.whole());
+            }),
+            "DeviceBuffer3D::copy_region_from_device: the destination region (origin \
+             [0, 0, 2], extent [4, 3, 1]) is not inside the buffer's shape [4, 3, 2]"
+        );
+        // the plans of the scope's copies are the same checks under the scope's names
+        assert!(
+            refusal(|| {
+                let _ = a.plan_from_host("copy_3d_from_host", a.whole(), &host[..1], 4, 3);
+            })
+            .starts_with("copy_3d_from_host: 2 slices")
+        );
+        assert!(
+            refusal(|| {
+                let _ = b.plan_to_host("copy_3d_to_host", outside, &mut out, 4, 3);
+            })
+            .starts_with("copy_3d_to_host: the source region")
+        );
+        assert!(
+            refusal(|| {
+                let _ = a.plan_from_same_shape("copy_3d_from_device", &b);
+            })
+            .starts_with("copy_3d_from_device: destination is [4, 3, 2]")
+        );
+        assert!(
+            refusal(|| {
+                let _ = a.plan_from_device(
+                    "copy_3d_region_from_device",
+                    [3, 0, 0],
+                    &b,
+                    Region3D::new([1, 1, 0], [3, 2, 1]),
+                );
+            })
+            .starts_with("copy_3d_region_from_device: the destination region")
+        );
+    }
+
+    #[test]
+    fn checked_copies_describe_the_right_boxes_to_the_driver() {
+        let a = unallocated([4, 3, 2]);
+        let b = unallocated([4, 3, 1]);
+        let host = [0u16; 24];
+        let copy = a.plan_from_host("t", Region3D::new([1, 2, 1], [3, 1, 1]), &host, 5, 4);
+        assert_eq!(copy.extent, [6, 1, 1], "bytes per row, rows, slices");
+        assert_eq!(copy.dst.at, [2, 2, 1], "x in bytes");
+        assert_eq!(copy.dst.slice_rows, 3);
+        assert_eq!((copy.src.at, copy.src.slice_rows), ([0; 3], 4));
+        assert!(
+            matches!(copy.src.memory, Side2D::Host(_, 10)),
+            "host pitch in bytes"
+        );
+        let copy = a.plan_from_device("t", [0, 1, 1], &b, Region3D::new([2, 0, 0], [2, 2, 1]));
+        assert_eq!(
+            (copy.dst.at, copy.src.at, copy.extent),
+            ([0, 1, 1], [4, 0, 0], [4, 2, 1])
+        );
+        // an empty box is checked too, then reaches no driver
+        let empty = a.plan_from_host("t", Region3D::new([4, 3, 2], [0, 0, 0]), &[], 0, 0);
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn a_shape_that_overflows_is_an_error_before_the_driver() {
+        use std::ptr::NonNull;
+        // SAFETY: a guard of no context, used only by calls that fail before the driver.
+        let ctx = unsafe { ContextGuard::new_unchecked(NonNull::dangling()) };
+        let e = DeviceBuffer3D::<u8>::zeroed(ctx, 1, usize::MAX, 2).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(
+            e.to_string(),
+            "DeviceBuffer3D::zeroed failed: CUDA_ERROR_INVALID_VALUE (invalid argument): 2 \
+             slices of 18446744073709551615 rows overflow usize"
+        );
+        let e = DeviceBuffer3D::<u64>::zeroed(ctx, usize::MAX / 4, 2, 1).unwrap_err();
+        assert_eq!(e.call(), "DeviceBuffer3D::zeroed");
+        assert!(e.to_string().contains("overflow usize"), "{e}");
+        let e = DeviceBuffer3D::<u64>::zeroed(ctx, 1 << 40, 1 << 12, 1 << 12).unwrap_err();
+        assert_eq!(e.call(), "DeviceBuffer3D::zeroed");
+    }
+}

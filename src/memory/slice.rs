@@ -1,0 +1,645 @@
+//! [`DeviceSlice`], the borrowed view of device memory, and its synchronous operations.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Index, IndexMut, RangeBounds};
+use std::ptr::NonNull;
+
+#[cfg(doc)]
+use super::DeviceBuffer;
+use super::span::{
+    Span, bounds, byte_len, check_lengths, chunk_size, fail, lengths_match, overlap_error,
+    split_point,
+};
+use super::{DeviceCopy, Memset, sealed, staging};
+use crate::context::{self, Brand};
+use crate::driver::{self, CUdeviceptr};
+use crate::error::{Error, ErrorCode, Result};
+
+/// A zero-sized, align-1 element, so that a `&DeviceSlice` is a fat pointer (device address,
+/// element count) that claims no host-dereferenceable bytes.
+#[repr(transparent)]
+struct Slot(());
+
+/// A borrowed view of device memory of the context branded `'ctx`: the `[T]` of
+/// [`DeviceBuffer`].
+///
+/// Always behind a reference: `&DeviceSlice` reads, `&mut DeviceSlice` writes, and they
+/// follow the borrow rules of `&[T]` and `&mut [T]`. The reference's address is the device
+/// address (it is never dereferenced on the host; the view occupies zero host bytes), and
+/// its length is the element count.
+///
+/// ```no_run
+/// use cuda_brand::{with_context, ContextFlags, Device, DeviceBuffer};
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let mut buf = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3, 4, 5, 6])?;
+///     let (left, right) = buf.split_at_mut(3);
+///     left.copy_from_device(right)?;
+///     buf[4..].fill(9)?;
+///     assert_eq!(buf.to_vec()?, [4, 5, 6, 4, 9, 9]);
+///     Ok(())
+/// })
+/// # }
+/// ```
+#[repr(C)]
+pub struct DeviceSlice<'ctx, T> {
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<T>,
+    slots: [Slot],
+}
+
+impl<'ctx, T> DeviceSlice<'ctx, T> {
+    /// # Safety
+    /// `[ptr, ptr + len * size_of::<T>())` is device memory that the context `'ctx` may
+    /// access (its own, or a peer's through a [`PeerAccess`](crate::PeerAccess) token),
+    /// that stays allocated for `'a` and is not accessed through other views during `'a`
+    /// (other than as `&` for `&`). For a view of zero bytes, `ptr` may be any non-zero
+    /// address; it never reaches the driver.
+    #[inline]
+    pub(crate) unsafe fn from_raw_parts<'a>(ptr: CUdeviceptr, len: usize) -> &'a Self {
+        let fat = std::ptr::slice_from_raw_parts(ptr as usize as *const Slot, len) as *const Self;
+        // SAFETY: `Self` has size zero and alignment one, so any non-null address is a
+        // valid reference to it; the caller guarantees the device memory behind it.
+        unsafe { &*fat }
+    }
+
+    /// # Safety
+    /// As [`DeviceSlice::from_raw_parts`], and no other view exists during `'a`.
+    #[inline]
+    pub(crate) unsafe fn from_raw_parts_mut<'a>(ptr: CUdeviceptr, len: usize) -> &'a mut Self {
+        let fat = std::ptr::slice_from_raw_parts_mut(ptr as usize as *mut Slot, len) as *mut Self;
+        // SAFETY: as above.
+        unsafe { &mut *fat }
+    }
+
+    /// The number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the view has no elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The size in bytes.
+    #[inline]
+    pub fn size_in_bytes(&self) -> usize {
+        byte_len::<T>(self.len())
+    }
+
+    /// The device address of the first element, for the crate's own calls.
+    #[inline]
+    pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+        self.slots.as_ptr() as usize as CUdeviceptr
+    }
+
+    /// The device address of the first element (`CUdeviceptr`). For an empty view this is
+    /// an address nothing is allocated at.
+    ///
+    /// # Safety
+    ///
+    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back, since a number outlives no borrow. The caller promises, for every
+    /// use of the address (a kernel parameter, a driver call): it is not used after the
+    /// memory is freed (the buffer dropped, or the scope that allocated it ended); and work given it reads the memory only while nothing
+    /// writes it and writes it only while nothing else uses it, until that work has
+    /// finished, as the borrow of this slice would make the crate's copies and launches do.
+    #[inline]
+    pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        self.device_ptr()
+    }
+
+    #[inline]
+    pub(crate) fn span(&self, write: bool) -> Span {
+        Span {
+            start: self.device_ptr(),
+            bytes: self.size_in_bytes() as u64,
+            write,
+        }
+    }
+
+    #[inline]
+    fn at(&self, index: usize) -> CUdeviceptr {
+        self.device_ptr() + byte_len::<T>(index) as CUdeviceptr
+    }
+
+    /// A sub-view, or `None` if the range is out of bounds.
+    pub fn get(&self, range: impl RangeBounds<usize>) -> Option<&Self> {
+        let (start, end) = bounds(&range, self.len())?;
+        // SAFETY: in bounds of `self`, borrowed from `self`.
+        Some(unsafe { Self::from_raw_parts(self.at(start), end - start) })
+    }
+
+    /// A mutable sub-view, or `None` if the range is out of bounds.
+    pub fn get_mut(&mut self, range: impl RangeBounds<usize>) -> Option<&mut Self> {
+        let (start, end) = bounds(&range, self.len())?;
+        // SAFETY: in bounds of `self`, exclusively borrowed from `self`.
+        Some(unsafe { Self::from_raw_parts_mut(self.at(start), end - start) })
+    }
+
+    /// Two views, `[0, mid)` and `[mid, len)`.
+    ///
+    /// # Panics
+    /// If `mid > len`.
+    /// [`try_split_at`](DeviceSlice::try_split_at) returns the error instead.
+    #[track_caller]
+    pub fn split_at(&self, mid: usize) -> (&Self, &Self) {
+        if let Err(e) = split_point("DeviceSlice::split_at", mid, self.len()) {
+            fail(e)
+        }
+        (&self[..mid], &self[mid..])
+    }
+
+    /// [`split_at`](DeviceSlice::split_at), or an error if `mid > len`.
+    ///
+    /// ```
+    /// # fn f(buf: &cuda_brand::DeviceSlice<'_, u32>) -> cuda_brand::Result<()> {
+    /// // with a view of 4 elements
+    /// let e = buf.try_split_at(5).unwrap_err();
+    /// assert_eq!(e.detail(), Some("mid 5 > len 4"));
+    /// # Ok(()) }
+    /// ```
+    pub fn try_split_at(&self, mid: usize) -> Result<(&Self, &Self)> {
+        split_point("DeviceSlice::split_at", mid, self.len())?;
+        Ok(self.split_at(mid))
+    }
+
+    /// Two disjoint mutable views, `[0, mid)` and `[mid, len)`.
+    ///
+    /// # Panics
+    /// If `mid > len`.
+    /// [`try_split_at_mut`](DeviceSlice::try_split_at_mut) returns the error instead.
+    #[track_caller]
+    pub fn split_at_mut(&mut self, mid: usize) -> (&mut Self, &mut Self) {
+        let len = self.len();
+        if let Err(e) = split_point("DeviceSlice::split_at_mut", mid, len) {
+            fail(e)
+        }
+        let (left, right) = (self.at(0), self.at(mid));
+        // SAFETY: `[0, mid)` is within `self`, which is borrowed exclusively for as long as
+        // both views live, and disjoint from the other view.
+        let left = unsafe { Self::from_raw_parts_mut(left, mid) };
+        // SAFETY: as above, for `[mid, len)`.
+        let right = unsafe { Self::from_raw_parts_mut(right, len - mid) };
+        (left, right)
+    }
+
+    /// [`split_at_mut`](DeviceSlice::split_at_mut), or an error if `mid > len`.
+    pub fn try_split_at_mut(&mut self, mid: usize) -> Result<(&mut Self, &mut Self)> {
+        split_point("DeviceSlice::split_at_mut", mid, self.len())?;
+        Ok(self.split_at_mut(mid))
+    }
+
+    /// Views of `size` elements each (the last may be shorter), like `[T]::chunks`.
+    ///
+    /// # Panics
+    /// If `size` is 0.
+    /// [`try_chunks`](DeviceSlice::try_chunks) returns the error instead.
+    #[track_caller]
+    pub fn chunks(
+        &self,
+        size: usize,
+    ) -> impl DoubleEndedIterator<Item = &Self> + ExactSizeIterator {
+        if let Err(e) = chunk_size("DeviceSlice::chunks", size) {
+            fail(e)
+        }
+        let len = self.len();
+        (0..len.div_ceil(size)).map(move |i| {
+            let start = i * size; // < len: i < len / size rounded up
+            &self[start..start + size.min(len - start)]
+        })
+    }
+
+    /// Disjoint mutable views of `size` elements each (the last may be shorter), like
+    /// `[T]::chunks_mut`.
+    ///
+    /// # Panics
+    /// If `size` is 0.
+    /// [`try_chunks_mut`](DeviceSlice::try_chunks_mut) returns the error instead.
+    #[track_caller]
+    pub fn chunks_mut(
+        &mut self,
+        size: usize,
+    ) -> impl DoubleEndedIterator<Item = &mut Self> + ExactSizeIterator {
+        if let Err(e) = chunk_size("DeviceSlice::chunks_mut", size) {
+            fail(e)
+        }
+        let (base, len) = (self.at(0), self.len());
+        (0..len.div_ceil(size)).map(move |i| {
+            let start = i * size; // < len, as in `chunks`
+            let n = size.min(len - start);
+            // SAFETY: the chunks are disjoint and within `self`, which the iterator borrows
+            // exclusively for as long as any chunk lives.
+            unsafe { Self::from_raw_parts_mut(base + byte_len::<T>(start) as CUdeviceptr, n) }
+        })
+    }
+}
+
+impl<'ctx, T> DeviceSlice<'ctx, T> {
+    /// [`chunks`](DeviceSlice::chunks), or an error if `size` is 0.
+    pub fn try_chunks(
+        &self,
+        size: usize,
+    ) -> Result<impl DoubleEndedIterator<Item = &Self> + ExactSizeIterator> {
+        chunk_size("DeviceSlice::chunks", size)?;
+        Ok(self.chunks(size))
+    }
+
+    /// [`chunks_mut`](DeviceSlice::chunks_mut), or an error if `size` is 0.
+    pub fn try_chunks_mut(
+        &mut self,
+        size: usize,
+    ) -> Result<impl DoubleEndedIterator<Item = &mut Self> + ExactSizeIterator> {
+        chunk_size("DeviceSlice::chunks_mut", size)?;
+        Ok(self.chunks_mut(size))
+    }
+}
+
+impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
+    /// [`copy_from_host`](DeviceSlice::copy_from_host), with differing lengths an error
+    /// (before any driver call) instead of a panic.
+    ///
+    /// ```
+    /// # fn f(buf: &mut cuda_brand::DeviceSlice<'_, u32>) {
+    /// // with a view of 4 elements
+    /// let e = buf.try_copy_from_host(&[1, 2, 3]).unwrap_err();
+    /// assert_eq!(e.code(), cuda_brand::ErrorCode::InvalidValue);
+    /// assert_eq!(e.detail(), Some("destination has 4 elements but source has 3"));
+    /// # }
+    /// ```
+    pub fn try_copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        lengths_match("copy_from_host", self.len(), src.len())?;
+        self.copy_from_host(src)
+    }
+
+    /// [`copy_to_host`](DeviceSlice::copy_to_host), with differing lengths an error (before
+    /// any driver call) instead of a panic.
+    pub fn try_copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        lengths_match("copy_to_host", dst.len(), self.len())?;
+        self.copy_to_host(dst)
+    }
+
+    /// [`copy_from_device`](DeviceSlice::copy_from_device), with differing lengths an error
+    /// (before any driver call) instead of a panic.
+    pub fn try_copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
+        lengths_match("copy_from_device", self.len(), src.len())?;
+        self.copy_from_device(src)
+    }
+
+    /// Copies `src` from the host into this view (`cuMemcpyHtoD`); done when it returns.
+    /// From 16 MiB, pageable memory is staged: see
+    /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    /// [`try_copy_from_host`](DeviceSlice::try_copy_from_host) returns the error instead.
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        check_lengths("copy_from_host", self.len(), src.len());
+        let bytes = self.size_in_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let staged = staging::wanted(staging::Kind::FromHost, bytes);
+        in_memory_context_with(self.device_ptr(), |ctx| {
+            if let (true, Some(ctx)) = (staged, ctx) {
+                // SAFETY: `ctx` is current and alive (`in_memory_context_with`); both
+                // ranges have `bytes` bytes; `self` is exclusively borrowed device memory
+                // and `src` a shared borrow nobody writes during the call.
+                if unsafe {
+                    staging::host_to_device(ctx, self.device_ptr(), src.as_ptr().cast(), bytes)
+                }? {
+                    return Ok(());
+                }
+            }
+            // SAFETY: both ranges have `bytes` bytes; `self` is exclusively borrowed device
+            // memory of a live context and `src` a live host slice.
+            unsafe { driver::memcpy_htod(self.device_ptr(), src.as_ptr().cast(), bytes) }
+        })
+    }
+
+    /// Copies this view into `dst` on the host (`cuMemcpyDtoH`); done when it returns.
+    /// From 16 MiB, pageable memory is staged: see
+    /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    /// [`try_copy_to_host`](DeviceSlice::try_copy_to_host) returns the error instead.
+    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        check_lengths("copy_to_host", dst.len(), self.len());
+        let bytes = self.size_in_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let staged = staging::wanted(staging::Kind::ToHost, bytes);
+        in_memory_context_with(self.device_ptr(), |ctx| {
+            if let (true, Some(ctx)) = (staged, ctx) {
+                // SAFETY: `ctx` is current and alive; both ranges have `bytes` bytes; `dst`
+                // is exclusively borrowed, and any bytes are a valid `T` (`DeviceCopy`).
+                if unsafe {
+                    staging::device_to_host(
+                        ctx,
+                        dst.as_mut_ptr().cast(),
+                        self.device_ptr(),
+                        bytes,
+                        false,
+                    )
+                }? {
+                    return Ok(());
+                }
+            }
+            // SAFETY: both ranges have `bytes` bytes; `dst` is exclusively borrowed, and
+            // any bytes are a valid `T` (`DeviceCopy`).
+            unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.device_ptr(), bytes) }
+        })
+    }
+
+    /// Copies another view of the same context into this one (`cuMemcpyDtoD`); complete
+    /// when it returns.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    /// [`try_copy_from_device`](DeviceSlice::try_copy_from_device) returns the error instead.
+    pub fn copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
+        check_lengths("copy_from_device", self.len(), src.len());
+        if self.size_in_bytes() == 0 {
+            return Ok(());
+        }
+        let (dst_span, src_span) = (self.span(true), src.span(false));
+        if dst_span.overlaps(&src_span) {
+            // unreachable through the borrow rules (`self` is borrowed exclusively, `src`
+            // shared); checked anyway, it costs two compares
+            return Err(overlap_error(
+                "DeviceSlice::copy_from_device",
+                ["the destination", "the source"],
+                &dst_span,
+                &src_span,
+            ));
+        }
+        // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this context
+        // (one brand) and do not overlap (checked above).
+        in_memory_context(self.device_ptr(), || unsafe {
+            driver::memcpy_dtod(self.device_ptr(), src.device_ptr(), self.size_in_bytes())
+        })
+    }
+
+    /// The contents, copied into a new `Vec`; complete when it returns.
+    ///
+    /// A large copy (16 MiB and up) is staged through page-locked memory the context keeps
+    /// and written into the `Vec` by several threads, many times faster than the driver
+    /// writes a new `Vec`: see
+    /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut v = Vec::with_capacity(self.len());
+        let dst = v.spare_capacity_mut();
+        let bytes = self.size_in_bytes();
+        if bytes != 0 {
+            let staged = staging::wanted(staging::Kind::ToNewHost, bytes);
+            in_memory_context_with(self.device_ptr(), |ctx| {
+                if let (true, Some(ctx)) = (staged, ctx) {
+                    // SAFETY: `ctx` is current and alive; `dst` is the new `Vec`'s spare
+                    // room for `len` elements (`bytes` bytes), which nothing else uses;
+                    // any bytes are a valid `T`.
+                    if unsafe {
+                        staging::device_to_host(
+                            ctx,
+                            dst.as_mut_ptr().cast(),
+                            self.device_ptr(),
+                            bytes,
+                            true,
+                        )
+                    }? {
+                        return Ok(());
+                    }
+                }
+                // SAFETY: `dst` has room for `len` elements; any bytes are a valid `T`.
+                unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.device_ptr(), bytes) }
+            })?;
+        }
+        // SAFETY: the copy initialised all `len` elements.
+        unsafe { v.set_len(self.len()) };
+        Ok(v)
+    }
+
+    /// Sets every element to `value` (`cuMemsetD8/16/32`).
+    pub fn fill(&mut self, value: T) -> Result<()>
+    where
+        T: Memset,
+    {
+        if self.size_in_bytes() == 0 {
+            return Ok(());
+        }
+        // SAFETY: `len` elements of the pattern's width are the view's bytes.
+        in_memory_context(self.device_ptr(), || unsafe {
+            driver::memset(
+                self.device_ptr(),
+                sealed::Sealed::pattern(value),
+                self.len(),
+            )
+        })
+    }
+}
+
+impl<T> fmt::Debug for DeviceSlice<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceSlice<{}>({:#x}, len {})",
+            std::any::type_name::<T>(),
+            self.device_ptr(),
+            self.len()
+        )
+    }
+}
+
+impl<'ctx, T, R: RangeBounds<usize>> Index<R> for DeviceSlice<'ctx, T> {
+    type Output = DeviceSlice<'ctx, T>;
+
+    /// # Panics
+    /// If the range is out of bounds, like slice indexing.
+    fn index(&self, range: R) -> &Self::Output {
+        let len = self.len();
+        match self.get(range) {
+            Some(view) => view,
+            None => out_of_range(len),
+        }
+    }
+}
+
+impl<'ctx, T, R: RangeBounds<usize>> IndexMut<R> for DeviceSlice<'ctx, T> {
+    fn index_mut(&mut self, range: R) -> &mut Self::Output {
+        let len = self.len();
+        match self.get_mut(range) {
+            Some(view) => view,
+            None => out_of_range(len),
+        }
+    }
+}
+
+#[cold]
+#[track_caller]
+fn out_of_range(len: usize) -> ! {
+    panic!("DeviceSlice: range out of bounds for a view of {len} elements")
+}
+
+/// Runs a synchronous memory operation on the memory at `ptr` with the memory's own
+/// context current (`CU_POINTER_ATTRIBUTE_CONTEXT`), whatever is current on the calling
+/// thread: a nested context of another device, or none (a scoped worker that did not
+/// `enter`). The driver queues a "synchronous" fill or device copy on the current
+/// context's legacy stream, and the crate waits for that stream: running in the memory's
+/// own context makes that wait the right one by construction. Memory the driver ties to no
+/// context (a module's global variable) runs in the current context, which must exist.
+fn in_memory_context<T>(ptr: CUdeviceptr, op: impl FnOnce() -> Result<T>) -> Result<T> {
+    in_memory_context_with(ptr, |_| op())
+}
+
+/// As [`in_memory_context`], telling `op` which context it runs in: the memory's own, or
+/// the calling thread's current one (alive while `op` runs: a brand covers the memory's
+/// context, and a current context stays current), or `None` where the device's primary
+/// context is retained for `op` alone (no staging is kept for it).
+#[inline]
+fn in_memory_context_with<T>(
+    ptr: CUdeviceptr,
+    op: impl FnOnce(Option<NonNull<cuda_driver_sys::CUctx_st>>) -> Result<T>,
+) -> Result<T> {
+    let info = driver::pointer_info(ptr)?;
+    if let Some(ctx) = std::ptr::NonNull::new(info.context) {
+        // SAFETY: the memory's context is alive while the memory is (the brand).
+        return unsafe { context::in_context(ctx, || op(Some(ctx))) };
+    }
+    // Memory of a pool (the device's, not a context's) or a module global.
+    let current = driver::ctx_get_current()?;
+    if !current.is_null() && (!info.known || driver::ctx_get_device()? == info.device) {
+        return op(NonNull::new(current));
+    }
+    if !info.known {
+        return Err(Error::with_detail(
+            "DeviceSlice",
+            ErrorCode::InvalidContext,
+            "this memory belongs to no context the driver names (a module global): make its context current first (SharedContext::enter)",
+        ));
+    }
+    // No context of the memory's device is current: use the device's primary context.
+    let device = info.device;
+    let primary = driver::primary_ctx_retain(device)?;
+    let primary = driver::non_null("cuDevicePrimaryCtxRetain", primary);
+    // SAFETY: just retained, released below.
+    let result = primary.and_then(|ctx| unsafe { context::in_context(ctx, || op(None)) });
+    // SAFETY: balances the retain above; nothing of the primary context is kept.
+    let released = unsafe { driver::primary_ctx_release(device) };
+    crate::context::teardown::keep_both(result, released)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{checked_byte_len, empty_address};
+
+    #[test]
+    fn chunks_of_zero_sized_elements_work_like_slice_chunks() {
+        // SAFETY: zero-sized elements: the view claims no device bytes.
+        let huge = unsafe {
+            DeviceSlice::<'static, ()>::from_raw_parts(empty_address::<()>(), usize::MAX)
+        };
+        let chunks = huge.chunks(2);
+        assert_eq!(chunks.len(), usize::MAX.div_ceil(2));
+        let last = huge.chunks(usize::MAX - 1).next_back().unwrap();
+        assert_eq!(last.len(), 1);
+        assert_eq!(huge.chunks(usize::MAX).len(), 1);
+        // SAFETY: as above.
+        let huge_mut = unsafe {
+            DeviceSlice::<'static, ()>::from_raw_parts_mut(empty_address::<()>(), usize::MAX)
+        };
+        assert_eq!(huge_mut.chunks_mut(3).next_back().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_try_forms_refuse_bad_input_before_the_driver() {
+        // SAFETY: a view that is never dereferenced: every call below that could reach the
+        // driver fails its check first.
+        let dst = unsafe { DeviceSlice::<'static, u32>::from_raw_parts_mut(0x1000, 4) };
+        // SAFETY: as above, disjoint from `dst`.
+        let src = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x2000, 3) };
+        let e = dst.try_copy_from_host(&[1, 2, 3]).unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("copy_from_host", ErrorCode::InvalidValue)
+        );
+        assert_eq!(
+            e.to_string(),
+            "copy_from_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): destination has 4 elements but source has 3"
+        );
+        let e = dst.try_copy_to_host(&mut [0; 5]).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some("destination has 5 elements but source has 4")
+        );
+        let e = dst.try_copy_from_device(src).unwrap_err();
+        assert_eq!(
+            (e.call(), e.detail()),
+            (
+                "copy_from_device",
+                Some("destination has 4 elements but source has 3")
+            )
+        );
+        let e = src.try_split_at(4).unwrap_err();
+        assert_eq!(
+            (e.call(), e.detail()),
+            ("DeviceSlice::split_at", Some("mid 4 > len 3"))
+        );
+        let (left, right) = src.try_split_at(3).unwrap();
+        assert_eq!((left.len(), right.len()), (3, 0));
+        let e = dst.try_split_at_mut(5).unwrap_err();
+        assert_eq!(e.detail(), Some("mid 5 > len 4"));
+        assert!(dst.try_split_at_mut(2).is_ok());
+        let e = src.try_chunks(0).err().unwrap();
+        assert_eq!(
+            (e.call(), e.detail()),
+            ("DeviceSlice::chunks", Some("chunk size must be non-zero"))
+        );
+        assert_eq!(src.try_chunks(2).unwrap().len(), 2);
+        assert!(dst.try_chunks_mut(0).is_err());
+        // the panicking forms panic with the same text
+        let panicked = std::panic::catch_unwind(|| {
+            // SAFETY: as above.
+            let v = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x2000, 3) };
+            let _ = v.split_at(4);
+        })
+        .unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().map(String::as_str),
+            Some("DeviceSlice::split_at: mid 4 > len 3")
+        );
+        let panicked =
+            std::panic::catch_unwind(|| check_lengths("copy_to_host", 5, 4)).unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().map(String::as_str),
+            Some("copy_to_host: destination has 5 elements but source has 4")
+        );
+    }
+
+    #[test]
+    fn chunks_cover_the_view_exactly() {
+        // SAFETY: a view that is never dereferenced: only addresses are computed.
+        let v = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x1000, 10) };
+        let parts: Vec<(CUdeviceptr, usize)> =
+            v.chunks(4).map(|c| (c.device_ptr(), c.len())).collect();
+        assert_eq!(parts, [(0x1000, 4), (0x1010, 4), (0x1020, 2)]);
+        assert_eq!(bounds(&(2..=3), 10), Some((2, 4)));
+        assert_eq!(bounds(&(..11), 10), None);
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = 5..4;
+        assert_eq!(bounds(&reversed, 10), None);
+        assert_eq!(bounds(&(usize::MAX..), 10), None);
+        assert_eq!(
+            checked_byte_len::<u64>("x", usize::MAX / 4)
+                .unwrap_err()
+                .call(),
+            "x"
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! The memory an operation touches ([`Span`]) and the checks made before any driver call:
+//! overlaps, lengths, split points, chunk sizes, ranges and byte sizes.
+
+use std::mem::size_of;
+use std::ops::{Bound, RangeBounds};
+
+use crate::driver::CUdeviceptr;
+use crate::error::{Error, ErrorCode, Result};
+
+/// The memory one argument touches: `bytes` at `start`, written or only read. Scalars
+/// touch none (`bytes == 0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub(crate) start: u64,
+    pub(crate) bytes: u64,
+    pub(crate) write: bool,
+}
+
+impl Span {
+    pub(crate) const NONE: Span = Span {
+        start: 0,
+        bytes: 0,
+        write: false,
+    };
+
+    #[inline(always)]
+    pub(crate) fn overlaps(&self, other: &Span) -> bool {
+        self.bytes != 0
+            && other.bytes != 0
+            && self.start < other.start.wrapping_add(other.bytes)
+            && other.start < self.start.wrapping_add(self.bytes)
+    }
+}
+
+/// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
+/// share memory.
+#[inline]
+pub(crate) fn first_overlap(spans: &[Span]) -> Option<(usize, usize)> {
+    for i in 0..spans.len() {
+        for j in i + 1..spans.len() {
+            if (spans[i].write || spans[j].write) && spans[i].overlaps(&spans[j]) {
+                return Some((i, j));
+            }
+        }
+    }
+    None
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn overlap_error(call: &'static str, names: [&str; 2], a: &Span, b: &Span) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidValue,
+        format!(
+            "{} ({} bytes at {:#x}) and {} ({} bytes at {:#x}) overlap: memory that a GPU operation writes must not also be another of its arguments",
+            names[0], a.bytes, a.start, names[1], b.bytes, b.start
+        ),
+    )
+}
+
+/// Panics with the checks' error (before any driver call): `"{call}: {detail}"`, the
+/// message of the panicking forms, whose `try_` forms return the error instead.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn fail(e: Error) -> ! {
+    panic!(
+        "{}: {}",
+        e.call(),
+        e.detail().unwrap_or_else(|| e.code().description())
+    )
+}
+
+/// The lengths check of a copy: `Err` naming `what` and both lengths if they differ.
+#[inline]
+pub(crate) fn lengths_match(what: &'static str, dst: usize, src: usize) -> Result<()> {
+    if dst == src {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        what,
+        ErrorCode::InvalidValue,
+        format!("destination has {dst} elements but source has {src}"),
+    ))
+}
+
+/// [`lengths_match`], panicking (the copies that document `# Panics`).
+#[inline]
+#[track_caller]
+pub(crate) fn check_lengths(what: &'static str, dst: usize, src: usize) {
+    if let Err(e) = lengths_match(what, dst, src) {
+        fail(e)
+    }
+}
+
+/// The check of `split_at(mid)` on a view of `len` elements.
+#[inline]
+pub(super) fn split_point(what: &'static str, mid: usize, len: usize) -> Result<()> {
+    if mid <= len {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        what,
+        ErrorCode::InvalidValue,
+        format!("mid {mid} > len {len}"),
+    ))
+}
+
+/// The check of `chunks(size)`.
+#[inline]
+pub(super) fn chunk_size(what: &'static str, size: usize) -> Result<()> {
+    if size != 0 {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        what,
+        ErrorCode::InvalidValue,
+        "chunk size must be non-zero",
+    ))
+}
+
+pub(crate) fn bounds(range: &impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some((start, end))
+}
+
+/// The size in bytes of `len` elements of `T`, for a length that already describes memory
+/// (so it cannot overflow).
+#[inline(always)]
+pub(crate) fn byte_len<T>(len: usize) -> usize {
+    len * size_of::<T>()
+}
+
+/// The size in bytes of `len` elements of `T`, or an error naming `call` if it overflows.
+#[inline]
+pub(crate) fn checked_byte_len<T>(call: &'static str, len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>())
+        .ok_or_else(|| too_large(call, len, size_of::<T>()))
+}
+
+/// The device address of every buffer and view of zero bytes (no elements, or zero-sized
+/// ones): never allocated, never reaching the driver, aligned for `T`.
+pub(crate) const fn empty_address<T>() -> CUdeviceptr {
+    let align = std::mem::align_of::<T>() as CUdeviceptr;
+    if align > 256 { align } else { 256 }
+}
+
+#[cold]
+fn too_large(call: &'static str, len: usize, size: usize) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidValue,
+        format!("{len} elements of {size} bytes overflow usize"),
+    )
+}

@@ -1,0 +1,385 @@
+//! Bulk copies between device memory and pageable host memory (a `Vec`, a slice), staged
+//! through page-locked buffers that the crate keeps per context.
+//!
+//! # Why
+//!
+//! The driver copies pageable memory itself, one thread, through its own small buffers.
+//! Measured on an H100 (driver 580, `docs/driver-facts.md`): `cuMemcpyDtoH` into a new
+//! `Vec` runs at 1.1–1.4 GB/s (the cost is the driver's handling of never-used pages: into
+//! a reused `Vec` it runs at 9–14 GB/s), `cuMemcpyHtoD` from a `Vec` at 6–8 GB/s, while
+//! the copy engine moves 55 GB/s from and into page-locked memory.
+//!
+//! # How
+//!
+//! A copy of at least a threshold's bytes ([`Kind`], [`threshold`]) is cut into chunks of at
+//! most [`SLOT_BYTES`], aligned to their size in the host range (so with 2 MiB huge pages no
+//! two threads fault the same page). The calling thread runs the DMA of each chunk with
+//! the driver's synchronous copy between the device and one slot of a page-locked staging
+//! buffer; up to [`MAX_WORKERS`] scoped threads ([`std::thread::scope`], spawned for the
+//! copy) move chunks between the slots and the host range with `memcpy`. The two overlap:
+//! while the copy engine fills or drains one slot, the threads work on others.
+//!
+//! * Device to host: the DMA writes a slot, a thread copies the slot into the
+//!   destination. The destination's pages are first touched by several threads at once,
+//!   and the driver never sees them. A new `Vec` ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec)) is also
+//!   advised to the kernel as huge-page memory (`madvise(MADV_HUGEPAGE)`, Linux) where it
+//!   spans whole 2 MiB pages, so a fault maps 2 MiB instead of 4 KiB.
+//! * Host to device: threads copy chunks of the source into slots, the calling thread
+//!   sends each filled slot to the device. At the end it waits for the legacy stream, as
+//!   the unstaged path does, so the copy is complete when it returns.
+//!
+//! The copies stay synchronous, on the calling thread's current context and its legacy
+//! stream, as without staging: each DMA is `cuMemcpyDtoH`/`cuMemcpyHtoD` between the
+//! device and page-locked memory, which the driver completes before it returns. Host
+//! memory the driver already knows (page-locked or registered: a
+//! [`PinnedBuffer`](crate::PinnedBuffer)'s contents) is copied directly, without staging.
+//!
+//! # What the crate keeps, and when it is freed
+//!
+//! A *staging* is [`STAGING_BYTES`] (20 MiB) of host memory that the crate allocates
+//! itself (`std::alloc`) and page-locks for one context with `cuMemHostRegister`. A
+//! context gets its first staging at its first staged copy (or from [`reserve`]), and at
+//! most [`MAX_STAGINGS_PER_CONTEXT`] (so at most 40 MiB page-locked per context): a copy
+//! finding all of them busy on other threads waits for one (never for anything else, so
+//! it cannot deadlock). No threads are kept: the copying threads exist for one copy.
+//!
+//! A context's stagings are unregistered and freed:
+//!
+//! * [`with_context`](crate::with_context): at its teardown, after the synchronization,
+//!   while the context is still current, before it is destroyed;
+//! * [`with_raw_context`](crate::with_raw_context): before the pop at the end of every
+//!   call (the owner may destroy the context afterwards);
+//! * [`with_primary_context`](crate::with_primary_context): the primary context can be
+//!   held by others (the runtime API, another crate, an outer or concurrent
+//!   `with_primary_context`), so its stagings stay while it stays active; after a release
+//!   that leaves it inactive (the driver destroyed it, unregistering its memory) the
+//!   crate frees them. A program that uses the runtime API's context for the whole run
+//!   keeps one or two stagings for the whole run.
+//!
+//! A staging in use by a copy when its context's entry is freed is freed by that copy
+//! when it is done. Failing to page-lock memory (`cuMemHostRegister` refused) is no
+//! error: the copy takes the driver's path, and so do the context's later copies until
+//! [`reserve`] succeeds or the context ends.
+//!
+//! The staging memory is the crate's own allocation, not the driver's: if a context
+//! vanished without the crate's teardown (destroyed by code outside the crate while it
+//! was current), its entry holds memory that is merely no longer page-locked; copies
+//! through it stay correct. Nothing the crate keeps is a driver handle (no stream, no
+//! event), so a stale entry can never reach the driver as a dangling handle.
+//!
+//! # The setup/run split
+//!
+//! [`reserve`] allocates a context's first staging now (in a setup phase), and [`freeze`]
+//! stops a context from allocating any more: a frozen context's bulk copies use the
+//! stagings it has (waiting for one if another thread is using it) or, if it has none,
+//! the driver's path.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::driver;
+use crate::error::{Error, ErrorCode, Result};
+
+// The rooms: the thresholds, counters and staging memory here; `registry.rs` (the
+// stagings of each context, leases, what a context's end frees), `pipeline.rs` (the
+// copies: chunks, DMA and worker threads).
+mod pipeline;
+mod registry;
+
+pub(crate) use pipeline::{device_to_host, host_to_device};
+pub(crate) use registry::{freeze, release, reserve};
+
+/// Bytes of one slot of a staging: the largest chunk one DMA moves, and the huge-page size
+/// the chunks of a large copy are aligned to.
+pub const SLOT_BYTES: usize = 2 << 20;
+/// Slots in one staging: enough for [`MAX_WORKERS`] threads each holding one while the DMA
+/// fills or drains two more.
+pub const SLOTS: usize = MAX_WORKERS + 2;
+/// Bytes of page-locked host memory in one staging (20 MiB).
+pub const STAGING_BYTES: usize = SLOT_BYTES * SLOTS;
+/// The most stagings one context has at once (so at most 40 MiB page-locked per context):
+/// two threads copying at once each get one, a third waits.
+pub const MAX_STAGINGS_PER_CONTEXT: usize = 2;
+/// The most threads one staged copy spawns to move chunks between the host range and the
+/// slots (fewer on a machine with fewer cores, or for a smaller copy).
+pub const MAX_WORKERS: usize = 8;
+/// A staged copy spawns one thread for every this many bytes (at least one).
+pub const MIN_BYTES_PER_WORKER: usize = 256 << 10;
+/// The smallest chunk.
+const MIN_CHUNK: usize = 64 << 10;
+/// A new `Vec` of at least this size is advised as huge-page memory.
+const HUGE_PAGE_MIN: usize = 4 << 20;
+
+/// The kinds of bulk copy, each with its own threshold (see [`threshold`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Device to a new `Vec`: [`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec).
+    ToNewHost = 0,
+    /// Device to an existing slice: [`DeviceSlice::copy_to_host`](crate::DeviceSlice::copy_to_host).
+    ToHost = 1,
+    /// Host slice to the device: [`DeviceBuffer::from_slice`](crate::DeviceBuffer::from_slice)
+    /// (and `from_slice_in`), [`DeviceSlice::copy_from_host`](crate::DeviceSlice::copy_from_host).
+    FromHost = 2,
+}
+
+impl Kind {
+    /// Every kind, in order.
+    pub const ALL: [Kind; 3] = [Kind::ToNewHost, Kind::ToHost, Kind::FromHost];
+
+    /// The built-in threshold in bytes: copies of at least this size are staged. Picked
+    /// by `bench/benches/bulk_copies.rs`, whose sweep reports where staging starts to
+    /// win; `docs`: BENCHMARKS.md, "Bulk copies".
+    pub const fn default_threshold(self) -> usize {
+        match self {
+            // measured on an H100 (BENCHMARKS.md, "Bulk copies"): staging loses at 1 MiB
+            // (the copy threads' start-up) and wins from 16 MiB on, for every kind
+            Kind::ToNewHost => 16 << 20,
+            Kind::ToHost => 16 << 20,
+            Kind::FromHost => 16 << 20,
+        }
+    }
+}
+
+static THRESHOLDS: [AtomicUsize; 3] = [
+    AtomicUsize::new(Kind::ToNewHost.default_threshold()),
+    AtomicUsize::new(Kind::ToHost.default_threshold()),
+    AtomicUsize::new(Kind::FromHost.default_threshold()),
+];
+
+/// The threshold of `kind` now: its [default](Kind::default_threshold) unless
+/// [`set_threshold`] changed it.
+pub fn threshold(kind: Kind) -> usize {
+    THRESHOLDS[kind as usize].load(Ordering::Relaxed)
+}
+
+/// Sets the threshold of `kind` for the whole process (the benchmark's sweep: 0 stages
+/// every copy, `usize::MAX` none).
+pub fn set_threshold(kind: Kind, bytes: usize) {
+    THRESHOLDS[kind as usize].store(bytes, Ordering::Relaxed);
+}
+
+/// Whether a copy of `bytes` of `kind` should be staged: one relaxed load and a compare,
+/// all that a small copy pays.
+#[inline(always)]
+pub(crate) fn wanted(kind: Kind, bytes: usize) -> bool {
+    bytes >= THRESHOLDS[kind as usize].load(Ordering::Relaxed)
+}
+
+/// Bytes of staging memory that exist in the process (all contexts).
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Makes every staging allocation fail (tests of the fallback).
+static FAIL_ALLOCATIONS: AtomicBool = AtomicBool::new(false);
+
+/// Bytes of staging memory that exist now, in all contexts of the process.
+pub fn live_bytes() -> usize {
+    LIVE_BYTES.load(Ordering::SeqCst)
+}
+
+/// Makes every later staging allocation fail (`true`) or work again (`false`), to test
+/// the fallback to the driver's path.
+pub fn simulate_allocation_failure(on: bool) {
+    FAIL_ALLOCATIONS.store(on, Ordering::SeqCst);
+}
+
+// ---- stagings ----------------------------------------------------------------------------
+
+/// Host memory the crate allocated, page-locked (registered) for one context or not.
+pub(crate) struct Staging {
+    base: NonNull<u8>,
+    bytes: usize,
+    registered: bool,
+}
+
+// SAFETY: a `Staging` owns plain host memory; which thread reads or writes which slot is
+// decided by the pipeline below, under its mutex.
+unsafe impl Send for Staging {}
+// SAFETY: `&Staging` only hands out raw slot pointers; every access through them is
+// justified where it happens (one owner per slot at a time, handed over under a mutex).
+unsafe impl Sync for Staging {}
+
+impl Staging {
+    fn layout(bytes: usize) -> Option<Layout> {
+        Layout::from_size_align(bytes, SLOT_BYTES).ok()
+    }
+
+    /// `bytes` (a multiple of [`SLOT_BYTES`], not 0) of host memory, not page-locked.
+    fn allocate(bytes: usize) -> Option<Staging> {
+        if bytes == 0 || FAIL_ALLOCATIONS.load(Ordering::SeqCst) {
+            return None;
+        }
+        let layout = Self::layout(bytes)?;
+        // SAFETY: the layout has a non-zero size.
+        let base = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+        LIVE_BYTES.fetch_add(bytes, Ordering::SeqCst);
+        Some(Staging {
+            base,
+            bytes,
+            registered: false,
+        })
+    }
+
+    /// A staging of [`STAGING_BYTES`], page-locked for the current context.
+    fn create() -> Result<Staging> {
+        let Some(mut staging) = Self::allocate(STAGING_BYTES) else {
+            return Err(Error::with_detail(
+                "staging",
+                ErrorCode::OutOfMemory,
+                format!("allocating {STAGING_BYTES} bytes of host memory for staging failed"),
+            ));
+        };
+        thp::advise_huge(staging.base.as_ptr(), staging.bytes);
+        // SAFETY: the staging owns the range, and unregisters it before freeing it (`Drop`).
+        unsafe { driver::mem_host_register(staging.base.as_ptr().cast(), staging.bytes, 0) }?;
+        staging.registered = true;
+        Ok(staging)
+    }
+
+    fn slots(&self) -> usize {
+        self.bytes / SLOT_BYTES
+    }
+
+    /// The start of slot `i` (`i < slots()`), [`SLOT_BYTES`] long.
+    fn slot(&self, i: usize) -> *mut u8 {
+        debug_assert!(i < self.slots());
+        self.base.as_ptr().wrapping_add(i * SLOT_BYTES)
+    }
+
+    /// Marks the memory as no longer page-locked, for a staging whose context the driver
+    /// has destroyed (which unregistered it).
+    fn forget_registration(&mut self) {
+        self.registered = false;
+    }
+}
+
+impl Drop for Staging {
+    /// Unregisters the memory (in the current context, which must be the one that
+    /// registered it: the crate drops a staging only with its context current, or after
+    /// [`Staging::forget_registration`]) and frees it. If the driver refuses the
+    /// unregistration for another reason than "not registered", the memory is leaked
+    /// rather than handed back to the allocator while the driver may keep it page-locked.
+    fn drop(&mut self) {
+        if self.registered {
+            // SAFETY: registered by this staging; no copy uses it (a staging is dropped only
+            // when no lease holds it).
+            match unsafe { driver::mem_host_unregister(self.base.as_ptr().cast()) } {
+                Ok(()) => {}
+                Err(e) if e.code() == ErrorCode::HostMemoryNotRegistered => {}
+                Err(_) => return,
+            }
+        }
+        let Some(layout) = Self::layout(self.bytes) else {
+            return;
+        };
+        // SAFETY: allocated by `allocate` with this layout, not registered any more.
+        unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
+        LIVE_BYTES.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+// ---- huge pages ---------------------------------------------------------------------------
+
+/// `madvise(MADV_HUGEPAGE)` on the whole 2 MiB pages of a new allocation (Linux; the
+/// advice's value, 14, is the same on every architecture CUDA supports there). The
+/// crate declares the one function itself rather than depending on `libc`: the C library
+/// is linked by `std` on Linux already.
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "powerpc64",
+        target_arch = "riscv64"
+    )
+))]
+mod thp {
+    use std::ffi::{c_int, c_void};
+
+    const MADV_HUGEPAGE: c_int = 14;
+    const HUGE_PAGE: usize = 2 << 20;
+
+    unsafe extern "C" {
+        /// `int madvise(void *addr, size_t length, int advice)`, POSIX/Linux.
+        fn madvise(addr: *mut c_void, length: usize, advice: c_int) -> c_int;
+    }
+
+    /// Advises the 2 MiB-aligned part of `[start, start + bytes)`, an allocation of the
+    /// crate's, as huge-page memory. Only whole huge pages inside the range are advised,
+    /// so no neighbouring allocation is touched. A refusal (huge pages disabled) changes
+    /// nothing, so it is ignored.
+    pub(super) fn advise_huge(start: *mut u8, bytes: usize) {
+        let lo = start as usize;
+        let first = lo.next_multiple_of(HUGE_PAGE);
+        let last = (lo + bytes) / HUGE_PAGE * HUGE_PAGE;
+        if last > first {
+            let at = start.wrapping_add(first - lo).cast::<c_void>();
+            // SAFETY: `[first, last)` is page-aligned and inside an allocation the caller
+            // owns; `MADV_HUGEPAGE` changes how the kernel backs the range, never its
+            // contents or whether it is mapped.
+            let _ = unsafe { madvise(at, last - first, MADV_HUGEPAGE) };
+        }
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "powerpc64",
+        target_arch = "riscv64"
+    )
+)))]
+mod thp {
+    pub(super) fn advise_huge(_start: *mut u8, _bytes: usize) {}
+}
+
+// ---- for the crate's tests and benchmarks -------------------------------------------------
+
+/// What `cuda_brand::__staging` exports (hidden): the thresholds and counters, for the
+/// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not an API: it may change at
+/// any time.
+pub mod hidden {
+    pub use super::{
+        Kind, MAX_STAGINGS_PER_CONTEXT, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOT_BYTES, SLOTS,
+        STAGING_BYTES, live_bytes, set_threshold, simulate_allocation_failure, threshold,
+    };
+    use crate::context::ContextGuard;
+    use crate::error::Result;
+
+    /// Bytes of staging that context `ctx` has (idle, in use, or being created).
+    pub fn bytes_of(ctx: ContextGuard<'_>) -> usize {
+        super::registry::bytes_of(ctx)
+    }
+
+    /// Allocates the first staging of `ctx` now, unless it has one.
+    pub fn reserve(ctx: ContextGuard<'_>) -> Result<()> {
+        super::reserve(ctx)
+    }
+
+    /// Freezes or unfreezes the stagings of `ctx`.
+    pub fn freeze(ctx: ContextGuard<'_>, frozen: bool) {
+        super::freeze(ctx, frozen)
+    }
+
+    /// Frees the idle stagings of `ctx` now.
+    pub fn release(ctx: ContextGuard<'_>) -> Result<()> {
+        super::release(ctx)
+    }
+
+    /// The host addresses of the idle stagings of `ctx`.
+    pub fn addresses_of(ctx: ContextGuard<'_>) -> Vec<usize> {
+        super::registry::addresses_of(ctx)
+    }
+
+    /// Whether the driver knows host address `addr` (page-locked or registered in a
+    /// context), from `cuPointerGetAttributes`.
+    pub fn is_known_to_driver(addr: usize) -> Result<bool> {
+        super::pipeline::host_is_known(addr as *const u8)
+    }
+
+    /// The number of threads a staged copy of `bytes` spawns on this machine.
+    pub fn workers_for(bytes: usize) -> usize {
+        super::pipeline::workers_for(bytes)
+    }
+}

@@ -1,0 +1,584 @@
+//! Modules ([`Module`]) and their functions ([`Function`]); declaring a function's
+//! parameter list makes a typed kernel ([`Kernel`], in [`launch`](crate::launch)).
+//!
+//! ```no_run
+//! use cuda_brand::prelude::*;
+//! # fn main() -> cuda_brand::Result<()> {
+//! let device = Device::get(0)?;
+//! with_context(&device, ContextFlags::default(), |ctx| {
+//!     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+//!     // SAFETY: `scale(float *x, size_t x_len, float k)` has this parameter list, writes
+//!     // only `x[0..x_len]` and no module global.
+//!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+//!     let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
+//!     ctx.stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 2.0f32)))?;
+//!     assert_eq!(x.to_vec()?, [2.0, 4.0, 6.0]);
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! A slice parameter ([`In<T>`](crate::In) for reading, [`Out<T>`](crate::Out) for
+//! writing) is passed as two C parameters, the device pointer and the element count
+//! (`const float *x, size_t x_len`), so a kernel can keep every access in bounds whatever
+//! lengths safe code passes. That is the bound the declaration promises.
+
+use std::ffi::{CString, c_void};
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{align_of, size_of};
+use std::ptr::NonNull;
+
+use cuda_driver_sys::{CUctx_st, CUmod_st};
+
+use crate::context::{Allocating, Brand, ContextGuard, Phase};
+use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
+use crate::error::{Error, ErrorCode, Result};
+use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
+use crate::memory::{DeviceCopy, DeviceSlice};
+
+// The rooms: `Module` here; `library.rs`, `jit.rs` (JIT options and logs), `image/` (the
+// checks of module images and their parameter tables), `nvrtc.rs` (feature `nvrtc`).
+mod image;
+pub mod jit;
+pub mod library;
+#[cfg(feature = "nvrtc")]
+pub mod nvrtc;
+
+#[doc(inline)]
+pub use jit::{JitCacheMode, JitFallback, JitLog, JitOptions};
+#[doc(inline)]
+pub use library::Library;
+
+/// Code loaded into the context branded `'ctx` (`CUmodule`): from PTX text, or a cubin or
+/// fatbin image. Unloaded when dropped; the functions and kernels taken from it borrow it.
+pub struct Module<'ctx> {
+    raw: NonNull<CUmod_st>,
+    ctx: NonNull<CUctx_st>,
+    _brand: Brand<'ctx>,
+}
+
+// SAFETY: a module handle may be used from any thread; unloading pushes the module's own
+// context explicitly, so the dropping thread needs no current context.
+unsafe impl Send for Module<'_> {}
+// SAFETY: `&Module` only looks up functions and globals, thread-safe driver calls.
+unsafe impl Sync for Module<'_> {}
+
+impl<'ctx> Module<'ctx> {
+    /// JIT-compiles and loads PTX text (`cuModuleLoadDataEx`). If the PTX does not
+    /// compile, the error's [`detail`](Error::detail) is the JIT compiler's log, which names
+    /// the offending line.
+    pub fn from_ptx<P: Allocating>(ctx: ContextGuard<'ctx, P>, ptx: &str) -> Result<Self> {
+        let text = ptx_text("Module::from_ptx", ptx)?;
+        // SAFETY: NUL-terminated text that outlives the call.
+        unsafe { Self::load(ctx, text.as_ptr().cast(), Source::Ptx(ptx)) }
+    }
+
+    /// As [`Module::from_ptx`], with the JIT compiler's `options` (optimization level,
+    /// register limit, target, debug and line information, ...); returns the module with
+    /// what the compiler reported ([`JitLog`]: its info log and the time it took). On
+    /// failure the error's [`detail`](Error::detail) is the compiler's error log.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::JitOptions;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let options = JitOptions::new().max_registers(16).log_verbose(true);
+    ///     let (module, log) =
+    ///         Module::from_ptx_with(ctx, include_str!("../../kernels/kernels.ptx"), &options)?;
+    ///     println!("{}", log.info); // e.g. "ptxas info : Used 16 registers ..."
+    ///     assert!(module.function("sum_u64")?.num_registers()? <= 16);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn from_ptx_with<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        ptx: &str,
+        options: &JitOptions,
+    ) -> Result<(Self, JitLog)> {
+        const CALL: &str = "Module::from_ptx_with";
+        let text = ptx_text(CALL, ptx)?;
+        let jit = options.to_args(CALL)?;
+        // SAFETY: NUL-terminated text that outlives the call.
+        unsafe { Self::load_with(ctx, text.as_ptr().cast(), jit, Source::Ptx(ptx)) }
+    }
+
+    /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) after checking that every
+    /// offset and size in it lies inside `image`: the driver takes the image without a
+    /// length and follows those offsets, so a damaged or hostile image could make it read
+    /// outside the slice. An image that fails the check is
+    /// `CUDA_ERROR_INVALID_IMAGE` from `Module::from_binary` with what is wrong in the
+    /// detail, before any driver call; an image for another GPU architecture is the
+    /// driver's `CUDA_ERROR_NO_BINARY_FOR_GPU`.
+    ///
+    /// What is checked (the ELF header, program and section tables and every section,
+    /// symbol, relocation and `.nv.info` record of a cubin; the fatbin header and every
+    /// entry of a fatbin), and the GPU fuzz run behind it, are in `SOUNDNESS.md`.
+    /// [`Module::from_binary_unchecked`] skips the check.
+    pub fn from_binary<P: Allocating>(ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
+        check_image("Module::from_binary", image)?;
+        // SAFETY: every offset and size the image holds was checked against its length.
+        unsafe { Self::from_binary_unchecked(ctx, image) }
+    }
+
+    /// As [`Module::from_binary`] (the same check first), with the JIT compiler's
+    /// `options`, which matter where the image holds PTX: a fatbin's PTX is compiled when
+    /// it has no binary for the device ([`JitOptions::fallback`] chooses between its PTX
+    /// and a binary of an older architecture). Returns the module with what the compiler
+    /// reported.
+    pub fn from_binary_with<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: &[u8],
+        options: &JitOptions,
+    ) -> Result<(Self, JitLog)> {
+        const CALL: &str = "Module::from_binary_with";
+        check_image(CALL, image)?;
+        let aligned = aligned_image(CALL, image)?;
+        let jit = options.to_args(CALL)?;
+        // SAFETY: every offset and size the image holds was checked against its length;
+        // the copy outlives the call.
+        unsafe { Self::load_with(ctx, aligned.as_ptr().cast(), jit, Source::Image(image)) }
+    }
+
+    /// Loads a cubin or fatbin image (`cuModuleLoadDataEx`) without checking its
+    /// contents: only that it starts with the ELF or fatbin magic (anything else would be
+    /// read as PTX text, past the slice if it has no NUL).
+    ///
+    /// # Safety
+    ///
+    /// `image` is a complete, undamaged image as `nvcc` or `nvlink` wrote it: the driver
+    /// follows the offsets and sizes inside it without knowing the slice's length, so a
+    /// truncated or corrupted image can make it read (and crash) outside the slice.
+    pub unsafe fn from_binary_unchecked<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: &[u8],
+    ) -> Result<Self> {
+        let aligned = aligned_image("Module::from_binary", image)?;
+        // SAFETY: the caller promises a complete image; the copy outlives the call.
+        unsafe { Self::load(ctx, aligned.as_ptr().cast(), Source::Image(image)) }
+    }
+
+    /// # Safety
+    /// `image` is a complete image, as `driver::module_load` requires.
+    unsafe fn load<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: *const c_void,
+        source: Source<'_>,
+    ) -> Result<Self> {
+        // SAFETY: the caller guarantees the image; the module goes into `ctx`.
+        // SAFETY: as above.
+        let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load(image) }))?;
+        let raw = loaded.map_err(|(e, log)| jit::with_log(e, &log))?;
+        Self::from_loaded(ctx, raw, source)
+    }
+
+    /// # Safety
+    /// `image` is a complete image, as `driver::module_load_ex` requires.
+    unsafe fn load_with<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        image: *const c_void,
+        mut jit: JitArgs,
+        source: Source<'_>,
+    ) -> Result<(Self, JitLog)> {
+        // SAFETY: the caller guarantees the image; `jit` outlives the call; the module
+        // goes into `ctx`.
+        let loaded = ctx.with_current(|| Ok(unsafe { driver::module_load_ex(image, &mut jit) }))?;
+        let raw = loaded.map_err(|e| jit::with_log(e, &jit.failure_log()))?;
+        Ok((Self::from_loaded(ctx, raw, source)?, JitLog::read(&jit)))
+    }
+
+    fn from_loaded<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        raw: CUmodule,
+        source: Source<'_>,
+    ) -> Result<Self> {
+        let raw = driver::non_null("cuModuleLoadDataEx", raw)?;
+        let ctx = ctx.as_non_null();
+        // the kernels' parameter counts, for declarations (only on drivers that need them)
+        counts::remember(raw.as_ptr() as usize, || source.param_table());
+        Ok(Module {
+            raw,
+            ctx,
+            _brand: PhantomData,
+        })
+    }
+
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUmodule {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUmodule`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the module is not
+    /// unloaded (`cuModuleUnload`); the handle, and the functions and globals taken from it
+    /// through the driver, are not used after this `Module` is dropped; kernels launched
+    /// from those functions keep the promise of [`Module::kernel`] for the memory given to
+    /// them; and its globals are written through the driver only while no kernel or copy
+    /// of this crate may read them.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUmodule {
+        self.raw()
+    }
+
+    /// The function `name` (`cuModuleGetFunction`); a name the module does not have is
+    /// `CUDA_ERROR_NOT_FOUND`, with the name in the error.
+    pub fn function(&self, name: &str) -> Result<Function<'_, 'ctx>> {
+        let c_name = c_name("Module::function", name)?;
+        // SAFETY: the module is alive (borrowed).
+        let raw = unsafe { driver::module_get_function(self.raw(), &c_name) }.map_err(|e| {
+            Error::with_detail(
+                e.call(),
+                e.code(),
+                format!("no function named `{name}` in the module"),
+            )
+        })?;
+        let raw = driver::non_null("cuModuleGetFunction", raw)?;
+        counts::note_function(self.raw.as_ptr() as usize, name, raw.as_ptr());
+        // SAFETY: a function of this module, which the result borrows.
+        Ok(unsafe { Function::from_raw(raw) })
+    }
+
+    /// Declares the kernel `name` with the parameter list `P`, a tuple of
+    /// [`In<T>`](crate::In), [`Out<T>`](crate::Out) and scalars (`f32`, `u32`, ... or
+    /// [`ByValue<T>`](crate::ByValue)).
+    ///
+    /// # Safety
+    ///
+    /// The kernel's contract, which every launch then relies on:
+    ///
+    /// * its C parameter list is exactly `P`, each `In<T>`/`Out<T>` being a
+    ///   `const T*`/`T*` followed by a `size_t` element count;
+    /// * it accesses a slice parameter only below the element count it is given;
+    /// * it **reads** only memory of its `In` and `Out` parameters and global variables of
+    ///   this module, and **writes** only through its `Out` parameters: not through
+    ///   pointers it finds in memory (a global holding an address, a scalar or `ByValue`
+    ///   argument the host chose) or computes, and **no global variable of the module**
+    ///   (declare such a kernel with [`Module::kernel_mut`]);
+    /// * all of this holds for every launch configuration the crate lets through (any grid
+    ///   and block the kernel's limits allow, any dynamic shared memory up to its limit,
+    ///   with or without a thread-block cluster, cooperative or not, see
+    ///   [`LaunchConfig`](crate::LaunchConfig)): a kernel that relies on a particular
+    ///   block size, shared-memory size or cluster shape checks it (`%cluster_nctarank`),
+    ///   and one that synchronizes its grid checks that it was launched cooperatively
+    ///   (`cooperative_groups::this_grid().is_valid()`).
+    ///
+    /// The crate checks the rest before each launch: arguments match `P` (by type), every
+    /// buffer is of this context and stays borrowed until the kernel has run, and no `Out`
+    /// argument overlaps any other slice argument. Where the driver reports a kernel's
+    /// parameters (CUDA 12.4 or newer), the declaration is also checked against them:
+    /// their number, and the size and offset of each (see [`Function::typed`]); a
+    /// mismatch is an error naming the parameter.
+    ///
+    /// # Under compute-sanitizer
+    ///
+    /// The check asks the driver only about parameters the kernel has, so declaring a
+    /// kernel provokes no driver error and a `compute-sanitizer` run with default options
+    /// stays clean. The number of parameters comes from `cuFuncGetParamCount` (CUDA 13.2
+    /// drivers) or, on CUDA 12.4 to 13.1 drivers, from what the module was loaded from:
+    /// the `.entry` signature of PTX ([`Module::from_ptx`], NVRTC's PTX), the
+    /// `EIATTR_KPARAM_INFO` records of a cubin's `.nv.info.<kernel>`, the uncompressed
+    /// entries of a fatbin ([`Module::from_binary`], checked or not; the same for
+    /// [`Library`]). Where none of these gives the kernel's count (every
+    /// entry of a fatbin compressed, `.nv.info` records this crate does not read, PTX it
+    /// does not understand, entries of one fatbin that disagree), the driver is asked once
+    /// past the last parameter, as before: one `CUDA_ERROR_INVALID_VALUE` that
+    /// compute-sanitizer reports (`--report-api-errors no` silences it). The check itself
+    /// is complete either way.
+    pub unsafe fn kernel<P: KernelParams>(&self, name: &str) -> Result<Kernel<'_, 'ctx, P>> {
+        let function = self.function(name)?;
+        // SAFETY: the caller's promise is this function's.
+        unsafe { function.typed_as("Module::kernel") }
+    }
+
+    /// Declares a kernel that writes global variables of this module (`__device__`
+    /// variables). It borrows the module exclusively for as long as it exists, so the host
+    /// cannot read or write the module's globals (or take another kernel of it) while the
+    /// kernel may be queued or running; a scope launches it through `&mut` (once) or
+    /// [`StreamScope::bind_kernel`](crate::StreamScope::bind_kernel) (any number of times,
+    /// on that scope's stream only), so two streams never write the globals unordered.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let mut module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+    ///     module.global_mut::<i32>("counter")?.copy_from_host(&[40])?;
+    ///     {
+    ///         // SAFETY: bump(int) writes only the globals `counter` and `table`.
+    ///         let mut bump = unsafe { module.kernel_mut::<(i32,)>("bump") }?;
+    ///         ctx.stream()?.scope(|s| {
+    ///             let bump = s.bind_kernel(&mut bump);
+    ///             s.launch(bump, LaunchConfig::linear(1, 32), (1i32,))?;
+    ///             s.launch(bump, LaunchConfig::linear(1, 32), (1i32,))
+    ///         })?;
+    ///     } // `bump` is gone: the module's globals may be read again
+    ///     assert_eq!(module.global::<i32>("counter")?.to_vec()?, [42]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// As for [`Module::kernel`], except that the kernel may also write global variables
+    /// of this module (and only of this module).
+    pub unsafe fn kernel_mut<P: KernelParams>(
+        &mut self,
+        name: &str,
+    ) -> Result<KernelMut<'_, 'ctx, P>> {
+        let key = self.raw.as_ptr() as usize;
+        let function = self.function(name)?;
+        // SAFETY: the caller's promise.
+        let kernel = unsafe { function.typed_as("Module::kernel_mut") }?;
+        Ok(KernelMut::new(kernel, key))
+    }
+
+    /// A module global variable (`__device__ T name[N]`) as a view of `N` elements
+    /// (`cuModuleGetGlobal`). Its size must be a whole number of `T`s.
+    pub fn global<T: DeviceCopy>(&self, name: &str) -> Result<&DeviceSlice<'ctx, T>> {
+        let (ptr, len) = self.global_parts::<T>(name)?;
+        // SAFETY: the global lives as long as the module, which is borrowed; shared view.
+        Ok(unsafe { DeviceSlice::from_raw_parts(ptr, len) })
+    }
+
+    /// A module global variable, for writing. Borrows the module exclusively, so no kernel
+    /// of the module can be launched while the view lives.
+    pub fn global_mut<T: DeviceCopy>(&mut self, name: &str) -> Result<&mut DeviceSlice<'ctx, T>> {
+        let (ptr, len) = self.global_parts::<T>(name)?;
+        // SAFETY: as above, and the module is borrowed exclusively.
+        Ok(unsafe { DeviceSlice::from_raw_parts_mut(ptr, len) })
+    }
+
+    fn global_parts<T>(&self, name: &str) -> Result<(CUdeviceptr, usize)> {
+        let c_name = c_name("Module::global", name)?;
+        // SAFETY: the module is alive (borrowed).
+        let (ptr, bytes) =
+            unsafe { driver::module_get_global(self.raw(), &c_name) }.map_err(|e| {
+                Error::with_detail(
+                    e.call(),
+                    e.code(),
+                    format!("no global named `{name}` in the module"),
+                )
+            })?;
+        Ok((ptr, global_len::<T>(name, ptr, bytes)?))
+    }
+}
+
+/// The number of `T`s in a global of `bytes` bytes at `ptr`, or an error if it is not a
+/// whole number of them or not aligned for `T`.
+fn global_len<T>(name: &str, ptr: CUdeviceptr, bytes: usize) -> Result<usize> {
+    let size = size_of::<T>().max(1);
+    let problem = if ptr % align_of::<T>() as CUdeviceptr != 0 {
+        format!(
+            "global `{name}` is at {ptr:#x}, not aligned for `{}` (alignment {})",
+            std::any::type_name::<T>(),
+            align_of::<T>()
+        )
+    } else if bytes % size != 0 {
+        format!(
+            "global `{name}` has {bytes} bytes, not a whole number of {size}-byte `{}`",
+            std::any::type_name::<T>()
+        )
+    } else {
+        return Ok(bytes / size);
+    };
+    Err(Error::with_detail(
+        "Module::global",
+        ErrorCode::InvalidValue,
+        problem,
+    ))
+}
+
+/// PTX text as the driver takes it (NUL-terminated), refused where the driver would
+/// misread it: text starting with the ELF magic would be parsed as a cubin, offsets and
+/// all, without the check `from_binary` makes.
+pub(crate) fn ptx_text(call: &'static str, ptx: &str) -> Result<CString> {
+    let kind = call.split("::").next().unwrap_or(call);
+    if ptx.as_bytes().starts_with(b"\x7fELF") {
+        return Err(Error::with_detail(
+            call,
+            ErrorCode::InvalidPtx,
+            format!(
+                "the text starts with the ELF magic: it is a cubin, load it with {kind}::from_binary"
+            ),
+        ));
+    }
+    CString::new(ptx).map_err(|e| {
+        Error::with_detail(
+            call,
+            ErrorCode::InvalidPtx,
+            format!(
+                "the PTX text contains a NUL byte at offset {}",
+                e.nul_position()
+            ),
+        )
+    })
+}
+
+/// What a module or library was loaded from: where its kernels' parameter table comes
+/// from (see `launch::counts`).
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    /// PTX text.
+    Ptx(&'a str),
+    /// A cubin or fatbin image (checked or not: the table's reader bounds every read).
+    Image(&'a [u8]),
+}
+
+impl Source<'_> {
+    /// The parameter list of every kernel the text or image declares, as far as it can be
+    /// read.
+    pub(crate) fn param_table(self) -> ParamTable {
+        match self {
+            Source::Ptx(text) => image::table_of_ptx(text),
+            Source::Image(image) => image::table_of_image(image),
+        }
+    }
+}
+
+/// Checks every offset and size of a cubin or fatbin against the slice (`image::check`).
+pub(crate) fn check_image(call: &'static str, image: &[u8]) -> Result<()> {
+    match image::check(image) {
+        Ok(_) => Ok(()),
+        Err(problem) => Err(Error::with_detail(
+            call,
+            ErrorCode::InvalidImage,
+            problem.to_string(),
+        )),
+    }
+}
+
+/// An 8-byte-aligned copy of a cubin or fatbin (the driver reads images through aligned
+/// loads), after checking its magic: anything else would be read as PTX text, past the
+/// slice if it has no NUL.
+pub(crate) fn aligned_image(call: &'static str, image: &[u8]) -> Result<Vec<u64>> {
+    const ELF: [u8; 4] = [0x7f, b'E', b'L', b'F'];
+    const FATBIN: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
+    if image.len() < 4 || (image[..4] != ELF && image[..4] != FATBIN) {
+        let kind = call.split("::").next().unwrap_or(call);
+        return Err(Error::with_detail(
+            call,
+            ErrorCode::InvalidImage,
+            format!("not a cubin (ELF) or fatbin image; use {kind}::from_ptx for PTX text"),
+        ));
+    }
+    let mut aligned = vec![0u64; image.len().div_ceil(8)];
+    // SAFETY: `aligned` has at least `image.len()` bytes, and the two do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            image.as_ptr(),
+            aligned.as_mut_ptr().cast::<u8>(),
+            image.len(),
+        )
+    };
+    Ok(aligned)
+}
+
+pub(crate) fn c_name(call: &'static str, name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| {
+        Error::with_detail(
+            call,
+            ErrorCode::InvalidValue,
+            format!("the name {name:?} contains a NUL byte"),
+        )
+    })
+}
+
+// The bounds are on the methods, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+    /// A module JIT-compiled from PTX text: [`Module::from_ptx`].
+    pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>>
+    where
+        P: Allocating,
+    {
+        Module::from_ptx(self, ptx)
+    }
+
+    /// A module JIT-compiled from PTX text with the compiler's `options`, and what the
+    /// compiler reported: [`Module::from_ptx_with`].
+    pub fn load_ptx_with(self, ptx: &str, options: &JitOptions) -> Result<(Module<'ctx>, JitLog)>
+    where
+        P: Allocating,
+    {
+        Module::from_ptx_with(self, ptx, options)
+    }
+}
+
+impl Module<'_> {
+    /// Unloads the module and returns the driver's error, where dropping it would only
+    /// record the error for the teardown of its context to report. After an error the
+    /// context's destruction reclaims the module.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+    ///     module.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        this.release()
+    }
+
+    /// What `drop` and `close` run: unloads the module in its own context.
+    fn release(&self) -> Result<()> {
+        let raw = self.raw();
+        // before the unload, while no other module can have this module's handles
+        counts::forget(raw as usize);
+        // SAFETY: the brand keeps the context alive; nothing uses the module any more (its
+        // functions and kernels borrow it, and launches keep that borrow until their
+        // scope's stream is idle), and the module is not used again (dropped, or forgotten
+        // by `close`).
+        unsafe { ContextGuard::new_unchecked(self.ctx) }
+            .with_current(|| unsafe { driver::module_unload(raw) })
+    }
+}
+
+impl Drop for Module<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            // the context's destruction reclaims the module; its teardown reports this
+            crate::context::teardown::record_failed_release(Some(self.ctx), "Module", e);
+        }
+    }
+}
+
+impl fmt::Debug for Module<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Module").field(&self.raw).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::global_len;
+
+    #[test]
+    fn a_global_view_must_be_aligned_and_a_whole_number_of_elements() {
+        assert_eq!(global_len::<f32>("t", 0x1000, 64).unwrap(), 16);
+        assert_eq!(global_len::<()>("t", 0x1001, 3).unwrap(), 3);
+        let e = global_len::<u64>("counter", 0x1004, 8).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some("global `counter` is at 0x1004, not aligned for `u64` (alignment 8)")
+        );
+        let e = global_len::<[u8; 3]>("counter", 0x1000, 4).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some("global `counter` has 4 bytes, not a whole number of 3-byte `[u8; 3]`")
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The book of a [`Clique`](super::Clique): what each rank of its communicators has
+//! issued, so that an operation the other ranks did not issue the same way is refused
+//! before NCCL sees it (NCCL would wait for it forever).
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_int;
+
+use super::ReduceOp;
+use super::sys::{Call, Kind};
+use crate::error::{Error, ErrorCode, Result};
+
+/// What one rank's operation must agree on with its peers': for a collective, everything
+/// but the buffers; for a send or receive, the element type and count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    kind: Kind,
+    datatype: c_int,
+    count: usize,
+    op: c_int,
+    root: c_int,
+}
+
+impl Shape {
+    fn describe(&self) -> String {
+        let what = match self.kind {
+            Kind::AllReduce => "all-reduce",
+            Kind::Broadcast => "broadcast",
+            Kind::Reduce => "reduce",
+            Kind::AllGather => "all-gather",
+            Kind::ReduceScatter => "reduce-scatter",
+            Kind::Send | Kind::Recv => "send/receive",
+        };
+        let mut text = format!("{what} of {} {}", self.count, datatype_name(self.datatype));
+        if matches!(
+            self.kind,
+            Kind::AllReduce | Kind::Reduce | Kind::ReduceScatter
+        ) {
+            if let Some(op) = ReduceOp::from_raw(self.op) {
+                text.push_str(&format!(" ({op:?})"));
+            }
+        }
+        if matches!(self.kind, Kind::Broadcast | Kind::Reduce) {
+            text.push_str(&format!(" rooted at rank {}", self.root));
+        }
+        text
+    }
+}
+
+fn is_p2p(kind: Kind) -> bool {
+    matches!(kind, Kind::Send | Kind::Recv)
+}
+
+fn datatype_name(datatype: c_int) -> &'static str {
+    match datatype {
+        0 => "i8",
+        1 => "u8",
+        2 => "i32",
+        3 => "u32",
+        4 => "i64",
+        5 => "u64",
+        7 => "f32",
+        8 => "f64",
+        _ => "elements",
+    }
+}
+
+/// The sequence of operations that the ranks of one stream must agree on, as far as some
+/// rank has issued it: `entries[i]` is operation `base + i`, `next[p]` the next operation
+/// of participant `p`. Entries every participant has passed are dropped.
+struct Ledger {
+    base: u64,
+    entries: VecDeque<Shape>,
+    next: Vec<u64>,
+}
+
+impl Ledger {
+    fn new(participants: usize) -> Self {
+        Ledger {
+            base: 0,
+            entries: VecDeque::new(),
+            next: vec![0; participants],
+        }
+    }
+
+    /// Participant `p`'s next operation: `Ok` if it matches what the others issued at that
+    /// place (or is the first there), else the other's shape and the place.
+    fn admit(&mut self, p: usize, shape: Shape) -> std::result::Result<(), (Shape, u64)> {
+        let place = self.next[p];
+        let i = (place - self.base) as usize;
+        match self.entries.get(i) {
+            Some(theirs) if theirs != &shape => return Err((*theirs, place)),
+            Some(_) => {}
+            None => self.entries.push_back(shape),
+        }
+        self.next[p] += 1;
+        let passed = self.next.iter().copied().min().unwrap_or(0);
+        while self.base < passed {
+            self.entries.pop_front();
+            self.base += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The clique's record of what its ranks have issued, checked operation by operation.
+///
+/// Collectives form one sequence that every rank walks; sends from rank `a` to rank `b`
+/// and receives by `b` from `a` form one sequence per ordered pair, which `a` (sending) and
+/// `b` (receiving) walk. NCCL matches operations the same way, so a rank whose operation
+/// differs from what a peer issued at the same place would make the peer read or write
+/// with other counts than its own.
+pub(super) struct Book {
+    ranks: usize,
+    collectives: Ledger,
+    pairs: HashMap<(usize, usize), Ledger>,
+    poisoned: Option<String>,
+}
+
+impl Book {
+    pub(super) fn new(ranks: usize) -> Self {
+        Book {
+            ranks,
+            collectives: Ledger::new(ranks),
+            pairs: HashMap::new(),
+            poisoned: None,
+        }
+    }
+
+    pub(super) fn poison(&mut self, why: String) {
+        self.poisoned.get_or_insert(why);
+    }
+
+    pub(super) fn admit(&mut self, rank: usize, call: &Call, what: &'static str) -> Result<()> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::with_detail(
+                what,
+                ErrorCode::IllegalState,
+                format!(
+                    "this clique is unusable since an earlier failure ({why}): drop its communicators and make a new clique"
+                ),
+            ));
+        }
+        let shape = Shape {
+            kind: call.kind,
+            datatype: call.datatype,
+            count: call.count,
+            op: call.op,
+            root: call.peer,
+        };
+        let peer = call.peer as usize;
+        debug_assert!(rank < self.ranks && (peer < self.ranks || !is_p2p(call.kind)));
+        let (key, participant, place) = match call.kind {
+            Kind::Send => (
+                Some((rank, peer)),
+                0,
+                format!("from rank {rank} to rank {peer}"),
+            ),
+            Kind::Recv => (
+                Some((peer, rank)),
+                1,
+                format!("from rank {peer} to rank {rank}"),
+            ),
+            _ => (None, rank, String::new()),
+        };
+        let ledger = match key {
+            Some(pair) => self.pairs.entry(pair).or_insert_with(|| Ledger::new(2)),
+            None => &mut self.collectives,
+        };
+        let place_name = |n: u64| match key {
+            Some(_) => format!("send #{n} {place}"),
+            None => format!("collective #{n} of the clique"),
+        };
+        // sends and receives compare type and count only
+        let shape = match call.kind {
+            Kind::Send | Kind::Recv => Shape {
+                kind: Kind::Send,
+                op: 0,
+                root: 0,
+                ..shape
+            },
+            _ => shape,
+        };
+        match ledger.admit(participant, shape) {
+            Ok(()) => Ok(()),
+            Err((theirs, place)) => {
+                let why = format!(
+                    "rank {rank}'s {} does not match the {} a peer issued as {}: every rank must issue the same operations in the same order",
+                    shape.describe(),
+                    theirs.describe(),
+                    place_name(place),
+                );
+                self.poisoned = Some(why.clone());
+                Err(Error::with_detail(
+                    what,
+                    ErrorCode::InvalidValue,
+                    format!("{why}; refused before NCCL saw it, and this clique is now unusable"),
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    pub(in crate::nccl) fn call(kind: Kind, count: usize, datatype: c_int, peer: c_int) -> Call {
+        Call {
+            kind,
+            send: 0x1000,
+            recv: 0x2000,
+            count,
+            datatype,
+            op: 0,
+            peer,
+        }
+    }
+
+    #[test]
+    fn the_book_admits_matching_ranks_and_refuses_a_mismatch_for_good() {
+        let mut book = Book::new(2);
+        let ar = |n| call(Kind::AllReduce, n, 7, 0);
+        // rank 0 runs ahead by two collectives, rank 1 follows with the same ones
+        book.admit(0, &ar(4), "t").unwrap();
+        book.admit(0, &ar(8), "t").unwrap();
+        book.admit(1, &ar(4), "t").unwrap();
+        assert_eq!(
+            book.collectives.entries.len(),
+            1,
+            "the first is passed by both"
+        );
+        book.admit(1, &ar(8), "t").unwrap();
+        assert!(book.collectives.entries.is_empty());
+        // sends and receives pair up per direction, in order, apart from collectives
+        book.admit(0, &call(Kind::Send, 16, 2, 1), "t").unwrap();
+        book.admit(1, &call(Kind::Send, 3, 2, 0), "t").unwrap();
+        book.admit(1, &call(Kind::Recv, 16, 2, 0), "t").unwrap();
+        book.admit(0, &call(Kind::Recv, 3, 2, 1), "t").unwrap();
+        // a send to oneself pairs with a receive from oneself
+        book.admit(0, &call(Kind::Recv, 5, 1, 0), "t").unwrap();
+        book.admit(0, &call(Kind::Send, 5, 1, 0), "t").unwrap();
+        // a count that differs from the peer's at the same place is refused ...
+        book.admit(0, &ar(4), "t").unwrap();
+        let e = book
+            .admit(1, &ar(5), "StreamScope::all_reduce")
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.call(), "StreamScope::all_reduce");
+        let detail = e.detail().unwrap();
+        assert!(
+            detail.starts_with("rank 1's all-reduce of 5 f32 (Sum) does not match the all-reduce of 4 f32 (Sum) a peer issued as collective #2 of the clique"),
+            "{detail}"
+        );
+        // ... and so is everything after it, on every rank
+        let e = book.admit(0, &ar(4), "t").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::IllegalState);
+    }
+
+    #[test]
+    fn the_book_compares_type_root_and_reduction_too() {
+        let mut book = Book::new(2);
+        book.admit(0, &call(Kind::Broadcast, 4, 7, 0), "t").unwrap();
+        assert!(book.admit(1, &call(Kind::Broadcast, 4, 7, 1), "t").is_err());
+        let mut book = Book::new(2);
+        book.admit(0, &call(Kind::Send, 4, 7, 1), "t").unwrap();
+        let e = book.admit(1, &call(Kind::Recv, 4, 8, 0), "t").unwrap_err();
+        assert!(
+            e.detail()
+                .unwrap()
+                .contains("send #0 from rank 0 to rank 1")
+        );
+        let mut book = Book::new(2);
+        let mut max = call(Kind::AllReduce, 4, 7, 0);
+        max.op = 2;
+        book.admit(0, &call(Kind::AllReduce, 4, 7, 0), "t").unwrap();
+        assert!(book.admit(1, &max, "t").is_err());
+    }
+}

@@ -1,0 +1,903 @@
+//! Host functions in stream scopes ([`StreamScope::host_fn`], `cuLaunchHostFunc`), and
+//! host memory bound to a scope or a capture ([`HostMut`], [`HostRef`]).
+//!
+//! # A host function is stream work
+//!
+//! [`StreamScope::host_fn`] queues a Rust closure on the scope's stream: the driver calls it
+//! on one of its own threads once the work queued before it has finished, and the work
+//! queued after it waits for it to return. The closure may borrow from its environment (it
+//! needs no `'static`): it is `FnOnce() + Send + 'scope`, and the scope does not return
+//! before the closure has run, for the same reason as every other borrow of a scope (the
+//! wait is in [`Stream::scope`](crate::Stream::scope) itself, so `mem::forget` cannot skip
+//! it). `Send`, because it runs on the driver's thread.
+//!
+//! To read what the stream computed, the closure gets host memory in stream order:
+//! [`StreamScope::bind_host_mut`] binds a host slice to the scope as a [`HostMut`] (a
+//! `Copy` handle, like [`DeviceMut`](crate::DeviceMut) for device memory); the scope's
+//! copies write it ([`StreamScope::copy_to_host_view`]) and read it
+//! ([`StreamScope::copy_from_host_view`]), and [`StreamScope::host_fn_with`] hands it to a
+//! host function as `&mut [T]` when the stream reaches the function: after the copies
+//! queued before it, before those queued after it. In a multi-stream scope the order book
+//! orders these accesses across streams like those of device memory.
+//!
+//! # What the driver forbids, and what the crate does about it
+//!
+//! * **A host function must not call the CUDA driver** (`cuLaunchHostFunc`: such a call
+//!   "may result in `CUDA_ERROR_NOT_PERMITTED`, but this is not required"; it can also
+//!   deadlock, a stream waiting for itself). The types cannot forbid it: `Stream`,
+//!   `DeviceBuffer` and `SharedContext` are `Send`, so a closure can carry them. So every
+//!   entry point of the crate checks a thread-local flag that is set while the crate runs a
+//!   host function, and returns an error with `CUDA_ERROR_NOT_PERMITTED` instead of calling
+//!   the driver (one thread-local load per driver call, measured in
+//!   `bench/benches/graphs.rs`): on the host function's own thread nothing the crate is
+//!   asked for reaches the driver, so nothing is queued, copied or run. A value the closure
+//!   owns and drops (a `DeviceBuffer` moved in) cannot free its memory there: the free is
+//!   refused and the memory stays allocated until its context is destroyed, and the
+//!   refusal is reported like any release that fails in `drop`: the teardown of the
+//!   buffer's context returns it (`with_context` returns `CUDA_ERROR_NOT_PERMITTED` though
+//!   its closure succeeded), and for a `Stream` or an `Event`, which cannot learn their
+//!   context there, the next teardown to run, of any context, on any thread, does. Driver
+//!   calls made by other code (another crate, raw FFI) are not seen; the rule is the
+//!   driver's.
+//!   Calls on other threads are not refused: see [below](#host-functions-and-other-threads).
+//! * **A panic must not unwind into the driver** (that would unwind through C frames).
+//!   The crate catches it, lets the stream go on, and resumes it when the scope returns,
+//!   after every stream of the scope has been waited for (as [`std::thread::scope`] does
+//!   with a panicked thread). Every scope form does this, because every one ends through
+//!   the same function (see [`scope`](crate::scope#what-the-end-of-a-scope-guarantees)):
+//!   [`Stream::scope`](crate::Stream::scope), `scope_with`, `scope_all`, `scope_within`,
+//!   `scope_all_within` and the `try_` forms. A panic of the scope's closure itself wins,
+//!   then a panic of a deadline scope's overrun handler; a host function's panic wins over
+//!   an `Err` the closure returned and over an error of the scope's end. Of several host
+//!   functions that panicked, the first is resumed (in the order of the scope's streams,
+//!   then of queueing), the others are forgotten. The output a host function wrote before
+//!   it panicked stays written.
+//! * **A host function must not wait for work that is not queued before it** (the driver
+//!   rule again): it would block its stream, and with it the end of the scope, forever.
+//!   That is a deadlock, not undefined behaviour; the crate cannot see it. The next section
+//!   says which calls of the crate are such work.
+//!
+//! Host functions are offered by the scopes of plain streams. The scopes of preallocated
+//! streams ([`with_phases`](crate::with_phases)) have none, and a capture offers none
+//! ([`graph`](crate::graph)), so no replayed graph runs a host function; a scope opened
+//! inside a capture's closure is an ordinary scope, which runs at once.
+//!
+//! # Host functions and other threads
+//!
+//! What the crate promises, exactly:
+//!
+//! * **On the host function's thread** every driver call through the crate is refused
+//!   with `CUDA_ERROR_NOT_PERMITTED` (above). Tested: a synchronous fill, a whole scope on
+//!   another stream and `SharedContext::enter` called inside a host function return the
+//!   error, and nothing they asked for runs.
+//! * **On other threads** nothing is refused or checked. A host function may hand work to
+//!   another thread (a channel, a pool, `std::thread::scope`), and that thread's calls run
+//!   as usual. But while a host function runs, a call that waits for its stream does not
+//!   return before the host function has returned, so **a host function that waits for
+//!   such a call deadlocks**: the two wait for each other forever. Tested calls that wait,
+//!   made on another thread while a host function runs:
+//!   - [`Stream::synchronize`](crate::Stream::synchronize) of the host function's stream,
+//!     the end of a scope on that stream (it synchronizes the stream), and
+//!     [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) (the whole context);
+//!   - when the host function's stream was made with
+//!     [`StreamFlags::Default`](crate::StreamFlags::Default): the crate's synchronous
+//!     copies and fills ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec),
+//!     [`DeviceSlice::fill`](crate::DeviceSlice::fill), ...), which run on the context's
+//!     legacy default stream, and that stream waits for every `StreamFlags::Default`
+//!     stream of its context.
+//!
+//!   The driver may make more calls wait for it, so a host function must not wait for
+//!   these either: freeing memory that is not from a pool (`close` or drop of a
+//!   [`DeviceBuffer2D`](crate::DeviceBuffer2D), [`DeviceBuffer3D`](crate::DeviceBuffer3D),
+//!   [`ManagedBuffer`](crate::ManagedBuffer) or [`PinnedBuffer`](crate::PinnedBuffer), and
+//!   of a [`DeviceBuffer`](crate::DeviceBuffer) on a device without memory pools:
+//!   `cuMemFree` and `cuMemFreeHost` "may perform implicit synchronization"), and a scope
+//!   on any stream that queues a host function of its own (the driver "may serialize" host
+//!   functions of independent streams, so that scope's end may wait for this one).
+//!   `tests/graphs.rs` `calls_the_driver_may_make_wait_for_a_running_host_function` prints
+//!   which of them waited on the machine it ran on.
+//!
+//!   Calls that do not wait for the host function's stream return while it runs. Tested:
+//!   a whole scope on another non-blocking stream, and, when the host function's stream is
+//!   non-blocking (as [`ContextGuard::stream`](crate::ContextGuard::stream) makes it), the
+//!   crate's synchronous copy (`to_vec`).
+//! * **Why the crate does not refuse the waiting call.** When the call is made, the crate
+//!   could see a synchronous wait behind a host function that is running, but that is
+//!   legal and common: the host function returns, then the wait does. Whether the host
+//!   function waits for this call in turn depends on what it blocks on (a channel, a lock,
+//!   a join), which the crate cannot see; a refusal would refuse the legal case too.
+//!
+//! The tests are in `tests/graphs/host_fns.rs`; each shows its half without deadlocking:
+//! the host function waits for the other thread's call with a timeout.
+//!
+//! # The closure lives until it has run
+//!
+//! The closure is boxed, and the box is freed by the scope's end, after the final wait.
+//! Normally the wait returns once the stream is done, so the function has run. After an
+//! error of the context the driver does not call host functions at all; then the scope,
+//! once the stream no longer reports work, marks each function that has not started as
+//! abandoned (an atomic state the function checks first if the driver calls it after all),
+//! drops those closures without calling them, and keeps their small boxes allocated for
+//! good, since the driver may still hold their addresses. A function that has started is
+//! waited for until it returns. So no closure runs after its scope returned, and none is
+//! freed while the driver may still call it.
+
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ops::RangeBounds;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::driver::{self, HostFnFlag};
+use crate::error::Result;
+use crate::memory::{self, DeviceCopy, Span, check_lengths};
+use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
+
+/// Host memory that a scope (or a capture) reads and writes in stream order: a `Copy`
+/// handle to a host slice bound for the whole scope by [`StreamScope::bind_host_mut`] (or
+/// lent to a graph by [`Capture::lend_host`](crate::graph::Capture::lend_host)). Copies
+/// write and read it ([`StreamScope::copy_to_host_view`],
+/// [`StreamScope::copy_from_host_view`]), and a host function gets it as `&mut [T]` when
+/// the stream reaches the function ([`StreamScope::host_fn_with`]).
+///
+/// The lifetime `'a` is the scope's (or the capture's) brand: the handle cannot leave it
+/// or reach another scope, and it stays on the scope's thread.
+pub struct HostMut<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _scope: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+/// Host memory that a scope or a capture only reads: the shared counterpart of
+/// [`HostMut`] ([`HostMut::as_ref`]); `&slice` works where one is taken.
+pub struct HostRef<'a, T> {
+    ptr: *const T,
+    len: usize,
+    _scope: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+macro_rules! host_view {
+    ($name:ident, $ptr:ty) => {
+        impl<T> Clone for $name<'_, T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T> Copy for $name<'_, T> {}
+
+        impl<'a, T> $name<'a, T> {
+            #[inline]
+            pub(crate) fn new(ptr: $ptr, len: usize) -> Self {
+                $name {
+                    ptr,
+                    len,
+                    _scope: PhantomData,
+                }
+            }
+
+            /// The number of elements.
+            #[inline]
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether there are no elements.
+            #[inline]
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The host address of the first element.
+            #[inline]
+            pub fn as_ptr(&self) -> *const T {
+                self.ptr
+            }
+
+            #[inline]
+            pub(crate) fn bytes(&self) -> usize {
+                memory::byte_len::<T>(self.len)
+            }
+
+            #[inline]
+            pub(crate) fn span(&self, write: bool) -> Span {
+                Span {
+                    start: self.ptr as usize as u64,
+                    bytes: self.bytes() as u64,
+                    write,
+                }
+            }
+
+            /// The elements in `range`, as a handle of the same kind.
+            ///
+            /// # Panics
+            /// If the range is out of bounds.
+            #[track_caller]
+            pub fn slice(self, range: impl RangeBounds<usize>) -> Self {
+                match memory::bounds(&range, self.len) {
+                    // `wrapping_add`: no reference is made here, and the offset stays
+                    // inside (or one past) the slice the handle was made from
+                    Some((start, end)) => Self::new(self.ptr.wrapping_add(start), end - start),
+                    None => panic!(
+                        "{}::slice: range out of bounds for {} elements",
+                        stringify!($name),
+                        self.len
+                    ),
+                }
+            }
+        }
+
+        impl<T> fmt::Debug for $name<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:p}, len {})", stringify!($name), self.ptr, self.len)
+            }
+        }
+    };
+}
+host_view!(HostMut, *mut T);
+host_view!(HostRef, *const T);
+
+impl<'a, T> HostMut<'a, T> {
+    /// The same memory, for reading.
+    #[inline]
+    pub fn as_ref(self) -> HostRef<'a, T> {
+        HostRef::new(self.ptr, self.len)
+    }
+
+    #[inline]
+    pub(crate) fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+/// Host memory an operation of a scope or capture may read: `&slice`, a [`HostRef`] or a
+/// [`HostMut`]. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not host memory this scope may read",
+    label = "expected `&slice`, a `HostRef` or a `HostMut` of this scope",
+    note = "a `Vec` or an array is passed as a slice: `&v[..]`",
+    note = "see the guide, chapter 10 (`cuda_brand::guide`)"
+)]
+pub trait IntoHostRef<'a, T>: sealed::IntoHostRef<'a, T> {}
+
+/// Host memory an operation of a scope or capture may write: `&mut slice` or a
+/// [`HostMut`]. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not host memory this scope may write",
+    label = "expected `&mut slice` or a `HostMut` of this scope",
+    note = "a `Vec` or an array is passed as a slice: `&mut v[..]`",
+    note = "see the guide, chapter 10 (`cuda_brand::guide`)"
+)]
+pub trait IntoHostMut<'a, T>: sealed::IntoHostMut<'a, T> {}
+
+pub(crate) mod sealed {
+    use super::{HostMut, HostRef};
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `IntoHostRef`: the trait is sealed",
+        note = "only slices and the crate's host views are read by GPU work, so that no user type decides which host memory a copy reads",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
+    )]
+    pub trait IntoHostRef<'a, T> {
+        fn into_host_ref(self) -> HostRef<'a, T>;
+    }
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `IntoHostMut`: the trait is sealed",
+        note = "only slices and the crate's host views are written by GPU work, so that no user type decides which host memory a copy writes",
+        note = "see the guide, chapter 8 (`cuda_brand::guide`)"
+    )]
+    pub trait IntoHostMut<'a, T> {
+        fn into_host_mut(self) -> HostMut<'a, T>;
+    }
+}
+
+impl<'a, T> sealed::IntoHostRef<'a, T> for &'a [T] {
+    #[inline(always)]
+    fn into_host_ref(self) -> HostRef<'a, T> {
+        HostRef::new(self.as_ptr(), self.len())
+    }
+}
+impl<'a, T> IntoHostRef<'a, T> for &'a [T] {}
+impl<'a, T> sealed::IntoHostRef<'a, T> for HostRef<'a, T> {
+    #[inline(always)]
+    fn into_host_ref(self) -> HostRef<'a, T> {
+        self
+    }
+}
+impl<'a, T> IntoHostRef<'a, T> for HostRef<'a, T> {}
+impl<'a, T> sealed::IntoHostRef<'a, T> for HostMut<'a, T> {
+    #[inline(always)]
+    fn into_host_ref(self) -> HostRef<'a, T> {
+        self.as_ref()
+    }
+}
+impl<'a, T> IntoHostRef<'a, T> for HostMut<'a, T> {}
+impl<'a, T> sealed::IntoHostMut<'a, T> for &'a mut [T] {
+    #[inline(always)]
+    fn into_host_mut(self) -> HostMut<'a, T> {
+        HostMut::new(self.as_mut_ptr(), self.len())
+    }
+}
+impl<'a, T> IntoHostMut<'a, T> for &'a mut [T] {}
+impl<'a, T> sealed::IntoHostMut<'a, T> for HostMut<'a, T> {
+    #[inline(always)]
+    fn into_host_mut(self) -> HostMut<'a, T> {
+        self
+    }
+}
+impl<'a, T> IntoHostMut<'a, T> for HostMut<'a, T> {}
+
+// ---- the host function's box and its states ------------------------------------------------
+
+/// Queued: the driver may call it.
+const PENDING: u8 = 0;
+/// The driver called it; the closure is running.
+const RUNNING: u8 = 1;
+/// The closure has returned (or panicked); the driver is done with the box.
+const DONE: u8 = 2;
+/// The scope ended without the driver having called it: it must not run any more.
+const ABANDONED: u8 = 3;
+
+/// The type-independent head of a host function's box ([`Slot`]), which the scope's list
+/// and the trampoline share.
+#[repr(C)]
+struct Header {
+    state: AtomicU8,
+    /// The trampoline of the box's closure type: what the driver is given.
+    run: unsafe extern "C" fn(*mut c_void),
+    /// The closure's panic, written by the trampoline before it stores `DONE`.
+    panic: UnsafeCell<Option<Box<dyn Any + Send>>>,
+    /// Drops the closure without calling it (after `PENDING` -> `ABANDONED`).
+    drop_closure: unsafe fn(NonNull<Header>),
+    /// Frees the box (after `DONE`).
+    free: unsafe fn(NonNull<Header>),
+}
+
+/// A host function's box: the header, then the closure.
+#[repr(C)]
+struct Slot<F> {
+    header: Header,
+    closure: UnsafeCell<ManuallyDrop<F>>,
+}
+
+/// The closure of a queued host function, taken by whoever moves its state out of
+/// `PENDING` first.
+///
+/// # Safety
+/// `h` is the header of a live `Slot<F>`, whose state the caller moved out of `PENDING`.
+unsafe fn drop_closure<F>(h: NonNull<Header>) {
+    // SAFETY: the caller's promise: a live `Slot<F>`.
+    let slot = unsafe { h.cast::<Slot<F>>().as_ref() };
+    let closure = slot.closure.get();
+    // SAFETY: the caller won the state, so nobody else touches the closure; it has not been
+    // taken (only the winner of `PENDING` takes it, once).
+    let closure = unsafe { &mut *closure };
+    // SAFETY: as above: dropped once, never used again.
+    unsafe { ManuallyDrop::drop(closure) };
+}
+
+/// # Safety
+/// `h` is the header of a `Slot<F>` made by `Box::into_raw`, whose closure was taken or
+/// dropped, and which nothing uses afterwards.
+unsafe fn free_slot<F>(h: NonNull<Header>) {
+    // SAFETY: the caller's promise; the closure field is `ManuallyDrop`, so the box's drop
+    // does not drop it again.
+    drop(unsafe { Box::from_raw(h.cast::<Slot<F>>().as_ptr()) });
+}
+
+/// What the driver calls (`CUhostFn`): runs the closure of the `Slot<F>` at `data` once,
+/// with the crate's driver calls refused, catching a panic.
+///
+/// # Safety
+/// `data` is a `Slot<F>` queued by [`StreamScope::host_fn`], which stays allocated as long as
+/// the driver may call this (see the module docs: freed only after `DONE`, leaked when
+/// abandoned).
+unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut c_void) {
+    // SAFETY: the caller's promise.
+    let slot = unsafe { &*data.cast::<Slot<F>>() };
+    let state = &slot.header.state;
+    if state
+        .compare_exchange(PENDING, RUNNING, Ordering::Acquire, Ordering::Acquire)
+        .is_err()
+    {
+        return; // abandoned by its scope: the closure is gone
+    }
+    // SAFETY: this call won `PENDING`, so nobody else touches the closure.
+    let closure = unsafe { &mut *slot.closure.get() };
+    // SAFETY: as above: it is still there, and taken once.
+    let closure = unsafe { ManuallyDrop::take(closure) };
+    let outcome = {
+        let _refuse_driver_calls = HostFnFlag::set();
+        catch_unwind(AssertUnwindSafe(closure))
+    };
+    if let Err(payload) = outcome {
+        // SAFETY: only this call writes the field, before `DONE`; the scope reads it after
+        // seeing `DONE` (release/acquire).
+        unsafe { *slot.header.panic.get() = Some(payload) };
+    }
+    state.store(DONE, Ordering::Release);
+    // the scope may free the box from here on: no access after the store
+}
+
+/// A pointer to a queued box. The box's closure is `Send`, and the scope's list (the only
+/// owner) stays on the scope's thread: the wrapper only keeps raw pointers out of the
+/// compiler's explanation of why scopes are not `Send` (see `ScopesStayOnTheirThread`).
+struct SlotPtr(NonNull<Header>);
+
+// SAFETY: see the type's docs; the pointee is shared with the driver's thread only through
+// the atomic state protocol.
+unsafe impl Send for SlotPtr {}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The host functions a scope queued on its stream, finished at the scope's end.
+pub(crate) struct HostFns {
+    used: AtomicBool,
+    slots: Mutex<Vec<SlotPtr>>,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl HostFns {
+    pub(crate) const fn new() -> Self {
+        HostFns {
+            used: AtomicBool::new(false),
+            slots: Mutex::new(Vec::new()),
+            panic: Mutex::new(None),
+        }
+    }
+
+    /// Queues `f` on `stream`.
+    ///
+    /// # Safety
+    /// `stream` is live; [`HostFns::finish`] runs after the stream's final wait and before
+    /// anything `f` borrows goes away.
+    unsafe fn queue<F: FnOnce() + Send>(&self, stream: driver::CUstream, f: F) -> Result<()> {
+        let slot = Box::new(Slot {
+            header: Header {
+                state: AtomicU8::new(PENDING),
+                run: trampoline::<F>,
+                panic: UnsafeCell::new(None),
+                drop_closure: drop_closure::<F>,
+                free: free_slot::<F>,
+            },
+            closure: UnsafeCell::new(ManuallyDrop::new(f)),
+        });
+        let header = NonNull::from(Box::leak(slot)).cast::<Header>();
+        self.used.store(true, Ordering::Relaxed);
+        // listed before the call: whatever the call returns, the box is finished by the scope
+        // (an error may be an earlier operation's, and this function may still be queued)
+        lock(&self.slots).push(SlotPtr(header));
+        // SAFETY: the trampoline matches the box's type; the box stays allocated while the
+        // driver may call it (`finish`); the caller guarantees the stream.
+        unsafe { driver::launch_host_func(stream, trampoline::<F>, header.as_ptr().cast()) }
+    }
+
+    /// Finishes every queued function, once the scope's streams have been waited for (also
+    /// after a failed wait): waits for those that started, abandons those that did not
+    /// (dropping their closures here, keeping their boxes allocated), frees the others, and
+    /// keeps the first panic for [`HostFns::take_panic`].
+    pub(crate) fn finish(&self) {
+        if !self.used.load(Ordering::Relaxed) {
+            return;
+        }
+        let slots = std::mem::take(&mut *lock(&self.slots));
+        for SlotPtr(h) in slots {
+            // SAFETY: a live box (freed only below, once).
+            let header = unsafe { h.as_ref() };
+            match header.state.compare_exchange(
+                PENDING,
+                ABANDONED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    // SAFETY: this call moved the state out of `PENDING`; the box is leaked
+                    // (the driver may still hold its address, and the trampoline reads the
+                    // state first).
+                    unsafe { (header.drop_closure)(h) };
+                }
+                Err(_) => {
+                    while header.state.load(Ordering::Acquire) != DONE {
+                        std::thread::yield_now();
+                    }
+                    // SAFETY: `DONE` (acquire): the trampoline wrote the field before and
+                    // touches nothing after.
+                    let panic = unsafe { (*header.panic.get()).take() };
+                    if let Some(p) = panic {
+                        let mut first = lock(&self.panic);
+                        match *first {
+                            None => *first = Some(p),
+                            // dropping a payload may panic, maybe while a panic unwinds
+                            Some(_) => std::mem::forget(p),
+                        }
+                    }
+                    // SAFETY: `DONE`: the closure was taken, and the driver is done with
+                    // the box.
+                    unsafe { (header.free)(h) };
+                }
+            }
+        }
+    }
+
+    /// The first panic of a host function, if there was one, once [`HostFns::finish`] has
+    /// run: the scope's end ([`run_scope`](crate::scope::run_scope), shared by every scope
+    /// form) resumes it or, while another panic unwinds, forgets it.
+    pub(crate) fn take_panic(&self) -> Option<Box<dyn Any + Send>> {
+        if !self.used.load(Ordering::Relaxed) {
+            return None;
+        }
+        lock(&self.panic).take()
+    }
+}
+
+impl Drop for HostFns {
+    fn drop(&mut self) {
+        // Only reached with boxes left when `finish` did not run, which the scopes never
+        // allow; leak them rather than free what the driver may still call.
+        std::mem::forget(std::mem::take(&mut *lock(&self.slots)));
+        // Only reached with a payload if the scope's end did not take it; dropping it may
+        // run code that panics, maybe while a panic unwinds: forgotten.
+        std::mem::forget(lock(&self.panic).take());
+    }
+}
+
+/// A host pointer handed to a host function on the driver's thread.
+struct SendPtr<T>(*mut T);
+
+// SAFETY: the memory is a `&mut [T]` that the scope holds exclusively (a `HostMut`), and
+// `T: Send`; the host function is its only user while it runs (stream order).
+unsafe impl<T: Send> Send for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    fn into_inner(self) -> *mut T {
+        self.0
+    }
+}
+
+impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
+    /// Queues `f` on the scope's stream (`cuLaunchHostFunc`): the driver calls it on one of
+    /// its threads once the work queued before it has finished, and the work queued after it
+    /// waits for it. It may borrow from its environment: the scope does not return before it
+    /// has run. See the [module documentation](crate::scope::host_fn) for its rules: it must not
+    /// call the driver (the crate's calls made on its thread return
+    /// `CUDA_ERROR_NOT_PERMITTED`), and its panic is resumed when the scope returns, by
+    /// every scope form.
+    ///
+    /// Calls on other threads are not refused, and it must not wait for one that waits for
+    /// its stream: such a call does not return before the host function does, so the two
+    /// deadlock. Those calls are `synchronize` of its stream or context, the end of a scope
+    /// on its stream, and, when its stream is a [`StreamFlags::Default`](crate::StreamFlags)
+    /// stream, the crate's synchronous copies and fills (they run on the legacy default
+    /// stream, which waits for it); the driver may also make frees of memory not from a
+    /// pool, and scopes that queue host functions of their own, wait for it. See [Host
+    /// functions and other threads](crate::scope::host_fn#host-functions-and-other-threads).
+    ///
+    /// ```no_run
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
+    ///     let done = AtomicUsize::new(0); // borrowed, not 'static
+    ///     ctx.stream()?.scope(|s| {
+    ///         s.fill(&mut buf, 7)?;
+    ///         s.host_fn(|| {
+    ///             done.fetch_add(1, Ordering::Relaxed); // after the fill
+    ///         })
+    ///     })?;
+    ///     assert_eq!(done.load(Ordering::Relaxed), 1);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn host_fn<F>(&'scope self, f: F) -> Result<()>
+    where
+        F: FnOnce() + Send + 'scope,
+    {
+        let stream = self.stream().raw();
+        self.ordered(&[], None, || {
+            // SAFETY: the stream is alive (borrowed for 'env); the scope finishes its host
+            // functions at its end, after the final wait, while `'scope` (which `f` outlives)
+            // is still alive.
+            unsafe { self.host_fns.queue(stream, f) }
+        })
+    }
+
+    /// Queues `f` on the scope's stream with `host` lent to it as `&mut [T]` when the stream
+    /// reaches it: after the copies queued before it (say, a
+    /// [`copy_to_host_view`](StreamScope::copy_to_host_view) of a kernel's result), before
+    /// those queued after it. Otherwise as [`StreamScope::host_fn`].
+    ///
+    /// ```no_run
+    /// use std::sync::Mutex;
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let mut dev = ctx.zeroed::<u32>(4)?;
+    ///     let mut host = ctx.pinned_zeroed::<u32>(4)?;
+    ///     let seen = Mutex::new(Vec::new());
+    ///     ctx.stream()?.scope(|s| {
+    ///         let (d, h) = (s.bind_mut(&mut dev), s.bind_host_mut(&mut host));
+    ///         for step in 1..=3u32 {
+    ///             s.fill(d, step)?;
+    ///             s.copy_to_host_view(h, d)?;
+    ///             s.host_fn_with(h, |values| seen.lock().unwrap().push(values[0]))?;
+    ///         }
+    ///         Ok(())
+    ///     })?;
+    ///     assert_eq!(*seen.lock().unwrap(), [1, 2, 3]); // each step's result, in order
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn host_fn_with<T, F>(&'scope self, host: HostMut<'scope, T>, f: F) -> Result<()>
+    where
+        T: Send,
+        F: FnOnce(&mut [T]) + Send + 'scope,
+    {
+        let stream = self.stream().raw();
+        let (ptr, len) = (SendPtr(host.as_mut_ptr()), host.len());
+        let call = move || {
+            let ptr = ptr.into_inner(); // the whole `SendPtr` moves in, not its field
+            // SAFETY: `ptr..ptr + len` is a `&'scope mut [T]` bound to this scope (a
+            // `HostMut`), so only the scope's operations touch it until the scope returns;
+            // they are ordered around this function (stream order, and the order book across
+            // streams), so nothing else accesses it while the function runs.
+            f(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+        };
+        self.ordered(&[host.span(true)], None, || {
+            // SAFETY: as in `host_fn`.
+            unsafe { self.host_fns.queue(stream, call) }
+        })
+    }
+
+    /// Binds a host slice (pageable or pinned) to the scope: the returned handle is `Copy`,
+    /// so several copies and host functions of the scope can use it, in stream order, while
+    /// the host cannot touch it until the scope has returned.
+    #[inline]
+    pub fn bind_host_mut<T>(&'scope self, host: &'scope mut [T]) -> HostMut<'scope, T> {
+        HostMut::new(host.as_mut_ptr(), host.len())
+    }
+
+    /// Queues a copy of `src` into the bound host memory `dst` (`cuMemcpyDtoHAsync`), for a
+    /// host function queued after it ([`StreamScope::host_fn_with`]).
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_to_host_view<T: DeviceCopy>(
+        &'scope self,
+        dst: HostMut<'scope, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
+    ) -> Result<()> {
+        let src = crate::scope::sealed::IntoRef::into_ref(src);
+        check_lengths("copy_to_host_view", dst.len(), src.len());
+        if dst.bytes() == 0 {
+            return Ok(());
+        }
+        let spans = [
+            dst.span(true),
+            device_span(src.device_ptr(), dst.bytes(), false),
+        ];
+        self.ordered(&spans, None, || {
+            // SAFETY: same lengths; `dst` is host memory the scope holds exclusively until it
+            // returns, `src` device memory borrowed as long; any bytes are a valid `T`.
+            unsafe {
+                driver::memcpy_dtoh_async(
+                    dst.as_mut_ptr().cast(),
+                    src.device_ptr(),
+                    dst.bytes(),
+                    self.stream().raw(),
+                )
+            }
+        })
+    }
+
+    /// Queues a copy of the host memory `src` (a [`HostMut`] or [`HostRef`] of the scope, or
+    /// a slice) into `dst` (`cuMemcpyHtoDAsync`), for data a host function queued before it
+    /// wrote.
+    ///
+    /// # Panics
+    /// If the lengths differ (before any driver call).
+    pub fn copy_from_host_view<T: DeviceCopy>(
+        &'scope self,
+        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoHostRef<'scope, T>,
+    ) -> Result<()> {
+        let dst = crate::scope::sealed::IntoMut::into_mut(dst);
+        let src = sealed::IntoHostRef::into_host_ref(src);
+        check_lengths("copy_from_host_view", dst.len(), src.len());
+        if src.bytes() == 0 {
+            return Ok(());
+        }
+        let spans = [
+            device_span(dst.device_ptr(), src.bytes(), true),
+            src.span(false),
+        ];
+        self.ordered(&spans, None, || {
+            // SAFETY: same lengths; both ranges borrowed (the host range unmodified) until
+            // the scope has synchronized; the stream is alive.
+            unsafe {
+                driver::memcpy_htod_async(
+                    dst.device_ptr(),
+                    src.as_ptr().cast(),
+                    src.bytes(),
+                    self.stream().raw(),
+                )
+            }
+        })
+    }
+}
+
+#[inline(always)]
+fn device_span(start: u64, bytes: usize, write: bool) -> Span {
+    Span {
+        start,
+        bytes: bytes as u64,
+        write,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::host_fn_flag::in_host_fn;
+    use crate::error::{Error, ErrorCode};
+    use std::sync::atomic::AtomicUsize;
+
+    /// A queued box as `HostFns::queue` makes it, without the driver.
+    fn boxed<F: FnOnce() + Send>(f: F) -> NonNull<Header> {
+        let slot = Box::new(Slot {
+            header: Header {
+                state: AtomicU8::new(PENDING),
+                run: trampoline::<F>,
+                panic: UnsafeCell::new(None),
+                drop_closure: drop_closure::<F>,
+                free: free_slot::<F>,
+            },
+            closure: UnsafeCell::new(ManuallyDrop::new(f)),
+        });
+        NonNull::from(Box::leak(slot)).cast()
+    }
+
+    /// Calls a box's trampoline, as the driver does.
+    ///
+    /// # Safety
+    /// `h` is a box made by `boxed`, still allocated.
+    unsafe fn call(h: NonNull<Header>) {
+        // SAFETY: the caller's promise: a live box.
+        let run = unsafe { h.as_ref() }.run;
+        // SAFETY: `run` is the trampoline of the box's type, given the box.
+        unsafe { run(h.as_ptr().cast()) }
+    }
+
+    fn host_fns_with(slots: &[NonNull<Header>]) -> HostFns {
+        let fns = HostFns::new();
+        fns.used.store(true, Ordering::Relaxed);
+        lock(&fns.slots).extend(slots.iter().map(|&h| SlotPtr(h)));
+        fns
+    }
+
+    /// Counts its drops.
+    struct Dropped<'a>(&'a AtomicUsize);
+    impl Drop for Dropped<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_host_function_runs_once_with_the_driver_refused_and_its_panic_is_kept() {
+        let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let owned = Dropped(&dropped);
+        let runs = boxed(|| {
+            let _owned = owned;
+            assert!(in_host_fn());
+            // every crate entry point is refused before the driver (loaded or not)
+            let e = crate::driver::driver_version().unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NotPermitted);
+            assert_eq!(e.call(), "cuDriverGetVersion");
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+        let panics = boxed(|| panic!("inside a host function"));
+        for h in [runs, panics] {
+            // SAFETY: live boxes, called once each, as the driver would
+            unsafe { call(h) };
+        }
+        assert!(!in_host_fn(), "the flag is reset after the call");
+        assert_eq!(ran.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            dropped.load(Ordering::Relaxed),
+            1,
+            "the closure's values dropped once"
+        );
+        let fns = host_fns_with(&[runs, panics]);
+        fns.finish();
+        let payload = lock(&fns.panic).take().expect("the panic was kept");
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"inside a host function")
+        );
+    }
+
+    /// The end of a scope as `OpenScopes` makes it, over one scope's host functions.
+    struct Ends<'a>(&'a HostFns);
+    impl crate::scope::ScopeEnd for Ends<'_> {
+        fn end(&self) -> Result<()> {
+            self.0.finish();
+            Ok(())
+        }
+        fn take_host_panic(&self) -> Option<Box<dyn Any + Send>> {
+            self.0.take_panic()
+        }
+    }
+
+    /// Every scope form ends through `run_scope`, with or without a bounded wait first (the
+    /// deadline forms): a host function's panic, kept by `finish`, is resumed by both, after
+    /// the function's output was written; a second panic is not.
+    #[test]
+    fn a_host_functions_panic_is_resumed_by_the_end_every_scope_form_shares() {
+        for bounded in [false, true] {
+            let mut out = [0u32; 2];
+            let (first, then) = out.split_at_mut(1);
+            let panics = boxed(move || {
+                first[0] = 5;
+                std::panic::panic_any("the first");
+            });
+            let second = boxed(move || {
+                then[0] = 6;
+                panic!("the second");
+            });
+            for h in [panics, second] {
+                // SAFETY: live boxes, called once each, as the driver would
+                unsafe { call(h) };
+            }
+            let fns = host_fns_with(&[panics, second]);
+            let waited = std::cell::Cell::new(false);
+            let mut wait = || {
+                waited.set(true);
+                Ok(())
+            };
+            let wait: Option<&mut dyn FnMut() -> Result<()>> =
+                if bounded { Some(&mut wait) } else { None };
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                crate::scope::run_scope(&Ends(&fns), wait, || Ok::<_, Error>(()))
+            }))
+            .expect_err("the scope resumes the host function's panic");
+            assert_eq!(caught.downcast_ref::<&str>(), Some(&"the first"));
+            assert_eq!(waited.get(), bounded);
+            assert!(fns.take_panic().is_none(), "taken once");
+            assert_eq!(out, [5, 6], "both functions ran to their panics");
+        }
+    }
+
+    #[test]
+    fn an_abandoned_host_function_is_dropped_uncalled_and_never_runs() {
+        let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let (owned, ran) = (Dropped(&dropped), &ran);
+        let h = boxed(move || {
+            let _owned = owned;
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+        let fns = host_fns_with(&[h]);
+        fns.finish(); // the stream never reached it
+        assert_eq!(dropped.load(Ordering::Relaxed), 1, "dropped by the scope");
+        // the driver calling it late finds it abandoned
+        // SAFETY: the box is leaked, so still allocated.
+        unsafe { call(h) };
+        assert_eq!(ran.load(Ordering::Relaxed), 0);
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+        // SAFETY: as above.
+        let state = unsafe { h.as_ref() }.state.load(Ordering::Relaxed);
+        assert_eq!(state, ABANDONED);
+    }
+}

@@ -1,0 +1,245 @@
+//! The views of device memory bound to a scope ([`DeviceRef`], [`DeviceMut`]), what a
+//! scope's operations accept for them ([`IntoDeviceRef`], [`IntoDeviceMut`]), and the
+//! views as kernel arguments.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::RangeBounds;
+
+#[cfg(doc)]
+use super::StreamScope;
+use super::sealed;
+use crate::context::Brand;
+use crate::driver::CUdeviceptr;
+use crate::launch::{self, KernelArg};
+use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice, Span};
+
+/// Read access to device memory for the length of a scope: a `Copy` handle that the
+/// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
+/// ([`DeviceMut::as_ref`]); operations also take `&buffer` and `&buffer[range]` directly.
+pub struct DeviceRef<'scope, 'ctx, T> {
+    pub(super) ptr: CUdeviceptr,
+    pub(super) len: usize,
+    _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<*const T>,
+}
+
+/// Write access to device memory for the length of a scope: a `Copy` handle, so one
+/// buffer can be written by several operations of the same stream (which run in order).
+/// Made by [`StreamScope::bind_mut`], [`StreamScope::alloc_zeroed`] or
+/// [`StreamScope::alloc`]; operations also take `&mut buffer` directly for a single use.
+pub struct DeviceMut<'scope, 'ctx, T> {
+    pub(super) ptr: CUdeviceptr,
+    pub(super) len: usize,
+    _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    _brand: Brand<'ctx>,
+    _elem: PhantomData<*mut T>,
+}
+
+macro_rules! scoped_view {
+    ($name:ident) => {
+        impl<T> Clone for $name<'_, '_, T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T> Copy for $name<'_, '_, T> {}
+
+        impl<'scope, 'ctx, T> $name<'scope, 'ctx, T> {
+            #[inline]
+            pub(super) fn new(ptr: CUdeviceptr, len: usize) -> Self {
+                $name {
+                    ptr,
+                    len,
+                    _scope: PhantomData,
+                    _brand: PhantomData,
+                    _elem: PhantomData,
+                }
+            }
+
+            /// The number of elements.
+            #[inline]
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether there are no elements.
+            #[inline]
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device address, for the crate's own calls.
+            #[inline]
+            pub(crate) fn device_ptr(&self) -> CUdeviceptr {
+                self.ptr
+            }
+
+            /// The device address of the first element (`CUdeviceptr`).
+            ///
+            /// # Safety
+            ///
+            /// Taking the address does nothing; `unsafe` marks what it allows behind the
+            /// borrow checker's back, since a number outlives no borrow. The caller
+            /// promises, for every use of the address (a kernel parameter, a driver call):
+            /// it is not used after the scope has ended (its memory may be freed then);
+            /// and work given it reads the memory only while nothing writes it and writes
+            /// it only while nothing else uses it, until that work has finished, as the
+            /// scope does for this view.
+            #[inline]
+            pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+                self.device_ptr()
+            }
+
+            #[inline]
+            pub(super) fn bytes(&self) -> usize {
+                memory::byte_len::<T>(self.len)
+            }
+
+            /// The elements in `range`, as a handle of the same kind.
+            ///
+            /// # Panics
+            /// If the range is out of bounds; [`try_slice`](Self::try_slice) returns `None`
+            /// instead.
+            #[track_caller]
+            pub fn slice(self, range: impl RangeBounds<usize>) -> Self {
+                match self.try_slice(range) {
+                    Some(view) => view,
+                    None => panic!(
+                        "{}::slice: range out of bounds for {} elements",
+                        stringify!($name),
+                        self.len
+                    ),
+                }
+            }
+
+            /// The elements in `range`, or `None` if it is out of bounds.
+            pub fn try_slice(self, range: impl RangeBounds<usize>) -> Option<Self> {
+                let (start, end) = memory::bounds(&range, self.len)?;
+                Some(Self::new(
+                    self.ptr + memory::byte_len::<T>(start) as CUdeviceptr,
+                    end - start,
+                ))
+            }
+        }
+
+        impl<T> fmt::Debug for $name<'_, '_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(
+                    f,
+                    "{}({:#x}, len {})",
+                    stringify!($name),
+                    self.ptr,
+                    self.len
+                )
+            }
+        }
+    };
+}
+scoped_view!(DeviceRef);
+scoped_view!(DeviceMut);
+
+impl<'scope, 'ctx, T> DeviceMut<'scope, 'ctx, T> {
+    /// The same memory, for reading.
+    #[inline]
+    pub fn as_ref(self) -> DeviceRef<'scope, 'ctx, T> {
+        DeviceRef::new(self.ptr, self.len)
+    }
+}
+
+/// Device memory a scope's operation may write: `&mut buffer`, `&mut buffer[range]`, or a
+/// [`DeviceMut`] of the scope. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not device memory this scope may write",
+    label = "expected `&mut buffer`, `&mut buffer[range]` or a `DeviceMut` of this scope",
+    note = "to write a buffer in several operations of one scope, bind it once: `let d = s.bind_mut(&mut buffer);`",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
+)]
+pub trait IntoDeviceMut<'scope, 'ctx, T>: sealed::IntoMut<'scope, 'ctx, T> {}
+
+/// Device memory a scope's operation may read: `&buffer`, `&buffer[range]`, a
+/// [`DeviceRef`] or a [`DeviceMut`] of the scope. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not device memory this scope may read",
+    label = "expected `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut` of this scope",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
+)]
+pub trait IntoDeviceRef<'scope, 'ctx, T>: sealed::IntoRef<'scope, 'ctx, T> {}
+
+macro_rules! into_view {
+    ($trait:ident, $sealed:ident, $method:ident, $view:ident: $($arg:ty),*) => { $(
+        impl<'scope, 'ctx, T: DeviceCopy> sealed::$sealed<'scope, 'ctx, T> for $arg {
+            #[inline(always)]
+            fn $method(self) -> $view<'scope, 'ctx, T> {
+                $view::new(self.device_ptr(), self.len())
+            }
+        }
+        impl<'scope, 'ctx, T: DeviceCopy> $trait<'scope, 'ctx, T> for $arg {}
+    )* };
+}
+into_view!(IntoDeviceMut, IntoMut, into_mut, DeviceMut: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+into_view!(IntoDeviceRef, IntoRef, into_ref, DeviceRef: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+
+/// The scope's views as kernel arguments: a `DeviceRef` or a `DeviceMut` for an `In`, a
+/// `DeviceMut` for an `Out`.
+macro_rules! view_args {
+    ($param:ident, $write:literal: $($arg:ty),*) => { $(
+        impl<'scope, 'ctx, T: DeviceCopy> launch::sealed::Arg<'scope, 'ctx, launch::$param<T>> for $arg {
+            #[inline(always)]
+            fn lower(self, _: launch::sealed::Crate) -> ([u64; 2], Span) {
+                launch::slice_raw(self.ptr, self.len, std::mem::size_of::<T>(), $write)
+            }
+        }
+        impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, launch::$param<T>> for $arg {}
+    )* };
+}
+view_args!(In, false: DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+view_args!(Out, true: DeviceMut<'scope, 'ctx, T>);
+
+#[inline(always)]
+pub(super) fn write_span<T>(v: &DeviceMut<'_, '_, T>) -> Span {
+    Span {
+        start: v.ptr,
+        bytes: v.bytes() as u64,
+        write: true,
+    }
+}
+
+#[inline(always)]
+pub(super) fn read_span<T>(v: &DeviceRef<'_, '_, T>) -> Span {
+    Span {
+        start: v.ptr,
+        bytes: v.bytes() as u64,
+        write: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_views_slice_like_slices() {
+        let v: DeviceMut<'static, 'static, u32> = DeviceMut::new(0x1000, 10);
+        let part = v.slice(2..5);
+        assert_eq!((part.device_ptr(), part.len()), (0x1008, 3));
+        assert_eq!(part.slice(1..).device_ptr(), 0x100c);
+        assert_eq!(v.as_ref().slice(..=9).len(), 10);
+        assert!(v.try_slice(..11).is_none());
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = 7..3;
+        assert!(v.try_slice(reversed).is_none());
+        assert!(v.slice(10..).is_empty());
+        let panicked = std::panic::catch_unwind(|| v.slice(3..12)).unwrap_err();
+        assert_eq!(
+            panicked.downcast_ref::<String>().unwrap(),
+            "DeviceMut::slice: range out of bounds for 10 elements"
+        );
+        // zero-sized elements: any count, no bytes
+        let z: DeviceRef<'static, 'static, ()> =
+            DeviceRef::new(memory::empty_address::<()>(), usize::MAX);
+        assert_eq!(z.slice(5..).len(), usize::MAX - 5);
+        assert_eq!(z.slice(5..).device_ptr(), memory::empty_address::<()>());
+    }
+}

@@ -1,0 +1,198 @@
+//! The bounded wait under every deadline of the crate: what an overrun handler learns
+//! ([`Overrun`]) and returns ([`KeepWaiting`]), and the polling with a deadline of a stream
+//! or an event. The scopes with a deadline ([`Stream::scope_within`],
+//! [`Stream::scope_all_within`]) and the rules of the wait are in
+//! [`scope::deadline`](crate::scope::deadline).
+//!
+//! [`Stream::scope_within`]: crate::Stream::scope_within
+//! [`Stream::scope_all_within`]: crate::Stream::scope_all_within
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+
+/// What an overrun handler learns when a scope's deadline has passed with work still
+/// running: how long the scope has been open, which deadline passed, how many times the
+/// handler has been called, and which stream was still busy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Overrun {
+    elapsed: Duration,
+    deadline: Duration,
+    count: u64,
+    stream: usize,
+}
+
+impl Overrun {
+    /// Time since the scope was opened.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// The deadline that passed, counted from the opening of the scope: the scope's
+    /// `within` for the first call, then each extension added to the time it was granted.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// How many times the handler has been called in this scope, this call included: 1
+    /// the first time.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The index of the stream still busy, in the order the scope was given its streams
+    /// (0 for [`Stream::scope_within`](crate::Stream::scope_within)).
+    pub fn stream(&self) -> usize {
+        self.stream
+    }
+}
+
+impl fmt::Debug for Overrun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Overrun")
+            .field("elapsed", &self.elapsed)
+            .field("deadline", &self.deadline)
+            .field("count", &self.count)
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+/// What an overrun handler returns: how to go on waiting. No value of this type ends the
+/// wait; a handler that must not wait any longer does not return (for example
+/// `std::process::abort()`). See the [module documentation](crate::scope::deadline).
+///
+/// ```
+/// use std::time::Duration;
+/// use cuda_brand::{KeepWaiting, Overrun};
+///
+/// // wait in steps of 5 ms, up to 10 calls, then stop the process
+/// fn on_overrun(overrun: Overrun) -> KeepWaiting {
+///     eprintln!("scope overran: {:?} since it opened", overrun.elapsed());
+///     if overrun.count() < 10 {
+///         KeepWaiting::for_another(Duration::from_millis(5))
+///     } else {
+///         std::process::abort()
+///     }
+/// }
+/// let abort_at_once = |_: Overrun| -> KeepWaiting { std::process::abort() };
+/// # let _ = (on_overrun, abort_at_once);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "the handler returns how to go on waiting"]
+pub struct KeepWaiting(Option<Duration>);
+
+impl KeepWaiting {
+    /// Wait up to `more` longer (from now), then call the handler again if the work is
+    /// still running. A zero duration calls the handler again after one more poll.
+    pub const fn for_another(more: Duration) -> Self {
+        KeepWaiting(Some(more))
+    }
+
+    /// Wait for the work without another deadline: the handler is not called again.
+    pub const fn until_idle() -> Self {
+        KeepWaiting(None)
+    }
+
+    /// The extension, or `None` for [`until_idle`](Self::until_idle).
+    pub const fn extension(self) -> Option<Duration> {
+        self.0
+    }
+}
+
+/// Polls `idle(i)` (is stream `i` idle?) for `i` in `0..streams`, calling `on_overrun`
+/// whenever the deadline passes while one is busy, until every stream is idle (`Ok`), the
+/// handler asks to wait without a deadline (`Ok`: the scope's end waits), or a query
+/// fails (its error). A panic of the handler goes on: [`run_scope`] catches it, ends the
+/// scope, and resumes it.
+pub(crate) fn settle(
+    idle: &dyn Fn(usize) -> Result<bool>,
+    streams: usize,
+    opened: Instant,
+    within: Duration,
+    on_overrun: &mut dyn FnMut(Overrun) -> KeepWaiting,
+) -> Result<()> {
+    let mut deadline = opened.checked_add(within);
+    let mut count = 0u64;
+    for i in 0..streams {
+        while !poll_until(deadline, || idle(i))? {
+            let now = Instant::now();
+            count = count.saturating_add(1);
+            let overrun = Overrun {
+                elapsed: now.saturating_duration_since(opened),
+                deadline: deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(opened)),
+                count,
+                stream: i,
+            };
+            match on_overrun(overrun) {
+                KeepWaiting(Some(more)) => deadline = now.checked_add(more),
+                KeepWaiting(None) => return Ok(()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Polls `done` until it reports `true` (`Ok(true)`), fails, or `deadline` passes
+/// (`Ok(false)`; `None`: no deadline), with the backoff of the module documentation. The
+/// last poll is after the deadline's last pause.
+pub(crate) fn poll_until(
+    deadline: Option<Instant>,
+    mut done: impl FnMut() -> Result<bool>,
+) -> Result<bool> {
+    /// Yield, not sleep, for this long after the first poll.
+    const YIELD_FOR: Duration = Duration::from_micros(50);
+    const FIRST_SLEEP: Duration = Duration::from_micros(10);
+    const LONGEST_SLEEP: Duration = Duration::from_micros(200);
+    let started = Instant::now();
+    let mut sleep = FIRST_SLEEP;
+    loop {
+        if done()? {
+            return Ok(true);
+        }
+        let now = Instant::now();
+        let left = match deadline {
+            Some(d) => d.saturating_duration_since(now),
+            None => Duration::MAX,
+        };
+        if left.is_zero() {
+            return Ok(false);
+        }
+        if now.saturating_duration_since(started) < YIELD_FOR {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(sleep.min(left));
+            sleep = sleep.saturating_mul(2).min(LONGEST_SLEEP);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, ErrorCode};
+    use std::cell::Cell;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_event_wait_says_not_yet_or_done() {
+        let soon = Instant::now().checked_add(MS);
+        assert!(!poll_until(soon, || Ok(false)).unwrap());
+        let polls = Cell::new(0);
+        let later = Instant::now().checked_add(Duration::from_secs(60));
+        let done = poll_until(later, || {
+            polls.set(polls.get() + 1);
+            Ok(polls.get() == 3)
+        });
+        assert!(done.unwrap());
+        assert!(poll_until(None, || Ok(true)).unwrap());
+        // a deadline already past still polls once
+        assert!(poll_until(Some(Instant::now()), || Ok(true)).unwrap());
+        let e = poll_until(None, || {
+            Err(Error::new("cuEventQuery", ErrorCode::InvalidHandle))
+        });
+        assert_eq!(e.unwrap_err().code(), ErrorCode::InvalidHandle);
+    }
+}

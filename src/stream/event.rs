@@ -1,0 +1,427 @@
+//! Events ([`Event`]): markers recorded on a stream, to wait for, order streams, or time.
+//!
+//! Two rules are types here, not run-time errors:
+//!
+//! * **Only a recorded event is waited for or timed.** [`Event::record`] returns a
+//!   [`Recorded`], the proof of that record, and only a `Recorded` can be synchronized,
+//!   queried, waited for by a stream ([`Stream::wait_event`]) or timed. The driver accepts
+//!   an event that was never recorded everywhere and says it has completed, so a wait for
+//!   it does not wait at all; and `cuEventElapsedTime` fails at run time for it.
+//! * **Only events that record timestamps are timed.** The kind is a type parameter:
+//!   [`Event<'ctx, Timing>`](Timing) (the default, from [`ContextGuard::event`]) records
+//!   timestamps, [`Event<'ctx, NoTiming>`](NoTiming) (from
+//!   [`ContextGuard::event_without_timing`]) does not and is cheaper to record and wait for
+//!   (`CU_EVENT_DISABLE_TIMING`). [`Recorded::elapsed_ms`] exists for `Timing` events only.
+//!
+//! A `Recorded` borrows its event mutably (`record` takes `&mut self`), so an event is not
+//! recorded again while a proof of its previous record is alive: every `Recorded` means
+//! the record it came from, and `start.elapsed_ms(&end)` times the two records the proofs
+//! name. Recording it again ends the old proof first; the compile-fail cases in
+//! `ui-tests/fail/9_typestate/event_*.rs` pin each of these rules.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use cuda_driver_sys::CUevent_st;
+
+use super::Stream;
+use super::deadline::poll_until;
+use crate::context::{Allocating, Brand, ContextGuard, Phase, StreamKind};
+use crate::driver::{self, CUevent};
+use crate::error::Result;
+
+/// Flags for a new event (`CU_EVENT_*`). Whether an event records timestamps is its type
+/// ([`Timing`] or [`NoTiming`]), not a flag.
+///
+/// ```
+/// use cuda_brand::EventFlags;
+/// assert_eq!(EventFlags::new().bits(), 0);
+/// assert_eq!(EventFlags::new().blocking_sync(true).bits(), 0x1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use]
+pub struct EventFlags(u32);
+
+impl EventFlags {
+    /// Spin-waiting on synchronize.
+    pub const fn new() -> Self {
+        EventFlags(0)
+    }
+
+    /// Make [`Recorded::synchronize`] block the thread instead of spinning
+    /// (`CU_EVENT_BLOCKING_SYNC`).
+    pub const fn blocking_sync(self, on: bool) -> Self {
+        EventFlags(if on { self.0 | 1 } else { self.0 & !1 })
+    }
+
+    /// The driver's bit pattern.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// `CU_EVENT_DISABLE_TIMING`.
+const DISABLE_TIMING: u32 = 0x2;
+
+mod sealed {
+    /// The hidden half of [`EventKind`](super::EventKind): the flag the kind adds.
+    pub trait Kind {
+        const FLAGS: u32;
+    }
+}
+
+/// The kind of an [`Event`]: [`Timing`] or [`NoTiming`]. Sealed: the kind decides the
+/// flags the driver gets, and which methods exist.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a kind of event",
+    label = "not an event kind",
+    note = "an event is `Event<'ctx, Timing>` (records timestamps) or `Event<'ctx, NoTiming>` (does not)",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
+)]
+pub trait EventKind: sealed::Kind + Send + Sync + 'static {}
+
+/// The kind of an event that records timestamps, so that [`Recorded::elapsed_ms`] can time
+/// two of its records: [`Event::new`], [`ContextGuard::event`]. The default kind.
+#[derive(Debug)]
+pub enum Timing {}
+
+/// The kind of an event that records no timestamps (`CU_EVENT_DISABLE_TIMING`): cheaper to
+/// record and wait for, the choice for ordering streams. [`Event::without_timing`],
+/// [`ContextGuard::event_without_timing`].
+#[derive(Debug)]
+pub enum NoTiming {}
+
+impl sealed::Kind for Timing {
+    const FLAGS: u32 = 0;
+}
+impl EventKind for Timing {}
+impl sealed::Kind for NoTiming {
+    const FLAGS: u32 = DISABLE_TIMING;
+}
+impl EventKind for NoTiming {}
+
+/// The event kinds whose records can be timed: [`Timing`] only. The bound of
+/// [`Recorded::elapsed_ms`], which names it in the compile error for an event without
+/// timing. Sealed, like [`EventKind`].
+#[diagnostic::on_unimplemented(
+    message = "an event created without timing cannot be timed",
+    label = "`elapsed_ms` needs events of kind `Timing`, this one is `{Self}`",
+    note = "make both events that `elapsed_ms` measures with `ctx.event()` or `Event::new` (kind `Timing`); `ctx.event_without_timing()` makes events that only order streams and wait",
+    note = "see the guide, chapter 5 (`cuda_brand::guide`)"
+)]
+pub trait Timed: EventKind {}
+impl Timed for Timing {}
+
+/// An event of the context branded `'ctx`, of kind `K` ([`Timing`], the default, or
+/// [`NoTiming`]). One pointer wide, `Send` and `Sync`, destroyed when dropped. It can
+/// only be recorded on streams of its own context.
+///
+/// An event is not waited for or timed itself: [`record`](Event::record) returns a
+/// [`Recorded`], and that proof of the record is what streams wait for and what is timed
+/// (see the [module documentation](crate::stream::event) for why).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let stream = ctx.stream()?;
+///     let (mut start, mut end) = (ctx.event()?, ctx.event()?);
+///     let mut buf = ctx.zeroed::<u8>(64 << 20)?;
+///     let (t0, t1) = stream.scope(|s| {
+///         let t0 = start.record(s)?;
+///         s.fill(&mut buf, 7u8)?;
+///         end.record(s).map(|t1| (t0, t1))
+///     })?; // the proofs of the two records leave the scope; the events stay borrowed
+///     println!("64 MiB fill: {:.3} ms", t0.elapsed_ms(&t1)?);
+///     Ok(())
+/// })
+/// # }
+/// ```
+pub struct Event<'ctx, K: EventKind = Timing> {
+    raw: NonNull<CUevent_st>,
+    _brand: Brand<'ctx>,
+    _kind: PhantomData<K>,
+}
+
+// SAFETY: event handles may be used from any thread; the driver's event calls are
+// thread-safe and need no current context.
+unsafe impl<K: EventKind> Send for Event<'_, K> {}
+// SAFETY: every method taking `&self` is a thread-safe driver call or reads the handle.
+unsafe impl<K: EventKind> Sync for Event<'_, K> {}
+
+impl<'ctx> Event<'ctx, Timing> {
+    /// Creates an event in `ctx` that records timestamps.
+    pub fn new<P: Allocating>(ctx: ContextGuard<'ctx, P>, flags: EventFlags) -> Result<Self> {
+        Self::create(ctx, flags)
+    }
+}
+
+impl<'ctx> Event<'ctx, NoTiming> {
+    /// Creates an event in `ctx` that records no timestamps (`CU_EVENT_DISABLE_TIMING`),
+    /// for ordering streams and waiting.
+    pub fn without_timing<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        flags: EventFlags,
+    ) -> Result<Self> {
+        Self::create(ctx, flags)
+    }
+}
+
+impl<'ctx, K: EventKind> Event<'ctx, K> {
+    fn create<P: Allocating>(ctx: ContextGuard<'ctx, P>, flags: EventFlags) -> Result<Self> {
+        let bits = flags.bits() | <K as sealed::Kind>::FLAGS;
+        let raw = ctx.with_current(|| driver::event_create(bits))?;
+        let raw = driver::non_null("cuEventCreate", raw)?;
+        Ok(Event {
+            raw,
+            _brand: PhantomData,
+            _kind: PhantomData,
+        })
+    }
+
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUevent {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUevent`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
+    /// checker's back. The caller promises, for every use of the handle: the event is not
+    /// destroyed (`cuEventDestroy`); the handle is not used after this `Event` is dropped;
+    /// and the event is not recorded through it (`cuEventRecord`) while a [`Recorded`]
+    /// proof of it is alive, since what streams and the host wait for is what the proof
+    /// says was recorded.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUevent {
+        self.raw()
+    }
+
+    /// Records the event on `stream` (`cuEventRecord`): it completes when the work queued
+    /// on the stream before it has. Returns the proof of this record, which borrows the
+    /// event: the event cannot be recorded again while the proof is alive.
+    ///
+    /// A [`StreamScope`](crate::StreamScope) is a stream too (`event.record(s)`).
+    #[inline]
+    pub fn record<S: StreamKind>(
+        &mut self,
+        stream: &Stream<'ctx, S>,
+    ) -> Result<Recorded<'_, 'ctx, K>> {
+        // SAFETY: both handles are alive and branded with the same context.
+        unsafe { driver::event_record(self.raw(), stream.raw()) }?;
+        Ok(Recorded { event: self })
+    }
+}
+
+/// The proof that an [`Event`] has been recorded on a stream: what streams wait for
+/// ([`Stream::wait_event`]), what the host synchronizes with, and, for [`Timing`] events,
+/// what is timed ([`Recorded::elapsed_ms`]). Made only by [`Event::record`]; `Copy`, one
+/// pointer wide, `Send` and `Sync`.
+///
+/// It borrows its event mutably for as long as it lives (the event was borrowed `&mut` by
+/// `record`), so the event is neither recorded again nor dropped while the proof is alive:
+/// a `Recorded` always means the record it came from.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let (a, b) = (ctx.stream()?, ctx.stream()?);
+///     let mut filled = ctx.event_without_timing()?;
+///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
+///     let mut host = vec![0u32; 1 << 20];
+///     a.scope_with(&b, |sa, sb| {
+///         let d = sa.bind_mut(&mut buf);
+///         sa.fill(d, 7)?;
+///         let done = filled.record(sa)?;
+///         sb.wait_event(&done)?; // b's work from here on waits for a's fill
+///         sb.copy_to_host(&mut host, d)
+///     })?;
+///     assert!(host.iter().all(|&x| x == 7));
+///     Ok(())
+/// })
+/// # }
+/// ```
+#[must_use = "only the `Recorded` of a record can be waited for or timed"]
+pub struct Recorded<'e, 'ctx, K: EventKind = Timing> {
+    event: &'e Event<'ctx, K>,
+}
+
+impl<K: EventKind> Clone for Recorded<'_, '_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K: EventKind> Copy for Recorded<'_, '_, K> {}
+
+impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUevent {
+        self.event.raw()
+    }
+
+    /// The driver's handle of the event.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Event::as_raw`]: the event is neither destroyed nor recorded again
+    /// through the handle, and the handle is not used after the event is dropped.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUevent {
+        self.raw()
+    }
+
+    /// The event this proof is of.
+    #[inline]
+    pub fn event(&self) -> &'e Event<'ctx, K> {
+        self.event
+    }
+
+    /// Waits until the record has completed (`cuEventSynchronize`): the work queued on its
+    /// stream before it is done.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: the event is alive: borrowed by `self`.
+        unsafe { driver::event_synchronize(self.raw()) }
+    }
+
+    /// Whether the record has completed (`cuEventQuery`).
+    pub fn is_complete(&self) -> Result<bool> {
+        // SAFETY: the event is alive.
+        unsafe { driver::event_query(self.raw()) }
+    }
+
+    /// Waits at most `within` for the record to complete, polling `cuEventQuery` (with
+    /// the same backoff as [`Stream::scope_within`]): `Ok(true)` once it has completed,
+    /// `Ok(false)` if it still had not when `within` had passed. The event guards no
+    /// borrow, so "not yet" is a plain answer here; a scope's bounded wait cannot return
+    /// early ([`Stream::scope_within`]).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let stream = ctx.stream()?;
+    ///     let mut done = ctx.event_without_timing()?;
+    ///     let mut buf = ctx.zeroed::<u8>(1 << 20)?;
+    ///     stream.scope(|s| {
+    ///         s.fill(&mut buf, 1u8)?;
+    ///         let done = done.record(s)?;
+    ///         if !done.synchronize_within(Duration::from_millis(100))? {
+    ///             eprintln!("the fill took more than 100 ms"); // the scope still waits for it
+    ///         }
+    ///         Ok::<_, cuda_brand::Error>(())
+    ///     })?;
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn synchronize_within(&self, within: Duration) -> Result<bool> {
+        let deadline = Instant::now().checked_add(within);
+        // SAFETY: the event is alive.
+        poll_until(deadline, || unsafe { driver::event_query(self.raw()) })
+    }
+
+    /// Milliseconds from this record to `end`'s, two completed records of timing events of
+    /// this context (`cuEventElapsedTime`), with a resolution of about half a microsecond:
+    /// `start.elapsed_ms(&end)`. An error (`CUDA_ERROR_NOT_READY`) if either has not
+    /// completed yet: [`synchronize`](Self::synchronize) `end` first when in doubt.
+    ///
+    /// Only for events of kind [`Timing`]: for a [`NoTiming`] event it does not compile
+    /// (the bound `Timed`), where the driver would fail at run time.
+    #[inline]
+    pub fn elapsed_ms<E: Timed>(&self, end: &Recorded<'_, 'ctx, E>) -> Result<f32>
+    where
+        K: Timed,
+    {
+        // SAFETY: both events are alive and of one context.
+        unsafe { driver::event_elapsed_ms(self.raw(), end.raw()) }
+    }
+}
+
+// The bounds are on the methods, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+    /// A new event of this context that records timestamps:
+    /// [`Event::new`] with default flags.
+    pub fn event(self) -> Result<Event<'ctx>>
+    where
+        P: Allocating,
+    {
+        Event::new(self, EventFlags::new())
+    }
+
+    /// A new event of this context without timestamps, for ordering streams and waiting:
+    /// [`Event::without_timing`] with default flags.
+    pub fn event_without_timing(self) -> Result<Event<'ctx, NoTiming>>
+    where
+        P: Allocating,
+    {
+        Event::without_timing(self, EventFlags::new())
+    }
+}
+
+impl<'ctx, S: StreamKind> Stream<'ctx, S> {
+    /// Makes work queued on this stream after this call wait until the record `event`
+    /// has completed (`cuStreamWaitEvent`). The event must be of the same context, and
+    /// recorded: only [`Event::record`] makes a [`Recorded`].
+    pub fn wait_event<K: EventKind>(&self, event: &Recorded<'_, 'ctx, K>) -> Result<()> {
+        // SAFETY: both handles are alive and branded with the same context.
+        unsafe { driver::stream_wait_event(self.raw(), event.raw()) }
+    }
+}
+
+impl<K: EventKind> Event<'_, K> {
+    /// Destroys the event and returns the driver's error, where dropping it would only
+    /// record the error for the teardown of its context to report. After an error the
+    /// context's destruction reclaims the event.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let event = ctx.event()?;
+    ///     event.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> crate::error::Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the event is ours and never used again (`this` is not dropped).
+        unsafe { driver::event_destroy(this.raw()) }
+    }
+}
+
+impl<K: EventKind> Drop for Event<'_, K> {
+    fn drop(&mut self) {
+        // SAFETY: the event is ours and unused from now on.
+        if let Err(e) = unsafe { driver::event_destroy(self.raw()) } {
+            // the context's destruction reclaims the event; its teardown reports this. An
+            // event does not know its context: the one current here is charged (see the
+            // `teardown` module)
+            let ctx = crate::context::teardown::current_context();
+            crate::context::teardown::record_failed_release(ctx, "Event", e);
+        }
+    }
+}
+
+impl<K: EventKind> fmt::Debug for Event<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Event").field(&self.raw).finish()
+    }
+}
+
+impl<K: EventKind> fmt::Debug for Recorded<'_, '_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Recorded").field(&self.event.raw).finish()
+    }
+}

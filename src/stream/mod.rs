@@ -1,0 +1,254 @@
+//! Streams ([`Stream`]): ordered queues of GPU work. The work itself is queued through a
+//! stream's scope ([`Stream::scope`], in the [`scope`](crate::scope) module).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUstream_st;
+
+use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind};
+use crate::driver::{self, CUstream};
+use crate::error::{Error, ErrorCode, Result};
+
+// The rooms: `Stream` here, `event.rs` (events and their proofs), `deadline.rs` (the
+// bounded wait; the deadline scopes are in `scope/deadline.rs`).
+mod deadline;
+pub mod event;
+
+pub(crate) use deadline::settle;
+#[doc(inline)]
+pub use deadline::{KeepWaiting, Overrun};
+#[doc(inline)]
+pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
+
+/// How a stream relates to the legacy default stream (`CU_STREAM_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StreamFlags {
+    /// Work on the stream waits for, and is waited for by, the legacy default stream.
+    #[default]
+    Default,
+    /// No implicit synchronization with the legacy default stream (`CU_STREAM_NON_BLOCKING`).
+    NonBlocking,
+}
+
+impl StreamFlags {
+    fn bits(self) -> u32 {
+        match self {
+            StreamFlags::Default => 0,
+            StreamFlags::NonBlocking => 1,
+        }
+    }
+}
+
+/// A stream of the context branded `'ctx`: an ordered queue of GPU work. One pointer wide,
+/// `Send` and `Sync` (the driver's stream calls are thread-safe and need no current
+/// context), destroyed when dropped (work still queued finishes first, in the driver).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let stream = ctx.stream()?; // Stream::new(ctx, StreamFlags::NonBlocking)
+///     let high = Stream::with_priority(ctx, StreamFlags::NonBlocking, ctx.stream_priority_range()?.greatest)?;
+///     let mut buf = ctx.zeroed::<u8>(256)?;
+///     stream.scope(|s| s.fill(&mut buf, 1u8))?;
+///     high.synchronize()?;
+///     assert!(stream.is_idle()?);
+///     Ok(())
+/// })
+/// # }
+/// ```
+///
+/// `K` says what its scopes may allocate: [`Dynamic`] (the default) for a stream of a
+/// plain context, [`Preallocated`](crate::phase::Preallocated) for one created during the
+/// setup phase of [`with_phases`](crate::with_phases), whose scopes take scratch memory only
+/// from pools.
+pub struct Stream<'ctx, K: StreamKind = Dynamic> {
+    raw: NonNull<CUstream_st>,
+    _brand: Brand<'ctx>,
+    _kind: PhantomData<K>,
+}
+
+// SAFETY: a stream handle may be used from any thread; the driver serialises its queue.
+unsafe impl<K: StreamKind> Send for Stream<'_, K> {}
+// SAFETY: every method takes `&self` and is a thread-safe driver call on the handle; the
+// mutable state of a scope lives in `StreamScope`, which is not `Sync`.
+unsafe impl<K: StreamKind> Sync for Stream<'_, K> {}
+
+impl<'ctx> Stream<'ctx> {
+    /// Creates a stream with the lowest priority.
+    pub fn new<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        flags: StreamFlags,
+    ) -> Result<Stream<'ctx, P::Streams>> {
+        Stream::create(ctx, flags, 0)
+    }
+
+    /// Creates a stream with `priority`, which must lie in the context's
+    /// [`stream_priority_range`](ContextGuard::stream_priority_range) (lower numbers run
+    /// first). The driver would silently clamp an out-of-range priority; this is an error
+    /// instead, before the stream is created.
+    pub fn with_priority<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        flags: StreamFlags,
+        priority: i32,
+    ) -> Result<Stream<'ctx, P::Streams>> {
+        let range = ctx.stream_priority_range()?;
+        if !range.contains(priority) {
+            return Err(Error::with_detail(
+                "Stream::with_priority",
+                ErrorCode::InvalidValue,
+                format!(
+                    "priority {priority} is outside the context's range {} (highest) to {} (lowest)",
+                    range.greatest, range.least
+                ),
+            ));
+        }
+        Stream::create(ctx, flags, priority)
+    }
+}
+
+impl<'ctx, K: StreamKind> Stream<'ctx, K> {
+    fn create<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        flags: StreamFlags,
+        priority: i32,
+    ) -> Result<Self> {
+        // The stream belongs to the current context: make it `ctx`'s.
+        let raw = ctx.with_current(|| driver::stream_create(flags.bits(), priority))?;
+        let raw = driver::non_null("cuStreamCreateWithPriority", raw)?;
+        Ok(Stream {
+            raw,
+            _brand: PhantomData,
+            _kind: PhantomData,
+        })
+    }
+
+    /// The handle, for the crate's own calls.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUstream {
+        self.raw.as_ptr()
+    }
+
+    /// The driver's handle (`CUstream`), for calls this crate does not wrap.
+    ///
+    /// # Safety
+    ///
+    /// Taking the handle does nothing; `unsafe` marks what it allows behind the brand's
+    /// back. The caller promises, for every use of the handle: the stream is not destroyed
+    /// (`cuStreamDestroy`); the handle is not used after this `Stream` is dropped; and
+    /// work queued on it through the handle touches device or pinned memory of this crate
+    /// only as a [`scope`](Self::scope) would (read while nothing writes it, written while
+    /// nothing else uses it, alive until that work has finished): no scope knows of that
+    /// work, so none waits for it.
+    #[inline]
+    pub unsafe fn as_raw(&self) -> CUstream {
+        self.raw()
+    }
+
+    /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
+    #[inline]
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: the brand keeps the stream's context, and `self` the stream, alive.
+        unsafe { driver::stream_synchronize(self.raw()) }
+    }
+
+    /// Whether all queued work has finished (`cuStreamQuery`): `true` idle, `false` busy.
+    pub fn is_idle(&self) -> Result<bool> {
+        // SAFETY: as in `synchronize`.
+        unsafe { driver::stream_query(self.raw()) }
+    }
+
+    /// The stream's priority.
+    pub fn priority(&self) -> Result<i32> {
+        // SAFETY: as in `synchronize`.
+        unsafe { driver::stream_priority(self.raw()) }
+    }
+
+    /// The stream's flags.
+    pub fn flags(&self) -> Result<StreamFlags> {
+        // SAFETY: as in `synchronize`.
+        let bits = unsafe { driver::stream_flags(self.raw()) }?;
+        Ok(if bits & 1 != 0 {
+            StreamFlags::NonBlocking
+        } else {
+            StreamFlags::Default
+        })
+    }
+}
+
+// The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+    /// A new non-blocking stream of this context with the lowest priority:
+    /// [`Stream::new`] with [`StreamFlags::NonBlocking`],
+    /// the choice for almost every program.
+    pub fn stream(self) -> Result<Stream<'ctx, P::Streams>>
+    where
+        P: Allocating,
+    {
+        Stream::new(self, StreamFlags::NonBlocking)
+    }
+}
+
+impl<K: StreamKind> Stream<'_, K> {
+    /// Destroys the stream and returns the driver's error, where dropping it would only
+    /// record the error for the teardown of its context to report. Work still queued
+    /// completes first, in the driver. After an error the context's destruction reclaims
+    /// the stream.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let stream = ctx.stream()?;
+    ///     stream.close()
+    /// })
+    /// # }
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the stream is ours and never used again (`this` is not dropped); no scope
+        // is open (scopes borrow the stream). Work still queued completes before the driver
+        // releases the stream.
+        unsafe { driver::stream_destroy(this.raw()) }
+    }
+}
+
+impl<K: StreamKind> Drop for Stream<'_, K> {
+    fn drop(&mut self) {
+        // SAFETY: the stream is ours and unused from now on (scopes borrow it, so none is
+        // open). Work still queued completes before the driver releases the stream.
+        if let Err(e) = unsafe { driver::stream_destroy(self.raw()) } {
+            // the context's destruction reclaims the stream; its teardown reports this. A
+            // stream does not know its context without a driver call: the one current
+            // here is charged (see the `teardown` module)
+            let ctx = crate::context::teardown::current_context();
+            crate::context::teardown::record_failed_release(ctx, "Stream", e);
+        }
+    }
+}
+
+impl<K: StreamKind> fmt::Debug for Stream<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Stream").field(&self.raw).finish()
+    }
+}
+
+/// Runs `op` with the context of `stream` current (`cuStreamGetCtx`, then
+/// [`in_context`](crate::context::in_context)).
+///
+/// # Safety
+/// `stream` is live, so its context is too.
+pub(crate) unsafe fn in_stream_context<T>(
+    stream: CUstream,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    // SAFETY: the caller guarantees the stream.
+    let ctx = unsafe { driver::stream_get_ctx(stream) }?;
+    let ctx = driver::non_null("cuStreamGetCtx", ctx)?;
+    // SAFETY: the context of a live stream is alive.
+    unsafe { crate::context::in_context(ctx, op) }
+}

@@ -1,0 +1,402 @@
+//! The house rules of `src/` (CONTRIBUTING.md, "The house"), read from the code itself:
+//!
+//! * **Layers import only downward.** Every top-level module of `src/` (a folder or a file)
+//!   has a layer in [`LAYERS`]; every `crate::` path in a module (in `use` lines, grouped
+//!   `use crate::{a, b::{c, d}}` lines and paths in the code) names a module of a lower
+//!   layer, or of its own module. A lower layer never names a higher one, and two modules
+//!   of one layer never name each other, so there is no import cycle between modules.
+//! * **Short rooms.** No source file is longer than [`MAX_FILE_LINES`] lines and no function
+//!   longer than [`MAX_FN_LINES`].
+//!
+//! Each failure names the file, the line and the import or item.
+//!
+//! The test reads `src/` at run time: where the source is not next to the binary (a test
+//! binary copied to the GPU machine), it reports itself as ignored.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// The layers of `src/`, lowest first. A module may name modules of lower layers only
+/// (and itself). `lib` is the crate root, which re-exports from every layer.
+const LAYERS: &[&[&str]] = &[
+    &["error"],
+    &["driver"],
+    &["context"],
+    &["memory"],
+    &["stream"],
+    &["launch"],
+    &["scope"],
+    &["module"],
+    &["graph", "nccl", "phase", "samples"],
+    &["lib"],
+];
+
+/// The longest a source file may be, in lines.
+const MAX_FILE_LINES: usize = 1_000;
+/// The longest a function may be, in lines (from its `fn` line to its closing brace).
+const MAX_FN_LINES: usize = 100;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The top-level module a file of `src/` belongs to: `src/memory/pool.rs` -> `memory`,
+/// `src/phase.rs` -> `phase`, `src/lib.rs` -> `lib`.
+fn top_module(file: &Path) -> String {
+    let rel = file.strip_prefix(src()).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+/// The text of `source` with comments and string literals blanked (kept as spaces, so that
+/// line numbers stay), so that paths in docs and messages are not read as imports.
+fn code_only(source: &str) -> String {
+    let b = source.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                out.push(b' ');
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(if b[i] == b'\n' { b'\n' } else { b' ' });
+                    i += 1;
+                }
+            }
+        } else if b[i] == b'"'
+            || (b[i] == b'r' && i + 1 < b.len() && matches!(b[i + 1], b'"' | b'#'))
+        {
+            // a string literal, raw or not: blank it to its end
+            let raw = b[i] == b'r';
+            let mut hashes = 0;
+            out.push(b' ');
+            i += 1;
+            if raw {
+                while i < b.len() && b[i] == b'#' {
+                    hashes += 1;
+                    out.push(b' ');
+                    i += 1;
+                }
+                if i >= b.len() || b[i] != b'"' {
+                    continue; // an identifier starting with r
+                }
+                out.push(b' ');
+                i += 1;
+            }
+            while i < b.len() {
+                if !raw && b[i] == b'\\' {
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                    continue;
+                }
+                if b[i] == b'"' && b[i + 1..].iter().take(hashes).all(|&c| c == b'#') {
+                    out.extend(std::iter::repeat_n(b' ', 1 + hashes));
+                    i += 1 + hashes;
+                    break;
+                }
+                out.push(if b[i] == b'\n' { b'\n' } else { b' ' });
+                i += 1;
+            }
+        } else if b[i] == b'\'' && i + 2 < b.len() && (b[i + 2] == b'\'' || b[i + 1] == b'\\') {
+            // a char literal ('a', '\n', '\''): not a lifetime
+            out.push(b' ');
+            i += 1;
+            while i < b.len() && b[i] != b'\'' {
+                if b[i] == b'\\' {
+                    out.push(b' ');
+                    i += 1;
+                }
+                out.push(b' ');
+                i += 1;
+            }
+            out.push(b' ');
+            i += 1;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The first path segment of every `crate::` path in `code`, with its line: `crate::a::b`
+/// gives `a`; `crate::{a::b, c}` gives `a` and `c` (nested groups included).
+fn crate_paths(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut search = 0;
+    while let Some(found) = code[search..].find("crate::") {
+        let at = search + found;
+        search = at + 7;
+        // `crate` must be a whole word (not `cuda_crate::` or `$crate::`)
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || matches!(bytes[at - 1], b'_' | b'$'))
+        {
+            continue;
+        }
+        let line = code[..at].matches('\n').count() + 1;
+        let rest = &code[at + 7..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // the group's top-level names, up to its closing brace
+            let mut depth = 1;
+            let mut name = String::new();
+            let mut expecting = true;
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => expecting = true,
+                    c if depth == 1 && expecting && (c.is_alphanumeric() || c == '_') => {
+                        name.push(c)
+                    }
+                    _ if depth == 1 && expecting && !name.is_empty() => {
+                        out.push((line, std::mem::take(&mut name)));
+                        expecting = false;
+                    }
+                    _ => {}
+                }
+            }
+            if !name.is_empty() {
+                out.push((line, name));
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // `crate::name!` is a macro of the crate's root, exported for every layer
+            if !name.is_empty() && !rest[name.len()..].starts_with('!') {
+                out.push((line, name));
+            }
+        }
+    }
+    out
+}
+
+/// Every import of a module of a layer above or beside the importing module's.
+fn upward_imports() -> Result<(), Failed> {
+    let mut problems = Vec::new();
+    let mut modules: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in rust_files(&src()) {
+        let from = top_module(&file);
+        modules.entry(from.clone()).or_default();
+        let Some(from_layer) = layer_of(&from) else {
+            problems.push(format!(
+                "{}: module `{from}` has no layer in tests/house.rs's LAYERS",
+                file.display()
+            ));
+            continue;
+        };
+        let code = code_only(&fs::read_to_string(&file).unwrap());
+        for (line, to) in crate_paths(&code) {
+            if to == from || to == "self" || to == "super" {
+                continue;
+            }
+            // items of the crate root itself (`crate::Result`, `crate::prelude`, macros)
+            // are the root's: only the root may name them from below... except the
+            // re-exported names, which are the lower layers' own. Treat the root's names
+            // as the root's layer.
+            let target = if layer_of(&to).is_some() {
+                to.clone()
+            } else {
+                "lib".into()
+            };
+            let to_layer = layer_of(&target).unwrap();
+            if to_layer >= from_layer && target != from {
+                problems.push(format!(
+                    "{}:{line}: `{from}` (layer {from_layer}) names `crate::{to}` (module \
+                     `{target}`, layer {to_layer}): a layer imports only from the layers below it",
+                    file.display()
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} upward or sideways imports:\n{}",
+            problems.len(),
+            problems.join("\n")
+        )
+        .into())
+    }
+}
+
+/// Every file over [`MAX_FILE_LINES`] and every function over [`MAX_FN_LINES`].
+fn short_rooms() -> Result<(), Failed> {
+    let mut problems = Vec::new();
+    for file in rust_files(&src()) {
+        let source = fs::read_to_string(&file).unwrap();
+        let lines = source.lines().count();
+        if lines > MAX_FILE_LINES {
+            problems.push(format!(
+                "{}: {lines} lines (at most {MAX_FILE_LINES})",
+                file.display()
+            ));
+        }
+        let code = code_only(&source);
+        for (name, start, len) in functions(&code) {
+            if len > MAX_FN_LINES {
+                problems.push(format!(
+                    "{}:{start}: fn {name} has {len} lines (at most {MAX_FN_LINES})",
+                    file.display()
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} rooms too long:\n{}",
+            problems.len(),
+            problems.join("\n")
+        )
+        .into())
+    }
+}
+
+/// Every function with a body in `code`: its name, first line and length in lines (its
+/// `fn` line to its closing brace).
+fn functions(code: &str) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut search = 0;
+    while let Some(found) = code[search..].find("fn ") {
+        let at = search + found;
+        search = at + 3;
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+            continue;
+        }
+        let name: String = code[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            continue; // `fn(` types
+        }
+        // the body: the first `{` before any `;` at depth 0 of parentheses and brackets
+        let mut i = at + 3;
+        let mut paren = 0i32;
+        let mut body = None;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'(' | b'[' | b'<' => paren += 1,
+                b')' | b']' => paren -= 1,
+                b'>' if i > 0 && bytes[i - 1] != b'-' && bytes[i - 1] != b'=' => paren -= 1,
+                b';' if paren <= 0 => break,
+                b'{' if paren <= 0 => {
+                    body = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let Some(open) = body else { continue };
+        let mut depth = 0;
+        let mut close = open;
+        for (j, &c) in bytes[open..].iter().enumerate() {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = open + j;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let start = code[..at].matches('\n').count() + 1;
+        let end = code[..close].matches('\n').count() + 1;
+        out.push((name, start, end - start + 1));
+    }
+    out
+}
+
+fn self_test() -> Result<(), Failed> {
+    let code = code_only(
+        "use crate::{a::{b, c}, d};\n// crate::e\nlet s = \"crate::f\"; let r = r#\"crate::g\"#;\n\
+         let c = '\"'; crate::h::i(); $crate::k; crate::m!(x);\n",
+    );
+    let names: Vec<String> = crate_paths(&code).into_iter().map(|(_, n)| n).collect();
+    if names != ["a", "d", "h"] {
+        return Err(format!("crate_paths read {names:?}, not [a, d, h]").into());
+    }
+    let fns = functions(&code_only(
+        "fn a() {\n    if x { y }\n}\nfn b(f: fn(u8) -> u8) -> Vec<u8> where T: Fn() {\n}\n",
+    ));
+    let want = vec![("a".to_string(), 1, 3), ("b".to_string(), 4, 2)];
+    if fns != want {
+        return Err(format!("functions read {fns:?}, not {want:?}").into());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let here = src().is_dir();
+    let trial = |name: &'static str, f: fn() -> Result<(), Failed>| {
+        Trial::test(name, f).with_ignored_flag(!here)
+    };
+    let tests = vec![
+        Trial::test("the_checker_reads_paths_and_functions", self_test),
+        trial("layers_import_only_from_the_layers_below", upward_imports),
+        trial("no_file_or_function_is_too_long", short_rooms),
+    ];
+    libtest_mimic::run(&args, tests).exit_code()
+}
