@@ -137,7 +137,31 @@ use crate::context::{self, ContextFlags, ContextGuard, Device};
 use crate::error::{Error, Result};
 
 /// The context of [`with_phases`] before its setup: [`Phases::setup`] is the only way on.
+///
+/// # The brand
+///
+/// Its brand is its guard's (invariant in `'ctx`): the phases of two contexts never have
+/// one type:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{Phases, with_phases};
+///
+/// /// Takes the phases of one context, twice.
+/// fn one_context<'ctx>(_: &Phases<'ctx>, _: &Phases<'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_phases(&device, ContextFlags::default(), |a| {
+///     with_phases(&device, ContextFlags::default(), |b| {
+///         one_context(&a, &b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Phases<'ctx> {
+    /// The brand is the guard's, invariant in `'ctx`, so this type is invariant too.
     guard: ContextGuard<'ctx>,
 }
 

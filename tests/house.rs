@@ -7,6 +7,11 @@
 //!   of one layer never name each other, so there is no import cycle between modules.
 //! * **Short rooms.** No source file is longer than [`MAX_FILE_LINES`] lines and no function
 //!   longer than [`MAX_FN_LINES`].
+//! * **Brands are argued where they are.** Every branded `pub struct` (one whose generics name
+//!   `'ctx`, or with a field of type `Brand<'_>` or an invariant marker such as
+//!   `PhantomData<fn(&'a ()) -> &'a ()>`) has a section "# The brand" in its doc comment with
+//!   a `compile_fail` test that names its error code, and a comment on each field that
+//!   carries a brand, saying why it is invariant.
 //!
 //! Each failure names the file, the line and the import or item.
 //!
@@ -368,6 +373,153 @@ fn functions(code: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// Whether a field's type (or a struct's generics) carries a brand: the crate's `Brand`
+/// alias, an invariant marker (`fn(&'a ()) -> &'a ()`, `&'a mut &'a ()`), or `'ctx`.
+fn carries_brand(code: &str) -> bool {
+    code.contains("Brand<")
+        || (code.contains("fn(&'") && code.contains(") -> &'"))
+        || code.contains("mut &'")
+        || code.contains("'ctx")
+}
+
+/// The problems of the branded `pub struct`s of one file (see the module documentation):
+/// each names the file, the line and the struct.
+fn brand_problems(file: &str, source: &str) -> Vec<String> {
+    let raw: Vec<&str> = source.lines().collect();
+    let code = code_only(source);
+    let lines: Vec<&str> = code.lines().collect();
+    let mut problems = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix("pub struct ") else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            continue; // `pub struct $name` in a macro
+        }
+        // the generics, up to the body's opening `{` or `(` (or the `;` of a unit struct)
+        let from: usize = lines[..i].iter().map(|l| l.len() + 1).sum();
+        let Some(open) = code[from..].find(['{', '(', ';']).map(|o| from + o) else {
+            continue;
+        };
+        if code.as_bytes()[open] == b';' {
+            continue;
+        }
+        let generics = &code[from..open];
+        // the body, to the matching close
+        let mut depth = 0;
+        let mut close = open;
+        for (j, c) in code[open..].char_indices() {
+            match c {
+                '{' | '(' => depth += 1,
+                '}' | ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = open + j;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let first = code[..open].matches('\n').count();
+        let last = code[..close].matches('\n').count();
+        // the fields that carry a brand, one a line (the first line holds the opening)
+        let fields: Vec<usize> = (first..=last)
+            .filter(|&j| {
+                let part = if j == first {
+                    &lines[j][lines[j].find(['{', '(']).unwrap() + 1..]
+                } else {
+                    lines[j]
+                };
+                carries_brand(part)
+            })
+            .collect();
+        if !carries_brand(generics) && fields.is_empty() {
+            continue;
+        }
+        let at = format!("{file}:{}: `{name}`", i + 1);
+        for &j in &fields {
+            let above = raw[j - 1].trim_start();
+            if j == first || !(above.starts_with("//")) {
+                problems.push(format!(
+                    "{file}:{}: a field of `{name}` carries a brand without a comment saying \
+                     why it is invariant",
+                    j + 1
+                ));
+            }
+        }
+        // the doc comment above the struct (and its attributes)
+        let mut top = i;
+        while top > 0 && {
+            let l = raw[top - 1].trim_start();
+            l.starts_with("///") || l.starts_with("#[")
+        } {
+            top -= 1;
+        }
+        let doc: Vec<&str> = raw[top..i]
+            .iter()
+            .filter_map(|l| l.trim_start().strip_prefix("///"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect();
+        let Some(section) = doc.iter().position(|l| *l == "# The brand") else {
+            problems.push(format!(
+                "{at} is branded, and its docs have no \"# The brand\""
+            ));
+            continue;
+        };
+        // a `compile_fail` test with an error code before the next heading
+        let mut fence = false;
+        let mut tested = false;
+        for l in &doc[section + 1..] {
+            if l.starts_with("```") {
+                tested |= !fence && l.starts_with("```compile_fail,E");
+                fence = !fence;
+            } else if !fence && l.starts_with("# ") {
+                break;
+            }
+        }
+        if !tested {
+            problems.push(format!(
+                "{at}: its \"# The brand\" has no `compile_fail,E....` test (with the error code)"
+            ));
+        }
+    }
+    problems
+}
+
+/// Every problem of [`brand_problems`] in `src/`, and the branded types found (a check that
+/// the reader still finds them).
+fn brands_are_argued() -> Result<(), Failed> {
+    let mut problems = Vec::new();
+    let mut branded = 0;
+    for file in rust_files(&src()) {
+        let source = fs::read_to_string(&file).unwrap();
+        let name = file.display().to_string();
+        problems.extend(brand_problems(&name, &source));
+        branded += source.matches("\n/// # The brand\n").count();
+    }
+    // ContextGuard, SharedContext, Stream, Event, DeviceBuffer, ... (33 with NCCL's)
+    if branded < 30 {
+        problems.push(format!(
+            "only {branded} \"# The brand\" sections found in src/: has the reader lost them?"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} branded types without their argument:\n{}",
+            problems.len(),
+            problems.join("\n")
+        )
+        .into())
+    }
+}
+
 fn self_test() -> Result<(), Failed> {
     let code = code_only(
         "use crate::{a::{b, c}, d};\n// crate::e\nlet s = \"crate::f\"; let r = r#\"crate::g\"#;\n\
@@ -384,6 +536,14 @@ fn self_test() -> Result<(), Failed> {
     if fns != want {
         return Err(format!("functions read {fns:?}, not {want:?}").into());
     }
+    let argued = "/// A thing.\n///\n/// # The brand\n///\n/// ```compile_fail,E0521\n/// x\n/// ```\n\
+                  #[derive(Clone)]\npub struct A<'ctx> {\n    // why\n    _brand: Brand<'ctx>,\n}\n";
+    let bare = "/// A thing.\n///\n/// ```compile_fail\n/// x\n/// ```\npub struct B<'s>(\n    \
+                PhantomData<fn(&'s ()) -> &'s ()>,\n);\npub struct C<'a> {\n    x: &'a u8,\n}\n";
+    let found = (brand_problems("a.rs", argued), brand_problems("b.rs", bare));
+    if !found.0.is_empty() || found.1.len() != 2 || !found.1[0].starts_with("b.rs:7:") {
+        return Err(format!("brand_problems read {found:?}").into());
+    }
     Ok(())
 }
 
@@ -394,9 +554,13 @@ fn main() -> ExitCode {
         Trial::test(name, f).with_ignored_flag(!here)
     };
     let tests = vec![
-        Trial::test("the_checker_reads_paths_and_functions", self_test),
+        Trial::test("the_checker_reads_paths_functions_and_brands", self_test),
         trial("layers_import_only_from_the_layers_below", upward_imports),
         trial("no_file_or_function_is_too_long", short_rooms),
+        trial(
+            "every_branded_type_argues_its_invariance",
+            brands_are_argued,
+        ),
     ];
     libtest_mimic::run(&args, tests).exit_code()
 }

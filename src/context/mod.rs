@@ -71,6 +71,15 @@ pub(crate) use phase::{Allocating, Dynamic, Phase, StreamKind, Unphased};
 
 /// The invariant brand: `'ctx` can be neither shortened nor lengthened, so two brands are
 /// equal only if they are the same lifetime.
+///
+/// Every branded type holds one (or a branded value that does), so each is invariant on its
+/// own, not only through the guard that made it. A covariant type could be shortened to a
+/// lifetime common to two contexts, and two of its values from two contexts would meet as
+/// one type wherever a signature takes two "of one context" (a `Vec`, a helper
+/// `fn f<'ctx>(x: &X<'ctx>, y: &X<'ctx>)`); a contravariant one could be lengthened to
+/// `'static` and outlive its context. The field that carries the brand says what its
+/// type's invariance guards, and the type's documentation has a section "The brand" with a
+/// `compile_fail` test of it (`tests/house.rs` checks that each branded type has one).
 pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
 
 /// Proof that the context branded `'ctx` is alive, handed to the closure of
@@ -92,9 +101,39 @@ pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
 /// `P` is the guard's [phase](crate::phase): [`Unphased`] for the guard of
 /// [`with_context`] (the default), `Setup<'s>` or `Run` for [`with_phases`](crate::with_phases),
 /// whose run-phase guard has no allocating, loading or creating method.
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)): every other brand is taken
+/// from a guard, so this is the rule the others rest on. Guards of two contexts never have
+/// one type, and a function that takes two guards of one context cannot be given one of
+/// each (the UI suite's `two_contexts_*` cases show the same with a `Vec` and `mem::swap`):
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+///
+/// /// Takes two guards of one context.
+/// fn one_context<'ctx>(_: ContextGuard<'ctx>, _: ContextGuard<'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     with_context(&device, ContextFlags::default(), |b| {
+///         one_context(a, b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 #[derive(Clone, Copy)]
 pub struct ContextGuard<'ctx, P: Phase = Unphased> {
     raw: Handle,
+    /// Invariant in `'ctx` (see [`Brand`]). Every branded value is made from a guard and
+    /// takes its brand, so this is the one that matters most: were the guard covariant, the
+    /// guards of two contexts could be shortened to one common lifetime
+    /// (`vec![outer, inner]`, a helper taking two guards of one brand), and the streams,
+    /// buffers and kernels made from them would carry one brand for two contexts. Were it
+    /// contravariant, a guard could be lengthened to `'static` and leave its closure.
     _brand: Brand<'ctx>,
     _thread: PhantomData<UseShareToCrossThreads>,
     _phase: PhantomData<P>,
@@ -144,9 +183,36 @@ unsafe impl<T> Sync for UseShareToCrossThreads<T> where Self: CrossesThreads {}
 /// Made by [`ContextGuard::share`]; used inside [`std::thread::scope`] workers through
 /// [`SharedContext::enter`]. A worker cannot outlive the context because `'ctx` is not
 /// `'static`, so only scoped threads (joined inside the closure) can hold it.
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: the shared forms of two contexts never have one type, and
+/// a function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::SharedContext;
+///
+/// /// Takes two shared forms of one context.
+/// fn one_context<'ctx>(_: SharedContext<'ctx>, _: SharedContext<'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     with_context(&device, ContextFlags::default(), |b| {
+///         one_context(a.share(), b.share()); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 #[derive(Clone, Copy)]
 pub struct SharedContext<'ctx> {
     raw: NonNull<CUctx_st>,
+    /// Invariant in `'ctx`, as the guard's: [`SharedContext::enter`] hands out a guard with
+    /// this brand, so a covariant shared context would give one brand to two contexts just
+    /// as a covariant guard would.
     _brand: Brand<'ctx>,
 }
 

@@ -49,8 +49,37 @@ pub struct Unphased;
 
 /// The guard of the setup phase of [`with_phases`](crate::with_phases); `'s` is the setup
 /// closure's, so the guard cannot outlive it.
+///
+/// # The brand
+///
+/// `'s` is the setup closure's lifetime: [`Phases::setup`](crate::Phases::setup) takes a
+/// closure for every `'s`, and `'s` is invariant, so the setup guard cannot be kept for the
+/// run phase, where it would still allocate:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::with_phases;
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_phases(&device, ContextFlags::default(), |phases| {
+///     let mut kept = None;
+///     let ((), run) = phases.setup(|setup| {
+///         kept = Some(setup); // the setup guard leaves its phase: does not compile
+///         Ok::<_, Error>(())
+///     })?;
+///     Ok(())
+/// })
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy)]
-pub struct Setup<'s>(PhantomData<fn(&'s ()) -> &'s ()>);
+pub struct Setup<'s>(
+    /// Invariant in `'s`. Were it contravariant, a setup guard could be lengthened to
+    /// `Setup<'static>`, kept past its closure and used to allocate in the run phase; a
+    /// covariant `'s` would be harmless (it can only shrink), but invariance, like every
+    /// brand's, makes the phase's lifetime exact.
+    PhantomData<fn(&'s ()) -> &'s ()>,
+);
 
 /// The guard of the run phase of [`with_phases`](crate::with_phases): queries and
 /// synchronization only; no method that allocates, loads or creates.

@@ -37,13 +37,50 @@ use crate::scope::StreamScope;
 /// (see the [module documentation](crate::graph)).
 ///
 /// Not `Send` and not `Sync`: a capture stays on the thread that opened it.
+///
+/// # The brand
+///
+/// `'c` (the capture's), `'g` (the graph's) and `'ctx` ([the
+/// brand](crate::context#the-brand)) are invariant: captures of two contexts never have one
+/// type, and a function that takes two captures of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::Capture;
+///
+/// /// Takes two captures of one context.
+/// fn one_context<'ctx>(_: &Capture<'_, '_, 'ctx>, _: &Capture<'_, '_, 'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     with_context(&device, ContextFlags::default(), |b| {
+///         a.capture(|on_a| {
+///             b.capture(|on_b| {
+///                 one_context(on_a, on_b); // two contexts: does not compile
+///                 Ok::<_, Error>(())
+///             })?;
+///             Ok::<_, Error>(())
+///         })?;
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Capture<'c, 'g: 'c, 'ctx: 'g> {
     stream: Handle<CUstream_st>,
     ctx: Handle<CUctx_st>,
     id: u64,
     state: Mutex<CaptureState>,
+    /// Invariant in `'c`, the capture's brand: its views cannot leave it or reach another
+    /// capture.
     _capture: PhantomData<&'c mut &'c ()>,
+    /// Invariant in `'g`, so that it cannot shrink (as `'scope` in a stream scope): the
+    /// graph holds what its operations borrow for all of `'g`, its whole life.
     _graph: PhantomData<&'g mut &'g ()>,
+    /// Invariant in `'ctx` (the crate's `Brand`): a capture records work of its own
+    /// context. Were it covariant, captures of two contexts could be shortened to one brand
+    /// and pass for one another.
     _brand: Brand<'ctx>,
     _thread: PhantomData<GraphsStayOnTheirThread>,
 }

@@ -21,12 +21,41 @@ use crate::context::ContextGuard;
 /// operations touch for `'g` (see the [module documentation](crate::graph)). Made by
 /// [`ContextGuard::capture`]; [`instantiate`](Graph::instantiate) it to replay it, or pass
 /// it to [`ExecGraph::update`].
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: graphs of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::Graph;
+///
+/// /// Takes two graphs of one context.
+/// fn one_context<'ctx>(_: &Graph<'_, 'ctx>, _: &Graph<'_, 'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let (on_a, ()) = a.capture(|_| Ok::<_, Error>(()))?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let (on_b, ()) = b.capture(|_| Ok::<_, Error>(()))?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Graph<'g, 'ctx: 'g> {
     pub(super) raw: Handle<CUgraph_st>,
     pub(super) ctx: Handle<CUctx_st>,
     pub(super) id: u64,
     pub(super) lent: Box<[Lent]>,
     pub(super) _borrows: PhantomData<&'g mut ()>,
+    /// Invariant in `'ctx` (the crate's `Brand`): a graph is instantiated and replayed in
+    /// its own context. Were it covariant, graphs of two contexts could be shortened to one
+    /// brand and pass for one another.
     pub(super) _brand: Brand<'ctx>,
     pub(super) _thread: PhantomData<GraphsStayOnTheirThread>,
 }
@@ -104,6 +133,32 @@ impl fmt::Debug for Graph<'_, '_> {
 /// ([`host_mut`](ExecGraph::host_mut), [`device_mut`](ExecGraph::device_mut)).
 ///
 /// Not `Sync` (the driver's graph objects are not thread-safe) and not `Send`.
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: executable graphs of two contexts never have one type,
+/// and a function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::ExecGraph;
+///
+/// /// Takes two executable graphs of one context.
+/// fn one_context<'ctx>(_: &ExecGraph<'_, 'ctx>, _: &ExecGraph<'_, 'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = a.capture(|_| Ok::<_, Error>(()))?.0.instantiate()?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = b.capture(|_| Ok::<_, Error>(()))?.0.instantiate()?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct ExecGraph<'g, 'ctx: 'g> {
     raw: Handle<CUgraphExec_st>,
     ctx: Handle<CUctx_st>,
@@ -111,6 +166,9 @@ pub struct ExecGraph<'g, 'ctx: 'g> {
     lent: Box<[Lent]>,
     nodes: usize,
     _borrows: PhantomData<&'g mut ()>,
+    /// Invariant in `'ctx` (the crate's `Brand`): a graph replays on streams of its own
+    /// context only. Were it covariant, executable graphs of two contexts could be
+    /// shortened to one brand and pass for one another.
     _brand: Brand<'ctx>,
     _thread: PhantomData<GraphsStayOnTheirThread>,
 }
@@ -294,8 +352,40 @@ impl fmt::Debug for ExecGraph<'_, '_> {
 
 /// A failed [`ExecGraph::try_update`]: the error, and the executable graph unchanged where the
 /// driver refused the update (`CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`).
+///
+/// # The brand
+///
+/// Its brand is its executable graph's (invariant in `'ctx`): failed updates of two
+/// contexts never have one type:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{ExecGraph, UpdateError};
+///
+/// /// Takes two failed updates of one context.
+/// fn one_context<'ctx>(_: &UpdateError<'_, 'ctx>, _: &UpdateError<'_, 'ctx>) {}
+///
+/// /// An update of `exec` that the driver refused (a stand-in for this example).
+/// fn refused<'g, 'ctx>(exec: ExecGraph<'g, 'ctx>) -> UpdateError<'g, 'ctx> {
+///     unimplemented!("{exec:?}")
+/// }
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = refused(a.capture(|_| Ok::<_, Error>(()))?.0.instantiate()?);
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = refused(b.capture(|_| Ok::<_, Error>(()))?.0.instantiate()?);
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct UpdateError<'g, 'ctx: 'g> {
     error: Error,
+    /// The brand is the executable graph's, invariant in `'ctx`, so this type is invariant
+    /// too.
     exec: Option<ExecGraph<'g, 'ctx>>,
 }
 

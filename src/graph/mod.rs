@@ -190,9 +190,45 @@ pub struct HostKey<T> {
 }
 
 /// The key to device memory a graph holds ([`Capture::lend_mut`]): see [`HostKey`].
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: keys of two contexts never have one type, and a function
+/// that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::DeviceKey;
+///
+/// /// Takes two keys of one context.
+/// fn one_context<'ctx>(_: &DeviceKey<'ctx, u32>, _: &DeviceKey<'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let (mut buf_a, mut buf_b) = (a.zeroed::<u32>(4)?, b.zeroed::<u32>(4)?);
+///         a.capture(|on_a| {
+///             let (_, key_a) = on_a.lend_mut(&mut buf_a);
+///             b.capture(|on_b| {
+///                 let (_, key_b) = on_b.lend_mut(&mut buf_b);
+///                 one_context(&key_a, &key_b); // two contexts: does not compile
+///                 Ok::<_, Error>(())
+///             })?;
+///             Ok::<_, Error>(())
+///         })?;
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct DeviceKey<'ctx, T> {
     graph: u64,
     index: usize,
+    /// Invariant in `'ctx` (the crate's `Brand`): `ExecGraph::device_mut` takes a key of
+    /// the graph's brand, and the graph is checked at run time. Were it covariant, keys of
+    /// two contexts could be shortened to one brand.
     _brand: Brand<'ctx>,
     _elem: PhantomData<fn() -> T>,
 }

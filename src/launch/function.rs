@@ -31,8 +31,41 @@ use crate::error::{Error, ErrorCode, Result};
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: functions of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::Function;
+///
+/// /// Takes two functions of one context.
+/// fn one_context<'ctx>(_: Function<'_, 'ctx>, _: Function<'_, 'ctx>) {}
+///
+/// # const PTX: &str = "";
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let module_a = a.load_ptx(PTX)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let module_b = b.load_ptx(PTX)?;
+///         let (f_a, f_b) = (module_a.function("scale")?, module_b.function("scale")?);
+///         one_context(f_a, f_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Function<'m, 'ctx> {
     raw: NonNull<CUfunc_st>,
+    /// Covariant in `'m` (a shared borrow of the module) and invariant in `'ctx` (the
+    /// crate's `Brand`): the function is of its module's context. Were `'ctx` covariant,
+    /// functions of two contexts could be shortened to one brand and pass for one another,
+    /// and so could the kernels declared from them (a launch of one context's function on
+    /// another's stream is `CUDA_ERROR_INVALID_HANDLE`: docs/c/cross_context_stream.out).
     _module: PhantomData<(&'m (), Brand<'ctx>)>,
 }
 

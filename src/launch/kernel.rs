@@ -34,7 +34,42 @@ use crate::error::Result;
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// Its brand is its function's (invariant in `'ctx`): kernels of two contexts never have
+/// one type, and a function that takes two kernels of one context cannot be given one of
+/// each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::Kernel;
+///
+/// type Scale = (Out<f32>, f32);
+///
+/// /// Takes two kernels of one context.
+/// fn one_context<'ctx>(_: &Kernel<'_, 'ctx, Scale>, _: &Kernel<'_, 'ctx, Scale>) {}
+///
+/// # const PTX: &str = "";
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let module_a = a.load_ptx(PTX)?;
+///     // SAFETY: scale(float*, size_t, float) writes only x[0..x_len] and no global.
+///     let on_a = unsafe { module_a.kernel::<Scale>("scale") }?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let module_b = b.load_ptx(PTX)?;
+///         // SAFETY: as above.
+///         let on_b = unsafe { module_b.kernel::<Scale>("scale") }?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Kernel<'m, 'ctx, P> {
+    /// The kernel's brand is its function's, invariant in `'ctx` (see `Function`'s field),
+    /// so this type is invariant too.
     function: Function<'m, 'ctx>,
     max_threads: u32,
     max_dynamic_shared: u32,
@@ -48,7 +83,39 @@ pub struct Kernel<'m, 'ctx, P> {
 /// `&mut kernel`), so no two streams run it unordered.
 ///
 /// [`StreamScope::bind_kernel`]: crate::StreamScope::bind_kernel
+///
+/// # The brand
+///
+/// Its brand is its [`Kernel`]'s, so its function's (invariant in `'ctx`): kernels of two
+/// contexts never have one type, and a function that takes two of one context cannot be
+/// given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::KernelMut;
+///
+/// /// Takes two kernels of one context.
+/// fn one_context<'ctx>(_: &KernelMut<'_, 'ctx, (i32,)>, _: &KernelMut<'_, 'ctx, (i32,)>) {}
+///
+/// # const PTX: &str = "";
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let mut module_a = a.load_ptx(PTX)?;
+///     // SAFETY: bump(int) writes only the globals `counter` and `table`.
+///     let on_a = unsafe { module_a.kernel_mut::<(i32,)>("bump") }?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let mut module_b = b.load_ptx(PTX)?;
+///         // SAFETY: as above.
+///         let on_b = unsafe { module_b.kernel_mut::<(i32,)>("bump") }?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct KernelMut<'m, 'ctx, P> {
+    /// The brand is the kernel's, invariant in `'ctx`, so this type is invariant too.
     kernel: Kernel<'m, 'ctx, P>,
     module: usize,
     _exclusive: PhantomData<&'m mut ()>,
@@ -57,12 +124,53 @@ pub struct KernelMut<'m, 'ctx, P> {
 /// A [`KernelMut`] bound to one stream scope by
 /// [`StreamScope::bind_kernel`](crate::StreamScope::bind_kernel): `Copy`, so the scope can
 /// launch it any number of times (in order, on its stream), and usable by that scope only.
+///
+/// # The brand
+///
+/// Both `'scope` (the scope's, as in [`StreamScope`](crate::StreamScope)) and `'ctx` ([the
+/// brand](crate::context#the-brand)) are invariant: a bound kernel is launched by the scope
+/// that bound it, on that scope's context. Bound kernels of two contexts never have one
+/// type, even when a function leaves their scopes free:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::ScopedKernel;
+///
+/// /// Takes two bound kernels of one context (of any scopes).
+/// fn one_context<'ctx>(_: ScopedKernel<'_, 'ctx, (i32,)>, _: ScopedKernel<'_, 'ctx, (i32,)>) {}
+///
+/// # const PTX: &str = "";
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let (mut module_a, stream_a) = (a.load_ptx(PTX)?, a.stream()?);
+///     // SAFETY: bump(int) writes only the globals `counter` and `table`.
+///     let mut bump_a = unsafe { module_a.kernel_mut::<(i32,)>("bump") }?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let (mut module_b, stream_b) = (b.load_ptx(PTX)?, b.stream()?);
+///         // SAFETY: as above.
+///         let mut bump_b = unsafe { module_b.kernel_mut::<(i32,)>("bump") }?;
+///         stream_a.scope(|sa| {
+///             stream_b.scope(|sb| {
+///                 // two contexts: does not compile
+///                 one_context(sa.bind_kernel(&mut bump_a), sb.bind_kernel(&mut bump_b));
+///                 Ok(())
+///             })
+///         })
+///     })
+/// })
+/// # }
+/// ```
 pub struct ScopedKernel<'scope, 'ctx, P> {
     function: CUfunction,
     max_threads: u32,
     max_dynamic_shared: u32,
     module: usize,
+    /// Invariant in `'scope`, the binding scope's brand: the kernel stays borrowed until
+    /// that scope has synchronized, and only that scope orders its launches.
     _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    /// Invariant in `'ctx` (the crate's `Brand`), the kernel's context. Were it covariant,
+    /// bound kernels of two contexts could be shortened to one brand.
     _brand: Brand<'ctx>,
     _params: PhantomData<fn(P)>,
 }

@@ -88,6 +88,31 @@ unsafe fn free_buffer_memory(
 /// # }
 /// ```
 ///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: buffers of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+///
+/// /// Takes two buffers of one context.
+/// fn one_context<'ctx>(_: &DeviceBuffer<'ctx, u32>, _: &DeviceBuffer<'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = a.zeroed::<u32>(4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = b.zeroed::<u32>(4)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
+///
 /// # Bulk copies to and from pageable memory
 ///
 /// The driver copies between the device and pageable host memory (a `Vec`, any slice it
@@ -129,6 +154,10 @@ pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
     len: usize,
     owner: Owner,
+    /// Invariant in `'ctx` (the crate's `Brand`), like the [`DeviceSlice`] it dereferences
+    /// to. Were it covariant, two owned buffers of two contexts could be shortened to one
+    /// brand (`let mut dst: DeviceBuffer<'x, T> = of_a;`), and
+    /// `dst.copy_from_device(&of_b)` would copy between contexts.
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
 }

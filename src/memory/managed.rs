@@ -51,12 +51,41 @@ use crate::error::{Error, ErrorCode, Result};
 
 /// Managed memory of the context branded `'ctx` (`cuMemAllocManaged`): a `[T]` on the host,
 /// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::memory::managed).
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: managed buffers of two contexts never have one type, and
+/// a function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::ManagedBuffer;
+///
+/// /// Takes two managed buffers of one context.
+/// fn one_context<'ctx>(_: &ManagedBuffer<'ctx, u32>, _: &ManagedBuffer<'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = ManagedBuffer::<u32>::zeroed(a, 4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = ManagedBuffer::<u32>::zeroed(b, 4)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct ManagedBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
     len: usize,
     ctx: NonNull<CUctx_st>,
     /// Memory of a setup phase: its context's teardown frees it (see [`crate::phase`]).
     deferred: bool,
+    /// Invariant in `'ctx` (the crate's `Brand`), like the [`DeviceSlice`] it lends. Were
+    /// it covariant, two owned managed buffers of two contexts could be shortened to one
+    /// brand, and their device views (`as_device_mut`, `as_device`) would meet in one copy.
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
 }

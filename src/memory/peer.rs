@@ -57,8 +57,40 @@ use crate::error::Result;
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// Both brands are invariant ([the brand](crate::context#the-brand)): a token names the two
+/// contexts between which access was enabled, in that direction, and no other pair. Tokens
+/// of two directions never have one type, and a function that takes two tokens of one pair
+/// cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::PeerAccess;
+///
+/// /// Takes two tokens of one pair of contexts, in one direction.
+/// fn one_pair<'ctx, 'peer>(_: PeerAccess<'ctx, 'peer>, _: PeerAccess<'ctx, 'peer>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+/// with_context(&d0, ContextFlags::default(), |a| {
+///     with_context(&d1, ContextFlags::default(), |b| {
+///         let b_reads_a = b.enable_peer_access(a)?;
+///         let a_reads_b = a.enable_peer_access(b)?;
+///         one_pair(b_reads_a, a_reads_b); // two directions: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct PeerAccess<'ctx, 'peer> {
+    /// Invariant in `'ctx`, the context whose kernels and streams may use the peer's memory
+    /// (the crate's `Brand`), and in `'peer` below. Were either covariant, tokens of two
+    /// pairs of contexts could be shortened to one type and pass for one another: a grant
+    /// the driver gave to one pair would stand for another pair's.
     _ctx: Brand<'ctx>,
+    /// Invariant in `'peer`, the context whose memory is viewed: see `_ctx`.
     _peer: Brand<'peer>,
 }
 

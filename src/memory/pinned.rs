@@ -37,10 +37,42 @@ use crate::error::{Error, ErrorCode, Result};
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: pinned buffers of two contexts never have one type, and
+/// a function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+///
+/// /// Takes two pinned buffers of one context.
+/// fn one_context<'ctx>(_: &PinnedBuffer<'ctx, u32>, _: &PinnedBuffer<'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = a.pinned_zeroed::<u32>(4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = b.pinned_zeroed::<u32>(4)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct PinnedBuffer<'ctx, T: DeviceCopy> {
     ptr: NonNull<T>,
     len: usize,
     ctx: NonNull<cuda_driver_sys::CUctx_st>,
+    /// Invariant in `'ctx` (the crate's `Brand`), like every brand, though no operation
+    /// takes a pinned buffer of a given context (it dereferences to a plain `[T]`): here
+    /// the brand's work is its lifetime, which keeps the buffer inside the closure of the
+    /// context that frees it. A covariant brand would still do that (it can only be
+    /// shortened), but it would let pinned buffers of two contexts pass for one context's,
+    /// which a later operation pairing a pinned buffer with a stream of its context could
+    /// not rely on.
     _brand: Brand<'ctx>,
 }
 

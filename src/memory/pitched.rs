@@ -43,6 +43,32 @@ use crate::error::{Error, ErrorCode, Result};
 
 /// `height` rows of `width` elements of `T` in device memory of the context branded
 /// `'ctx`, each row `pitch_bytes()` apart (`cuMemAllocPitch`). Freed when dropped.
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: 2D buffers of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::DeviceBuffer2D;
+///
+/// /// Takes two 2D buffers of one context.
+/// fn one_context<'ctx>(_: &DeviceBuffer2D<'ctx, u32>, _: &DeviceBuffer2D<'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = DeviceBuffer2D::<u32>::zeroed(a, 4, 4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = DeviceBuffer2D::<u32>::zeroed(b, 4, 4)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct DeviceBuffer2D<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
     pitch: usize,
@@ -51,6 +77,10 @@ pub struct DeviceBuffer2D<'ctx, T: DeviceCopy> {
     ctx: NonNull<CUctx_st>,
     /// Memory of a setup phase: its context's teardown frees it (see [`crate::phase`]).
     deferred: bool,
+    /// Invariant in `'ctx` (the crate's `Brand`). Were it covariant, two owned 2D buffers
+    /// of two contexts could be shortened to one brand
+    /// (`let mut dst: DeviceBuffer2D<'x, T> = of_a;`), and `dst.copy_from_device(&of_b)`
+    /// would copy between contexts.
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
 }

@@ -80,8 +80,37 @@ use crate::error::{Error, ErrorCode, Result};
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// Its brand is its rows' (a [`DeviceBuffer2D`], invariant in `'ctx`): 3D buffers of two
+/// contexts never have one type, and a function that takes two 3D buffers of one context
+/// cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::DeviceBuffer3D;
+///
+/// /// Takes two 3D buffers of one context.
+/// fn one_context<'ctx>(_: &DeviceBuffer3D<'ctx, u32>, _: &DeviceBuffer3D<'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = DeviceBuffer3D::<u32>::zeroed(a, 4, 4, 4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = DeviceBuffer3D::<u32>::zeroed(b, 4, 4, 4)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct DeviceBuffer3D<'ctx, T: DeviceCopy> {
     /// The allocation: `height * depth` rows of `width` elements, slice after slice.
+    /// The brand is the 2D buffer's, invariant in `'ctx` (see its `_brand`), so this type
+    /// is invariant too: `copy_from_device` and the region copies take two 3D buffers of
+    /// one brand, and could not if it were shortened to one common to two contexts.
     rows: DeviceBuffer2D<'ctx, T>,
     height: usize,
     depth: usize,

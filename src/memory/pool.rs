@@ -66,10 +66,40 @@ use crate::error::{Error, ErrorCode, Result};
 /// released by the driver once freed), or a view of the crate's pool of the device
 /// ([`MemoryPool::of_device`]) or of the device's default pool
 /// ([`MemoryPool::device_default`]), which are not destroyed.
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: pools of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::MemoryPool;
+///
+/// /// Takes two pools of one context.
+/// fn one_context<'ctx>(_: &MemoryPool<'ctx>, _: &MemoryPool<'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = MemoryPool::new(a)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = MemoryPool::new(b)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct MemoryPool<'ctx> {
     raw: CUmemoryPool,
     owned: bool,
+    /// The pool's context. A guard is invariant in `'ctx`, so this field alone makes the
+    /// pool invariant too; `_brand` says so where a reader looks for the brand.
     ctx: ContextGuard<'ctx>,
+    /// Invariant in `'ctx` (the crate's `Brand`), as `ctx` already is. Were both covariant,
+    /// pools of two contexts could be shortened to one brand and pass for one another.
     _brand: Brand<'ctx>,
 }
 

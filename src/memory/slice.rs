@@ -43,8 +43,39 @@ struct Slot(());
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: views of memory of two contexts never have one type, and
+/// a function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+///
+/// /// Takes two views of memory of one context.
+/// fn one_context<'ctx>(_: &DeviceSlice<'ctx, u32>, _: &DeviceSlice<'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = a.zeroed::<u32>(4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = b.zeroed::<u32>(4)?;
+///         one_context(&on_a[1..], &on_b[1..]); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 #[repr(C)]
 pub struct DeviceSlice<'ctx, T> {
+    /// Invariant in `'ctx` (the crate's `Brand`). Where the crate takes a view it mostly
+    /// also takes something invariant that fixes the context (a scope, a capture, the
+    /// `&mut` destination of a copy), which would refuse a covariant view on its own; but a
+    /// program's helper that takes two views "of one context"
+    /// (`fn f<'ctx>(x: &DeviceSlice<'ctx, T>, y: &DeviceSlice<'ctx, T>)`) means it only
+    /// because this brand cannot be shortened to one common to two contexts.
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
     slots: [Slot],

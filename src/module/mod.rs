@@ -52,9 +52,38 @@ pub use library::Library;
 
 /// Code loaded into the context branded `'ctx` (`CUmodule`): from PTX text, or a cubin or
 /// fatbin image. Unloaded when dropped; the functions and kernels taken from it borrow it.
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: modules of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+///
+/// /// Takes two modules of one context.
+/// fn one_context<'ctx>(_: &Module<'ctx>, _: &Module<'ctx>) {}
+///
+/// # const PTX: &str = "";
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = a.load_ptx(PTX)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = b.load_ptx(PTX)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Module<'ctx> {
     raw: NonNull<CUmod_st>,
     ctx: NonNull<CUctx_st>,
+    /// Invariant in `'ctx` (the crate's `Brand`); the functions, kernels and globals taken
+    /// from the module take their brand from it. Were it covariant, modules of two contexts
+    /// could be shortened to one brand, and so could everything taken from them.
     _brand: Brand<'ctx>,
 }
 

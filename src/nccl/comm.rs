@@ -160,8 +160,39 @@ unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByT
 /// }) // the communicator goes back to the clique before the context is released
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: communicators of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::nccl::{Clique, Communicator};
+///
+/// /// Takes two communicators of one context.
+/// fn one_context<'ctx>(_: &Communicator<'ctx>, _: &Communicator<'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+/// let clique = Clique::new(&[d0, d1])?;
+/// with_primary_context(&d0, |a| {
+///     let on_a = clique.communicator(a)?;
+///     with_primary_context(&d1, |b| {
+///         let on_b = clique.communicator(b)?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Communicator<'ctx> {
     pub(crate) core: Core,
+    /// Invariant in `'ctx` (the crate's `Brand`): the communicator, the stream and the
+    /// buffers of an operation share one brand, so one context. Were it covariant,
+    /// communicators of two contexts (two ranks) could be shortened to one brand and pass
+    /// for one another.
     _brand: Brand<'ctx>,
     _one_thread: PhantomData<OneThreadAtATimePerCommunicator>,
 }

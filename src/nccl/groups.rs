@@ -195,8 +195,36 @@ struct GroupsStayOnTheirThread {
 /// been opened outside the group's closure, since the group queues its operations after
 /// the closure returns, and each scope must still be open then (it synchronizes its stream
 /// only when it ends). A scope opened inside the closure does not compile.
+///
+/// # The brand
+///
+/// `'outer` is invariant, so a scope opened inside the group's closure does not compile
+/// (the group queues its operations after the closure returns, when that scope has ended):
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::nccl::group;
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_primary_context(&device, |ctx| {
+///     let stream = ctx.stream()?;
+///     group(|g| {
+///         stream.scope(|s| {
+///             let _ = g.on(s); // a scope opened in the group's closure: does not compile
+///             Ok(())
+///         })
+///     })
+/// })
+/// # }
+/// ```
 pub struct Group<'outer> {
     pending: RefCell<Vec<Pending<'outer>>>,
+    /// Invariant in `'outer`: every scope the group uses outlives it (`Group::on` requires
+    /// `'scope: 'outer`). Were it covariant, the closure could shorten its `&Group<'outer>`
+    /// to its own body and use a scope opened inside it, which has ended (and stopped
+    /// ordering its memory) by the time the group queues the operation. (The `RefCell` of
+    /// `pending` makes the type invariant in `'outer` too; this field says so on purpose.)
     _outer: PhantomData<fn(&'outer ()) -> &'outer ()>,
     _thread: PhantomData<GroupsStayOnTheirThread>,
 }
@@ -220,8 +248,47 @@ impl fmt::Debug for Group<'_> {
 /// A [`StreamScope`] in a [`Group`]: the same NCCL operations as the scope's, recorded in
 /// the group and queued on the scope's stream when the group's closure returns. Made by
 /// [`Group::on`]; `Copy`.
+///
+/// # The brand
+///
+/// Its brands are its scope's (`'scope`, `'env`, `'ctx`, invariant) and its group's
+/// (`'outer`, invariant): scopes of two contexts in one group never have one type:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::nccl::{group, Grouped};
+/// use cuda_brand::phase::Dynamic;
+///
+/// /// Takes two scopes in a group, of one context.
+/// fn one_context<'ctx>(
+///     _: Grouped<'_, '_, '_, '_, 'ctx, Dynamic>,
+///     _: Grouped<'_, '_, '_, '_, 'ctx, Dynamic>,
+/// ) {
+/// }
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let stream_a = a.stream()?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let stream_b = b.stream()?;
+///         stream_a.scope(|sa| {
+///             stream_b.scope(|sb| {
+///                 group(|g| {
+///                     one_context(g.on(sa), g.on(sb)); // two contexts: does not compile
+///                     Ok(())
+///                 })
+///             })
+///         })
+///     })
+/// })
+/// # }
+/// ```
 pub struct Grouped<'g, 'outer, 'scope, 'env, 'ctx, K: StreamKind> {
     group: &'g Group<'outer>,
+    /// The brands are the scope's: `StreamScope` is invariant in `'scope`, `'env` and
+    /// `'ctx`, and `Group` (behind `group`) in `'outer`, so this type is invariant in all
+    /// four.
     scope: &'scope StreamScope<'scope, 'env, 'ctx, K>,
 }
 

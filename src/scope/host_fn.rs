@@ -148,17 +148,78 @@ use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 ///
 /// The lifetime `'a` is the scope's (or the capture's) brand: the handle cannot leave it
 /// or reach another scope, and it stays on the scope's thread.
+///
+/// # The brand
+///
+/// `'a` is invariant: host views of two scopes never have one type, so a function that
+/// takes two views of one scope cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::HostMut;
+///
+/// /// Takes two host views of one scope.
+/// fn one_scope<'s>(_: HostMut<'s, u32>, _: HostMut<'s, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let (mut host_a, mut host_b) = (vec![0u32; 4], vec![0u32; 4]);
+///     let (stream_a, stream_b) = (ctx.stream()?, ctx.stream()?);
+///     stream_a.scope(|sa| {
+///         stream_b.scope(|sb| {
+///             // two scopes: does not compile
+///             one_scope(sa.bind_host_mut(&mut host_a), sb.bind_host_mut(&mut host_b));
+///             Ok(())
+///         })
+///     })
+/// })
+/// # }
+/// ```
 pub struct HostMut<'a, T> {
     ptr: *mut T,
     len: usize,
+    /// Invariant in `'a`, the scope's (or capture's) brand: the host memory stays borrowed
+    /// until that scope has synchronized, and only that scope orders the operations on it.
+    /// Were it covariant, views of two scopes could be shortened to one lifetime and meet
+    /// in one helper or collection.
     _scope: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
 /// Host memory that a scope or a capture only reads: the shared counterpart of
 /// [`HostMut`] ([`HostMut::as_ref`]); `&slice` works where one is taken.
+///
+/// # The brand
+///
+/// `'a` is invariant, as in [`HostMut`]: host views of two scopes never have one type:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::HostRef;
+///
+/// /// Takes two host views of one scope.
+/// fn one_scope<'s>(_: HostRef<'s, u32>, _: HostRef<'s, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let (mut host_a, mut host_b) = (vec![0u32; 4], vec![0u32; 4]);
+///     let (stream_a, stream_b) = (ctx.stream()?, ctx.stream()?);
+///     stream_a.scope(|sa| {
+///         stream_b.scope(|sb| {
+///             let ra = sa.bind_host_mut(&mut host_a).as_ref();
+///             let rb = sb.bind_host_mut(&mut host_b).as_ref();
+///             one_scope(ra, rb); // two scopes: does not compile
+///             Ok(())
+///         })
+///     })
+/// })
+/// # }
+/// ```
 pub struct HostRef<'a, T> {
     ptr: *const T,
     len: usize,
+    /// Invariant in `'a`, the scope's (or capture's) brand, as in `HostMut`.
     _scope: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 

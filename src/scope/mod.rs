@@ -133,7 +133,59 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// A scope carries three invariant lifetimes: `'env`, the borrow of its stream; `'ctx`, its
+/// stream's brand ([`Stream`]): scopes of two contexts never have one type, even when a
+/// function leaves their other lifetimes free:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::StreamScope;
+///
+/// /// Takes two scopes of one context (of any streams).
+/// fn one_context<'ctx>(_: &StreamScope<'_, '_, 'ctx>, _: &StreamScope<'_, '_, 'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let stream_a = a.stream()?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let stream_b = b.stream()?;
+///         stream_a.scope(|sa| {
+///             stream_b.scope(|sb| {
+///                 one_context(sa, sb); // two contexts: does not compile
+///                 Ok(())
+///             })
+///         })
+///     })
+/// })
+/// # }
+/// ```
+///
+/// `'scope` cannot shrink, as in `std::thread::Scope`: every operation borrows what it
+/// touches for all of `'scope`, until the scope has synchronized its stream, so the closure
+/// cannot lend it a local that dies before the scope ends (were `'scope` covariant, this
+/// would compile, and the GPU would write `host` after it is freed):
+///
+/// ```compile_fail,E0597
+/// use cuda_brand::prelude::*;
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let (stream, buf) = (ctx.stream()?, ctx.zeroed::<u32>(4)?);
+///     stream.scope(|s| {
+///         let mut host = vec![0u32; 4];
+///         s.copy_to_host(&mut host, &buf) // `host` does not live long enough
+///     }) // the copy has finished only here
+/// })
+/// # }
+/// ```
 pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
+    /// The scope's `'ctx` is its stream's: a shared reference is covariant only in its own
+    /// lifetime `'env`, and `Stream` is invariant in `'ctx`, so the scope is too.
     stream: &'env Stream<'ctx, K>,
     allocations: Mutex<Allocations>,
     /// What launches with attributes looked up (`launch/attributes.rs`).
@@ -142,7 +194,15 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     lanes: Option<(&'scope Lanes, usize)>,
     /// The host functions queued on the stream (`host_fn.rs`), finished at the scope's end.
     pub(crate) host_fns: host_fn::HostFns,
+    /// Invariance over `'scope`, so that `'scope` cannot shrink (as in
+    /// `std::thread::Scope`): an operation borrows what it touches for `'scope`, and the
+    /// scope synchronizes its stream only at its end. Were it covariant, the closure could
+    /// shorten the `'scope` of its `&StreamScope` and lend an operation a local of its own
+    /// body, freed while the stream still copies into it (the second `compile_fail` test of
+    /// the type's documentation).
     _scope: PhantomData<&'scope mut &'scope ()>,
+    /// Invariance over `'env` (the borrow of the stream), as in `std::thread::Scope`: the
+    /// scope's type names exactly the borrow it was opened with.
     _env: PhantomData<&'env mut &'env ()>,
     _thread: PhantomData<ScopesStayOnTheirThread>,
 }

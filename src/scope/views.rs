@@ -17,10 +17,44 @@ use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice, Span};
 /// Read access to device memory for the length of a scope: a `Copy` handle that the
 /// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
 /// ([`DeviceMut::as_ref`]); operations also take `&buffer` and `&buffer[range]` directly.
+///
+/// # The brand
+///
+/// Both `'scope` (the scope's) and `'ctx` (the memory's, [the
+/// brand](crate::context#the-brand)) are invariant, as in [`DeviceMut`]: views of two
+/// contexts' memory never have one type, even when a function leaves their scopes free:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::DeviceRef;
+///
+/// /// Takes two views of memory of one context (of any scopes).
+/// fn one_context<'ctx>(_: DeviceRef<'_, 'ctx, u32>, _: DeviceRef<'_, 'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let (mut on_a, stream_a) = (a.zeroed::<u32>(4)?, a.stream()?);
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let (mut on_b, stream_b) = (b.zeroed::<u32>(4)?, b.stream()?);
+///         stream_a.scope(|sa| {
+///             stream_b.scope(|sb| {
+///                 let ra = sa.bind_mut(&mut on_a).as_ref();
+///                 let rb = sb.bind_mut(&mut on_b).as_ref();
+///                 one_context(ra, rb); // two contexts: does not compile
+///                 Ok(())
+///             })
+///         })
+///     })
+/// })
+/// # }
+/// ```
 pub struct DeviceRef<'scope, 'ctx, T> {
     pub(super) ptr: CUdeviceptr,
     pub(super) len: usize,
+    /// Invariant in `'scope`, the binding scope's brand, as in `DeviceMut`.
     _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    /// Invariant in `'ctx` (the crate's `Brand`), the memory's context, as in `DeviceMut`.
     _brand: Brand<'ctx>,
     _elem: PhantomData<*const T>,
 }
@@ -29,10 +63,46 @@ pub struct DeviceRef<'scope, 'ctx, T> {
 /// buffer can be written by several operations of the same stream (which run in order).
 /// Made by [`StreamScope::bind_mut`], [`StreamScope::alloc_zeroed`] or
 /// [`StreamScope::alloc`]; operations also take `&mut buffer` directly for a single use.
+///
+/// # The brand
+///
+/// Both `'scope` (the scope's) and `'ctx` (the memory's, [the
+/// brand](crate::context#the-brand)) are invariant: views of two contexts' memory never
+/// have one type, even when a function leaves their scopes free:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::DeviceMut;
+///
+/// /// Takes two views of memory of one context (of any scopes).
+/// fn one_context<'ctx>(_: DeviceMut<'_, 'ctx, u32>, _: DeviceMut<'_, 'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let (mut on_a, stream_a) = (a.zeroed::<u32>(4)?, a.stream()?);
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let (mut on_b, stream_b) = (b.zeroed::<u32>(4)?, b.stream()?);
+///         stream_a.scope(|sa| {
+///             stream_b.scope(|sb| {
+///                 // two contexts: does not compile
+///                 one_context(sa.bind_mut(&mut on_a), sb.bind_mut(&mut on_b));
+///                 Ok(())
+///             })
+///         })
+///     })
+/// })
+/// # }
+/// ```
 pub struct DeviceMut<'scope, 'ctx, T> {
     pub(super) ptr: CUdeviceptr,
     pub(super) len: usize,
+    /// Invariant in `'scope`, the binding scope's brand: the memory stays borrowed until
+    /// that scope has synchronized, and only that scope orders the operations on it.
     _scope: PhantomData<fn(&'scope ()) -> &'scope ()>,
+    /// Invariant in `'ctx` (the crate's `Brand`), the memory's context, as the
+    /// `DeviceSlice`'s it was bound from. Were it covariant, views of two contexts' memory
+    /// could be shortened to one brand.
     _brand: Brand<'ctx>,
     _elem: PhantomData<*mut T>,
 }

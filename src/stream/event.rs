@@ -140,8 +140,37 @@ impl Timed for Timing {}
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: events of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+///
+/// /// Takes two events of one context.
+/// fn one_context<'ctx>(_: &Event<'ctx>, _: &Event<'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = a.event()?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = b.event()?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Event<'ctx, K: EventKind = Timing> {
     raw: NonNull<CUevent_st>,
+    /// Invariant in `'ctx` (the crate's `Brand`); a [`Recorded`] takes its brand from it.
+    /// Were it covariant, events (and records) of two contexts could be shortened to one
+    /// brand and meet where two of one context are taken, such as the two records that a
+    /// timing compares.
     _brand: Brand<'ctx>,
     _kind: PhantomData<K>,
 }
@@ -249,8 +278,38 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
 /// })
 /// # }
 /// ```
+///
+/// # The brand
+///
+/// Its brand is its event's (the `&'e Event<'ctx, K>` it holds), invariant as the event's:
+/// records of two contexts never have one type, and a function that takes two records of
+/// one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::Recorded;
+///
+/// /// Takes two records of one context.
+/// fn one_context<'ctx>(_: Recorded<'_, 'ctx>, _: Recorded<'_, 'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let (mut event_a, stream_a) = (a.event()?, a.stream()?);
+///     let on_a = event_a.record(&stream_a)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let (mut event_b, stream_b) = (b.event()?, b.stream()?);
+///         let on_b = event_b.record(&stream_b)?;
+///         one_context(on_a, on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 #[must_use = "only the `Recorded` of a record can be waited for or timed"]
 pub struct Recorded<'e, 'ctx, K: EventKind = Timing> {
+    /// The record's brand is its event's: a shared reference is covariant only in its own
+    /// lifetime `'e`, and `Event` is invariant in `'ctx`, so `Recorded` is too.
     event: &'e Event<'ctx, K>,
 }
 

@@ -65,8 +65,38 @@ impl StreamFlags {
 /// plain context, [`Preallocated`](crate::phase::Preallocated) for one created during the
 /// setup phase of [`with_phases`](crate::with_phases), whose scopes take scratch memory only
 /// from pools.
+///
+/// # The brand
+///
+/// `'ctx` is invariant ([the brand](crate::context#the-brand)), on its own and not only
+/// through the guard that made it: streams of two contexts never have one type, and a
+/// function that takes two of one context cannot be given one of each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+///
+/// /// Takes two streams of one context.
+/// fn one_context<'ctx>(_: &Stream<'ctx>, _: &Stream<'ctx>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = a.stream()?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = b.stream()?;
+///         one_context(&on_a, &on_b); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
 pub struct Stream<'ctx, K: StreamKind = Dynamic> {
     raw: NonNull<CUstream_st>,
+    /// Invariant in `'ctx` (the crate's `Brand`). Were it covariant, streams of two
+    /// contexts could be shortened to one brand, and
+    /// `Stream::scope_all(&[&of_a, &of_b], ..)` would open one scope over both, in which
+    /// memory allocated on one stream may be filled or copied by the other: one context's
+    /// stream writing another context's memory.
     _brand: Brand<'ctx>,
     _kind: PhantomData<K>,
 }
