@@ -60,8 +60,8 @@ pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub(crate) use enter::{in_context, run_then, with_context_then};
 #[doc(inline)]
 pub use enter::{
-    try_with_context, try_with_primary_context, with_context, with_primary_context,
-    with_raw_context,
+    with_context, with_context_and_teardown, with_primary_context,
+    with_primary_context_and_teardown, with_raw_context,
 };
 #[doc(inline)]
 pub use flags::{
