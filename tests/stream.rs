@@ -325,7 +325,7 @@ fn copy_to_vec_appends_once_the_scope_has_synchronized() {
         let mut empty: Vec<u32> = Vec::new();
         let mut twice = Vec::with_capacity(4);
         a.scope(|s| {
-            let d = s.alloc_from_host(&host)?;
+            let d = s.alloc_from_slice(&host)?;
             s.copy_to_vec(&mut out, d)?;
             s.copy_to_vec(&mut empty, d.slice(..0))?;
             s.copy_to_vec(&mut twice, d.slice(5..7))
@@ -338,7 +338,7 @@ fn copy_to_vec_appends_once_the_scope_has_synchronized() {
         // a closure that fails after queueing: the copy is complete, the length grows
         let mut after_error = Vec::new();
         let r = a.scope(|s| {
-            let d = s.alloc_from_host(&host[..10])?;
+            let d = s.alloc_from_slice(&host[..10])?;
             s.copy_to_vec(&mut after_error, d)?;
             Err::<(), _>(Error::new("test", ErrorCode::InvalidValue))
         });

@@ -309,6 +309,23 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
         let (least, greatest) = self.with_current(driver::ctx_stream_priority_range)?;
         Ok(StreamPriorityRange { least, greatest })
     }
+
+    /// Free and total memory of the context's device, in bytes (`cuMemGetInfo`).
+    ///
+    /// ```no_run
+    /// # use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let (free, total) = ctx.memory_info()?;
+    ///     assert!(free <= total);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn memory_info(self) -> Result<(usize, usize)> {
+        self.with_current(driver::mem_get_info)
+    }
 }
 
 // The bound is on the method, so that a run-phase guard gets `Allocating`'s message.

@@ -38,7 +38,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// ```
 /// use cuda_brand::EventFlags;
 /// assert_eq!(EventFlags::new().bits(), 0);
-/// assert_eq!(EventFlags::new().blocking_sync(true).bits(), 0x1);
+/// assert_eq!(EventFlags::new().block_on_sync(true).bits(), 0x1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[must_use]
@@ -50,9 +50,9 @@ impl EventFlags {
         EventFlags(0)
     }
 
-    /// Make [`Recorded::synchronize`] block the thread instead of spinning
+    /// Makes [`Recorded::synchronize`] block the thread instead of spinning
     /// (`CU_EVENT_BLOCKING_SYNC`).
-    pub const fn blocking_sync(self, on: bool) -> Self {
+    pub const fn block_on_sync(self, on: bool) -> Self {
         EventFlags(if on { self.0 | 1 } else { self.0 & !1 })
     }
 
