@@ -118,9 +118,11 @@ impl<'ctx> SharedContext<'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let shared = ctx.share();
     ///     let worker = std::thread::scope(|s| {
-    ///         s.spawn(move || shared.enter_and_teardown(|ctx| Ok::<_, anyhow::Error>(ctx.api_version()?)))
-    ///             .join()
-    ///             .unwrap()
+    ///         s.spawn(move || {
+    ///             shared.enter_and_teardown(|ctx| Ok::<_, anyhow::Error>(ctx.api_version()?))
+    ///         })
+    ///         .join()
+    ///         .unwrap()
     ///     });
     ///     if let Err(failed) = worker {
     ///         eprintln!("{failed}"); // the closure's error, then the teardown's if it failed too

@@ -67,9 +67,9 @@ pub use nccl_code::NcclCode;
 /// A teardown error may carry one of its own (a failed synchronize, then a failed destroy,
 /// then the report of handles whose release failed in `drop`): [`teardown_errors`](
 /// Error::teardown_errors) walks them all. For closures whose error type is not this one,
-/// the `_and_teardown` entry points ([`with_context_and_teardown`](crate::with_context_and_teardown)
-/// and its kin)
-/// return both errors in a [`WithTeardown`].
+/// the `_and_teardown` entry points
+/// ([`with_context_and_teardown`](crate::with_context_and_teardown) and its kin) return
+/// both errors in a [`WithTeardown`].
 ///
 /// The error is three words (32 bytes on 64-bit targets): the call, the code, and one
 /// optional box holding the detail and the teardown's error, so `Result<(), Error>` stays
@@ -217,12 +217,14 @@ impl Error {
 }
 
 /// An error of a closure together with the error of the teardown that followed it: what
-/// the `_and_teardown` entry points ([`with_context_and_teardown`](crate::with_context_and_teardown),
+/// the `_and_teardown` entry points
+/// ([`with_context_and_teardown`](crate::with_context_and_teardown),
 /// [`with_primary_context_and_teardown`](crate::with_primary_context_and_teardown),
 /// [`SharedContext::enter_and_teardown`](crate::SharedContext::enter_and_teardown),
-/// [`Stream::scope_and_teardown`](crate::Stream::scope_and_teardown), [`Stream::scope_pair_and_teardown`](
-/// crate::Stream::scope_pair_and_teardown), [`Stream::scope_all_and_teardown`](crate::Stream::scope_all_and_teardown))
-/// return, for any error type `E`.
+/// [`Stream::scope_and_teardown`](crate::Stream::scope_and_teardown),
+/// [`Stream::scope_pair_and_teardown`](crate::Stream::scope_pair_and_teardown),
+/// [`Stream::scope_all_and_teardown`](crate::Stream::scope_all_and_teardown)) return, for
+/// any error type `E`.
 ///
 /// [`error`](WithTeardown::error) is what the plain entry point returns: the closure's
 /// error, or, when the closure succeeded and the teardown failed, `E::from` the

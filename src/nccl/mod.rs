@@ -28,12 +28,13 @@
 //!
 //! # Operations
 //!
-//! Every operation is queued through a stream scope of the communicator's context, like
-//! any asynchronous work: `comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)`. Element
+//! Every operation is a method of the [`Communicator`] taking a stream scope of its
+//! context, like any asynchronous work: `comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)`
+//! (the scope, then the buffers in NCCL's order, source first). Element
 //! types map to NCCL's through the sealed [`NcclType`] (`i8`, `u8`, `i32`, `u32`, `i64`,
 //! `u64`, `f32`, `f64`). Operations that read one buffer and write another take two
 //! distinct borrows; the ones that read and write one buffer are the `_in_place` forms
-//! (`all_reduce_in_place(&mut buf, op)`). Several operations queued together (one thread
+//! (`comm.all_reduce_in_place(s, &mut buf, op)`). Several operations queued together (one thread
 //! driving several GPUs, a send and a receive at once) go in a [`group`].
 //!
 //! ```no_run
@@ -90,9 +91,9 @@
 //!    every buffer of an operation until it has synchronized its stream, exactly as for a
 //!    copy or a launch: dropping, reading or writing `dst` while an all-reduce may still
 //!    write it does not compile.
-//! 4. **In place or out of place is in the types.** `all_reduce(&comm, &src, &mut dst, op)`
+//! 4. **In place or out of place is in the types.** `comm.all_reduce(s, &src, &mut dst, op)`
 //!    takes a shared and an exclusive borrow, so `src` and `dst` cannot be one buffer;
-//!    `all_reduce_in_place(&comm, &mut buf, op)` is the form that reads and writes one.
+//!    `comm.all_reduce_in_place(s, &mut buf, op)` is the form that reads and writes one.
 //!    Two views of one bound buffer that overlap (which the borrow checker cannot see) are
 //!    refused before NCCL is called.
 //! 5. **Lengths are checked before NCCL.** `src` and `dst` of an all-reduce, broadcast or

@@ -394,10 +394,10 @@ fn run_now<K: StreamKind>(
 /// The NCCL operations (feature `nccl`): each is queued at once on the stream of `scope`, a
 /// scope of the communicator's context, and the scope borrows the communicator and the
 /// buffers until it has synchronized. The scope comes first, then the buffers in NCCL's
-/// order, source first; an operation that reads and writes one buffer is its `_in_place` form. Checked
-/// before NCCL sees anything, each an error naming the operation: lengths against the
-/// communicator's rank count, the root or peer against its ranks, overlap of an
-/// out-of-place operation's source and destination, and, for a
+/// order, source first; an operation that reads and writes one buffer is its `_in_place`
+/// form. Checked before NCCL sees anything, each an error naming the operation: lengths
+/// against the communicator's rank count, the root or peer against its ranks, overlap of
+/// an out-of-place operation's source and destination, and, for a
 /// [`Clique`](super::Clique)'s communicators, the operation against what the other ranks
 /// issued.
 ///

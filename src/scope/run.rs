@@ -24,9 +24,9 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// becomes `E::from(error)` when `f` returned `Ok`; when `f` returned an `Err` of this
     /// crate's [`Error`], it is attached to that error as its
     /// [`teardown_error`](crate::Error::teardown_error) (for other error types,
-    /// [`scope_and_teardown`](Stream::scope_and_teardown) returns both). A panic of a host function queued in
-    /// the scope ([`StreamScope::host_fn`]) is resumed after the synchronization, as by
-    /// every scope form.
+    /// [`scope_and_teardown`](Stream::scope_and_teardown) returns both). A panic of a host
+    /// function queued in the scope ([`StreamScope::host_fn`]) is resumed after the
+    /// synchronization, as by every scope form.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -327,8 +327,8 @@ impl<K: StreamKind> ScopeEnd for OpenScopes<'_, '_, '_, '_, K> {
 
 /// Runs a scope's closure (`body`), then ends the scope: the one way every scope form
 /// finishes ([`Stream::scope`] and [`Stream::scope_all`], and so `scope_pair` and the
-/// `_and_teardown` forms built on them; [`Stream::scope_within`] and [`Stream::scope_all_within`], which
-/// pass their bounded wait as `wait_first`).
+/// `_and_teardown` forms built on them; [`Stream::scope_within`] and
+/// [`Stream::scope_all_within`], which pass their bounded wait as `wait_first`).
 ///
 /// On every path, also while a panic of `body` unwinds (then from a drop guard, which no
 /// user code can `mem::forget`): `wait_first` runs, its panic caught, then
