@@ -58,7 +58,7 @@ fn run() -> Result<(), Error> {
                 }
                 end.record(s).map(|t1| (t0, t1))
             })?;
-            let ms = t0.elapsed_ms(&t1)?;
+            let ms = t0.elapsed(&t1)?.as_secs_f32() * 1e3;
             println!(
                 "{name:>15}, one stream:  {BYTES} bytes in {ms:7.3} ms = {:5.1} GB/s",
                 gbps(BYTES, ms)
@@ -68,7 +68,7 @@ fn run() -> Result<(), Error> {
         // Both directions at once, in two halves, each stream doing one upload and one
         // download, so the two copy engines overlap.
         let half = n / 2;
-        let (t0, t1) = a.scope_with(&b, |sa, sb| {
+        let (t0, t1) = a.scope_pair(&b, |sa, sb| {
             let t0 = start.record(sa)?;
             let (in_lo, in_hi) = dev_in.split_at_mut(half);
             let (out_lo, out_hi) = dev_out.split_at(half);
@@ -82,7 +82,7 @@ fn run() -> Result<(), Error> {
             sa.wait_event(&b_finished)?;
             end.record(sa).map(|t1| (t0, t1))
         })?;
-        let ms = t0.elapsed_ms(&t1)?;
+        let ms = t0.elapsed(&t1)?.as_secs_f32() * 1e3;
         println!(
             "  both at once, two streams: {} bytes in {ms:7.3} ms = {:5.1} GB/s",
             2 * BYTES,

@@ -36,7 +36,7 @@ fn tour() -> cuda_brand::Result<()> {
     }
 
     let device = Device::get(0)?;
-    let flags = ContextFlags::new().scheduling(Scheduling::BlockingSync);
+    let flags = ContextFlags::new().schedule(Scheduling::BlockingSync);
     with_context(&device, flags, |ctx| {
         // The driver's handle: an escape hatch, hence `unsafe` (see "Safety profile" in the
         // crate docs); the guard's `Debug` form shows it too.

@@ -238,7 +238,7 @@
 //!   and its log); [`Library`] (code loaded once for every context); [`LaunchConfig`]'s
 //!   launch attributes (clusters, cooperative launches, priorities); `nvrtc` (runtime
 //!   compilation of CUDA C++, the `nvrtc` feature); [`ContextGuard::capture`], [`ExecGraph`] and
-//!   [`StreamScope::launch_graph`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
+//!   [`ExecGraph::launch`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
 //!   functions, [`scope::host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
 //!   [`Error`] (every failure, naming the driver call).
 
@@ -278,8 +278,8 @@ struct ReadmeDoctests;
 pub use context::{
     CacheConfig, ComputeCapability, ContextFlags, ContextGuard, Device, DeviceAttribute,
     ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig, StreamPriorityRange, Uuid,
-    try_with_context, try_with_primary_context, with_context, with_primary_context,
-    with_raw_context,
+    with_context, with_context_and_teardown, with_primary_context,
+    with_primary_context_and_teardown, with_raw_context,
 };
 /// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
 /// `#[repr(C)]` struct of plain data, checking at compile time what the trait's contract

@@ -115,7 +115,7 @@
 //!   load does not load its kernels: the lookup does (`cuModuleGetFunction`), with device
 //!   memory for their code. Look every kernel up once before the loop that must not
 //!   allocate, as the example above does, or set `CUDA_MODULE_LOADING=EAGER`;
-//! * a scope over several preallocated streams ([`Stream::scope_with`](crate::Stream::scope_with),
+//! * a scope over several preallocated streams ([`Stream::scope_pair`](crate::Stream::scope_pair),
 //!   [`Stream::scope_all`](crate::Stream::scope_all)) creates one event per stream the first
 //!   time it orders that stream's work before another's, and destroys it when the scope
 //!   ends (a driver object, no memory the program computes in);

@@ -125,15 +125,15 @@ fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works
         let outer_raw = common::handle(outer);
         with_context(
             &device,
-            ContextFlags::new().scheduling(Scheduling::Yield),
+            ContextFlags::new().schedule(Scheduling::Yield),
             |inner| {
                 assert_ne!(common::handle(inner), outer_raw);
                 assert_eq!(common::current(), common::handle(inner));
                 // the outer guard works inside, and leaves the inner context current
-                assert_eq!(outer.flags()?.get_scheduling(), Scheduling::Auto);
+                assert_eq!(outer.flags()?.scheduling(), Scheduling::Auto);
                 outer.synchronize()?;
                 assert_eq!(common::current(), common::handle(inner));
-                assert_eq!(inner.flags()?.get_scheduling(), Scheduling::Yield);
+                assert_eq!(inner.flags()?.scheduling(), Scheduling::Yield);
                 Ok::<_, Error>(())
             },
         )?;
@@ -259,10 +259,10 @@ fn a_panic_inside_enter_restores_the_worker_stack() {
 fn flags_given_at_creation_are_read_back() {
     let device = gpu_or_skip!();
     let flags = ContextFlags::new()
-        .scheduling(Scheduling::BlockingSync)
+        .schedule(Scheduling::BlockingSync)
         .keep_local_memory(true);
     let got = with_context(&device, flags, |ctx| ctx.flags()).unwrap();
-    assert_eq!(got.get_scheduling(), Scheduling::BlockingSync);
+    assert_eq!(got.scheduling(), Scheduling::BlockingSync);
     assert!(got.keeps_local_memory());
 }
 

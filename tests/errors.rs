@@ -8,7 +8,7 @@ use crate::common;
 
 use cuda_brand::{
     ContextFlags, DeviceBuffer, DeviceBuffer2D, Error, ErrorCode, Event, EventFlags, ManagedBuffer,
-    MemoryPool, Module, PinnedBuffer, Stream, StreamFlags, try_with_context, with_context,
+    MemoryPool, Module, PinnedBuffer, Stream, StreamFlags, with_context, with_context_and_teardown,
 };
 
 /// `close()` frees each kind of handle now and returns `Ok`; what it freed is gone.
@@ -102,7 +102,7 @@ fn undo_forgotten_push(
 
 /// The closure fails and then the teardown's pop fails too (unsafe code left a context
 /// pushed): with `E = Error` the plain `with_context` returns the closure's error with the
-/// pop's attached; with another error type `try_with_context` returns both.
+/// pop's attached; with another error type `with_context_and_teardown` returns both.
 fn a_closure_error_and_a_failed_pop_both_reach_the_caller() {
     let device = gpu_or_skip!();
     let before = common::current();
@@ -142,9 +142,9 @@ fn a_closure_error_and_a_failed_pop_both_reach_the_caller() {
     assert!(!e.is_sticky());
     assert_eq!(common::current(), before, "the stack is whole again");
 
-    // any error type: `try_with_context` returns both
+    // any error type: `with_context_and_teardown` returns both
     let mut pushed = (std::ptr::null_mut(), std::ptr::null_mut());
-    let result = try_with_context(&device, ContextFlags::default(), |ctx| {
+    let result = with_context_and_teardown(&device, ContextFlags::default(), |ctx| {
         pushed = (push_and_forget(&device), common::handle(ctx));
         Err::<u32, anyhow::Error>(anyhow::anyhow!("the closure's anyhow error"))
     });
@@ -165,24 +165,26 @@ fn a_closure_error_and_a_failed_pop_both_reach_the_caller() {
     assert_eq!(common::current(), before);
 
     // a closure that succeeds: the try_ form returns its value, nothing else
-    let v = try_with_context(&device, ContextFlags::default(), |ctx| {
+    let v = with_context_and_teardown(&device, ContextFlags::default(), |ctx| {
         Ok::<_, anyhow::Error>(ctx.api_version()?)
     });
     assert!(v.unwrap() >= 3020);
 }
 
-/// The `try_` entry points other than `try_with_context`: a closure error with a teardown
-/// that succeeds comes back alone; a value comes back as it is.
-fn try_enter_and_try_scope_return_the_closures_error_and_value() {
+/// The `_and_teardown` entry points other than `with_context_and_teardown`: a closure error
+/// with a teardown that succeeds comes back alone; a value comes back as it is.
+fn enter_and_scope_and_teardown_return_the_closures_error_and_value() {
     common::in_context(|ctx| {
         let shared = ctx.share();
         let (ok, failed) = std::thread::scope(|s| {
             let ok = s
-                .spawn(move || shared.try_enter(|ctx| ctx.api_version()))
+                .spawn(move || shared.enter_and_teardown(|ctx| ctx.api_version()))
                 .join()
                 .unwrap();
             let failed = s
-                .spawn(move || shared.try_enter(|_| Err::<(), _>(anyhow::anyhow!("worker step"))))
+                .spawn(move || {
+                    shared.enter_and_teardown(|_| Err::<(), _>(anyhow::anyhow!("worker step")))
+                })
                 .join()
                 .unwrap();
             (ok, failed)
@@ -195,7 +197,7 @@ fn try_enter_and_try_scope_return_the_closures_error_and_value() {
         let stream = ctx.stream()?;
         let mut buf = ctx.zeroed::<u32>(256)?;
         let mut back = vec![0u32; 256];
-        let n = stream.try_scope(|s| {
+        let n = stream.scope_and_teardown(|s| {
             let d = s.bind_mut(&mut buf);
             s.fill(d, 9)?;
             s.copy_to_host(&mut back, d)?;
@@ -204,7 +206,7 @@ fn try_enter_and_try_scope_return_the_closures_error_and_value() {
         assert_eq!(n.unwrap(), 256);
         assert_eq!(back, vec![9; 256]);
         let failed = stream
-            .try_scope(|s| {
+            .scope_and_teardown(|s| {
                 s.fill(&mut buf, 1)?;
                 Err::<(), _>(anyhow::anyhow!("scope step"))
             })
@@ -220,7 +222,7 @@ fn try_enter_and_try_scope_return_the_closures_error_and_value() {
             "the queued fill ran before the scope returned"
         );
         let other = ctx.stream()?;
-        let both = stream.try_scope_with(&other, |a, b| {
+        let both = stream.scope_pair_and_teardown(&other, |a, b| {
             let d = a.bind_mut(&mut buf);
             a.fill(d, 4)?;
             b.copy_to_host(&mut back, d)?;
@@ -331,9 +333,9 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
             body: a_closure_error_and_a_failed_pop_both_reach_the_caller,
         },
         Test {
-            name: "try_enter_and_try_scope_return_the_closures_error_and_value",
+            name: "enter_and_scope_and_teardown_return_the_closures_error_and_value",
             needs: Needs::Gpu,
-            body: try_enter_and_try_scope_return_the_closures_error_and_value,
+            body: enter_and_scope_and_teardown_return_the_closures_error_and_value,
         },
         Test {
             name: "try_forms_refuse_bad_input_before_the_driver_and_run_good_input",

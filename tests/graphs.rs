@@ -85,7 +85,7 @@ fn a_captured_pipeline_replays_a_thousand_times_with_the_right_answer() {
                 *v = replay.wrapping_mul(7919) ^ j as u32;
             }
             exec.host_mut(out).fill(0xdead_beef);
-            streams[replay as usize % 2].scope(|s| s.launch_graph(&exec))?;
+            streams[replay as usize % 2].scope(|s| exec.launch(s))?;
             let output = exec.host(out);
             for (j, &v) in output.iter().enumerate() {
                 let x = replay.wrapping_mul(7919) ^ j as u32;
@@ -121,21 +121,21 @@ fn a_graph_replays_on_any_stream_of_its_context_any_number_of_times() {
         let (s1, s2) = (ctx.stream()?, ctx.stream()?);
         s1.scope(|s| {
             for _ in 0..3 {
-                s.launch_graph(&exec)?;
+                exec.launch(s)?;
             }
             Ok(())
         })?;
         assert!(exec.device(key).to_vec()?.iter().all(|&v| v == 3));
-        s2.scope(|s| s.launch_graph(&exec))?;
-        s1.scope_with(&s2, |a, b| {
-            a.launch_graph(&exec)?;
-            b.launch_graph(&exec)?;
-            a.launch_graph(&exec)
+        s2.scope(|s| exec.launch(s))?;
+        s1.scope_pair(&s2, |a, b| {
+            exec.launch(a)?;
+            exec.launch(b)?;
+            exec.launch(a)
         })?;
         assert!(exec.device(key).to_vec()?.iter().all(|&v| v == 7));
         // the lent memory may be reset between replays
         exec.device_mut(key).fill(100)?;
-        s2.scope(|s| s.launch_graph(&exec))?;
+        s2.scope(|s| exec.launch(s))?;
         assert!(exec.device(key).to_vec()?.iter().all(|&v| v == 101));
         Ok(())
     });
@@ -167,7 +167,7 @@ fn a_panic_inside_a_capture_ends_it_and_leaves_everything_usable() {
         assert!(x.to_vec()?.iter().all(|&v| v == 2));
         // so does a new capture
         let exec = ctx.capture(|g| g.fill(&mut x, 3))?.0.instantiate()?;
-        stream.scope(|s| s.launch_graph(&exec))?;
+        stream.scope(|s| exec.launch(s))?;
         drop(exec);
         assert!(x.to_vec()?.iter().all(|&v| v == 3));
         Ok(())
@@ -236,7 +236,7 @@ fn an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable() {
         let was_kept = kept.is_some();
         if let Some(exec) = { kept } {
             // then the graph must be the whole capture
-            ctx.stream()?.scope(|s| s.launch_graph(&exec))?;
+            ctx.stream()?.scope(|s| exec.launch(s))?;
         }
         if was_kept {
             assert!(x.to_vec()?.iter().all(|&v| v == 7));
@@ -248,7 +248,7 @@ fn an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable() {
             .capture(|g| g.launch(&k.set, config(), (&mut x, 9u32)))?
             .0
             .instantiate()?;
-        stream.scope(|s| s.launch_graph(&exec))?;
+        stream.scope(|s| exec.launch(s))?;
         drop(exec);
         assert!(x.to_vec()?.iter().all(|&v| v == 9));
         Ok(())
@@ -308,7 +308,7 @@ fn pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused() {
         let stream = ctx.stream()?;
         for replay in 0..20u32 {
             exec.host_mut(inp).fill(replay + 1);
-            stream.scope(|s| s.launch_graph(&exec))?;
+            stream.scope(|s| exec.launch(s))?;
             assert!(
                 exec.host(out).iter().all(|&v| v == 2 * (replay + 1)),
                 "replay {replay} read the input written before it"
@@ -321,7 +321,7 @@ fn pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused() {
 
 /// `update` rebinds an executable graph to the buffers of a capture of the same shape
 /// (CUDA 12.0 drivers): the replay then writes the new buffers only. A capture of another
-/// shape is refused and `try_update` hands the unchanged graph back.
+/// shape is refused and `update_or_keep` hands the unchanged graph back.
 fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -337,7 +337,7 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
             .capture(|g| g.launch(&k.affine, config(), (&xa, &mut ya, 2u32, 1u32)))?
             .0
             .instantiate()?;
-        stream.scope(|s| s.launch_graph(&exec))?;
+        stream.scope(|s| exec.launch(s))?;
         // SAFETY (of the three handles below): only compared, to tell whether the update
         // kept the executable graph.
         let raw = unsafe { exec.as_raw() };
@@ -358,7 +358,7 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
             "the same executable graph, not a new one"
         );
         ya.fill(0)?; // the old buffers are free again
-        stream.scope(|s| s.launch_graph(&exec))?;
+        stream.scope(|s| exec.launch(s))?;
         // a capture of another shape: refused, and the executable graph comes back unchanged
         let mut zc = ctx.zeroed::<u32>(N)?;
         let (other, ()) = ctx.capture(|g| {
@@ -366,12 +366,12 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
             g.fill(zc, 1)?;
             g.fill(zc, 2)
         })?;
-        let refused = exec.try_update(other).unwrap_err();
+        let refused = exec.update_or_keep(other).unwrap_err();
         assert_eq!(refused.error().code(), ErrorCode::GraphExecUpdateFailure);
         let exec = refused.into_exec().expect("handed back unchanged");
         // SAFETY: see `raw`.
         assert_eq!(unsafe { exec.as_raw() }, raw);
-        stream.scope(|s| s.launch_graph(&exec))?;
+        stream.scope(|s| exec.launch(s))?;
         drop(exec);
         assert!(
             ya.to_vec()?.iter().all(|&v| v == 0),
@@ -438,7 +438,7 @@ fn a_host_function_sees_the_streams_results_in_order() {
                 s.launch(&k.set, config(), (d, step))?;
                 let h = if step % 2 == 0 { hp } else { hv };
                 s.copy_to_host_view(h, d)?;
-                s.host_fn_with(h, |v| {
+                s.host_fn_on(h, |v| {
                     let all = v.iter().all(|&x| x == v[0]);
                     seen.lock().unwrap().push((v[0], all));
                 })?;
@@ -464,7 +464,7 @@ fn host_views_are_ordered_across_the_streams_of_a_scope() {
         let mut host = PinnedBuffer::<u32>::zeroed(ctx, N)?;
         let seen = Mutex::new(0u32);
         let (s1, s2) = (ctx.stream()?, ctx.stream()?);
-        s1.scope_with(&s2, |x, y| {
+        s1.scope_pair(&s2, |x, y| {
             let (a, b, h) = (
                 x.bind_mut(&mut a),
                 x.bind_mut(&mut b),
@@ -475,7 +475,7 @@ fn host_views_are_ordered_across_the_streams_of_a_scope() {
             x.launch(&k.set, config(), (a, 41u32))?;
             x.copy_to_host_view(h, a)?;
             // s2: reads `host`, adds one, and copies it into b
-            y.host_fn_with(h, |v| {
+            y.host_fn_on(h, |v| {
                 *seen.lock().unwrap() = v[0];
                 v.iter_mut().for_each(|e| *e += 1);
             })?;
@@ -595,12 +595,12 @@ fn graphs_and_host_functions_compose_with_nested_scopes() {
         let (s1, s2): (Stream<'_>, Stream<'_>) = (ctx.stream()?, ctx.stream()?);
         let count = AtomicUsize::new(0);
         s1.scope(|outer| {
-            outer.launch_graph(&exec)?;
+            exec.launch(outer)?;
             outer.host_fn(|| {
                 count.fetch_add(1, Ordering::SeqCst);
             })?;
             s2.scope(|inner| {
-                inner.launch_graph(&exec)?;
+                exec.launch(inner)?;
                 inner.host_fn(|| {
                     count.fetch_add(10, Ordering::SeqCst);
                 })
@@ -629,13 +629,13 @@ gpu_tests!(
     a_host_function_cannot_call_the_driver_through_the_crate,
     graphs_and_host_functions_compose_with_nested_scopes,
     a_host_functions_panic_surfaces_from_scope,
-    a_host_functions_panic_surfaces_from_scope_with,
+    a_host_functions_panic_surfaces_from_scope_pair,
     a_host_functions_panic_surfaces_from_scope_all,
     a_host_functions_panic_surfaces_from_scope_within,
     a_host_functions_panic_surfaces_from_scope_all_within,
-    a_host_functions_panic_surfaces_from_try_scope,
-    a_host_functions_panic_surfaces_from_try_scope_with,
-    a_host_functions_panic_surfaces_from_try_scope_all,
+    a_host_functions_panic_surfaces_from_scope_and_teardown,
+    a_host_functions_panic_surfaces_from_scope_pair_and_teardown,
+    a_host_functions_panic_surfaces_from_scope_all_and_teardown,
     a_host_functions_panic_surfaces_from_a_scope_inside_a_capture,
     crate_calls_inside_a_host_function_are_refused_and_nothing_runs,
     a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_it,

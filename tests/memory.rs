@@ -511,7 +511,7 @@ fn a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly() {
         let mut other = DeviceBuffer3D::<f32>::zeroed(ctx, w, h, d)?;
         let streams = (Stream::new(ctx, StreamFlags::NonBlocking)?, ctx.stream()?);
         // two streams of one scope: one downloads `vol`, the other uploads into `other`
-        streams.0.scope_with(&streams.1, |a, b| {
+        streams.0.scope_pair(&streams.1, |a, b| {
             a.copy_3d_to_host(&mut padded, row_len, slice_rows, &vol)?;
             b.copy_3d_from_host(&mut other, &host, w, h)
         })?;

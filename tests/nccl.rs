@@ -122,8 +122,8 @@ fn identity_for_every_reduction<'ctx, T: Sample>(
             let mut dst = DeviceBuffer::<T>::zeroed(ctx, n)?;
             let mut buf = DeviceBuffer::from_slice(ctx, &host)?;
             stream.scope(|s| {
-                s.all_reduce(comm, &src, &mut dst, op)?;
-                s.all_reduce_in_place(comm, &mut buf, op)
+                comm.all_reduce(s, &src, &mut dst, op)?;
+                comm.all_reduce_in_place(s, &mut buf, op)
             })?;
             let (out, in_place) = (dst.to_vec()?, buf.to_vec()?);
             for i in 0..n {
@@ -173,15 +173,15 @@ fn one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly() {
         ];
         stream.scope(|s| {
             let [b, r, g, rs] = outs.each_mut();
-            s.broadcast(comm, &src, b, 0)?;
-            s.reduce(comm, &src, r, ReduceOp::Max, 0)?;
-            s.all_gather(comm, &src, g)?; // 1 rank: n × 1 elements
-            s.reduce_scatter(comm, &src, rs, ReduceOp::Sum)?;
+            comm.broadcast(s, &src, b, 0)?;
+            comm.reduce(s, &src, r, ReduceOp::Max, 0)?;
+            comm.all_gather(s, &src, g)?; // 1 rank: n × 1 elements
+            comm.reduce_scatter(s, &src, rs, ReduceOp::Sum)?;
             let [b, r, g, rs] = in_place.each_mut();
-            s.broadcast_in_place(comm, b, 0)?;
-            s.reduce_in_place(comm, r, ReduceOp::Min, 0)?;
-            s.all_gather_in_place(comm, g)?;
-            s.reduce_scatter_in_place(comm, rs, ReduceOp::Prod)
+            comm.broadcast_in_place(s, b, 0)?;
+            comm.reduce_in_place(s, r, ReduceOp::Min, 0)?;
+            comm.all_gather_in_place(s, g)?;
+            comm.reduce_scatter_in_place(s, rs, ReduceOp::Prod)
         })?;
         for (what, buf) in ["broadcast", "reduce", "all-gather", "reduce-scatter"]
             .iter()
@@ -248,13 +248,13 @@ fn one_rank_avg_of_65539_f64_is_the_input_in_every_element() {
         ];
         stream.scope(|s| {
             let [a, r, rs] = outs.each_mut();
-            s.all_reduce(comm, &src, a, ReduceOp::Avg)?;
-            s.reduce(comm, &src, r, ReduceOp::Avg, 0)?;
-            s.reduce_scatter(comm, &src, rs, ReduceOp::Avg)?; // 1 rank: n from n
+            comm.all_reduce(s, &src, a, ReduceOp::Avg)?;
+            comm.reduce(s, &src, r, ReduceOp::Avg, 0)?;
+            comm.reduce_scatter(s, &src, rs, ReduceOp::Avg)?; // 1 rank: n from n
             let [a, r, rs] = in_place.each_mut();
-            s.all_reduce_in_place(comm, a, ReduceOp::Avg)?;
-            s.reduce_in_place(comm, r, ReduceOp::Avg, 0)?;
-            s.reduce_scatter_in_place(comm, rs, ReduceOp::Avg)
+            comm.all_reduce_in_place(s, a, ReduceOp::Avg)?;
+            comm.reduce_in_place(s, r, ReduceOp::Avg, 0)?;
+            comm.reduce_scatter_in_place(s, rs, ReduceOp::Avg)
         })?;
         for (what, buf) in ["all-reduce", "reduce", "reduce-scatter"].iter().zip(&outs) {
             same(what, buf)?;
@@ -332,49 +332,49 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
         stream.scope(|s| {
             let d = s.bind_mut(&mut short);
             expect_invalid(
-                s.all_reduce(comm, &src, d, ReduceOp::Sum),
-                "StreamScope::all_reduce",
+                comm.all_reduce(s, &src, d, ReduceOp::Sum),
+                "Communicator::all_reduce",
                 "the source has 4 elements but the destination has 3",
             );
             expect_invalid(
-                s.all_gather(comm, &src, d),
-                "StreamScope::all_gather",
+                comm.all_gather(s, &src, d),
+                "Communicator::all_gather",
                 "the destination has 3 elements, but gathering 4 from each of 1 ranks needs 4",
             );
             expect_invalid(
-                s.reduce_scatter(comm, &src, d, ReduceOp::Sum),
-                "StreamScope::reduce_scatter",
+                comm.reduce_scatter(s, &src, d, ReduceOp::Sum),
+                "Communicator::reduce_scatter",
                 "the source has 4 elements, but scattering 3 to each of 1 ranks needs 3",
             );
             expect_invalid(
-                s.broadcast_in_place(comm, d, 1),
-                "StreamScope::broadcast_in_place",
+                comm.broadcast_in_place(s, d, 1),
+                "Communicator::broadcast_in_place",
                 "the root is rank 1, but the communicator has 1 rank(s)",
             );
             expect_invalid(
-                s.reduce(comm, &src, d, ReduceOp::Sum, 2),
-                "StreamScope::reduce",
+                comm.reduce(s, &src, d, ReduceOp::Sum, 2),
+                "Communicator::reduce",
                 "the root is rank 2",
             );
             expect_invalid(
-                s.send(comm, &src, 1),
-                "StreamScope::send",
+                comm.send(s, &src, 1),
+                "Communicator::send",
                 "the peer is rank 1",
             );
             expect_invalid(
-                s.recv(comm, d, 5),
-                "StreamScope::recv",
+                comm.recv(s, d, 5),
+                "Communicator::recv",
                 "the peer is rank 5",
             );
             // two views of one bound buffer that overlap: the borrow checker cannot see it
             let b = s.bind_mut(&mut buf);
             expect_invalid(
-                s.all_reduce(comm, b.slice(0..4).as_ref(), b.slice(2..6), ReduceOp::Sum),
-                "StreamScope::all_reduce",
+                comm.all_reduce(s, b.slice(0..4).as_ref(), b.slice(2..6), ReduceOp::Sum),
+                "Communicator::all_reduce",
                 "the source (16 bytes at",
             );
             // nothing reached NCCL: the communicator still works, on views apart
-            s.all_reduce(comm, b.slice(0..3).as_ref(), b.slice(3..6), ReduceOp::Sum)
+            comm.all_reduce(s, b.slice(0..3).as_ref(), b.slice(3..6), ReduceOp::Sum)
         })?;
         assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
         comm.async_error()
@@ -410,7 +410,7 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
             })
         })?;
         assert_eq!(x.to_vec()?, [1, 2, 1, 2]);
-        a.scope_with(&b, |sa, _sb| {
+        a.scope_pair(&b, |sa, _sb| {
             let e = group(|g| g.on(sa).all_reduce(comm, &x, &mut y, ReduceOp::Sum)).unwrap_err();
             assert_eq!(e.call(), "Grouped::all_reduce");
             assert!(e.detail().unwrap().contains("scopes of one stream"), "{e}");
@@ -428,10 +428,10 @@ fn collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams() {
         let mut dst = ctx.zeroed::<f32>(n)?;
         let mut host = vec![0.0f32; n];
         for round in 1..=3 {
-            a.scope_with(&b, |sa, sb| {
+            a.scope_pair(&b, |sa, sb| {
                 let (x, y) = (sa.bind_mut(&mut src), sa.bind_mut(&mut dst));
                 sa.fill(x, round as f32)?; // stream a writes the source
-                sb.all_reduce(comm, x.as_ref(), y, ReduceOp::Sum)?; // b waits for it
+                comm.all_reduce(sb, x.as_ref(), y, ReduceOp::Sum)?; // b waits for it
                 sa.copy_to_host(&mut host, y) // and a waits for b
             })?;
             assert!(
@@ -478,7 +478,7 @@ fn a_clique_rank_is_claimed_by_one_communicator_at_a_time() {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[3u8; 5])?;
         ctx.stream()?
-            .scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Max))?;
+            .scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Max))?;
         assert_eq!(x.to_vec()?, [3; 5]);
         Ok::<_, Error>(())
     })
@@ -502,7 +502,7 @@ fn nccl_calls_leave_the_context_stack_as_they_found_it() {
             let comm = inner.communicator(ctx)?;
             let mut x = ctx.from_slice(&[1i64; 64])?;
             let stream = ctx.stream()?;
-            stream.scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))?;
+            stream.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
             assert_eq!(common::current(), common::handle(ctx));
             stream.scope(|s| group(|g| g.on(s).broadcast_in_place(&comm, &mut x, 0)))?;
             assert_eq!(common::current(), common::handle(ctx));
@@ -513,7 +513,7 @@ fn nccl_calls_leave_the_context_stack_as_they_found_it() {
                     assert!(common::current().is_null());
                     let mut dst = shared.enter(|c| c.zeroed::<i64>(64))?;
                     assert!(common::current().is_null());
-                    stream.scope(|s| s.all_reduce(&comm, &x, &mut dst, ReduceOp::Sum))?;
+                    stream.scope(|s| comm.all_reduce(s, &x, &mut dst, ReduceOp::Sum))?;
                     assert!(common::current().is_null(), "an operation left a context");
                     stream.scope(|s| {
                         group(|g| g.on(s).all_reduce(&comm, &x, &mut dst, ReduceOp::Max))
@@ -550,7 +550,7 @@ fn a_one_rank_communicator_from_a_unique_id_all_reduces() {
         let src = ctx.from_slice(&host)?;
         let mut dst = ctx.zeroed::<f64>(host.len())?;
         ctx.stream()?
-            .scope(|s| s.all_reduce(&comm, &src, &mut dst, ReduceOp::Sum))?;
+            .scope(|s| comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum))?;
         assert_eq!(dst.to_vec()?, host);
         comm.async_error()
     })
@@ -571,7 +571,7 @@ fn async_error_is_ok_on_a_healthy_communicator_before_and_after_work() {
         let mut x = ctx.from_slice(&[2u32; 1000])?;
         let stream = ctx.stream()?;
         for _ in 0..10 {
-            stream.scope(|s| s.all_reduce_in_place(comm, &mut x, ReduceOp::Prod))?;
+            stream.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Prod))?;
             comm.async_error()?;
         }
         assert_eq!(x.to_vec()?, [2; 1000]);
@@ -865,8 +865,7 @@ fn one_thread_per_gpu_all_reduces_with_scope_operations() {
                         let mut x = ctx.from_slice(&host)?;
                         let stream = ctx.stream()?;
                         for _ in 0..3 {
-                            stream
-                                .scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))?;
+                            stream.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
                         }
                         comm.async_error()?;
                         x.to_vec()
@@ -914,7 +913,7 @@ fn mismatched_counts_between_ranks_are_refused_before_nccl() {
         // nothing was queued, and the clique refuses everything from now on
         assert_eq!(x0.to_vec()?, [1.0; 4]);
         let e = s0
-            .scope(|r0| r0.all_reduce_in_place(comm0, &mut x0, ReduceOp::Sum))
+            .scope(|r0| comm0.all_reduce_in_place(r0, &mut x0, ReduceOp::Sum))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::IllegalState, "{e}");
         Ok(())
@@ -987,8 +986,8 @@ fn two_process_child() {
         let mut x = ctx.from_slice(&host)?;
         let mut b = ctx.from_slice(&[rank as i32; 1000])?;
         ctx.stream()?.scope(|s| {
-            s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum)?;
-            s.broadcast_in_place(&comm, &mut b, 1)
+            comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)?;
+            comm.broadcast_in_place(s, &mut b, 1)
         })?;
         let out = x.to_vec()?;
         for (i, v) in out.iter().enumerate() {

@@ -166,10 +166,10 @@ fn context_flags_set_and_clear_each_bit() {
     ] {
         let f = ContextFlags::new()
             .map_host(true)
-            .scheduling(Scheduling::Spin)
-            .scheduling(s);
+            .schedule(Scheduling::Spin)
+            .schedule(s);
         assert_eq!(f.bits(), bits | 8, "{s:?}");
-        assert_eq!(f.get_scheduling(), s);
+        assert_eq!(f.scheduling(), s);
     }
     let f = ContextFlags::new().map_host(true).keep_local_memory(true);
     assert_eq!(f.bits(), 0x18);
@@ -180,7 +180,7 @@ fn context_flags_set_and_clear_each_bit() {
     // bits the crate does not know survive a round trip through the driver's pattern
     assert_eq!(ContextFlags::from_bits(0x84).bits(), 0x84);
     assert_eq!(
-        ContextFlags::from_bits(0x84).get_scheduling(),
+        ContextFlags::from_bits(0x84).scheduling(),
         Scheduling::BlockingSync
     );
 }

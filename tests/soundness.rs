@@ -42,7 +42,7 @@ fn alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel() {
                 s.fill(old, 0xdead_beef_u32)
             })?;
             let mut seen = vec![1u32; n];
-            a.scope_with(&b, |sa, sb| {
+            a.scope_pair(&b, |sa, sb| {
                 sa.launch(&spin, LaunchConfig::linear(1, 1), (LONG,))?;
                 let fresh = sa.alloc_zeroed::<u32>(n)?; // queued behind the spin on a
                 sb.copy_to_host(&mut seen, fresh) // b must wait for a's zeroing
@@ -65,7 +65,7 @@ fn two_streams_writing_one_bound_buffer_run_in_the_order_they_were_queued() {
         let (a, b) = streams(ctx)?;
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         for round in 1..=3u32 {
-            a.scope_with(&b, |sa, sb| {
+            a.scope_pair(&b, |sa, sb| {
                 let d = sa.bind_mut(&mut buf);
                 sa.launch(&spin, LaunchConfig::linear(1, 1), (LONG,))?;
                 sa.fill(d, round)?; // first, but behind the spin
@@ -89,7 +89,7 @@ fn a_stream_reading_what_another_wrote_waits_and_a_writer_waits_for_readers() {
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, n)?;
         let mut first = vec![0u32; n];
         let mut second = vec![0u32; n];
-        a.scope_with(&b, |sa, sb| {
+        a.scope_pair(&b, |sa, sb| {
             let d = sa.bind_mut(&mut buf);
             sa.launch(&spin, LaunchConfig::linear(1, 1), (LONG,))?;
             sa.fill(d, 5u32)?;
@@ -227,7 +227,7 @@ fn a_kernel_that_writes_globals_holds_its_module_and_is_ordered_across_streams()
             // SAFETY: bump(int) writes only the module globals `counter` and `table`.
             let mut bump = unsafe { module.kernel_mut::<(i32,)>("bump") }?;
             let (a, b) = streams(ctx)?;
-            a.scope_with(&b, |sa, sb| {
+            a.scope_pair(&b, |sa, sb| {
                 let k = sa.bind_kernel(&mut bump);
                 sa.launch(&spin, LaunchConfig::linear(1, 1), (LONG,))?;
                 sa.launch(k, LaunchConfig::linear(1, 32), (1i32,))?; // behind the spin

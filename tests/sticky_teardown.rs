@@ -3,20 +3,20 @@
 //!
 //! After a kernel writes through a wild pointer:
 //! * a stream scope whose closure failed returns the closure's error with the scope's
-//!   failed synchronization (`try_scope` for an `anyhow` closure, `scope` for one of the
+//!   failed synchronization (`scope_and_teardown` for an `anyhow` closure, `scope` for one of the
 //!   crate's `Error`);
 //! * buffers dropped while their release fails are reported by the context's teardown,
 //!   the first failure with the count, after the closure's error and the failed
 //!   synchronize;
-//! * the `try_` entry points return both errors for an `anyhow` closure;
+//! * the `_and_teardown` entry points return both errors for an `anyhow` closure;
 //! * the crate's entry points, run again in the poisoned process, return the sticky error
-//!   (the setup's, for `try_with_context`).
+//!   (the setup's, for `with_context_and_teardown`).
 
 mod common;
 
 use cuda_brand::{
     ContextFlags, DeviceBuffer, Error, ErrorCode, LaunchConfig, Module, Out, Stream, StreamFlags,
-    try_with_context, with_context,
+    with_context, with_context_and_teardown,
 };
 
 fn every_error_after_an_illegal_address_reaches_the_caller() {
@@ -30,7 +30,7 @@ fn every_error_after_an_illegal_address_reaches_the_caller() {
     let mut inner: Option<cuda_brand::Result<()>> = None;
     // an outer context of another error type: its teardown fails too, the process being
     // poisoned by the inner context's kernel
-    let outer = try_with_context(&device, ContextFlags::default(), |_outer| {
+    let outer = with_context_and_teardown(&device, ContextFlags::default(), |_outer| {
         inner = Some(with_context(&device, ContextFlags::default(), |ctx| {
             let module = Module::from_ptx(ctx, include_str!("../kernels/kernels.ptx"))?;
             // SAFETY: NOT true: write_wild writes through a wild pointer. That is this
@@ -44,9 +44,9 @@ fn every_error_after_an_illegal_address_reaches_the_caller() {
             let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
 
             // a scope whose closure fails after queueing the fault, of another error type:
-            // `try_scope` returns both errors
+            // `scope_and_teardown` returns both errors
             let failed = stream
-                .try_scope(|s| {
+                .scope_and_teardown(|s| {
                     s.launch(&wild, LaunchConfig::linear(1, 1), (&mut target,))?;
                     Err::<(), _>(anyhow::anyhow!("my anyhow step in the scope"))
                 })
@@ -131,7 +131,7 @@ fn every_error_after_an_illegal_address_reaches_the_caller() {
     assert_eq!(common::current(), before, "the stack is restored");
 
     // the poisoned process: a new context fails at once, before any closure runs
-    let again = try_with_context(&device, ContextFlags::default(), |ctx| {
+    let again = with_context_and_teardown(&device, ContextFlags::default(), |ctx| {
         Ok::<_, anyhow::Error>(ctx.api_version()?)
     });
     let failed = again.expect_err("every later context fails");

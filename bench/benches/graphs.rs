@@ -287,7 +287,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
         },
         Row {
             name: "the same 100 kernels as one graph replay, + sync",
-            ours: Box::new(move || per_op(20, || st.scope(|s| s.launch_graph(exec100)).unwrap())),
+            ours: Box::new(move || per_op(20, || st.scope(|s| exec100.launch(s)).unwrap())),
             raw: Box::new(move || {
                 per_op(20, || unsafe {
                     ok(sys::cuGraphLaunch(raw_exec100, raw_stream));
@@ -308,7 +308,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                 per_op(20, || {
                     st.scope(|s| {
                         for _ in 0..100 {
-                            s.launch_graph(exec1)?;
+                            exec1.launch(s)?;
                         }
                         Ok::<_, Error>(())
                     })

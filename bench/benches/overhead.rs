@@ -593,7 +593,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             ours: Box::new(|| {
                 stream.synchronize().unwrap();
                 per_op(20000, || {
-                    black_box(rec_a.elapsed_ms(&rec_b).unwrap());
+                    black_box(rec_a.elapsed(&rec_b).unwrap());
                 })
             }),
             raw: Box::new(move || {

@@ -4,7 +4,7 @@
 //!
 //! * **cuda-brand, buffers**: `ctx.from_slice` twice, `ctx.zeroed`, one stream scope for the
 //!   launch, `to_vec` (each buffer operation is complete when it returns);
-//! * **cuda-brand, one scope**: everything queued in one stream scope (`alloc_from_host`
+//! * **cuda-brand, one scope**: everything queued in one stream scope (`alloc_from_slice`
 //!   twice, `alloc_zeroed`, the launch, `copy_to_vec` into a new `Vec`), one synchronization
 //!   at its end;
 //! * **cudarc**: `alloc_zeros` and `clone_htod` on a stream, `launch`, `clone_dtoh`, one
@@ -114,7 +114,7 @@ fn scope_round<'ctx>(
     let mut out = Vec::new();
     let config = LaunchConfig::linear(ha.len().div_ceil(256) as u32, 256);
     stream.scope(|s| {
-        let (a, b) = (s.alloc_from_host(ha)?, s.alloc_from_host(hb)?);
+        let (a, b) = (s.alloc_from_slice(ha)?, s.alloc_from_slice(hb)?);
         let c = s.alloc_zeroed::<f32>(ha.len())?;
         s.launch(add, config, (a, b, c))?;
         s.copy_to_vec(&mut out, c)

@@ -3,7 +3,7 @@
 //! copy in, launch vector_add, copy out, verify, free"; n cycling through 1 Ki … 64 Ki
 //! f32), written several ways, interleaved, medians of rounds per second:
 //!
-//! * `brand`: the README's one-scope style (`alloc_from_host`, `alloc_zeroed`, the launch,
+//! * `brand`: the README's one-scope style (`alloc_from_slice`, `alloc_zeroed`, the launch,
 //!   `copy_to_vec` into a new `Vec`) on a created context (`with_context`);
 //! * `brand, primary`: the same on the device's primary context;
 //! * `brand, zeroed out`: the previous style: `alloc` and `copy_from_host`, `copy_to_host`
@@ -76,7 +76,7 @@ fn brand_round<'ctx>(
         *out = Vec::new();
         stream
             .scope(|s| {
-                let (a, b) = (s.alloc_from_host(ha)?, s.alloc_from_host(hb)?);
+                let (a, b) = (s.alloc_from_slice(ha)?, s.alloc_from_slice(hb)?);
                 let c = s.alloc_zeroed::<f32>(ha.len())?;
                 s.launch(add, config, (a, b, c))?;
                 s.copy_to_vec(out, c)

@@ -1,5 +1,5 @@
 //! Entering a context and tearing it down: [`with_context`], [`with_primary_context`], their
-//! `try_` forms, [`with_raw_context`], [`SharedContext::enter`], and the one way the crate
+//! `_and_teardown` forms, [`with_raw_context`], [`SharedContext::enter`], and the one way the crate
 //! makes a context current for an operation ([`in_context`]).
 
 use std::ptr::NonNull;
@@ -118,9 +118,11 @@ impl<'ctx> SharedContext<'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let shared = ctx.share();
     ///     let worker = std::thread::scope(|s| {
-    ///         s.spawn(move || shared.try_enter(|ctx| Ok::<_, anyhow::Error>(ctx.api_version()?)))
-    ///             .join()
-    ///             .unwrap()
+    ///         s.spawn(move || {
+    ///             shared.enter_and_teardown(|ctx| Ok::<_, anyhow::Error>(ctx.api_version()?))
+    ///         })
+    ///         .join()
+    ///         .unwrap()
     ///     });
     ///     if let Err(failed) = worker {
     ///         eprintln!("{failed}"); // the closure's error, then the teardown's if it failed too
@@ -129,7 +131,7 @@ impl<'ctx> SharedContext<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn try_enter<R, E>(
+    pub fn enter_and_teardown<R, E>(
         self,
         f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     ) -> Result<R, WithTeardown<E>>
@@ -141,7 +143,7 @@ impl<'ctx> SharedContext<'ctx> {
             outcome = Some(f(ctx));
             Ok(())
         });
-        WithTeardown::settle("SharedContext::try_enter", outcome, torn_down)
+        WithTeardown::settle("SharedContext::enter_and_teardown", outcome, torn_down)
     }
 }
 
@@ -290,7 +292,7 @@ fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
 /// An error of the teardown becomes `E::from(error)` when `f` returned `Ok`. When `f`
 /// returned an `Err` of this crate's [`Error`] and the teardown failed too, the teardown's
 /// error is attached to it ([`Error::teardown_error`]); for other error types,
-/// [`try_with_context`] returns both. Every step of the teardown runs whatever failed
+/// [`with_context_and_teardown`] returns both. Every step of the teardown runs whatever failed
 /// before, and its errors are chained in order. Handles of the context whose release failed
 /// when they were dropped (after a sticky error every free fails) are reported last: one
 /// error naming the first failure and how many there were (`close()` on a handle returns
@@ -424,10 +426,10 @@ where
 /// of a type it does not know.)
 ///
 /// ```no_run
-/// use cuda_brand::{try_with_context, ContextFlags, Device};
+/// use cuda_brand::{with_context_and_teardown, ContextFlags, Device};
 ///
 /// fn run(device: &Device) -> anyhow::Result<u32> {
-///     let version = try_with_context(device, ContextFlags::default(), |ctx| {
+///     let version = with_context_and_teardown(device, ContextFlags::default(), |ctx| {
 ///         anyhow::ensure!(ctx.api_version()? >= 3020, "an old context API");
 ///         Ok(ctx.api_version()?)
 ///     });
@@ -438,7 +440,7 @@ where
 ///     })
 /// }
 /// ```
-pub fn try_with_context<R, E, F>(
+pub fn with_context_and_teardown<R, E, F>(
     device: &Device,
     flags: ContextFlags,
     f: F,
@@ -452,17 +454,17 @@ where
         outcome = Some(f(ctx));
         Ok(())
     });
-    WithTeardown::settle("try_with_context", outcome, torn_down)
+    WithTeardown::settle("with_context_and_teardown", outcome, torn_down)
 }
 
 /// [`with_primary_context`] for any error type: returns the closure's error and the
 /// teardown's together when both fail, in a [`WithTeardown`].
 ///
 /// ```no_run
-/// use cuda_brand::{try_with_primary_context, Device};
+/// use cuda_brand::{with_primary_context_and_teardown, Device};
 /// # fn main() -> cuda_brand::Result<()> {
 /// let device = Device::get(0)?;
-/// let free = try_with_primary_context(&device, |ctx| {
+/// let free = with_primary_context_and_teardown(&device, |ctx| {
 ///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(ctx.memory_info()?.0)
 /// });
 /// match free {
@@ -471,7 +473,10 @@ where
 /// }
 /// # Ok(()) }
 /// ```
-pub fn try_with_primary_context<R, E, F>(device: &Device, f: F) -> Result<R, WithTeardown<E>>
+pub fn with_primary_context_and_teardown<R, E, F>(
+    device: &Device,
+    f: F,
+) -> Result<R, WithTeardown<E>>
 where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
@@ -481,7 +486,7 @@ where
         outcome = Some(f(ctx));
         Ok(())
     });
-    WithTeardown::settle("try_with_primary_context", outcome, torn_down)
+    WithTeardown::settle("with_primary_context_and_teardown", outcome, torn_down)
 }
 
 /// Brands a context created elsewhere (by the runtime API, another library, raw driver

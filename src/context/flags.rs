@@ -24,9 +24,9 @@ pub enum Scheduling {
 ///
 /// ```
 /// use cuda_brand::{ContextFlags, Scheduling};
-/// let flags = ContextFlags::new().scheduling(Scheduling::BlockingSync).map_host(true);
+/// let flags = ContextFlags::new().schedule(Scheduling::BlockingSync).map_host(true);
 /// assert_eq!(flags.bits(), 0x4 | 0x8);
-/// assert_eq!(flags.get_scheduling(), Scheduling::BlockingSync);
+/// assert_eq!(flags.scheduling(), Scheduling::BlockingSync);
 /// assert!(flags.maps_host() && !flags.keeps_local_memory());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -54,7 +54,7 @@ impl ContextFlags {
     }
 
     /// Sets how the host thread waits (`CU_CTX_SCHED_*`).
-    pub const fn scheduling(self, s: Scheduling) -> Self {
+    pub const fn schedule(self, s: Scheduling) -> Self {
         let bits = match s {
             Scheduling::Auto => 0,
             Scheduling::Spin => 1,
@@ -65,7 +65,7 @@ impl ContextFlags {
     }
 
     /// The scheduling policy (an unknown pattern reads as [`Scheduling::Auto`]).
-    pub const fn get_scheduling(self) -> Scheduling {
+    pub const fn scheduling(self) -> Scheduling {
         match self.0 & SCHED_MASK {
             1 => Scheduling::Spin,
             2 => Scheduling::Yield,
@@ -108,7 +108,7 @@ impl ContextFlags {
 impl fmt::Debug for ContextFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ContextFlags")
-            .field("scheduling", &self.get_scheduling())
+            .field("scheduling", &self.scheduling())
             .field("map_host", &self.maps_host())
             .field("keep_local_memory", &self.keeps_local_memory())
             .field("bits", &format_args!("{:#x}", self.0))

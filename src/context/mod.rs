@@ -60,8 +60,8 @@ pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 pub(crate) use enter::{in_context, run_then, with_context_then};
 #[doc(inline)]
 pub use enter::{
-    try_with_context, try_with_primary_context, with_context, with_primary_context,
-    with_raw_context,
+    with_context, with_context_and_teardown, with_primary_context,
+    with_primary_context_and_teardown, with_raw_context,
 };
 #[doc(inline)]
 pub use flags::{
@@ -374,6 +374,23 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     pub fn stream_priority_range(self) -> Result<StreamPriorityRange> {
         let (least, greatest) = self.with_current(driver::ctx_stream_priority_range)?;
         Ok(StreamPriorityRange { least, greatest })
+    }
+
+    /// Free and total memory of the context's device, in bytes (`cuMemGetInfo`).
+    ///
+    /// ```no_run
+    /// # use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let (free, total) = ctx.memory_info()?;
+    ///     assert!(free <= total);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn memory_info(self) -> Result<(usize, usize)> {
+        self.with_current(driver::mem_get_info)
     }
 }
 

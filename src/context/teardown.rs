@@ -9,7 +9,7 @@
 //! both fail, the plain entry points return the closure's error with the teardown's
 //! attached ([`Error::teardown_error`]) if the closure's error type is
 //! [`Error`]; they cannot attach it to a value of a type they do not know, so for other
-//! types the `try_` entry points return both in a [`WithTeardown`](crate::WithTeardown).
+//! types the `_and_teardown` entry points return both in a [`WithTeardown`](crate::WithTeardown).
 //!
 //! # Releases that fail in `drop`
 //!
@@ -67,7 +67,7 @@ pub(crate) fn combine<R, E: From<Error>>(
 }
 
 /// `e` with `t` attached as its teardown error if `E` is [`Error`]; `e` unchanged
-/// otherwise (the `try_` entry points exist for those types).
+/// otherwise (the `_and_teardown` entry points exist for those types).
 #[cold]
 #[inline(never)]
 fn attach<E: From<Error>>(e: E, t: Error) -> E {

@@ -67,8 +67,9 @@ pub use nccl_code::NcclCode;
 /// A teardown error may carry one of its own (a failed synchronize, then a failed destroy,
 /// then the report of handles whose release failed in `drop`): [`teardown_errors`](
 /// Error::teardown_errors) walks them all. For closures whose error type is not this one,
-/// the `try_` entry points ([`try_with_context`](crate::try_with_context) and its kin)
-/// return both errors in a [`WithTeardown`].
+/// the `_and_teardown` entry points
+/// ([`with_context_and_teardown`](crate::with_context_and_teardown) and its kin) return
+/// both errors in a [`WithTeardown`].
 ///
 /// The error is three words (32 bytes on 64-bit targets): the call, the code, and one
 /// optional box holding the detail and the teardown's error, so `Result<(), Error>` stays
@@ -216,12 +217,14 @@ impl Error {
 }
 
 /// An error of a closure together with the error of the teardown that followed it: what
-/// the `try_` entry points ([`try_with_context`](crate::try_with_context),
-/// [`try_with_primary_context`](crate::try_with_primary_context),
-/// [`SharedContext::try_enter`](crate::SharedContext::try_enter),
-/// [`Stream::try_scope`](crate::Stream::try_scope), [`Stream::try_scope_with`](
-/// crate::Stream::try_scope_with), [`Stream::try_scope_all`](crate::Stream::try_scope_all))
-/// return, for any error type `E`.
+/// the `_and_teardown` entry points
+/// ([`with_context_and_teardown`](crate::with_context_and_teardown),
+/// [`with_primary_context_and_teardown`](crate::with_primary_context_and_teardown),
+/// [`SharedContext::enter_and_teardown`](crate::SharedContext::enter_and_teardown),
+/// [`Stream::scope_and_teardown`](crate::Stream::scope_and_teardown),
+/// [`Stream::scope_pair_and_teardown`](crate::Stream::scope_pair_and_teardown),
+/// [`Stream::scope_all_and_teardown`](crate::Stream::scope_all_and_teardown)) return, for
+/// any error type `E`.
 ///
 /// [`error`](WithTeardown::error) is what the plain entry point returns: the closure's
 /// error, or, when the closure succeeded and the teardown failed, `E::from` the
@@ -230,10 +233,10 @@ impl Error {
 /// is [`Error`] (it cannot attach an error to a value of a type it does not know).
 ///
 /// ```no_run
-/// use cuda_brand::{try_with_context, ContextFlags, Device, WithTeardown};
+/// use cuda_brand::{with_context_and_teardown, ContextFlags, Device, WithTeardown};
 /// # fn main() -> anyhow::Result<()> {
 /// let device = Device::get(0)?;
-/// let result = try_with_context(&device, ContextFlags::default(), |ctx| {
+/// let result = with_context_and_teardown(&device, ContextFlags::default(), |ctx| {
 ///     anyhow::ensure!(ctx.api_version()? >= 3020, "an old context API");
 ///     Ok(())
 /// });
@@ -251,8 +254,8 @@ pub struct WithTeardown<E> {
 }
 
 impl<E> WithTeardown<E> {
-    /// `error`, with the error of the teardown that followed it (for wrappers of the `try_`
-    /// entry points, and tests).
+    /// `error`, with the error of the teardown that followed it (for wrappers of the
+    /// `_and_teardown` entry points, and tests).
     ///
     /// ```
     /// use cuda_brand::{Error, ErrorCode, WithTeardown};
@@ -289,7 +292,7 @@ impl<E> WithTeardown<E> {
         self.error
     }
 
-    /// What a `try_` entry point returns, from the plain entry point it wraps: `outcome`
+    /// What an `_and_teardown` entry point returns, from the plain entry point it wraps: `outcome`
     /// is what the closure returned (`None`: it never ran, as when creating the context
     /// failed), `torn_down` what the plain entry point returned for a closure that returned
     /// `Ok(())` (so its `Err` is the error of the setup or of the teardown).

@@ -89,7 +89,7 @@ impl<'ctx> ContextGuard<'ctx> {
     /// Captures the work `f` queues on its [`Capture`] into a graph of this context
     /// (`cuStreamBeginCapture` on a private stream, `cuStreamEndCapture` after `f`), and
     /// returns it with `f`'s value. Nothing runs: [`Graph::instantiate`] it, then launch it
-    /// in a scope ([`StreamScope::launch_graph`]). See the [`graph`](crate::graph) module for
+    /// in a scope ([`ExecGraph::launch`]). See the [`graph`](crate::graph) module for
     /// the rules.
     ///
     /// If `f` returns an error or panics, or an operation of the capture failed (even if `f`
@@ -109,7 +109,7 @@ impl<'ctx> ContextGuard<'ctx> {
     ///     })?;
     ///     assert_eq!(graph.node_count()?, 2);
     ///     let exec = graph.instantiate()?;
-    ///     ctx.stream()?.scope(|s| s.launch_graph(&exec))?;
+    ///     ctx.stream()?.scope(|s| exec.launch(s))?;
     ///     drop(exec);
     ///     assert_eq!(a.to_vec()?[200], 2);
     ///     Ok(())

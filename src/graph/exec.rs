@@ -1,5 +1,5 @@
-//! The captured [`Graph`], its executable form [`ExecGraph`] (replays, updates, the memory
-//! it lends back), and [`StreamScope::launch_graph`].
+//! The captured [`Graph`] and its executable form [`ExecGraph`]: replays in a scope
+//! ([`ExecGraph::launch`]), updates, the memory it lends back.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -128,7 +128,7 @@ impl fmt::Debug for Graph<'_, '_> {
 }
 
 /// An executable graph (`CUgraphExec`) of the context branded `'ctx`, holding the memory
-/// its operations touch for `'g`: launch it with [`StreamScope::launch_graph`] on any stream
+/// its operations touch for `'g`: [`launch`](ExecGraph::launch) it in a scope of any stream
 /// of the context, any number of times; between replays it lends its lent memory back
 /// ([`host_mut`](ExecGraph::host_mut), [`device_mut`](ExecGraph::device_mut)).
 ///
@@ -188,9 +188,9 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// checker's back. The caller promises, for every use of the handle: the executable
     /// graph is not destroyed (`cuGraphExecDestroy`) or changed (`cuGraphExec*SetParams`,
     /// `cuGraphExecUpdate`); the handle is not used after this `ExecGraph` is dropped; and
-    /// it is launched through the driver (`cuGraphLaunch`) only where
-    /// [`StreamScope::launch_graph`](crate::StreamScope::launch_graph) would launch it:
-    /// the memory it touches alive and used by nothing else until the launch has finished.
+    /// it is launched through the driver (`cuGraphLaunch`) only where [`ExecGraph::launch`]
+    /// would launch it: the memory it touches alive and used by nothing else until the
+    /// launch has finished.
     #[inline]
     pub unsafe fn as_raw(&self) -> CUgraphExec {
         self.raw()
@@ -266,12 +266,58 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
         unsafe { DeviceSlice::from_raw_parts_mut(lent.ptr, lent.len) }
     }
 
+    /// Queues a replay of this executable graph (`cuGraphLaunch`) on `scope`'s stream, a
+    /// stream of its context. The scope borrows the graph until it has synchronized, so the
+    /// graph cannot lend its memory out or be dropped while a replay may run. Replays of one
+    /// executable graph run one at a time, in the order they were queued, whatever their
+    /// streams (the driver orders them).
+    ///
+    /// In a multi-stream scope a replay needs no entry in the order book: the graph holds
+    /// everything it writes exclusively (no other operation of any scope can name it) and
+    /// everything it reads shared (nothing can write it), so no other stream's work can
+    /// conflict with it.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let mut a = ctx.zeroed::<u32>(64)?;
+    ///     let exec = ctx.capture(|g| g.fill(&mut a, 3))?.0.instantiate()?;
+    ///     let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+    ///     s1.scope(|s| exec.launch(s))?; // on any stream of the context
+    ///     s2.scope(|s| {
+    ///         exec.launch(s)?;
+    ///         exec.launch(s) // any number of times
+    ///     })?;
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    #[inline]
+    pub fn launch<'scope>(
+        &'scope self,
+        scope: &'scope StreamScope<'scope, '_, 'ctx>,
+    ) -> Result<()> {
+        let stream = scope.stream().raw();
+        let exec = self.raw();
+        scope.ordered(&[], None, || {
+            let launch = || {
+                // SAFETY: the executable graph and the stream are alive and of one context
+                // (one brand); every memory the graph reaches is held by it for 'g, and the
+                // scope borrows the graph until it has synchronized the stream.
+                unsafe { driver::graph_launch(exec, stream) }
+            };
+            in_ctx(self.ctx, launch)
+        })
+    }
+
     /// Rebinds the executable graph to the memory of `graph`, a capture of the same
     /// operations (same topology, kernels and kinds of copies) on other buffers, without
     /// instantiating it again (`cuGraphExecUpdate`, CUDA 12.0). The result holds `graph`'s
     /// borrows and lends `graph`'s keys; the old borrows end.
     ///
-    /// On failure the executable graph is gone (dropped); [`ExecGraph::try_update`] hands
+    /// On failure the executable graph is gone (dropped); [`ExecGraph::update_or_keep`] hands
     /// it back where the driver refused the update without changing it.
     ///
     /// ```no_run
@@ -282,7 +328,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     ///     let (mut a, mut b) = (ctx.zeroed::<u32>(64)?, ctx.zeroed::<u32>(64)?);
     ///     let exec = ctx.capture(|g| g.fill(&mut a, 1))?.0.instantiate()?;
     ///     let exec = exec.update(ctx.capture(|g| g.fill(&mut b, 1))?.0)?; // now fills `b`
-    ///     ctx.stream()?.scope(|s| s.launch_graph(&exec))?;
+    ///     ctx.stream()?.scope(|s| exec.launch(s))?;
     ///     drop(exec);
     ///     assert_eq!((a.to_vec()?[0], b.to_vec()?[0]), (0, 1));
     ///     Ok(())
@@ -290,13 +336,13 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// # }
     /// ```
     pub fn update<'h>(self, graph: Graph<'h, 'ctx>) -> Result<ExecGraph<'h, 'ctx>> {
-        self.try_update(graph).map_err(UpdateError::into_error)
+        self.update_or_keep(graph).map_err(UpdateError::into_error)
     }
 
     /// As [`ExecGraph::update`], handing the executable graph back, unchanged, where the
     /// driver refused the update (`CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`: another topology,
     /// another kernel, another kind of copy): then [`UpdateError::into_exec`] is `Some`.
-    pub fn try_update<'h>(
+    pub fn update_or_keep<'h>(
         self,
         mut graph: Graph<'h, 'ctx>,
     ) -> std::result::Result<ExecGraph<'h, 'ctx>, UpdateError<'g, 'ctx>> {
@@ -350,7 +396,7 @@ impl fmt::Debug for ExecGraph<'_, '_> {
     }
 }
 
-/// A failed [`ExecGraph::try_update`]: the error, and the executable graph unchanged where the
+/// A failed [`ExecGraph::update_or_keep`]: the error, and the executable graph unchanged where the
 /// driver refused the update (`CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`).
 ///
 /// # The brand
@@ -419,50 +465,5 @@ impl fmt::Debug for UpdateError<'_, '_> {
 impl fmt::Display for UpdateError<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.error, f)
-    }
-}
-
-impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
-    /// Queues a replay of `graph` (`cuGraphLaunch`), an executable graph of this context.
-    /// The scope borrows it until it has synchronized, so the graph cannot lend its memory
-    /// out or be dropped while a replay may run. Replays of one executable graph run one at
-    /// a time, in the order they were queued, whatever their streams (the driver orders
-    /// them).
-    ///
-    /// In a multi-stream scope a replay needs no entry in the order book: the graph holds
-    /// everything it writes exclusively (no other operation of any scope can name it) and
-    /// everything it reads shared (nothing can write it), so no other stream's work can
-    /// conflict with it.
-    ///
-    /// ```no_run
-    /// use cuda_brand::prelude::*;
-    /// # fn main() -> cuda_brand::Result<()> {
-    /// let device = Device::get(0)?;
-    /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let mut a = ctx.zeroed::<u32>(64)?;
-    ///     let exec = ctx.capture(|g| g.fill(&mut a, 3))?.0.instantiate()?;
-    ///     let (s1, s2) = (ctx.stream()?, ctx.stream()?);
-    ///     s1.scope(|s| s.launch_graph(&exec))?; // on any stream of the context
-    ///     s2.scope(|s| {
-    ///         s.launch_graph(&exec)?;
-    ///         s.launch_graph(&exec) // any number of times
-    ///     })?;
-    ///     Ok(())
-    /// })
-    /// # }
-    /// ```
-    #[inline]
-    pub fn launch_graph(&'scope self, graph: &'scope ExecGraph<'_, 'ctx>) -> Result<()> {
-        let stream = self.stream().raw();
-        let exec = graph.raw();
-        self.ordered(&[], None, || {
-            let launch = || {
-                // SAFETY: the executable graph and the stream are alive and of one context
-                // (one brand); every memory the graph reaches is held by it for 'g, and the
-                // scope borrows the graph until it has synchronized the stream.
-                unsafe { driver::graph_launch(exec, stream) }
-            };
-            in_ctx(graph.ctx, launch)
-        })
     }
 }

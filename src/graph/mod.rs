@@ -1,6 +1,6 @@
 //! CUDA graphs: capture work once ([`ContextGuard::capture`], a [`Capture`]), instantiate it
 //! ([`Graph::instantiate`], an [`ExecGraph`]), and replay it on any stream of the context,
-//! inside a scope, any number of times ([`StreamScope::launch_graph`]).
+//! inside a scope, any number of times ([`ExecGraph::launch`]).
 //!
 //! # What goes wrong in C
 //!
@@ -93,7 +93,7 @@
 //! returns one that carries the new graph's borrows, so the old buffers are free again and
 //! the new ones are held. If the driver refuses the update (another topology, another
 //! kernel), it did not change the executable graph (`CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`),
-//! and [`ExecGraph::try_update`] hands the old one back in the [`UpdateError`]; after any
+//! and [`ExecGraph::update_or_keep`] hands the old one back in the [`UpdateError`]; after any
 //! other error it is destroyed, since what it would then reach is unknown.
 //!
 //! ```no_run
@@ -122,7 +122,7 @@
 //!     let stream = ctx.stream()?;
 //!     for i in 0..100 {
 //!         exec.host_mut(inp).fill(i as f32); // lent back between replays
-//!         stream.scope(|s| s.launch_graph(&exec))?;
+//!         stream.scope(|s| exec.launch(s))?;
 //!         assert!(exec.host(out).iter().all(|&v| v == 6.0 * i as f32));
 //!     }
 //!     drop(exec); // `input`, `output` and `x` are free again
@@ -133,7 +133,7 @@
 //! ```
 
 // The rooms: the keys, markers and shared state here; `capture.rs` (capturing, lending),
-// `exec.rs` (`Graph`, `ExecGraph`, replays and updates, `StreamScope::launch_graph`).
+// `exec.rs` (`Graph`, `ExecGraph`, replays and updates, `ExecGraph::launch`).
 mod capture;
 mod exec;
 

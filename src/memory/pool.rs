@@ -56,7 +56,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use crate::context::{Allocating, Brand, ContextGuard, Phase};
+use crate::context::{Allocating, Brand, ContextGuard};
 use crate::driver::{self, CUdevice, CUmemoryPool};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -351,25 +351,6 @@ impl fmt::Debug for MemoryPool<'_> {
             .field("raw", &self.raw)
             .field("owned", &self.owned)
             .finish()
-    }
-}
-
-impl<P: Phase> ContextGuard<'_, P> {
-    /// Free and total memory of the context's device, in bytes (`cuMemGetInfo`).
-    ///
-    /// ```no_run
-    /// # use cuda_brand::prelude::*;
-    /// # fn main() -> cuda_brand::Result<()> {
-    /// # let device = Device::get(0)?;
-    /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let (free, total) = ctx.memory_info()?;
-    ///     assert!(free <= total);
-    ///     Ok(())
-    /// })
-    /// # }
-    /// ```
-    pub fn memory_info(self) -> Result<(usize, usize)> {
-        self.with_current(driver::mem_get_info)
     }
 }
 

@@ -23,7 +23,7 @@
 //!         .generate_line_info(true)
 //!         .log_verbose(true);
 //!     let (module, log) = ctx.load_ptx_with(include_str!("../../kernels/kernels.ptx"), &options)?;
-//!     println!("JIT took {} ms:\n{}", log.wall_time_ms, log.info);
+//!     println!("JIT took {:?}:\n{}", log.wall_time, log.info);
 //!     assert!(module.function("scale")?.num_registers()? <= 32);
 //!     Ok(())
 //! })
@@ -31,6 +31,7 @@
 //! ```
 
 use std::ffi::c_uint;
+use std::time::Duration;
 
 use crate::context::ComputeCapability;
 use crate::driver::{JitArgs, JitNumber};
@@ -101,14 +102,14 @@ pub enum JitCacheMode {
 /// [`JitOptions::log_verbose`]) and the time it took.
 ///
 /// On failure the error log is in the [`Error`]'s [`detail`](Error::detail) instead.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JitLog {
     /// The informational log (`CU_JIT_INFO_LOG_BUFFER`), trimmed; empty when the
     /// compiler printed nothing (or the image needed no compiling).
     pub info: String,
-    /// Wall-clock time spent in the compiler and linker, in milliseconds
-    /// (`CU_JIT_WALL_TIME`); 0 when nothing was compiled.
-    pub wall_time_ms: f32,
+    /// Wall-clock time spent in the compiler and linker (`CU_JIT_WALL_TIME`, which the
+    /// driver gives in milliseconds); zero when nothing was compiled.
+    pub wall_time: Duration,
 }
 
 impl JitOptions {
@@ -242,8 +243,18 @@ impl JitLog {
     pub(crate) fn read(args: &JitArgs) -> JitLog {
         JitLog {
             info: args.info_log(),
-            wall_time_ms: args.wall_time_ms(),
+            wall_time: duration_of_ms(args.wall_time_ms()),
         }
+    }
+}
+
+/// The driver's milliseconds as a [`Duration`] (a time that is not one, negative or not a
+/// number, which the driver does not report, as zero).
+fn duration_of_ms(ms: f32) -> Duration {
+    if ms > 0.0 && ms.is_finite() {
+        Duration::from_secs_f64(f64::from(ms) / 1000.0)
+    } else {
+        Duration::ZERO
     }
 }
 
@@ -292,6 +303,14 @@ mod tests {
             .to_args("test")
             .unwrap();
         assert_eq!(args.entries().0, [2]);
+    }
+
+    #[test]
+    fn the_wall_time_in_milliseconds_becomes_a_duration() {
+        assert_eq!(duration_of_ms(2.5), Duration::from_micros(2500));
+        assert_eq!(duration_of_ms(0.0), Duration::ZERO);
+        assert_eq!(duration_of_ms(-1.0), Duration::ZERO);
+        assert_eq!(duration_of_ms(f32::NAN), Duration::ZERO);
     }
 
     #[test]

@@ -242,10 +242,10 @@ pub(super) mod tests {
         // a count that differs from the peer's at the same place is refused ...
         book.admit(0, &ar(4), "t").unwrap();
         let e = book
-            .admit(1, &ar(5), "StreamScope::all_reduce")
+            .admit(1, &ar(5), "Communicator::all_reduce")
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidValue);
-        assert_eq!(e.call(), "StreamScope::all_reduce");
+        assert_eq!(e.call(), "Communicator::all_reduce");
         let detail = e.detail().unwrap();
         assert!(
             detail.starts_with("rank 1's all-reduce of 5 f32 (Sum) does not match the all-reduce of 4 f32 (Sum) a peer issued as collective #2 of the clique"),

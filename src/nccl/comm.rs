@@ -136,7 +136,7 @@ unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByT
 /// Made by [`Clique::communicator`] (every rank in this process, from `ncclCommInitAll`)
 /// or [`Communicator::init_rank`] (a rank of a communicator spanning processes or
 /// machines, `ncclCommInitRank`). Its operations are queued through a stream scope of the
-/// same context ([`StreamScope::all_reduce`](crate::StreamScope::all_reduce) and the
+/// same context ([`Communicator::all_reduce`] and the
 /// others), or through a [`group`](super::group): the brand keeps the communicator, the
 /// stream and every buffer in one context, and the scope keeps them borrowed until the
 /// stream has run the operation.
@@ -154,7 +154,7 @@ unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByT
 ///     let comm = clique.communicator(ctx)?; // a `Communicator` of this context
 ///     assert_eq!((comm.rank(), comm.ranks()), (0, 1));
 ///     let mut counts = ctx.from_slice(&[5u64, 7, 9])?;
-///     ctx.stream()?.scope(|s| s.all_reduce_in_place(&comm, &mut counts, ReduceOp::Max))?;
+///     ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut counts, ReduceOp::Max))?;
 ///     comm.async_error()?; // nothing went wrong in the background
 ///     Ok(())
 /// }) // the communicator goes back to the clique before the context is released
@@ -263,8 +263,8 @@ impl<'ctx> Communicator<'ctx> {
     /// The other ranks run in other threads, processes or machines, where this crate cannot
     /// see them. The caller promises that they issue the operations this rank issues, in the
     /// same order: the same collectives with the same element type, count, reduction and
-    /// root, and for every [`send`](crate::StreamScope::send) a
-    /// [`recv`](crate::StreamScope::recv) of the same type and count on the peer (for
+    /// root, and for every [`send`](Communicator::send) a
+    /// [`recv`](Communicator::recv) of the same type and count on the peer (for
     /// instance: every rank runs the same program). NCCL does not check this; where ranks
     /// disagree, a peer can write past the end of this rank's buffers (NCCL 2.22 and older
     /// let ranks of one process write each other's receive buffers directly) or every rank
@@ -283,7 +283,7 @@ impl<'ctx> Communicator<'ctx> {
     ///     // SAFETY: both processes run this same code: the same collectives, in order.
     ///     let comm = unsafe { Communicator::init_rank(ctx, &id, 2, rank) }?;
     ///     let mut x = ctx.from_slice(&[rank as f32 + 1.0; 4])?;
-    ///     ctx.stream()?.scope(|s| s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))?;
+    ///     ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
     ///     assert_eq!(x.to_vec()?, [3.0; 4]); // 1 + 2 on both ranks
     ///     Ok(())
     /// })

@@ -15,14 +15,14 @@ use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 
 use super::ops::{Prepared, prepare};
 
-/// The NCCL operations of a scope in a group: the same as [`StreamScope`]'s, recorded
-/// in the group and queued when its closure returns.
+/// The NCCL operations of a scope in a group: the same as [`Communicator`]'s on a scope,
+/// recorded in the group and queued when its closure returns.
 impl<'g, 'outer, 'scope, 'env, 'ctx, K: StreamKind> Grouped<'g, 'outer, 'scope, 'env, 'ctx, K>
 where
     'scope: 'outer,
 {
-    /// [`StreamScope::all_reduce`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::all_reduce`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn all_reduce<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -35,8 +35,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::all_reduce_in_place`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::all_reduce_in_place`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn all_reduce_in_place<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -48,8 +48,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::broadcast`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::broadcast`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn broadcast<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -62,8 +62,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::broadcast_in_place`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::broadcast_in_place`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn broadcast_in_place<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -75,8 +75,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::reduce`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::reduce`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn reduce<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -90,8 +90,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::reduce_in_place`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::reduce_in_place`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn reduce_in_place<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -104,8 +104,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::all_gather`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::all_gather`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn all_gather<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -117,8 +117,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::all_gather_in_place`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::all_gather_in_place`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn all_gather_in_place<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -129,8 +129,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::reduce_scatter`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::reduce_scatter`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn reduce_scatter<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -143,8 +143,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::reduce_scatter_in_place`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::reduce_scatter_in_place`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn reduce_scatter_in_place<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -156,8 +156,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::send`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::send`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn send<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -169,8 +169,8 @@ where
         self.defer(&comm.core, p, WHAT)
     }
 
-    /// [`StreamScope::recv`] on this scope, queued when the group's closure returns,
-    /// together with the group's other operations.
+    /// [`Communicator::recv`] on this scope, queued when the group's
+    /// closure returns, together with the group's other operations.
     pub fn recv<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
@@ -245,9 +245,9 @@ impl fmt::Debug for Group<'_> {
     }
 }
 
-/// A [`StreamScope`] in a [`Group`]: the same NCCL operations as the scope's, recorded in
-/// the group and queued on the scope's stream when the group's closure returns. Made by
-/// [`Group::on`]; `Copy`.
+/// A [`StreamScope`] in a [`Group`]: the same NCCL operations as a [`Communicator`]'s on
+/// the scope, recorded in the group and queued on the scope's stream when the group's
+/// closure returns. Made by [`Group::on`]; `Copy`.
 ///
 /// # The brand
 ///
@@ -433,7 +433,7 @@ where
             return Err(Error::with_detail(
                 what,
                 ErrorCode::InvalidValue,
-                "a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_with",
+                "a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_pair",
             ));
         }
         self.group.pending.borrow_mut().push(Pending {

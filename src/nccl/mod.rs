@@ -28,12 +28,13 @@
 //!
 //! # Operations
 //!
-//! Every operation is queued through a stream scope of the communicator's context, like
-//! any asynchronous work: `s.all_reduce(&comm, &src, &mut dst, ReduceOp::Sum)`. Element
+//! Every operation is a method of the [`Communicator`] taking a stream scope of its
+//! context, like any asynchronous work: `comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)`
+//! (the scope, then the buffers in NCCL's order, source first). Element
 //! types map to NCCL's through the sealed [`NcclType`] (`i8`, `u8`, `i32`, `u32`, `i64`,
 //! `u64`, `f32`, `f64`). Operations that read one buffer and write another take two
 //! distinct borrows; the ones that read and write one buffer are the `_in_place` forms
-//! (`all_reduce_in_place(&mut buf, op)`). Several operations queued together (one thread
+//! (`comm.all_reduce_in_place(s, &mut buf, op)`). Several operations queued together (one thread
 //! driving several GPUs, a send and a receive at once) go in a [`group`].
 //!
 //! ```no_run
@@ -53,7 +54,7 @@
 //!                     with_primary_context(device, |ctx| {
 //!                         let comm = clique.communicator(ctx)?;
 //!                         let mut grads = ctx.from_slice(&[comm.rank() as f32; 1024])?;
-//!                         ctx.stream()?.scope(|s| s.all_reduce_in_place(&comm, &mut grads, ReduceOp::Sum))?;
+//!                         ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum))?;
 //!                         comm.async_error()?;
 //!                         Ok::<_, cuda_brand::Error>(grads.to_vec()?[0])
 //!                     })
@@ -90,9 +91,9 @@
 //!    every buffer of an operation until it has synchronized its stream, exactly as for a
 //!    copy or a launch: dropping, reading or writing `dst` while an all-reduce may still
 //!    write it does not compile.
-//! 4. **In place or out of place is in the types.** `all_reduce(&comm, &src, &mut dst, op)`
+//! 4. **In place or out of place is in the types.** `comm.all_reduce(s, &src, &mut dst, op)`
 //!    takes a shared and an exclusive borrow, so `src` and `dst` cannot be one buffer;
-//!    `all_reduce_in_place(&comm, &mut buf, op)` is the form that reads and writes one.
+//!    `comm.all_reduce_in_place(s, &mut buf, op)` is the form that reads and writes one.
 //!    Two views of one bound buffer that overlap (which the borrow checker cannot see) are
 //!    refused before NCCL is called.
 //! 5. **Lengths are checked before NCCL.** `src` and `dst` of an all-reduce, broadcast or
@@ -129,7 +130,7 @@
 //! [`ErrorCode::Nccl`](crate::ErrorCode::Nccl) and NCCL's last message (`ncclGetLastError`)
 //! as its detail where NCCL logged one: `ncclCommInitAll failed: ncclInvalidUsage (invalid
 //! usage)` for a device listed twice in a [`Clique`], then NCCL's text. The crate's own
-//! checks name the crate's call (`StreamScope::all_gather failed: CUDA_ERROR_INVALID_VALUE
+//! checks name the crate's call (`Communicator::all_gather failed: CUDA_ERROR_INVALID_VALUE
 //! (invalid argument): the destination has 3 elements, but gathering 4 from each of 1 ranks
 //! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
 //! [`Communicator::async_error`].

@@ -1,5 +1,6 @@
-//! NCCL operations: on a stream scope ([`StreamScope::all_reduce`] and the others), queued
-//! at once, or in a [`group`](super::group), queued together when the group's closure returns.
+//! NCCL operations: a communicator's on a stream scope ([`Communicator::all_reduce`] and
+//! the others), queued at once, or in a [`group`](super::group), queued together when the
+//! group's closure returns.
 
 use std::ffi::c_int;
 use std::mem::size_of;
@@ -390,20 +391,20 @@ fn run_now<K: StreamKind>(
     queued
 }
 
-/// The NCCL operations (feature `nccl`): each is queued on this scope's stream at once,
-/// with a [`Communicator`] of the scope's context, and borrows the communicator and its
-/// buffers until the scope has synchronized. Buffers are given in NCCL's order, source
-/// first; an operation that reads and writes one buffer is its `_in_place` form. Checked
-/// before NCCL sees anything, each an error naming the operation: lengths against the
-/// communicator's rank count, the root or peer against its ranks, overlap of an
-/// out-of-place operation's source and destination, and, for a
+/// The NCCL operations (feature `nccl`): each is queued at once on the stream of `scope`, a
+/// scope of the communicator's context, and the scope borrows the communicator and the
+/// buffers until it has synchronized. The scope comes first, then the buffers in NCCL's
+/// order, source first; an operation that reads and writes one buffer is its `_in_place`
+/// form. Checked before NCCL sees anything, each an error naming the operation: lengths
+/// against the communicator's rank count, the root or peer against its ranks, overlap of
+/// an out-of-place operation's source and destination, and, for a
 /// [`Clique`](super::Clique)'s communicators, the operation against what the other ranks
 /// issued.
 ///
 /// One thread driving several ranks of a communicator must queue their operations in one
 /// [`group`](super::group); queued one by one, the first waits on the GPU for its peers,
 /// and its scope's synchronization never returns.
-impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
+impl<'ctx> Communicator<'ctx> {
     /// Queues an all-reduce (`ncclAllReduce`): every rank's `dst` becomes the reduction
     /// (`op`) of all ranks' `src`, element by element. `src` and `dst` have the same
     /// length; every rank passes the same length, element type and `op`.
@@ -418,91 +419,91 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///     let comm = clique.communicator(ctx)?;
     ///     let src = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
     ///     let mut dst = ctx.zeroed::<f32>(3)?;
-    ///     ctx.stream()?.scope(|s| s.all_reduce(&comm, &src, &mut dst, ReduceOp::Sum))?;
+    ///     ctx.stream()?.scope(|s| comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum))?;
     ///     assert_eq!(dst.to_vec()?, [1.0, 2.0, 3.0]);
     ///     Ok(())
     /// })
     /// # }
     /// ```
-    pub fn all_reduce<T: NcclType>(
+    pub fn all_reduce<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::all_reduce";
-        let p = prepare::all_reduce::<T>(&comm.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::all_reduce";
+        let p = prepare::all_reduce::<T>(&self.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues an in-place all-reduce (`ncclAllReduce` with one buffer): every rank's `buf`
     /// becomes the reduction of all ranks' `buf`.
-    pub fn all_reduce_in_place<T: NcclType>(
+    pub fn all_reduce_in_place<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::all_reduce_in_place";
-        let p = prepare::all_reduce_in_place::<T>(&comm.core, buf.into_mut(), op, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::all_reduce_in_place";
+        let p = prepare::all_reduce_in_place::<T>(&self.core, buf.into_mut(), op, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues a broadcast (`ncclBroadcast`): every rank's `dst` becomes rank `root`'s
     /// `src` (only the root's `src` is read). `src` and `dst` have the same length.
-    pub fn broadcast<T: NcclType>(
+    pub fn broadcast<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::broadcast";
-        let p = prepare::broadcast::<T>(&comm.core, src.into_ref(), dst.into_mut(), root, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::broadcast";
+        let p = prepare::broadcast::<T>(&self.core, src.into_ref(), dst.into_mut(), root, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues an in-place broadcast: rank `root` sends `buf`, every other rank receives
     /// into its `buf`.
-    pub fn broadcast_in_place<T: NcclType>(
+    pub fn broadcast_in_place<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::broadcast_in_place";
-        let p = prepare::broadcast_in_place::<T>(&comm.core, buf.into_mut(), root, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::broadcast_in_place";
+        let p = prepare::broadcast_in_place::<T>(&self.core, buf.into_mut(), root, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues a reduce (`ncclReduce`): rank `root`'s `dst` becomes the reduction of all
     /// ranks' `src` (the other ranks' `dst` is not written, but must have the same length).
-    pub fn reduce<T: NcclType>(
+    pub fn reduce<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::reduce";
-        let p = prepare::reduce::<T>(&comm.core, src.into_ref(), dst.into_mut(), op, root, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::reduce";
+        let p = prepare::reduce::<T>(&self.core, src.into_ref(), dst.into_mut(), op, root, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues an in-place reduce: rank `root`'s `buf` becomes the reduction of all ranks'
     /// `buf`.
-    pub fn reduce_in_place<T: NcclType>(
+    pub fn reduce_in_place<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::reduce_in_place";
-        let p = prepare::reduce_in_place::<T>(&comm.core, buf.into_mut(), op, root, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::reduce_in_place";
+        let p = prepare::reduce_in_place::<T>(&self.core, buf.into_mut(), op, root, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues an all-gather (`ncclAllGather`): every rank's `dst`, `ranks × n` elements,
@@ -518,52 +519,52 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///     let comm = clique.communicator(ctx)?;
     ///     let mine = ctx.from_slice(&[1i32, 2])?;
     ///     let mut all = ctx.zeroed::<i32>(2 * comm.ranks())?; // one block per rank
-    ///     ctx.stream()?.scope(|s| s.all_gather(&comm, &mine, &mut all))?;
+    ///     ctx.stream()?.scope(|s| comm.all_gather(s, &mine, &mut all))?;
     ///     assert_eq!(all.to_vec()?, [1, 2]);
     ///     // a destination of the wrong length is refused before NCCL sees it
     ///     let mut short = ctx.zeroed::<i32>(1)?;
-    ///     assert!(ctx.stream()?.scope(|s| s.all_gather(&comm, &mine, &mut short)).is_err());
+    ///     assert!(ctx.stream()?.scope(|s| comm.all_gather(s, &mine, &mut short)).is_err());
     ///     Ok(())
     /// })
     /// # }
     /// ```
-    pub fn all_gather<T: NcclType>(
+    pub fn all_gather<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::all_gather";
-        let p = prepare::all_gather::<T>(&comm.core, src.into_ref(), dst.into_mut(), WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::all_gather";
+        let p = prepare::all_gather::<T>(&self.core, src.into_ref(), dst.into_mut(), WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues an in-place all-gather: `buf` holds one block per rank (its length a
     /// multiple of the rank count); each rank's own block (block `rank`) is sent, and
     /// every block of every rank's `buf` becomes that rank's block.
-    pub fn all_gather_in_place<T: NcclType>(
+    pub fn all_gather_in_place<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::all_gather_in_place";
-        let p = prepare::all_gather_in_place::<T>(&comm.core, buf.into_mut(), WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::all_gather_in_place";
+        let p = prepare::all_gather_in_place::<T>(&self.core, buf.into_mut(), WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues a reduce-scatter (`ncclReduceScatter`): `src` holds `ranks × n` elements,
     /// and rank `r`'s `dst` (`n` elements) becomes the reduction of block `r` of all ranks'
     /// `src`.
-    pub fn reduce_scatter<T: NcclType>(
+    pub fn reduce_scatter<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::reduce_scatter";
-        let p = prepare::reduce_scatter::<T>(&comm.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::reduce_scatter";
+        let p = prepare::reduce_scatter::<T>(&self.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues an in-place reduce-scatter: `buf` holds one block per rank, and block `rank`
@@ -579,7 +580,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// with_primary_context(&device, |ctx| {
     ///     let comm = clique.communicator(ctx)?;
     ///     let mut grads = ctx.from_slice(&[0.5f64; 1024])?; // 1024 / ranks per block
-    ///     ctx.stream()?.scope(|s| s.reduce_scatter_in_place(&comm, &mut grads, ReduceOp::Avg))?;
+    ///     ctx.stream()?.scope(|s| comm.reduce_scatter_in_place(s, &mut grads, ReduceOp::Avg))?;
     ///     let r = comm.rank();
     ///     let block = 1024 / comm.ranks();
     ///     assert!(grads.to_vec()?[r * block..(r + 1) * block].iter().all(|&g| g == 0.5));
@@ -587,42 +588,42 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// })
     /// # }
     /// ```
-    pub fn reduce_scatter_in_place<T: NcclType>(
+    pub fn reduce_scatter_in_place<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::reduce_scatter_in_place";
-        let p = prepare::reduce_scatter_in_place::<T>(&comm.core, buf.into_mut(), op, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::reduce_scatter_in_place";
+        let p = prepare::reduce_scatter_in_place::<T>(&self.core, buf.into_mut(), op, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues sending `src` to rank `peer` (`ncclSend`), which receives it with a
-    /// [`recv`](StreamScope::recv) of the same element type and length. A send waits on the
+    /// [`recv`](Communicator::recv) of the same element type and length. A send waits on the
     /// GPU for its receive: a rank sending to itself, or two ranks sending to each other,
     /// do it in one [`group`](super::group).
-    pub fn send<T: NcclType>(
+    pub fn send<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::send";
-        let p = prepare::send::<T>(&comm.core, src.into_ref(), peer, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::send";
+        let p = prepare::send::<T>(&self.core, src.into_ref(), peer, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 
     /// Queues receiving into `dst` what rank `peer` sends (`ncclRecv`). See
     /// [`group`](super::group) for a rank sending to itself.
-    pub fn recv<T: NcclType>(
+    pub fn recv<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
-        comm: &'scope Communicator<'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        const WHAT: &str = "StreamScope::recv";
-        let p = prepare::recv::<T>(&comm.core, dst.into_mut(), peer, WHAT)?;
-        run_now(self, &comm.core, p, WHAT)
+        const WHAT: &str = "Communicator::recv";
+        let p = prepare::recv::<T>(&self.core, dst.into_mut(), peer, WHAT)?;
+        run_now(scope, &self.core, p, WHAT)
     }
 }

@@ -1,4 +1,4 @@
-//! A scope's stream-ordered allocations (`alloc`, `alloc_zeroed`, `alloc_from_host`, and
+//! A scope's stream-ordered allocations (`alloc`, `alloc_zeroed`, `alloc_from_slice`, and
 //! the `_in` forms from a given pool), freed when the scope ends.
 
 use super::views::write_span;
@@ -188,7 +188,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
     ///     let host = vec![7u32; 1000];
     ///     let mut back = Vec::new();
     ///     ctx.stream()?.scope(|s| {
-    ///         let d = s.alloc_from_host(&host)?;
+    ///         let d = s.alloc_from_slice(&host)?;
     ///         s.copy_to_vec(&mut back, d)
     ///     })?;
     ///     assert_eq!(back, host);
@@ -196,7 +196,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
     /// })
     /// # }
     /// ```
-    pub fn alloc_from_host<T: DeviceCopy>(
+    pub fn alloc_from_slice<T: DeviceCopy>(
         &'scope self,
         src: &'scope [T],
     ) -> Result<DeviceMut<'scope, 'ctx, T>> {

@@ -15,7 +15,7 @@
 //! [`StreamScope::bind_host_mut`] binds a host slice to the scope as a [`HostMut`] (a
 //! `Copy` handle, like [`DeviceMut`](crate::DeviceMut) for device memory); the scope's
 //! copies write it ([`StreamScope::copy_to_host_view`]) and read it
-//! ([`StreamScope::copy_from_host_view`]), and [`StreamScope::host_fn_with`] hands it to a
+//! ([`StreamScope::copy_from_host_view`]), and [`StreamScope::host_fn_on`] hands it to a
 //! host function as `&mut [T]` when the stream reaches the function: after the copies
 //! queued before it, before those queued after it. In a multi-stream scope the order book
 //! orders these accesses across streams like those of device memory.
@@ -45,8 +45,8 @@
 //!   after every stream of the scope has been waited for (as [`std::thread::scope`] does
 //!   with a panicked thread). Every scope form does this, because every one ends through
 //!   the same function (see [`scope`](crate::scope#what-the-end-of-a-scope-guarantees)):
-//!   [`Stream::scope`](crate::Stream::scope), `scope_with`, `scope_all`, `scope_within`,
-//!   `scope_all_within` and the `try_` forms. A panic of the scope's closure itself wins,
+//!   [`Stream::scope`](crate::Stream::scope), `scope_pair`, `scope_all`, `scope_within`,
+//!   `scope_all_within` and the `_and_teardown` forms. A panic of the scope's closure itself wins,
 //!   then a panic of a deadline scope's overrun handler; a host function's panic wins over
 //!   an `Err` the closure returned and over an error of the scope's end. Of several host
 //!   functions that panicked, the first is resumed (in the order of the scope's streams,
@@ -144,7 +144,7 @@ use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 /// lent to a graph by [`Capture::lend_host`](crate::graph::Capture::lend_host)). Copies
 /// write and read it ([`StreamScope::copy_to_host_view`],
 /// [`StreamScope::copy_from_host_view`]), and a host function gets it as `&mut [T]` when
-/// the stream reaches the function ([`StreamScope::host_fn_with`]).
+/// the stream reaches the function ([`StreamScope::host_fn_on`]).
 ///
 /// The lifetime `'a` is the scope's (or the capture's) brand: the handle cannot leave it
 /// or reach another scope, and it stays on the scope's thread.
@@ -692,7 +692,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ///         for step in 1..=3u32 {
     ///             s.fill(d, step)?;
     ///             s.copy_to_host_view(h, d)?;
-    ///             s.host_fn_with(h, |values| seen.lock().unwrap().push(values[0]))?;
+    ///             s.host_fn_on(h, |values| seen.lock().unwrap().push(values[0]))?;
     ///         }
     ///         Ok(())
     ///     })?;
@@ -701,7 +701,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn host_fn_with<T, F>(&'scope self, host: HostMut<'scope, T>, f: F) -> Result<()>
+    pub fn host_fn_on<T, F>(&'scope self, host: HostMut<'scope, T>, f: F) -> Result<()>
     where
         T: Send,
         F: FnOnce(&mut [T]) + Send + 'scope,
@@ -731,7 +731,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     }
 
     /// Queues a copy of `src` into the bound host memory `dst` (`cuMemcpyDtoHAsync`), for a
-    /// host function queued after it ([`StreamScope::host_fn_with`]).
+    /// host function queued after it ([`StreamScope::host_fn_on`]).
     ///
     /// # Panics
     /// If the lengths differ (before any driver call).

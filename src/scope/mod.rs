@@ -34,7 +34,7 @@
 //!
 //! # Several streams in one scope
 //!
-//! [`Stream::scope_all`] (and [`Stream::scope_with`] for two) opens one scope over several
+//! [`Stream::scope_all`] (and [`Stream::scope_pair`] for two) opens one scope over several
 //! streams: the closure gets one [`StreamScope`] per stream, sharing one `'scope`, so a view
 //! bound (or allocated) on one stream can be used on another. Then the crate orders them:
 //! it keeps an order book of the ranges each stream's operations have written and read
@@ -62,11 +62,11 @@
 //! the context.
 //!
 //! Every scope form ends the same way, in one function of this module: [`Stream::scope`],
-//! [`Stream::scope_with`], [`Stream::scope_all`], the `try_` forms built on them, the scopes
-//! of preallocated streams, and the deadline forms ([`Stream::scope_within`],
-//! [`Stream::scope_all_within`], which only add a bounded wait before the end). After the
-//! waits, the scope finishes its host functions ([`host_fn`]) and frees
-//! what it allocated. Then a panic of the closure goes on; or else a panic of a deadline
+//! [`Stream::scope_pair`], [`Stream::scope_all`], the `_and_teardown` forms built on
+//! them, the scopes of preallocated streams, and the deadline forms
+//! ([`Stream::scope_within`], [`Stream::scope_all_within`], which only add a bounded wait
+//! before the end). After the waits, the scope finishes its host functions ([`host_fn`])
+//! and frees what it allocated. Then a panic of the closure goes on; or else a panic of a deadline
 //! scope's overrun handler is resumed; or else the first panic of a host function of the
 //! scope; or else the scope returns the closure's result.
 
@@ -348,7 +348,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     }
 
     /// Whether this scope is one of the streams of a multi-stream scope
-    /// ([`Stream::scope_with`], [`Stream::scope_all`]), whose operations go through the order
+    /// ([`Stream::scope_pair`], [`Stream::scope_all`]), whose operations go through the order
     /// book.
     #[inline]
     #[cfg_attr(not(feature = "nccl"), allow(dead_code))] // used by the `nccl` feature

@@ -1,5 +1,5 @@
-//! Opening a scope and ending it: [`Stream::scope`], [`Stream::scope_with`],
-//! [`Stream::scope_all`] and their `try_` forms, and [`run_scope`], the one function every
+//! Opening a scope and ending it: [`Stream::scope`], [`Stream::scope_pair`],
+//! [`Stream::scope_all`] and their `_and_teardown` forms, and [`run_scope`], the one function every
 //! scope form ends in (see [what the end of a scope guarantees][end]).
 //!
 //! [end]: super#what-the-end-of-a-scope-guarantees
@@ -24,9 +24,9 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// becomes `E::from(error)` when `f` returned `Ok`; when `f` returned an `Err` of this
     /// crate's [`Error`], it is attached to that error as its
     /// [`teardown_error`](crate::Error::teardown_error) (for other error types,
-    /// [`try_scope`](Stream::try_scope) returns both). A panic of a host function queued in
-    /// the scope ([`StreamScope::host_fn`]) is resumed after the synchronization, as by
-    /// every scope form.
+    /// [`scope_and_teardown`](Stream::scope_and_teardown) returns both). A panic of a host
+    /// function queued in the scope ([`StreamScope::host_fn`]) is resumed after the
+    /// synchronization, as by every scope form.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -72,7 +72,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
     ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
     ///     let mut host = vec![0u32; 1 << 20];
-    ///     a.scope_with(&b, |sa, sb| {
+    ///     a.scope_pair(&b, |sa, sb| {
     ///         let d = sa.bind_mut(&mut buf);
     ///         sa.fill(d, 7)?;
     ///         sb.copy_to_host(&mut host, d) // b waits for a's fill: the crate orders it
@@ -82,7 +82,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// })
     /// # }
     /// ```
-    pub fn scope_with<'env, R, E, F>(&'env self, other: &'env Stream<'ctx, K>, f: F) -> Result<R, E>
+    pub fn scope_pair<'env, R, E, F>(&'env self, other: &'env Stream<'ctx, K>, f: F) -> Result<R, E>
     where
         F: for<'scope> FnOnce(
             &'scope StreamScope<'scope, 'env, 'ctx, K>,
@@ -158,7 +158,7 @@ impl<'ctx> Stream<'ctx> {
     ///     let stream = ctx.stream()?;
     ///     let mut buf = ctx.zeroed::<u32>(1024)?;
     ///     let wanted = 1024;
-    ///     let done = stream.try_scope(|s| {
+    ///     let done = stream.scope_and_teardown(|s| {
     ///         s.fill(&mut buf, 7)?;
     ///         anyhow::ensure!(wanted <= 1024, "a step of my own that can fail");
     ///         Ok(())
@@ -170,7 +170,10 @@ impl<'ctx> Stream<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn try_scope<'env, R, E, F>(&'env self, f: F) -> Result<R, crate::error::WithTeardown<E>>
+    pub fn scope_and_teardown<'env, R, E, F>(
+        &'env self,
+        f: F,
+    ) -> Result<R, crate::error::WithTeardown<E>>
     where
         F: for<'scope> FnOnce(&'scope StreamScope<'scope, 'env, 'ctx>) -> Result<R, E>,
         E: From<Error>,
@@ -180,11 +183,11 @@ impl<'ctx> Stream<'ctx> {
             outcome = Some(f(s));
             Ok(())
         });
-        crate::error::WithTeardown::settle("Stream::try_scope", outcome, torn_down)
+        crate::error::WithTeardown::settle("Stream::scope_and_teardown", outcome, torn_down)
     }
 
-    /// [`scope_with`](Stream::scope_with) for any error type, returning both errors (see
-    /// [`try_scope`](Stream::try_scope)).
+    /// [`scope_pair`](Stream::scope_pair) for any error type, returning both errors (see
+    /// [`scope_and_teardown`](Stream::scope_and_teardown)).
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -194,7 +197,7 @@ impl<'ctx> Stream<'ctx> {
     ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
     ///     let mut buf = ctx.zeroed::<u32>(1024)?;
     ///     let mut host = vec![0u32; 1024];
-    ///     a.try_scope_with(&b, |sa, sb| {
+    ///     a.scope_pair_and_teardown(&b, |sa, sb| {
     ///         let d = sa.bind_mut(&mut buf);
     ///         sa.fill(d, 7)?;
     ///         Ok::<_, anyhow::Error>(sb.copy_to_host(&mut host, d)?)
@@ -204,7 +207,7 @@ impl<'ctx> Stream<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn try_scope_with<'env, R, E, F>(
+    pub fn scope_pair_and_teardown<'env, R, E, F>(
         &'env self,
         other: &'env Stream<'ctx>,
         f: F,
@@ -216,11 +219,11 @@ impl<'ctx> Stream<'ctx> {
         ) -> Result<R, E>,
         E: From<Error>,
     {
-        Stream::try_scope_all(&[self, other], |s| f(&s[0], &s[1]))
+        Stream::scope_all_and_teardown(&[self, other], |s| f(&s[0], &s[1]))
     }
 
     /// [`scope_all`](Stream::scope_all) for any error type, returning both errors (see
-    /// [`try_scope`](Stream::try_scope)).
+    /// [`scope_and_teardown`](Stream::scope_and_teardown)).
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -229,7 +232,7 @@ impl<'ctx> Stream<'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let streams = [ctx.stream()?, ctx.stream()?];
     ///     let mut buf = ctx.zeroed::<u32>(1024)?;
-    ///     let done = Stream::try_scope_all(&streams.each_ref(), |lanes| {
+    ///     let done = Stream::scope_all_and_teardown(&streams.each_ref(), |lanes| {
     ///         let d = lanes[0].bind_mut(&mut buf);
     ///         lanes[0].fill(d.slice(..512), 1)?;
     ///         lanes[1].fill(d.slice(512..), 2)?;
@@ -240,7 +243,7 @@ impl<'ctx> Stream<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn try_scope_all<'env, R, E, F>(
+    pub fn scope_all_and_teardown<'env, R, E, F>(
         streams: &[&'env Stream<'ctx>],
         f: F,
     ) -> Result<R, crate::error::WithTeardown<E>>
@@ -253,7 +256,7 @@ impl<'ctx> Stream<'ctx> {
             outcome = Some(f(s));
             Ok(())
         });
-        crate::error::WithTeardown::settle("Stream::try_scope_all", outcome, torn_down)
+        crate::error::WithTeardown::settle("Stream::scope_all_and_teardown", outcome, torn_down)
     }
 }
 
@@ -323,9 +326,9 @@ impl<K: StreamKind> ScopeEnd for OpenScopes<'_, '_, '_, '_, K> {
 }
 
 /// Runs a scope's closure (`body`), then ends the scope: the one way every scope form
-/// finishes ([`Stream::scope`] and [`Stream::scope_all`], and so `scope_with` and the `try_`
-/// forms built on them; [`Stream::scope_within`] and [`Stream::scope_all_within`], which
-/// pass their bounded wait as `wait_first`).
+/// finishes ([`Stream::scope`] and [`Stream::scope_all`], and so `scope_pair` and the
+/// `_and_teardown` forms built on them; [`Stream::scope_within`] and
+/// [`Stream::scope_all_within`], which pass their bounded wait as `wait_first`).
 ///
 /// On every path, also while a panic of `body` unwinds (then from a drop guard, which no
 /// user code can `mem::forget`): `wait_first` runs, its panic caught, then

@@ -170,11 +170,11 @@ macro_rules! scoped_view {
             /// The elements in `range`, as a handle of the same kind.
             ///
             /// # Panics
-            /// If the range is out of bounds; [`try_slice`](Self::try_slice) returns `None`
+            /// If the range is out of bounds; [`get`](Self::get) returns `None`
             /// instead.
             #[track_caller]
             pub fn slice(self, range: impl RangeBounds<usize>) -> Self {
-                match self.try_slice(range) {
+                match self.get(range) {
                     Some(view) => view,
                     None => panic!(
                         "{}::slice: range out of bounds for {} elements",
@@ -185,7 +185,7 @@ macro_rules! scoped_view {
             }
 
             /// The elements in `range`, or `None` if it is out of bounds.
-            pub fn try_slice(self, range: impl RangeBounds<usize>) -> Option<Self> {
+            pub fn get(self, range: impl RangeBounds<usize>) -> Option<Self> {
                 let (start, end) = memory::bounds(&range, self.len)?;
                 Some(Self::new(
                     self.ptr + memory::byte_len::<T>(start) as CUdeviceptr,
@@ -296,10 +296,10 @@ mod tests {
         assert_eq!((part.device_ptr(), part.len()), (0x1008, 3));
         assert_eq!(part.slice(1..).device_ptr(), 0x100c);
         assert_eq!(v.as_ref().slice(..=9).len(), 10);
-        assert!(v.try_slice(..11).is_none());
+        assert!(v.get(..11).is_none());
         #[allow(clippy::reversed_empty_ranges)]
         let reversed = 7..3;
-        assert!(v.try_slice(reversed).is_none());
+        assert!(v.get(reversed).is_none());
         assert!(v.slice(10..).is_empty());
         let panicked = std::panic::catch_unwind(|| v.slice(3..12)).unwrap_err();
         assert_eq!(

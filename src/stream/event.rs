@@ -11,11 +11,11 @@
 //!   [`Event<'ctx, Timing>`](Timing) (the default, from [`ContextGuard::event`]) records
 //!   timestamps, [`Event<'ctx, NoTiming>`](NoTiming) (from
 //!   [`ContextGuard::event_without_timing`]) does not and is cheaper to record and wait for
-//!   (`CU_EVENT_DISABLE_TIMING`). [`Recorded::elapsed_ms`] exists for `Timing` events only.
+//!   (`CU_EVENT_DISABLE_TIMING`). [`Recorded::elapsed`] exists for `Timing` events only.
 //!
 //! A `Recorded` borrows its event mutably (`record` takes `&mut self`), so an event is not
 //! recorded again while a proof of its previous record is alive: every `Recorded` means
-//! the record it came from, and `start.elapsed_ms(&end)` times the two records the proofs
+//! the record it came from, and `start.elapsed(&end)` times the two records the proofs
 //! name. Recording it again ends the old proof first; the compile-fail cases in
 //! `ui-tests/fail/9_typestate/event_*.rs` pin each of these rules.
 
@@ -30,7 +30,7 @@ use super::Stream;
 use super::deadline::poll_until;
 use crate::context::{Allocating, Brand, ContextGuard, Phase, StreamKind};
 use crate::driver::{self, CUevent};
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 
 /// Flags for a new event (`CU_EVENT_*`). Whether an event records timestamps is its type
 /// ([`Timing`] or [`NoTiming`]), not a flag.
@@ -38,7 +38,7 @@ use crate::error::Result;
 /// ```
 /// use cuda_brand::EventFlags;
 /// assert_eq!(EventFlags::new().bits(), 0);
-/// assert_eq!(EventFlags::new().blocking_sync(true).bits(), 0x1);
+/// assert_eq!(EventFlags::new().block_on_sync(true).bits(), 0x1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[must_use]
@@ -50,9 +50,9 @@ impl EventFlags {
         EventFlags(0)
     }
 
-    /// Make [`Recorded::synchronize`] block the thread instead of spinning
+    /// Makes [`Recorded::synchronize`] block the thread instead of spinning
     /// (`CU_EVENT_BLOCKING_SYNC`).
-    pub const fn blocking_sync(self, on: bool) -> Self {
+    pub const fn block_on_sync(self, on: bool) -> Self {
         EventFlags(if on { self.0 | 1 } else { self.0 & !1 })
     }
 
@@ -82,7 +82,7 @@ mod sealed {
 )]
 pub trait EventKind: sealed::Kind + Send + Sync + 'static {}
 
-/// The kind of an event that records timestamps, so that [`Recorded::elapsed_ms`] can time
+/// The kind of an event that records timestamps, so that [`Recorded::elapsed`] can time
 /// two of its records: [`Event::new`], [`ContextGuard::event`]. The default kind.
 #[derive(Debug)]
 pub enum Timing {}
@@ -103,12 +103,12 @@ impl sealed::Kind for NoTiming {
 impl EventKind for NoTiming {}
 
 /// The event kinds whose records can be timed: [`Timing`] only. The bound of
-/// [`Recorded::elapsed_ms`], which names it in the compile error for an event without
+/// [`Recorded::elapsed`], which names it in the compile error for an event without
 /// timing. Sealed, like [`EventKind`].
 #[diagnostic::on_unimplemented(
     message = "an event created without timing cannot be timed",
-    label = "`elapsed_ms` needs events of kind `Timing`, this one is `{Self}`",
-    note = "make both events that `elapsed_ms` measures with `ctx.event()` or `Event::new` (kind `Timing`); `ctx.event_without_timing()` makes events that only order streams and wait",
+    label = "`elapsed` needs events of kind `Timing`, this one is `{Self}`",
+    note = "make both events that `elapsed` measures with `ctx.event()` or `Event::new` (kind `Timing`); `ctx.event_without_timing()` makes events that only order streams and wait",
     note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait Timed: EventKind {}
@@ -135,7 +135,7 @@ impl Timed for Timing {}
 ///         s.fill(&mut buf, 7u8)?;
 ///         end.record(s).map(|t1| (t0, t1))
 ///     })?; // the proofs of the two records leave the scope; the events stay borrowed
-///     println!("64 MiB fill: {:.3} ms", t0.elapsed_ms(&t1)?);
+///     println!("64 MiB fill: {:?}", t0.elapsed(&t1)?);
 ///     Ok(())
 /// })
 /// # }
@@ -250,7 +250,7 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
 
 /// The proof that an [`Event`] has been recorded on a stream: what streams wait for
 /// ([`Stream::wait_event`]), what the host synchronizes with, and, for [`Timing`] events,
-/// what is timed ([`Recorded::elapsed_ms`]). Made only by [`Event::record`]; `Copy`, one
+/// what is timed ([`Recorded::elapsed`]). Made only by [`Event::record`]; `Copy`, one
 /// pointer wide, `Send` and `Sync`.
 ///
 /// It borrows its event mutably for as long as it lives (the event was borrowed `&mut` by
@@ -266,7 +266,7 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
 ///     let mut filled = ctx.event_without_timing()?;
 ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
 ///     let mut host = vec![0u32; 1 << 20];
-///     a.scope_with(&b, |sa, sb| {
+///     a.scope_pair(&b, |sa, sb| {
 ///         let d = sa.bind_mut(&mut buf);
 ///         sa.fill(d, 7)?;
 ///         let done = filled.record(sa)?;
@@ -390,20 +390,42 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
         poll_until(deadline, || unsafe { driver::event_query(self.raw()) })
     }
 
-    /// Milliseconds from this record to `end`'s, two completed records of timing events of
-    /// this context (`cuEventElapsedTime`), with a resolution of about half a microsecond:
-    /// `start.elapsed_ms(&end)`. An error (`CUDA_ERROR_NOT_READY`) if either has not
-    /// completed yet: [`synchronize`](Self::synchronize) `end` first when in doubt.
+    /// The time from this record to `end`'s, two completed records of timing events of
+    /// this context: `start.elapsed(&end)`. The driver measures it in milliseconds with a
+    /// resolution of about half a microsecond (`cuEventElapsedTime`).
+    ///
+    /// An error (`CUDA_ERROR_NOT_READY`) if either has not completed yet:
+    /// [`synchronize`](Self::synchronize) `end` first when in doubt. An error
+    /// (`CUDA_ERROR_INVALID_VALUE`, from the crate, the detail giving the driver's
+    /// milliseconds) if `end` completed before this record, as records on two streams may:
+    /// the driver's time is then negative, which a [`Duration`] cannot hold.
     ///
     /// Only for events of kind [`Timing`]: for a [`NoTiming`] event it does not compile
     /// (the bound `Timed`), where the driver would fail at run time.
     #[inline]
-    pub fn elapsed_ms<E: Timed>(&self, end: &Recorded<'_, 'ctx, E>) -> Result<f32>
+    pub fn elapsed<E: Timed>(&self, end: &Recorded<'_, 'ctx, E>) -> Result<Duration>
     where
         K: Timed,
     {
         // SAFETY: both events are alive and of one context.
-        unsafe { driver::event_elapsed_ms(self.raw(), end.raw()) }
+        let ms = unsafe { driver::event_elapsed_ms(self.raw(), end.raw()) }?;
+        duration_of_ms(ms)
+    }
+}
+
+/// The driver's elapsed milliseconds as a [`Duration`]; a negative time (the end recorded
+/// before the start) or one that is not a number is an error.
+fn duration_of_ms(ms: f32) -> Result<Duration> {
+    if ms >= 0.0 && ms.is_finite() {
+        Ok(Duration::from_secs_f64(f64::from(ms) / 1000.0))
+    } else {
+        Err(Error::with_detail(
+            "Recorded::elapsed",
+            ErrorCode::InvalidValue,
+            format!(
+                "the end was recorded before the start: the driver measured {ms} ms, which is not a duration"
+            ),
+        ))
     }
 }
 
@@ -482,5 +504,29 @@ impl<K: EventKind> fmt::Debug for Event<'_, K> {
 impl<K: EventKind> fmt::Debug for Recorded<'_, '_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Recorded").field(&self.event.raw).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_milliseconds_become_a_duration_and_a_negative_time_an_error() {
+        assert_eq!(duration_of_ms(0.0).unwrap(), Duration::ZERO);
+        assert_eq!(duration_of_ms(-0.0).unwrap(), Duration::ZERO);
+        assert_eq!(duration_of_ms(2.5).unwrap(), Duration::from_micros(2500));
+        assert_eq!(duration_of_ms(0.5e-3).unwrap(), Duration::from_nanos(500));
+        let e = duration_of_ms(-1.5).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.call(), "Recorded::elapsed");
+        assert_eq!(
+            e.detail(),
+            Some(
+                "the end was recorded before the start: the driver measured -1.5 ms, which is not a duration"
+            )
+        );
+        assert!(duration_of_ms(f32::NAN).is_err());
+        assert!(duration_of_ms(f32::INFINITY).is_err());
     }
 }

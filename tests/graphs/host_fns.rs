@@ -2,7 +2,8 @@
 //! `tests/graphs.rs`, which lists these tests.
 //!
 //! * A host function's panic surfaces from every scope form that can queue one: `scope`,
-//!   `scope_with`, `scope_all`, `scope_within`, `scope_all_within`, the three `try_` forms,
+//!   `scope_pair`, `scope_all`, `scope_within`, `scope_all_within`, the three `_and_teardown`
+//!   forms,
 //!   and a scope inside a capture's closure. (Scopes of preallocated streams, from
 //!   `with_phases`, have no host functions; captures offer none, so no replayed graph runs
 //!   one.)
@@ -51,14 +52,14 @@ fn queue_a_panicking_host_fn<'s, 'e, 'ctx>(
     let (d, o) = (producer.bind_mut(dev), producer.bind_host_mut(out));
     producer.fill(d, 5)?;
     producer.copy_to_host_view(o.slice(..1), d)?;
-    consumer.host_fn_with(o.slice(..3), move |v| {
+    consumer.host_fn_on(o.slice(..3), move |v| {
         v[1] = v[0] + 1;
         if v[1] == 6 {
             panic::panic_any(form);
         }
         v[2] = 99; // reached only if the function ran before the copy
     })?;
-    consumer.host_fn_with(o.slice(3..), |v| v[0] = 8)
+    consumer.host_fn_on(o.slice(3..), |v| v[0] = 8)
 }
 
 /// Runs one scope form (`run`, which opens the scope on one or both of two fresh streams
@@ -111,10 +112,10 @@ pub fn a_host_functions_panic_surfaces_from_scope() {
     });
 }
 
-pub fn a_host_functions_panic_surfaces_from_scope_with() {
-    a_host_functions_panic_surfaces("scope_with", |_, [a, b], dev, out| {
-        let _ = a.scope_with(b, |x, y| {
-            queue_a_panicking_host_fn("scope_with", x, y, dev, out)
+pub fn a_host_functions_panic_surfaces_from_scope_pair() {
+    a_host_functions_panic_surfaces("scope_pair", |_, [a, b], dev, out| {
+        let _ = a.scope_pair(b, |x, y| {
+            queue_a_panicking_host_fn("scope_pair", x, y, dev, out)
         });
     });
 }
@@ -150,24 +151,26 @@ pub fn a_host_functions_panic_surfaces_from_scope_all_within() {
     });
 }
 
-pub fn a_host_functions_panic_surfaces_from_try_scope() {
-    a_host_functions_panic_surfaces("try_scope", |_, [a, _], dev, out| {
-        let _ = a.try_scope(|s| queue_a_panicking_host_fn("try_scope", s, s, dev, out));
-    });
-}
-
-pub fn a_host_functions_panic_surfaces_from_try_scope_with() {
-    a_host_functions_panic_surfaces("try_scope_with", |_, [a, b], dev, out| {
-        let _ = a.try_scope_with(b, |x, y| {
-            queue_a_panicking_host_fn("try_scope_with", x, y, dev, out)
+pub fn a_host_functions_panic_surfaces_from_scope_and_teardown() {
+    a_host_functions_panic_surfaces("scope_and_teardown", |_, [a, _], dev, out| {
+        let _ = a.scope_and_teardown(|s| {
+            queue_a_panicking_host_fn("scope_and_teardown", s, s, dev, out)
         });
     });
 }
 
-pub fn a_host_functions_panic_surfaces_from_try_scope_all() {
-    a_host_functions_panic_surfaces("try_scope_all", |_, streams, dev, out| {
-        let _ = Stream::try_scope_all(&streams.each_ref(), |s| {
-            queue_a_panicking_host_fn("try_scope_all", &s[0], &s[1], dev, out)
+pub fn a_host_functions_panic_surfaces_from_scope_pair_and_teardown() {
+    a_host_functions_panic_surfaces("scope_pair_and_teardown", |_, [a, b], dev, out| {
+        let _ = a.scope_pair_and_teardown(b, |x, y| {
+            queue_a_panicking_host_fn("scope_pair_and_teardown", x, y, dev, out)
+        });
+    });
+}
+
+pub fn a_host_functions_panic_surfaces_from_scope_all_and_teardown() {
+    a_host_functions_panic_surfaces("scope_all_and_teardown", |_, streams, dev, out| {
+        let _ = Stream::scope_all_and_teardown(&streams.each_ref(), |s| {
+            queue_a_panicking_host_fn("scope_all_and_teardown", &s[0], &s[1], dev, out)
         });
     });
 }
@@ -188,7 +191,7 @@ pub fn a_host_functions_panic_surfaces_from_a_scope_inside_a_capture() {
             .capture(|g| g.fill(g.bind_mut(&mut x), 4))
             .expect("the context captures again");
         let exec = graph.instantiate().unwrap();
-        b.scope(|s| s.launch_graph(&exec)).unwrap();
+        b.scope(|s| exec.launch(s)).unwrap();
         drop(exec);
         assert_eq!(x.to_vec().unwrap(), [4; 4], "only the second capture ran");
         if let Err(payload) = caught {

@@ -32,12 +32,12 @@ fn main() -> cuda_brand::Result<()> {
         let mut exec = graph.instantiate()?;
         let (s1, s2) = (ctx.stream()?, ctx.stream()?);
         exec.host_mut(inp).fill(1.0);
-        s1.scope(|s| s.launch_graph(&exec))?;
+        s1.scope(|s| exec.launch(s))?;
         assert_eq!(exec.host(out)[0], 2.0);
-        s2.scope(|s| s.launch_graph(&exec))?;
-        s1.scope_with(&s2, |a, b| {
-            a.launch_graph(&exec)?;
-            b.launch_graph(&exec)
+        s2.scope(|s| exec.launch(s))?;
+        s1.scope_pair(&s2, |a, b| {
+            exec.launch(a)?;
+            exec.launch(b)
         })?;
         drop(exec); // `input`, `output` and `x` are free again
         // a graph of `x`, rebound to `other`: afterwards `x` is free again, `other` is held
@@ -46,14 +46,14 @@ fn main() -> cuda_brand::Result<()> {
             g.launch(&scale, LaunchConfig::linear(1, 256), (o, 2.0f32))
         })?;
         let first = ctx.capture(|g| g.fill(&mut x, 1.0f32))?.0.instantiate()?;
-        let exec = match first.try_update(again) {
+        let exec = match first.update_or_keep(again) {
             Ok(updated) => updated,
             Err(refused) => {
                 println!("{}", refused.error());
                 return Ok(());
             }
         };
-        s1.scope(|s| s.launch_graph(&exec))?;
+        s1.scope(|s| exec.launch(s))?;
         drop(exec);
         println!("{:?} {:?}", x.to_vec()?[0], other.to_vec()?[0]);
         // host functions
@@ -64,7 +64,7 @@ fn main() -> cuda_brand::Result<()> {
             let (d, h) = (s.bind_mut(&mut x), s.bind_host_mut(&mut host));
             s.fill(d, 3.0)?;
             s.copy_to_host_view(h, d)?;
-            s.host_fn_with(h, |values| seen.lock().unwrap().push(values[0]))?;
+            s.host_fn_on(h, |values| seen.lock().unwrap().push(values[0]))?;
             s.host_fn(|| {
                 count.fetch_add(1, Ordering::Relaxed);
             })

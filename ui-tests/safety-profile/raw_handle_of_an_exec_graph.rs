@@ -6,7 +6,7 @@
 // brand or a scope: code holding it can launch the graph on a stream no scope orders, or
 // change its nodes, and no borrow stops it.
 //
-// Fix: launch it in a scope (`s.launch_graph(&exec)`), update it with `try_update`; code
+// Fix: launch it in a scope (`exec.launch(s)`), update it with `update_or_keep`; code
 // that must hand the handle to another CUDA library does so in a module of its own that
 // allows `unsafe_code`, where the promise is written down.
 

@@ -4,7 +4,7 @@
 // `DeviceMut<'scope, 'ctx, T>` carries its scope's lifetime, invariant and higher-ranked
 // like a context's brand: the inner scope's operations take `DeviceMut<'inner, 'ctx, T>`,
 // and the two lifetimes never unify. To share memory between two streams, open both with
-// `Stream::scope_with`, which gives both scopes one lifetime and orders the two streams.
+// `Stream::scope_pair`, which gives both scopes one lifetime and orders the two streams.
 //
 // Without it: the driver reports nothing. The inner stream's fill is not ordered after the
 // outer stream's queued fill and copy of the same memory: two non-blocking streams run

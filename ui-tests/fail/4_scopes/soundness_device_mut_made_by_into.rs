@@ -3,7 +3,7 @@
 // `From<&mut DeviceBuffer>` (nor `From<&mut DeviceSlice>`), so `.into()` cannot make one.
 //
 // A `DeviceMut` is `Copy`: one exclusive borrow becomes a handle that many operations use,
-// on every stream of a `scope_with`/`scope_all` scope. That is sound because the scope
+// on every stream of a `scope_pair`/`scope_all` scope. That is sound because the scope
 // that issued it keeps the buffer borrowed until all of them have run, and orders its
 // streams around every operation that uses it. `bind_mut` takes `&'scope self`, so each
 // handle is tied to the scope that issued it from the moment it exists; with no other
@@ -28,7 +28,7 @@ fn main() -> cuda_brand::Result<()> {
         let b = Stream::new(ctx, StreamFlags::NonBlocking)?;
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         let mut host = vec![0u32; 1 << 20];
-        a.scope_with(&b, |sa, sb| {
+        a.scope_pair(&b, |sa, sb| {
             let d: DeviceMut<'_, '_, u32> = (&mut on_device).into();
             sa.fill(d, 7)?;
             sb.copy_to_host(&mut host, d) // b waits for a's fill

@@ -1,8 +1,8 @@
-// Rule: a `DeviceMut` bound in a multi-stream scope (`Stream::scope_with`, `scope_all`)
+// Rule: a `DeviceMut` bound in a multi-stream scope (`Stream::scope_pair`, `scope_all`)
 // may be used on any of *that* scope's streams, but not by a single-stream scope
 // (`Stream::scope`) opened inside it on another stream.
 //
-// The streams of one `scope_with` share one scope lifetime, and the crate orders them
+// The streams of one `scope_pair` share one scope lifetime, and the crate orders them
 // wherever they touch the same bound memory (its order book sees every operation of the
 // scope). A scope nested inside has its own higher-ranked, invariant lifetime, like a
 // context's brand: its operations take `DeviceMut<'inner, 'ctx, T>`, which never unifies
@@ -31,7 +31,7 @@ fn main() -> cuda_brand::Result<()> {
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         let mut host = PinnedBuffer::<u32>::zeroed(ctx, 1 << 20)?;
         let mut checksum = vec![0u32; 1];
-        a.scope_with(&b, |sa, sb| {
+        a.scope_pair(&b, |sa, sb| {
             let d = sa.bind_mut(&mut on_device);
             sa.fill(d, 7)?;
             sb.copy_to_host(&mut checksum, d.slice(..1))?; // ordered after the fill

@@ -14,7 +14,7 @@
 // lost, silently, and `counter` ends at 2 or 3 from run to run.
 //
 // Fix: launch on the outer scope only (its launches run in order), or open the two streams
-// as one scope, `outer.scope_with(&inner, |so, si| ...)`, bind the kernel once there, and
+// as one scope, `outer.scope_pair(&inner, |so, si| ...)`, bind the kernel once there, and
 // launch the `ScopedKernel` on both: the crate orders the two streams' launches.
 
 use cuda_brand::{ContextFlags, Device, LaunchConfig, Module, Stream, StreamFlags, with_context};

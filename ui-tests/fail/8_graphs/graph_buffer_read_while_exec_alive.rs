@@ -13,8 +13,8 @@ fn main() -> cuda_brand::Result<()> {
         let mut x = ctx.zeroed::<u32>(1024)?;
         let exec = ctx.capture(|g| g.fill(&mut x, 7))?.0.instantiate()?;
         let stream = ctx.stream()?;
-        stream.scope(|s| s.launch_graph(&exec))?;
+        stream.scope(|s| exec.launch(s))?;
         println!("{:?}", x.to_vec()?); // wrong: the graph still holds `x`
-        stream.scope(|s| s.launch_graph(&exec))
+        stream.scope(|s| exec.launch(s))
     })
 }

@@ -13,8 +13,8 @@ fn main() -> cuda_brand::Result<()> {
         let mut x = ctx.zeroed::<u32>(1024)?;
         let exec = ctx.capture(|g| g.fill(&mut x, 7))?.0.instantiate()?;
         let (a, b) = (ctx.stream()?, ctx.stream()?);
-        a.scope_with(&b, |sa, sb| {
-            sa.launch_graph(&exec)?;
+        a.scope_pair(&b, |sa, sb| {
+            exec.launch(sa)?;
             sb.fill(&mut x, 1) // wrong: the graph writes `x`, unordered with this fill
         })
     })

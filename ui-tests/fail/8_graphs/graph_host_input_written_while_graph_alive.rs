@@ -18,7 +18,7 @@ fn main() -> cuda_brand::Result<()> {
         let stream = ctx.stream()?;
         for i in 0..10 {
             input.fill(i); // wrong: the graph reads `input` at every replay
-            stream.scope(|s| s.launch_graph(&exec))?;
+            stream.scope(|s| exec.launch(s))?;
         }
         Ok(())
     })

@@ -12,7 +12,7 @@ fn main() -> cuda_brand::Result<()> {
         let exec = a.capture(|g| g.fill(&mut x, 7))?.0.instantiate()?;
         with_context(&device, ContextFlags::default(), |b| {
             let stream_b = b.stream()?;
-            stream_b.scope(|s| s.launch_graph(&exec)) // wrong: `exec` is a graph of context a
+            stream_b.scope(|s| exec.launch(s)) // wrong: `exec` is a graph of context a
         })
     })
 }

@@ -20,7 +20,7 @@ fn main() -> cuda_brand::Result<()> {
         })?;
         let mut exec = graph.instantiate()?;
         ctx.stream()?.scope(|s| {
-            s.launch_graph(&exec)?;
+            exec.launch(s)?;
             println!("{}", exec.host_mut(out)[0]); // wrong: the replay may still be writing it
             Ok(())
         })

@@ -14,7 +14,7 @@ fn main() -> cuda_brand::Result<()> {
         let shared = ctx.share();
         std::thread::scope(|threads| {
             threads.spawn(|| {
-                shared.enter(|ctx| ctx.stream()?.scope(|s| s.launch_graph(&exec)))
+                shared.enter(|ctx| ctx.stream()?.scope(|s| exec.launch(s)))
             });
         });
         Ok(())

@@ -1,7 +1,7 @@
 // Rule: a host function borrows from its environment like every operation of the scope, so
 // it cannot read host memory that a queued copy writes. To read a copy's result in stream
 // order, bind the memory to the scope (`s.bind_host_mut`), copy into it with
-// `copy_to_host_view`, and read it with `host_fn_with`.
+// `copy_to_host_view`, and read it with `host_fn_on`.
 //
 // Without it: nothing says when the function runs relative to the copy; with a borrow of
 // its own it could run on the driver's thread while the copy engine writes the memory.

@@ -1,4 +1,4 @@
-// Rule: only recorded events are timed: `Recorded::elapsed_ms` takes the proof of the end
+// Rule: only recorded events are timed: `Recorded::elapsed` takes the proof of the end
 // record, the `Recorded` that `Event::record` returns, not an `Event`.
 //
 // `end` is never recorded here; its type says so, and the call does not type-check: `&Recorded`
@@ -9,7 +9,7 @@
 // documentation); and an event recorded in an earlier round would time the wrong interval.
 //
 // Fix: record `end` after the work, and time the two records:
-// `let t1 = end.record(s)?; ... t0.elapsed_ms(&t1)?`.
+// `let t1 = end.record(s)?; ... t0.elapsed(&t1)?`.
 
 use cuda_brand::{ContextFlags, Device, with_context};
 
@@ -24,7 +24,7 @@ fn main() -> cuda_brand::Result<()> {
             s.fill(&mut buf, 7u8)?;
             Ok::<_, cuda_brand::Error>(t0)
         })?;
-        println!("64 MiB fill: {} ms", t0.elapsed_ms(&end)?);
+        println!("64 MiB fill: {:?}", t0.elapsed(&end)?);
         Ok(())
     })
 }

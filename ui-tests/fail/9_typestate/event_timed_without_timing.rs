@@ -1,4 +1,4 @@
-// Rule: only events that record timestamps are timed: `Recorded::elapsed_ms` needs both
+// Rule: only events that record timestamps are timed: `Recorded::elapsed` needs both
 // records to be of events of kind `Timing` (the bound `Timed`), and an event made by
 // `ctx.event_without_timing()` is an `Event<'ctx, NoTiming>`.
 //
@@ -25,7 +25,7 @@ fn main() -> cuda_brand::Result<()> {
             s.fill(&mut buf, 7u8)?;
             end.record(s).map(|t1| (t0, t1))
         })?;
-        println!("64 MiB fill: {} ms", t0.elapsed_ms(&t1)?);
+        println!("64 MiB fill: {:?}", t0.elapsed(&t1)?);
         Ok(())
     })
 }

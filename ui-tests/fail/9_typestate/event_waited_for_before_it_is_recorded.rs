@@ -23,7 +23,7 @@ fn main() -> cuda_brand::Result<()> {
         let done = ctx.event_without_timing()?;
         let mut on_device = ctx.zeroed::<u32>(1 << 20)?;
         let mut host = vec![0u32; 1 << 20];
-        a.scope_with(&b, |sa, sb| {
+        a.scope_pair(&b, |sa, sb| {
             let d = sa.bind_mut(&mut on_device);
             sa.fill(d, 7)?;
             sb.wait_event(&done)?;

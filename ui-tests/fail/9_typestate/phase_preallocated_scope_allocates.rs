@@ -1,6 +1,6 @@
 // Rule: a stream made during the setup phase is `Stream<'ctx, Preallocated>`: its scopes
 // copy, fill and launch, and take scratch memory only from a pool made during setup
-// (`alloc_in`, `alloc_zeroed_in`); `alloc`, `alloc_zeroed` and `alloc_from_host`, which
+// (`alloc_in`, `alloc_zeroed_in`); `alloc`, `alloc_zeroed` and `alloc_from_slice`, which
 // draw from the crate's unbounded pool, do not exist there.
 //
 // Without it: every scope of the run phase could grow the program's memory without bound.

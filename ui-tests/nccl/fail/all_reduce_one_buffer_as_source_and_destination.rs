@@ -5,7 +5,7 @@
 // out-of-place algorithms; the same buffer passed as both would be read while it is
 // written by an algorithm that assumes they are apart.
 //
-// Fix: `s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum)`.
+// Fix: `comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)`.
 
 use cuda_brand::nccl::{Clique, ReduceOp};
 use cuda_brand::{Device, with_primary_context};
@@ -17,6 +17,6 @@ fn main() -> cuda_brand::Result<()> {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[1.0f32; 4])?;
         // wrong: `x` as the source and the destination
-        ctx.stream()?.scope(|s| s.all_reduce(&comm, &x, &mut x, ReduceOp::Sum))
+        ctx.stream()?.scope(|s| comm.all_reduce(s, &x, &mut x, ReduceOp::Sum))
     })
 }

@@ -17,7 +17,7 @@ fn main() -> cuda_brand::Result<()> {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[1.0f32; 4])?;
         ctx.stream()?.scope(|s| {
-            s.all_reduce_in_place(&comm, &mut x, ReduceOp::Sum)?;
+            comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)?;
             // wrong: the all-reduce may still be running
             drop(comm);
             Ok(())

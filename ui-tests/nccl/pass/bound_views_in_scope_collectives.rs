@@ -19,8 +19,8 @@ fn main() -> cuda_brand::Result<()> {
         let mut host = vec![0u32; 4];
         ctx.stream()?.scope(|s| {
             let d = s.bind_mut(&mut buf);
-            s.all_reduce_in_place(&comm, d.slice(..2), ReduceOp::Sum)?;
-            s.all_reduce(&comm, d.slice(..2).as_ref(), d.slice(2..), ReduceOp::Sum)?;
+            comm.all_reduce_in_place(s, d.slice(..2), ReduceOp::Sum)?;
+            comm.all_reduce(s, d.slice(..2).as_ref(), d.slice(2..), ReduceOp::Sum)?;
             s.copy_to_host(&mut host, d)
         })?;
         assert_eq!(host, [1, 2, 1, 2]);

@@ -6,7 +6,7 @@
 // brand or a scope: code holding it can destroy or abort the communicator while operations
 // of it are queued, or queue operations on buffers no scope holds, and no borrow stops it.
 //
-// Fix: the communicator's operations in a scope (`s.all_reduce(&comm, ...)`); code that
+// Fix: the communicator's operations in a scope (`comm.all_reduce(s, ...)`); code that
 // must hand the handle to another CUDA library does so in a module of its own that allows
 // `unsafe_code`, where the promise is written down.
 

@@ -1,10 +1,10 @@
-// Allowed: two streams of one context sharing a buffer inside `Stream::scope_with`, with an
+// Allowed: two streams of one context sharing a buffer inside `Stream::scope_pair`, with an
 // event of the program's own: stream `a` fills the buffer and records `filled`; stream `b`
 // waits for that record, then copies the buffer to the host.
 //
 // The two scopes share one lifetime, so `b`'s copy may use the `DeviceMut` that `a` bound;
 // the crate's order book already makes `b` wait for `a`'s fill, the program's event is
-// allowed on top of it. Both streams are synchronized when `scope_with` returns.
+// allowed on top of it. Both streams are synchronized when `scope_pair` returns.
 
 use cuda_brand::{
     ContextFlags, DeviceBuffer, Event, EventFlags, Stream, StreamFlags, with_context,
@@ -20,7 +20,7 @@ fn main() {
         let mut filled = Event::without_timing(ctx, EventFlags::new())?;
         let mut on_device = DeviceBuffer::<u32>::zeroed(ctx, 1 << 16)?;
         let mut host = vec![0u32; 1 << 16];
-        a.scope_with(&b, |sa, sb| {
+        a.scope_pair(&b, |sa, sb| {
             let d = sa.bind_mut(&mut on_device);
             sa.fill(d, 7)?;
             let fill_done = filled.record(sa)?;
