@@ -225,7 +225,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         slice: &'g mut DeviceSlice<'ctx, T>,
     ) -> DeviceMut<'c, 'ctx, T> {
         let slice: &'c mut DeviceSlice<'ctx, T> = slice;
-        slice.into_mut()
+        slice.into_mut(crate::launch::sealed::Crate(()))
     }
 
     /// As [`Capture::bind_mut`], and the graph lends the buffer back between replays: the
@@ -278,7 +278,10 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         dst: impl IntoDeviceMut<'c, 'ctx, T>,
         src: impl IntoHostRef<'c, T>,
     ) -> Result<()> {
-        let (dst, src) = (dst.into_mut(), src.into_host_ref());
+        let (dst, src) = (
+            dst.into_mut(crate::launch::sealed::Crate(())),
+            src.into_host_ref(crate::launch::sealed::Crate(())),
+        );
         check_lengths("copy_from_host", dst.len(), src.len());
         let bytes = memory::byte_len::<T>(dst.len());
         if bytes == 0 {
@@ -310,7 +313,10 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         dst: impl IntoHostMut<'c, T>,
         src: impl IntoDeviceRef<'c, 'ctx, T>,
     ) -> Result<()> {
-        let (dst, src) = (dst.into_host_mut(), src.into_ref());
+        let (dst, src) = (
+            dst.into_host_mut(crate::launch::sealed::Crate(())),
+            src.into_ref(crate::launch::sealed::Crate(())),
+        );
         check_lengths("copy_to_host", dst.len(), src.len());
         let bytes = memory::byte_len::<T>(src.len());
         if bytes == 0 {
@@ -340,7 +346,10 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         dst: impl IntoDeviceMut<'c, 'ctx, T>,
         src: impl IntoDeviceRef<'c, 'ctx, T>,
     ) -> Result<()> {
-        let (dst, src) = (dst.into_mut(), src.into_ref());
+        let (dst, src) = (
+            dst.into_mut(crate::launch::sealed::Crate(())),
+            src.into_ref(crate::launch::sealed::Crate(())),
+        );
         check_lengths("copy_from_device", dst.len(), src.len());
         let bytes = memory::byte_len::<T>(dst.len());
         if bytes == 0 {
@@ -383,7 +392,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
 
     /// Captures setting every element of `dst` to `value` (a memset node).
     pub fn fill<T: Memset>(&'c self, dst: impl IntoDeviceMut<'c, 'ctx, T>, value: T) -> Result<()> {
-        let dst = dst.into_mut();
+        let dst = dst.into_mut(crate::launch::sealed::Crate(()));
         if memory::byte_len::<T>(dst.len()) == 0 {
             return Ok(());
         }

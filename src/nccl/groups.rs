@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 
 use super::ops::{Prepared, prepare};
+use crate::launch::sealed::Crate;
 
 /// The NCCL operations of a scope in a group: the same as [`Communicator`]'s on a scope,
 /// recorded in the group and queued when its closure returns.
@@ -31,7 +32,13 @@ where
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::all_reduce";
-        let p = prepare::all_reduce::<T>(&comm.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
+        let p = prepare::all_reduce::<T>(
+            &comm.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            op,
+            WHAT,
+        )?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -44,7 +51,7 @@ where
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::all_reduce_in_place";
-        let p = prepare::all_reduce_in_place::<T>(&comm.core, buf.into_mut(), op, WHAT)?;
+        let p = prepare::all_reduce_in_place::<T>(&comm.core, buf.into_mut(Crate(())), op, WHAT)?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -58,7 +65,13 @@ where
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::broadcast";
-        let p = prepare::broadcast::<T>(&comm.core, src.into_ref(), dst.into_mut(), root, WHAT)?;
+        let p = prepare::broadcast::<T>(
+            &comm.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            root,
+            WHAT,
+        )?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -71,7 +84,7 @@ where
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::broadcast_in_place";
-        let p = prepare::broadcast_in_place::<T>(&comm.core, buf.into_mut(), root, WHAT)?;
+        let p = prepare::broadcast_in_place::<T>(&comm.core, buf.into_mut(Crate(())), root, WHAT)?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -86,7 +99,14 @@ where
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::reduce";
-        let p = prepare::reduce::<T>(&comm.core, src.into_ref(), dst.into_mut(), op, root, WHAT)?;
+        let p = prepare::reduce::<T>(
+            &comm.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            op,
+            root,
+            WHAT,
+        )?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -100,7 +120,7 @@ where
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::reduce_in_place";
-        let p = prepare::reduce_in_place::<T>(&comm.core, buf.into_mut(), op, root, WHAT)?;
+        let p = prepare::reduce_in_place::<T>(&comm.core, buf.into_mut(Crate(())), op, root, WHAT)?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -113,7 +133,12 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::all_gather";
-        let p = prepare::all_gather::<T>(&comm.core, src.into_ref(), dst.into_mut(), WHAT)?;
+        let p = prepare::all_gather::<T>(
+            &comm.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            WHAT,
+        )?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -125,7 +150,7 @@ where
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::all_gather_in_place";
-        let p = prepare::all_gather_in_place::<T>(&comm.core, buf.into_mut(), WHAT)?;
+        let p = prepare::all_gather_in_place::<T>(&comm.core, buf.into_mut(Crate(())), WHAT)?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -139,7 +164,13 @@ where
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::reduce_scatter";
-        let p = prepare::reduce_scatter::<T>(&comm.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
+        let p = prepare::reduce_scatter::<T>(
+            &comm.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            op,
+            WHAT,
+        )?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -152,7 +183,8 @@ where
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::reduce_scatter_in_place";
-        let p = prepare::reduce_scatter_in_place::<T>(&comm.core, buf.into_mut(), op, WHAT)?;
+        let p =
+            prepare::reduce_scatter_in_place::<T>(&comm.core, buf.into_mut(Crate(())), op, WHAT)?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -165,7 +197,7 @@ where
         peer: usize,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::send";
-        let p = prepare::send::<T>(&comm.core, src.into_ref(), peer, WHAT)?;
+        let p = prepare::send::<T>(&comm.core, src.into_ref(Crate(())), peer, WHAT)?;
         self.defer(&comm.core, p, WHAT)
     }
 
@@ -178,7 +210,7 @@ where
         peer: usize,
     ) -> Result<()> {
         const WHAT: &str = "Grouped::recv";
-        let p = prepare::recv::<T>(&comm.core, dst.into_mut(), peer, WHAT)?;
+        let p = prepare::recv::<T>(&comm.core, dst.into_mut(Crate(())), peer, WHAT)?;
         self.defer(&comm.core, p, WHAT)
     }
 }

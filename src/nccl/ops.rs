@@ -11,6 +11,7 @@ use super::{NcclType, ReduceOp};
 use crate::context::StreamKind;
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, ErrorCode, Result};
+use crate::launch::sealed::Crate;
 use crate::memory::{Span, overlap_error};
 use crate::scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
 
@@ -433,7 +434,13 @@ impl<'ctx> Communicator<'ctx> {
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::all_reduce";
-        let p = prepare::all_reduce::<T>(&self.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
+        let p = prepare::all_reduce::<T>(
+            &self.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            op,
+            WHAT,
+        )?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -446,7 +453,7 @@ impl<'ctx> Communicator<'ctx> {
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::all_reduce_in_place";
-        let p = prepare::all_reduce_in_place::<T>(&self.core, buf.into_mut(), op, WHAT)?;
+        let p = prepare::all_reduce_in_place::<T>(&self.core, buf.into_mut(Crate(())), op, WHAT)?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -460,7 +467,13 @@ impl<'ctx> Communicator<'ctx> {
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::broadcast";
-        let p = prepare::broadcast::<T>(&self.core, src.into_ref(), dst.into_mut(), root, WHAT)?;
+        let p = prepare::broadcast::<T>(
+            &self.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            root,
+            WHAT,
+        )?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -473,7 +486,7 @@ impl<'ctx> Communicator<'ctx> {
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::broadcast_in_place";
-        let p = prepare::broadcast_in_place::<T>(&self.core, buf.into_mut(), root, WHAT)?;
+        let p = prepare::broadcast_in_place::<T>(&self.core, buf.into_mut(Crate(())), root, WHAT)?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -488,7 +501,14 @@ impl<'ctx> Communicator<'ctx> {
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::reduce";
-        let p = prepare::reduce::<T>(&self.core, src.into_ref(), dst.into_mut(), op, root, WHAT)?;
+        let p = prepare::reduce::<T>(
+            &self.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            op,
+            root,
+            WHAT,
+        )?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -502,7 +522,7 @@ impl<'ctx> Communicator<'ctx> {
         root: usize,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::reduce_in_place";
-        let p = prepare::reduce_in_place::<T>(&self.core, buf.into_mut(), op, root, WHAT)?;
+        let p = prepare::reduce_in_place::<T>(&self.core, buf.into_mut(Crate(())), op, root, WHAT)?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -535,7 +555,12 @@ impl<'ctx> Communicator<'ctx> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::all_gather";
-        let p = prepare::all_gather::<T>(&self.core, src.into_ref(), dst.into_mut(), WHAT)?;
+        let p = prepare::all_gather::<T>(
+            &self.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            WHAT,
+        )?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -548,7 +573,7 @@ impl<'ctx> Communicator<'ctx> {
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::all_gather_in_place";
-        let p = prepare::all_gather_in_place::<T>(&self.core, buf.into_mut(), WHAT)?;
+        let p = prepare::all_gather_in_place::<T>(&self.core, buf.into_mut(Crate(())), WHAT)?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -563,7 +588,13 @@ impl<'ctx> Communicator<'ctx> {
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::reduce_scatter";
-        let p = prepare::reduce_scatter::<T>(&self.core, src.into_ref(), dst.into_mut(), op, WHAT)?;
+        let p = prepare::reduce_scatter::<T>(
+            &self.core,
+            src.into_ref(Crate(())),
+            dst.into_mut(Crate(())),
+            op,
+            WHAT,
+        )?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -595,7 +626,8 @@ impl<'ctx> Communicator<'ctx> {
         op: ReduceOp,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::reduce_scatter_in_place";
-        let p = prepare::reduce_scatter_in_place::<T>(&self.core, buf.into_mut(), op, WHAT)?;
+        let p =
+            prepare::reduce_scatter_in_place::<T>(&self.core, buf.into_mut(Crate(())), op, WHAT)?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -610,7 +642,7 @@ impl<'ctx> Communicator<'ctx> {
         peer: usize,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::send";
-        let p = prepare::send::<T>(&self.core, src.into_ref(), peer, WHAT)?;
+        let p = prepare::send::<T>(&self.core, src.into_ref(Crate(())), peer, WHAT)?;
         run_now(scope, &self.core, p, WHAT)
     }
 
@@ -623,7 +655,7 @@ impl<'ctx> Communicator<'ctx> {
         peer: usize,
     ) -> Result<()> {
         const WHAT: &str = "Communicator::recv";
-        let p = prepare::recv::<T>(&self.core, dst.into_mut(), peer, WHAT)?;
+        let p = prepare::recv::<T>(&self.core, dst.into_mut(Crate(())), peer, WHAT)?;
         run_now(scope, &self.core, p, WHAT)
     }
 }

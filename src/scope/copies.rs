@@ -9,6 +9,7 @@ use super::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 use crate::context::StreamKind;
 use crate::driver;
 use crate::error::Result;
+use crate::launch::sealed::Crate;
 use crate::memory::{
     DeviceCopy, DeviceSlice, Memset, Span, check_lengths, lengths_match, overlap_error,
 };
@@ -28,7 +29,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: &'scope [T],
     ) -> Result<()> {
-        let dst = dst.into_mut();
+        let dst = dst.into_mut(Crate(()));
         check_lengths("copy_from_host", dst.len(), src.len());
         if dst.bytes() == 0 {
             return Ok(());
@@ -60,7 +61,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: &'scope mut [T],
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        let src = src.into_ref();
+        let src = src.into_ref(Crate(()));
         check_lengths("copy_to_host", dst.len(), src.len());
         if src.bytes() == 0 {
             return Ok(());
@@ -110,7 +111,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: &'scope mut Vec<T>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        let src = src.into_ref();
+        let src = src.into_ref(Crate(()));
         if src.bytes() == 0 {
             // nothing to copy: `src` is empty, or its elements are zero-sized
             // SAFETY: all-zero bytes are a valid `T` (`DeviceCopy`: any bytes are).
@@ -155,7 +156,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        let (dst, src) = (dst.into_mut(), src.into_ref());
+        let (dst, src) = (dst.into_mut(Crate(())), src.into_ref(Crate(())));
         check_lengths("copy_from_device", dst.len(), src.len());
         if dst.bytes() == 0 {
             return Ok(());
@@ -190,7 +191,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         src: &'scope DeviceSlice<'peer, T>,
         src_ctx: crate::context::ContextGuard<'peer>,
     ) -> Result<()> {
-        let dst = dst.into_mut();
+        let dst = dst.into_mut(Crate(()));
         check_lengths("copy_from_peer", dst.len(), src.len());
         if dst.bytes() == 0 {
             return Ok(());
@@ -222,7 +223,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         value: T,
     ) -> Result<()> {
-        let dst = dst.into_mut();
+        let dst = dst.into_mut(Crate(()));
         if dst.bytes() == 0 {
             return Ok(());
         }
@@ -260,7 +261,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: &'scope [T],
     ) -> Result<()> {
-        let dst = dst.into_mut();
+        let dst = dst.into_mut(Crate(()));
         lengths_match("copy_from_host", dst.len(), src.len())?;
         self.copy_from_host(dst, src)
     }
@@ -272,7 +273,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: &'scope mut [T],
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        let src = src.into_ref();
+        let src = src.into_ref(Crate(()));
         lengths_match("copy_to_host", dst.len(), src.len())?;
         self.copy_to_host(dst, src)
     }
@@ -284,7 +285,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        let (dst, src) = (dst.into_mut(), src.into_ref());
+        let (dst, src) = (dst.into_mut(Crate(())), src.into_ref(Crate(())));
         lengths_match("copy_from_device", dst.len(), src.len())?;
         self.copy_from_device(dst, src)
     }
@@ -297,7 +298,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         src: &'scope DeviceSlice<'peer, T>,
         src_ctx: crate::context::ContextGuard<'peer>,
     ) -> Result<()> {
-        let dst = dst.into_mut();
+        let dst = dst.into_mut(Crate(()));
         lengths_match("copy_from_peer", dst.len(), src.len())?;
         self.copy_from_peer(dst, src, src_ctx)
     }
@@ -311,7 +312,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         memory: impl IntoDeviceRef<'scope, 'ctx, T>,
         to: crate::memory::MemoryLocation,
     ) -> Result<()> {
-        let memory = memory.into_ref();
+        let memory = memory.into_ref(Crate(()));
         if memory.bytes() == 0 {
             return Ok(());
         }

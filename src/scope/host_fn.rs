@@ -136,6 +136,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::driver::{self, HostFnFlag};
 use crate::error::Result;
+use crate::launch::sealed::Crate;
 use crate::memory::{self, DeviceCopy, Span, check_lengths};
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 
@@ -338,6 +339,7 @@ pub trait IntoHostMut<'a, T>: sealed::IntoHostMut<'a, T> {}
 
 pub(crate) mod sealed {
     use super::{HostMut, HostRef};
+    use crate::launch::sealed::Crate;
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoHostRef`: the trait is sealed",
@@ -345,7 +347,7 @@ pub(crate) mod sealed {
         note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoHostRef<'a, T> {
-        fn into_host_ref(self) -> HostRef<'a, T>;
+        fn into_host_ref(self, _by: Crate) -> HostRef<'a, T>;
     }
 
     #[diagnostic::on_unimplemented(
@@ -354,41 +356,41 @@ pub(crate) mod sealed {
         note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoHostMut<'a, T> {
-        fn into_host_mut(self) -> HostMut<'a, T>;
+        fn into_host_mut(self, _by: Crate) -> HostMut<'a, T>;
     }
 }
 
 impl<'a, T> sealed::IntoHostRef<'a, T> for &'a [T] {
     #[inline(always)]
-    fn into_host_ref(self) -> HostRef<'a, T> {
+    fn into_host_ref(self, _by: Crate) -> HostRef<'a, T> {
         HostRef::new(self.as_ptr(), self.len())
     }
 }
 impl<'a, T> IntoHostRef<'a, T> for &'a [T] {}
 impl<'a, T> sealed::IntoHostRef<'a, T> for HostRef<'a, T> {
     #[inline(always)]
-    fn into_host_ref(self) -> HostRef<'a, T> {
+    fn into_host_ref(self, _by: Crate) -> HostRef<'a, T> {
         self
     }
 }
 impl<'a, T> IntoHostRef<'a, T> for HostRef<'a, T> {}
 impl<'a, T> sealed::IntoHostRef<'a, T> for HostMut<'a, T> {
     #[inline(always)]
-    fn into_host_ref(self) -> HostRef<'a, T> {
+    fn into_host_ref(self, _by: Crate) -> HostRef<'a, T> {
         self.as_ref()
     }
 }
 impl<'a, T> IntoHostRef<'a, T> for HostMut<'a, T> {}
 impl<'a, T> sealed::IntoHostMut<'a, T> for &'a mut [T] {
     #[inline(always)]
-    fn into_host_mut(self) -> HostMut<'a, T> {
+    fn into_host_mut(self, _by: Crate) -> HostMut<'a, T> {
         HostMut::new(self.as_mut_ptr(), self.len())
     }
 }
 impl<'a, T> IntoHostMut<'a, T> for &'a mut [T] {}
 impl<'a, T> sealed::IntoHostMut<'a, T> for HostMut<'a, T> {
     #[inline(always)]
-    fn into_host_mut(self) -> HostMut<'a, T> {
+    fn into_host_mut(self, _by: Crate) -> HostMut<'a, T> {
         self
     }
 }
@@ -740,7 +742,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         dst: HostMut<'scope, T>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        let src = crate::scope::sealed::IntoRef::into_ref(src);
+        let src = crate::scope::sealed::IntoRef::into_ref(src, Crate(()));
         check_lengths("copy_to_host_view", dst.len(), src.len());
         if dst.bytes() == 0 {
             return Ok(());
@@ -774,8 +776,8 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: impl IntoHostRef<'scope, T>,
     ) -> Result<()> {
-        let dst = crate::scope::sealed::IntoMut::into_mut(dst);
-        let src = sealed::IntoHostRef::into_host_ref(src);
+        let dst = crate::scope::sealed::IntoMut::into_mut(dst, Crate(()));
+        let src = sealed::IntoHostRef::into_host_ref(src, Crate(()));
         check_lengths("copy_from_host_view", dst.len(), src.len());
         if src.bytes() == 0 {
             return Ok(());

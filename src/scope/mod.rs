@@ -305,6 +305,7 @@ impl<K: StreamKind> fmt::Debug for StreamScope<'_, '_, '_, K> {
 
 pub(crate) mod sealed {
     use super::{DeviceMut, DeviceRef};
+    use crate::launch::sealed::Crate;
 
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoDeviceMut`: the trait is sealed",
@@ -312,7 +313,7 @@ pub(crate) mod sealed {
         note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoMut<'scope, 'ctx, T> {
-        fn into_mut(self) -> DeviceMut<'scope, 'ctx, T>;
+        fn into_mut(self, _by: Crate) -> DeviceMut<'scope, 'ctx, T>;
     }
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot implement `IntoDeviceRef`: the trait is sealed",
@@ -320,7 +321,7 @@ pub(crate) mod sealed {
         note = "see the guide, chapter 8 (`cuda_brand::guide`)"
     )]
     pub trait IntoRef<'scope, 'ctx, T> {
-        fn into_ref(self) -> DeviceRef<'scope, 'ctx, T>;
+        fn into_ref(self, _by: Crate) -> DeviceRef<'scope, 'ctx, T>;
     }
 }
 

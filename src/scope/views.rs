@@ -220,6 +220,20 @@ impl<'scope, 'ctx, T> DeviceMut<'scope, 'ctx, T> {
 
 /// Device memory a scope's operation may write: `&mut buffer`, `&mut buffer[range]`, or a
 /// [`DeviceMut`] of the scope. Sealed.
+///
+/// Only a scope makes a [`DeviceMut`] (`bind_mut`, the allocations): a bound
+/// `D: IntoDeviceMut<..>` brings the hidden supertrait's method into scope in any crate, but
+/// the method takes a value only the crate can make, so code outside it cannot turn a
+/// `&mut buffer` into a handle of its own (the same holds for [`IntoDeviceRef`],
+/// [`IntoHostMut`](crate::scope::IntoHostMut) and [`IntoHostRef`](crate::scope::IntoHostRef)):
+///
+/// ```compile_fail,E0061
+/// use cuda_brand::scope::{DeviceMut, IntoDeviceMut};
+///
+/// fn handle<'s, 'c, D: IntoDeviceMut<'s, 'c, f32>>(d: D) -> DeviceMut<'s, 'c, f32> {
+///     d.into_mut() // error: the method takes the crate's own token
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory this scope may write",
     label = "expected `&mut buffer`, `&mut buffer[range]` or a `DeviceMut` of this scope",
@@ -241,7 +255,7 @@ macro_rules! into_view {
     ($trait:ident, $sealed:ident, $method:ident, $view:ident: $($arg:ty),*) => { $(
         impl<'scope, 'ctx, T: DeviceCopy> sealed::$sealed<'scope, 'ctx, T> for $arg {
             #[inline(always)]
-            fn $method(self) -> $view<'scope, 'ctx, T> {
+            fn $method(self, _by: crate::launch::sealed::Crate) -> $view<'scope, 'ctx, T> {
                 $view::new(self.device_ptr(), self.len())
             }
         }
