@@ -262,6 +262,7 @@ pub mod memory;
 pub mod module;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+pub mod owned;
 pub mod phase;
 pub mod samples;
 pub mod scope;

@@ -37,6 +37,7 @@ const LAYERS: &[&[&str]] = &[
     &["scope"],
     &["module"],
     &["graph", "nccl", "phase", "samples"],
+    &["owned"],
     &["lib"],
 ];
 

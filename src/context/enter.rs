@@ -160,12 +160,12 @@ enum Teardown {
     PopAndReport,
     /// Synchronize, pop, then give the context up (one the crate created or retained), and
     /// report the failed releases of its handles.
-    Finish(Owned),
+    Finish(Held),
 }
 
 /// How a context the crate holds is given up.
-#[derive(Clone, Copy)]
-enum Owned {
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Held {
     /// Destroy it (a context `with_context` created).
     Destroy,
     /// Release the primary context of this device.
@@ -239,7 +239,7 @@ fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
 /// this thread's stack, and destroying it would leave a dangling entry there. It is leaked,
 /// and the error says so.
 #[inline(never)]
-fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
+fn tear_down_fully(raw: CUcontext, owned: Held) -> Result<()> {
     let synced = driver::ctx_synchronize();
     // The bulk-copy staging is page-locked for this context: unregistered and freed while
     // the context is current, before it is destroyed or released. A primary context may
@@ -264,8 +264,8 @@ fn tear_down_fully(raw: CUcontext, owned: Owned) -> Result<()> {
             // SAFETY: every value branded with this context is gone (the brand cannot leave
             // the closure), this is the context `with_context` created, and it is off the
             // stack.
-            Owned::Destroy => unsafe { driver::ctx_destroy(raw) },
-            Owned::Release(device) => {
+            Held::Destroy => unsafe { driver::ctx_destroy(raw) },
+            Held::Release(device) => {
                 // SAFETY: balances the retain in `with_primary_context`; nothing branded
                 // remains.
                 let released = unsafe { driver::primary_ctx_release(device) };
@@ -351,7 +351,7 @@ where
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Finish(Owned::Destroy), f)
+    run_scoped(guard, Teardown::Finish(Held::Destroy), f)
 }
 
 /// [`with_context`] whose teardown first runs `extra` with the context current (after `f`,
@@ -376,7 +376,7 @@ where
     let raw = raw.as_ptr();
     run_then(
         || f(guard),
-        || extra(raw).and(tear_down(raw, Teardown::Finish(Owned::Destroy))),
+        || extra(raw).and(tear_down(raw, Teardown::Finish(Held::Destroy))),
     )
 }
 
@@ -417,7 +417,7 @@ where
     }
     // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Finish(Owned::Release(device.as_raw())), f)
+    run_scoped(guard, Teardown::Finish(Held::Release(device.as_raw())), f)
 }
 
 /// [`with_context`] for any error type: returns the closure's error and the teardown's
@@ -517,4 +517,53 @@ where
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
     run_scoped(guard, Teardown::PopAndReport, f)
+}
+
+/// Creates a context on `device` for the owning layer and takes it off the calling thread's
+/// stack again (`cuCtxCreate` pushes it): the caller holds it, unentered, until
+/// [`give_up`].
+pub(crate) fn create_held(device: &Device, flags: ContextFlags) -> Result<NonNull<CUctx_st>> {
+    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
+    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    // on failure it is still on this thread's stack somewhere: destroying it would leave a
+    // dangling entry, so it is leaked, as the teardown does
+    pop_exact(raw.as_ptr())?;
+    Ok(raw)
+}
+
+/// Retains the primary context of `device` for the owning layer (balanced by [`give_up`]).
+pub(crate) fn retain_held(device: &Device) -> Result<NonNull<CUctx_st>> {
+    let raw = driver::primary_ctx_retain(device.as_raw())?;
+    driver::non_null("cuDevicePrimaryCtxRetain", raw)
+}
+
+/// Enters a context that the owning layer holds: pushes it, runs `f` with a guard, pops it
+/// on every exit path ([`SharedContext::enter`] with a count as the proof of life).
+///
+/// # Safety
+/// `raw` is alive, and stays alive while `f` runs (the caller holds a count of it).
+#[inline]
+pub(crate) unsafe fn enter_held<R, E, F>(raw: NonNull<CUctx_st>, f: F) -> Result<R, E>
+where
+    F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
+    E: From<Error>,
+{
+    // SAFETY: the caller's promise; `run_scoped` pops it again on every exit path.
+    unsafe { driver::ctx_push(raw.as_ptr()) }?;
+    // SAFETY: the caller's count keeps the context alive for all of `f`, so for `'ctx`.
+    let guard = unsafe { ContextGuard::new_unchecked(raw) };
+    run_scoped(guard, Teardown::Pop, f)
+}
+
+/// Gives up a context that the owning layer held: pushes it, then the teardown of
+/// [`with_context`] (synchronize, free the crate's per-context state, pop, destroy or
+/// release, report the failed releases of its handles).
+///
+/// # Safety
+/// `raw` is alive and held as `held` says; no value of it is used afterwards, and no thread
+/// has it entered (entering needs a count, and this is the last one).
+pub(crate) unsafe fn give_up(raw: NonNull<CUctx_st>, held: Held) -> Result<()> {
+    // SAFETY: the caller's promise: alive.
+    unsafe { driver::ctx_push(raw.as_ptr()) }?;
+    tear_down_fully(raw.as_ptr(), held)
 }

@@ -57,7 +57,9 @@ pub(crate) mod teardown;
 
 #[doc(inline)]
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
-pub(crate) use enter::{in_context, run_then, with_context_then};
+pub(crate) use enter::{
+    Held, create_held, enter_held, give_up, in_context, retain_held, run_then, with_context_then,
+};
 #[doc(inline)]
 pub use enter::{
     with_context, with_context_and_teardown, with_primary_context,

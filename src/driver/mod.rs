@@ -124,7 +124,7 @@ pub(crate) use context::*;
 pub(crate) use copy::*;
 pub(crate) use ffi::*;
 pub(crate) use graph::*;
-pub(crate) use host_fn_flag::HostFnFlag;
+pub(crate) use host_fn_flag::{HostFnFlag, driver_call_refused, in_host_fn};
 pub(crate) use jit_args::{DEFAULT_LOG_BYTES, JitArgs, JitNumber};
 pub(crate) use launch::*;
 pub(crate) use memory::*;

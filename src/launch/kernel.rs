@@ -215,6 +215,21 @@ impl<'m, 'ctx, P> Kernel<'m, 'ctx, P> {
         Ok(())
     }
 
+    /// The kernel as a `Copy` handle for one scope, for the owning layer, whose batches hold
+    /// their kernels for as long as their scope's work may run. It writes no globals
+    /// (`module` 0), so a multi-stream scope would order it as it orders `&Kernel`.
+    pub(crate) fn scoped<'scope>(&self) -> ScopedKernel<'scope, 'ctx, P> {
+        ScopedKernel {
+            function: self.function.raw(),
+            max_threads: self.max_threads,
+            max_dynamic_shared: self.max_dynamic_shared,
+            module: 0,
+            _scope: PhantomData,
+            _brand: PhantomData,
+            _params: PhantomData,
+        }
+    }
+
     #[inline]
     fn target(&self, globals: Option<usize>) -> Target {
         Target {
@@ -328,7 +343,8 @@ impl<'scope, 'ctx, P: KernelParams> sealed::Launch<'scope, 'ctx, P>
             function: self.function,
             max_threads: self.max_threads,
             max_dynamic_shared: self.max_dynamic_shared,
-            globals: Some(self.module),
+            // 0: bound from a plain `Kernel` (`Kernel::scoped`), which writes no globals
+            globals: (self.module != 0).then_some(self.module),
         }
     }
 }

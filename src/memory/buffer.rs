@@ -440,6 +440,13 @@ impl<T: DeviceCopy> DerefMut for DeviceBuffer<'_, T> {
 }
 
 impl<T: DeviceCopy> DeviceBuffer<'_, T> {
+    /// Whether the buffer is memory of a setup phase, which its context's teardown frees
+    /// (the owning layer refuses to take such a buffer over).
+    #[inline]
+    pub(crate) fn of_setup_phase(&self) -> bool {
+        self.owner.is_deferred()
+    }
+
     /// Frees the buffer and returns the driver's error, where dropping it would only record
     /// the error for the teardown of its context to report (see
     /// [`with_context`](crate::with_context)). After an error the memory stays allocated

@@ -246,6 +246,13 @@ impl<T: DeviceCopy> DerefMut for ManagedBuffer<'_, T> {
 }
 
 impl<T: DeviceCopy> ManagedBuffer<'_, T> {
+    /// Whether the buffer is memory of a setup phase, which its context's teardown frees
+    /// (the owning layer refuses to take such a buffer over).
+    #[inline]
+    pub(crate) fn of_setup_phase(&self) -> bool {
+        self.deferred
+    }
+
     /// Frees the memory and returns the driver's error, where dropping it would only record
     /// the error for the teardown of its context to report. After an error the memory stays
     /// allocated until the context is destroyed.

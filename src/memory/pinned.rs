@@ -187,6 +187,13 @@ impl<T: DeviceCopy> DerefMut for PinnedBuffer<'_, T> {
 }
 
 impl<T: DeviceCopy> PinnedBuffer<'_, T> {
+    /// Whether the buffer is memory of a setup phase, which its context's teardown frees
+    /// (the owning layer refuses to take such a buffer over).
+    #[inline]
+    pub(crate) fn of_setup_phase(&self) -> bool {
+        self.ctx.as_ptr() as usize & 1 != 0
+    }
+
     /// Frees the page-locked memory and returns the driver's error, where dropping it would
     /// only record the error for the teardown of its context to report. After an error the
     /// memory stays allocated until the context is destroyed.

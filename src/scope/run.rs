@@ -280,6 +280,32 @@ pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -
     finished
 }
 
+impl<K: StreamKind> StreamScope<'_, '_, '_, K> {
+    /// Ends a scope of one stream whose work an event recorded after it has already been
+    /// waited for (`waited`: that wait's result), without waiting for the stream, whose
+    /// later work belongs to others: the owning layer's awaited scopes. After an error it
+    /// confirms with `cuStreamQuery` that the stream is not busy (the rule of
+    /// [`driver::stream_wait_idle`]) before anything is released. Then finishes the host
+    /// functions and frees what the scope allocated, as [`end_scopes`] does. Returns the
+    /// first error.
+    pub(crate) fn end_after_wait(&self, waited: Result<()>) -> Result<()> {
+        if waited.is_err() {
+            // SAFETY: the stream is alive: the scope borrows it.
+            while let Ok(false) = unsafe { driver::stream_query(self.stream.raw()) } {
+                std::thread::yield_now();
+            }
+        }
+        let synchronized = waited.is_ok();
+        self.host_fns.finish();
+        teardown::keep_both(waited, self.free_allocations(synchronized))
+    }
+
+    /// The first panic of the scope's host functions, once the scope has ended.
+    pub(crate) fn take_host_panic(&self) -> Option<Payload> {
+        self.host_fns.take_panic()
+    }
+}
+
 /// A panic's payload, as [`std::panic::catch_unwind`] returns it.
 pub(crate) type Payload = Box<dyn Any + Send>;
 

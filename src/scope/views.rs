@@ -118,7 +118,7 @@ macro_rules! scoped_view {
 
         impl<'scope, 'ctx, T> $name<'scope, 'ctx, T> {
             #[inline]
-            pub(super) fn new(ptr: CUdeviceptr, len: usize) -> Self {
+            pub(crate) fn new(ptr: CUdeviceptr, len: usize) -> Self {
                 $name {
                     ptr,
                     len,

@@ -1,0 +1,394 @@
+//! [`Owned<B>`]: a branded value made `'static`, bound again to a guard of its context.
+
+use std::fmt;
+use std::mem::ManuallyDrop;
+
+use super::home::OwnedContext;
+use super::release;
+use crate::context::ContextGuard;
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::memory::{DeviceBuffer, DeviceCopy, ManagedBuffer, MemoryPool, PinnedBuffer};
+use crate::module::Module;
+use crate::stream::{Event, EventKind, Stream};
+
+pub(crate) mod sealed {
+    /// A branded type with its brand set to `'static` (`Self`), and the same type at any
+    /// brand (`At<'ctx>`). Only the crate's types are `Rebrand`: the owning layer moves a
+    /// value between brands by a pointer cast, which is sound only for types whose brand is
+    /// a lifetime parameter and nothing else (same layout, and the value's meaning does not
+    /// depend on which lifetime it carries).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` has no owned form",
+        note = "owned forms exist for device, pinned and managed buffers, memory pools, streams, events and modules (and kernels: `OwnedKernel`)",
+        note = "see the guide, chapter 11 (`cuda_brand::guide`)"
+    )]
+    pub trait Rebrand: Send + Sync + Sized + 'static {
+        /// The type at the brand `'ctx`.
+        type At<'ctx>;
+
+        /// The value at the brand `'ctx`.
+        ///
+        /// # Safety
+        /// The value is of the context branded `'ctx`, alive for `'ctx`.
+        #[inline(always)]
+        unsafe fn at<'ctx>(&self) -> &Self::At<'ctx> {
+            // SAFETY: `Self` and `At<'ctx>` differ in a lifetime only (the trait's
+            // promise), so have one layout; the caller's promise makes the brand true.
+            unsafe { &*(self as *const Self).cast::<Self::At<'ctx>>() }
+        }
+
+        /// As [`at`](Rebrand::at), exclusively.
+        ///
+        /// # Safety
+        /// As for [`at`](Rebrand::at).
+        #[inline(always)]
+        unsafe fn at_mut<'ctx>(&mut self) -> &mut Self::At<'ctx> {
+            // SAFETY: as in `at`.
+            unsafe { &mut *(self as *mut Self).cast::<Self::At<'ctx>>() }
+        }
+
+        /// The value moved to the brand `'ctx`.
+        ///
+        /// # Safety
+        /// As for [`at`](Rebrand::at).
+        #[inline(always)]
+        unsafe fn into_at<'ctx>(self) -> Self::At<'ctx> {
+            let this = std::mem::ManuallyDrop::new(self);
+            // SAFETY: as in `at`; `this` is not dropped, so the value moves exactly once.
+            unsafe { std::ptr::read((&*this as *const Self).cast::<Self::At<'ctx>>()) }
+        }
+
+        /// A value of brand `'ctx` moved to `'static`, for an owned handle to keep.
+        ///
+        /// # Safety
+        /// The value is only ever used again through [`at`](Rebrand::at),
+        /// [`at_mut`](Rebrand::at_mut) or [`into_at`](Rebrand::into_at) with a brand of
+        /// its own context, or dropped while its context is alive.
+        #[inline(always)]
+        unsafe fn from_at(value: Self::At<'_>) -> Self {
+            let value = std::mem::ManuallyDrop::new(value);
+            // SAFETY: as in `at`; `value` is not dropped, so it moves exactly once.
+            unsafe { std::ptr::read((&*value as *const Self::At<'_>).cast::<Self>()) }
+        }
+
+        /// Whether the value is memory of a setup phase (freed by its phase's teardown).
+        fn of_setup_phase(_value: &Self::At<'_>) -> bool {
+            false
+        }
+    }
+
+    /// A branded value that [`OwnedContext::unbind`](super::OwnedContext::unbind) takes
+    /// over: `Static` is its owned form.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` has no owned form",
+        note = "owned forms exist for device, pinned and managed buffers, memory pools, streams, events and modules (and kernels: `OwnedKernel`)",
+        note = "see the guide, chapter 11 (`cuda_brand::guide`)"
+    )]
+    pub trait Unbind<'ctx>: Sized {
+        /// The owned form's type parameter (`DeviceBuffer<'static, T>` for a buffer).
+        type Static: Rebrand<At<'ctx> = Self>;
+
+        /// Whether the value is memory of a setup phase.
+        fn of_setup_phase(&self) -> bool {
+            <Self::Static as Rebrand>::of_setup_phase(self)
+        }
+    }
+}
+
+use sealed::Rebrand;
+
+macro_rules! rebrand {
+    ($(#[$doc:meta])* [$($gen:tt)*] $static:ty => $at:ty $(, setup: $setup:expr)?) => {
+        impl<$($gen)*> Rebrand for $static {
+            type At<'ctx> = $at;
+            $(
+                fn of_setup_phase(value: &Self::At<'_>) -> bool {
+                    ($setup)(value)
+                }
+            )?
+        }
+        impl<'ctx, $($gen)*> sealed::Unbind<'ctx> for $at {
+            type Static = $static;
+        }
+    };
+}
+
+rebrand!([T: DeviceCopy + Send + Sync] DeviceBuffer<'static, T> => DeviceBuffer<'ctx, T>,
+    setup: |b: &DeviceBuffer<'_, T>| b.of_setup_phase());
+rebrand!([T: DeviceCopy + Send + Sync] PinnedBuffer<'static, T> => PinnedBuffer<'ctx, T>,
+    setup: |b: &PinnedBuffer<'_, T>| b.of_setup_phase());
+rebrand!([T: DeviceCopy + Send + Sync] ManagedBuffer<'static, T> => ManagedBuffer<'ctx, T>,
+    setup: |b: &ManagedBuffer<'_, T>| b.of_setup_phase());
+rebrand!([] MemoryPool<'static> => MemoryPool<'ctx>);
+rebrand!([] Stream<'static> => Stream<'ctx>);
+rebrand!([K: EventKind] Event<'static, K> => Event<'ctx, K>);
+rebrand!([] Module<'static> => Module<'ctx>);
+
+/// A branded value made `'static`: `Send + Sync` (where the value is), storable in a
+/// `static`, a struct an event loop owns, a task, a server's state. It remembers its
+/// context and keeps it alive; dropped on any thread, it frees in that context. See the
+/// [`owned` module](crate::owned).
+///
+/// Made by [`OwnedContext::unbind`]; used by binding it to a guard of its context
+/// ([`bind`](Owned::bind), [`bind_mut`](Owned::bind_mut), [`into_bound`](Owned::into_bound)),
+/// which checks that the guard is of the handle's context (one compare) and gives today's
+/// branded type, on which every rule of the crate holds again. The `B` of a handle is the
+/// branded type at the brand `'static` (`DeviceBuffer<'static, f32>`), never a value of its
+/// own: use the aliases ([`OwnedDeviceBuffer<T>`] and the others).
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::owned::{OwnedContext, OwnedDeviceBuffer};
+///
+/// /// State an event loop owns between frames.
+/// struct Renderer {
+///     home: OwnedContext,
+///     frame: OwnedDeviceBuffer<u32>,
+/// }
+///
+/// impl Renderer {
+///     fn draw(&mut self, value: u32) -> cuda_brand::Result<Vec<u32>> {
+///         let Renderer { home, frame } = self;
+///         home.enter(|ctx| {
+///             let frame = frame.bind_mut(ctx)?; // `&mut DeviceBuffer<'ctx, u32>`
+///             frame.fill(value)?;
+///             frame.to_vec()
+///         })
+///     }
+/// }
+/// # fn main() -> cuda_brand::Result<()> {
+/// let home = OwnedContext::primary(&Device::get(0)?)?;
+/// let frame = home.enter(|ctx| {
+///     let frame = ctx.zeroed::<u32>(64)?;
+///     Ok::<_, cuda_brand::Error>(home.unbind(ctx, frame)?)
+/// })?;
+/// let mut renderer = Renderer { home, frame };
+/// assert_eq!(renderer.draw(7)?, vec![7; 64]);
+/// # Ok(()) }
+/// ```
+///
+/// # The brand
+///
+/// The handle has no brand; a bound view has its guard's, and cannot outlive the guard's
+/// closure (nor be stored where the handle can):
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::owned::{OwnedContext, OwnedDeviceBuffer};
+///
+/// fn keep(home: &OwnedContext, buf: &OwnedDeviceBuffer<u32>) -> cuda_brand::Result<()> {
+///     let mut kept = None;
+///     home.enter(|ctx| {
+///         kept = Some(buf.bind(ctx)?); // the view cannot leave the closure
+///         Ok::<_, cuda_brand::Error>(())
+///     })?;
+///     Ok(())
+/// }
+/// # fn main() {}
+/// ```
+pub struct Owned<B: Rebrand> {
+    /// Dropped before `home`: the value frees in its context, which `home` keeps alive.
+    value: ManuallyDrop<B>,
+    home: OwnedContext,
+}
+
+/// A device buffer that outlives closures: [`Owned`] of a [`DeviceBuffer`].
+pub type OwnedDeviceBuffer<T> = Owned<DeviceBuffer<'static, T>>;
+/// Page-locked host memory that outlives closures: [`Owned`] of a [`PinnedBuffer`].
+pub type OwnedPinnedBuffer<T> = Owned<PinnedBuffer<'static, T>>;
+/// Managed memory that outlives closures: [`Owned`] of a [`ManagedBuffer`].
+pub type OwnedManagedBuffer<T> = Owned<ManagedBuffer<'static, T>>;
+/// A memory pool that outlives closures: [`Owned`] of a [`MemoryPool`].
+pub type OwnedMemoryPool = Owned<MemoryPool<'static>>;
+/// A stream that outlives closures: [`Owned`] of a [`Stream`]. Asynchronous work on it is
+/// awaited with [`submit`](Owned::submit).
+pub type OwnedStream = Owned<Stream<'static>>;
+/// An event that outlives closures: [`Owned`] of an [`Event`].
+pub type OwnedEvent<K = crate::stream::Timing> = Owned<Event<'static, K>>;
+/// A module that outlives closures: [`Owned`] of a [`Module`]. Its kernels:
+/// [`OwnedKernel`](crate::owned::OwnedKernel).
+pub type OwnedModule = Owned<Module<'static>>;
+
+impl<B: Rebrand> Owned<B> {
+    /// # Safety
+    /// `value` is of `home`'s context and not memory of a setup phase.
+    pub(crate) unsafe fn from_branded(value: B::At<'_>, home: OwnedContext) -> Self {
+        Owned {
+            // SAFETY: from now on used only through `bind`, `bind_mut` and `into_bound`
+            // after checking the guard's context against `home`, or dropped while `home`
+            // keeps the context alive.
+            value: ManuallyDrop::new(unsafe { B::from_at(value) }),
+            home,
+        }
+    }
+
+    /// The value, branded with `ctx`'s brand, if `ctx` is the handle's context (one
+    /// compare); otherwise an error naming both contexts. Everything the crate checks at
+    /// compile time holds for the result as for any value of `ctx`.
+    #[inline]
+    pub fn bind<'a, 'ctx>(&'a self, ctx: ContextGuard<'ctx>) -> Result<&'a B::At<'ctx>> {
+        self.home.check(ctx, "Owned::bind")?;
+        // SAFETY: the value is of `ctx`'s context (checked), which `home` keeps alive and
+        // the guard proves alive for `'ctx`.
+        Ok(unsafe { self.value.at() })
+    }
+
+    /// [`bind`](Owned::bind), exclusively: writes, and operations that need `&mut`.
+    ///
+    /// Replacing the value through the reference (`mem::swap` with another value of the
+    /// brand) is sound: every value of an entered owned context's brand is made by its
+    /// unphased guard, so any of them may be owned.
+    #[inline]
+    pub fn bind_mut<'a, 'ctx>(
+        &'a mut self,
+        ctx: ContextGuard<'ctx>,
+    ) -> Result<&'a mut B::At<'ctx>> {
+        self.home.check(ctx, "Owned::bind_mut")?;
+        // SAFETY: as in `bind`, exclusively borrowed.
+        Ok(unsafe { self.value.at_mut() })
+    }
+
+    /// The value itself, branded with `ctx`'s brand (the reverse of
+    /// [`OwnedContext::unbind`]); the handle comes back in the `Err` if `ctx` is of
+    /// another context. The context lives on while the guard's closure runs (the entered
+    /// handle's count), so the value is dropped in time like any value of the brand.
+    pub fn into_bound<'ctx>(
+        self,
+        ctx: ContextGuard<'ctx>,
+    ) -> std::result::Result<B::At<'ctx>, Refused<Self>> {
+        if let Err(error) = self.home.check(ctx, "Owned::into_bound") {
+            return Err(Refused::new(error, self));
+        }
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is forgotten, so the value and the context handle each move out
+        // exactly once.
+        let value = unsafe { ManuallyDrop::take(&mut this.value) };
+        // SAFETY: as above.
+        let home = unsafe { std::ptr::read(&this.home) };
+        // the entered guard's closure holds a count of the context until it returns
+        drop(home);
+        // SAFETY: of `ctx`'s context (checked), alive for `'ctx` (the guard).
+        Ok(unsafe { value.into_at() })
+    }
+
+    /// The value at the brand `'static`, for the crate's batches.
+    ///
+    /// # Safety
+    /// Used only in a scope of the value's context, as [`Rebrand::at`] requires.
+    #[inline]
+    pub(crate) unsafe fn value(&self) -> &B {
+        &self.value
+    }
+
+    /// As [`value`](Owned::value), exclusively.
+    ///
+    /// # Safety
+    /// As for [`value`](Owned::value); the value is not replaced.
+    #[inline]
+    pub(crate) unsafe fn value_mut(&mut self) -> &mut B {
+        &mut self.value
+    }
+
+    /// The handle of the value's context.
+    #[inline]
+    pub fn context(&self) -> &OwnedContext {
+        &self.home
+    }
+
+    /// Enters the value's context and runs `f` with the guard and the bound value: a
+    /// shorthand for `handle.context().enter(|ctx| f(ctx, handle.bind(ctx)?))`.
+    pub fn enter<R, E, F>(&self, f: F) -> std::result::Result<R, E>
+    where
+        F: for<'ctx> FnOnce(ContextGuard<'ctx>, &B::At<'ctx>) -> std::result::Result<R, E>,
+        E: From<Error>,
+    {
+        self.home.enter(|ctx| {
+            // SAFETY: the value is of `home`'s context, entered here.
+            let value = unsafe { self.value.at() };
+            f(ctx, value)
+        })
+    }
+}
+
+impl<B: Rebrand> Drop for Owned<B> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here; `home` (a later field) still keeps the context alive.
+        let value = unsafe { ManuallyDrop::take(&mut self.value) };
+        if driver::in_host_fn() {
+            // no driver call here: freed at the next release point, in its context, which
+            // the clone keeps alive until then
+            release::defer(Box::new((value, self.home.clone())));
+            return;
+        }
+        drop(value);
+        release::release_deferred();
+    }
+}
+
+impl<B: Rebrand + fmt::Debug> fmt::Debug for Owned<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Owned")
+            .field("value", &*self.value)
+            .field("context", &self.home)
+            .finish()
+    }
+}
+
+/// A value the owning layer did not take, handed back with the reason: a value or handle
+/// of another context than the guard's ([`ErrorCode::InvalidContext`](crate::ErrorCode),
+/// naming both), or memory of a setup phase.
+///
+/// Converts into [`Error`] (dropping the value) for `?`.
+pub struct Refused<V> {
+    error: Error,
+    value: V,
+}
+
+impl<V> Refused<V> {
+    pub(crate) fn new(error: Error, value: V) -> Self {
+        Refused { error, value }
+    }
+
+    /// Why it was refused.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The value, back.
+    pub fn into_value(self) -> V {
+        self.value
+    }
+
+    /// The reason and the value.
+    pub fn into_parts(self) -> (Error, V) {
+        (self.error, self.value)
+    }
+}
+
+impl<V> From<Refused<V>> for Error {
+    fn from(refused: Refused<V>) -> Error {
+        refused.error
+    }
+}
+
+impl<V> fmt::Debug for Refused<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Refused")
+            .field("error", &self.error)
+            .field("value", &std::any::type_name::<V>())
+            .finish()
+    }
+}
+
+impl<V> fmt::Display for Refused<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<V> std::error::Error for Refused<V> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}

@@ -1,0 +1,386 @@
+//! Awaited work: [`Owned::submit`] queues a batch of stream work and returns a
+//! [`Pending`] future, woken by the driver when the work is done.
+//!
+//! # Why a batch owns what it touches
+//!
+//! A stream scope borrows what its work touches and waits for the stream before it
+//! returns, so no borrow ends while the GPU uses memory. A future cannot make that promise:
+//! it can be forgotten (`mem::forget`, an `Rc` cycle) at any await point, and a borrow it
+//! held would end while the GPU still reads or writes (the scoped-task trilemma;
+//! cutile-rs #242 is this bug in a GPU crate). So a batch owns everything its work touches
+//! ([`Batch`]: owned buffers, host vectors, kernels), as io_uring crates own their buffers,
+//! and hands all of it back when the work is done. Forgetting the future leaks the batch;
+//! nothing is freed while the GPU may use it. Its closure runs at once, on the calling
+//! thread, in a stream scope whose views come from the batch only: a closure that borrows
+//! from its surroundings does not compile (`F: 'static`, and `'scope` is higher-ranked).
+//!
+//! # What completion means
+//!
+//! The future is ready when an event recorded after the batch's work is complete: a host
+//! function queued after it wakes the future (no thread of the crate on the fast path), and
+//! a watchdog thread of the crate wakes it when the context fails (the driver then runs no
+//! host function) or where the future was polled inside a host function. Then, on the
+//! thread that polls, the batch's scope ends as every scope does (its host functions are
+//! finished, what it allocated is freed, after an error the stream is confirmed idle), and
+//! the future gives back `(result, batch)`.
+//!
+//! **Dropping a pending future waits** for its work (blocking the dropping thread, as a
+//! scope would), then frees the batch. Inside a host function, where the crate can make no
+//! driver call, the batch is leaked instead. A panic of a host function of the batch is
+//! resumed from `poll` (or [`Pending::wait`]), as from a scope.
+
+mod batch;
+pub(crate) mod wake;
+
+use std::fmt;
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+pub use batch::Batch;
+use wake::{Signal, Watch};
+
+use super::handle::Owned;
+use super::home::OwnedContext;
+use super::release;
+use crate::context::teardown;
+use crate::driver::{self, CUevent};
+use crate::error::{Error, Result};
+use crate::scope::StreamScope;
+use crate::stream::Stream;
+
+/// `CU_EVENT_DISABLE_TIMING`: the completion event only orders.
+const NO_TIMING: u32 = 0x2;
+
+/// What a finished batch gives back: the work's result (the closure's error, or the first
+/// error of the work or of the scope's end), and the batch.
+pub type Done<B> = (Result<()>, B);
+
+/// Batch work queued on an owned stream, awaited: resolves to `(result, batch)` once the
+/// GPU has finished it. Made by [`Owned::submit`]; see the [module
+/// documentation](crate::owned::pending) for what it owns and when it is woken.
+///
+/// Runtime-agnostic: it needs only a [`Waker`](std::task::Waker). Without a runtime,
+/// [`wait`](Pending::wait) blocks for it.
+#[must_use = "the work is queued already; a dropped `Pending` waits for it, a forgotten one leaks its batch"]
+pub struct Pending<B: Batch> {
+    state: State<B>,
+}
+
+enum State<B: Batch> {
+    /// In flight (or done, not yet finished).
+    Queued(Box<Op<B>>),
+    /// Refused before anything was queued.
+    Refused(Error, B),
+    /// Handed out.
+    Taken,
+}
+
+/// One batch in flight.
+struct Op<B: Batch> {
+    /// The scope, with its lifetimes erased: it refers to `stream`'s stream, and its views
+    /// to `batch`. Dropped first (the fields drop in order), and only once the work is done
+    /// (a `Pending` that cannot wait leaks its op).
+    scope: StreamScope<'static, 'static, 'static>,
+    /// `None` once handed back.
+    batch: Option<B>,
+    /// The closure's result, or the failure of queueing the completion.
+    outcome: Result<()>,
+    /// `None` once the work has been waited for without an event (a failed queueing).
+    event: Option<CUevent>,
+    watch: Option<Arc<Watch>>,
+    signal: Arc<Signal>,
+    stream: Arc<Owned<Stream<'static>>>,
+    home: OwnedContext,
+}
+
+// SAFETY: the scope's non-`Send` parts are for its user-facing rule (a scope stays on the
+// thread that opened it while its closure runs); once the closure has returned, its state
+// is locks, the list of what it allocated (device pointers) and its host functions (boxed
+// `Send` closures), all usable from the thread that ends it. The batch is `Send`; the
+// event is a handle any thread may use with its context current.
+unsafe impl<B: Batch> Send for Op<B> {}
+
+impl<B: Batch> Unpin for Pending<B> {}
+
+impl Owned<Stream<'static>> {
+    /// Queues a batch of work on this stream and returns a future for its end.
+    ///
+    /// `f` runs now, on the calling thread, with the stream's context entered: it gets a
+    /// [`StreamScope`] of this stream and the views of `batch` ([`Batch`] lists them), and
+    /// queues work as in any scope (launches, copies, fills, scope allocations, host
+    /// functions). It cannot borrow anything else (`'static`, and its scope is
+    /// higher-ranked): everything the work touches is in the batch, which the future hands
+    /// back with the result once the GPU is done. A part of another context than the
+    /// stream's is refused before anything is queued (the future is then ready at once,
+    /// with the error and the batch).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::owned::{OwnedContext, OwnedKernel};
+    ///
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let home = OwnedContext::primary(&Device::get(0)?)?;
+    /// let (stream, buf, module) = home.enter(|ctx| {
+    ///     let stream = home.unbind(ctx, ctx.stream()?)?;
+    ///     let buf = home.unbind(ctx, ctx.zeroed::<f32>(1024)?)?;
+    ///     let module = home.unbind(ctx, ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
+    ///     Ok::<_, cuda_brand::Error>((Arc::new(stream), buf, Arc::new(module)))
+    /// })?;
+    /// // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
+    /// let scale = Arc::new(unsafe { OwnedKernel::<(Out<f32>, f32)>::new(&module, "scale") }?);
+    ///
+    /// let work = stream.submit((buf, vec![1.0f32; 1024], scale), |s, (d, host, scale)| {
+    ///     s.copy_from_host_view(d, host)?;
+    ///     s.launch(scale, LaunchConfig::linear(4, 256), (d, 3.0))?;
+    ///     s.copy_to_host_view(host, d)
+    /// });
+    /// // `work.await` in async code; here, without a runtime:
+    /// let (result, (_buf, host, _scale)) = work.wait();
+    /// result?;
+    /// assert_eq!(host, vec![3.0; 1024]);
+    /// # Ok(()) }
+    /// ```
+    pub fn submit<B, F>(self: &Arc<Self>, batch: B, f: F) -> Pending<B>
+    where
+        B: Batch,
+        F: for<'scope, 'ctx> FnOnce(
+                &'scope StreamScope<'scope, 'scope, 'ctx>,
+                B::Views<'scope, 'ctx>,
+            ) -> Result<()>
+            + 'static,
+    {
+        let home = self.context().clone();
+        if let Err(e) = batch.check(&home) {
+            return Pending {
+                state: State::Refused(e, batch),
+            };
+        }
+        // SAFETY: the stream is alive while the op holds `self` (an `Arc` clone); the scope
+        // refers to it only while the op lives, and is dropped first.
+        let stream: *const Stream<'static> = unsafe { self.value() };
+        // SAFETY: as above.
+        let stream: &'static Stream<'static> = unsafe { &*stream };
+        let mut op = Box::new(Op {
+            scope: StreamScope::open(stream, None),
+            batch: Some(batch),
+            outcome: Ok(()),
+            event: None,
+            watch: None,
+            signal: Arc::new(Signal::default()),
+            stream: Arc::clone(self),
+            home: home.clone(),
+        });
+        let queued = home.enter(|_ctx| -> Result<()> {
+            op.run(f);
+            op.queue_completion()
+        });
+        if let Err(e) = queued {
+            // nothing can tell the future when the work ends: wait for it here
+            op.outcome = teardown::keep_both(std::mem::replace(&mut op.outcome, Ok(())), Err(e));
+            op.wait_without_event();
+        }
+        Pending {
+            state: State::Queued(op),
+        }
+    }
+}
+
+impl<B: Batch> Op<B> {
+    /// Runs the batch's closure with the scope and the batch's views. A panic is resumed
+    /// after the stream has been waited for, as by every scope.
+    fn run<F>(&mut self, f: F)
+    where
+        F: for<'scope, 'ctx> FnOnce(
+            &'scope StreamScope<'scope, 'scope, 'ctx>,
+            B::Views<'scope, 'ctx>,
+        ) -> Result<()>,
+    {
+        let ran = {
+            // SAFETY: the scope is of the stream's context, entered by the caller; the
+            // views are of the batch, checked to be of that context, which the op owns
+            // and does not touch until the work is done; the types differ in lifetimes
+            // only.
+            let scope: &StreamScope<'_, '_, '_> = unsafe { &*(&self.scope as *const _) };
+            let batch = self
+                .batch
+                .as_mut()
+                .expect("the batch is handed back only at the end");
+            // SAFETY: as above.
+            let views = unsafe { batch.views() };
+            panic::catch_unwind(AssertUnwindSafe(|| f(scope, views)))
+        };
+        match ran {
+            Ok(outcome) => self.outcome = outcome,
+            Err(payload) => {
+                self.wait_without_event();
+                panic::resume_unwind(payload);
+            }
+        }
+    }
+
+    /// Records the completion event and queues the host function that wakes the future.
+    fn queue_completion(&mut self) -> Result<()> {
+        let stream_raw = {
+            // SAFETY: the stream is alive (held by the op).
+            unsafe { self.stream.value() }.raw()
+        };
+        let event = driver::event_create(NO_TIMING)?;
+        self.event = Some(event);
+        // SAFETY: the event and the stream are alive and of the current context.
+        unsafe { driver::event_record(event, stream_raw) }?;
+        // SAFETY: the stream is alive.
+        unsafe { wake::queue_host_fn(stream_raw, &self.signal) }?;
+        let watch = Watch::new(Arc::clone(&self.signal), event, &self.home);
+        self.watch = Some(Arc::clone(&watch));
+        wake::watch(watch);
+        Ok(())
+    }
+
+    /// Waits for the whole stream (no event to wait for), then ends the scope.
+    fn wait_without_event(&mut self) {
+        let stream_raw = {
+            // SAFETY: as in `queue_completion`.
+            unsafe { self.stream.value() }.raw()
+        };
+        let home = self.home.clone();
+        let ended = home.enter(|_| {
+            // SAFETY: the stream is alive.
+            let waited = unsafe { driver::stream_wait_idle(stream_raw) };
+            self.scope.end_after_wait(waited)
+        });
+        self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
+        self.destroy_event();
+        self.signal.fire();
+        self.event = None;
+    }
+
+    /// Ends the scope once the event is complete (waiting for it if need be): the scope's
+    /// host functions finished, its allocations freed, the event destroyed.
+    fn finish(&mut self) {
+        let Some(event) = self.event else {
+            return; // waited for already
+        };
+        if let Some(watch) = self.watch.take() {
+            wake::unwatch(&watch);
+        }
+        let home = self.home.clone();
+        let ended = home.enter(|_| {
+            // SAFETY: the event is alive (destroyed below) and of the entered context.
+            let waited = unsafe { driver::event_synchronize(event) };
+            self.scope.end_after_wait(waited)
+        });
+        self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
+        self.destroy_event();
+    }
+
+    fn destroy_event(&mut self) {
+        if let Some(watch) = self.watch.take() {
+            wake::unwatch(&watch);
+        }
+        if let Some(event) = self.event.take() {
+            let home = self.home.clone();
+            // SAFETY: the event is the op's, unlisted (the watchdog no longer queries it),
+            // and its work is done.
+            let destroyed = home.enter(|_| unsafe { driver::event_destroy(event) });
+            if let Err(e) = destroyed {
+                teardown::record_failed_release(Some(home.raw()), "Pending", e);
+            }
+        }
+    }
+
+    /// The result and the batch, once finished; a host function's panic resumes here
+    /// (the batch is dropped as it unwinds: its work is done).
+    fn into_done(mut self: Box<Self>) -> Done<B> {
+        if let Some(payload) = self.scope.take_host_panic() {
+            drop(self);
+            panic::resume_unwind(payload);
+        }
+        let outcome = std::mem::replace(&mut self.outcome, Ok(()));
+        let batch = self.batch.take().expect("handed back once");
+        (outcome, batch)
+    }
+}
+
+impl<B: Batch> Pending<B> {
+    /// Blocks the calling thread until the work is done: the same `(result, batch)` as
+    /// awaiting the future, for code without a runtime.
+    pub fn wait(mut self) -> Done<B> {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Queued(mut op) => {
+                op.finish();
+                op.into_done()
+            }
+            State::Refused(e, batch) => (Err(e), batch),
+            State::Taken => panic!("a `Pending` is waited for once"),
+        }
+    }
+
+    /// Whether the work is known to be done (polling would not wait).
+    pub fn is_done(&self) -> bool {
+        match &self.state {
+            State::Queued(op) => op.signal.is_done(),
+            State::Refused(..) | State::Taken => true,
+        }
+    }
+}
+
+impl<B: Batch> Future for Pending<B> {
+    type Output = Done<B>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Done<B>> {
+        if let State::Queued(op) = &self.state {
+            if !op.signal.is_done() {
+                op.signal.register(cx.waker());
+                if !op.signal.is_done() {
+                    return Poll::Pending;
+                }
+            }
+            if driver::in_host_fn() {
+                // an executor polling inside a host function: finish from another thread
+                wake::wake_later(cx.waker());
+                return Poll::Pending;
+            }
+            release::release_deferred();
+        }
+        Poll::Ready(match std::mem::replace(&mut self.state, State::Taken) {
+            State::Queued(mut op) => {
+                op.finish();
+                op.into_done()
+            }
+            State::Refused(e, batch) => (Err(e), batch),
+            State::Taken => panic!("a `Pending` polled after it was ready"),
+        })
+    }
+}
+
+impl<B: Batch> Drop for Pending<B> {
+    fn drop(&mut self) {
+        let State::Queued(mut op) = std::mem::replace(&mut self.state, State::Taken) else {
+            return;
+        };
+        if driver::in_host_fn() {
+            // no driver call here: the work may still use the batch, so it is leaked
+            std::mem::forget(op);
+            return;
+        }
+        op.finish();
+        // a host function's panic is not resumed in a drop: forgotten (dropping a payload
+        // runs its code, which may panic)
+        if let Some(payload) = op.scope.take_host_panic() {
+            std::mem::forget(payload);
+        }
+        // the op (scope, batch) is dropped here, after its work
+    }
+}
+
+impl<B: Batch> fmt::Debug for Pending<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending")
+            .field("done", &self.is_done())
+            .finish()
+    }
+}
