@@ -250,16 +250,12 @@ impl<B: Rebrand> Owned<B> {
     }
 
     /// The value itself, branded with `ctx`'s brand (the reverse of
-    /// [`OwnedContext::unbind`]); the handle comes back in the `Err` if `ctx` is of
-    /// another context. The context lives on while the guard's closure runs (the entered
-    /// handle's count), so the value is dropped in time like any value of the brand.
-    pub fn into_bound<'ctx>(
-        self,
-        ctx: ContextGuard<'ctx>,
-    ) -> std::result::Result<B::At<'ctx>, Refused<Self>> {
-        if let Err(error) = self.home.check(ctx, "Owned::into_bound") {
-            return Err(Refused::new(error, self));
-        }
+    /// [`OwnedContext::unbind`]). The context lives on while the guard's closure runs (the
+    /// entered handle's count), so the value is dropped in time like any value of the
+    /// brand. If `ctx` is of another context, the error names both and the handle is
+    /// dropped (ask [`OwnedContext::is`] first to keep it).
+    pub fn into_bound<'ctx>(self, ctx: ContextGuard<'ctx>) -> Result<B::At<'ctx>> {
+        self.home.check(ctx, "Owned::into_bound")?;
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is forgotten, so the value and the context handle each move out
         // exactly once.
@@ -332,63 +328,5 @@ impl<B: Rebrand + fmt::Debug> fmt::Debug for Owned<B> {
             .field("value", &*self.value)
             .field("context", &self.home)
             .finish()
-    }
-}
-
-/// A value the owning layer did not take, handed back with the reason: a value or handle
-/// of another context than the guard's ([`ErrorCode::InvalidContext`](crate::ErrorCode),
-/// naming both), or memory of a setup phase.
-///
-/// Converts into [`Error`] (dropping the value) for `?`.
-pub struct Refused<V> {
-    error: Error,
-    value: V,
-}
-
-impl<V> Refused<V> {
-    pub(crate) fn new(error: Error, value: V) -> Self {
-        Refused { error, value }
-    }
-
-    /// Why it was refused.
-    pub fn error(&self) -> &Error {
-        &self.error
-    }
-
-    /// The value, back.
-    pub fn into_value(self) -> V {
-        self.value
-    }
-
-    /// The reason and the value.
-    pub fn into_parts(self) -> (Error, V) {
-        (self.error, self.value)
-    }
-}
-
-impl<V> From<Refused<V>> for Error {
-    fn from(refused: Refused<V>) -> Error {
-        refused.error
-    }
-}
-
-impl<V> fmt::Debug for Refused<V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Refused")
-            .field("error", &self.error)
-            .field("value", &std::any::type_name::<V>())
-            .finish()
-    }
-}
-
-impl<V> fmt::Display for Refused<V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.error, f)
-    }
-}
-
-impl<V> std::error::Error for Refused<V> {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
     }
 }

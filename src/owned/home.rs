@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::handle::{Owned, Refused, sealed::Unbind};
+use super::handle::{Owned, sealed::Unbind};
 use super::release;
 use crate::context::{self, ContextFlags, ContextGuard, Device, Held};
 use crate::driver::{self, CUcontext};
@@ -161,9 +161,8 @@ impl OwnedContext {
     /// Takes a branded value of this context over: the result is `'static`, remembers its
     /// context, and frees in it when dropped (on any thread). `ctx` is the guard the value
     /// was made with (its brand says so); the check is that it is this context's (one
-    /// compare): a value of another context comes back in the `Err`, with an error naming
-    /// both contexts. A buffer of a setup phase ([`with_phases`](crate::with_phases)) is
-    /// refused too, since its phase's teardown frees it.
+    /// compare). A value of another context is refused with an error naming both contexts,
+    /// and dropped, in its own closure (ask [`is`](OwnedContext::is) first to keep it).
     ///
     /// A value lent to a stream scope cannot be moved here: the borrow checker keeps it
     /// until the scope has synchronized.
@@ -171,17 +170,16 @@ impl OwnedContext {
         &self,
         ctx: ContextGuard<'ctx>,
         value: V,
-    ) -> std::result::Result<Owned<V::Static>, Refused<V>> {
-        if let Err(error) = self.check(ctx, "OwnedContext::unbind") {
-            return Err(Refused::new(error, value));
-        }
+    ) -> Result<Owned<V::Static>> {
+        self.check(ctx, "OwnedContext::unbind")?;
         if value.of_setup_phase() {
-            let error = Error::with_detail(
+            // not reachable through the types (a setup guard is of a context of its own),
+            // checked all the same: a phase's teardown frees such memory
+            return Err(Error::with_detail(
                 "OwnedContext::unbind",
                 ErrorCode::InvalidValue,
                 "memory of a setup phase is freed by its phase's teardown and cannot be owned",
-            );
-            return Err(Refused::new(error, value));
+            ));
         }
         // SAFETY: the value is of this context (checked: `ctx` is this context, alive, and
         // the value's brand is `ctx`'s), and not of a setup phase (checked).
@@ -203,6 +201,13 @@ impl OwnedContext {
         Some(record.give_up())
     }
 
+    /// Whether `ctx` is a guard of this context: what [`bind`](Owned::bind) and
+    /// [`unbind`](OwnedContext::unbind) check.
+    #[inline]
+    pub fn is(&self, ctx: ContextGuard<'_>) -> bool {
+        ctx.as_non_null() == self.record.raw
+    }
+
     /// Whether `other` is a handle of the same context.
     pub fn same_context(&self, other: &OwnedContext) -> bool {
         self.record.raw == other.record.raw
@@ -211,7 +216,7 @@ impl OwnedContext {
     /// Checks that `ctx` is this context: `Ok` or an error naming both.
     #[inline]
     pub(crate) fn check(&self, ctx: ContextGuard<'_>, call: &'static str) -> Result<()> {
-        if ctx.as_non_null() == self.record.raw {
+        if self.is(ctx) {
             Ok(())
         } else {
             Err(wrong_context(call, self.record.raw, ctx.as_non_null()))

@@ -73,7 +73,7 @@ mod release;
 #[doc(inline)]
 pub use handle::{
     Owned, OwnedDeviceBuffer, OwnedEvent, OwnedManagedBuffer, OwnedMemoryPool, OwnedModule,
-    OwnedPinnedBuffer, OwnedStream, Refused,
+    OwnedPinnedBuffer, OwnedStream,
 };
 #[doc(inline)]
 pub use home::OwnedContext;
