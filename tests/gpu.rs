@@ -38,6 +38,7 @@ mod kernels;
 mod memory;
 mod modules;
 mod no_device;
+mod owned;
 mod peer;
 mod phases;
 mod soundness;
@@ -60,6 +61,7 @@ fn main() -> std::process::ExitCode {
     tests.extend(graphs::tests());
     tests.extend(peer::tests());
     tests.extend(soundness::tests());
+    tests.extend(owned::tests());
     #[cfg(feature = "derive")]
     tests.extend(derive::tests());
     tests.extend(no_device::tests());
