@@ -4,7 +4,7 @@
 //! checks made before any driver call, and the no-device paths (`no_device`).
 //!
 //! Most tests run several at a time, as `cargo test` runs tests. Those of `errors`,
-//! `phases`, `bulk_copies` and `teardown` observe process-wide state (the device's free
+//! `phases`, `bulk_copies`, `teardown` and some of `owned` observe process-wide state (the device's free
 //! memory, the crate's pools and staging, the primary context's retain count): each runs
 //! after the others, alone (`common::harness::run_with_alone`). Tests of `events`,
 //! `no_device` and `modules` start this binary again in a child process with `--exact` and
@@ -70,5 +70,6 @@ fn main() -> std::process::ExitCode {
     alone.extend(phases::tests_alone());
     alone.extend(bulk_copies::tests_alone());
     alone.extend(teardown::tests_alone());
+    alone.extend(owned::tests_alone());
     common::harness::run_with_alone(tests, alone)
 }

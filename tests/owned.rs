@@ -116,7 +116,11 @@ fn an_owned_buffer_made_in_one_entry_is_read_in_another_on_another_thread() {
     .join()
     .unwrap();
     assert_eq!(back, host);
-    assert_eq!(home.close().map(|r| r.is_ok()), Some(true), "the last handle");
+    assert_eq!(
+        home.close().map(|r| r.is_ok()),
+        Some(true),
+        "the last handle"
+    );
 }
 
 fn a_guard_of_another_context_is_refused_naming_both() {
@@ -182,7 +186,10 @@ fn an_owned_handle_of_the_primary_context_binds_inside_with_primary_context() {
     })
     .unwrap();
     // the primary context outlived `with_primary_context`'s release: the handle holds it
-    assert_eq!(home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap(), vec![4.0; 8]);
+    assert_eq!(
+        home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap(),
+        vec![4.0; 8]
+    );
 }
 
 fn close_tears_down_only_with_the_last_handle() {
@@ -194,13 +201,18 @@ fn close_tears_down_only_with_the_last_handle() {
     assert!(home.close().is_none(), "`buf` still holds it");
     let kept = buf.context().clone();
     drop(buf);
-    assert_eq!(kept.close().map(|r| r.map_err(|e| e.to_string())), Some(Ok(())));
+    assert_eq!(
+        kept.close().map(|r| r.map_err(|e| e.to_string())),
+        Some(Ok(()))
+    );
 }
 
 fn handles_dropped_on_another_thread_while_the_context_is_entered_here() {
     let Some(device) = device() else { return };
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
-    let bufs: Vec<_> = (0..8).map(|i| owned_buffer(&home, &[i as f32; 1024])).collect();
+    let bufs: Vec<_> = (0..8)
+        .map(|i| owned_buffer(&home, &[i as f32; 1024]))
+        .collect();
     let other = home.clone();
     let barrier = Arc::new(Barrier::new(2));
     let b2 = Arc::clone(&barrier);
@@ -270,7 +282,9 @@ fn an_awaited_batch_hands_back_its_buffers_with_the_results() {
     assert_eq!(home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap(), want);
     // the same with the blocking `wait`
     let (result, (buf, host)) = stream
-        .submit((buf, vec![0.0f32; n]), |s, (d, host)| s.copy_to_host_view(host, d))
+        .submit((buf, vec![0.0f32; n]), |s, (d, host)| {
+            s.copy_to_host_view(host, d)
+        })
         .wait();
     result.unwrap();
     assert_eq!(host, want);
@@ -287,10 +301,13 @@ fn many_batches_in_flight_on_several_streams_all_complete_with_their_values() {
     let pending: Vec<Pending<_>> = (0..64)
         .map(|i| {
             let buf = owned_buffer(&home, &[i as f32; 4096]);
-            streams[i % 4].submit((buf, vec![0.0f32; 4096], Arc::clone(&scale)), move |s, (d, h, k)| {
-                s.launch(k, LaunchConfig::linear(16, 256), (d, 3.0f32))?;
-                s.copy_to_host_view(h, d)
-            })
+            streams[i % 4].submit(
+                (buf, vec![0.0f32; 4096], Arc::clone(&scale)),
+                move |s, (d, h, k)| {
+                    s.launch(k, LaunchConfig::linear(16, 256), (d, 3.0f32))?;
+                    s.copy_to_host_view(h, d)
+                },
+            )
         })
         .collect();
     for (i, p) in pending.into_iter().enumerate() {
@@ -305,10 +322,21 @@ fn a_pending_future_dropped_mid_flight_waits_for_its_work() {
     let (home, module, stream) = owned_setup(&device);
     let spin = spin_kernel(&module);
     let buf = owned_buffer(&home, &[7.0; 1 << 20]);
-    let work = stream.submit((spin, buf, vec![0.0f32; 1 << 20]), |s, (spin, d, h)| {
+    // page-locked host memory: a copy into a `Vec` (pageable) is synchronous in the driver,
+    // so `submit` itself would wait for the kernel before it
+    let host = home
+        .enter(|ctx| home.unbind(ctx, ctx.pinned_zeroed::<f32>(1 << 20)?))
+        .unwrap();
+    let submitted = Instant::now();
+    let work = stream.submit((spin, buf, host), |s, (spin, d, h)| {
         s.launch(spin, LaunchConfig::linear(1, 1), (cycles(100),))?;
         s.copy_to_host_view(h, d)
     });
+    assert!(
+        submitted.elapsed() < Duration::from_millis(20),
+        "submit returns at once: {:?}",
+        submitted.elapsed()
+    );
     assert!(!work.is_done(), "a 100 ms kernel is still running");
     let started = Instant::now();
     drop(work); // waits, then frees the batch
@@ -346,7 +374,11 @@ fn a_forgotten_pending_future_leaks_its_batch_and_frees_nothing_early() {
         .unwrap();
     assert!(idle);
     release_deferred();
-    assert_eq!(used(), before, "the forgotten batch's buffer is still allocated");
+    assert_eq!(
+        used(),
+        before,
+        "the forgotten batch's buffer is still allocated"
+    );
 }
 
 fn a_panic_in_a_host_function_of_a_batch_surfaces_from_the_future() {
@@ -381,7 +413,10 @@ fn a_panic_in_a_batch_closure_resumes_after_its_work_is_done() {
         });
     }));
     assert!(caught.is_err());
-    assert!(started.elapsed() >= Duration::from_millis(10), "waited first");
+    assert!(
+        started.elapsed() >= Duration::from_millis(10),
+        "waited first"
+    );
     assert!(home.enter(|ctx| stream.bind(ctx)?.is_idle()).unwrap());
 }
 
@@ -390,12 +425,17 @@ fn a_batch_with_a_part_of_another_context_is_refused_before_any_work() {
     let (_home, _module, stream) = owned_setup(&device);
     let other = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let foreign = owned_buffer(&other, &[2.0; 4]);
-    let work = stream.submit((foreign, vec![0.0f32; 4]), |s, (d, h)| s.copy_to_host_view(h, d));
+    let work = stream.submit((foreign, vec![0.0f32; 4]), |s, (d, h)| {
+        s.copy_to_host_view(h, d)
+    });
     assert!(work.is_done(), "refused at once");
     let (result, (foreign, host)) = work.wait();
     assert_eq!(result.unwrap_err().code(), ErrorCode::InvalidContext);
     assert_eq!(host, vec![0.0; 4], "nothing ran");
-    assert_eq!(other.enter(|ctx| foreign.bind(ctx)?.to_vec()).unwrap(), vec![2.0; 4]);
+    assert_eq!(
+        other.enter(|ctx| foreign.bind(ctx)?.to_vec()).unwrap(),
+        vec![2.0; 4]
+    );
 }
 
 fn a_batch_may_allocate_scratch_and_queue_host_functions() {
@@ -416,7 +456,11 @@ fn a_batch_may_allocate_scratch_and_queue_host_functions() {
     let ((result, (_out, host)), _) = block_on(work);
     result.unwrap();
     assert_eq!(host, vec![5.0; 512]);
-    assert_eq!(seen.load(Ordering::SeqCst), 512, "the host function saw the copy");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        512,
+        "the host function saw the copy"
+    );
 }
 
 /// Set in the child process of `a_failed_context_wakes_every_pending_batch_with_its_error`.
@@ -428,7 +472,8 @@ fn a_failed_context_wakes_every_pending_batch_with_its_error() {
         let (home, module, stream) = owned_setup(&device);
         // SAFETY: NOT true: write_wild writes through a wild pointer; this child process
         // exists to see the crate report the fault to every pending batch.
-        let wild = Arc::new(unsafe { OwnedKernel::<(Out<f32>,)>::new(&module, "write_wild") }.unwrap());
+        let wild =
+            Arc::new(unsafe { OwnedKernel::<(Out<f32>,)>::new(&module, "write_wild") }.unwrap());
         let buf = owned_buffer(&home, &[0.0; 4]);
         let faulting = stream.submit((wild, buf), |s, (k, d)| {
             s.launch(k, LaunchConfig::linear(1, 1), (d,))
@@ -445,7 +490,10 @@ fn a_failed_context_wakes_every_pending_batch_with_its_error() {
         );
         assert_eq!(first.unwrap_err().code(), ErrorCode::IllegalAddress);
         assert!(second.is_err());
-        assert!(started.elapsed() < Duration::from_secs(5), "woken, not hung");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "woken, not hung"
+        );
         eprintln!("child: both batches failed");
         return;
     }
@@ -472,14 +520,30 @@ crate::gpu_tests!(
     an_owned_handle_of_the_primary_context_binds_inside_with_primary_context,
     close_tears_down_only_with_the_last_handle,
     handles_dropped_on_another_thread_while_the_context_is_entered_here,
-    an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_point,
     an_awaited_batch_hands_back_its_buffers_with_the_results,
     many_batches_in_flight_on_several_streams_all_complete_with_their_values,
     a_pending_future_dropped_mid_flight_waits_for_its_work,
-    a_forgotten_pending_future_leaks_its_batch_and_frees_nothing_early,
     a_panic_in_a_host_function_of_a_batch_surfaces_from_the_future,
     a_panic_in_a_batch_closure_resumes_after_its_work_is_done,
     a_batch_with_a_part_of_another_context_is_refused_before_any_work,
     a_batch_may_allocate_scratch_and_queue_host_functions,
     a_failed_context_wakes_every_pending_batch_with_its_error,
 );
+
+/// Tests that read the crate's pool of the device (shared by the process): each runs with
+/// no other test of the binary beside it (`tests/gpu.rs` runs them after the others).
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
+    Vec::from([
+        Test {
+            name: "an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_point",
+            needs: Needs::Gpu,
+            body: an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_point,
+        },
+        Test {
+            name: "a_forgotten_pending_future_leaks_its_batch_and_frees_nothing_early",
+            needs: Needs::Gpu,
+            body: a_forgotten_pending_future_leaks_its_batch_and_frees_nothing_early,
+        },
+    ])
+}

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
@@ -63,7 +63,12 @@ pub struct OwnedContext {
 struct Record {
     raw: NonNull<CUctx_st>,
     held: Held,
+    /// Completion events of awaited batches, kept for the next batch (`take_event`).
+    spare_events: Mutex<Vec<usize>>,
 }
+
+/// `CU_EVENT_DISABLE_TIMING`: completion events only order.
+const NO_TIMING: u32 = 0x2;
 
 // SAFETY: a context handle may be used from any thread by making it current there; the
 // record only holds it, and every use goes through `enter` (push and pop) or the teardown.
@@ -72,13 +77,35 @@ unsafe impl Send for Record {}
 unsafe impl Sync for Record {}
 
 impl Record {
-    /// The teardown of the last handle: [`context::give_up`].
+    /// The teardown of the last handle: [`context::give_up`] (after destroying the spare
+    /// events).
     fn give_up(self) -> Result<()> {
-        let this = std::mem::ManuallyDrop::new(self);
+        let mut this = std::mem::ManuallyDrop::new(self);
+        let spares = std::mem::take(
+            this.spare_events
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let destroy = |_: ContextGuard<'_>| {
+            let mut first = Ok(());
+            for e in spares {
+                // SAFETY: events of this context, unused: every batch has given its event
+                // back, or holds a count of the context (so this is not the last).
+                let d = unsafe { driver::event_destroy(e as driver::CUevent) };
+                first = first.and(d);
+            }
+            first
+        };
+        // SAFETY: the context is alive: this is its last count.
+        let destroyed = unsafe { context::enter_held(this.raw, destroy) };
+        // SAFETY: `this` is never used again; the mutex (its only field with a drop) is
+        // empty.
+        unsafe { std::ptr::drop_in_place(&mut this.spare_events) };
         // SAFETY: the last count of the context: no owned handle of it is left (each holds
         // a count), so no thread has it entered through the crate and no value of it is
         // used again; it is held as `held` says.
-        unsafe { context::give_up(this.raw, this.held) }
+        let given_up = unsafe { context::give_up(this.raw, this.held) };
+        crate::context::teardown::keep_both(destroyed, given_up)
     }
 }
 
@@ -87,6 +114,11 @@ impl Drop for Record {
         let last = Record {
             raw: self.raw,
             held: self.held,
+            spare_events: Mutex::new(std::mem::take(
+                self.spare_events
+                    .get_mut()
+                    .unwrap_or_else(PoisonError::into_inner),
+            )),
         };
         if driver::in_host_fn() {
             // no driver call here: the teardown runs at the next release point (see
@@ -123,7 +155,11 @@ impl OwnedContext {
 
     fn from_record(raw: NonNull<CUctx_st>, held: Held) -> OwnedContext {
         OwnedContext {
-            record: Arc::new(Record { raw, held }),
+            record: Arc::new(Record {
+                raw,
+                held,
+                spare_events: Mutex::new(Vec::new()),
+            }),
         }
     }
 
@@ -223,6 +259,25 @@ impl OwnedContext {
         }
     }
 
+    /// A completion event of this context (from the spares, or new), for an awaited batch.
+    /// The context must be current.
+    pub(crate) fn take_event(&self) -> Result<driver::CUevent> {
+        let spare = lock(&self.record.spare_events).pop();
+        match spare {
+            Some(e) => Ok(e as driver::CUevent),
+            None => driver::event_create(NO_TIMING),
+        }
+    }
+
+    /// Keeps `event` for the next batch of this context.
+    ///
+    /// # Safety
+    /// `event` came from [`take_event`](OwnedContext::take_event) of this context, and
+    /// nothing uses it any more.
+    pub(crate) unsafe fn put_event(&self, event: driver::CUevent) {
+        lock(&self.record.spare_events).push(event as usize);
+    }
+
     /// The handle, for the crate's own calls.
     #[inline]
     pub(crate) fn raw(&self) -> NonNull<CUctx_st> {
@@ -239,6 +294,10 @@ impl OwnedContext {
     pub unsafe fn as_raw(&self) -> CUcontext {
         self.record.raw.as_ptr()
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The error of a value or guard of one context given to a handle of another.

@@ -51,9 +51,6 @@ use crate::error::{Error, Result};
 use crate::scope::StreamScope;
 use crate::stream::Stream;
 
-/// `CU_EVENT_DISABLE_TIMING`: the completion event only orders.
-const NO_TIMING: u32 = 0x2;
-
 /// What a finished batch gives back: the work's result (the closure's error, or the first
 /// error of the work or of the scope's end), and the batch.
 pub type Done<B> = (Result<()>, B);
@@ -228,7 +225,7 @@ impl<B: Batch> Op<B> {
             // SAFETY: the stream is alive (held by the op).
             unsafe { self.stream.value() }.raw()
         };
-        let event = driver::event_create(NO_TIMING)?;
+        let event = self.home.take_event()?;
         self.event = Some(event);
         // SAFETY: the event and the stream are alive and of the current context.
         unsafe { driver::event_record(event, stream_raw) }?;
@@ -259,36 +256,38 @@ impl<B: Batch> Op<B> {
     }
 
     /// Ends the scope once the event is complete (waiting for it if need be): the scope's
-    /// host functions finished, its allocations freed, the event destroyed.
+    /// host functions finished, its allocations freed, the event given back to its
+    /// context's spares.
     fn finish(&mut self) {
-        let Some(event) = self.event else {
+        let Some(event) = self.event.take() else {
             return; // waited for already
         };
         if let Some(watch) = self.watch.take() {
+            // unlisted first: the watchdog no longer queries the event
             wake::unwatch(&watch);
         }
         let home = self.home.clone();
         let ended = home.enter(|_| {
-            // SAFETY: the event is alive (destroyed below) and of the entered context.
+            // SAFETY: the event is alive and of the entered context.
             let waited = unsafe { driver::event_synchronize(event) };
-            self.scope.end_after_wait(waited)
+            let ended = self.scope.end_after_wait(waited);
+            // SAFETY: the op's event, unlisted, its work done (or failed: the context
+            // then destroys it with the rest).
+            unsafe { home.put_event(event) };
+            ended
         });
         self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
-        self.destroy_event();
     }
 
+    /// Gives the event back unused (its record failed, or the work was waited for without it).
     fn destroy_event(&mut self) {
         if let Some(watch) = self.watch.take() {
             wake::unwatch(&watch);
         }
         if let Some(event) = self.event.take() {
-            let home = self.home.clone();
-            // SAFETY: the event is the op's, unlisted (the watchdog no longer queries it),
-            // and its work is done.
-            let destroyed = home.enter(|_| unsafe { driver::event_destroy(event) });
-            if let Err(e) = destroyed {
-                teardown::record_failed_release(Some(home.raw()), "Pending", e);
-            }
+            // SAFETY: the op's event, unlisted, and nothing queued waits on it any more (the
+            // stream was waited for).
+            unsafe { self.home.put_event(event) };
         }
     }
 
