@@ -3,12 +3,13 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use super::sealed::{self, Target};
 use super::{Function, KernelParams, Launch, LaunchConfig};
 use crate::context::Brand;
 use crate::driver::CUfunction;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 
 /// A function whose parameter list `P` has been declared (an `unsafe` promise, see
 /// [`Module::kernel`](crate::Module::kernel)), ready for [`StreamScope::launch`](crate::StreamScope::launch).
@@ -202,9 +203,7 @@ impl<'m, 'ctx, P> Kernel<'m, 'ctx, P> {
     /// A one-dimensional configuration covering `n` threads, with the block size that
     /// maximises occupancy (capped at 1024), and enough blocks for `n`.
     pub fn config_for(&self, n: usize) -> Result<LaunchConfig> {
-        let block = self.function.suggested_block_size(0)?.clamp(1, 1024);
-        let grid = n.div_ceil(block as usize).clamp(1, i32::MAX as usize) as u32;
-        Ok(LaunchConfig::linear(grid, block))
+        function_config_for(self.function, n)
     }
 
     /// Refreshes the limits a launch is checked against, after
@@ -273,6 +272,25 @@ impl<'m, 'ctx, P> KernelMut<'m, 'ctx, P> {
             _params: PhantomData,
         }
     }
+}
+
+impl<'ctx, P> ScopedKernel<'_, 'ctx, P> {
+    /// A one-dimensional configuration covering `n` threads: see [`Kernel::config_for`].
+    pub fn config_for(&self, n: usize) -> Result<LaunchConfig> {
+        let raw = NonNull::new(self.function)
+            .ok_or_else(|| Error::new("ScopedKernel::config_for", ErrorCode::InvalidHandle))?;
+        // SAFETY: the function of a kernel the binding scope keeps loaded for `'scope`,
+        // which `&self` is within; the result does not outlive this call.
+        let function = unsafe { Function::<'_, 'ctx>::from_raw(raw) };
+        function_config_for(function, n)
+    }
+}
+
+/// The configuration of [`Kernel::config_for`] for `function`.
+fn function_config_for(function: Function<'_, '_>, n: usize) -> Result<LaunchConfig> {
+    let block = function.suggested_block_size(0)?.clamp(1, 1024);
+    let grid = n.div_ceil(block as usize).clamp(1, i32::MAX as usize) as u32;
+    Ok(LaunchConfig::linear(grid, block))
 }
 
 impl<P> fmt::Debug for Kernel<'_, '_, P> {

@@ -307,6 +307,25 @@ impl<B: Rebrand> Owned<B> {
     }
 }
 
+/// Page-locked memory is host memory: an owned pinned buffer reads and writes as a slice
+/// without entering its context. While a batch uses it, the batch owns it, so the host
+/// cannot touch it then.
+impl<T: DeviceCopy + Send + Sync> std::ops::Deref for Owned<PinnedBuffer<'static, T>> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        &self.value
+    }
+}
+
+impl<T: DeviceCopy + Send + Sync> std::ops::DerefMut for Owned<PinnedBuffer<'static, T>> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.value
+    }
+}
+
 impl<B: Rebrand> Drop for Owned<B> {
     fn drop(&mut self) {
         // SAFETY: dropped once, here; `home` (a later field) still keeps the context alive.

@@ -62,11 +62,11 @@ pub type Done<B> = (Result<()>, B);
 /// Runtime-agnostic: it needs only a [`Waker`](std::task::Waker). Without a runtime,
 /// [`wait`](Pending::wait) blocks for it.
 #[must_use = "the work is queued already; a dropped `Pending` waits for it, a forgotten one leaks its batch"]
-pub struct Pending<B: Batch> {
+pub struct Pending<B> {
     state: State<B>,
 }
 
-enum State<B: Batch> {
+enum State<B> {
     /// In flight (or done, not yet finished).
     Queued(Box<Op<B>>),
     /// Refused before anything was queued.
@@ -76,7 +76,7 @@ enum State<B: Batch> {
 }
 
 /// One batch in flight.
-struct Op<B: Batch> {
+struct Op<B> {
     /// The scope, with its lifetimes erased: it refers to `stream`'s stream, and its views
     /// to `batch`. Dropped first (the fields drop in order), and only once the work is done
     /// (a `Pending` that cannot wait leaks its op).
@@ -97,10 +97,13 @@ struct Op<B: Batch> {
 // thread that opened it while its closure runs); once the closure has returned, its state
 // is locks, the list of what it allocated (device pointers) and its host functions (boxed
 // `Send` closures), all usable from the thread that ends it. The batch is `Send`; the
-// event is a handle any thread may use with its context current.
-unsafe impl<B: Batch> Send for Op<B> {}
+// event is a handle any thread may use with its context current. (The bound is `B: Send`
+// rather than `B: Batch`: rustc checks an `async` block's `Send` with its lifetimes
+// erased (rust-lang/rust#110338), where `Batch`, implemented for `'static` forms only,
+// would not be found, and `submit(..).await` in a spawned task would not compile.)
+unsafe impl<B: Send> Send for Op<B> {}
 
-impl<B: Batch> Unpin for Pending<B> {}
+impl<B> Unpin for Pending<B> {}
 
 impl Owned<Stream<'static>> {
     /// Queues a batch of work on this stream and returns a future for its end.
@@ -218,7 +221,9 @@ impl<B: Batch> Op<B> {
             }
         }
     }
+}
 
+impl<B> Op<B> {
     /// Records the completion event and queues the host function that wakes the future.
     fn queue_completion(&mut self) -> Result<()> {
         let stream_raw = {
@@ -304,7 +309,7 @@ impl<B: Batch> Op<B> {
     }
 }
 
-impl<B: Batch> Pending<B> {
+impl<B> Pending<B> {
     /// Blocks the calling thread until the work is done: the same `(result, batch)` as
     /// awaiting the future, for code without a runtime.
     pub fn wait(mut self) -> Done<B> {
@@ -327,7 +332,7 @@ impl<B: Batch> Pending<B> {
     }
 }
 
-impl<B: Batch> Future for Pending<B> {
+impl<B> Future for Pending<B> {
     type Output = Done<B>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Done<B>> {
@@ -356,7 +361,7 @@ impl<B: Batch> Future for Pending<B> {
     }
 }
 
-impl<B: Batch> Drop for Pending<B> {
+impl<B> Drop for Pending<B> {
     fn drop(&mut self) {
         let State::Queued(mut op) = std::mem::replace(&mut self.state, State::Taken) else {
             return;
@@ -376,7 +381,7 @@ impl<B: Batch> Drop for Pending<B> {
     }
 }
 
-impl<B: Batch> fmt::Debug for Pending<B> {
+impl<B> fmt::Debug for Pending<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pending")
             .field("done", &self.is_done())
