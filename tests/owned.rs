@@ -463,6 +463,51 @@ fn a_batch_may_allocate_scratch_and_queue_host_functions() {
     );
 }
 
+fn waiting_for_a_batch_inside_a_host_function_panics_and_leaks_the_batch() {
+    let Some(device) = device() else { return };
+    let (home, module, stream) = owned_setup(&device);
+    let spin = spin_kernel(&module);
+    let host = home
+        .enter(|ctx| home.unbind(ctx, ctx.pinned_zeroed::<f32>(1024)?))
+        .unwrap();
+    let buf = owned_buffer(&home, &[4.0; 1024]);
+    let pending = stream.submit((spin, buf, host), |s, (spin, d, h)| {
+        s.launch(spin, LaunchConfig::linear(1, 1), (cycles(20),))?;
+        s.copy_to_host_view(h, d)
+    });
+    let slot = Arc::new(std::sync::Mutex::new(Some(pending)));
+    let in_fn = Arc::clone(&slot);
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        home.enter(|ctx| {
+            let other = ctx.stream()?;
+            other.scope(|s| {
+                s.host_fn(move || {
+                    let pending = in_fn.lock().unwrap().take().unwrap();
+                    let _ = pending.wait(); // cannot wait here: panics, the batch leaked
+                })
+            })
+        })
+    }));
+    let payload = caught.expect_err("the host function's panic is resumed by its scope");
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        message.contains("Pending::wait") && message.contains("cannot be waited for here"),
+        "{message}"
+    );
+    assert!(slot.lock().unwrap().is_none(), "taken by the host function");
+    // the leaked batch's work still ends, and the stream is usable
+    let idle = home
+        .enter(|ctx| {
+            ctx.synchronize()?;
+            stream.bind(ctx)?.is_idle()
+        })
+        .unwrap();
+    assert!(idle);
+}
+
 /// Set in the child process of `a_failed_context_wakes_every_pending_batch_with_its_error`.
 const STICKY_CHILD: &str = "CUDA_BRAND_TEST_OWNED_STICKY_CHILD";
 
@@ -527,6 +572,7 @@ crate::gpu_tests!(
     a_panic_in_a_batch_closure_resumes_after_its_work_is_done,
     a_batch_with_a_part_of_another_context_is_refused_before_any_work,
     a_batch_may_allocate_scratch_and_queue_host_functions,
+    waiting_for_a_batch_inside_a_host_function_panics_and_leaks_the_batch,
     a_failed_context_wakes_every_pending_batch_with_its_error,
 );
 

@@ -560,8 +560,10 @@ where
 /// release, report the failed releases of its handles).
 ///
 /// # Safety
-/// `raw` is alive and held as `held` says; no value of it is used afterwards, and no thread
-/// has it entered (entering needs a count, and this is the last one).
+/// `raw` is alive and held as `held` says; no value made through this hold is used
+/// afterwards, and for a created context no thread has it entered (entering needs a count,
+/// and this is the last one). A primary context may be entered elsewhere through retains of
+/// its own: this releases only the caller's.
 pub(crate) unsafe fn give_up(raw: NonNull<CUctx_st>, held: Held) -> Result<()> {
     // SAFETY: the caller's promise: alive.
     unsafe { driver::ctx_push(raw.as_ptr()) }?;

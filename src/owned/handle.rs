@@ -262,7 +262,9 @@ impl<B: Rebrand> Owned<B> {
         let value = unsafe { ManuallyDrop::take(&mut this.value) };
         // SAFETY: as above.
         let home = unsafe { std::ptr::read(&this.home) };
-        // the entered guard's closure holds a count of the context until it returns
+        // the context outlives the guard's closure: an owned entry holds a count of it until
+        // it returns; a `with_primary_context` guard (or another record of the same primary
+        // context) holds a retain of its own
         drop(home);
         // SAFETY: of `ctx`'s context (checked), alive for `'ctx` (the guard).
         Ok(unsafe { value.into_at() })
@@ -336,7 +338,14 @@ impl<B: Rebrand> Drop for Owned<B> {
             release::defer(Box::new((value, self.home.clone())));
             return;
         }
-        drop(value);
+        // with its context current, so that a failed release is charged to it (a stream's
+        // or an event's drop charges the current context), not to whatever this thread has
+        let dropped = || {
+            drop(value);
+            Ok(())
+        };
+        // SAFETY: `home` keeps the context alive.
+        let _ = unsafe { crate::context::in_context(self.home.raw(), dropped) };
         release::release_deferred();
     }
 }

@@ -101,9 +101,11 @@ impl Record {
         // SAFETY: `this` is never used again; the mutex (its only field with a drop) is
         // empty.
         unsafe { std::ptr::drop_in_place(&mut this.spare_events) };
-        // SAFETY: the last count of the context: no owned handle of it is left (each holds
-        // a count), so no thread has it entered through the crate and no value of it is
-        // used again; it is held as `held` says.
+        // SAFETY: the last count of this record: no owned handle of it is left (each holds
+        // a count), so no value made through it is used again, and for a created context no
+        // thread has it entered through the crate. A primary context may still be entered
+        // elsewhere (`with_primary_context`, another record of it): those hold retains of
+        // their own, and this releases only this record's.
         let given_up = unsafe { context::give_up(this.raw, this.held) };
         crate::context::teardown::keep_both(destroyed, given_up)
     }

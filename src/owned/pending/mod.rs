@@ -87,6 +87,9 @@ struct Op<B> {
     outcome: Result<()>,
     /// `None` once the work has been waited for without an event (a failed queueing).
     event: Option<CUevent>,
+    /// Set when queued work could be neither tracked nor waited for: the batch is never
+    /// handed back or freed.
+    lost: bool,
     watch: Option<Arc<Watch>>,
     signal: Arc<Signal>,
     stream: Arc<Owned<Stream<'static>>>,
@@ -169,6 +172,7 @@ impl Owned<Stream<'static>> {
             batch: Some(batch),
             outcome: Ok(()),
             event: None,
+            lost: false,
             watch: None,
             signal: Arc::new(Signal::default()),
             stream: Arc::clone(self),
@@ -249,32 +253,51 @@ impl<B> Op<B> {
             unsafe { self.stream.value() }.raw()
         };
         let home = self.home.clone();
+        let mut waited_for = false;
         let ended = home.enter(|_| {
             // SAFETY: the stream is alive.
             let waited = unsafe { driver::stream_wait_idle(stream_raw) };
+            waited_for = true; // idle, or confirmed not busy after an error
             self.scope.end_after_wait(waited)
         });
         self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
-        self.destroy_event();
-        self.signal.fire();
+        // the entry failed: work queued before may still run
+        self.lost = !waited_for;
+        if waited_for {
+            self.destroy_event();
+        } else if let Some(watch) = self.watch.take() {
+            wake::unwatch(&watch);
+        }
         self.event = None;
+        self.signal.fire();
     }
 
     /// Ends the scope once the event is complete (waiting for it if need be): the scope's
     /// host functions finished, its allocations freed, the event given back to its
-    /// context's spares.
-    fn finish(&mut self) {
+    /// context's spares. Returns whether the work is known to be over (the event waited
+    /// for, or the stream confirmed idle after an error): only then may the batch be
+    /// handed back or dropped. Inside a host function nothing can be waited for (no driver
+    /// call), so it returns `false` there.
+    #[must_use]
+    fn finish(&mut self) -> bool {
+        if driver::in_host_fn() {
+            return false;
+        }
         let Some(event) = self.event.take() else {
-            return; // waited for already
+            return !self.lost; // waited for already, without the event (or not possible)
         };
         if let Some(watch) = self.watch.take() {
             // unlisted first: the watchdog no longer queries the event
             wake::unwatch(&watch);
         }
         let home = self.home.clone();
+        let mut proved = false;
         let ended = home.enter(|_| {
             // SAFETY: the event is alive and of the entered context.
             let waited = unsafe { driver::event_synchronize(event) };
+            // the wait returned: the work is done, or after an error `end_after_wait`
+            // confirms the stream idle before it releases anything
+            proved = true;
             let ended = self.scope.end_after_wait(waited);
             // SAFETY: the op's event, unlisted, its work done (or failed: the context
             // then destroys it with the rest).
@@ -282,6 +305,7 @@ impl<B> Op<B> {
             ended
         });
         self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
+        proved
     }
 
     /// Gives the event back unused (its record failed, or the work was waited for without it).
@@ -309,15 +333,30 @@ impl<B> Op<B> {
     }
 }
 
+/// Finishes `op` and hands back its result and batch; if the work cannot be known to be
+/// over (called inside a host function, or the context could not be entered), the op is
+/// leaked (its batch is never freed or handed back) and this panics with `call` named.
+fn finish_or_leak<B>(mut op: Box<Op<B>>, call: &str) -> Done<B> {
+    if op.finish() {
+        return op.into_done();
+    }
+    std::mem::forget(op);
+    panic!(
+        "{call}: the batch's work cannot be waited for here (inside a host function, or its context could not be entered), so the batch is leaked rather than handed back while the GPU may still use it"
+    )
+}
+
 impl<B> Pending<B> {
     /// Blocks the calling thread until the work is done: the same `(result, batch)` as
     /// awaiting the future, for code without a runtime.
+    ///
+    /// # Panics
+    /// Inside a host function (the crate's, or a waker it runs), where no driver call can
+    /// wait: the batch is then leaked, never handed back early. A panic of a host function
+    /// of the batch is resumed here.
     pub fn wait(mut self) -> Done<B> {
         match std::mem::replace(&mut self.state, State::Taken) {
-            State::Queued(mut op) => {
-                op.finish();
-                op.into_done()
-            }
+            State::Queued(op) => finish_or_leak(op, "Pending::wait"),
             State::Refused(e, batch) => (Err(e), batch),
             State::Taken => panic!("a `Pending` is waited for once"),
         }
@@ -351,10 +390,7 @@ impl<B> Future for Pending<B> {
             release::release_deferred();
         }
         Poll::Ready(match std::mem::replace(&mut self.state, State::Taken) {
-            State::Queued(mut op) => {
-                op.finish();
-                op.into_done()
-            }
+            State::Queued(op) => finish_or_leak(op, "Pending::poll"),
             State::Refused(e, batch) => (Err(e), batch),
             State::Taken => panic!("a `Pending` polled after it was ready"),
         })
@@ -366,12 +402,12 @@ impl<B> Drop for Pending<B> {
         let State::Queued(mut op) = std::mem::replace(&mut self.state, State::Taken) else {
             return;
         };
-        if driver::in_host_fn() {
-            // no driver call here: the work may still use the batch, so it is leaked
+        if !op.finish() {
+            // not known to be over (inside a host function no driver call is possible):
+            // the work may still use the batch, so it is leaked
             std::mem::forget(op);
             return;
         }
-        op.finish();
         // a host function's panic is not resumed in a drop: forgotten (dropping a payload
         // runs its code, which may panic)
         if let Some(payload) = op.scope.take_host_panic() {

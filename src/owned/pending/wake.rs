@@ -62,7 +62,10 @@ impl Signal {
             // an executor's wake runs its code: no driver call there (the flag), no unwind
             // into the driver's thread
             let _flag = HostFnFlag::set();
-            let _ = panic::catch_unwind(AssertUnwindSafe(|| waker.wake()));
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                // dropping a payload runs its code, which may panic: never here
+                std::mem::forget(payload);
+            }
         }
     }
 }
@@ -202,7 +205,10 @@ fn watchdog() {
             signal.fire();
         }
         for waker in later {
-            let _ = panic::catch_unwind(AssertUnwindSafe(|| waker.wake()));
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                // a panicking drop of the payload would end the watchdog
+                std::mem::forget(payload);
+            }
         }
         watched = lock(&WATCHED);
         if !watched.later.is_empty() {
