@@ -69,7 +69,7 @@ impl<P: KernelParams> OwnedKernel<P> {
             let kernel = unsafe { module.kernel::<P>(name) }?;
             // SAFETY: used only bound to a guard of its context (checked), while `Source`
             // keeps the module loaded.
-            Ok::<_, crate::Error>(unsafe { erase(kernel) })
+            Ok::<_, crate::error::Error>(unsafe { erase(kernel) })
         })?;
         Ok(OwnedKernel {
             kernel,
@@ -92,7 +92,7 @@ impl<P: KernelParams> OwnedKernel<P> {
             // SAFETY: the caller's promise is `Library::kernel`'s.
             let kernel = unsafe { library.kernel::<P>(ctx, name) }?;
             // SAFETY: as in `new`.
-            Ok::<_, crate::Error>(unsafe { erase(kernel) })
+            Ok::<_, crate::error::Error>(unsafe { erase(kernel) })
         })?;
         Ok(OwnedKernel {
             kernel,
