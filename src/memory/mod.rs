@@ -26,7 +26,9 @@ pub(crate) mod sealed {
 // The rooms: `copy.rs` (`DeviceCopy`, `Memset`), `span.rs` (spans and the checks before a
 // driver call), `slice.rs` (`DeviceSlice` and its synchronous operations), `buffer.rs`
 // (`DeviceBuffer`), `pinned.rs` (`PinnedBuffer`), `pool.rs`, `managed.rs`, `pitched.rs`
-// (2D), `pitched3d.rs` (3D), `peer.rs` (peer access), `staging/` (the bulk-copy staging).
+// (2D), `pitched3d.rs` (3D), `peer.rs` (peer access), `staging/` (the bulk-copy staging),
+// `adopt.rs` (the checks of the `from_raw_parts` constructors).
+mod adopt;
 mod buffer;
 mod copy;
 pub mod managed;
