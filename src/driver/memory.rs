@@ -236,7 +236,7 @@ pub(crate) fn allocation_of(p: CUdeviceptr) -> Result<Allocation> {
 /// The address range of the device allocation containing `p`
 /// (`CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`, `_RANGE_SIZE`, what `cuMemGetAddressRange`
 /// reports, in one `cuPointerGetAttributes` call): its start and size in bytes, or
-/// `(0, 0)` where the driver reports none. Asked only of device memory that is not managed.
+/// `(0, 0)` where the driver reports none. Asked only of device and managed memory.
 #[inline]
 pub(crate) fn address_range(p: CUdeviceptr) -> Result<(CUdeviceptr, usize)> {
     let mut start: CUdeviceptr = 0;

@@ -214,21 +214,12 @@ pub(crate) fn check_device(
             ),
         ));
     }
-    let end = start.saturating_add(size as u64);
-    if ptr < start || ptr + bytes as u64 > end {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
-                "`len` {len} ({bytes} bytes from `ptr` {ptr:#x}) passes the end of the allocation ({size} bytes at {start:#x})"
-            ),
-        ));
-    }
-    Ok(release)
+    within(call, ptr, len, bytes, start, size).map(|()| release)
 }
 
 /// The checks of `ManagedBuffer::from_raw_parts` through the driver (run with `ctx`
-/// current): the first and last of `bytes` at `ptr` are managed memory of `ctx`.
+/// current): `bytes` at `ptr` are managed memory of `ctx`, inside the allocation the
+/// driver reports (or, where it reports none, ending in managed memory of `ctx`).
 pub(crate) fn check_managed(
     call: &'static str,
     ctx: ContextGuard<'_>,
@@ -252,10 +243,36 @@ pub(crate) fn check_managed(
         ));
     }
     same_context(call, ctx, ptr, &a)?;
-    let context = a.context;
-    last_byte_alike(call, ptr, len, bytes, "managed memory", |l| {
-        l.managed && l.context == context
-    })
+    let (start, size) = driver::address_range(ptr)?;
+    if size == 0 {
+        let context = a.context;
+        return last_byte_alike(call, ptr, len, bytes, "managed memory", |l| {
+            l.managed && l.context == context
+        });
+    }
+    within(call, ptr, len, bytes, start, size)
+}
+
+/// `bytes` at `ptr` end inside `size` bytes at `start`, or an error naming `len`.
+fn within(
+    call: &'static str,
+    ptr: u64,
+    len: usize,
+    bytes: usize,
+    start: u64,
+    size: usize,
+) -> Result<()> {
+    let end = start.saturating_add(size as u64);
+    if ptr >= start && ptr + bytes as u64 <= end {
+        return Ok(());
+    }
+    Err(refused(
+        call,
+        ErrorCode::InvalidValue,
+        format!(
+            "`len` {len} ({bytes} bytes from `ptr` {ptr:#x}) passes the end of the allocation ({size} bytes at {start:#x})"
+        ),
+    ))
 }
 
 /// The checks of `PinnedBuffer::from_raw_parts` through the driver (run with `ctx`

@@ -215,8 +215,8 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     /// * that the device has concurrent managed access, as [`ManagedBuffer::zeroed`] does
     ///   (`CUDA_ERROR_NOT_SUPPORTED` otherwise);
     /// * through the driver (`cuPointerGetAttributes`, which makes no driver error of an
-    ///   unknown address): that the first and the last byte are managed memory allocated in
-    ///   `ctx`'s own context.
+    ///   unknown address): that `ptr` is managed memory allocated in `ctx`'s own context,
+    ///   and that `len` elements from it end inside the allocation the driver reports.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
