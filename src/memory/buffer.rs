@@ -447,7 +447,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// the context of `ctx` (`cuMemAlloc`, `cudaMalloc`, `cuMemAllocPitch`), or in a memory
     /// pool of its device (`cuMemAllocAsync`, `cudaMallocAsync`, `cuMemAllocFromPoolAsync`),
     /// or that [`into_raw_parts`](DeviceBuffer::into_raw_parts) gave: the buffer owns it
-    /// from here on, and frees it when dropped or [closed](DeviceBuffer::close).
+    /// from here on, and frees it when dropped or [closed](DeviceBuffer::close). The CUDA
+    /// runtime (`cudaMalloc`, and the libraries built on it) allocates in the device's
+    /// primary context: adopt its memory with a guard of
+    /// [`with_primary_context`](crate::with_primary_context).
     ///
     /// **How it is freed** is the driver's to say, not the caller's: memory of a pool
     /// (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` is set) goes back with `cuMemFreeAsync` on

@@ -205,6 +205,8 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     /// the context of `ctx` (`cuMemAllocManaged`, `cudaMallocManaged`), or that
     /// [`into_raw_parts`](ManagedBuffer::into_raw_parts) gave: the buffer owns it from here
     /// on, and frees it with `cuMemFree` when dropped or [closed](ManagedBuffer::close).
+    /// The CUDA runtime allocates in the device's primary context: adopt its memory with a
+    /// guard of [`with_primary_context`](crate::with_primary_context).
     ///
     /// **What the crate checks** before it accepts (an `Err` naming `ptr`, `len` or `ctx`
     /// otherwise, before anything is taken over):

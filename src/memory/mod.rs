@@ -10,6 +10,12 @@
 //! asynchronous ones live on a stream's scope ([`Stream::scope`](crate::Stream::scope)),
 //! which borrows every buffer it touches until it has synchronized, so no buffer can be
 //! freed or touched by the host while queued work still uses it.
+//!
+//! Memory of other libraries: `from_raw_parts` of [`DeviceBuffer`], [`PinnedBuffer`] and
+//! [`ManagedBuffer`] adopts memory that `cudaMalloc`, `cudaMallocAsync`, `cudaMallocHost`
+//! or `cudaMallocManaged` (or their driver calls) allocated, after checking what the driver
+//! can say of it (its context, kind, pool and extent); `into_raw_parts` hands a buffer's
+//! memory out. Both are `unsafe`: each says what its caller promises.
 
 pub(crate) mod sealed {
     /// The driver's fill pattern of a `Memset` type; private, so no other type can be one.

@@ -149,7 +149,9 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     /// `cudaHostAlloc`, `cudaMallocHost`), or that
     /// [`into_raw_parts`](PinnedBuffer::into_raw_parts) gave: the buffer owns it from here
     /// on, and frees it with `cuMemFreeHost` when dropped or
-    /// [closed](PinnedBuffer::close).
+    /// [closed](PinnedBuffer::close). The CUDA runtime allocates in the device's primary
+    /// context: adopt its memory with a guard of
+    /// [`with_primary_context`](crate::with_primary_context).
     ///
     /// **What the crate checks** before it accepts (an `Err` naming `ptr`, `len` or `ctx`
     /// otherwise, before anything is taken over):
