@@ -455,11 +455,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// **How it is freed** is the driver's to say, not the caller's: memory of a pool
     /// (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` is set) goes back with `cuMemFreeAsync` on
     /// the context's legacy stream, straight into its pool and without waiting (as every
-    /// pool buffer of the crate); other memory with `cuMemFree`. (`cuMemFree` would free
-    /// pool memory too, without its usual synchronization and "for best performance",
-    /// says the driver's reference, it is not the call to use; `cuMemFreeAsync` of memory
-    /// of no pool is nowhere documented. Letting the caller pick would make a wrong pick
-    /// one more promise.)
+    /// pool buffer of the crate); other memory with `cuMemFree`. (The driver's reference
+    /// lets `cuMemFree` free pool memory too, without synchronizing, but recommends
+    /// `cuMemFreeAsync` for it; it documents `cuMemFreeAsync` for pool memory only. A
+    /// choice left to the caller would be one more promise to get wrong.)
     ///
     /// **What the crate checks** before it accepts (an `Err` naming `ptr`, `len` or `ctx`
     /// otherwise, before anything is taken over):
