@@ -612,6 +612,599 @@ fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
     });
 }
 
+// Adopting memory allocated elsewhere (`from_raw_parts`) and handing it out
+// (`into_raw_parts`), for device, pinned and managed buffers.
+
+/// The raw driver's allocation calls of the tests below, each asserting success, in the
+/// current context.
+mod raw {
+    use super::common;
+    use std::ffi::c_void;
+
+    /// `cuMemAlloc` (what `cudaMalloc` calls).
+    pub fn alloc(bytes: usize) -> u64 {
+        let mut p = 0;
+        // SAFETY: the out-pointer is a live local; a context is current.
+        let rc = unsafe { (common::driver().cuMemAlloc_v2)(&mut p, bytes) };
+        assert_eq!(rc, 0, "cuMemAlloc_v2");
+        p
+    }
+
+    /// `cuMemFree` of memory no buffer owns.
+    pub fn free(p: u64) {
+        // SAFETY: memory of `alloc` (or of a pool, no work pending) that nothing owns.
+        let rc = unsafe { (common::driver().cuMemFree_v2)(p) };
+        assert_eq!(rc, 0, "cuMemFree_v2");
+    }
+
+    /// `cuMemAllocManaged` (`cudaMallocManaged`), `CU_MEM_ATTACH_GLOBAL`, zeroed by the host.
+    pub fn alloc_managed(bytes: usize) -> u64 {
+        let mut p = 0;
+        // SAFETY: the out-pointer is a live local; a context is current.
+        let rc = unsafe { (common::driver().cuMemAllocManaged)(&mut p, bytes, 1) };
+        assert_eq!(rc, 0, "cuMemAllocManaged");
+        // SAFETY: `bytes` of managed memory, host-accessible (the callers checked the
+        // device's concurrent managed access), used by nothing else yet.
+        unsafe { std::ptr::write_bytes(p as usize as *mut u8, 0, bytes) };
+        p
+    }
+
+    /// `cuMemHostAlloc` with no flags (what `cudaMallocHost` calls), zeroed.
+    pub fn alloc_host(bytes: usize) -> *mut c_void {
+        let mut p = std::ptr::null_mut();
+        // SAFETY: the out-pointer is a live local; a context is current.
+        let rc = unsafe { (common::driver().cuMemHostAlloc)(&mut p, bytes, 0) };
+        assert_eq!(rc, 0, "cuMemHostAlloc");
+        // SAFETY: `bytes` of host memory just allocated.
+        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+        p
+    }
+
+    /// `cuMemFreeHost` of memory no buffer owns.
+    pub fn free_host(p: *mut c_void) {
+        // SAFETY: memory of `alloc_host` that nothing owns.
+        let rc = unsafe { (common::driver().cuMemFreeHost)(p) };
+        assert_eq!(rc, 0, "cuMemFreeHost");
+    }
+
+    /// `cuCtxSynchronize` of the current context.
+    pub fn synchronize() {
+        // SAFETY: no arguments; a context is current.
+        let rc = unsafe { (common::driver().cuCtxSynchronize)() };
+        assert_eq!(rc, 0, "cuCtxSynchronize");
+    }
+
+    /// The context and memory type the driver reports for `p` (`cuPointerGetAttributes`,
+    /// which reports null and 0 for an address it does not know).
+    pub fn owner_of(p: u64) -> (cuda_driver_sys::CUcontext, u32) {
+        let mut context: cuda_driver_sys::CUcontext = std::ptr::null_mut();
+        let mut memory_type: u32 = 0;
+        let mut attributes = [1, 2]; // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE
+        let mut data: [*mut c_void; 2] = [
+            (&mut context as *mut cuda_driver_sys::CUcontext).cast(),
+            (&mut memory_type as *mut u32).cast(),
+        ];
+        // SAFETY: two attributes, each with a live local of its size.
+        let rc = unsafe {
+            (common::driver().cuPointerGetAttributes)(
+                2,
+                attributes.as_mut_ptr(),
+                data.as_mut_ptr(),
+                p,
+            )
+        };
+        assert_eq!(rc, 0, "cuPointerGetAttributes");
+        (context, memory_type)
+    }
+
+    /// The size of the allocation containing `p` (`CU_POINTER_ATTRIBUTE_RANGE_SIZE`).
+    pub fn range_size(p: u64) -> usize {
+        let mut size: usize = 0;
+        // SAFETY: the out-pointer is a live local of the attribute's size (a `size_t`).
+        let rc = unsafe {
+            (common::driver().cuPointerGetAttribute)((&mut size as *mut usize).cast(), 12, p)
+        };
+        assert_eq!(rc, 0, "cuPointerGetAttribute(RANGE_SIZE)");
+        size
+    }
+}
+
+/// After its buffer was closed, `p` is no memory of `ctx` any more: the driver knows no
+/// memory there, or (another test allocated at the freed address meanwhile) memory of
+/// another context.
+fn assert_freed(ctx: ContextGuard<'_>, p: u64, what: &str) {
+    let (context, memory_type) = raw::owner_of(p);
+    assert!(
+        memory_type == 0 || context != common::handle(ctx),
+        "{what} at {p:#x} is still allocated in its context"
+    );
+}
+
+/// Whether the device has concurrent managed access (else `ManagedBuffer` refuses it, as
+/// documented, and the managed parts of a test are skipped with a notice).
+fn managed_supported(ctx: ContextGuard<'_>) -> Result<bool, Error> {
+    match cuda_brand::ManagedBuffer::<u8>::zeroed(ctx, 0) {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == ErrorCode::NotSupported => {
+            println!("managed memory refused here: {e}");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The error of a refused adoption, asserting its call and that its message names each of
+/// `names`; an adoption that was accepted fails the test (its buffer forgotten, so that
+/// the memory's owner still frees it once).
+#[track_caller]
+fn refused<B>(adopted: Result<B, Error>, call: &str, names: &[&str]) -> Error {
+    let e = match adopted {
+        Ok(buffer) => {
+            std::mem::forget(buffer);
+            panic!("{call} accepted what it should refuse ({names:?})");
+        }
+        Err(e) => e,
+    };
+    assert_eq!(e.call(), call, "{e}");
+    let text = e.to_string();
+    for name in names {
+        assert!(text.contains(name), "{text:?} does not say {name:?}");
+    }
+    e
+}
+
+fn buffers_round_trip_through_raw_parts() {
+    use cuda_brand::ManagedBuffer;
+    common::in_context(|ctx| {
+        let host: Vec<u32> = (0..1000u32).map(|i| i * 7 + 1).collect();
+
+        let buf = DeviceBuffer::from_slice(ctx, &host)?;
+        // SAFETY: only compared.
+        let address = unsafe { buf.as_device_ptr() };
+        // SAFETY: taken back below; nothing uses the memory meanwhile.
+        let (ptr, len) = unsafe { buf.into_raw_parts() };
+        assert_eq!((ptr, len), (address, 1000));
+        // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`; nothing else frees
+        // or uses the memory.
+        let back = unsafe { DeviceBuffer::<u32>::from_raw_parts(ctx, ptr, len) }?;
+        // SAFETY: only compared.
+        assert_eq!(
+            unsafe { back.as_device_ptr() },
+            ptr,
+            "the same memory, not a copy"
+        );
+        assert_eq!(back.to_vec()?, host);
+        back.close()?; // the free (cuMemFreeAsync of pool memory, or cuMemFree) succeeded
+
+        let pinned = PinnedBuffer::from_slice(ctx, &host)?;
+        // SAFETY: taken back below; nothing uses the memory meanwhile.
+        let (p, n) = unsafe { pinned.into_raw_parts() };
+        // SAFETY: `into_raw_parts` of this context gave `p` and `n`: initialised, freed by
+        // nothing else, used by no copy.
+        let mut back = unsafe { PinnedBuffer::<u32>::from_raw_parts(ctx, p, n) }?;
+        assert_eq!(back.as_ptr(), p.cast_const(), "the same memory, not a copy");
+        assert_eq!(&back[..], &host[..]);
+        back[3] = 5;
+        assert_eq!(
+            DeviceBuffer::from_slice(ctx, &back)?.to_vec()?[..4],
+            [1, 8, 15, 5]
+        );
+        back.close()?;
+
+        if managed_supported(ctx)? {
+            let managed = ManagedBuffer::from_slice(ctx, &host)?;
+            // SAFETY: taken back below; nothing uses the memory meanwhile.
+            let (p, n) = unsafe { managed.into_raw_parts() };
+            // SAFETY: `into_raw_parts` of this context gave `p` and `n`: initialised, freed
+            // by nothing else, used by no kernel.
+            let mut back = unsafe { ManagedBuffer::<u32>::from_raw_parts(ctx, p, n) }?;
+            // SAFETY: only compared.
+            assert_eq!(unsafe { back.as_device().as_device_ptr() }, p);
+            assert_eq!(&back[..], &host[..]);
+            back[999] = 0;
+            assert_eq!(back.as_device().to_vec()?[998..], [6987, 0]);
+            back.close()?;
+        }
+
+        // empty buffers own nothing: their address is the sentinel, whatever was given
+        let empty = ctx.zeroed::<u32>(0)?;
+        // SAFETY: an empty buffer owns no memory.
+        let (p0, n0) = unsafe { empty.into_raw_parts() };
+        assert_eq!((p0, n0), (256, 0));
+        for given in [0, p0] {
+            // SAFETY: zero bytes: nothing is taken over.
+            let e = unsafe { DeviceBuffer::<u32>::from_raw_parts(ctx, given, 0) }?;
+            assert!(e.is_empty());
+            // SAFETY: only compared.
+            assert_eq!(unsafe { e.as_device_ptr() }, 256);
+            assert_eq!(e.to_vec()?, Vec::<u32>::new());
+        }
+        // zero bytes of real memory: taken over by nobody, so its owner still frees it
+        let real = raw::alloc(64);
+        // SAFETY: zero bytes: nothing is taken over.
+        drop(unsafe { DeviceBuffer::<u32>::from_raw_parts(ctx, real, 0) }?);
+        raw::free(real);
+        Ok(())
+    });
+}
+
+fn pool_memory_handed_out_is_adopted_by_another_context_of_its_device() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |a| {
+        let buf = DeviceBuffer::from_slice(a, &[1u64, 2, 3])?;
+        // SAFETY: taken back below, in one context or the other; unused meanwhile.
+        let (ptr, len) = unsafe { buf.into_raw_parts() };
+        let pool = common::mempool_of(ptr) != 0;
+        let in_b = with_context(&device, ContextFlags::default(), |b| {
+            // SAFETY: `into_raw_parts` gave `ptr` and `len`; nothing else frees or uses the
+            // memory; pool memory is tied to no context (plain memory is refused here).
+            match unsafe { DeviceBuffer::<u64>::from_raw_parts(b, ptr, len) } {
+                Ok(moved) => {
+                    assert!(pool, "memory of no pool adopted by another context");
+                    assert_eq!(moved.to_vec()?, [1, 2, 3]);
+                    moved.close()?;
+                    Ok(true)
+                }
+                Err(e) => {
+                    assert!(!pool, "pool memory refused by a context of its device: {e}");
+                    assert_eq!(e.code(), ErrorCode::InvalidContext, "{e}");
+                    Ok(false)
+                }
+            }
+        })?;
+        if !in_b {
+            println!("no memory pools here: plain memory stays with its context");
+            // SAFETY: as above, in its own context.
+            let back = unsafe { DeviceBuffer::<u64>::from_raw_parts(a, ptr, len) }?;
+            assert_eq!(back.to_vec()?, [1, 2, 3]);
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn memory_of_raw_driver_calls_is_adopted_and_freed_by_its_buffer() {
+    use cuda_brand::{ManagedBuffer, MemoryPool};
+    common::in_context(|ctx| {
+        let driver = common::driver();
+        let n = 4096;
+        let bytes = n * 4;
+        let host: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 7.0).collect();
+
+        // cuMemAlloc, what cudaMalloc calls: freed with cuMemFree
+        let p = raw::alloc(bytes);
+        assert_eq!(common::mempool_of(p), 0);
+        // SAFETY: allocated in this context just now, given over whole; no work uses it.
+        let mut buf = unsafe { DeviceBuffer::<f32>::from_raw_parts(ctx, p, n) }?;
+        buf.copy_from_host(&host)?;
+        assert_eq!(buf.to_vec()?, host);
+        buf.close()?;
+        assert_freed(ctx, p, "cuMemAlloc memory");
+
+        // cuMemAllocAsync on the legacy stream, what cudaMallocAsync calls: the device's
+        // current pool, freed with cuMemFreeAsync
+        let mut p = 0;
+        // SAFETY: the out-pointer is a live local; the legacy stream of the current context.
+        let rc = unsafe { (driver.cuMemAllocAsync)(&mut p, bytes, std::ptr::null_mut()) };
+        if rc == 801 {
+            println!(
+                "no memory pools here (CUDA_ERROR_NOT_SUPPORTED): stream-ordered memory skipped"
+            );
+        } else {
+            assert_eq!(rc, 0, "cuMemAllocAsync");
+            raw::synchronize(); // the allocation has completed: valid for every stream
+            assert_ne!(common::mempool_of(p), 0);
+            // SAFETY: a completed allocation of this device's pool, given over; no work uses it.
+            let mut buf = unsafe { DeviceBuffer::<f32>::from_raw_parts(ctx, p, n) }?;
+            buf.copy_from_host(&host)?;
+            assert_eq!(buf.to_vec()?, host);
+            buf.close()?;
+
+            // a pool of one's own: its used bytes go back to zero when the buffer is dropped
+            let pool = MemoryPool::new(ctx)?;
+            assert_eq!(pool.used_bytes()?, 0);
+            let mut p = 0;
+            // SAFETY: a live pool of this context's device; the out-pointer is a live local.
+            let rc = unsafe {
+                (driver.cuMemAllocFromPoolAsync)(&mut p, bytes, pool.as_raw(), std::ptr::null_mut())
+            };
+            assert_eq!(rc, 0, "cuMemAllocFromPoolAsync");
+            raw::synchronize();
+            assert!(pool.used_bytes()? >= bytes as u64);
+            // SAFETY: a completed allocation of the pool, given over; no work uses it.
+            let mut buf = unsafe { DeviceBuffer::<f32>::from_raw_parts(ctx, p, n) }?;
+            buf.copy_from_host(&host)?;
+            assert_eq!(buf.to_vec()?[n - 1], host[n - 1]);
+            drop(buf);
+            ctx.synchronize()?;
+            assert_eq!(pool.used_bytes()?, 0, "the pool got its memory back");
+        }
+
+        // cuMemAllocManaged, what cudaMallocManaged calls: freed with cuMemFree
+        if managed_supported(ctx)? {
+            let p = raw::alloc_managed(bytes);
+            // SAFETY: allocated in this context just now and zeroed, given over whole.
+            let mut m = unsafe { ManagedBuffer::<f32>::from_raw_parts(ctx, p, n) }?;
+            assert!(m.iter().all(|&x| x == 0.0));
+            m.copy_from_slice(&host); // the host writes it
+            assert_eq!(m.as_device().to_vec()?, host); // the device reads it
+            m.close()?;
+            assert_freed(ctx, p, "cuMemAllocManaged memory");
+        }
+
+        // cuMemHostAlloc, what cudaMallocHost calls: freed with cuMemFreeHost
+        let h = raw::alloc_host(bytes);
+        // SAFETY: allocated in this context just now and zeroed, given over whole.
+        let mut pinned = unsafe { PinnedBuffer::<f32>::from_raw_parts(ctx, h.cast(), n) }?;
+        assert!(pinned.iter().all(|&x| x == 0.0));
+        pinned.copy_from_slice(&host);
+        let dev = DeviceBuffer::from_slice(ctx, &pinned)?;
+        assert_eq!(dev.to_vec()?, host);
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        pinned.fill(0.0);
+        stream.scope(|s| s.copy_to_host(&mut pinned, &dev))?; // truly asynchronous
+        assert_eq!(&pinned[..], &host[..]);
+        pinned.close()?;
+        assert_freed(ctx, h as u64, "cuMemHostAlloc memory");
+        Ok(())
+    });
+}
+
+fn bad_raw_parts_are_refused_naming_the_argument() {
+    use cuda_brand::ManagedBuffer;
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        const DEVICE: &str = "DeviceBuffer::from_raw_parts";
+        const PINNED: &str = "PinnedBuffer::from_raw_parts";
+        const MANAGED: &str = "ManagedBuffer::from_raw_parts";
+        let p = raw::alloc(4096);
+        let h = raw::alloc_host(4096);
+        let on_the_heap = vec![0u32; 1024];
+        let heap = on_the_heap.as_ptr() as u64;
+
+        // SAFETY (every call below): refused before anything is taken over, or (the one
+        // accepted) memory of this context given over whole and taken back at once.
+        unsafe {
+            // device memory
+            refused(
+                DeviceBuffer::<u32>::from_raw_parts(ctx, p + 2, 4),
+                DEVICE,
+                &["`ptr`", "not aligned"],
+            );
+            refused(
+                DeviceBuffer::<u32>::from_raw_parts(ctx, 0, 4),
+                DEVICE,
+                &["`ptr` is null"],
+            );
+            refused(
+                DeviceBuffer::<u32>::from_raw_parts(ctx, p, usize::MAX / 2),
+                DEVICE,
+                &["`len`", "overflow"],
+            );
+            refused(
+                DeviceBuffer::<u32>::from_raw_parts(ctx, p + 256, 4),
+                DEVICE,
+                &["`ptr`", "inside an allocation that starts at"],
+            );
+            let size = raw::range_size(p);
+            assert!(size >= 4096);
+            let whole = DeviceBuffer::<u32>::from_raw_parts(ctx, p, size / 4)?;
+            assert_eq!(
+                whole.into_raw_parts(),
+                (p, size / 4),
+                "the whole allocation is accepted"
+            );
+            let e = refused(
+                DeviceBuffer::<u32>::from_raw_parts(ctx, p, size / 4 + 1),
+                DEVICE,
+                &["`len`", "passes the end of the allocation"],
+            );
+            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            refused(
+                DeviceBuffer::<u32>::from_raw_parts(ctx, h as u64, 4),
+                DEVICE,
+                &["`ptr`", "PinnedBuffer"],
+            );
+            refused(
+                DeviceBuffer::<u32>::from_raw_parts(ctx, heap, 4),
+                DEVICE,
+                &["`ptr`", "no memory the driver knows"],
+            );
+
+            // page-locked memory
+            refused(
+                PinnedBuffer::<u32>::from_raw_parts(ctx, h.cast::<u8>().add(1).cast(), 4),
+                PINNED,
+                &["`ptr`", "not aligned"],
+            );
+            refused(
+                PinnedBuffer::<u32>::from_raw_parts(ctx, std::ptr::null_mut(), 4),
+                PINNED,
+                &["`ptr` is null"],
+            );
+            refused(
+                PinnedBuffer::<u32>::from_raw_parts(ctx, h.cast(), 1 << 34),
+                PINNED,
+                &["`len`", "passes the end"],
+            );
+            refused(
+                PinnedBuffer::<u32>::from_raw_parts(ctx, p as usize as *mut u32, 4),
+                PINNED,
+                &["`ptr`", "device memory"],
+            );
+            refused(
+                PinnedBuffer::<u32>::from_raw_parts(ctx, heap as usize as *mut u32, 4),
+                PINNED,
+                &["`ptr`", "no memory the driver knows"],
+            );
+            let whole = PinnedBuffer::<u32>::from_raw_parts(ctx, h.cast(), 1024)?;
+            assert_eq!(
+                whole.into_raw_parts(),
+                (h.cast(), 1024),
+                "the whole allocation is accepted"
+            );
+
+            // managed memory
+            if managed_supported(ctx)? {
+                let m = raw::alloc_managed(4096);
+                refused(
+                    ManagedBuffer::<u32>::from_raw_parts(ctx, m + 2, 4),
+                    MANAGED,
+                    &["`ptr`", "not aligned"],
+                );
+                refused(
+                    ManagedBuffer::<u32>::from_raw_parts(ctx, 0, 4),
+                    MANAGED,
+                    &["`ptr` is null"],
+                );
+                let size = raw::range_size(m);
+                let whole = ManagedBuffer::<u32>::from_raw_parts(ctx, m, size / 4)?;
+                assert_eq!(
+                    whole.into_raw_parts(),
+                    (m, size / 4),
+                    "the whole allocation is accepted"
+                );
+                refused(
+                    ManagedBuffer::<u32>::from_raw_parts(ctx, m, size / 4 + 1),
+                    MANAGED,
+                    &["`len`", "passes the end"],
+                );
+                refused(
+                    ManagedBuffer::<u32>::from_raw_parts(ctx, p, 4),
+                    MANAGED,
+                    &["`ptr`", "not managed memory"],
+                );
+                refused(
+                    DeviceBuffer::<u32>::from_raw_parts(ctx, m, 4),
+                    DEVICE,
+                    &["`ptr`", "ManagedBuffer"],
+                );
+                refused(
+                    PinnedBuffer::<u32>::from_raw_parts(ctx, m as usize as *mut u32, 4),
+                    PINNED,
+                    &["`ptr`", "managed memory"],
+                );
+                raw::free(m);
+            }
+        }
+
+        // memory of another context (of the same device): refused by this one's guard
+        with_context(&device, ContextFlags::default(), |other| {
+            assert_ne!(common::handle(other), common::handle(ctx));
+            let q = raw::alloc(4096); // `other` is current here
+            let hq = raw::alloc_host(4096);
+            // SAFETY: refused before anything is taken over.
+            unsafe {
+                let e = refused(
+                    DeviceBuffer::<u32>::from_raw_parts(ctx, q, 4),
+                    DEVICE,
+                    &["`ptr`", "another context", "`ctx`"],
+                );
+                assert_eq!(e.code(), ErrorCode::InvalidContext);
+                let e = refused(
+                    PinnedBuffer::<u32>::from_raw_parts(ctx, hq.cast(), 4),
+                    PINNED,
+                    &["`ptr`", "another context", "`ctx`"],
+                );
+                assert_eq!(e.code(), ErrorCode::InvalidContext);
+                if managed_supported(ctx)? {
+                    let mq = raw::alloc_managed(4096);
+                    let e = refused(
+                        ManagedBuffer::<u32>::from_raw_parts(ctx, mq, 4),
+                        MANAGED,
+                        &["`ptr`", "another context", "`ctx`"],
+                    );
+                    assert_eq!(e.code(), ErrorCode::InvalidContext);
+                    raw::free(mq);
+                }
+            }
+            raw::free(q);
+            raw::free_host(hq);
+            Ok::<_, Error>(())
+        })?;
+
+        // every refusal left the memory to its owner: these frees succeed
+        raw::free(p);
+        raw::free_host(h);
+        drop(on_the_heap);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn page_locked_memory_registered_by_its_owner_is_not_adopted() {
+    if common::under_sanitizer_skip("cuMemHostGetFlags refusing registered memory") {
+        return;
+    }
+    common::in_context(|ctx| {
+        let layout = std::alloc::Layout::from_size_align(1 << 16, 4096).unwrap();
+        // SAFETY: a layout of non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!p.is_null());
+        let driver = common::driver();
+        // SAFETY: 64 KiB of host memory that stays allocated until unregistered below.
+        let rc = unsafe { (driver.cuMemHostRegister_v2)(p.cast(), 1 << 16, 0) };
+        assert_eq!(rc, 0, "cuMemHostRegister_v2");
+        // SAFETY: refused before anything is taken over.
+        let adopted = unsafe { PinnedBuffer::<u32>::from_raw_parts(ctx, p.cast(), 16) };
+        refused(
+            adopted,
+            "PinnedBuffer::from_raw_parts",
+            &["`ptr`", "cuMemHostRegister"],
+        );
+        // SAFETY: registered above, used by no copy.
+        let rc = unsafe { (driver.cuMemHostUnregister)(p.cast()) };
+        assert_eq!(rc, 0, "cuMemHostUnregister");
+        // SAFETY: allocated above with this layout, owned by nothing else.
+        unsafe { std::alloc::dealloc(p, layout) };
+        Ok(())
+    });
+}
+
+fn raw_parts_of_setup_buffers_leave_their_teardown() {
+    use cuda_brand::{ManagedBuffer, with_phases};
+    let device = gpu_or_skip!();
+    with_phases(&device, ContextFlags::default(), |phases| {
+        let ((dev, pinned, managed), run) = phases.setup(|ctx| {
+            let managed = match ManagedBuffer::from_slice(ctx, &[5u32, 6]) {
+                Ok(m) => Some(m),
+                Err(e) if e.code() == ErrorCode::NotSupported => None,
+                Err(e) => return Err(e),
+            };
+            Ok::<_, Error>((
+                ctx.from_slice(&[1u32, 2])?,
+                ctx.pinned_from_slice(&[3u32, 4])?,
+                managed,
+            ))
+        })?;
+        // SAFETY: freed below by the program, after the context is idle; unused meanwhile.
+        let (d, _) = unsafe { dev.into_raw_parts() };
+        // SAFETY: as above.
+        let (h, _) = unsafe { pinned.into_raw_parts() };
+        // SAFETY: as above.
+        let m = managed.map(|m| unsafe { m.into_raw_parts() }.0);
+        run.synchronize()?;
+        let driver = common::driver();
+        // SAFETY: each handed out above, freed once here; the teardown frees them again
+        // only if `into_raw_parts` left them on its list, and then reports that free's error.
+        unsafe {
+            let rc = if common::mempool_of(d) != 0 {
+                (driver.cuMemFreeAsync)(d, std::ptr::null_mut())
+            } else {
+                (driver.cuMemFree_v2)(d)
+            };
+            assert_eq!(rc, 0, "free of the device buffer's memory");
+            assert_eq!((driver.cuMemFreeHost)(h.cast()), 0, "cuMemFreeHost");
+            if let Some(m) = m {
+                assert_eq!((driver.cuMemFree_v2)(m), 0, "cuMemFree of managed memory");
+            }
+        }
+        raw::synchronize();
+        Ok::<_, Error>(())
+    })
+    .unwrap(); // the teardown freed nothing twice
+}
+
 gpu_tests!(
     pitched_2d_buffers_copy_windows_of_host_images_both_ways,
     pitched_3d_buffers_copy_volumes_and_boxes_both_ways,
@@ -628,4 +1221,10 @@ gpu_tests!(
     pinned_memory_is_zeroed_and_a_host_slice,
     buffers_work_and_drop_on_a_scoped_thread_without_a_current_context,
     buffers_of_an_outer_context_work_inside_a_nested_one,
+    buffers_round_trip_through_raw_parts,
+    pool_memory_handed_out_is_adopted_by_another_context_of_its_device,
+    memory_of_raw_driver_calls_is_adopted_and_freed_by_its_buffer,
+    bad_raw_parts_are_refused_naming_the_argument,
+    page_locked_memory_registered_by_its_owner_is_not_adopted,
+    raw_parts_of_setup_buffers_leave_their_teardown,
 );

@@ -5,7 +5,7 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use super::{CUcontext, CUdevice, CUdeviceptr, CUstream};
+use super::{CUcontext, CUdevice, CUdeviceptr, CUmemoryPool, CUstream};
 use crate::error::Result;
 
 /// Allocates in the current context.
@@ -36,6 +36,17 @@ pub(crate) fn mem_host_alloc(bytes: usize, flags: u32) -> Result<*mut c_void> {
 #[inline]
 pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
     cu!(cuMemFreeHost(p))
+}
+
+/// The flags page-locked memory was allocated with (`cuMemHostGetFlags`), which also says
+/// that `p` lies in an allocation of `cuMemHostAlloc` or `cuMemAllocHost` (the driver
+/// refuses any other address, host memory registered with `cuMemHostRegister` included,
+/// with `CUDA_ERROR_INVALID_VALUE`). The driver only looks the address up.
+#[inline]
+pub(crate) fn mem_host_get_flags(p: *mut c_void) -> Result<c_uint> {
+    let mut flags: c_uint = 0;
+    cu!(cuMemHostGetFlags(&mut flags, p))?;
+    Ok(flags)
 }
 
 /// Page-locks host memory for the current context (`cuMemHostRegister`), so that copies
@@ -162,4 +173,84 @@ pub(crate) fn pointer_info(p: CUdeviceptr) -> Result<PointerInfo> {
         known: memory_type != 0,
         device,
     })
+}
+
+/// What the driver says of an allocation containing an address, for the checks of the
+/// `from_raw_parts` constructors: [`PointerInfo`]'s facts and whether it is managed memory
+/// and of which memory pool. All zero (`memory_type` 0, null handles) for an address the
+/// driver does not know.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Allocation {
+    /// `CU_POINTER_ATTRIBUTE_CONTEXT`: the context it was allocated in (null for memory of a
+    /// memory pool, which is tied to no context, and for unknown addresses).
+    pub(crate) context: CUcontext,
+    /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`: 0 unknown, 1 host, 2 device, 4 unified.
+    pub(crate) memory_type: c_uint,
+    /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
+    pub(crate) managed: bool,
+    /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL` (-1 where the driver says none).
+    pub(crate) device: c_int,
+    /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` (CUDA 11.3): the pool, or null for memory of
+    /// no pool.
+    pub(crate) pool: CUmemoryPool,
+}
+
+/// The memory types of `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (`CUmemorytype`).
+pub(crate) const MEMORY_TYPE_HOST: c_uint = 1;
+
+/// One `cuPointerGetAttributes` call: see [`Allocation`]. Never an error for an address the
+/// driver does not know (it reports defaults), so refusing one provokes no driver error.
+#[inline]
+pub(crate) fn allocation_of(p: CUdeviceptr) -> Result<Allocation> {
+    let mut context: CUcontext = std::ptr::null_mut();
+    let mut memory_type: c_uint = 0;
+    // the driver writes a boolean; a zeroed word reads it whatever its width (little end)
+    let mut managed: c_uint = 0;
+    let mut device: c_int = -1;
+    let mut pool: CUmemoryPool = std::ptr::null_mut();
+    // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE, _IS_MANAGED, _DEVICE_ORDINAL,
+    // _MEMPOOL_HANDLE
+    let mut attributes: [c_int; 5] = [1, 2, 8, 9, 17];
+    let mut data: [*mut c_void; 5] = [
+        (&mut context as *mut CUcontext).cast(),
+        (&mut memory_type as *mut c_uint).cast(),
+        (&mut managed as *mut c_uint).cast(),
+        (&mut device as *mut c_int).cast(),
+        (&mut pool as *mut CUmemoryPool).cast(),
+    ];
+    cu!(cuPointerGetAttributes(
+        5,
+        attributes.as_mut_ptr(),
+        data.as_mut_ptr(),
+        p
+    ))?;
+    Ok(Allocation {
+        context,
+        memory_type,
+        managed: managed != 0,
+        device,
+        pool,
+    })
+}
+
+/// The address range of the device allocation containing `p`
+/// (`CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`, `_RANGE_SIZE`, what `cuMemGetAddressRange`
+/// reports, in one `cuPointerGetAttributes` call): its start and size in bytes, or
+/// `(0, 0)` where the driver reports none. Asked only of device and managed memory.
+#[inline]
+pub(crate) fn address_range(p: CUdeviceptr) -> Result<(CUdeviceptr, usize)> {
+    let mut start: CUdeviceptr = 0;
+    let mut size: usize = 0;
+    let mut attributes: [c_int; 2] = [11, 12];
+    let mut data: [*mut c_void; 2] = [
+        (&mut start as *mut CUdeviceptr).cast(),
+        (&mut size as *mut usize).cast(),
+    ];
+    cu!(cuPointerGetAttributes(
+        2,
+        attributes.as_mut_ptr(),
+        data.as_mut_ptr(),
+        p
+    ))?;
+    Ok((start, size))
 }

@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 #[cfg(doc)]
 use super::PinnedBuffer;
 use super::span::{checked_byte_len, empty_address};
-use super::{DeviceCopy, DeviceSlice, MemoryPool, staging};
+use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, staging};
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::Result;
@@ -399,10 +399,33 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(ctx, copy) }
     }
 
-    /// The raw device pointer and length, without freeing. Free it with `cuMemFreeAsync`
-    /// (or `cuMemFree`) in the buffer's context; memory of a pool is not reclaimed when the
-    /// context is destroyed (the pool is the device's), it stays allocated until the process
-    /// ends. (A buffer of a setup phase is taken off its teardown's list.)
+    /// The raw device pointer and length, without freeing: the buffer's memory leaves the
+    /// crate. [`DeviceBuffer::from_raw_parts`] takes it back (in the same context, or for
+    /// pool memory in any context of the device); otherwise free it yourself, with
+    /// `cuMemFreeAsync` (`cudaFreeAsync`) where it is memory of a pool, as every buffer is
+    /// on a device with pools, else `cuMemFree` (`cudaFree`), in the buffer's context.
+    /// Memory of a pool is not reclaimed when the context is destroyed (the pool is the
+    /// device's): left alone, it stays allocated until the process ends. A buffer of a
+    /// setup phase is taken off its teardown's list. A buffer of zero bytes owns no memory:
+    /// its address is a sentinel that is no allocation.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = ctx.from_slice(&[1u32, 2, 3])?;
+    ///     // SAFETY: the memory is handed straight back below, unused meanwhile.
+    ///     let (ptr, len) = unsafe { buf.into_raw_parts() };
+    ///     // ... another library uses `ptr` here, on streams it synchronizes ...
+    ///     // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`; nothing else
+    ///     // frees the memory, and no work uses it any more.
+    ///     let back = unsafe { DeviceBuffer::<u32>::from_raw_parts(ctx, ptr, len) }?;
+    ///     assert_eq!(back.to_vec()?, [1, 2, 3]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
     ///
     /// # Safety
     ///
@@ -418,6 +441,104 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         let parts = (self.ptr, self.len);
         mem::forget(self);
         parts
+    }
+
+    /// Adopts `len` elements of device memory at `ptr` that another library allocated in
+    /// the context of `ctx` (`cuMemAlloc`, `cudaMalloc`, `cuMemAllocPitch`), or in a memory
+    /// pool of its device (`cuMemAllocAsync`, `cudaMallocAsync`, `cuMemAllocFromPoolAsync`),
+    /// or that [`into_raw_parts`](DeviceBuffer::into_raw_parts) gave: the buffer owns it
+    /// from here on, and frees it when dropped or [closed](DeviceBuffer::close). The CUDA
+    /// runtime (`cudaMalloc`, and the libraries built on it) allocates in the device's
+    /// primary context: adopt its memory with a guard of
+    /// [`with_primary_context`](crate::with_primary_context).
+    ///
+    /// **How it is freed** is the driver's to say, not the caller's: memory of a pool
+    /// (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE` is set) goes back with `cuMemFreeAsync` on
+    /// the context's legacy stream, straight into its pool and without waiting (as every
+    /// pool buffer of the crate); other memory with `cuMemFree`. (The driver's reference
+    /// lets `cuMemFree` free pool memory too, without synchronizing, but recommends
+    /// `cuMemFreeAsync` for it; it documents `cuMemFreeAsync` for pool memory only. A
+    /// choice left to the caller would be one more promise to get wrong.)
+    ///
+    /// **What the crate checks** before it accepts (an `Err` naming `ptr`, `len` or `ctx`
+    /// otherwise, before anything is taken over):
+    /// * that `len` elements of `T` do not overflow `usize`; with zero bytes nothing is
+    ///   taken over and nothing else checked (the memory at `ptr`, if any, stays the
+    ///   caller's; the buffer has the crate's sentinel address);
+    /// * that `ptr` is not null, is aligned for `T`, and the range does not wrap;
+    /// * through the driver (`cuPointerGetAttributes`, which makes no driver error of an
+    ///   unknown address): that `ptr` is device memory the driver knows, neither managed
+    ///   (a [`ManagedBuffer`](crate::ManagedBuffer)'s) nor page-locked host memory (a
+    ///   [`PinnedBuffer`]'s); memory of no pool must be of `ctx`'s own context and start
+    ///   at `ptr` (an allocation's start: a tensor of PyTorch's caching allocator is a
+    ///   piece of a larger one, and is refused); pool memory must be of `ctx`'s device;
+    ///   and `len` elements from `ptr` end inside the allocation the driver reports.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let buf = ctx.from_slice(&[1.5f32, 2.5])?;
+    ///     // SAFETY: taken back below, unused meanwhile.
+    ///     let (ptr, len) = unsafe { buf.into_raw_parts() };
+    ///     // one element too many: refused, naming `len`, and nothing is taken over
+    ///     // SAFETY: (refused before anything is adopted)
+    ///     let too_long = unsafe { DeviceBuffer::<f32>::from_raw_parts(ctx, ptr, 1 << 30) };
+    ///     assert!(too_long.unwrap_err().to_string().contains("`len`"));
+    ///     // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`; nothing else
+    ///     // frees the memory, and no work uses it.
+    ///     let buf = unsafe { DeviceBuffer::<f32>::from_raw_parts(ctx, ptr, len) }?;
+    ///     assert_eq!(buf.to_vec()?, [1.5, 2.5]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// The crate cannot see who else holds the memory, nor work it did not queue itself.
+    /// The caller gives the memory over and promises:
+    /// * `ptr` is the address the allocation call returned, and `len` elements of `T` from
+    ///   it lie in that allocation (the checks above refuse most violations, not every
+    ///   one: memory mapped with `cuMemMap`, or opened with `cuIpcOpenMemHandle`, would
+    ///   pass some of them, and is not memory that `cuMemFree` may free);
+    /// * nothing else frees it, or uses it after this call but through the buffer (the
+    ///   allocating library forgets it, as with `cudaFree` never called; a PyTorch tensor
+    ///   is not adoptable: its allocator keeps the memory);
+    /// * no work is queued on it any more, on any stream, the allocating stream of
+    ///   stream-ordered memory included: each stream that allocated, wrote or read it has
+    ///   been synchronized since (`cudaStreamSynchronize`). The buffer is then like every
+    ///   buffer of the crate's pool (see [`pool`](crate::memory::pool)): valid for every
+    ///   stream at once, and freed only after the last scope using it has ended.
+    ///
+    /// The rest the brand and the checks give: memory of no pool was allocated in `ctx`'s
+    /// context and so lives as long as it, which outlives the buffer; memory of a pool
+    /// outlives even its pool (`cuMemPoolDestroy` waits, by the driver's reference, for
+    /// the pool's allocations to be freed).
+    pub unsafe fn from_raw_parts(
+        ctx: ContextGuard<'ctx>,
+        ptr: CUdeviceptr,
+        len: usize,
+    ) -> Result<Self> {
+        const CALL: &str = "DeviceBuffer::from_raw_parts";
+        let Some(bytes) = adopt::check_parts::<T>(CALL, ptr, len)? else {
+            return Ok(DeviceBuffer {
+                ptr: empty_address::<T>(),
+                len,
+                owner: Owner::new(ctx, false, false),
+                _brand: PhantomData,
+                _elem: PhantomData,
+            });
+        };
+        let release = ctx.with_current(|| adopt::check_device(CALL, ctx, ptr, len, bytes))?;
+        Ok(DeviceBuffer {
+            ptr,
+            len,
+            owner: Owner::new(ctx, release == adopt::Release::Free, false),
+            _brand: PhantomData,
+            _elem: PhantomData,
+        })
     }
 }
 

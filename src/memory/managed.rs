@@ -131,21 +131,28 @@ pub enum Advice {
     NotAccessedBy(MemoryLocation),
 }
 
+/// Refuses (`CUDA_ERROR_NOT_SUPPORTED`, naming `call`) a device without concurrent managed
+/// access, whose managed memory the host may not touch while any work runs on the device.
+fn concurrent_access(call: &'static str, ctx: ContextGuard<'_>) -> Result<()> {
+    const CONCURRENT_MANAGED_ACCESS: i32 = 89;
+    let device = ctx.device()?;
+    if driver::device_attribute(device.as_raw(), CONCURRENT_MANAGED_ACCESS)? == 0 {
+        return Err(Error::with_detail(
+            call,
+            ErrorCode::NotSupported,
+            "this device has no concurrent managed access (CONCURRENT_MANAGED_ACCESS is 0): the host may not touch managed memory while any work runs on the device, which the crate cannot see; use DeviceBuffer and PinnedBuffer",
+        ));
+    }
+    Ok(())
+}
+
 impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     /// Allocates `len` elements of managed memory set to zero bytes (written by the host,
     /// so the pages start on the host). Made with the setup guard of
     /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
     pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
         let bytes = checked_byte_len::<T>("ManagedBuffer::zeroed", len)?;
-        let device = ctx.device()?;
-        const CONCURRENT_MANAGED_ACCESS: i32 = 89;
-        if driver::device_attribute(device.as_raw(), CONCURRENT_MANAGED_ACCESS)? == 0 {
-            return Err(Error::with_detail(
-                "ManagedBuffer::zeroed",
-                ErrorCode::NotSupported,
-                "this device has no concurrent managed access (CONCURRENT_MANAGED_ACCESS is 0): the host may not touch managed memory while any work runs on the device, which the crate cannot see; use DeviceBuffer and PinnedBuffer",
-            ));
-        }
+        concurrent_access("ManagedBuffer::zeroed", ctx.unphased())?;
         let ptr = if bytes == 0 {
             empty_address::<T>()
         } else {
@@ -192,6 +199,82 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
         let mut buf = Self::zeroed(ctx, src.len())?;
         buf.copy_from_slice(src);
         Ok(buf)
+    }
+
+    /// Adopts `len` elements of managed memory at `ptr` that another library allocated in
+    /// the context of `ctx` (`cuMemAllocManaged`, `cudaMallocManaged`), or that
+    /// [`into_raw_parts`](ManagedBuffer::into_raw_parts) gave: the buffer owns it from here
+    /// on, and frees it with `cuMemFree` when dropped or [closed](ManagedBuffer::close).
+    /// The CUDA runtime allocates in the device's primary context: adopt its memory with a
+    /// guard of [`with_primary_context`](crate::with_primary_context).
+    ///
+    /// **What the crate checks** before it accepts (an `Err` naming `ptr`, `len` or `ctx`
+    /// otherwise, before anything is taken over):
+    /// * that `len` elements of `T` do not overflow `usize`; with zero bytes nothing is
+    ///   taken over and nothing else checked (the memory at `ptr`, if any, stays the
+    ///   caller's);
+    /// * that `ptr` is not null, is aligned for `T`, and the range does not wrap;
+    /// * that the device has concurrent managed access, as [`ManagedBuffer::zeroed`] does
+    ///   (`CUDA_ERROR_NOT_SUPPORTED` otherwise);
+    /// * through the driver (`cuPointerGetAttributes`, which makes no driver error of an
+    ///   unknown address): that `ptr` is managed memory allocated in `ctx`'s own context,
+    ///   and that `len` elements from it end inside the allocation the driver reports.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::ManagedBuffer;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let data = ManagedBuffer::from_slice(ctx, &[3i32, -4])?;
+    ///     // SAFETY: taken back below, unused meanwhile.
+    ///     let (ptr, len) = unsafe { data.into_raw_parts() };
+    ///     // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`: initialised,
+    ///     // freed by nothing else, used by no kernel.
+    ///     let back = unsafe { ManagedBuffer::<i32>::from_raw_parts(ctx, ptr, len) }?;
+    ///     assert_eq!(&back[..], [3, -4]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// The buffer lends `&mut [T]` of the memory to the host and device views to GPU work,
+    /// and frees it. The caller gives the memory over and promises:
+    /// * `ptr` is the address the allocation call returned (`cuMemFree` frees only that),
+    ///   and `len` elements of `T` from it lie in that allocation;
+    /// * the `len` elements are initialised (written by the host, a copy or a kernel; as
+    ///   for [`std::slice::from_raw_parts`], every bit pattern of a `DeviceCopy` type is a
+    ///   value, but bytes never written are none);
+    /// * nothing else frees it, reads it or writes it after this call but through the
+    ///   buffer, and no work queued before it still does (each stream that used it has been
+    ///   synchronized since).
+    ///
+    /// The brand gives the rest: the memory was allocated in `ctx`'s context (checked), so
+    /// it lives as long as the context, which outlives the buffer.
+    pub unsafe fn from_raw_parts(
+        ctx: ContextGuard<'ctx>,
+        ptr: CUdeviceptr,
+        len: usize,
+    ) -> Result<Self> {
+        const CALL: &str = "ManagedBuffer::from_raw_parts";
+        let ptr = match super::adopt::check_parts::<T>(CALL, ptr, len)? {
+            None => empty_address::<T>(),
+            Some(bytes) => {
+                concurrent_access(CALL, ctx)?;
+                ctx.with_current(|| super::adopt::check_managed(CALL, ctx, ptr, len, bytes))?;
+                ptr
+            }
+        };
+        Ok(ManagedBuffer {
+            ptr,
+            len,
+            ctx: ctx.as_non_null(),
+            deferred: false,
+            _brand: PhantomData,
+            _elem: PhantomData,
+        })
     }
 
     /// The memory as a device view, for reading GPU work (`&data` style arguments).
@@ -251,6 +334,50 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
     #[inline]
     pub(crate) fn of_setup_phase(&self) -> bool {
         self.deferred
+    }
+
+    /// The memory's address and length, without freeing: it leaves the crate.
+    /// [`ManagedBuffer::from_raw_parts`] takes it back in the same context; otherwise free
+    /// it yourself with `cuMemFree` (`cudaFree`) in the buffer's context. Like all managed
+    /// memory of a context, it is freed when the context is destroyed, at the end of its
+    /// closure, if not before. A buffer of a setup phase is taken off its teardown's list.
+    /// A buffer of zero bytes owns no memory: its address is a sentinel that is no
+    /// allocation.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::ManagedBuffer;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let data = ManagedBuffer::from_slice(ctx, &[0.5f32; 4])?;
+    ///     // SAFETY: taken back below, unused meanwhile.
+    ///     let (ptr, len) = unsafe { data.into_raw_parts() };
+    ///     // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`: initialised,
+    ///     // freed by nothing else, used by no kernel.
+    ///     let back = unsafe { ManagedBuffer::<f32>::from_raw_parts(ctx, ptr, len) }?;
+    ///     assert_eq!(&back[..], [0.5; 4]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// Leaking the memory is safe ([`std::mem::forget`] does it too); `unsafe` marks what
+    /// the address allows behind the borrow checker's back. The caller takes the memory
+    /// over and promises: it is freed at most once, with `cuMemFree` in the buffer's
+    /// context, after the last work using it has finished, or left to the context's
+    /// destruction; it is not used after either; and the host and work given the address
+    /// read it while nothing writes it and write it while nothing else uses it, as the
+    /// buffer's borrows would have made them do.
+    pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+        if self.deferred {
+            crate::context::deferred::undefer(self.ptr as usize);
+        }
+        let parts = (self.ptr, self.len);
+        std::mem::forget(self);
+        parts
     }
 
     /// Frees the memory and returns the driver's error, where dropping it would only record

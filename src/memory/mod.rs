@@ -10,6 +10,12 @@
 //! asynchronous ones live on a stream's scope ([`Stream::scope`](crate::Stream::scope)),
 //! which borrows every buffer it touches until it has synchronized, so no buffer can be
 //! freed or touched by the host while queued work still uses it.
+//!
+//! Memory of other libraries: `from_raw_parts` of [`DeviceBuffer`], [`PinnedBuffer`] and
+//! [`ManagedBuffer`] adopts memory that `cudaMalloc`, `cudaMallocAsync`, `cudaMallocHost`
+//! or `cudaMallocManaged` (or their driver calls) allocated, after checking what the driver
+//! can say of it (its context, kind, pool and extent); `into_raw_parts` hands a buffer's
+//! memory out. Both are `unsafe`: each says what its caller promises.
 
 pub(crate) mod sealed {
     /// The driver's fill pattern of a `Memset` type; private, so no other type can be one.
@@ -26,7 +32,9 @@ pub(crate) mod sealed {
 // The rooms: `copy.rs` (`DeviceCopy`, `Memset`), `span.rs` (spans and the checks before a
 // driver call), `slice.rs` (`DeviceSlice` and its synchronous operations), `buffer.rs`
 // (`DeviceBuffer`), `pinned.rs` (`PinnedBuffer`), `pool.rs`, `managed.rs`, `pitched.rs`
-// (2D), `pitched3d.rs` (3D), `peer.rs` (peer access), `staging/` (the bulk-copy staging).
+// (2D), `pitched3d.rs` (3D), `peer.rs` (peer access), `staging/` (the bulk-copy staging),
+// `adopt.rs` (the checks of the `from_raw_parts` constructors).
+mod adopt;
 mod buffer;
 mod copy;
 pub mod managed;

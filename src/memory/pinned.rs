@@ -143,6 +143,79 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
         buf.copy_from_slice(src);
         Ok(buf)
     }
+
+    /// Adopts `len` elements of page-locked host memory at `ptr` that another library
+    /// allocated in the context of `ctx` (`cuMemHostAlloc`, `cuMemAllocHost`,
+    /// `cudaHostAlloc`, `cudaMallocHost`), or that
+    /// [`into_raw_parts`](PinnedBuffer::into_raw_parts) gave: the buffer owns it from here
+    /// on, and frees it with `cuMemFreeHost` when dropped or
+    /// [closed](PinnedBuffer::close). The CUDA runtime allocates in the device's primary
+    /// context: adopt its memory with a guard of
+    /// [`with_primary_context`](crate::with_primary_context).
+    ///
+    /// **What the crate checks** before it accepts (an `Err` naming `ptr`, `len` or `ctx`
+    /// otherwise, before anything is taken over):
+    /// * that `len` elements of `T` do not overflow `usize`; with zero bytes nothing is
+    ///   taken over and nothing else checked (the memory at `ptr`, if any, stays the
+    ///   caller's);
+    /// * that `ptr` is not null, is aligned for `T`, and the range does not wrap;
+    /// * through the driver: that the first and the last byte are page-locked host memory
+    ///   (not managed, not device memory) allocated in `ctx`'s own context
+    ///   (`cuPointerGetAttributes`, which makes no driver error of an unknown address), and
+    ///   that `ptr` lies in an allocation of `cuMemHostAlloc` or `cuMemAllocHost`
+    ///   (`cuMemHostGetFlags`): memory page-locked with `cuMemHostRegister` is refused, its
+    ///   owner frees it (the driver reports that refusal as an error of its own call).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let host = ctx.pinned_from_slice(&[7u16, 8, 9])?;
+    ///     // SAFETY: taken back below, unused meanwhile.
+    ///     let (ptr, len) = unsafe { host.into_raw_parts() };
+    ///     // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`: initialised,
+    ///     // freed by nothing else, used by no copy.
+    ///     let back = unsafe { PinnedBuffer::<u16>::from_raw_parts(ctx, ptr, len) }?;
+    ///     assert_eq!(&back[..], [7, 8, 9]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// The buffer lends `&mut [T]` of the memory to safe code, and frees it. The caller
+    /// gives the memory over and promises:
+    /// * `ptr` is the address the allocation call returned (`cuMemFreeHost` frees only
+    ///   that), and `len` elements of `T` from it lie in that allocation;
+    /// * the `len` elements are initialised (written by the host, a copy or a kernel; as
+    ///   for [`std::slice::from_raw_parts`], every bit pattern of a `DeviceCopy` type is a
+    ///   value, but bytes never written are none);
+    /// * nothing else frees it, reads it or writes it after this call but through the
+    ///   buffer, and no copy or kernel queued before it still does (each stream that used
+    ///   it has been synchronized since).
+    ///
+    /// The brand gives the rest: the memory was allocated in `ctx`'s context (checked), so
+    /// it lives as long as the context, which outlives the buffer.
+    pub unsafe fn from_raw_parts(ctx: ContextGuard<'ctx>, ptr: *mut T, len: usize) -> Result<Self> {
+        const CALL: &str = "PinnedBuffer::from_raw_parts";
+        let raw = ptr as usize as u64;
+        let ptr = match super::adopt::check_parts::<T>(CALL, raw, len)? {
+            None => NonNull::dangling(),
+            Some(bytes) => {
+                ctx.with_current(|| super::adopt::check_pinned(CALL, ctx, raw, len, bytes))?;
+                // not null: checked
+                NonNull::new(ptr).unwrap_or(NonNull::dangling())
+            }
+        };
+        Ok(PinnedBuffer {
+            ptr,
+            len,
+            ctx: ctx.as_non_null(),
+            _brand: PhantomData,
+        })
+    }
 }
 
 // The bounds are on the methods, not on the impl: a run-phase guard then finds the method
@@ -192,6 +265,49 @@ impl<T: DeviceCopy> PinnedBuffer<'_, T> {
     #[inline]
     pub(crate) fn of_setup_phase(&self) -> bool {
         self.ctx.as_ptr() as usize & 1 != 0
+    }
+
+    /// The memory's address and length, without freeing: it leaves the crate.
+    /// [`PinnedBuffer::from_raw_parts`] takes it back in the same context; otherwise free
+    /// it yourself with `cuMemFreeHost` (`cudaFreeHost`). Like all page-locked memory of a
+    /// context, it is freed when the context is destroyed, at the end of its closure, if
+    /// not before. A buffer of a setup phase is taken off its teardown's list. A buffer of
+    /// zero bytes owns no memory: its address is dangling (aligned, never allocated).
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let host = ctx.pinned_from_slice(&[1.0f64, -1.0])?;
+    ///     // SAFETY: taken back below, unused meanwhile.
+    ///     let (ptr, len) = unsafe { host.into_raw_parts() };
+    ///     // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`: initialised,
+    ///     // freed by nothing else, used by no copy.
+    ///     let back = unsafe { PinnedBuffer::<f64>::from_raw_parts(ctx, ptr, len) }?;
+    ///     assert_eq!(&back[..], [1.0, -1.0]);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// Leaking the memory is safe ([`mem::forget`] does it too); `unsafe` marks what the
+    /// address allows behind the borrow checker's back. The caller takes the memory over
+    /// and promises: it is freed at most once, with `cuMemFreeHost` in the buffer's
+    /// context, after the last copy using it has finished, or left to the context's
+    /// destruction; it is not used after either; and work given the address (an
+    /// asynchronous copy, a kernel through its device alias) reads it while nothing writes
+    /// it and writes it while nothing else uses it, as the buffer's borrows would have
+    /// made the crate's copies do.
+    pub unsafe fn into_raw_parts(self) -> (*mut T, usize) {
+        if self.of_setup_phase() {
+            crate::context::deferred::undefer(self.ptr.as_ptr() as usize);
+        }
+        let parts = (self.ptr.as_ptr(), self.len);
+        mem::forget(self);
+        parts
     }
 
     /// Frees the page-locked memory and returns the driver's error, where dropping it would

@@ -6,14 +6,15 @@
 #[macro_use]
 pub mod harness;
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
 // The bindings' handle types, which are the types `as_raw` returns (`cuda_brand::sys`
 // re-exports them).
 use cuda_brand::phase::Phase;
+use cuda_brand::sys::CUmemoryPool;
 use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
-use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr};
+use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr, CUstream};
 
 /// Device 0, or `None` after printing why the test is skipped. With
 /// `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.
@@ -66,6 +67,20 @@ pub struct Driver {
     pub cuCtxPushCurrent_v2: unsafe extern "C" fn(CUcontext) -> u32,
     pub cuCtxPopCurrent_v2: unsafe extern "C" fn(*mut CUcontext) -> u32,
     pub cuCtxDestroy_v2: unsafe extern "C" fn(CUcontext) -> u32,
+    pub cuCtxSynchronize: unsafe extern "C" fn() -> u32,
+    pub cuPointerGetAttributes:
+        unsafe extern "C" fn(c_uint, *mut c_int, *mut *mut c_void, CUdeviceptr) -> u32,
+    pub cuMemAlloc_v2: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> u32,
+    pub cuMemFree_v2: unsafe extern "C" fn(CUdeviceptr) -> u32,
+    pub cuMemAllocAsync: unsafe extern "C" fn(*mut CUdeviceptr, usize, CUstream) -> u32,
+    pub cuMemAllocFromPoolAsync:
+        unsafe extern "C" fn(*mut CUdeviceptr, usize, CUmemoryPool, CUstream) -> u32,
+    pub cuMemFreeAsync: unsafe extern "C" fn(CUdeviceptr, CUstream) -> u32,
+    pub cuMemAllocManaged: unsafe extern "C" fn(*mut CUdeviceptr, usize, c_uint) -> u32,
+    pub cuMemHostAlloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> u32,
+    pub cuMemFreeHost: unsafe extern "C" fn(*mut c_void) -> u32,
+    pub cuMemHostRegister_v2: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> u32,
+    pub cuMemHostUnregister: unsafe extern "C" fn(*mut c_void) -> u32,
 }
 
 /// The driver library as the crate finds it: the file `CUDA_BRAND_DRIVER_LIBRARY` names,
@@ -113,6 +128,18 @@ pub fn driver() -> &'static Driver {
             cuCtxPushCurrent_v2: entry!("cuCtxPushCurrent_v2"),
             cuCtxPopCurrent_v2: entry!("cuCtxPopCurrent_v2"),
             cuCtxDestroy_v2: entry!("cuCtxDestroy_v2"),
+            cuCtxSynchronize: entry!("cuCtxSynchronize"),
+            cuPointerGetAttributes: entry!("cuPointerGetAttributes"),
+            cuMemAlloc_v2: entry!("cuMemAlloc_v2"),
+            cuMemFree_v2: entry!("cuMemFree_v2"),
+            cuMemAllocAsync: entry!("cuMemAllocAsync"),
+            cuMemAllocFromPoolAsync: entry!("cuMemAllocFromPoolAsync"),
+            cuMemFreeAsync: entry!("cuMemFreeAsync"),
+            cuMemAllocManaged: entry!("cuMemAllocManaged"),
+            cuMemHostAlloc: entry!("cuMemHostAlloc"),
+            cuMemFreeHost: entry!("cuMemFreeHost"),
+            cuMemHostRegister_v2: entry!("cuMemHostRegister_v2"),
+            cuMemHostUnregister: entry!("cuMemHostUnregister"),
         }
     })
 }
