@@ -1132,35 +1132,6 @@ fn bad_raw_parts_are_refused_naming_the_argument() {
     .unwrap();
 }
 
-fn page_locked_memory_registered_by_its_owner_is_not_adopted() {
-    if common::under_sanitizer_skip("cuMemHostGetFlags refusing registered memory") {
-        return;
-    }
-    common::in_context(|ctx| {
-        let layout = std::alloc::Layout::from_size_align(1 << 16, 4096).unwrap();
-        // SAFETY: a layout of non-zero size.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        assert!(!p.is_null());
-        let driver = common::driver();
-        // SAFETY: 64 KiB of host memory that stays allocated until unregistered below.
-        let rc = unsafe { (driver.cuMemHostRegister_v2)(p.cast(), 1 << 16, 0) };
-        assert_eq!(rc, 0, "cuMemHostRegister_v2");
-        // SAFETY: refused before anything is taken over.
-        let adopted = unsafe { PinnedBuffer::<u32>::from_raw_parts(ctx, p.cast(), 16) };
-        refused(
-            adopted,
-            "PinnedBuffer::from_raw_parts",
-            &["`ptr`", "cuMemHostRegister"],
-        );
-        // SAFETY: registered above, used by no copy.
-        let rc = unsafe { (driver.cuMemHostUnregister)(p.cast()) };
-        assert_eq!(rc, 0, "cuMemHostUnregister");
-        // SAFETY: allocated above with this layout, owned by nothing else.
-        unsafe { std::alloc::dealloc(p, layout) };
-        Ok(())
-    });
-}
-
 fn raw_parts_of_setup_buffers_leave_their_teardown() {
     use cuda_brand::{ManagedBuffer, with_phases};
     let device = gpu_or_skip!();
@@ -1225,6 +1196,5 @@ gpu_tests!(
     pool_memory_handed_out_is_adopted_by_another_context_of_its_device,
     memory_of_raw_driver_calls_is_adopted_and_freed_by_its_buffer,
     bad_raw_parts_are_refused_naming_the_argument,
-    page_locked_memory_registered_by_its_owner_is_not_adopted,
     raw_parts_of_setup_buffers_leave_their_teardown,
 );

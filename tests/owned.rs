@@ -265,20 +265,32 @@ fn an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_po
 fn an_awaited_batch_hands_back_its_buffers_with_the_results() {
     let Some(device) = device() else { return };
     let (home, module, stream) = owned_setup(&device);
-    let scale = scale_kernel(&module);
+    let (scale, spin) = (scale_kernel(&module), spin_kernel(&module));
     let n = 1 << 16;
     let buf = owned_buffer(&home, &vec![0.0; n]);
-    let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let work = stream.submit((buf, host, scale), move |s, (d, host, scale)| {
-        s.copy_from_host_view(d, host)?;
-        s.launch(scale, LaunchConfig::linear(64, 256), (d, 2.0f32))?;
-        s.copy_to_host_view(host, d)
-    });
-    let ((result, (buf, host, _scale)), wakes) = block_on(work);
+    // page-locked, so that the batch is still running when it is first polled (a copy
+    // into a `Vec` would make `submit` wait for it)
+    let mut host = home
+        .enter(|ctx| home.unbind(ctx, ctx.pinned_zeroed::<f32>(n)?))
+        .unwrap();
+    for (i, x) in host.iter_mut().enumerate() {
+        *x = i as f32;
+    }
+    let work = stream.submit(
+        (buf, host, scale, spin),
+        move |s, (d, host, scale, spin)| {
+            s.launch(spin, LaunchConfig::linear(1, 1), (cycles(5),))?;
+            s.copy_from_host_view(d, host)?;
+            s.launch(scale, LaunchConfig::linear(64, 256), (d, 2.0f32))?;
+            s.copy_to_host_view(host, d)
+        },
+    );
+    assert!(!work.is_done());
+    let ((result, (buf, host, _scale, _spin)), wakes) = block_on(work);
     result.unwrap();
-    assert!(wakes >= 1, "woken by the driver");
+    assert!(wakes >= 1, "woken by the driver (the armed notifier)");
     let want: Vec<f32> = (0..n).map(|i| i as f32 * 2.0).collect();
-    assert_eq!(host, want);
+    assert_eq!(&host[..], &want[..]);
     assert_eq!(home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap(), want);
     // the same with the blocking `wait`
     let (result, (buf, host)) = stream

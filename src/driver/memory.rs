@@ -38,17 +38,6 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
     cu!(cuMemFreeHost(p))
 }
 
-/// The flags page-locked memory was allocated with (`cuMemHostGetFlags`), which also says
-/// that `p` lies in an allocation of `cuMemHostAlloc` or `cuMemAllocHost` (the driver
-/// refuses any other address, host memory registered with `cuMemHostRegister` included,
-/// with `CUDA_ERROR_INVALID_VALUE`). The driver only looks the address up.
-#[inline]
-pub(crate) fn mem_host_get_flags(p: *mut c_void) -> Result<c_uint> {
-    let mut flags: c_uint = 0;
-    cu!(cuMemHostGetFlags(&mut flags, p))?;
-    Ok(flags)
-}
-
 /// Page-locks host memory for the current context (`cuMemHostRegister`), so that copies
 /// between it and the device run by DMA. Used by the crate's staging buffers
 /// (`src/memory/staging/`), which own the memory they register.

@@ -279,7 +279,6 @@ driver_table! {
     required fn cuMemAdvise(dptr: CUdeviceptr, bytes: usize, advice: c_int, device: CUdevice);
     required fn cuMemHostAlloc(pp: *mut *mut c_void, bytes: usize, flags: c_uint);
     required fn cuMemFreeHost(p: *mut c_void);
-    required fn cuMemHostGetFlags(flags: *mut c_uint, p: *mut c_void);
     required fn cuMemHostRegister_v2(p: *mut c_void, bytes: usize, flags: c_uint);
     required fn cuMemHostUnregister(p: *mut c_void);
     required fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize);

@@ -161,10 +161,11 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     /// * that `ptr` is not null, is aligned for `T`, and the range does not wrap;
     /// * through the driver: that the first and the last byte are page-locked host memory
     ///   (not managed, not device memory) allocated in `ctx`'s own context
-    ///   (`cuPointerGetAttributes`, which makes no driver error of an unknown address), and
-    ///   that `ptr` lies in an allocation of `cuMemHostAlloc` or `cuMemAllocHost`
-    ///   (`cuMemHostGetFlags`): memory page-locked with `cuMemHostRegister` is refused, its
-    ///   owner frees it (the driver reports that refusal as an error of its own call).
+    ///   (`cuPointerGetAttributes`, which makes no driver error of an unknown address).
+    ///   The driver does not tell memory that `cuMemHostAlloc` allocated from memory that
+    ///   `cuMemHostRegister` page-locked (`cuMemHostGetFlags` accepts both, measured on an
+    ///   H100 with driver 580): that the memory was allocated, not registered, is the
+    ///   caller's promise below.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -187,8 +188,10 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     ///
     /// The buffer lends `&mut [T]` of the memory to safe code, and frees it. The caller
     /// gives the memory over and promises:
-    /// * `ptr` is the address the allocation call returned (`cuMemFreeHost` frees only
-    ///   that), and `len` elements of `T` from it lie in that allocation;
+    /// * `ptr` is the address an allocation call (`cuMemHostAlloc`, `cuMemAllocHost`,
+    ///   `cudaMallocHost`, `cudaHostAlloc`) returned, not memory page-locked with
+    ///   `cuMemHostRegister` (`cuMemFreeHost` frees only the former, only at that
+    ///   address), and `len` elements of `T` from it lie in that allocation;
     /// * the `len` elements are initialised (written by the host, a copy or a kernel; as
     ///   for [`std::slice::from_raw_parts`], every bit pattern of a `DeviceCopy` type is a
     ///   value, but bytes never written are none);

@@ -63,32 +63,50 @@ pub struct OwnedContext {
 struct Record {
     raw: NonNull<CUctx_st>,
     held: Held,
-    /// Completion events of awaited batches, kept for the next batch (`take_event`).
-    spare_events: Mutex<Vec<usize>>,
+    /// What the crate keeps for awaited batches of the context, released with it.
+    kept: Mutex<Kept>,
 }
+
+/// Driver objects the crate keeps per owned context for awaited batches.
+#[derive(Default)]
+struct Kept {
+    /// Completion events, kept for the next batch (`take_event`).
+    spare_events: Vec<usize>,
+    /// The streams that run the host functions waking awaited batches (`notifier`), made
+    /// at the first armed batch.
+    notifiers: Vec<usize>,
+}
+
+/// How many notifier streams a context has: batches of one stream complete in order, so
+/// each stream's batches share one notifier, and streams rarely collide.
+const NOTIFIERS: usize = 4;
 
 /// `CU_EVENT_DISABLE_TIMING`: completion events only order.
 const NO_TIMING: u32 = 0x2;
 
 // SAFETY: a context handle may be used from any thread by making it current there; the
 // record only holds it, and every use goes through `enter` (push and pop) or the teardown.
+// The kept handles are used with the context current, under the lock.
 unsafe impl Send for Record {}
-// SAFETY: `&Record` only reads the handle.
+// SAFETY: `&Record` reads the handle, and the kept handles only under the lock.
 unsafe impl Sync for Record {}
 
 impl Record {
-    /// The teardown of the last handle: [`context::give_up`] (after destroying the spare
-    /// events).
+    /// The teardown of the last handle: the kept streams and events are destroyed, then
+    /// [`context::give_up`].
     fn give_up(self) -> Result<()> {
         let mut this = std::mem::ManuallyDrop::new(self);
-        let spares = std::mem::take(
-            this.spare_events
-                .get_mut()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let kept = std::mem::take(this.kept.get_mut().unwrap_or_else(PoisonError::into_inner));
         let destroy = |_: ContextGuard<'_>| {
             let mut first = Ok(());
-            for e in spares {
+            for s in kept.notifiers {
+                // SAFETY: streams of this context that only the crate uses; what is still
+                // queued on them (the host functions of forgotten batches) completes before
+                // the driver releases them.
+                let d = unsafe { driver::stream_destroy(s as driver::CUstream) };
+                first = first.and(d);
+            }
+            for e in kept.spare_events {
                 // SAFETY: events of this context, unused: every batch has given its event
                 // back, or holds a count of the context (so this is not the last).
                 let d = unsafe { driver::event_destroy(e as driver::CUevent) };
@@ -98,9 +116,9 @@ impl Record {
         };
         // SAFETY: the context is alive: this is its last count.
         let destroyed = unsafe { context::enter_held(this.raw, destroy) };
-        // SAFETY: `this` is never used again; the mutex (its only field with a drop) is
-        // empty.
-        unsafe { std::ptr::drop_in_place(&mut this.spare_events) };
+        // SAFETY: `this` is never used again; the mutex (its only field with a drop) holds
+        // empty lists.
+        unsafe { std::ptr::drop_in_place(&mut this.kept) };
         // SAFETY: the last count of this record: no owned handle of it is left (each holds
         // a count), so no value made through it is used again, and for a created context no
         // thread has it entered through the crate. A primary context may still be entered
@@ -116,10 +134,8 @@ impl Drop for Record {
         let last = Record {
             raw: self.raw,
             held: self.held,
-            spare_events: Mutex::new(std::mem::take(
-                self.spare_events
-                    .get_mut()
-                    .unwrap_or_else(PoisonError::into_inner),
+            kept: Mutex::new(std::mem::take(
+                self.kept.get_mut().unwrap_or_else(PoisonError::into_inner),
             )),
         };
         if driver::in_host_fn() {
@@ -160,7 +176,7 @@ impl OwnedContext {
             record: Arc::new(Record {
                 raw,
                 held,
-                spare_events: Mutex::new(Vec::new()),
+                kept: Mutex::new(Kept::default()),
             }),
         }
     }
@@ -264,11 +280,23 @@ impl OwnedContext {
     /// A completion event of this context (from the spares, or new), for an awaited batch.
     /// The context must be current.
     pub(crate) fn take_event(&self) -> Result<driver::CUevent> {
-        let spare = lock(&self.record.spare_events).pop();
+        let spare = lock(&self.record.kept).spare_events.pop();
         match spare {
             Some(e) => Ok(e as driver::CUevent),
             None => driver::event_create(NO_TIMING),
         }
+    }
+
+    /// The notifier stream of this context for batches of the stream `key` (made with the
+    /// others on first use). The context must be current.
+    pub(crate) fn notifier(&self, key: usize) -> Result<driver::CUstream> {
+        let mut kept = lock(&self.record.kept);
+        while kept.notifiers.len() < NOTIFIERS {
+            // non-blocking: no implicit order with the legacy stream
+            kept.notifiers.push(driver::stream_create(1, 0)? as usize);
+        }
+        // streams are allocations at least 16 bytes apart
+        Ok(kept.notifiers[(key >> 4) % NOTIFIERS] as driver::CUstream)
     }
 
     /// Keeps `event` for the next batch of this context.
@@ -277,7 +305,7 @@ impl OwnedContext {
     /// `event` came from [`take_event`](OwnedContext::take_event) of this context, and
     /// nothing uses it any more.
     pub(crate) unsafe fn put_event(&self, event: driver::CUevent) {
-        lock(&self.record.spare_events).push(event as usize);
+        lock(&self.record.kept).spare_events.push(event as usize);
     }
 
     /// The handle, for the crate's own calls.

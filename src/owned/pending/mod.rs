@@ -16,10 +16,14 @@
 //!
 //! # What completion means
 //!
-//! The future is ready when an event recorded after the batch's work is complete: a host
-//! function queued after it wakes the future (no thread of the crate on the fast path), and
-//! a watchdog thread of the crate wakes it when the context fails (the driver then runs no
-//! host function) or where the future was polled inside a host function. Then, on the
+//! The future is ready when an event recorded after the batch's work is complete. Nothing
+//! else is queued on the batch's stream. A poll that finds the work still running arms the
+//! wake-up: one of the context's notifier streams (four, made at the first armed batch)
+//! waits for the event, then runs a host function that wakes the future, so the batch's
+//! stream never waits for a host function, and no thread of the crate is on this path. A
+//! watchdog thread of the crate wakes the future when the context fails (the driver then
+//! runs no host function) or where it was polled inside a host function. [`Pending::wait`]
+//! and dropping a pending future wait for the event directly. Then, on the
 //! thread that polls, the batch's scope ends as every scope does (its host functions are
 //! finished, what it allocated is freed, after an error the stream is confirmed idle), and
 //! the future gives back `(result, batch)`.
@@ -90,6 +94,8 @@ struct Op<B> {
     /// Set when queued work could be neither tracked nor waited for: the batch is never
     /// handed back or freed.
     lost: bool,
+    /// Whether a poll has armed the wake-up ([`Op::arm`]).
+    armed: bool,
     watch: Option<Arc<Watch>>,
     signal: Arc<Signal>,
     stream: Arc<Owned<Stream<'static>>>,
@@ -173,6 +179,7 @@ impl Owned<Stream<'static>> {
             outcome: Ok(()),
             event: None,
             lost: false,
+            armed: false,
             watch: None,
             signal: Arc::new(Signal::default()),
             stream: Arc::clone(self),
@@ -228,30 +235,60 @@ impl<B: Batch> Op<B> {
 }
 
 impl<B> Op<B> {
-    /// Records the completion event and queues the host function that wakes the future.
+    /// Records the completion event after the batch's work. Nothing else is queued on the
+    /// stream: a host function there would hold the stream's later work until the
+    /// driver's callback thread has run it (about 40 µs an idle callback thread takes on
+    /// an H100, measured by `bench/benches/owned.rs`). The future arms its wake-up only if
+    /// it is polled before the work is done ([`arm`](Op::arm)).
     fn queue_completion(&mut self) -> Result<()> {
-        let stream_raw = {
-            // SAFETY: the stream is alive (held by the op).
-            unsafe { self.stream.value() }.raw()
-        };
         let event = self.home.take_event()?;
         self.event = Some(event);
         // SAFETY: the event and the stream are alive and of the current context.
-        unsafe { driver::event_record(event, stream_raw) }?;
-        // SAFETY: the stream is alive.
-        unsafe { wake::queue_host_fn(stream_raw, &self.signal) }?;
-        let watch = Watch::new(Arc::clone(&self.signal), event, &self.home);
-        self.watch = Some(Arc::clone(&watch));
-        wake::watch(watch);
-        Ok(())
+        unsafe { driver::event_record(event, self.stream_raw()) }
+    }
+
+    /// The stream's handle.
+    fn stream_raw(&self) -> driver::CUstream {
+        // SAFETY: the stream is alive (held by the op).
+        unsafe { self.stream.value() }.raw()
+    }
+
+    /// Called by a poll that finds the work not yet seen to end: if the event is complete
+    /// (or failed), returns `true`; otherwise makes one of the context's notifier streams
+    /// wait for the event and queues the host function that wakes the future there (so
+    /// that the batch's own stream never waits for a host function), and lists the batch
+    /// for the watchdog (which wakes it if the context fails: the driver then runs no host
+    /// function). Returns `false` then. An error of this path is the batch's.
+    fn arm(&mut self) -> Result<bool> {
+        let Some(event) = self.event else {
+            return Ok(true);
+        };
+        let key = self.stream_raw() as usize;
+        let home = self.home.clone();
+        let armed = home.enter(|_| {
+            // SAFETY: the event is alive (the op's) and of the entered context.
+            if !matches!(unsafe { driver::event_query(event) }, Ok(false)) {
+                return Ok(true); // done, or failed: `finish` reports which
+            }
+            let notifier = home.notifier(key)?;
+            // SAFETY: the notifier stream and the event are alive and of this context.
+            unsafe { driver::stream_wait_event(notifier, event) }?;
+            // SAFETY: the notifier stream is alive.
+            unsafe { wake::queue_host_fn(notifier, &self.signal) }?;
+            Ok(false)
+        })?;
+        if !armed {
+            let watch = Watch::new(Arc::clone(&self.signal), event, &self.home);
+            self.watch = Some(Arc::clone(&watch));
+            wake::watch(watch);
+        }
+        self.armed = true;
+        Ok(armed)
     }
 
     /// Waits for the whole stream (no event to wait for), then ends the scope.
     fn wait_without_event(&mut self) {
-        let stream_raw = {
-            // SAFETY: as in `queue_completion`.
-            unsafe { self.stream.value() }.raw()
-        };
+        let stream_raw = self.stream_raw();
         let home = self.home.clone();
         let mut waited_for = false;
         let ended = home.enter(|_| {
@@ -375,17 +412,32 @@ impl<B> Future for Pending<B> {
     type Output = Done<B>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Done<B>> {
-        if let State::Queued(op) = &self.state {
-            if !op.signal.is_done() {
-                op.signal.register(cx.waker());
-                if !op.signal.is_done() {
-                    return Poll::Pending;
-                }
-            }
+        if let State::Queued(op) = &mut self.state {
             if driver::in_host_fn() {
-                // an executor polling inside a host function: finish from another thread
+                // an executor polling inside a host function: no driver call here; poll
+                // again from another thread
                 wake::wake_later(cx.waker());
                 return Poll::Pending;
+            }
+            if !op.signal.is_done() {
+                op.signal.register(cx.waker());
+                let ended = match op.armed {
+                    true => false,
+                    false => match op.arm() {
+                        Ok(ended) => ended,
+                        Err(e) => {
+                            // no wake-up can be armed: finish by waiting, below
+                            op.outcome = teardown::keep_both(
+                                std::mem::replace(&mut op.outcome, Ok(())),
+                                Err(e),
+                            );
+                            true
+                        }
+                    },
+                };
+                if !ended && !op.signal.is_done() {
+                    return Poll::Pending;
+                }
             }
             release::release_deferred();
         }
