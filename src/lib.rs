@@ -73,6 +73,12 @@
 //! 9. **States in types: events, deadlines and phases**: only a [`Recorded`] proof is
 //!    waited for or timed, a deadline scope ([`Stream::scope_within`]) never returns early,
 //!    and the run phase of [`with_phases`] cannot allocate, load or create (`9_typestate`).
+//! 10. **Owned handles re-enter the brand**: the [`owned`] layer's handles have no brand
+//!     and may be kept anywhere (a server's state, a task, a `static`);
+//!     [`Owned::bind`](owned::Owned::bind) gives a value back with a guard's brand after one
+//!     compare of contexts, and the view ends with the guard's closure; an awaited batch
+//!     ([`submit`](owned::Owned::submit)) owns everything its work touches, so its closure
+//!     borrows nothing (`10_owned`).
 //!
 //! Rule 2, as in `ui-tests/fail/2_one_context/buffers_of_two_contexts_copied.rs`: a buffer
 //! of context `a` cannot take a copy of a buffer of context `b`.
@@ -110,6 +116,40 @@
 //!    |
 //!    = note: requirement occurs because of a mutable reference to `DeviceSlice<'_, u32>`
 //!    = note: mutable references are invariant over their type parameter
+//! ```
+//!
+//! # State that outlives a closure
+//!
+//! Servers, event loops, async tasks and `static` caches keep GPU state between calls, which
+//! branded values cannot do. The [`owned`] layer holds it in `'static` handles
+//! ([`OwnedContext`](owned::OwnedContext), [`OwnedDeviceBuffer`](owned::OwnedDeviceBuffer),
+//! ...) and binds them to a guard where they are used, after one compare, so every rule
+//! holds again there (the [`guide`], chapter 11).
+//!
+//! ```no_run
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::owned::{OwnedContext, OwnedDeviceBuffer};
+//!
+//! /// State kept between requests: `'static`, `Send + Sync`.
+//! struct Server {
+//!     home: OwnedContext,
+//!     weights: OwnedDeviceBuffer<f32>,
+//! }
+//!
+//! fn main() -> cuda_brand::Result<()> {
+//!     let home = OwnedContext::primary(&Device::get(0)?)?;
+//!     let weights = home.enter(|ctx| home.unbind(ctx, ctx.from_slice(&[0.5f32; 1024])?))?;
+//!     let server = std::sync::Arc::new(Server { home, weights });
+//!     // a request, on another thread: enter, bind (one compare), and the rules hold again
+//!     let request = std::thread::spawn(move || {
+//!         server.home.enter(|ctx| {
+//!             let weights = server.weights.bind(ctx)?; // `&DeviceBuffer<'ctx, f32>`
+//!             Ok::<f32, cuda_brand::Error>(weights.to_vec()?.iter().sum())
+//!         })
+//!     });
+//!     assert_eq!(request.join().unwrap()?, 512.0);
+//!     Ok(())
+//! }
 //! ```
 //!
 //! # Your own types in GPU memory
@@ -240,7 +280,8 @@
 //!   compilation of CUDA C++, the `nvrtc` feature); [`ContextGuard::capture`], [`ExecGraph`] and
 //!   [`ExecGraph::launch`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
 //!   functions, [`scope::host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
-//!   [`Error`] (every failure, naming the driver call).
+//!   [`owned`] (state that outlives a closure, awaited batches); [`Error`] (every failure,
+//!   naming the driver call).
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -427,7 +427,16 @@ fn readme() -> String {
     read(&root().join("README.md"))
 }
 
-/// The folders of `ui-tests/fail/`, sorted: one per rule.
+/// The rule number a folder of `ui-tests/fail/` starts with (`10` of `10_owned`).
+fn rule_number(folder: &str) -> usize {
+    folder
+        .split('_')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX)
+}
+
+/// The folders of `ui-tests/fail/`, in the order of their rule numbers: one per rule.
 fn rule_folders() -> Vec<String> {
     let dir = root().join("ui-tests/fail");
     let mut folders: Vec<String> = fs::read_dir(&dir)
@@ -438,7 +447,7 @@ fn rule_folders() -> Vec<String> {
             entry.file_name().into_string().ok()
         })
         .collect();
-    folders.sort();
+    folders.sort_by_key(|f| (rule_number(f), f.clone()));
     folders
 }
 

@@ -4,8 +4,9 @@
 //! misuse, grouped by the README's rules (`1_context_lifetime`, `2_one_context`,
 //! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`, and `8_graphs` for graphs and host
 //! functions; the guide has a chapter for each), `7_derive` for `#[derive(DeviceCopy)]`
-//! (run only with the `derive` feature, on by default) and `9_typestate` for phases, events
-//! and deadlines. Every folder of `ui-tests/fail/` is a group.
+//! (run only with the `derive` feature, on by default), `9_typestate` for phases, events
+//! and deadlines, and `10_owned` for the owning layer's boundary (`cuda_brand::owned`).
+//! Every folder of `ui-tests/fail/` is a group.
 //! Each must fail to compile with exactly the error committed next to it in the `.stderr`
 //! file of the same name; the comment at the top of each case names the rule, says what
 //! goes wrong at run time without it (measured: `docs/driver-facts.md`, `docs/c/`), and
@@ -52,7 +53,8 @@ use std::process::ExitCode;
 #[path = "common/ui.rs"]
 mod runner;
 
-/// The folders of `ui-tests/fail/`, in order; `7_derive` only with the `derive` feature.
+/// The folders of `ui-tests/fail/`, in the order of their numbers; `7_derive` only with the
+/// `derive` feature.
 fn groups(dir: &str) -> Result<Vec<String>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("reading {dir}: {e}"))?;
     let mut groups = Vec::new();
@@ -63,7 +65,11 @@ fn groups(dir: &str) -> Result<Vec<String>, String> {
             groups.push(name);
         }
     }
-    groups.sort();
+    // by rule number: `10_owned` after `9_typestate`
+    groups.sort_by_key(|g| {
+        let number = g.split('_').next().and_then(|n| n.parse::<usize>().ok());
+        (number.unwrap_or(usize::MAX), g.clone())
+    });
     Ok(groups)
 }
 
