@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cuda_brand::owned::{
-    Done, OwnedContext, OwnedDeviceBuffer, OwnedKernel, OwnedPinnedBuffer, OwnedStream,
+    OwnedContext, OwnedDeviceBuffer, OwnedKernel, OwnedPinnedBuffer, OwnedStream,
 };
 use cuda_brand::{Device, Error, ErrorCode, In, LaunchConfig, Out, samples};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -300,7 +300,7 @@ impl Service {
         response: &mut [u8],
     ) -> (Result<(), Error>, Slot) {
         let Slot { x, y, mut host } = slot;
-        let k = match decode_request(&self.home, &mut host, request) {
+        let k = match decode_request(&mut host, request) {
             Ok(k) => k,
             Err(e) => return (Err(e), Slot { x, y, host }),
         };
@@ -313,8 +313,16 @@ impl Service {
             Arc::clone(&self.scale),
         );
         // Queued here, on this task's thread; the task then yields until the GPU is done.
-        let (result, (_, x, y, host, _, _)) = queue(self.stream(), batch, k).await;
-        let result = result.and_then(|()| encode_response(&self.home, &host, response));
+        let work = self
+            .stream()
+            .submit(batch, move |s, (w, x, y, host, add, scale)| {
+                s.copy_from_host_view(x, host)?;
+                s.launch(add, CONFIG, (x, w, y))?;
+                s.launch(scale, CONFIG, (y, k))?;
+                s.copy_to_host_view(host, y)
+            });
+        let (result, (_, x, y, host, _, _)) = work.await;
+        let result = result.and_then(|()| encode_response(&host, response));
         (result, Slot { x, y, host })
     }
 
@@ -326,7 +334,7 @@ impl Service {
         request: &[u8],
         response: &mut [u8],
     ) -> Result<(), Error> {
-        let k = decode_request(&self.home, &mut slot.host, request)?;
+        let k = decode_request(&mut slot.host, request)?;
         let stream = self.stream();
         self.home.enter(|ctx| {
             let (stream, weights) = (stream.bind(ctx)?, self.weights.bind(ctx)?);
@@ -342,42 +350,8 @@ impl Service {
                 s.copy_to_host_view(host, y)
             })
         })?;
-        encode_response(&self.home, &slot.host, response)
+        encode_response(&slot.host, response)
     }
-}
-
-/// What one request's GPU work owns while it runs.
-type RequestBatch = (
-    Arc<OwnedDeviceBuffer<f32>>,
-    OwnedDeviceBuffer<f32>,
-    OwnedDeviceBuffer<f32>,
-    OwnedPinnedBuffer<f32>,
-    Arc<OwnedKernel<Add>>,
-    Arc<OwnedKernel<Scale>>,
-);
-
-/// Queues one request's work on `stream`: `x` up from the pinned buffer, `y = x + w`,
-/// `y *= k`, `y` down into the pinned buffer. The future resolves once the GPU is done.
-///
-/// Why a function returning `impl Future + Send` instead of `.await` on `submit(..)` in
-/// place: a task given to `tokio::spawn` must be `Send`, and rustc proves that of an async
-/// block's state with every lifetime in it erased, `'static` included (rust-lang/rust
-/// #110338). `Pending<B>` is `Send` where `B: Batch`, and `Batch` holds only for the
-/// `'static` forms (`OwnedDeviceBuffer<T>` is `Owned<DeviceBuffer<'static, T>>`), so with the
-/// lifetime erased the proof fails ("implementation of `Batch` is not general enough").
-/// Here the `Send` is proven once, with the lifetimes known, and the task's state holds an
-/// opaque future that says it is `Send`.
-fn queue(
-    stream: &Arc<OwnedStream>,
-    batch: RequestBatch,
-    k: f32,
-) -> impl Future<Output = Done<RequestBatch>> + Send + use<> {
-    stream.submit(batch, move |s, (w, x, y, host, add, scale)| {
-        s.copy_from_host_view(x, host)?;
-        s.launch(add, CONFIG, (x, w, y))?;
-        s.launch(scale, CONFIG, (y, k))?;
-        s.copy_to_host_view(host, y)
-    })
 }
 
 impl Pool {
@@ -405,38 +379,24 @@ impl Pool {
     }
 }
 
-/// Reads a request frame into the pinned buffer (`x`) and returns `k`. Host memory of an
-/// owned buffer is reached by binding it, in an entry of its context.
-fn decode_request(
-    home: &OwnedContext,
-    host: &mut OwnedPinnedBuffer<f32>,
-    request: &[u8],
-) -> Result<f32, Error> {
-    home.enter(|ctx| {
-        let host = host.bind_mut(ctx)?;
-        for (v, bytes) in host.iter_mut().zip(request[4..].chunks_exact(4)) {
-            *v = f32::from_le_bytes(bytes.try_into().expect("4 bytes"));
-        }
-        Ok(f32::from_le_bytes(
-            request[..4].try_into().expect("4 bytes"),
-        ))
-    })
+/// Reads a request frame into the pinned buffer (`x`) and returns `k`. An owned pinned
+/// buffer is host memory: it reads and writes as a slice, without entering its context.
+fn decode_request(host: &mut OwnedPinnedBuffer<f32>, request: &[u8]) -> Result<f32, Error> {
+    for (v, bytes) in host.iter_mut().zip(request[4..].chunks_exact(4)) {
+        *v = f32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+    }
+    Ok(f32::from_le_bytes(
+        request[..4].try_into().expect("4 bytes"),
+    ))
 }
 
 /// Writes the answer frame from the pinned buffer (`y`).
-fn encode_response(
-    home: &OwnedContext,
-    host: &OwnedPinnedBuffer<f32>,
-    response: &mut [u8],
-) -> Result<(), Error> {
-    home.enter(|ctx| {
-        let host = host.bind(ctx)?;
-        response[..4].copy_from_slice(&0u32.to_le_bytes());
-        for (bytes, v) in response[4..].chunks_exact_mut(4).zip(host.iter()) {
-            bytes.copy_from_slice(&v.to_le_bytes());
-        }
-        Ok(())
-    })
+fn encode_response(host: &OwnedPinnedBuffer<f32>, response: &mut [u8]) -> Result<(), Error> {
+    response[..4].copy_from_slice(&0u32.to_le_bytes());
+    for (bytes, v) in response[4..].chunks_exact_mut(4).zip(host.iter()) {
+        bytes.copy_from_slice(&v.to_le_bytes());
+    }
+    Ok(())
 }
 
 /// The server: a task for each connection, for as long as the listener's task runs.

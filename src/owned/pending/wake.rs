@@ -3,8 +3,8 @@
 //!
 //! After an error of its context the driver runs no host function at all, so a future
 //! waiting only on one would never be woken. The watchdog, one thread of the crate started
-//! at the first awaited batch and idle while none is pending, queries each pending batch's
-//! event every [`TICK`]; an event that is complete or reports an error wakes its batch.
+//! at the first armed batch, queries each pending batch's event every [`TICK`] (and looks
+//! for new ones every 50 ms while none is pending); an event that is complete or reports an error wakes its batch.
 //! It also wakes the batches polled where the crate can make no driver call (an executor
 //! that polls inside a host function), which must finish elsewhere.
 
@@ -25,6 +25,11 @@ use crate::owned::home::OwnedContext;
 
 /// How often the watchdog looks at pending batches.
 pub(crate) const TICK: Duration = Duration::from_millis(5);
+
+/// How long the watchdog sleeps while no batch is listed. Listing a batch does not wake it
+/// (that would put a system call on every armed batch's path): a batch listed while it
+/// sleeps is looked at within `IDLE` + [`TICK`].
+const IDLE: Duration = Duration::from_millis(50);
 
 /// The completion of one batch, shared by its future, its host function and the watchdog.
 #[derive(Default)]
@@ -152,13 +157,7 @@ static STARTED: Once = Once::new();
 /// Lists `watch` for the watchdog (starting it on first use).
 pub(crate) fn watch(watch: Arc<Watch>) {
     start();
-    let mut watched = lock(&WATCHED);
-    let was_idle = watched.watches.is_empty() && watched.later.is_empty();
-    watched.watches.push(watch);
-    drop(watched);
-    if was_idle {
-        TICKS.notify_one();
-    }
+    lock(&WATCHED).watches.push(watch);
 }
 
 /// Removes `watch` (its batch is finishing, and will destroy the event).
@@ -188,7 +187,10 @@ fn watchdog() {
     let mut watched = lock(&WATCHED);
     loop {
         if watched.watches.is_empty() && watched.later.is_empty() {
-            watched = TICKS.wait(watched).unwrap_or_else(PoisonError::into_inner);
+            watched = TICKS
+                .wait_timeout(watched, IDLE)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
             continue;
         }
         let later = std::mem::take(&mut watched.later);
