@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::launch::sealed::Crate;
 use crate::launch::{KernelParams, ScopedKernel};
 use crate::memory::{DeviceBuffer, DeviceCopy, PinnedBuffer};
 use crate::owned::handle::Owned;
@@ -11,30 +12,8 @@ use crate::owned::kernel::OwnedKernel;
 use crate::scope::{DeviceMut, DeviceRef, HostMut};
 
 pub(crate) mod sealed {
-    use crate::error::Result;
-    use crate::owned::home::OwnedContext;
-
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be part of an awaited batch",
-        label = "a batch owns everything its work touches",
-        note = "a batch is owned values, or a tuple of them: `OwnedDeviceBuffer<T>` (written), `Arc<OwnedDeviceBuffer<T>>` (read), `OwnedPinnedBuffer<T>` or `Vec<T>` (host memory), `Arc<OwnedKernel<P>>`; a borrow could end while the GPU still uses it (a forgotten future)",
-        note = "see the guide, chapter 11 (`cuda_brand::guide`)"
-    )]
-    pub trait Batch: Send + 'static {
-        /// The views the batch's closure gets, for a scope `'scope` of the context `'ctx`.
-        type Views<'scope, 'ctx>;
-
-        /// `Ok` if every owned part is of `home`'s context.
-        fn check(&self, home: &OwnedContext) -> Result<()>;
-
-        /// The views of the parts.
-        ///
-        /// # Safety
-        /// The scope `'scope` is of the context `'ctx`, which is `home`'s (checked), and the
-        /// batch is neither moved out of, touched nor dropped until that scope's work is
-        /// done.
-        unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx>;
-    }
+    /// Seals [`Batch`](super::Batch): only the crate's types implement it.
+    pub trait Sealed {}
 }
 
 /// What an awaited batch ([`Owned::submit`](crate::owned::Owned::submit)) owns while its
@@ -57,20 +36,43 @@ pub(crate) mod sealed {
 /// a `Vec` returns once the driver has staged it. For work that is awaited rather than
 /// waited for, use an [`OwnedPinnedBuffer`](crate::owned::OwnedPinnedBuffer).
 ///
-/// Sealed: the crate decides what a batch can hold.
-pub trait Batch: sealed::Batch {}
-impl<B: sealed::Batch> Batch for B {}
+/// Sealed: the crate decides what a batch can hold (its methods take a value only the
+/// crate can make).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of an awaited batch",
+    label = "a batch owns everything its work touches",
+    note = "a batch is owned values, or a tuple of them: `OwnedDeviceBuffer<T>` (written), `Arc<OwnedDeviceBuffer<T>>` (read), `OwnedPinnedBuffer<T>` or `Vec<T>` (host memory), `Arc<OwnedKernel<P>>`; a borrow could end while the GPU still uses it (a forgotten future)",
+    note = "a branded value becomes an owned part with `OwnedContext::unbind(ctx, value)`",
+    note = "see the guide, chapter 11 (`cuda_brand::guide`)"
+)]
+pub trait Batch: sealed::Sealed + Send + 'static {
+    /// The views the batch's closure gets, for a scope `'scope` of the context `'ctx`.
+    type Views<'scope, 'ctx>;
+
+    /// `Ok` if every owned part is of `home`'s context.
+    #[doc(hidden)]
+    fn check(&self, home: &OwnedContext, by: Crate) -> crate::error::Result<()>;
+
+    /// The views of the parts.
+    ///
+    /// # Safety
+    /// The scope `'scope` is of the context `'ctx`, which is `home`'s (checked), and the
+    /// batch is neither moved out of, touched nor dropped until that scope's work is done.
+    #[doc(hidden)]
+    unsafe fn views<'scope, 'ctx>(&mut self, by: Crate) -> Self::Views<'scope, 'ctx>;
+}
 
 type CheckResult = crate::error::Result<()>;
 
-impl<T: DeviceCopy + Send + Sync> sealed::Batch for Owned<DeviceBuffer<'static, T>> {
+impl<T: DeviceCopy + Send + Sync> sealed::Sealed for Owned<DeviceBuffer<'static, T>> {}
+impl<T: DeviceCopy + Send + Sync> Batch for Owned<DeviceBuffer<'static, T>> {
     type Views<'scope, 'ctx> = DeviceMut<'scope, 'ctx, T>;
 
-    fn check(&self, home: &OwnedContext) -> CheckResult {
+    fn check(&self, home: &OwnedContext, _: Crate) -> CheckResult {
         same_home(self.context(), home)
     }
 
-    unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx> {
+    unsafe fn views<'scope, 'ctx>(&mut self, _: Crate) -> Self::Views<'scope, 'ctx> {
         // SAFETY: the caller's promise: `self` is of the scope's context and owned by the
         // batch until the scope's work is done.
         let buf = unsafe { self.value_mut() };
@@ -78,14 +80,15 @@ impl<T: DeviceCopy + Send + Sync> sealed::Batch for Owned<DeviceBuffer<'static, 
     }
 }
 
-impl<T: DeviceCopy + Send + Sync> sealed::Batch for Arc<Owned<DeviceBuffer<'static, T>>> {
+impl<T: DeviceCopy + Send + Sync> sealed::Sealed for Arc<Owned<DeviceBuffer<'static, T>>> {}
+impl<T: DeviceCopy + Send + Sync> Batch for Arc<Owned<DeviceBuffer<'static, T>>> {
     type Views<'scope, 'ctx> = DeviceRef<'scope, 'ctx, T>;
 
-    fn check(&self, home: &OwnedContext) -> CheckResult {
+    fn check(&self, home: &OwnedContext, _: Crate) -> CheckResult {
         same_home(self.context(), home)
     }
 
-    unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx> {
+    unsafe fn views<'scope, 'ctx>(&mut self, _: Crate) -> Self::Views<'scope, 'ctx> {
         // SAFETY: as above; shared, and nobody writes memory behind an `Arc` of the handle
         // (writing needs `&mut`, which a shared `Arc` does not give).
         let buf = unsafe { self.value() };
@@ -93,70 +96,75 @@ impl<T: DeviceCopy + Send + Sync> sealed::Batch for Arc<Owned<DeviceBuffer<'stat
     }
 }
 
-impl<T: DeviceCopy + Send + Sync> sealed::Batch for Owned<PinnedBuffer<'static, T>> {
+impl<T: DeviceCopy + Send + Sync> sealed::Sealed for Owned<PinnedBuffer<'static, T>> {}
+impl<T: DeviceCopy + Send + Sync> Batch for Owned<PinnedBuffer<'static, T>> {
     type Views<'scope, 'ctx> = HostMut<'scope, T>;
 
-    fn check(&self, home: &OwnedContext) -> CheckResult {
+    fn check(&self, home: &OwnedContext, _: Crate) -> CheckResult {
         same_home(self.context(), home)
     }
 
-    unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx> {
+    unsafe fn views<'scope, 'ctx>(&mut self, _: Crate) -> Self::Views<'scope, 'ctx> {
         // SAFETY: as above.
         let buf = unsafe { self.value_mut() };
         HostMut::new(buf.as_mut_ptr(), buf.len())
     }
 }
 
-impl<T: DeviceCopy + Send> sealed::Batch for Vec<T> {
+impl<T: DeviceCopy + Send> sealed::Sealed for Vec<T> {}
+impl<T: DeviceCopy + Send> Batch for Vec<T> {
     type Views<'scope, 'ctx> = HostMut<'scope, T>;
 
-    fn check(&self, _: &OwnedContext) -> CheckResult {
+    fn check(&self, _: &OwnedContext, _: Crate) -> CheckResult {
         Ok(())
     }
 
-    unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx> {
+    unsafe fn views<'scope, 'ctx>(&mut self, _: Crate) -> Self::Views<'scope, 'ctx> {
         // the vector's heap memory does not move when the batch (the vector's header) does
         HostMut::new(self.as_mut_ptr(), self.len())
     }
 }
 
-impl<P: KernelParams + 'static> sealed::Batch for Arc<OwnedKernel<P>> {
+impl<P: KernelParams + 'static> sealed::Sealed for Arc<OwnedKernel<P>> {}
+impl<P: KernelParams + 'static> Batch for Arc<OwnedKernel<P>> {
     type Views<'scope, 'ctx> = ScopedKernel<'scope, 'ctx, P>;
 
-    fn check(&self, home: &OwnedContext) -> CheckResult {
+    fn check(&self, home: &OwnedContext, _: Crate) -> CheckResult {
         same_home(self.context(), home)
     }
 
-    unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx> {
+    unsafe fn views<'scope, 'ctx>(&mut self, _: Crate) -> Self::Views<'scope, 'ctx> {
         // SAFETY: the caller's promise: the scope is of the kernel's context, and the
         // batch keeps the kernel (so its module) until the scope's work is done.
         unsafe { self.scoped() }
     }
 }
 
-impl sealed::Batch for () {
+impl sealed::Sealed for () {}
+impl Batch for () {
     type Views<'scope, 'ctx> = ();
 
-    fn check(&self, _: &OwnedContext) -> CheckResult {
+    fn check(&self, _: &OwnedContext, _: Crate) -> CheckResult {
         Ok(())
     }
 
-    unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx> {}
+    unsafe fn views<'scope, 'ctx>(&mut self, _: Crate) -> Self::Views<'scope, 'ctx> {}
 }
 
 macro_rules! tuple_batch {
     ($($part:ident $i:tt),+) => {
-        impl<$($part: sealed::Batch),+> sealed::Batch for ($($part,)+) {
+        impl<$($part: Batch),+> sealed::Sealed for ($($part,)+) {}
+        impl<$($part: Batch),+> Batch for ($($part,)+) {
             type Views<'scope, 'ctx> = ($($part::Views<'scope, 'ctx>,)+);
 
-            fn check(&self, home: &OwnedContext) -> CheckResult {
-                $(self.$i.check(home)?;)+
+            fn check(&self, home: &OwnedContext, by: Crate) -> CheckResult {
+                $(self.$i.check(home, by)?;)+
                 Ok(())
             }
 
-            unsafe fn views<'scope, 'ctx>(&mut self) -> Self::Views<'scope, 'ctx> {
+            unsafe fn views<'scope, 'ctx>(&mut self, by: Crate) -> Self::Views<'scope, 'ctx> {
                 // SAFETY: the caller's promise, for each part.
-                unsafe { ($(self.$i.views(),)+) }
+                unsafe { ($(self.$i.views(by),)+) }
             }
         }
     };

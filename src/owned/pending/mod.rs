@@ -52,6 +52,7 @@ use super::release;
 use crate::context::teardown;
 use crate::driver::{self, CUevent};
 use crate::error::{Error, Result};
+use crate::launch::sealed::Crate;
 use crate::scope::StreamScope;
 use crate::stream::Stream;
 
@@ -163,7 +164,7 @@ impl Owned<Stream<'static>> {
             + 'static,
     {
         let home = self.context().clone();
-        if let Err(e) = batch.check(&home) {
+        if let Err(e) = batch.check(&home, Crate(())) {
             return Pending {
                 state: State::Refused(e, batch),
             };
@@ -221,7 +222,7 @@ impl<B: Batch> Op<B> {
                 .as_mut()
                 .expect("the batch is handed back only at the end");
             // SAFETY: as above.
-            let views = unsafe { batch.views() };
+            let views = unsafe { batch.views(Crate(())) };
             panic::catch_unwind(AssertUnwindSafe(|| f(scope, views)))
         };
         match ran {
