@@ -36,8 +36,9 @@
 //! (or releases the primary context), and takes the records of its handles' failed
 //! releases, so that no record outlives the context whose address a new context may reuse.
 //! Its errors are lost in a drop; [`OwnedContext::close`] returns them. Destroying a
-//! created context takes a while (about 0.1 s on an H100), a primary context's release
-//! does not (unless it was the last of the process).
+//! created context takes a while (51.8 ms on an H100, `docs/driver-facts.md`), so the
+//! thread that drops the last handle waits that long; a primary context's release does not
+//! (unless it was the last of the process).
 //!
 //! Owned handles dropped inside a host function, where no driver call is allowed, are
 //! parked and released at the next release point ([`release_deferred`]).
