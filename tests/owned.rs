@@ -344,9 +344,10 @@ fn a_pending_future_dropped_mid_flight_waits_for_its_work() {
         s.launch(spin, LaunchConfig::linear(1, 1), (cycles(100),))?;
         s.copy_to_host_view(h, d)
     });
+    // well before the kernel's 100 ms (compute-sanitizer slows the host calls to ~25 ms)
     assert!(
-        submitted.elapsed() < Duration::from_millis(20),
-        "submit returns at once: {:?}",
+        submitted.elapsed() < Duration::from_millis(60),
+        "submit returns before the work is done: {:?}",
         submitted.elapsed()
     );
     assert!(!work.is_done(), "a 100 ms kernel is still running");
