@@ -461,6 +461,7 @@ pub mod __staging {
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from
 /// `cuDriverGetVersion`. Works without a GPU; without a driver library it is an error
 /// with [`ErrorCode::DriverNotFound`].
+#[inline]
 pub fn driver_version() -> Result<i32> {
     driver::driver_version()
 }
