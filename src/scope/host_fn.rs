@@ -122,6 +122,7 @@
 //! waited for until it returns. So no closure runs after its scope returned, and none is
 //! freed while the driver may still call it.
 
+use std::alloc::Layout;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -131,7 +132,7 @@ use std::mem::ManuallyDrop;
 use std::ops::RangeBounds;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::driver::{self, HostFnFlag};
@@ -396,33 +397,47 @@ impl<'a, T> sealed::IntoHostMut<'a, T> for HostMut<'a, T> {
 }
 impl<'a, T> IntoHostMut<'a, T> for HostMut<'a, T> {}
 
-// ---- the host function's box and its states ------------------------------------------------
+// ---- the host function's slot and its states -----------------------------------------------
 
 /// Queued: the driver may call it.
 const PENDING: u8 = 0;
-/// The driver called it; the closure is running.
+/// The driver called it; the closure is running or has returned (its chunk's count says
+/// which).
 const RUNNING: u8 = 1;
-/// The closure has returned (or panicked); the driver is done with the box.
-const DONE: u8 = 2;
 /// The scope ended without the driver having called it: it must not run any more.
 const ABANDONED: u8 = 3;
 
-/// The type-independent head of a host function's box ([`Slot`]), which the scope's list
+/// The bytes of a chunk: the slots of a scope's host functions are placed one after the
+/// other in chunks of this size (a closure too large for one gets a chunk of its own size),
+/// so queueing a function allocates nothing most of the time, and the end of the scope frees
+/// a chunk without reading its slots when every function in it has run.
+const CHUNK_BYTES: usize = 4096;
+
+/// The head of a chunk, shared with the driver's thread: how many of its functions have run
+/// to the end, and the first panic among them. Aligned to a cache line of its own, so that
+/// the driver's thread counting here does not take the line of the slots the scope writes.
+#[repr(C, align(64))]
+struct Chunk {
+    /// Functions of the chunk that ran and returned (or panicked): the last thing each
+    /// trampoline touches (release), after which the scope may free the chunk.
+    done: AtomicUsize,
+    /// The first panic of a function of the chunk (the functions of one scope run one at a
+    /// time, in queue order: the first to lock is the first queued to panic).
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+/// The type-independent head of a host function's slot ([`Slot`]), which the scope's list
 /// and the trampoline share.
 #[repr(C)]
 struct Header {
     state: AtomicU8,
-    /// The trampoline of the box's closure type: what the driver is given.
-    run: unsafe extern "C" fn(*mut c_void),
-    /// The closure's panic, written by the trampoline before it stores `DONE`.
-    panic: UnsafeCell<Option<Box<dyn Any + Send>>>,
+    /// The chunk the slot is in.
+    chunk: NonNull<Chunk>,
     /// Drops the closure without calling it (after `PENDING` -> `ABANDONED`).
     drop_closure: unsafe fn(NonNull<Header>),
-    /// Frees the box (after `DONE`).
-    free: unsafe fn(NonNull<Header>),
 }
 
-/// A host function's box: the header, then the closure.
+/// A host function's slot in a chunk: the header, then the closure.
 #[repr(C)]
 struct Slot<F> {
     header: Header,
@@ -445,32 +460,26 @@ unsafe fn drop_closure<F>(h: NonNull<Header>) {
     unsafe { ManuallyDrop::drop(closure) };
 }
 
-/// # Safety
-/// `h` is the header of a `Slot<F>` made by `Box::into_raw`, whose closure was taken or
-/// dropped, and which nothing uses afterwards.
-unsafe fn free_slot<F>(h: NonNull<Header>) {
-    // SAFETY: the caller's promise; the closure field is `ManuallyDrop`, so the box's drop
-    // does not drop it again.
-    drop(unsafe { Box::from_raw(h.cast::<Slot<F>>().as_ptr()) });
-}
-
 /// What the driver calls (`CUhostFn`): runs the closure of the `Slot<F>` at `data` once,
-/// with the crate's driver calls refused, catching a panic.
+/// with the crate's driver calls refused, catching a panic; then counts itself done in its
+/// chunk, its last access.
 ///
 /// # Safety
-/// `data` is a `Slot<F>` queued by [`StreamScope::host_fn`], which stays allocated as long as
-/// the driver may call this (see the module docs: freed only after `DONE`, leaked when
-/// abandoned).
+/// `data` is a `Slot<F>` queued by [`StreamScope::host_fn`], whose chunk stays allocated as
+/// long as the driver may call this (see the module docs: freed only once every function
+/// of the chunk has counted itself done, leaked when one was abandoned).
 unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut c_void) {
     // SAFETY: the caller's promise.
     let slot = unsafe { &*data.cast::<Slot<F>>() };
-    let state = &slot.header.state;
-    if state
+    if slot
+        .header
+        .state
         .compare_exchange(PENDING, RUNNING, Ordering::Acquire, Ordering::Acquire)
         .is_err()
     {
         return; // abandoned by its scope: the closure is gone
     }
+    let chunk = slot.header.chunk;
     // SAFETY: this call won `PENDING`, so nobody else touches the closure.
     let closure = unsafe { &mut *slot.closure.get() };
     // SAFETY: as above: it is still there, and taken once.
@@ -479,23 +488,51 @@ unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut c_void) {
         let _refuse_driver_calls = HostFnFlag::set();
         catch_unwind(AssertUnwindSafe(closure))
     };
+    // SAFETY: the chunk stays allocated until this function has counted itself done below
+    // (the scope waits for the count before it frees the chunk).
+    let chunk = unsafe { chunk.as_ref() };
     if let Err(payload) = outcome {
-        // SAFETY: only this call writes the field, before `DONE`; the scope reads it after
-        // seeing `DONE` (release/acquire).
-        unsafe { *slot.header.panic.get() = Some(payload) };
+        let mut first = lock(&chunk.panic);
+        match *first {
+            None => *first = Some(payload),
+            // dropping a payload may panic, and this frame must not unwind
+            Some(_) => std::mem::forget(payload),
+        }
     }
-    state.store(DONE, Ordering::Release);
-    // the scope may free the box from here on: no access after the store
+    chunk.done.fetch_add(1, Ordering::Release);
+    // the scope may free the chunk from here on: no access after the count
 }
 
-/// A pointer to a queued box. The box's closure is `Send`, and the scope's list (the only
-/// owner) stays on the scope's thread: the wrapper only keeps raw pointers out of the
+/// A chunk of slots, as the scope keeps it.
+struct ChunkEntry {
+    base: NonNull<Chunk>,
+    layout: Layout,
+    /// Where the next slot may start, in bytes from `base`.
+    used: usize,
+    /// The chunk's slots are `slots[first..first + queued]` of [`Queued::slots`].
+    first: usize,
+    queued: usize,
+}
+
+/// A pointer to a queued slot. The slot's closure is `Send`, and the scope's list (the
+/// only owner) stays on the scope's thread: the wrapper only keeps raw pointers out of the
 /// compiler's explanation of why scopes are not `Send` (see `ScopesStayOnTheirThread`).
 struct SlotPtr(NonNull<Header>);
 
 // SAFETY: see the type's docs; the pointee is shared with the driver's thread only through
-// the atomic state protocol.
+// the atomic state protocol and its chunk's count.
 unsafe impl Send for SlotPtr {}
+
+/// The chunks of a scope and the slots in them, in queue order.
+#[derive(Default)]
+struct Queued {
+    chunks: Vec<ChunkEntry>,
+    slots: Vec<SlotPtr>,
+}
+
+// SAFETY: as `SlotPtr`: the chunks are shared with the driver's threads only through their
+// atomic count and their lock.
+unsafe impl Send for Queued {}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -504,7 +541,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The host functions a scope queued on its stream, finished at the scope's end.
 pub(crate) struct HostFns {
     used: AtomicBool,
-    slots: Mutex<Vec<SlotPtr>>,
+    queued: Mutex<Queued>,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
@@ -512,9 +549,77 @@ impl HostFns {
     pub(crate) const fn new() -> Self {
         HostFns {
             used: AtomicBool::new(false),
-            slots: Mutex::new(Vec::new()),
+            queued: Mutex::new(Queued {
+                chunks: Vec::new(),
+                slots: Vec::new(),
+            }),
             panic: Mutex::new(None),
         }
+    }
+
+    /// Places `f` in a slot of the scope's chunks (a new chunk when the last one is full)
+    /// and lists it, for [`HostFns::finish`]: the driver may be given the slot from here on.
+    fn place<F: FnOnce() + Send>(&self, f: F) -> NonNull<Header> {
+        let slot_layout = Layout::new::<Slot<F>>();
+        let mut queued = lock(&self.queued);
+        let queued = &mut *queued;
+        let fits = queued.chunks.last().and_then(|c| {
+            let start = c.used.checked_next_multiple_of(slot_layout.align())?;
+            let end = start.checked_add(slot_layout.size())?;
+            (end <= c.layout.size() && slot_layout.align() <= c.layout.align()).then_some(start)
+        });
+        let start = match fits {
+            Some(start) => start,
+            None => {
+                let (layout, start) = Layout::new::<Chunk>()
+                    .extend(slot_layout)
+                    .expect("a host function's closure fits in memory");
+                let layout =
+                    Layout::from_size_align(layout.size().max(CHUNK_BYTES), layout.align())
+                        .expect("a host function's closure fits in memory");
+                // SAFETY: the layout is not zero-sized (it holds a `Chunk`).
+                let base = unsafe { std::alloc::alloc(layout) }.cast::<Chunk>();
+                let Some(base) = NonNull::new(base) else {
+                    std::alloc::handle_alloc_error(layout)
+                };
+                // SAFETY: freshly allocated with room and alignment for a `Chunk` at its start.
+                unsafe {
+                    base.write(Chunk {
+                        done: AtomicUsize::new(0),
+                        panic: Mutex::new(None),
+                    })
+                };
+                queued.chunks.push(ChunkEntry {
+                    base,
+                    layout,
+                    used: start,
+                    first: queued.slots.len(),
+                    queued: 0,
+                });
+                start
+            }
+        };
+        let chunk = queued.chunks.last_mut().expect("a chunk was found or made");
+        // SAFETY: `start..start + size` lies inside the chunk's allocation and is aligned for
+        // `Slot<F>` (checked above, or by `Layout::extend`), and no other slot uses it.
+        let slot = unsafe { chunk.base.cast::<u8>().add(start).cast::<Slot<F>>() };
+        // SAFETY: as above: in bounds, aligned, unused.
+        unsafe {
+            slot.write(Slot {
+                header: Header {
+                    state: AtomicU8::new(PENDING),
+                    chunk: chunk.base,
+                    drop_closure: drop_closure::<F>,
+                },
+                closure: UnsafeCell::new(ManuallyDrop::new(f)),
+            })
+        };
+        chunk.used = start + slot_layout.size();
+        chunk.queued += 1;
+        let header = slot.cast::<Header>();
+        queued.slots.push(SlotPtr(header));
+        self.used.store(true, Ordering::Relaxed);
+        header
     }
 
     /// Queues `f` on `stream`.
@@ -523,68 +628,70 @@ impl HostFns {
     /// `stream` is live; [`HostFns::finish`] runs after the stream's final wait and before
     /// anything `f` borrows goes away.
     unsafe fn queue<F: FnOnce() + Send>(&self, stream: driver::CUstream, f: F) -> Result<()> {
-        let slot = Box::new(Slot {
-            header: Header {
-                state: AtomicU8::new(PENDING),
-                run: trampoline::<F>,
-                panic: UnsafeCell::new(None),
-                drop_closure: drop_closure::<F>,
-                free: free_slot::<F>,
-            },
-            closure: UnsafeCell::new(ManuallyDrop::new(f)),
-        });
-        let header = NonNull::from(Box::leak(slot)).cast::<Header>();
-        self.used.store(true, Ordering::Relaxed);
-        // listed before the call: whatever the call returns, the box is finished by the scope
+        // listed before the call: whatever the call returns, the slot is finished by the scope
         // (an error may be an earlier operation's, and this function may still be queued)
-        lock(&self.slots).push(SlotPtr(header));
-        // SAFETY: the trampoline matches the box's type; the box stays allocated while the
+        let header = self.place(f);
+        // SAFETY: the trampoline matches the slot's type; the slot stays allocated while the
         // driver may call it (`finish`); the caller guarantees the stream.
         unsafe { driver::launch_host_func(stream, trampoline::<F>, header.as_ptr().cast()) }
     }
 
     /// Finishes every queued function, once the scope's streams have been waited for (also
-    /// after a failed wait): waits for those that started, abandons those that did not
-    /// (dropping their closures here, keeping their boxes allocated), frees the others, and
-    /// keeps the first panic for [`HostFns::take_panic`].
+    /// after a failed wait). A chunk whose functions all counted themselves done is freed
+    /// without reading its slots. In any other chunk each function that has not started is
+    /// abandoned (its closure dropped here), the others are waited for until they have
+    /// counted themselves done, and the chunk is freed only if none was abandoned (the
+    /// driver may still hold an abandoned slot's address): else it is leaked. Keeps the
+    /// first panic, in queue order, for [`HostFns::take_panic`].
     pub(crate) fn finish(&self) {
         if !self.used.load(Ordering::Relaxed) {
             return;
         }
-        let slots = std::mem::take(&mut *lock(&self.slots));
-        for SlotPtr(h) in slots {
-            // SAFETY: a live box (freed only below, once).
-            let header = unsafe { h.as_ref() };
-            match header.state.compare_exchange(
-                PENDING,
-                ABANDONED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    // SAFETY: this call moved the state out of `PENDING`; the box is leaked
-                    // (the driver may still hold its address, and the trampoline reads the
-                    // state first).
-                    unsafe { (header.drop_closure)(h) };
+        let Queued { chunks, slots } = std::mem::take(&mut *lock(&self.queued));
+        for entry in chunks {
+            // SAFETY: a live chunk (freed only below, once).
+            let chunk = unsafe { entry.base.as_ref() };
+            let mut abandoned = 0;
+            if chunk.done.load(Ordering::Acquire) != entry.queued {
+                for SlotPtr(h) in &slots[entry.first..entry.first + entry.queued] {
+                    // SAFETY: a live slot in a live chunk.
+                    let header = unsafe { h.as_ref() };
+                    let won = header.state.compare_exchange(
+                        PENDING,
+                        ABANDONED,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                    if won.is_ok() {
+                        // SAFETY: this call moved the state out of `PENDING`; the chunk is
+                        // leaked (the driver may still hold the slot's address, and the
+                        // trampoline reads the state first).
+                        unsafe { (header.drop_closure)(*h) };
+                        abandoned += 1;
+                    }
                 }
-                Err(_) => {
-                    while header.state.load(Ordering::Acquire) != DONE {
-                        std::thread::yield_now();
-                    }
-                    // SAFETY: `DONE` (acquire): the trampoline wrote the field before and
-                    // touches nothing after.
-                    let panic = unsafe { (*header.panic.get()).take() };
-                    if let Some(p) = panic {
-                        let mut first = lock(&self.panic);
-                        match *first {
-                            None => *first = Some(p),
-                            // dropping a payload may panic, maybe while a panic unwinds
-                            Some(_) => std::mem::forget(p),
-                        }
-                    }
-                    // SAFETY: `DONE`: the closure was taken, and the driver is done with
-                    // the box.
-                    unsafe { (header.free)(h) };
+                // every other function started: wait until each has counted itself done
+                while chunk.done.load(Ordering::Acquire) != entry.queued - abandoned {
+                    std::thread::yield_now();
+                }
+            }
+            // the count (acquire) says the trampolines wrote the panic before and touch
+            // nothing of the chunk after
+            if let Some(p) = lock(&chunk.panic).take() {
+                let mut first = lock(&self.panic);
+                match *first {
+                    None => *first = Some(p),
+                    // dropping a payload may panic, maybe while a panic unwinds
+                    Some(_) => std::mem::forget(p),
+                }
+            }
+            if abandoned == 0 {
+                // SAFETY: every closure was taken by its trampoline, which is done with the
+                // chunk; the chunk's head needs no drop beyond its lock's (a futex word and
+                // the payload taken above); allocated with this layout in `place`.
+                unsafe {
+                    std::ptr::drop_in_place(entry.base.as_ptr());
+                    std::alloc::dealloc(entry.base.as_ptr().cast(), entry.layout);
                 }
             }
         }
@@ -603,9 +710,9 @@ impl HostFns {
 
 impl Drop for HostFns {
     fn drop(&mut self) {
-        // Only reached with boxes left when `finish` did not run, which the scopes never
+        // Only reached with chunks left when `finish` did not run, which the scopes never
         // allow; leak them rather than free what the driver may still call.
-        std::mem::forget(std::mem::take(&mut *lock(&self.slots)));
+        std::mem::forget(std::mem::take(&mut *lock(&self.queued)));
         // Only reached with a payload if the scope's end did not take it; dropping it may
         // run code that panics, maybe while a panic unwinds: forgotten.
         std::mem::forget(lock(&self.panic).take());
@@ -815,39 +922,28 @@ mod tests {
     use super::*;
     use crate::driver::host_fn_flag::in_host_fn;
     use crate::error::{Error, ErrorCode};
-    use std::sync::atomic::AtomicUsize;
 
-    /// A queued box as `HostFns::queue` makes it, without the driver.
-    fn boxed<F: FnOnce() + Send>(f: F) -> NonNull<Header> {
-        let slot = Box::new(Slot {
-            header: Header {
-                state: AtomicU8::new(PENDING),
-                run: trampoline::<F>,
-                panic: UnsafeCell::new(None),
-                drop_closure: drop_closure::<F>,
-                free: free_slot::<F>,
-            },
-            closure: UnsafeCell::new(ManuallyDrop::new(f)),
-        });
-        NonNull::from(Box::leak(slot)).cast()
+    /// A queued slot as `HostFns::queue` makes it, without the driver, and its trampoline.
+    #[derive(Clone, Copy)]
+    struct Placed {
+        h: NonNull<Header>,
+        run: unsafe extern "C" fn(*mut c_void),
     }
 
-    /// Calls a box's trampoline, as the driver does.
+    fn placed<F: FnOnce() + Send>(fns: &HostFns, f: F) -> Placed {
+        Placed {
+            h: fns.place(f),
+            run: trampoline::<F>,
+        }
+    }
+
+    /// Calls a slot's trampoline, as the driver does.
     ///
     /// # Safety
-    /// `h` is a box made by `boxed`, still allocated.
-    unsafe fn call(h: NonNull<Header>) {
-        // SAFETY: the caller's promise: a live box.
-        let run = unsafe { h.as_ref() }.run;
-        // SAFETY: `run` is the trampoline of the box's type, given the box.
-        unsafe { run(h.as_ptr().cast()) }
-    }
-
-    fn host_fns_with(slots: &[NonNull<Header>]) -> HostFns {
-        let fns = HostFns::new();
-        fns.used.store(true, Ordering::Relaxed);
-        lock(&fns.slots).extend(slots.iter().map(|&h| SlotPtr(h)));
-        fns
+    /// `p` is a slot made by `placed`, whose chunk is still allocated.
+    unsafe fn call(p: Placed) {
+        // SAFETY: `run` is the trampoline of the slot's type, given the slot.
+        unsafe { (p.run)(p.h.as_ptr().cast()) }
     }
 
     /// Counts its drops.
@@ -862,7 +958,8 @@ mod tests {
     fn a_host_function_runs_once_with_the_driver_refused_and_its_panic_is_kept() {
         let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let owned = Dropped(&dropped);
-        let runs = boxed(|| {
+        let fns = HostFns::new();
+        let runs = placed(&fns, || {
             let _owned = owned;
             assert!(in_host_fn());
             // every crate entry point is refused before the driver (loaded or not)
@@ -871,10 +968,10 @@ mod tests {
             assert_eq!(e.call(), "cuDriverGetVersion");
             ran.fetch_add(1, Ordering::Relaxed);
         });
-        let panics = boxed(|| panic!("inside a host function"));
-        for h in [runs, panics] {
-            // SAFETY: live boxes, called once each, as the driver would
-            unsafe { call(h) };
+        let panics = placed(&fns, || panic!("inside a host function"));
+        for p in [runs, panics] {
+            // SAFETY: live slots, called once each, as the driver would
+            unsafe { call(p) };
         }
         assert!(!in_host_fn(), "the flag is reset after the call");
         assert_eq!(ran.load(Ordering::Relaxed), 1);
@@ -883,7 +980,6 @@ mod tests {
             1,
             "the closure's values dropped once"
         );
-        let fns = host_fns_with(&[runs, panics]);
         fns.finish();
         let payload = lock(&fns.panic).take().expect("the panic was kept");
         assert_eq!(
@@ -912,19 +1008,19 @@ mod tests {
         for bounded in [false, true] {
             let mut out = [0u32; 2];
             let (first, then) = out.split_at_mut(1);
-            let panics = boxed(move || {
+            let fns = HostFns::new();
+            let panics = placed(&fns, move || {
                 first[0] = 5;
                 std::panic::panic_any("the first");
             });
-            let second = boxed(move || {
+            let second = placed(&fns, move || {
                 then[0] = 6;
                 panic!("the second");
             });
-            for h in [panics, second] {
-                // SAFETY: live boxes, called once each, as the driver would
-                unsafe { call(h) };
+            for p in [panics, second] {
+                // SAFETY: live slots, called once each, as the driver would
+                unsafe { call(p) };
             }
-            let fns = host_fns_with(&[panics, second]);
             let waited = std::cell::Cell::new(false);
             let mut wait = || {
                 waited.set(true);
@@ -947,20 +1043,159 @@ mod tests {
     fn an_abandoned_host_function_is_dropped_uncalled_and_never_runs() {
         let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let (owned, ran) = (Dropped(&dropped), &ran);
-        let h = boxed(move || {
+        let fns = HostFns::new();
+        let p = placed(&fns, move || {
             let _owned = owned;
             ran.fetch_add(1, Ordering::Relaxed);
         });
-        let fns = host_fns_with(&[h]);
         fns.finish(); // the stream never reached it
         assert_eq!(dropped.load(Ordering::Relaxed), 1, "dropped by the scope");
         // the driver calling it late finds it abandoned
-        // SAFETY: the box is leaked, so still allocated.
-        unsafe { call(h) };
+        // SAFETY: the chunk is leaked, so still allocated.
+        unsafe { call(p) };
         assert_eq!(ran.load(Ordering::Relaxed), 0);
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
         // SAFETY: as above.
-        let state = unsafe { h.as_ref() }.state.load(Ordering::Relaxed);
+        let state = unsafe { p.h.as_ref() }.state.load(Ordering::Relaxed);
         assert_eq!(state, ABANDONED);
+    }
+
+    /// A closure larger than a chunk, one aligned beyond a chunk's head, and enough small
+    /// ones to fill several chunks: each runs once with its own values, the first panic in
+    /// queue order is kept across chunks, and every closure is dropped once.
+    #[test]
+    fn slots_of_every_size_and_alignment_fill_chunks_and_each_runs_once() {
+        #[repr(align(256))]
+        struct Aligned(u64);
+        let (sum, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let (sum, dropped) = (&sum, &dropped);
+        let fns = HostFns::new();
+        let mut all = Vec::new();
+        for i in 0..1000usize {
+            let owned = Dropped(dropped);
+            all.push(match i % 3 {
+                0 => placed(&fns, move || {
+                    let _owned = owned;
+                    sum.fetch_add(i, Ordering::Relaxed);
+                }),
+                1 => {
+                    let big = [i as u8; 5000];
+                    placed(&fns, move || {
+                        let _owned = owned;
+                        sum.fetch_add(
+                            big.iter().map(|&b| b as usize).sum::<usize>() / 5000,
+                            Ordering::Relaxed,
+                        );
+                    })
+                }
+                _ => {
+                    let a = Aligned(i as u64);
+                    placed(&fns, move || {
+                        let _owned = owned;
+                        assert_eq!(&a as *const Aligned as usize % 256, 0);
+                        sum.fetch_add(a.0 as usize, Ordering::Relaxed);
+                        if a.0 == 500 || a.0 == 800 {
+                            std::panic::panic_any(a.0);
+                        }
+                    })
+                }
+            });
+        }
+        let chunks = lock(&fns.queued).chunks.len();
+        assert!(
+            chunks > 300,
+            "the large closures got chunks of their own: {chunks}"
+        );
+        for &p in &all {
+            // SAFETY: live slots, called once each, in queue order, as the driver would
+            unsafe { call(p) };
+        }
+        fns.finish();
+        let expected: usize = (0..1000usize)
+            .map(|i| if i % 3 == 1 { i % 256 } else { i })
+            .sum();
+        assert_eq!(sum.load(Ordering::Relaxed), expected);
+        assert_eq!(dropped.load(Ordering::Relaxed), 1000);
+        let payload = fns.take_panic().expect("a panic was kept");
+        assert_eq!(
+            payload.downcast_ref::<u64>(),
+            Some(&500),
+            "the first queued"
+        );
+        assert!(lock(&fns.queued).chunks.is_empty());
+    }
+
+    /// A context error in the middle: the functions the driver ran are counted, those it did
+    /// not are abandoned (dropped uncalled, their chunks kept), and the scope's end returns
+    /// with every closure dropped once.
+    #[test]
+    fn a_chunk_with_functions_run_and_abandoned_is_finished_and_kept() {
+        let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let (ran, dropped) = (&ran, &dropped);
+        let fns = HostFns::new();
+        let all: Vec<_> = (0..600)
+            .map(|_| {
+                let owned = Dropped(dropped);
+                placed(&fns, move || {
+                    let _owned = owned;
+                    ran.fetch_add(1, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for &p in &all[..250] {
+            // SAFETY: live slots, called once each
+            unsafe { call(p) };
+        }
+        fns.finish();
+        assert_eq!(ran.load(Ordering::Relaxed), 250);
+        assert_eq!(
+            dropped.load(Ordering::Relaxed),
+            600,
+            "250 ran, 350 abandoned"
+        );
+        for &p in &all[250..] {
+            // SAFETY: chunks with an abandoned slot are leaked, so still allocated
+            unsafe { call(p) };
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), 250, "a late call runs nothing");
+        assert!(fns.take_panic().is_none());
+    }
+
+    /// A function still running when the scope ends (another thread here) is waited for:
+    /// `finish` returns only after it has counted itself done.
+    #[test]
+    fn finish_waits_for_a_function_that_started() {
+        let fns = HostFns::new();
+        let (started, released) = (AtomicBool::new(false), AtomicBool::new(false));
+        let (started, released) = (&started, &released);
+        let finished = AtomicBool::new(false);
+        let p = placed(&fns, move || {
+            started.store(true, Ordering::Release);
+            while !released.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+        });
+        struct SendPlaced(Placed);
+        // SAFETY: the slot's closure is `Send`; the test's threads stand for the driver's.
+        unsafe impl Send for SendPlaced {}
+        let sp = SendPlaced(p);
+        std::thread::scope(|t| {
+            t.spawn(move || {
+                let sp = sp;
+                // SAFETY: a live slot, called once, as the driver would, on its own thread
+                unsafe { call(sp.0) }
+            });
+            while !started.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            t.spawn(|| {
+                fns.finish();
+                finished.store(true, Ordering::Release);
+            });
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!finished.load(Ordering::Acquire), "finish waits for it");
+            released.store(true, Ordering::Release);
+        });
+        assert!(finished.load(Ordering::Acquire));
     }
 }
