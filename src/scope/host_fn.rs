@@ -112,15 +112,19 @@
 //!
 //! # The closure lives until it has run
 //!
-//! The closure is boxed, and the box is freed by the scope's end, after the final wait.
-//! Normally the wait returns once the stream is done, so the function has run. After an
-//! error of the context the driver does not call host functions at all; then the scope,
-//! once the stream no longer reports work, marks each function that has not started as
-//! abandoned (an atomic state the function checks first if the driver calls it after all),
-//! drops those closures without calling them, and keeps their small boxes allocated for
-//! good, since the driver may still hold their addresses. A function that has started is
-//! waited for until it returns. So no closure runs after its scope returned, and none is
-//! freed while the driver may still call it.
+//! The closure is placed in a slot of the scope's chunks (4 KiB each, one allocation for
+//! many host functions; a closure larger than that gets a chunk of its own size), and the
+//! chunks are freed by the scope's end, after the final wait. Each function, when it has
+//! returned (or panicked), counts itself done in its chunk, the last thing it touches.
+//! Normally the wait returns once the stream is done, so every function has run, and a
+//! chunk whose functions all counted themselves done is freed. After an error of the
+//! context the driver does not call host functions at all; then the scope, once the stream
+//! no longer reports work, marks each function that has not started as abandoned (an
+//! atomic state the function checks first if the driver calls it after all), drops those
+//! closures without calling them, waits for the functions that started to count themselves
+//! done, and keeps that chunk allocated for good, since the driver may still hold the
+//! abandoned slots' addresses. So no closure runs after its scope returned, and no chunk is
+//! freed while the driver may still call into it.
 
 use std::alloc::Layout;
 use std::any::Any;
@@ -687,12 +691,10 @@ impl HostFns {
             }
             if abandoned == 0 {
                 // SAFETY: every closure was taken by its trampoline, which is done with the
-                // chunk; the chunk's head needs no drop beyond its lock's (a futex word and
-                // the payload taken above); allocated with this layout in `place`.
-                unsafe {
-                    std::ptr::drop_in_place(entry.base.as_ptr());
-                    std::alloc::dealloc(entry.base.as_ptr().cast(), entry.layout);
-                }
+                // chunk; the head's drop is its lock's (the payload was taken above).
+                unsafe { std::ptr::drop_in_place(entry.base.as_ptr()) };
+                // SAFETY: allocated with this layout in `place`; nothing uses it any more.
+                unsafe { std::alloc::dealloc(entry.base.as_ptr().cast(), entry.layout) };
             }
         }
     }
