@@ -632,6 +632,11 @@ impl HostFns {
     /// `stream` is live; [`HostFns::finish`] runs after the stream's final wait and before
     /// anything `f` borrows goes away.
     unsafe fn queue<F: FnOnce() + Send>(&self, stream: driver::CUstream, f: F) -> Result<()> {
+        if driver::in_host_fn() {
+            // refused before a slot is placed: the call would be refused too (nothing queued),
+            // and the slot's chunk would be kept for good as abandoned
+            return Err(driver::driver_call_refused("cuLaunchHostFunc"));
+        }
         // listed before the call: whatever the call returns, the slot is finished by the scope
         // (an error may be an earlier operation's, and this function may still be queued)
         let header = self.place(f);
