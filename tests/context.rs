@@ -384,6 +384,62 @@ fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
     assert_eq!(common::current(), before);
 }
 
+/// The two hot teardowns, the plain pop of `SharedContext::enter` and the pop of
+/// `with_raw_context`, stay exact: unsafe code in the closure leaves another context pushed,
+/// the crate puts it back on top, and the closure's error comes first with the pop's
+/// attached. The test then undoes its push and the crate's unpopped push.
+fn a_context_left_pushed_in_enter_or_a_raw_context_is_put_back_and_reported() {
+    let device = gpu_or_skip!();
+    let driver = common::driver();
+    let before = common::current();
+    let mut primary = std::ptr::null_mut();
+    // SAFETY: retains the primary context, released below.
+    let rc = unsafe { (driver.cuDevicePrimaryCtxRetain)(&mut primary, device.as_raw()) };
+    assert_eq!(rc, 0);
+    with_context(&device, ContextFlags::default(), |owner| {
+        let raw = common::handle(owner);
+        let push_and_fail = || {
+            // SAFETY (of the test): pushes a live context and "forgets" to pop it.
+            assert_eq!(unsafe { (driver.cuCtxPushCurrent_v2)(primary) }, 0);
+            Err::<(), _>(Error::with_detail(
+                "my step",
+                ErrorCode::InvalidValue,
+                "mine",
+            ))
+        };
+        let entered = owner.share().enter(|_| push_and_fail());
+        // SAFETY: `owner`'s context lives until this closure ends.
+        let borrowed = unsafe { cuda_brand::with_raw_context(raw, |_| push_and_fail()) };
+        for e in [entered.unwrap_err(), borrowed.unwrap_err()] {
+            assert_eq!(e.call(), "my step", "the closure's error comes first: {e}");
+            let pop = e.teardown_error().expect("the failed pop is kept");
+            assert_eq!(pop.call(), "cuCtxPopCurrent_v2");
+            assert_eq!(pop.code(), ErrorCode::InvalidContext);
+            assert!(pop.detail().unwrap().contains("not on top"), "{e}");
+        }
+        // each entry left [owner, primary] on the stack, the foreign context put back on top
+        for _ in 0..2 {
+            let mut popped = std::ptr::null_mut();
+            // SAFETY: undoes the test's push, then the crate's push that stayed under it.
+            unsafe {
+                assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+                assert_eq!(popped, primary);
+                assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+                assert_eq!(popped, raw);
+            }
+        }
+        assert_eq!(common::current(), raw);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    // SAFETY: balances the retain above.
+    assert_eq!(
+        unsafe { (driver.cuDevicePrimaryCtxRelease_v2)(device.as_raw()) },
+        0
+    );
+    assert_eq!(common::current(), before);
+}
+
 gpu_tests!(
     device_properties_are_plausible,
     an_out_of_range_ordinal_is_a_clear_error,
@@ -400,4 +456,5 @@ gpu_tests!(
     an_impossible_limit_is_an_error,
     a_raw_context_is_branded_and_not_destroyed,
     unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown,
+    a_context_left_pushed_in_enter_or_a_raw_context_is_put_back_and_reported,
 );

@@ -53,25 +53,98 @@ pub(crate) unsafe fn in_context<T>(
 /// is attached to the closure's error when that is an [`Error`] (see
 /// [`teardown::combine`]). The guard is local, so no user code can `mem::forget` it. Used
 /// by every closure-scoped entry point: contexts, shared contexts and stream scopes.
+///
+/// On the normal path `teardown` runs through [`Teardown::run`], inlined at the call site
+/// (a plain pop is a handful of instructions there); the guard's call is a cold function of
+/// its own, off that path.
 #[inline(always)]
-pub(crate) fn run_then<R, E: From<Error>, T>(
+pub(crate) fn run_then<R, E: From<Error>, T: Teardown>(
     body: impl FnOnce() -> Result<R, E>,
     teardown: T,
-) -> Result<R, E>
-where
-    T: FnOnce() -> Result<()> + Copy,
-{
-    struct OnUnwind<T: FnOnce() -> Result<()> + Copy>(T);
-    impl<T: FnOnce() -> Result<()> + Copy> Drop for OnUnwind<T> {
+) -> Result<R, E> {
+    struct OnUnwind<T: Teardown>(T);
+    impl<T: Teardown> Drop for OnUnwind<T> {
         fn drop(&mut self) {
-            let _ = (self.0)();
+            unwinding(self.0);
         }
     }
     let on_unwind = OnUnwind(teardown);
     let outcome = body();
     std::mem::forget(on_unwind);
-    let torn_down = teardown();
+    let torn_down = teardown.run();
     teardown::combine(outcome, torn_down)
+}
+
+/// The teardown of [`run_then`] while a panic unwinds: out of line, off the normal path.
+#[cold]
+#[inline(never)]
+fn unwinding<T: Teardown>(teardown: T) {
+    let _ = teardown.run();
+}
+
+/// What [`run_then`] runs after its body: any `Copy` closure returning the crate's
+/// [`Result`], or one of the context teardowns below ([`Pop`], [`PopAndReport`],
+/// [`Finish`]), whose `run` is inlined at the call site whatever the optimizer thinks of
+/// the closure around it.
+pub(crate) trait Teardown: Copy {
+    /// Runs the teardown once.
+    fn run(self) -> Result<()>;
+}
+
+impl<F: FnOnce() -> Result<()> + Copy> Teardown for F {
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        self()
+    }
+}
+
+/// Pops the context (checked: [`pop_exact`]): entering a context that another closure
+/// owns ([`SharedContext::enter`], the owning layer's [`enter_held`]), whose teardown
+/// reports the failed releases of handles dropped meanwhile.
+#[derive(Clone, Copy)]
+struct Pop(CUcontext);
+
+impl Teardown for Pop {
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        pop_exact(self.0)
+    }
+}
+
+/// The teardown of [`with_raw_context`]: frees what the crate keeps for the context (its
+/// bulk-copy staging: the end hooks), pops it, and reports the failed releases of its
+/// handles, for a context someone else owns, who may destroy it once the crate's scope is
+/// over. With nothing kept and nothing recorded (the common case) that is the pop and one
+/// atomic load for each of the two (see [`teardown`]).
+#[derive(Clone, Copy)]
+struct PopAndReport(CUcontext);
+
+impl Teardown for PopAndReport {
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        let raw = self.0;
+        // SAFETY: `raw` is alive and on top of this thread's stack (current): `run_then`
+        // runs this after the closure, which cannot change the stack through safe code.
+        unsafe { teardown::run_before_give_up(raw) };
+        let popped = pop_exact(raw);
+        // the common case, nothing recorded anywhere: one load, and the pop's outcome as is
+        if !teardown::any_failed_releases() {
+            return popped;
+        }
+        teardown::keep_both(popped, teardown::take_failed_releases(raw))
+    }
+}
+
+/// Synchronizes, pops, then gives the context up (one the crate created or retained) and
+/// reports the failed releases of its handles: [`tear_down_fully`], out of line.
+#[derive(Clone, Copy)]
+struct Finish(CUcontext, Held);
+
+impl Teardown for Finish {
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        tear_down_fully(self.0, self.1)
+    }
 }
 
 impl<'ctx> SharedContext<'ctx> {
@@ -96,6 +169,7 @@ impl<'ctx> SharedContext<'ctx> {
     /// })
     /// # }
     /// ```
+    #[inline]
     pub fn enter<R, E>(self, f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>) -> Result<R, E>
     where
         E: From<Error>,
@@ -105,7 +179,7 @@ impl<'ctx> SharedContext<'ctx> {
         unsafe { driver::ctx_push(self.raw.as_ptr()) }?;
         // SAFETY: as above, the context outlives `'ctx`.
         let guard = unsafe { ContextGuard::new_unchecked(self.raw) };
-        run_scoped(guard, Teardown::Pop, f)
+        run_scoped(guard, Pop(self.raw.as_ptr()), f)
     }
 
     /// [`enter`](SharedContext::enter) for any error type, returning the closure's error
@@ -147,22 +221,6 @@ impl<'ctx> SharedContext<'ctx> {
     }
 }
 
-/// What to do with a context that the calling thread has on top of its stack once the
-/// closure is done.
-#[derive(Clone, Copy)]
-enum Teardown {
-    /// Only pop (a context another closure owns, whose teardown reports the failed
-    /// releases of handles dropped meanwhile).
-    Pop,
-    /// Free what the crate keeps for the context (its bulk-copy staging), pop, and report
-    /// the failed releases of the context's handles: a context someone else owns, who may
-    /// destroy it once the crate's scope is over (`with_raw_context`).
-    PopAndReport,
-    /// Synchronize, pop, then give the context up (one the crate created or retained), and
-    /// report the failed releases of its handles.
-    Finish(Held),
-}
-
 /// How a context the crate holds is given up.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Held {
@@ -173,17 +231,18 @@ pub(crate) enum Held {
 }
 
 /// Calls `f` with `guard`, whose context the calling thread has on top of its stack, then
-/// tears down as `teardown` says on every exit path (see [`run_then`]).
+/// runs `teardown` ([`Pop`], [`PopAndReport`] or [`Finish`] of the guard's context) on every
+/// exit path (see [`run_then`]).
 #[inline(always)]
 fn run_scoped<'ctx, R, E>(
     guard: ContextGuard<'ctx>,
-    teardown: Teardown,
+    teardown: impl Teardown,
     f: impl FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
 ) -> Result<R, E>
 where
     E: From<Error>,
 {
-    run_then(|| f(guard), || tear_down(guard.raw(), teardown))
+    run_then(|| f(guard), teardown)
 }
 
 /// Pops `raw` off the calling thread's stack. The crate keeps the stack balanced, so `raw`
@@ -212,21 +271,6 @@ fn put_back(other: CUcontext) -> Error {
     match pushed {
         Ok(()) => e,
         Err(failed) => e.with_teardown_error(failed),
-    }
-}
-
-/// Tears a context down as `teardown` says. A plain pop (entering a shared or raw context,
-/// the hot case) is inlined at the call site; the full teardown is a call.
-#[inline(always)]
-fn tear_down(raw: CUcontext, teardown: Teardown) -> Result<()> {
-    match teardown {
-        Teardown::Pop => pop_exact(raw),
-        Teardown::PopAndReport => {
-            // SAFETY: `raw` is alive and on top of this thread's stack (current).
-            unsafe { teardown::run_before_give_up(raw) };
-            teardown::keep_both(pop_exact(raw), teardown::take_failed_releases(raw))
-        }
-        Teardown::Finish(owned) => tear_down_fully(raw, owned),
     }
 }
 
@@ -351,7 +395,7 @@ where
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Finish(Held::Destroy), f)
+    run_scoped(guard, Finish(raw.as_ptr(), Held::Destroy), f)
 }
 
 /// [`with_context`] whose teardown first runs `extra` with the context current (after `f`,
@@ -376,7 +420,7 @@ where
     let raw = raw.as_ptr();
     run_then(
         || f(guard),
-        || extra(raw).and(tear_down(raw, Teardown::Finish(Held::Destroy))),
+        || extra(raw).and(tear_down_fully(raw, Held::Destroy)),
     )
 }
 
@@ -417,7 +461,8 @@ where
     }
     // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Finish(Held::Release(device.as_raw())), f)
+    let teardown = Finish(raw.as_ptr(), Held::Release(device.as_raw()));
+    run_scoped(guard, teardown, f)
 }
 
 /// [`with_context`] for any error type: returns the closure's error and the teardown's
@@ -499,6 +544,7 @@ where
 ///
 /// `raw` must be a live context that nothing destroys, resets or pops while `f` runs, so
 /// that it outlives every value branded inside `f`.
+#[inline]
 pub unsafe fn with_raw_context<R, E, F>(raw: CUcontext, f: F) -> Result<R, E>
 where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
@@ -516,7 +562,7 @@ where
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::PopAndReport, f)
+    run_scoped(guard, PopAndReport(raw.as_ptr()), f)
 }
 
 /// Creates a context on `device` for the owning layer and takes it off the calling thread's
@@ -552,7 +598,7 @@ where
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller's count keeps the context alive for all of `f`, so for `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Teardown::Pop, f)
+    run_scoped(guard, Pop(raw.as_ptr()), f)
 }
 
 /// Gives up a context that the owning layer held: pushes it, then the teardown of

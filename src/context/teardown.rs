@@ -211,13 +211,20 @@ pub(crate) fn current_context() -> Option<NonNull<CUctx_st>> {
     driver::ctx_get_current().ok().and_then(NonNull::new)
 }
 
+/// Whether any failed release is recorded, for any context (one atomic load): a teardown
+/// with none to take skips [`take_failed_releases`].
+#[inline(always)]
+pub(crate) fn any_failed_releases() -> bool {
+    PENDING.load(Ordering::Acquire) != 0
+}
+
 /// Takes the failed releases recorded for `ctx`, and those of no known context, as one
 /// error (each kind's first failure, the count in its detail). Called by the teardown of
 /// the closure that owns `ctx`, on every path, so that no record outlives its context
 /// (whose handle a later context may get again).
 #[inline]
 pub(crate) fn take_failed_releases(ctx: CUcontext) -> Result<()> {
-    if PENDING.load(Ordering::Acquire) == 0 {
+    if !any_failed_releases() {
         return Ok(());
     }
     take_slow(ctx as usize)
