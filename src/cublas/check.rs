@@ -26,7 +26,10 @@ pub(crate) fn int(what: &'static str, name: &str, value: usize) -> Result<c_int>
     c_int::try_from(value).map_err(|_| {
         invalid(
             what,
-            format!("{name} is {value}, more than cuBLAS's `int` holds ({})", c_int::MAX),
+            format!(
+                "{name} is {value}, more than cuBLAS's `int` holds ({})",
+                c_int::MAX
+            ),
         )
     })
 }
@@ -190,7 +193,11 @@ pub(crate) struct GemmShape {
 
 /// Checks a GEMM (every extent, before cuBLAS).
 pub(crate) fn gemm(what: &'static str, g: &GemmShape) -> Result<GemmArgs> {
-    let (m, n, k) = (int(what, "m", g.m)?, int(what, "n", g.n)?, int(what, "k", g.k)?);
+    let (m, n, k) = (
+        int(what, "m", g.m)?,
+        int(what, "n", g.n)?,
+        int(what, "k", g.k)?,
+    );
     let (a_rows, a_cols) = Matrix::stored(g.ops.0, g.m, g.k);
     let (b_rows, b_cols) = Matrix::stored(g.ops.1, g.k, g.n);
     let a = Matrix {
@@ -226,9 +233,8 @@ pub(crate) fn gemm(what: &'static str, g: &GemmShape) -> Result<GemmArgs> {
             long(what, "the stride of C", sc)?,
         )),
     };
-    let per = |stride: fn(&(usize, usize, usize, usize)) -> usize| {
-        g.batch.map(|b| (b.0, stride(&b)))
-    };
+    let per =
+        |stride: fn(&(usize, usize, usize, usize)) -> usize| g.batch.map(|b| (b.0, stride(&b)));
     let lda = a.check(what, per(|b| b.1), false)?;
     let ldb = b.check(what, per(|b| b.2), false)?;
     let ldc = c.check(what, per(|b| b.3), true)?;

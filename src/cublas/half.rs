@@ -119,7 +119,11 @@ fn f32_to_f16(x: f32) -> u16 {
     let man = bits & 0x007f_ffff;
     if exp == 0xff {
         // infinity, or NaN (kept quiet and NaN)
-        let nan = if man != 0 { 0x0200 | (man >> 13) as u16 } else { 0 };
+        let nan = if man != 0 {
+            0x0200 | (man >> 13) as u16
+        } else {
+            0
+        };
         return sign | 0x7c00 | nan;
     }
     let e = exp - 127 + 15;

@@ -184,11 +184,13 @@ impl<'ctx> Blas<'ctx> {
 
 impl Drop for Blas<'_> {
     fn drop(&mut self) {
-        // SAFETY: the brand keeps the context alive; the handle is ours and unused from now
-        // on (operations borrow it for their scopes, so every scope that queued work with it
-        // has synchronized).
-        let destroyed =
-            unsafe { in_context(self.ctx, || sys::destroy(self.handle.as_ptr())) };
+        let handle = self.handle.as_ptr();
+        // SAFETY: the handle is ours and unused from now on (operations borrow it for their
+        // scopes, so every scope that queued work with it has synchronized); `in_context`
+        // makes its context current.
+        let destroy = || unsafe { sys::destroy(handle) };
+        // SAFETY: the brand keeps the context alive.
+        let destroyed = unsafe { in_context(self.ctx, destroy) };
         if let Err(e) = destroyed {
             // the context's destruction reclaims what cuBLAS allocated; its teardown reports
             // this

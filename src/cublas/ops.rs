@@ -43,7 +43,12 @@ fn write<T>(v: &DeviceMut<'_, '_, T>) -> Span {
 fn no_overlap(what: &'static str, spans: &[Span], names: &[&'static str]) -> Result<()> {
     match first_overlap(spans) {
         None => Ok(()),
-        Some((i, j)) => Err(overlap_error(what, [names[i], names[j]], &spans[i], &spans[j])),
+        Some((i, j)) => Err(overlap_error(
+            what,
+            [names[i], names[j]],
+            &spans[i],
+            &spans[j],
+        )),
     }
 }
 
@@ -128,28 +133,54 @@ enum Level {
 unsafe fn level_call<T: Real>(api: &sys::Api, h: sys::cublasHandle_t, c: Level) -> c_int {
     macro_rules! call {
         ($t:ty, $gemv:ident, $axpy:ident, $dot:ident, $nrm2:ident, $scal:ident) => {
-            // SAFETY (every arm): the caller's promise; `T` is `$t` (`Real` is `f32` or
-            // `f64` only, told apart by `Scalar::DOUBLE`), and vectors are contiguous
-            // (increment 1).
+            // (every arm) the caller's promise; `T` is `$t` (`Real` is `f32` or `f64` only,
+            // told apart by `Scalar::DOUBLE`), and vectors are contiguous (increment 1).
             match c {
-                Level::Gemv { op, m, n, alpha, a, lda, x, beta, y } => unsafe {
-                    (api.$gemv)(
-                        h, op, m, n, alpha.cast::<$t>(), a.cast(), lda, x.cast(), 1,
-                        beta.cast(), y.cast(), 1,
-                    )
-                },
-                Level::Axpy { n, alpha, x, y } => unsafe {
-                    (api.$axpy)(h, n, alpha.cast::<$t>(), x.cast(), 1, y.cast(), 1)
-                },
-                Level::Dot { n, x, y, result } => unsafe {
-                    (api.$dot)(h, n, x.cast::<$t>(), 1, y.cast(), 1, result.cast())
-                },
-                Level::Nrm2 { n, x, result } => unsafe {
-                    (api.$nrm2)(h, n, x.cast::<$t>(), 1, result.cast())
-                },
-                Level::Scal { n, alpha, x } => unsafe {
-                    (api.$scal)(h, n, alpha.cast::<$t>(), x.cast(), 1)
-                },
+                Level::Gemv {
+                    op,
+                    m,
+                    n,
+                    alpha,
+                    a,
+                    lda,
+                    x,
+                    beta,
+                    y,
+                } => {
+                    // SAFETY: see above.
+                    unsafe {
+                        (api.$gemv)(
+                            h,
+                            op,
+                            m,
+                            n,
+                            alpha.cast::<$t>(),
+                            a.cast(),
+                            lda,
+                            x.cast(),
+                            1,
+                            beta.cast(),
+                            y.cast(),
+                            1,
+                        )
+                    }
+                }
+                Level::Axpy { n, alpha, x, y } => {
+                    // SAFETY: see above.
+                    unsafe { (api.$axpy)(h, n, alpha.cast::<$t>(), x.cast(), 1, y.cast(), 1) }
+                }
+                Level::Dot { n, x, y, result } => {
+                    // SAFETY: see above.
+                    unsafe { (api.$dot)(h, n, x.cast::<$t>(), 1, y.cast(), 1, result.cast()) }
+                }
+                Level::Nrm2 { n, x, result } => {
+                    // SAFETY: see above.
+                    unsafe { (api.$nrm2)(h, n, x.cast::<$t>(), 1, result.cast()) }
+                }
+                Level::Scal { n, alpha, x } => {
+                    // SAFETY: see above.
+                    unsafe { (api.$scal)(h, n, alpha.cast::<$t>(), x.cast(), 1) }
+                }
             }
         };
     }
@@ -203,7 +234,11 @@ impl<'ctx> Blas<'ctx> {
         c: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Blas::gemm";
-        let views = (a.into_ref(Crate(())), b.into_ref(Crate(())), c.into_mut(Crate(())));
+        let views = (
+            a.into_ref(Crate(())),
+            b.into_ref(Crate(())),
+            c.into_mut(Crate(())),
+        );
         self.gemm_any(scope, gemm, None, views, WHAT)
     }
 
@@ -241,7 +276,11 @@ impl<'ctx> Blas<'ctx> {
         c: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Blas::gemm_strided_batched";
-        let views = (a.into_ref(Crate(())), b.into_ref(Crate(())), c.into_mut(Crate(())));
+        let views = (
+            a.into_ref(Crate(())),
+            b.into_ref(Crate(())),
+            c.into_mut(Crate(())),
+        );
         self.gemm_any(scope, gemm, Some(batch), views, WHAT)
     }
 
@@ -285,27 +324,43 @@ impl<'ctx> Blas<'ctx> {
             b.device_ptr() as usize as *const c_void,
             c.device_ptr() as usize as *mut c_void,
         );
-        let GemmArgs { m, n, k, lda, ldb, ldc, batch } = args;
+        let GemmArgs {
+            m,
+            n,
+            k,
+            lda,
+            ldb,
+            ldc,
+            batch,
+        } = args;
         let stream = scope.stream().raw();
-        let entry = if batch.is_some() { "cublasGemmStridedBatchedEx" } else { "cublasGemmEx" };
+        let entry = if batch.is_some() {
+            "cublasGemmStridedBatchedEx"
+        } else {
+            "cublasGemmEx"
+        };
+        let call = sys::GemmCall {
+            ops: (ta, tb),
+            mnk: (m, n, k),
+            scalars: (alpha, beta),
+            a: (pa, lda),
+            b: (pb, ldb),
+            c: (pc, ldc),
+            data_type: dt,
+            compute,
+            batch,
+        };
+        let f = |api: &sys::Api, h| {
+            // SAFETY: every extent was checked against the buffers' lengths
+            // (`check::gemm`), C overlaps neither A nor B, the scalars are locals of this
+            // function, read before the call returns (host pointer mode).
+            unsafe { sys::gemm(api, h, &call) }
+        };
         scope.ordered(&spans, None, || {
             // SAFETY: the stream is the scope's, of the handle's context (one brand), alive
-            // while the scope borrows it; every extent was checked against the buffers'
-            // lengths (`check::gemm`), C overlaps neither A nor B, the scalars are locals read
-            // before the call returns (host pointer mode), and the buffers are borrowed until
-            // the scope has synchronized.
-            unsafe {
-                self.run(stream, POINTER_MODE_HOST, |api, h| match batch {
-                    None => (api.gemm_ex)(
-                        h, ta, tb, m, n, k, alpha, pa, dt, lda, pb, dt, ldb, beta, pc, dt, ldc,
-                        compute, sys::GEMM_DEFAULT,
-                    ),
-                    Some((count, sa, sb, sc)) => (api.gemm_strided_batched_ex)(
-                        h, ta, tb, m, n, k, alpha, pa, dt, lda, sa, pb, dt, ldb, sb, beta, pc, dt,
-                        ldc, sc, count, compute, sys::GEMM_DEFAULT,
-                    ),
-                }, entry)
-            }
+            // while the scope borrows it, and the buffers are borrowed until the scope has
+            // synchronized.
+            unsafe { self.run(stream, POINTER_MODE_HOST, f, entry) }
         })
     }
 
@@ -321,10 +376,18 @@ impl<'ctx> Blas<'ctx> {
         y: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Blas::gemv";
-        let (a, x, y) = (a.into_ref(Crate(())), x.into_ref(Crate(())), y.into_mut(Crate(())));
+        let (a, x, y) = (
+            a.into_ref(Crate(())),
+            x.into_ref(Crate(())),
+            y.into_mut(Crate(())),
+        );
         let lda = gemv.lda.unwrap_or(gemv.m.max(1));
-        let (m, n, lda) =
-            check::gemv(WHAT, gemv.op, (gemv.m, gemv.n, lda), (a.len(), x.len(), y.len()))?;
+        let (m, n, lda) = check::gemv(
+            WHAT,
+            gemv.op,
+            (gemv.m, gemv.n, lda),
+            (a.len(), x.len(), y.len()),
+        )?;
         let spans = [read(&a), read(&x), write(&y)];
         no_overlap(WHAT, &spans, &["A", "x", "y"])?;
         let (alpha, beta) = (gemv.alpha, gemv.beta);
@@ -376,7 +439,11 @@ impl<'ctx> Blas<'ctx> {
         result: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
         const WHAT: &str = "Blas::dot";
-        let (x, y, r) = (x.into_ref(Crate(())), y.into_ref(Crate(())), result.into_mut(Crate(())));
+        let (x, y, r) = (
+            x.into_ref(Crate(())),
+            y.into_ref(Crate(())),
+            result.into_mut(Crate(())),
+        );
         let n = check::vectors(WHAT, &["x", "y"], &[x.len(), y.len()])?;
         check::one_result(WHAT, r.len())?;
         let spans = [read(&x), read(&y), write(&r)];
@@ -441,13 +508,19 @@ impl<'ctx> Blas<'ctx> {
         entry: &'static str,
     ) -> Result<()> {
         let stream = scope.stream().raw();
+        let f = |api: &sys::Api, h| {
+            // SAFETY: every length was checked (the callers), the output overlaps no input,
+            // host scalars are the callers' locals, alive across this call (read before it
+            // returns).
+            unsafe { level_call::<T>(api, h, call) }
+        };
         scope.ordered(spans, None, || {
             // SAFETY: the stream is the scope's, of the handle's context (one brand), alive
             // while the scope borrows it; every length was checked (the callers), the output
             // overlaps no input, host scalars are the callers' locals, alive across this call
             // (read before it returns), and device buffers are borrowed until the scope has
             // synchronized.
-            unsafe { self.run(stream, mode, |api, h| level_call::<T>(api, h, call), entry) }
+            unsafe { self.run(stream, mode, f, entry) }
         })
     }
 }

@@ -261,6 +261,88 @@ pub(crate) unsafe fn destroy(handle: cublasHandle_t) -> Result<()> {
     check("cublasDestroy_v2", unsafe { (api.destroy)(handle) })
 }
 
+/// A GEMM's arguments, checked, as `cublasGemmEx` (or, with `batch`,
+/// `cublasGemmStridedBatchedEx`) takes them.
+pub(crate) struct GemmCall {
+    pub(crate) ops: (c_int, c_int),
+    pub(crate) mnk: (c_int, c_int, c_int),
+    /// `alpha` and `beta`, host pointers of the compute type's scalar type.
+    pub(crate) scalars: (*const c_void, *const c_void),
+    pub(crate) a: (*const c_void, c_int),
+    pub(crate) b: (*const c_void, c_int),
+    pub(crate) c: (*mut c_void, c_int),
+    pub(crate) data_type: c_int,
+    pub(crate) compute: c_int,
+    /// `(count, stride_a, stride_b, stride_c)`.
+    pub(crate) batch: Option<(c_int, c_longlong, c_longlong, c_longlong)>,
+}
+
+/// `cublasGemmEx` or `cublasGemmStridedBatchedEx`; the raw status.
+///
+/// # Safety
+/// `h` is a live handle whose context is current and whose stream and pointer mode (host)
+/// are set; every pointer and extent of `c` is valid for the call (the matrices' extents
+/// fit their buffers, C overlaps neither A nor B, the scalars are live host values of the
+/// compute type's scalar type).
+pub(crate) unsafe fn gemm(api: &Api, h: cublasHandle_t, c: &GemmCall) -> c_int {
+    let ((ta, tb), (m, n, k), (alpha, beta)) = (c.ops, c.mnk, c.scalars);
+    let ((pa, lda), (pb, ldb), (pc, ldc), dt) = (c.a, c.b, c.c, c.data_type);
+    match c.batch {
+        // SAFETY: the caller's promise.
+        None => unsafe {
+            (api.gemm_ex)(
+                h,
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                alpha,
+                pa,
+                dt,
+                lda,
+                pb,
+                dt,
+                ldb,
+                beta,
+                pc,
+                dt,
+                ldc,
+                c.compute,
+                GEMM_DEFAULT,
+            )
+        },
+        // SAFETY: the caller's promise.
+        Some((count, sa, sb, sc)) => unsafe {
+            (api.gemm_strided_batched_ex)(
+                h,
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                alpha,
+                pa,
+                dt,
+                lda,
+                sa,
+                pb,
+                dt,
+                ldb,
+                sb,
+                beta,
+                pc,
+                dt,
+                ldc,
+                sc,
+                count,
+                c.compute,
+                GEMM_DEFAULT,
+            )
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,7 +370,12 @@ mod tests {
             file: None,
             failures: "F".to_owned(),
         });
-        assert!(detail.starts_with("none of libcublas.so.13, libcublas.so.12, libcublas.so could be loaded"), "{detail}");
+        assert!(
+            detail.starts_with(
+                "none of libcublas.so.13, libcublas.so.12, libcublas.so could be loaded"
+            ),
+            "{detail}"
+        );
         assert!(detail.contains("CUDA_BRAND_CUBLAS_LIBRARY"), "{detail}");
     }
 }
