@@ -25,8 +25,9 @@
 //!     let mut norm = ctx.zeroed::<f32>(1)?;
 //!     ctx.stream()?.scope(|s| {
 //!         let g = Gemm::new(m, n, k).ops(Op::T, Op::N).alpha(0.5);
-//!         blas.gemm(s, &g, &a, &b, &mut c)?; // C = 0.5 Aᵀ B: every element 16
-//!         blas.nrm2(s, &c, &mut norm) // in stream order, after the GEMM
+//!         let cv = s.bind_mut(&mut c); // C, for two operations of the scope
+//!         blas.gemm(s, &g, &a, &b, cv)?; // C = 0.5 Aᵀ B: every element 16
+//!         blas.nrm2(s, cv.as_ref(), &mut norm) // in stream order, after the GEMM
 //!     })?;
 //!     assert_eq!(c.to_vec()?[0], 16.0);
 //!     assert_eq!(norm.to_vec()?[0], 16.0 * ((m * n) as f32).sqrt());
