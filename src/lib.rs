@@ -295,6 +295,8 @@
 extern crate self as cuda_brand;
 
 pub mod context;
+#[cfg(feature = "cublas")]
+pub mod cublas;
 mod driver;
 mod error;
 pub mod graph;

@@ -36,7 +36,7 @@ const LAYERS: &[&[&str]] = &[
     &["launch"],
     &["scope"],
     &["module"],
-    &["graph", "nccl", "phase", "samples"],
+    &["graph", "nccl", "cublas", "phase", "samples"],
     &["owned"],
     &["lib"],
 ];

@@ -140,7 +140,8 @@ impl Library {
 /// }
 /// ```
 ///
-/// A `required` field has the function pointer's type, and `Api::read(&library)` fails with
+/// A field may begin with a visibility (`pub(crate) required ...`) for a table whose calls are
+/// made outside its module. A `required` field has the function pointer's type, and `Api::read(&library)` fails with
 /// the library's [`Spec::lacks`] error where the symbol is missing; an `optional` field is an
 /// `Option` of it, `None` where the library lacks the symbol. Fields are read in the order
 /// declared (the first missing required one is the error).
@@ -151,14 +152,17 @@ impl Library {
 /// signature the library's header gives the symbol, with integers for its enums and result
 /// codes (so that any value the library returns is valid). Calls through the fields remain
 /// `unsafe`, with whatever else the library requires of their arguments.
-#[cfg_attr(not(any(feature = "nccl", feature = "nvrtc")), allow(unused_macros))]
+#[cfg_attr(
+    not(any(feature = "nccl", feature = "nvrtc", feature = "cublas")),
+    allow(unused_macros)
+)]
 macro_rules! entry_points {
     (
         $(#[$meta:meta])*
         $vis:vis struct $table:ident {
             $(
                 $(#[$field_meta:meta])*
-                $kind:ident $field:ident = $symbol:literal: $ty:ty,
+                $field_vis:vis $kind:ident $field:ident = $symbol:literal: $ty:ty,
             )*
         }
     ) => {
@@ -166,7 +170,7 @@ macro_rules! entry_points {
         $vis struct $table {
             $(
                 $(#[$field_meta])*
-                $field: $crate::driver::dylib::entry_points!(@type $kind $ty),
+                $field_vis $field: $crate::driver::dylib::entry_points!(@type $kind $ty),
             )*
         }
 
@@ -193,7 +197,10 @@ macro_rules! entry_points {
         unsafe { $library.optional($symbol) }
     };
 }
-#[cfg_attr(not(any(feature = "nccl", feature = "nvrtc")), allow(unused_imports))]
+#[cfg_attr(
+    not(any(feature = "nccl", feature = "nvrtc", feature = "cublas")),
+    allow(unused_imports)
+)]
 pub(crate) use entry_points;
 
 /// The names of `spec`, then each directory of it joined with each name.

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+#[cfg(feature = "cublas")]
+mod cublas_code;
 #[cfg(feature = "nccl")]
 mod nccl_code;
 
@@ -426,6 +428,18 @@ macro_rules! error_codes {
             /// older than the crate's minimum (NCCL 2.12) or lacks an entry point.
             #[cfg(feature = "nccl")]
             NcclTooOld,
+            /// A cuBLAS call (feature `cublas`) returned this `cublasStatus_t` (not
+            /// `CUBLAS_STATUS_SUCCESS`), kept as cuBLAS returned it:
+            /// `CUBLAS_STATUS_INVALID_VALUE` (7), `CUBLAS_STATUS_NOT_SUPPORTED` (15), ... Not
+            /// a `CUresult`: no raw value here.
+            #[cfg(feature = "cublas")]
+            Cublas(u32),
+            /// `CUDA_BRAND_CUBLAS_NOT_FOUND` (the crate's own, feature `cublas`): the cuBLAS
+            /// library (`libcublas.so.13`, `libcublas.so.12`, or the file that
+            /// `CUDA_BRAND_CUBLAS_LIBRARY` names) could not be loaded, or lacks an entry point
+            /// the crate needs. The error's detail says what was tried.
+            #[cfg(feature = "cublas")]
+            CublasNotFound,
         }
 
         impl ErrorCode {
@@ -452,6 +466,8 @@ macro_rules! error_codes {
                     | ErrorCode::Nvrtc(_) => None,
                     #[cfg(feature = "nccl")]
                     ErrorCode::Nccl(_) | ErrorCode::NcclNotFound | ErrorCode::NcclTooOld => None,
+                    #[cfg(feature = "cublas")]
+                    ErrorCode::Cublas(_) | ErrorCode::CublasNotFound => None,
                 }
             }
 
@@ -471,6 +487,10 @@ macro_rules! error_codes {
                     ErrorCode::NcclNotFound => "CUDA_BRAND_NCCL_NOT_FOUND",
                     #[cfg(feature = "nccl")]
                     ErrorCode::NcclTooOld => "CUDA_BRAND_NCCL_TOO_OLD",
+                    #[cfg(feature = "cublas")]
+                    ErrorCode::Cublas(raw) => cublas_code::name(raw),
+                    #[cfg(feature = "cublas")]
+                    ErrorCode::CublasNotFound => "CUDA_BRAND_CUBLAS_NOT_FOUND",
                 }
             }
 
@@ -490,6 +510,10 @@ macro_rules! error_codes {
                     ErrorCode::NcclNotFound => "NCCL library not found",
                     #[cfg(feature = "nccl")]
                     ErrorCode::NcclTooOld => "NCCL library is too old",
+                    #[cfg(feature = "cublas")]
+                    ErrorCode::Cublas(raw) => cublas_code::description(raw),
+                    #[cfg(feature = "cublas")]
+                    ErrorCode::CublasNotFound => "cuBLAS library not found",
                 }
             }
 
@@ -605,6 +629,10 @@ impl fmt::Display for ErrorCode {
             }
             #[cfg(feature = "nccl")]
             ErrorCode::Nccl(code) => fmt::Display::fmt(code, f),
+            #[cfg(feature = "cublas")]
+            ErrorCode::Cublas(raw) if cublas_code::name(*raw).ends_with("UNRECOGNIZED") => {
+                write!(f, "{} {} ({})", self.name(), raw, self.description())
+            }
             _ => write!(f, "{} ({})", self.name(), self.description()),
         }
     }
