@@ -295,6 +295,10 @@
 extern crate self as cuda_brand;
 
 pub mod context;
+#[cfg(feature = "cufft")]
+pub mod cufft;
+#[cfg(feature = "curand")]
+pub mod curand;
 mod driver;
 mod error;
 pub mod graph;

@@ -36,7 +36,7 @@ const LAYERS: &[&[&str]] = &[
     &["launch"],
     &["scope"],
     &["module"],
-    &["graph", "nccl", "phase", "samples"],
+    &["graph", "nccl", "cufft", "curand", "phase", "samples"],
     &["owned"],
     &["lib"],
 ];

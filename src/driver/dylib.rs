@@ -151,7 +151,15 @@ impl Library {
 /// signature the library's header gives the symbol, with integers for its enums and result
 /// codes (so that any value the library returns is valid). Calls through the fields remain
 /// `unsafe`, with whatever else the library requires of their arguments.
-#[cfg_attr(not(any(feature = "nccl", feature = "nvrtc")), allow(unused_macros))]
+#[cfg_attr(
+    not(any(
+        feature = "nccl",
+        feature = "nvrtc",
+        feature = "cufft",
+        feature = "curand"
+    )),
+    allow(unused_macros)
+)]
 macro_rules! entry_points {
     (
         $(#[$meta:meta])*
@@ -193,7 +201,15 @@ macro_rules! entry_points {
         unsafe { $library.optional($symbol) }
     };
 }
-#[cfg_attr(not(any(feature = "nccl", feature = "nvrtc")), allow(unused_imports))]
+#[cfg_attr(
+    not(any(
+        feature = "nccl",
+        feature = "nvrtc",
+        feature = "cufft",
+        feature = "curand"
+    )),
+    allow(unused_imports)
+)]
 pub(crate) use entry_points;
 
 /// The names of `spec`, then each directory of it joined with each name.

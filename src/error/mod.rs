@@ -14,6 +14,9 @@ mod nccl_code;
 #[cfg(feature = "nccl")]
 pub use nccl_code::NcclCode;
 
+#[cfg(any(feature = "cufft", feature = "curand"))]
+mod library_codes;
+
 /// What a driver call (or the crate's own check before one) returned instead of success.
 ///
 /// `Display` names the call, then the driver's own name and description of the code,
@@ -426,6 +429,28 @@ macro_rules! error_codes {
             /// older than the crate's minimum (NCCL 2.12) or lacks an entry point.
             #[cfg(feature = "nccl")]
             NcclTooOld,
+            /// A cuFFT call (feature `cufft`) returned this `cufftResult` (not
+            /// `CUFFT_SUCCESS`), kept as it returned it: `CUFFT_INVALID_SIZE` (8), ... Not a
+            /// `CUresult`: no raw value here.
+            #[cfg(feature = "cufft")]
+            Cufft(u32),
+            /// `CUDA_BRAND_CUFFT_NOT_FOUND` (the crate's own, feature `cufft`): the cuFFT
+            /// library (`libcufft.so.12`, `.11`, or the file that `CUDA_BRAND_CUFFT_LIBRARY`
+            /// names) could not be loaded, or lacks an entry point. The detail says what was
+            /// tried.
+            #[cfg(feature = "cufft")]
+            CufftNotFound,
+            /// A cuRAND call (feature `curand`) returned this `curandStatus_t` (not
+            /// `CURAND_STATUS_SUCCESS`), kept as it returned it. Not a `CUresult`: no raw
+            /// value here.
+            #[cfg(feature = "curand")]
+            Curand(u32),
+            /// `CUDA_BRAND_CURAND_NOT_FOUND` (the crate's own, feature `curand`): the cuRAND
+            /// library (`libcurand.so.10`, or the file that `CUDA_BRAND_CURAND_LIBRARY`
+            /// names) could not be loaded, or lacks an entry point. The detail says what was
+            /// tried.
+            #[cfg(feature = "curand")]
+            CurandNotFound,
         }
 
         impl ErrorCode {
@@ -452,6 +477,10 @@ macro_rules! error_codes {
                     | ErrorCode::Nvrtc(_) => None,
                     #[cfg(feature = "nccl")]
                     ErrorCode::Nccl(_) | ErrorCode::NcclNotFound | ErrorCode::NcclTooOld => None,
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::Cufft(_) | ErrorCode::CufftNotFound => None,
+                    #[cfg(feature = "curand")]
+                    ErrorCode::Curand(_) | ErrorCode::CurandNotFound => None,
                 }
             }
 
@@ -471,6 +500,14 @@ macro_rules! error_codes {
                     ErrorCode::NcclNotFound => "CUDA_BRAND_NCCL_NOT_FOUND",
                     #[cfg(feature = "nccl")]
                     ErrorCode::NcclTooOld => "CUDA_BRAND_NCCL_TOO_OLD",
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::Cufft(raw) => library_codes::cufft_name(raw),
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::CufftNotFound => "CUDA_BRAND_CUFFT_NOT_FOUND",
+                    #[cfg(feature = "curand")]
+                    ErrorCode::Curand(raw) => library_codes::curand_name(raw),
+                    #[cfg(feature = "curand")]
+                    ErrorCode::CurandNotFound => "CUDA_BRAND_CURAND_NOT_FOUND",
                 }
             }
 
@@ -490,6 +527,14 @@ macro_rules! error_codes {
                     ErrorCode::NcclNotFound => "NCCL library not found",
                     #[cfg(feature = "nccl")]
                     ErrorCode::NcclTooOld => "NCCL library is too old",
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::Cufft(raw) => library_codes::cufft_description(raw),
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::CufftNotFound => "cuFFT library not found",
+                    #[cfg(feature = "curand")]
+                    ErrorCode::Curand(raw) => library_codes::curand_description(raw),
+                    #[cfg(feature = "curand")]
+                    ErrorCode::CurandNotFound => "cuRAND library not found",
                 }
             }
 
@@ -605,6 +650,14 @@ impl fmt::Display for ErrorCode {
             }
             #[cfg(feature = "nccl")]
             ErrorCode::Nccl(code) => fmt::Display::fmt(code, f),
+            #[cfg(feature = "cufft")]
+            ErrorCode::Cufft(raw) if self.name().ends_with("UNRECOGNIZED") => {
+                write!(f, "{} {} ({})", self.name(), raw, self.description())
+            }
+            #[cfg(feature = "curand")]
+            ErrorCode::Curand(raw) if self.name().ends_with("UNRECOGNIZED") => {
+                write!(f, "{} {} ({})", self.name(), raw, self.description())
+            }
             _ => write!(f, "{} ({})", self.name(), self.description()),
         }
     }
