@@ -210,7 +210,8 @@ pub(crate) unsafe fn exec(
     let t = cufft()?;
     // SAFETY: the caller's promise.
     check("cufftSetStream", unsafe { (t.SetStream)(plan, stream) })?;
-    // SAFETY: the caller's promise.
+    #[allow(clippy::multiple_unsafe_ops_per_block)] // one call runs, whichever the arm
+    // SAFETY: the caller's promise, for whichever call runs.
     let (call, raw) = unsafe {
         match kind {
             0x29 => ("cufftExecC2C", (t.ExecC2C)(plan, input, output, direction)),
