@@ -297,6 +297,10 @@ extern crate self as cuda_brand;
 pub mod context;
 #[cfg(feature = "cublas")]
 pub mod cublas;
+#[cfg(feature = "cufft")]
+pub mod cufft;
+#[cfg(feature = "curand")]
+pub mod curand;
 mod driver;
 mod error;
 pub mod graph;

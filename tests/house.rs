@@ -36,7 +36,9 @@ const LAYERS: &[&[&str]] = &[
     &["launch"],
     &["scope"],
     &["module"],
-    &["graph", "nccl", "cublas", "phase", "samples"],
+    &[
+        "graph", "nccl", "cublas", "cufft", "curand", "phase", "samples",
+    ],
     &["owned"],
     &["lib"],
 ];

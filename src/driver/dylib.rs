@@ -153,7 +153,13 @@ impl Library {
 /// codes (so that any value the library returns is valid). Calls through the fields remain
 /// `unsafe`, with whatever else the library requires of their arguments.
 #[cfg_attr(
-    not(any(feature = "nccl", feature = "nvrtc", feature = "cublas")),
+    not(any(
+        feature = "nccl",
+        feature = "nvrtc",
+        feature = "cublas",
+        feature = "cufft",
+        feature = "curand"
+    )),
     allow(unused_macros)
 )]
 macro_rules! entry_points {
@@ -198,7 +204,13 @@ macro_rules! entry_points {
     };
 }
 #[cfg_attr(
-    not(any(feature = "nccl", feature = "nvrtc", feature = "cublas")),
+    not(any(
+        feature = "nccl",
+        feature = "nvrtc",
+        feature = "cublas",
+        feature = "cufft",
+        feature = "curand"
+    )),
     allow(unused_imports)
 )]
 pub(crate) use entry_points;

@@ -16,6 +16,9 @@ mod nccl_code;
 #[cfg(feature = "nccl")]
 pub use nccl_code::NcclCode;
 
+#[cfg(any(feature = "cufft", feature = "curand"))]
+mod library_codes;
+
 /// What a driver call (or the crate's own check before one) returned instead of success.
 ///
 /// `Display` names the call, then the driver's own name and description of the code,
@@ -440,6 +443,28 @@ macro_rules! error_codes {
             /// the crate needs. The error's detail says what was tried.
             #[cfg(feature = "cublas")]
             CublasNotFound,
+            /// A cuFFT call (feature `cufft`) returned this `cufftResult` (not
+            /// `CUFFT_SUCCESS`), kept as it returned it: `CUFFT_INVALID_SIZE` (8), ... Not a
+            /// `CUresult`: no raw value here.
+            #[cfg(feature = "cufft")]
+            Cufft(u32),
+            /// `CUDA_BRAND_CUFFT_NOT_FOUND` (the crate's own, feature `cufft`): the cuFFT
+            /// library (`libcufft.so.12`, `.11`, or the file that `CUDA_BRAND_CUFFT_LIBRARY`
+            /// names) could not be loaded, or lacks an entry point. The detail says what was
+            /// tried.
+            #[cfg(feature = "cufft")]
+            CufftNotFound,
+            /// A cuRAND call (feature `curand`) returned this `curandStatus_t` (not
+            /// `CURAND_STATUS_SUCCESS`), kept as it returned it. Not a `CUresult`: no raw
+            /// value here.
+            #[cfg(feature = "curand")]
+            Curand(u32),
+            /// `CUDA_BRAND_CURAND_NOT_FOUND` (the crate's own, feature `curand`): the cuRAND
+            /// library (`libcurand.so.10`, or the file that `CUDA_BRAND_CURAND_LIBRARY`
+            /// names) could not be loaded, or lacks an entry point. The detail says what was
+            /// tried.
+            #[cfg(feature = "curand")]
+            CurandNotFound,
         }
 
         impl ErrorCode {
@@ -468,6 +493,10 @@ macro_rules! error_codes {
                     ErrorCode::Nccl(_) | ErrorCode::NcclNotFound | ErrorCode::NcclTooOld => None,
                     #[cfg(feature = "cublas")]
                     ErrorCode::Cublas(_) | ErrorCode::CublasNotFound => None,
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::Cufft(_) | ErrorCode::CufftNotFound => None,
+                    #[cfg(feature = "curand")]
+                    ErrorCode::Curand(_) | ErrorCode::CurandNotFound => None,
                 }
             }
 
@@ -491,6 +520,14 @@ macro_rules! error_codes {
                     ErrorCode::Cublas(raw) => cublas_code::name(raw),
                     #[cfg(feature = "cublas")]
                     ErrorCode::CublasNotFound => "CUDA_BRAND_CUBLAS_NOT_FOUND",
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::Cufft(raw) => library_codes::cufft_name(raw),
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::CufftNotFound => "CUDA_BRAND_CUFFT_NOT_FOUND",
+                    #[cfg(feature = "curand")]
+                    ErrorCode::Curand(raw) => library_codes::curand_name(raw),
+                    #[cfg(feature = "curand")]
+                    ErrorCode::CurandNotFound => "CUDA_BRAND_CURAND_NOT_FOUND",
                 }
             }
 
@@ -514,6 +551,14 @@ macro_rules! error_codes {
                     ErrorCode::Cublas(raw) => cublas_code::description(raw),
                     #[cfg(feature = "cublas")]
                     ErrorCode::CublasNotFound => "cuBLAS library not found",
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::Cufft(raw) => library_codes::cufft_description(raw),
+                    #[cfg(feature = "cufft")]
+                    ErrorCode::CufftNotFound => "cuFFT library not found",
+                    #[cfg(feature = "curand")]
+                    ErrorCode::Curand(raw) => library_codes::curand_description(raw),
+                    #[cfg(feature = "curand")]
+                    ErrorCode::CurandNotFound => "cuRAND library not found",
                 }
             }
 
@@ -631,6 +676,14 @@ impl fmt::Display for ErrorCode {
             ErrorCode::Nccl(code) => fmt::Display::fmt(code, f),
             #[cfg(feature = "cublas")]
             ErrorCode::Cublas(raw) if cublas_code::name(*raw).ends_with("UNRECOGNIZED") => {
+                write!(f, "{} {} ({})", self.name(), raw, self.description())
+            }
+            #[cfg(feature = "cufft")]
+            ErrorCode::Cufft(raw) if self.name().ends_with("UNRECOGNIZED") => {
+                write!(f, "{} {} ({})", self.name(), raw, self.description())
+            }
+            #[cfg(feature = "curand")]
+            ErrorCode::Curand(raw) if self.name().ends_with("UNRECOGNIZED") => {
                 write!(f, "{} {} ({})", self.name(), raw, self.description())
             }
             _ => write!(f, "{} ({})", self.name(), self.description()),

@@ -15,12 +15,16 @@ use crate::error::{Error, ErrorCode, Result};
 // bounded wait; the deadline scopes are in `scope/deadline.rs`).
 mod deadline;
 pub mod event;
+#[cfg(any(feature = "cufft", feature = "curand"))]
+mod handle_order;
 
 pub(crate) use deadline::settle;
 #[doc(inline)]
 pub use deadline::{KeepWaiting, Overrun};
 #[doc(inline)]
 pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
+#[cfg(any(feature = "cufft", feature = "curand"))]
+pub(crate) use handle_order::HandleOrder;
 
 /// How a stream relates to the legacy default stream (`CU_STREAM_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
