@@ -399,7 +399,7 @@ where
 }
 
 /// [`with_context`] whose teardown first runs `extra` with the context current (after `f`,
-/// also on a panic), then synchronizes, pops and destroys it. Returns the first error.
+/// also on a panic), then synchronizes, pops and destroys it. Returns the first error, with the later ones chained on it.
 ///
 /// # Safety
 /// `extra` must be sound to run once every value branded with the context is gone.
@@ -420,7 +420,8 @@ where
     let raw = raw.as_ptr();
     run_then(
         || f(guard),
-        || extra(raw).and(tear_down_fully(raw, Held::Destroy)),
+        // both run; an error of `extra` comes first, the teardown's chained on it
+        || teardown::keep_both(extra(raw), tear_down_fully(raw, Held::Destroy)),
     )
 }
 
