@@ -85,6 +85,7 @@ use crate::error::{Error, ErrorCode, Result};
 // stagings of each context, leases, what a context's end frees), `pipeline.rs` (the
 // copies: chunks, DMA and worker threads).
 mod pipeline;
+mod pool;
 mod registry;
 
 pub(crate) use pipeline::{device_to_host, host_to_device};
@@ -296,7 +297,9 @@ mod thp {
     use std::ffi::{c_int, c_void};
 
     const MADV_HUGEPAGE: c_int = 14;
+    const MADV_POPULATE_WRITE: c_int = 23;
     const HUGE_PAGE: usize = 2 << 20;
+    const PAGE: usize = 4 << 10;
 
     unsafe extern "C" {
         /// `int madvise(void *addr, size_t length, int advice)`, POSIX/Linux.
@@ -319,6 +322,25 @@ mod thp {
             let _ = unsafe { madvise(at, last - first, MADV_HUGEPAGE) };
         }
     }
+
+    /// Populates the whole 4 KiB pages of `[start, start + bytes)`, part of a new
+    /// allocation the copy is about to write, as if written (`MADV_POPULATE_WRITE`, Linux
+    /// 5.14 and later): the kernel maps (and zeroes) the pages that are not mapped yet and
+    /// leaves mapped ones, and their contents, alone, so it may run while another thread
+    /// writes the same pages. An older kernel refuses it, and the pages are then faulted
+    /// in by the copy's own writes, as without it.
+    pub(super) fn populate(start: *mut u8, bytes: usize) {
+        let lo = start as usize;
+        let first = lo.next_multiple_of(PAGE);
+        let last = (lo + bytes) / PAGE * PAGE;
+        if last > first {
+            let at = start.wrapping_add(first - lo).cast::<c_void>();
+            // SAFETY: `[first, last)` is page-aligned and inside an allocation the caller
+            // owns; `MADV_POPULATE_WRITE` only maps pages not mapped yet (zero-filled, as a
+            // first write would), never reads or changes the contents of a mapped page.
+            let _ = unsafe { madvise(at, last - first, MADV_POPULATE_WRITE) };
+        }
+    }
 }
 
 #[cfg(not(all(
@@ -332,6 +354,7 @@ mod thp {
 )))]
 mod thp {
     pub(super) fn advise_huge(_start: *mut u8, _bytes: usize) {}
+    pub(super) fn populate(_start: *mut u8, _bytes: usize) {}
 }
 
 // ---- for the crate's tests and benchmarks -------------------------------------------------
@@ -378,8 +401,19 @@ pub mod hidden {
         super::pipeline::host_is_known(addr as *const u8)
     }
 
-    /// The number of threads a staged copy of `bytes` spawns on this machine.
+    /// The number of the pool's threads a staged copy of `bytes` uses on this machine.
     pub fn workers_for(bytes: usize) -> usize {
         super::pipeline::workers_for(bytes)
+    }
+
+    /// The copying threads the process has now (0 before the first staged copy and after
+    /// the last context with a staging ended).
+    pub fn copy_threads() -> usize {
+        super::pool::POOL.threads()
+    }
+
+    /// The copying threads the pool starts on this machine.
+    pub fn copy_threads_for_machine() -> usize {
+        super::pool::threads_for_machine()
     }
 }
