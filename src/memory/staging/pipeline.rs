@@ -526,7 +526,7 @@ unsafe fn pipeline_from_host(
     })
 }
 
-/// The number of threads a staged copy of `bytes` spawns on this machine.
+/// The number of the pool's threads a staged copy of `bytes` uses on this machine.
 pub(super) fn workers_for(bytes: usize) -> usize {
     Plan::new(bytes).workers
 }
@@ -662,6 +662,47 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A copy whose tickets no thread takes for a while (the pool busy with another copy)
+    /// still copies every byte: the calling thread waits for the chunks it made ready.
+    #[test]
+    fn a_copy_waits_for_a_busy_pool() {
+        static BUSY: Pool = Pool::new(1);
+        let staging = Staging::allocate(STAGING_BYTES).unwrap();
+        let bytes = 3 << 20;
+        let source: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+        let mut host = vec![0u8; bytes];
+        let started = std::sync::atomic::AtomicBool::new(false);
+        let hold = || {
+            started.store(true, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let (job, _) = BUSY.job(1, &hold);
+                // the job's drop would withdraw a ticket not taken yet
+                while !started.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                drop(job);
+            });
+            while !started.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            let dma = |slot: *mut u8, offset: usize, len: usize| {
+                // SAFETY: in bounds of `source` and of the slot.
+                unsafe { std::ptr::copy_nonoverlapping(source[offset..].as_ptr(), slot, len) };
+                Ok(())
+            };
+            let plan = Plan::for_threads(bytes, 1);
+            // SAFETY: `host` has room for `bytes`; the staging is this test's.
+            let done = unsafe {
+                pipeline_to_host(&BUSY, &staging, host.as_mut_ptr(), bytes, plan, true, dma)
+            };
+            assert!(done.unwrap());
+        });
+        assert!(host == source);
     }
 
     #[test]
