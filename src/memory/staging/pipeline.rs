@@ -624,8 +624,8 @@ mod tests {
                     unsafe { std::ptr::copy_nonoverlapping(source[offset..].as_ptr(), slot, len) };
                     Ok(())
                 };
-                // SAFETY: `dst` has room for `bytes`; the staging is this test's.
                 let fresh = threads != 2;
+                // SAFETY: `dst` has room for `bytes`; the staging is this test's.
                 let done =
                     unsafe { pipeline_to_host(pool, &staging, dst, bytes, plan, fresh, dma) };
                 assert!(done.unwrap());
