@@ -172,6 +172,8 @@ pub struct Rng<'ctx> {
     raw: sys::Generator,
     ctx: NonNull<CUctx_st>,
     kind: RngKind,
+    /// The offset set last ([`Rng::set_offset`], 0 at first), where a new seed starts.
+    offset: u64,
     /// Orders the generations across streams: they share the generator's state.
     order: HandleOrder,
     /// Invariant in `'ctx` (the crate's `Brand`): the generator, the scope's stream and the
@@ -255,6 +257,7 @@ impl<'ctx> Rng<'ctx> {
                     raw,
                     ctx: ctx.as_non_null(),
                     kind,
+                    offset: 0,
                     order,
                     _brand: Brand::default(),
                 }),
@@ -273,18 +276,25 @@ impl<'ctx> Rng<'ctx> {
     }
 
     /// Seeds the generator again (`curandSetPseudoRandomGeneratorSeed`): the next
-    /// generation starts the sequence of `seed` (at the offset set last, 0 by default).
-    /// `&mut self`: no scope may hold the generator meanwhile.
+    /// generation starts the sequence of `seed` at the offset set last (0 by default). A new
+    /// seed alone does not rewind cuRAND's position in the sequence (measured on an H100,
+    /// cuRAND 10 of CUDA 13: the values after a re-seed continued the sequence), so the
+    /// offset is set again too (`curandSetGeneratorOffset`). `&mut self`: no scope may hold
+    /// the generator meanwhile.
     pub fn set_seed(&mut self, seed: u64) -> Result<()> {
         // SAFETY: our generator, borrowed exclusively.
-        unsafe { sys::set_seed(self.raw, seed) }
+        unsafe { sys::set_seed(self.raw, seed) }?;
+        // SAFETY: as above.
+        unsafe { sys::set_offset(self.raw, self.offset) }
     }
 
     /// Skips the first `offset` values of the sequence (`curandSetGeneratorOffset`): the
     /// next generation starts there.
     pub fn set_offset(&mut self, offset: u64) -> Result<()> {
         // SAFETY: our generator, borrowed exclusively.
-        unsafe { sys::set_offset(self.raw, offset) }
+        unsafe { sys::set_offset(self.raw, offset) }?;
+        self.offset = offset;
+        Ok(())
     }
 
     /// Queues filling `out` with values uniform on (0, 1] (cuRAND excludes 0, includes 1).

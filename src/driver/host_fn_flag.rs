@@ -1,4 +1,4 @@
-//! The flag that refuses driver calls inside a host function: set by `scope/host_fn.rs` while the
+//! The flag that refuses driver calls inside a host function: set by `scope/host_fn/` while the
 //! crate runs a host function on a driver thread, read by every wrapper (in `cu_raw!`)
 //! before it touches the table. A host function must not call the driver
 //! (`cuLaunchHostFunc`'s rule); the types cannot forbid it, since streams, buffers and shared
@@ -32,7 +32,7 @@ pub(crate) fn driver_call_refused(call: &'static str) -> Error {
     )
 }
 
-/// Sets [`IN_HOST_FN`] for its life: made by `scope/host_fn.rs` around each call of a host
+/// Sets [`IN_HOST_FN`] for its life: made by `scope/host_fn/` around each call of a host
 /// function's closure, and put back (to what it was) when dropped, also on a panic.
 pub(crate) struct HostFnFlag(bool);
 

@@ -80,7 +80,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// or handle its caller gave it is an `unsafe fn` that says what the caller guarantees).
 macro_rules! cu_raw {
     ($f:ident($($arg:expr),* $(,)?)) => {
-        // A host function (`scope/host_fn.rs`) must not call the driver: refused here, for every
+        // A host function (`scope/host_fn/`) must not call the driver: refused here, for every
         // entry point, before the table is touched (one thread-local load; `host_fn_flag`).
         if $crate::driver::host_fn_flag::in_host_fn() {
             Err($crate::driver::host_fn_flag::driver_call_refused(stringify!($f)))

@@ -72,7 +72,7 @@
 
 // The rooms: `StreamScope` and its markers here; `run.rs` (opening and ending a scope),
 // `views.rs`, `copies.rs`, `shaped.rs` (2D and 3D copies), `launch.rs`, `alloc.rs`,
-// `lanes.rs` (the order book of several streams), `deadline.rs`, `host_fn.rs`.
+// `lanes.rs` (the order book of several streams), `deadline.rs`, `host_fn/`.
 mod alloc;
 mod copies;
 pub mod deadline;
@@ -192,7 +192,7 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     launch_cache: Mutex<LaunchCache>,
     /// The shared order book of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
-    /// The host functions queued on the stream (`host_fn.rs`), finished at the scope's end.
+    /// The host functions queued on the stream (`host_fn/`), finished at the scope's end.
     pub(crate) host_fns: host_fn::HostFns,
     /// Invariance over `'scope`, so that `'scope` cannot shrink (as in
     /// `std::thread::Scope`): an operation borrows what it touches for `'scope`, and the
