@@ -492,52 +492,6 @@ fn a_copy_on_a_thread_without_a_context_is_exact() {
     });
 }
 
-/// The copying threads are kept between copies and ended with the last context that has
-/// a staging: contexts made and destroyed many times, each with staged copies, leave the
-/// process's thread count where it was, and while a context lives the pool has the
-/// machine's size.
-fn contexts_made_and_destroyed_leave_no_copying_thread() {
-    let device = gpu_or_skip!();
-    fn threads_of_process() -> usize {
-        std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Threads:"))
-                    .and_then(|n| n.trim().parse().ok())
-            })
-            .unwrap_or(0)
-    }
-    assert_eq!(
-        staging::copy_threads(),
-        0,
-        "no pool before the first staged copy"
-    );
-    let before = threads_of_process();
-    let host = pattern(4 << 20, |x| x as u32);
-    for round in 0..20 {
-        with_context(&device, ContextFlags::default(), |ctx| {
-            let buf = DeviceBuffer::from_slice(ctx, &host)?;
-            assert_same(&buf.to_vec()?, &host, &format!("round {round}"));
-            assert_eq!(
-                staging::copy_threads(),
-                staging::copy_threads_for_machine(),
-                "the pool, kept between the two copies"
-            );
-            Ok::<_, Error>(())
-        })
-        .unwrap();
-        assert_eq!(
-            staging::copy_threads(),
-            0,
-            "ended with the context (round {round})"
-        );
-    }
-    if before != 0 {
-        assert_eq!(threads_of_process(), before, "no thread left behind");
-    }
-}
-
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
@@ -592,10 +546,6 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         gpu(
             "a_copy_on_a_thread_without_a_context_is_exact",
             a_copy_on_a_thread_without_a_context_is_exact,
-        ),
-        gpu(
-            "contexts_made_and_destroyed_leave_no_copying_thread",
-            contexts_made_and_destroyed_leave_no_copying_thread,
         ),
     ])
 }

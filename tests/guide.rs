@@ -640,8 +640,7 @@ fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
     for claim in [
         format!("through {} MiB of page-locked", STAGING_BYTES >> 20),
         format!("one chunk (up to {} MiB)", SLOT_BYTES >> 20),
-        format!("up to {MAX_WORKERS} threads of a pool"),
-        format!("at most {MAX_WORKERS}, with 256 KiB stacks"),
+        format!("up to {MAX_WORKERS} scoped threads"),
         format!("one staging of {} MiB page-locked", STAGING_BYTES >> 20),
         format!(
             "at most {MAX_STAGINGS_PER_CONTEXT} per context, {} MiB",

@@ -125,37 +125,30 @@ unsafe fn free_buffer_memory(
 /// * [`to_vec`](DeviceSlice::to_vec), [`copy_to_host`](DeviceSlice::copy_to_host),
 ///   [`from_slice`](DeviceBuffer::from_slice),
 ///   [`from_slice_in`](DeviceBuffer::from_slice_in) and
-///   [`copy_from_host`](DeviceSlice::copy_from_host), each from 1 MiB (below that, the
-///   per-chunk DMA calls cost more than staging saves: `BENCHMARKS.md`, "Bulk copies");
+///   [`copy_from_host`](DeviceSlice::copy_from_host), each from 16 MiB (below that,
+///   starting the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk
+///   copies");
 /// * the calling thread runs the DMA of one chunk (up to 2 MiB) after another between the
-///   device and a slot of the staging, while up to 8 threads of a pool the process keeps
-///   copy chunks between the slots and the host memory: the copy engine and the threads
-///   work at once, and the driver never handles the pageable memory;
+///   device and a slot of the staging, while up to 8 threads (one fewer than the cores,
+///   spawned for the copy and joined before it returns) copy chunks between the slots and
+///   the host memory: the copy engine and the threads work at once, and the driver never
+///   handles the pageable memory;
 /// * a new `Vec` of 4 MiB or more is advised to the kernel as huge-page memory
-///   (`madvise(MADV_HUGEPAGE)`, on Linux), so that its first touch maps 2 MiB at a time,
-///   and threads with no chunk to copy yet populate its pages ahead of the data
-///   (`MADV_POPULATE_WRITE`, Linux 5.14 and later).
+///   (`madvise(MADV_HUGEPAGE)`, on Linux), so that its first touch maps 2 MiB at a time.
 ///
 /// Nothing else changes: the copies are synchronous, complete when they return, on the
-/// current context's legacy stream as before; a copy returns only after every copying
-/// thread has left it (none touches the host memory afterwards), and a panic on one of
-/// them is raised on the calling thread. Smaller copies, and host memory the driver
+/// current context's legacy stream as before. Smaller copies, and host memory the driver
 /// already knows (a [`PinnedBuffer`]'s contents), go straight to the driver.
 ///
 /// **What the crate keeps.** Per context, a staging of 20 MiB of host memory, page-locked
 /// for that context (`cuMemHostRegister`), made at the context's first staged copy; a
 /// second one only while two threads copy at once (so at most 40 MiB per context; a third
-/// copy waits for one to be free). The stagings are unregistered and
+/// copy waits for one to be free). No threads are kept. The stagings are unregistered and
 /// freed at the end of [`with_context`](crate::with_context) (before the context is
 /// destroyed) and at the end of every [`with_raw_context`](crate::with_raw_context); a
 /// primary context ([`with_primary_context`](crate::with_primary_context)) may be held
 /// by others, so it keeps them while it stays active and they are freed after the release
 /// that ends it. If memory cannot be page-locked, the copies take the driver's path.
-/// For the process, one pool of copying threads: one fewer than the cores
-/// ([`std::thread::available_parallelism`]), at most 8, at least 1, with 256 KiB stacks,
-/// started by the first staged copy and parked between copies (no CPU); they are ended
-/// and joined when the last context that has a staging ends (a copy still running then
-/// ends them when it returns), and a later staged copy starts them again.
 /// Measurements: `BENCHMARKS.md`, "Bulk copies".
 pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
@@ -361,7 +354,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(self.owner.context(), zero) }
     }
 
-    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 1 MiB,
+    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 16 MiB,
     /// pageable memory is staged: see
     /// [the type's documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {

@@ -15,18 +15,15 @@
 //! most [`SLOT_BYTES`], aligned to their size in the host range (so with 2 MiB huge pages no
 //! two threads fault the same page). The calling thread runs the DMA of each chunk with
 //! the driver's synchronous copy between the device and one slot of a page-locked staging
-//! buffer; up to [`MAX_WORKERS`] threads of a pool the process keeps (`pool.rs`) move
-//! chunks between the slots and the host range with `memcpy`. The two overlap: while the
-//! copy engine fills or drains one slot, the threads work on others. The copy returns
-//! only after every thread has left it (a thread that panicked makes the copy panic then).
+//! buffer; up to [`MAX_WORKERS`] scoped threads ([`std::thread::scope`], spawned for the
+//! copy) move chunks between the slots and the host range with `memcpy`. The two overlap:
+//! while the copy engine fills or drains one slot, the threads work on others.
 //!
 //! * Device to host: the DMA writes a slot, a thread copies the slot into the
 //!   destination. The destination's pages are first touched by several threads at once,
 //!   and the driver never sees them. A new `Vec` ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec)) is also
 //!   advised to the kernel as huge-page memory (`madvise(MADV_HUGEPAGE)`, Linux) where it
-//!   spans whole 2 MiB pages, so a fault maps 2 MiB instead of 4 KiB, and threads with no
-//!   chunk to copy yet populate its pages ahead of the data (`MADV_POPULATE_WRITE`, Linux
-//!   5.14 and later; ignored by older kernels).
+//!   spans whole 2 MiB pages, so a fault maps 2 MiB instead of 4 KiB.
 //! * Host to device: threads copy chunks of the source into slots, the calling thread
 //!   sends each filled slot to the device. At the end it waits for the legacy stream, as
 //!   the unstaged path does, so the copy is complete when it returns.
@@ -44,15 +41,7 @@
 //! context gets its first staging at its first staged copy (or from [`reserve`]), and at
 //! most [`MAX_STAGINGS_PER_CONTEXT`] (so at most 40 MiB page-locked per context): a copy
 //! finding all of them busy on other threads waits for one (never for anything else, so
-//! it cannot deadlock).
-//!
-//! The *copying threads* are one pool for the process: [`MAX_WORKERS`] threads at most,
-//! one fewer than the cores ([`std::thread::available_parallelism`]), at least one, with
-//! 256 KiB stacks, started at the first staged copy and parked (waiting on a condition
-//! variable, no CPU) between copies. Two copies at once share them. They are ended (and
-//! joined) when the last context that has a staging entry ends it (the teardowns below, or
-//! [`release`]); a copy still running then ends them when it leaves. A later staged copy
-//! starts them again.
+//! it cannot deadlock). No threads are kept: the copying threads exist for one copy.
 //!
 //! A context's stagings are unregistered and freed:
 //!
@@ -96,7 +85,6 @@ use crate::error::{Error, ErrorCode, Result};
 // stagings of each context, leases, what a context's end frees), `pipeline.rs` (the
 // copies: chunks, DMA and worker threads).
 mod pipeline;
-mod pool;
 mod registry;
 
 pub(crate) use pipeline::{device_to_host, host_to_device};
@@ -113,10 +101,10 @@ pub const STAGING_BYTES: usize = SLOT_BYTES * SLOTS;
 /// The most stagings one context has at once (so at most 40 MiB page-locked per context):
 /// two threads copying at once each get one, a third waits.
 pub const MAX_STAGINGS_PER_CONTEXT: usize = 2;
-/// The most copying threads the process keeps (the pool's size: one fewer than the cores
-/// up to this), and the most one staged copy uses.
+/// The most threads one staged copy spawns to move chunks between the host range and the
+/// slots (fewer on a machine with fewer cores, or for a smaller copy).
 pub const MAX_WORKERS: usize = 8;
-/// A staged copy uses one copying thread for every this many bytes (at least one).
+/// A staged copy spawns one thread for every this many bytes (at least one).
 pub const MIN_BYTES_PER_WORKER: usize = 256 << 10;
 /// The smallest chunk.
 const MIN_CHUNK: usize = 64 << 10;
@@ -139,26 +127,19 @@ impl Kind {
     /// Every kind, in order.
     pub const ALL: [Kind; 3] = [Kind::ToNewHost, Kind::ToHost, Kind::FromHost];
 
-    /// The built-in threshold in bytes: copies of at least this size are staged
-    /// ([`STAGING_THRESHOLD`] for every kind). `bench/benches/bulk_copies.rs`'s sweep
-    /// reports where staging starts to win; `docs`: BENCHMARKS.md, "Bulk copies".
+    /// The built-in threshold in bytes: copies of at least this size are staged. Picked
+    /// by `bench/benches/bulk_copies.rs`, whose sweep reports where staging starts to
+    /// win; `docs`: BENCHMARKS.md, "Bulk copies".
     pub const fn default_threshold(self) -> usize {
         match self {
-            Kind::ToNewHost | Kind::ToHost | Kind::FromHost => STAGING_THRESHOLD,
+            // measured on an H100 (BENCHMARKS.md, "Bulk copies"): staging loses at 1 MiB
+            // (the copy threads' start-up) and wins from 16 MiB on, for every kind
+            Kind::ToNewHost => 16 << 20,
+            Kind::ToHost => 16 << 20,
+            Kind::FromHost => 16 << 20,
         }
     }
 }
-
-/// The size from which every kind of bulk copy is staged (1 MiB).
-///
-/// With the copying threads kept ([`MAX_WORKERS`] at most, started once), a staged copy
-/// costs the driver's path no start-up: at 1 MiB, four chunks of 256 KiB, each one
-/// synchronous DMA (about 7 µs of call and wait besides 5 µs of transfer on an H100)
-/// overlapped with four threads' `memcpy`, about 80–90 µs against the driver's 95–125 µs
-/// (8.5–11 GB/s, BENCHMARKS.md "Bulk copies"). Below 1 MiB the per-chunk calls cost what
-/// staging saves. To be confirmed by the sweep of `bench/benches/bulk_copies.rs`, which
-/// sets it from the measured crossing; [`set_threshold`] overrides it for the process.
-pub const STAGING_THRESHOLD: usize = 1 << 20;
 
 static THRESHOLDS: [AtomicUsize; 3] = [
     AtomicUsize::new(Kind::ToNewHost.default_threshold()),
@@ -315,9 +296,7 @@ mod thp {
     use std::ffi::{c_int, c_void};
 
     const MADV_HUGEPAGE: c_int = 14;
-    const MADV_POPULATE_WRITE: c_int = 23;
     const HUGE_PAGE: usize = 2 << 20;
-    const PAGE: usize = 4 << 10;
 
     unsafe extern "C" {
         /// `int madvise(void *addr, size_t length, int advice)`, POSIX/Linux.
@@ -340,25 +319,6 @@ mod thp {
             let _ = unsafe { madvise(at, last - first, MADV_HUGEPAGE) };
         }
     }
-
-    /// Populates the whole 4 KiB pages of `[start, start + bytes)`, part of a new
-    /// allocation the copy is about to write, as if written (`MADV_POPULATE_WRITE`, Linux
-    /// 5.14 and later): the kernel maps (and zeroes) the pages that are not mapped yet and
-    /// leaves mapped ones, and their contents, alone, so it may run while another thread
-    /// writes the same pages. An older kernel refuses it, and the pages are then faulted
-    /// in by the copy's own writes, as without it.
-    pub(super) fn populate(start: *mut u8, bytes: usize) {
-        let lo = start as usize;
-        let first = lo.next_multiple_of(PAGE);
-        let last = (lo + bytes) / PAGE * PAGE;
-        if last > first {
-            let at = start.wrapping_add(first - lo).cast::<c_void>();
-            // SAFETY: `[first, last)` is page-aligned and inside an allocation the caller
-            // owns; `MADV_POPULATE_WRITE` only maps pages not mapped yet (zero-filled, as a
-            // first write would), never reads or changes the contents of a mapped page.
-            let _ = unsafe { madvise(at, last - first, MADV_POPULATE_WRITE) };
-        }
-    }
 }
 
 #[cfg(not(all(
@@ -372,7 +332,6 @@ mod thp {
 )))]
 mod thp {
     pub(super) fn advise_huge(_start: *mut u8, _bytes: usize) {}
-    pub(super) fn populate(_start: *mut u8, _bytes: usize) {}
 }
 
 // ---- for the crate's tests and benchmarks -------------------------------------------------
@@ -419,19 +378,8 @@ pub mod hidden {
         super::pipeline::host_is_known(addr as *const u8)
     }
 
-    /// The number of the pool's threads a staged copy of `bytes` uses on this machine.
+    /// The number of threads a staged copy of `bytes` spawns on this machine.
     pub fn workers_for(bytes: usize) -> usize {
         super::pipeline::workers_for(bytes)
-    }
-
-    /// The copying threads the process has now (0 before the first staged copy and after
-    /// the last context with a staging ended).
-    pub fn copy_threads() -> usize {
-        super::pool::POOL.threads()
-    }
-
-    /// The copying threads the pool starts on this machine.
-    pub fn copy_threads_for_machine() -> usize {
-        super::pool::threads_for_machine()
     }
 }

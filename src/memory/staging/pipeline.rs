@@ -9,9 +9,10 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
-use super::pool::{POOL, Pool, threads_for_machine};
 use super::registry::{Lease, acquire};
-use super::{HUGE_PAGE_MIN, MIN_BYTES_PER_WORKER, MIN_CHUNK, SLOT_BYTES, Staging, thp};
+use super::{
+    HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, MIN_CHUNK, SLOT_BYTES, Staging, thp,
+};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -54,7 +55,6 @@ pub(crate) unsafe fn device_to_host(
     if fresh && bytes >= HUGE_PAGE_MIN {
         thp::advise_huge(dst, bytes);
     }
-    let plan = Plan::new(bytes);
     let dma = |slot: *mut u8, offset: usize, len: usize| {
         // SAFETY: the pipeline hands over a slot it owns with room for `len` bytes, and
         // `offset + len <= bytes`, so the device range lies in the source (the caller's
@@ -63,7 +63,7 @@ pub(crate) unsafe fn device_to_host(
     };
     // SAFETY: the caller's guarantees for `dst`; the lease holds the staging for this copy
     // only.
-    unsafe { pipeline_to_host(&POOL, staging, dst, bytes, plan, fresh, dma) }
+    unsafe { pipeline_to_host(staging, dst, bytes, Plan::new(bytes), dma) }
 }
 
 /// Copies `bytes` from host memory at `src` to the device at `dst` through a staging of
@@ -98,7 +98,7 @@ pub(crate) unsafe fn host_to_device(
     };
     // SAFETY: the caller's guarantees for `src`; the lease holds the staging for this copy
     // only.
-    let done = unsafe { pipeline_from_host(&POOL, staging, src, bytes, Plan::new(bytes), dma) }?;
+    let done = unsafe { pipeline_from_host(staging, src, bytes, Plan::new(bytes), dma) }?;
     drop(lease);
     if done {
         // Each DMA came from page-locked memory and was complete when it returned; were the
@@ -118,26 +118,29 @@ struct Plan {
 }
 
 /// The machine's parallelism, read once (`available_parallelism` reads cgroup files).
-pub(super) fn cores() -> usize {
+fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 impl Plan {
     fn new(bytes: usize) -> Plan {
-        Plan::for_threads(bytes, threads_for_machine())
+        Plan::for_cores(bytes, cores())
     }
 
-    /// One thread per [`MIN_BYTES_PER_WORKER`], at most `threads` (the pool's size), at
-    /// least one; chunks of the largest power of two, between [`MIN_CHUNK`] and a slot, that
-    /// gives each thread one chunk or more. Every chunk costs one synchronous DMA call
-    /// (about 7 µs on an H100 besides the transfer itself), so chunks are as large as the
-    /// threads allow: at 1 MiB, four chunks of 256 KiB for four threads (the DMA of one
-    /// overlaps the copies of the others), from 16 MiB on, chunks of a whole slot.
-    fn for_threads(bytes: usize, threads: usize) -> Plan {
-        let workers = threads.min(bytes.div_ceil(MIN_BYTES_PER_WORKER)).max(1);
-        let share = (bytes / workers).max(1);
-        let chunk = (1usize << share.ilog2()).clamp(MIN_CHUNK, SLOT_BYTES);
+    /// One thread per [`MIN_BYTES_PER_WORKER`], at most [`MAX_WORKERS`] and one fewer than
+    /// the cores (the calling thread runs the DMA), at least one; chunks of a power of two
+    /// between 64 KiB and a slot, about a quarter of each thread's share (so the threads
+    /// take turns and the DMA has slots to fill).
+    fn for_cores(bytes: usize, cores: usize) -> Plan {
+        let workers = MAX_WORKERS
+            .min(cores.saturating_sub(1))
+            .min(bytes.div_ceil(MIN_BYTES_PER_WORKER))
+            .max(1);
+        let chunk = (bytes / (4 * workers))
+            .max(1)
+            .next_power_of_two()
+            .clamp(MIN_CHUNK, SLOT_BYTES);
         Plan { workers, chunk }
     }
 }
@@ -174,16 +177,14 @@ impl Chunks {
     }
 }
 
-/// The hand-over between the calling thread (DMA) and the pool's threads (`memcpy`): free
-/// slots, slots holding a chunk (`ready`), the next chunk to claim, and whether the
+/// The hand-over between the calling thread (DMA) and the worker threads (`memcpy`):
+/// free slots, slots holding a chunk (`ready`), the next chunk to claim, and whether the
 /// calling thread has stopped. Every slot is owned by exactly one party at a time: in
 /// `free`, in `ready`, or taken by one thread; it changes hands only under the mutex,
 /// which orders each owner's accesses before the next owner's.
 struct Pipe {
     state: Mutex<PipeState>,
     changed: Condvar,
-    /// The slots the copy uses.
-    slots: usize,
 }
 
 struct PipeState {
@@ -191,23 +192,8 @@ struct PipeState {
     ready: VecDeque<(usize, usize)>,
     next: usize,
     stop: bool,
-    /// Threads that may still come to work for this copy: the job's tickets, counted out
-    /// as each run ends (also by a panic).
+    /// Worker threads that have not exited.
     workers: usize,
-    /// A run panicked (and may have kept a slot): the calling thread stops waiting.
-    lost: bool,
-    /// Device to a new `Vec`: the next chunk of the destination to populate ahead of its
-    /// data, and the number of chunks (0: none to populate).
-    populate_next: usize,
-    populate_end: usize,
-}
-
-/// What a thread does next for a copy to the host.
-enum Task {
-    /// Copy the chunk in the slot to its place.
-    Copy(usize, usize),
-    /// Populate the chunk's pages (a new `Vec`, nothing ready yet).
-    Populate(usize),
 }
 
 impl Pipe {
@@ -219,12 +205,8 @@ impl Pipe {
                 next: 0,
                 stop: false,
                 workers: 0,
-                lost: false,
-                populate_next: 0,
-                populate_end: 0,
             }),
             changed: Condvar::new(),
-            slots,
         }
     }
 
@@ -251,7 +233,7 @@ impl Pipe {
             if let Some(slot) = st.free.pop() {
                 return Some(slot);
             }
-            if st.workers == 0 || st.lost {
+            if st.workers == 0 {
                 return None;
             }
             st = self.wait(st);
@@ -267,30 +249,8 @@ impl Pipe {
             if let Some(item) = st.ready.pop_front() {
                 return Some(item);
             }
-            if st.stop || st.workers == 0 || st.lost {
+            if st.stop || st.workers == 0 {
                 return None;
-            }
-            st = self.wait(st);
-        }
-    }
-
-    /// A worker's next task, device to host: a chunk in a slot, else a chunk of a new
-    /// `Vec` to populate ahead; `None` once the calling thread has stopped and nothing is
-    /// ready.
-    fn next_task(&self) -> Option<Task> {
-        let mut st = self.lock();
-        loop {
-            if let Some((chunk, slot)) = st.ready.pop_front() {
-                // chunks come ready in order: this one and those before need no populating
-                st.populate_next = st.populate_next.max(chunk + 1);
-                return Some(Task::Copy(chunk, slot));
-            }
-            if st.stop {
-                return None;
-            }
-            if st.populate_next < st.populate_end {
-                st.populate_next += 1;
-                return Some(Task::Populate(st.populate_next - 1));
             }
             st = self.wait(st);
         }
@@ -323,7 +283,7 @@ impl Pipe {
 }
 
 /// Stops the pipe when the calling thread leaves the copy (done, failed or panicking), so
-/// that the workers leave the job and the job's drop, which waits for them, returns.
+/// that the workers exit and the thread scope's join returns.
 struct StopOnDrop<'a>(&'a Pipe);
 
 impl Drop for StopOnDrop<'_> {
@@ -332,17 +292,43 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// Counts a worker out when its run ends (also by a panic, which marks the copy lost).
+/// Counts a worker out when it exits (also by a panic).
 struct WorkerExit<'a>(&'a Pipe);
 
 impl Drop for WorkerExit<'_> {
     fn drop(&mut self) {
-        let panicking = std::thread::panicking();
-        self.0.update(|st| {
-            st.workers -= 1;
-            st.lost |= panicking;
-        });
+        self.0.update(|st| st.workers -= 1);
     }
+}
+
+/// Spawns up to `n` scoped threads running `work`; returns how many started (a failed
+/// spawn, e.g. at a thread limit, just means fewer).
+fn spawn_workers<'scope, 'env, F>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    n: usize,
+    pipe: &'env Pipe,
+    work: &'env F,
+) -> usize
+where
+    F: Fn() + Sync,
+{
+    let mut started = 0;
+    for _ in 0..n {
+        pipe.lock().workers += 1;
+        let spawned = std::thread::Builder::new()
+            .name("cuda-brand-copy".to_owned())
+            .stack_size(256 << 10)
+            .spawn_scoped(scope, move || {
+                let _exit = WorkerExit(pipe);
+                work();
+            });
+        if spawned.is_err() {
+            pipe.update(|st| st.workers -= 1);
+            break;
+        }
+        started += 1;
+    }
+    started
 }
 
 /// A host address that worker threads use: each chunk of the range is touched by one
@@ -359,7 +345,7 @@ impl HostRange {
 }
 
 // SAFETY: only an address; the pipeline gives each chunk of the range to one thread at a
-// time, and the range outlives the job that uses it (the job's drop waits for its runs).
+// time, and the range outlives the thread scope that uses it.
 unsafe impl Send for HostRange {}
 // SAFETY: as above.
 unsafe impl Sync for HostRange {}
@@ -369,94 +355,47 @@ fn workers_lost() -> Error {
     Error::with_detail(
         "staging",
         ErrorCode::Unknown,
-        "every copying thread left before the copy was done",
+        "every copying thread exited before the copy was done",
     )
-}
-
-/// Runs `caller` on this thread while up to `workers` threads of `pool` run `work` for
-/// the copy; returns `Ok(false)` without calling `caller` when the pool has no thread.
-/// Returns only after every run of `work` has ended (the job's drop, also while a panic
-/// unwinds); a panic in a run is raised here then.
-fn with_workers(
-    pool: &'static Pool,
-    pipe: &Pipe,
-    workers: usize,
-    work: &(dyn Fn() + Sync),
-    caller: impl FnOnce() -> Result<()>,
-) -> Result<bool> {
-    let run = || {
-        let _exit = WorkerExit(pipe);
-        work();
-    };
-    // the tickets are counted in before any thread can take one (and count itself out)
-    pipe.lock().workers = workers;
-    let (job, tickets) = pool.job(workers, &run);
-    // the job's drop runs after `stop`'s (reverse order of declaration): the workers are
-    // told to stop, then waited for
-    let stop = StopOnDrop(pipe);
-    if tickets < workers {
-        // fewer threads than planned: the tickets that will never be taken
-        pipe.update(|st| st.workers -= workers - tickets);
-    }
-    if tickets == 0 {
-        drop(stop);
-        drop(job);
-        return Ok(false);
-    }
-    let result = caller();
-    drop(stop);
-    drop(job);
-    result.map(|()| true)
 }
 
 /// Device to host through `staging`: the calling thread fills a free slot with each chunk
 /// (`dma(slot, offset, len)`: the chunk at `offset` of the source, complete when it
-/// returns), a worker copies the slot into the chunk's place in `dst`; with `fresh` (a new
-/// allocation), idle workers populate the destination's pages ahead of the data.
-/// `Ok(false)`: no thread could be started, nothing was copied.
+/// returns), a worker copies the slot into the chunk's place in `dst`. `Ok(false)`: no
+/// thread could be started, nothing was copied.
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of writes (it may be uninitialised) and nothing else uses it
 /// during the call; `staging` is used by no other copy; `dma` writes at most `len` bytes
 /// to the slot it is given.
 unsafe fn pipeline_to_host(
-    pool: &'static Pool,
     staging: &Staging,
     dst: *mut u8,
     bytes: usize,
     plan: Plan,
-    fresh: bool,
     mut dma: impl FnMut(*mut u8, usize, usize) -> Result<()>,
 ) -> Result<bool> {
     let chunks = Chunks::new(dst as usize, bytes, plan.chunk);
     let pipe = Pipe::new((plan.workers + 2).min(staging.slots()));
-    if fresh {
-        pipe.lock().populate_end = chunks.count;
-    }
     let host = HostRange(dst);
     let work = || {
-        while let Some(task) = pipe.next_task() {
-            match task {
-                Task::Copy(chunk, slot) => {
-                    let (offset, len) = chunks.get(chunk);
-                    let to = host.at(offset);
-                    // SAFETY: the slot holds the chunk's `len <= SLOT_BYTES` bytes (its DMA
-                    // was complete before the slot was put ready) and is this thread's
-                    // until it is put back; `[to, to + len)` lies in `dst` (the chunks
-                    // cover it exactly), is written by this thread only (each chunk is
-                    // handed out once), and nobody else uses `dst` during the copy (the
-                    // caller's guarantee).
-                    unsafe { std::ptr::copy_nonoverlapping(staging.slot(slot), to, len) };
-                    pipe.put_free(slot);
-                }
-                Task::Populate(chunk) => {
-                    let (offset, len) = chunks.get(chunk);
-                    thp::populate(host.at(offset), len);
-                }
-            }
+        while let Some((chunk, slot)) = pipe.take_ready() {
+            let (offset, len) = chunks.get(chunk);
+            let to = host.at(offset);
+            // SAFETY: the slot holds the chunk's `len <= SLOT_BYTES` bytes (its DMA was
+            // complete before the slot was put ready) and is this thread's until it is put
+            // back; `[to, to + len)` lies in `dst` (the chunks cover it exactly), is
+            // written by this thread only (each chunk is handed out once), and nobody else
+            // uses `dst` during the copy (the caller's guarantee).
+            unsafe { std::ptr::copy_nonoverlapping(staging.slot(slot), to, len) };
+            pipe.put_free(slot);
         }
     };
-    with_workers(pool, &pipe, plan.workers, &work, || {
+    std::thread::scope(|scope| {
+        let stop = StopOnDrop(&pipe);
+        if spawn_workers(scope, plan.workers, &pipe, &work) == 0 {
+            return Ok(false);
+        }
         for chunk in 0..chunks.count {
             let Some(slot) = pipe.take_free() else {
                 return Err(workers_lost());
@@ -466,17 +405,8 @@ unsafe fn pipeline_to_host(
             dma(staging.slot(slot), offset, len)?;
             pipe.put_ready(chunk, slot);
         }
-        // wait until the workers have copied every chunk (every slot is free again): a
-        // ticket not yet taken is withdrawn when the copy ends, so the chunks ready now
-        // must not be left to it
-        let mut st = pipe.lock();
-        while st.free.len() < pipe.slots && st.workers > 0 && !st.lost {
-            st = pipe.wait(st);
-        }
-        if st.free.len() < pipe.slots {
-            return Err(workers_lost());
-        }
-        Ok(())
+        drop(stop);
+        Ok(true)
     })
 }
 
@@ -489,7 +419,6 @@ unsafe fn pipeline_to_host(
 /// `src` is valid for `bytes` of reads and nothing writes it during the call; `staging` is
 /// used by no other copy; `dma` reads at most `len` bytes of the slot it is given.
 unsafe fn pipeline_from_host(
-    pool: &'static Pool,
     staging: &Staging,
     src: *const u8,
     bytes: usize,
@@ -511,7 +440,11 @@ unsafe fn pipeline_from_host(
             pipe.put_ready(chunk, slot);
         }
     };
-    with_workers(pool, &pipe, plan.workers, &work, || {
+    std::thread::scope(|scope| {
+        let stop = StopOnDrop(&pipe);
+        if spawn_workers(scope, plan.workers, &pipe, &work) == 0 {
+            return Ok(false);
+        }
         for _ in 0..count {
             let Some((chunk, slot)) = pipe.take_ready() else {
                 return Err(workers_lost());
@@ -522,23 +455,20 @@ unsafe fn pipeline_from_host(
             dma(staging.slot(slot).cast_const(), offset, len)?;
             pipe.put_free(slot);
         }
-        Ok(())
+        drop(stop);
+        Ok(true)
     })
 }
 
-/// The number of the pool's threads a staged copy of `bytes` uses on this machine.
+/// The number of threads a staged copy of `bytes` spawns on this machine.
 pub(super) fn workers_for(bytes: usize) -> usize {
     Plan::new(bytes).workers
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{MAX_WORKERS, SLOTS, STAGING_BYTES};
+    use super::super::{SLOTS, STAGING_BYTES};
     use super::*;
-
-    /// The pools of these tests: a fixed size, whatever the machine.
-    static FOUR: Pool = Pool::new(4);
-    static ONE: Pool = Pool::new(1);
 
     #[test]
     fn chunks_cover_the_range_exactly_at_aligned_boundaries() {
@@ -570,26 +500,23 @@ mod tests {
     #[test]
     fn plans_are_bounded() {
         assert_eq!(
-            Plan::for_threads(64 << 20, 8),
+            Plan::for_cores(64 << 20, 16),
             Plan {
-                workers: 8,
+                workers: MAX_WORKERS,
                 chunk: SLOT_BYTES
             }
         );
-        assert_eq!(Plan::for_threads(64 << 20, 1).workers, 1);
-        assert_eq!(Plan::for_threads(64 << 20, 0).workers, 1, "at least one");
-        let small = Plan::for_threads(1 << 20, 8);
+        assert_eq!(Plan::for_cores(64 << 20, 2).workers, 1);
+        assert_eq!(Plan::for_cores(64 << 20, 1).workers, 1, "at least one");
+        let small = Plan::for_cores(1 << 20, 16);
         assert_eq!(small.workers, 4);
-        assert_eq!(small.chunk, 256 << 10, "four chunks for four threads");
-        assert_eq!(Plan::for_threads(4 << 20, 7).chunk, 512 << 10);
-        assert_eq!(Plan::for_threads(16 << 20, 8).chunk, SLOT_BYTES);
-        assert_eq!(Plan::for_threads(1, 8).chunk, MIN_CHUNK);
+        assert_eq!(small.chunk, 64 << 10);
+        assert_eq!(Plan::for_cores(1, 16).chunk, MIN_CHUNK);
         for bytes in [1usize, 4095, 1 << 20, 3 << 20, 1 << 30] {
-            let p = Plan::for_threads(bytes, MAX_WORKERS);
+            let p = Plan::for_cores(bytes, 64);
             assert!(p.chunk.is_power_of_two() && p.chunk <= SLOT_BYTES);
             assert!(p.workers + 2 <= SLOTS);
         }
-        assert!(threads_for_machine() <= MAX_WORKERS && threads_for_machine() >= 1);
     }
 
     /// The pipelines with a fake device (a host buffer, copied with `memcpy`): every byte
@@ -610,8 +537,8 @@ mod tests {
             (0, 2 << 20),
             (17, 9 << 20),
         ] {
-            for (threads, pool) in [(1, &ONE), (2, &FOUR), (4, &FOUR)] {
-                let plan = Plan::for_threads(bytes, threads);
+            for cores in [2, 3, 16] {
+                let plan = Plan::for_cores(bytes, cores);
                 let source = &device[start..start + bytes];
                 // device to host, into a range at an odd offset of a zeroed buffer
                 let mut host = vec![0u8; bytes + 64];
@@ -624,14 +551,12 @@ mod tests {
                     unsafe { std::ptr::copy_nonoverlapping(source[offset..].as_ptr(), slot, len) };
                     Ok(())
                 };
-                let fresh = threads != 2;
                 // SAFETY: `dst` has room for `bytes`; the staging is this test's.
-                let done =
-                    unsafe { pipeline_to_host(pool, &staging, dst, bytes, plan, fresh, dma) };
+                let done = unsafe { pipeline_to_host(&staging, dst, bytes, plan, dma) };
                 assert!(done.unwrap());
                 assert!(
                     host[at..at + bytes] == *source,
-                    "{bytes} bytes at {start}, {threads} threads"
+                    "{bytes} bytes at {start}, {cores} cores"
                 );
                 assert!(
                     host[..at]
@@ -649,9 +574,8 @@ mod tests {
                     Ok(())
                 };
                 // SAFETY: `source` has `bytes`; the staging is this test's.
-                let done = unsafe {
-                    pipeline_from_host(pool, &staging, source.as_ptr(), bytes, plan, dma)
-                };
+                let done =
+                    unsafe { pipeline_from_host(&staging, source.as_ptr(), bytes, plan, dma) };
                 assert!(done.unwrap());
                 assert!(device_out[at..at + bytes] == *source);
                 assert!(
@@ -664,54 +588,13 @@ mod tests {
         }
     }
 
-    /// A copy whose tickets no thread takes for a while (the pool busy with another copy)
-    /// still copies every byte: the calling thread waits for the chunks it made ready.
-    #[test]
-    fn a_copy_waits_for_a_busy_pool() {
-        static BUSY: Pool = Pool::new(1);
-        let staging = Staging::allocate(STAGING_BYTES).unwrap();
-        let bytes = 3 << 20;
-        let source: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
-        let mut host = vec![0u8; bytes];
-        let started = std::sync::atomic::AtomicBool::new(false);
-        let hold = || {
-            started.store(true, std::sync::atomic::Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        };
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let (job, _) = BUSY.job(1, &hold);
-                // the job's drop would withdraw a ticket not taken yet
-                while !started.load(std::sync::atomic::Ordering::SeqCst) {
-                    std::thread::yield_now();
-                }
-                drop(job);
-            });
-            while !started.load(std::sync::atomic::Ordering::SeqCst) {
-                std::thread::yield_now();
-            }
-            let dma = |slot: *mut u8, offset: usize, len: usize| {
-                // SAFETY: in bounds of `source` and of the slot.
-                unsafe { std::ptr::copy_nonoverlapping(source[offset..].as_ptr(), slot, len) };
-                Ok(())
-            };
-            let plan = Plan::for_threads(bytes, 1);
-            // SAFETY: `host` has room for `bytes`; the staging is this test's.
-            let done = unsafe {
-                pipeline_to_host(&BUSY, &staging, host.as_mut_ptr(), bytes, plan, true, dma)
-            };
-            assert!(done.unwrap());
-        });
-        assert!(host == source);
-    }
-
     #[test]
     fn a_failing_dma_stops_the_pipeline_with_its_error() {
         let staging = Staging::allocate(STAGING_BYTES).unwrap();
         let bytes = 8 << 20;
         let source = vec![7u8; bytes];
         let mut host = vec![0u8; bytes];
-        let plan = Plan::for_threads(bytes, 4);
+        let plan = Plan::for_cores(bytes, 16);
         let mut calls = 0;
         let dma = |slot: *mut u8, offset: usize, len: usize| {
             calls += 1;
@@ -723,9 +606,7 @@ mod tests {
             Ok(())
         };
         // SAFETY: `host` has room for `bytes`; the staging is this test's.
-        let e = unsafe {
-            pipeline_to_host(&FOUR, &staging, host.as_mut_ptr(), bytes, plan, false, dma)
-        };
+        let e = unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, plan, dma) };
         assert_eq!(e.unwrap_err().call(), "fake DMA");
         let mut calls = 0;
         let dma = |_: *const u8, _: usize, _: usize| {
@@ -736,7 +617,7 @@ mod tests {
             }
         };
         // SAFETY: `source` has `bytes`; the staging is this test's.
-        let e = unsafe { pipeline_from_host(&FOUR, &staging, source.as_ptr(), bytes, plan, dma) };
+        let e = unsafe { pipeline_from_host(&staging, source.as_ptr(), bytes, plan, dma) };
         assert_eq!(e.unwrap_err().call(), "fake DMA");
     }
 }

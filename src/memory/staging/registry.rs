@@ -183,17 +183,7 @@ fn retire(key: usize) -> Vec<Staging> {
     }
     let removed = registry().remove(key);
     RETURNED.notify_all();
-    if removed.is_some() && entries() == 0 {
-        // no context has a staging any more: end the copying threads (now, or when the
-        // copies still running leave)
-        super::pool::POOL.end();
-    }
     removed.map(|e| e.idle).unwrap_or_default()
-}
-
-/// The number of contexts that have an entry (stagings, or a freeze or reservation).
-pub(super) fn entries() -> usize {
-    ENTRIES.load(Ordering::SeqCst)
 }
 
 fn reserve_with(key: usize, create: impl FnOnce() -> Result<Staging>) -> Result<()> {
