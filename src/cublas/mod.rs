@@ -3,6 +3,10 @@
 //! GEMM, GEMV, AXPY, DOT, NRM2 and SCAL, with the brand of the handle's context and every
 //! extent checked before cuBLAS is called.
 //!
+//! The element types are sealed: [`GemmType`] is implemented for `f32`, `f64`, [`F16`] and
+//! [`Bf16`] only (each names the `cudaDataType` cuBLAS reads), [`Real`] for `f32` and `f64`
+//! (GEMV and the level-1 operations), so no user type decides how many bytes cuBLAS reads.
+//!
 //! cuBLAS is loaded at run time, like the driver: the file `CUDA_BRAND_CUBLAS_LIBRARY`
 //! names, else the first of `libcublas.so.13`, `libcublas.so.12`, `libcublas.so` that loads
 //! from the loader's search path, `$CUDA_HOME/lib64` or `/usr/local/cuda/lib64` (cuBLAS

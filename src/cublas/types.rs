@@ -111,7 +111,8 @@ impl Scalar for f64 {
 /// type decides how many bytes cuBLAS reads per element.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an element type cuBLAS's GEMM takes here",
-    note = "the GEMM element types are `f32`, `f64`, `cuda_brand::cublas::F16` and `cuda_brand::cublas::Bf16`"
+    note = "the GEMM element types are `f32`, `f64`, `cuda_brand::cublas::F16` and `cuda_brand::cublas::Bf16`",
+    note = "see `cuda_brand::cublas`"
 )]
 pub trait GemmType: DeviceCopy + sealed::Sealed {
     /// The type of `alpha` and `beta`.
