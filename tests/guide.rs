@@ -887,7 +887,7 @@ fn error_sections() -> (Vec<ErrorSection>, Vec<(String, usize)>) {
 }
 
 /// Every compile-fail case of the suite: each `.rs` under `ui-tests/` outside a `pass`
-/// folder (`tests/ui.rs`, `tests/ui_nccl.rs`), as its path without `.rs`.
+/// folder (`tests/ui.rs`, `tests/ui_nccl.rs`, `tests/ui_libs.rs`), as its path without `.rs`.
 fn compile_fail_cases() -> Vec<String> {
     fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         let entries =

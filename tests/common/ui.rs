@@ -1,5 +1,5 @@
-//! What the compile-fail runners share (`tests/ui.rs`, `tests/ui_nccl.rs`, which include this
-//! file as their module `runner`): the compiler check and re-blessing around trybuild.
+//! What the compile-fail runners share (`tests/ui.rs`, `tests/ui_nccl.rs`, `tests/ui_libs.rs`,
+//! which include this file as their module `runner`): the compiler check and re-blessing around trybuild.
 //!
 //! The `.stderr` files are the words of one compiler: the one named in
 //! `ui-tests/rustc-version.txt`. With another `rustc` a runner's test is reported as
