@@ -434,6 +434,41 @@ fn a_handle_moves_to_another_thread_and_works_there() {
     });
 }
 
+fn an_owned_handle_is_bound_in_another_entry_on_another_thread() {
+    use cuda_brand::owned::{OwnedBlas, OwnedContext, OwnedDeviceBuffer};
+    match cublas::version() {
+        Ok(v) => eprintln!("cuBLAS {v:?}"),
+        Err(e) => panic!("this test needs the cuBLAS library: {e}"),
+    }
+    let home =
+        OwnedContext::new(&Device::get(0).expect("device 0"), ContextFlags::default()).unwrap();
+    let (blas, x): (OwnedBlas, OwnedDeviceBuffer<f32>) = home
+        .enter(|ctx| {
+            let blas = home.unbind(ctx, Blas::new(ctx)?)?;
+            let x = home.unbind(ctx, ctx.from_slice(&[1.0f32, 2.0, 3.0])?)?;
+            Ok::<_, Error>((blas, x))
+        })
+        .unwrap();
+    let back = std::thread::spawn(move || {
+        let (blas, mut x) = (blas, x);
+        let home = blas.context().clone();
+        home.enter(|ctx| {
+            let (b, xv) = (blas.bind(ctx)?, x.bind_mut(ctx)?);
+            ctx.stream()?.scope(|s| b.scal(s, 3.0, &mut *xv))?;
+            xv.to_vec()
+        })
+    })
+    .join()
+    .unwrap()
+    .unwrap();
+    assert_eq!(back, [3.0, 6.0, 9.0]);
+    assert_eq!(
+        home.close().map(|r| r.is_ok()),
+        Some(true),
+        "the last handle"
+    );
+}
+
 const CHILD: &str = "CUDA_BRAND_CUBLAS_TEST_CHILD";
 
 fn a_missing_library_is_cublas_not_found_naming_it_and_the_variable() {
@@ -503,6 +538,11 @@ fn main() -> std::process::ExitCode {
             name: "a_handle_moves_to_another_thread_and_works_there",
             needs: Needs::Gpu,
             body: a_handle_moves_to_another_thread_and_works_there,
+        },
+        Test {
+            name: "an_owned_handle_is_bound_in_another_entry_on_another_thread",
+            needs: Needs::Gpu,
+            body: an_owned_handle_is_bound_in_another_entry_on_another_thread,
         },
         Test {
             name: "a_missing_library_is_cublas_not_found_naming_it_and_the_variable",

@@ -20,10 +20,10 @@ pub(crate) mod sealed {
     /// depend on which lifetime it carries).
     #[diagnostic::on_unimplemented(
         message = "`{Self}` has no owned form",
-        note = "owned forms exist for device, pinned and managed buffers, memory pools, streams, events and modules (and kernels: `OwnedKernel`)",
+        note = "owned forms exist for device, pinned and managed buffers, memory pools, streams, events, modules, and the cuBLAS, cuFFT and cuRAND handles (and kernels: `OwnedKernel`)",
         note = "see the guide, chapter 11 (`cuda_brand::guide`)"
     )]
-    pub trait Rebrand: Send + Sync + Sized + 'static {
+    pub trait Rebrand: Send + Sized + 'static {
         /// The type at the brand `'ctx`.
         type At<'ctx>;
 
@@ -82,7 +82,7 @@ pub(crate) mod sealed {
     /// over: `Static` is its owned form.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` has no owned form",
-        note = "owned forms exist for device, pinned and managed buffers, memory pools, streams, events and modules (and kernels: `OwnedKernel`)",
+        note = "owned forms exist for device, pinned and managed buffers, memory pools, streams, events, modules, and the cuBLAS, cuFFT and cuRAND handles (and kernels: `OwnedKernel`)",
         note = "see the guide, chapter 11 (`cuda_brand::guide`)"
     )]
     pub trait Unbind<'ctx>: Sized {
@@ -124,6 +124,12 @@ rebrand!([] MemoryPool<'static> => MemoryPool<'ctx>);
 rebrand!([] Stream<'static> => Stream<'ctx>);
 rebrand!([K: EventKind] Event<'static, K> => Event<'ctx, K>);
 rebrand!([] Module<'static> => Module<'ctx>);
+#[cfg(feature = "cublas")]
+rebrand!([] crate::cublas::Blas<'static> => crate::cublas::Blas<'ctx>);
+#[cfg(feature = "cufft")]
+rebrand!([I: 'static, O: 'static] crate::cufft::FftPlan<'static, I, O> => crate::cufft::FftPlan<'ctx, I, O>);
+#[cfg(feature = "curand")]
+rebrand!([] crate::curand::Rng<'static> => crate::curand::Rng<'ctx>);
 
 /// A branded value made `'static`: `Send + Sync` (where the value is), storable in a
 /// `static`, a struct an event loop owns, a task, a server's state. It remembers its
@@ -209,6 +215,18 @@ pub type OwnedEvent<K = crate::stream::Timing> = Owned<Event<'static, K>>;
 /// A module that outlives closures: [`Owned`] of a [`Module`]. Its kernels:
 /// [`OwnedKernel`](crate::owned::OwnedKernel).
 pub type OwnedModule = Owned<Module<'static>>;
+/// A cuBLAS handle that outlives closures (feature `cublas`): [`Owned`] of a
+/// [`Blas`](crate::cublas::Blas). `Send`, not `Sync`, as the handle.
+#[cfg(feature = "cublas")]
+pub type OwnedBlas = Owned<crate::cublas::Blas<'static>>;
+/// A cuFFT plan that outlives closures (feature `cufft`): [`Owned`] of an
+/// [`FftPlan`](crate::cufft::FftPlan). `Send`, not `Sync`, as the plan.
+#[cfg(feature = "cufft")]
+pub type OwnedFftPlan<I, O> = Owned<crate::cufft::FftPlan<'static, I, O>>;
+/// A cuRAND generator that outlives closures (feature `curand`): [`Owned`] of an
+/// [`Rng`](crate::curand::Rng). `Send`, not `Sync`, as the generator.
+#[cfg(feature = "curand")]
+pub type OwnedRng = Owned<crate::curand::Rng<'static>>;
 
 impl<B: Rebrand> Owned<B> {
     /// # Safety

@@ -71,6 +71,15 @@ mod kernel;
 pub mod pending;
 mod release;
 
+#[cfg(feature = "cublas")]
+#[doc(inline)]
+pub use handle::OwnedBlas;
+#[cfg(feature = "cufft")]
+#[doc(inline)]
+pub use handle::OwnedFftPlan;
+#[cfg(feature = "curand")]
+#[doc(inline)]
+pub use handle::OwnedRng;
 #[doc(inline)]
 pub use handle::{
     Owned, OwnedDeviceBuffer, OwnedEvent, OwnedManagedBuffer, OwnedMemoryPool, OwnedModule,
