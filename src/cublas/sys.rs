@@ -10,7 +10,7 @@
 
 #![allow(non_camel_case_types)]
 
-use std::ffi::{OsStr, OsString, c_int, c_longlong, c_void};
+use std::ffi::{OsStr, c_int, c_longlong, c_void};
 use std::sync::OnceLock;
 
 use crate::driver::CUstream;
@@ -38,23 +38,6 @@ const NAMES: &[&str] = &["cublas64_13.dll", "cublas64_12.dll"];
 #[cfg(not(windows))]
 const NAMES: &[&str] = &["libcublas.so.13", "libcublas.so.12", "libcublas.so"];
 
-/// Directories tried after the loader's search path (the toolkit's usual places).
-#[cfg(not(windows))]
-fn toolkit_dirs() -> Vec<OsString> {
-    let mut dirs = Vec::new();
-    if let Some(home) = std::env::var_os("CUDA_HOME").filter(|h| !h.is_empty()) {
-        let mut dir = home;
-        dir.push("/lib64");
-        dirs.push(dir);
-    }
-    dirs.push("/usr/local/cuda/lib64".into());
-    dirs
-}
-#[cfg(windows)]
-fn toolkit_dirs() -> Vec<OsString> {
-    Vec::new()
-}
-
 /// What every "not found" error ends with.
 const GET_CUBLAS: &str = "install cuBLAS 12 or newer (the CUDA toolkit's libcublas package), \
      or set CUDA_BRAND_CUBLAS_LIBRARY to a libcublas.so.12 or .13; PyTorch's CUDA wheels ship \
@@ -67,7 +50,7 @@ const CUBLAS_LIBRARY: Spec = Spec {
     call: LOAD_CUBLAS,
     var: CUBLAS_LIBRARY_VAR,
     names: NAMES,
-    dirs: toolkit_dirs,
+    dirs: crate::driver::dylib::toolkit_dirs,
     not_found: ErrorCode::CublasNotFound,
     not_found_detail: not_found,
     lacks: |file, symbol| {
@@ -198,10 +181,7 @@ entry_points! {
 /// The loaded library, or why it could not be loaded (the same outcome for every call).
 pub(crate) fn api() -> Result<&'static Api> {
     static API: OnceLock<Result<Api>> = OnceLock::new();
-    match API.get_or_init(|| load(CUBLAS_LIBRARY.file_from_env().as_deref())) {
-        Ok(api) => Ok(api),
-        Err(e) => Err(e.clone()),
-    }
+    crate::driver::dylib::load_once(&API, &CUBLAS_LIBRARY, load)
 }
 
 /// Opens the cuBLAS library (`file`, or the default names and places) and reads its entry

@@ -115,10 +115,7 @@ static LOADED: OnceLock<Result<Cufft>> = OnceLock::new();
 
 /// The table, loading the library on first use.
 fn cufft() -> Result<&'static Cufft> {
-    match LOADED.get_or_init(|| load(CUFFT_LIBRARY.file_from_env().as_deref())) {
-        Ok(table) => Ok(table),
-        Err(e) => Err(e.clone()),
-    }
+    crate::driver::dylib::load_once(&LOADED, &CUFFT_LIBRARY, load)
 }
 
 /// Opens the library (`file`, or the default names) and reads its table.

@@ -108,10 +108,7 @@ entry_points! {
 static LOADED: OnceLock<Result<Curand>> = OnceLock::new();
 
 fn curand() -> Result<&'static Curand> {
-    match LOADED.get_or_init(|| load(CURAND_LIBRARY.file_from_env().as_deref())) {
-        Ok(table) => Ok(table),
-        Err(e) => Err(e.clone()),
-    }
+    crate::driver::dylib::load_once(&LOADED, &CURAND_LIBRARY, load)
 }
 
 /// Opens the library (`file`, or the default names) and reads its table.

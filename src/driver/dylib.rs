@@ -14,6 +14,7 @@
 //! every call that needs it returns the load error, and nothing panics.
 
 use std::ffi::{OsStr, OsString};
+use std::sync::OnceLock;
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -57,6 +58,47 @@ pub(crate) struct NotFound<'a> {
 /// For a [`Spec`] whose library is looked for on the loader's search path only.
 pub(crate) fn no_dirs() -> Vec<OsString> {
     Vec::new()
+}
+
+/// For a [`Spec`] of a CUDA toolkit library: `$CUDA_HOME/lib64` (if set), then
+/// `/usr/local/cuda/lib64`, after the loader's search path (none on Windows).
+#[cfg_attr(not(any(feature = "nvrtc", feature = "cublas")), allow(dead_code))]
+pub(crate) fn toolkit_dirs() -> Vec<OsString> {
+    if cfg!(windows) {
+        return Vec::new();
+    }
+    let mut dirs = Vec::new();
+    if let Some(home) = std::env::var_os("CUDA_HOME").filter(|h| !h.is_empty()) {
+        let mut dir = home;
+        dir.push("/lib64");
+        dirs.push(dir);
+    }
+    dirs.push("/usr/local/cuda/lib64".into());
+    dirs
+}
+
+/// What `load` made of the library `spec` describes (the file its variable names, else its
+/// default names), made on the first call and kept in `cell` for the process: every later
+/// call gets the same table, or the same error.
+#[cfg_attr(
+    not(any(
+        feature = "nccl",
+        feature = "nvrtc",
+        feature = "cublas",
+        feature = "cufft",
+        feature = "curand"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn load_once<T>(
+    cell: &'static OnceLock<Result<T>>,
+    spec: &Spec,
+    load: fn(Option<&OsStr>) -> Result<T>,
+) -> Result<&'static T> {
+    match cell.get_or_init(|| load(spec.file_from_env().as_deref())) {
+        Ok(loaded) => Ok(loaded),
+        Err(e) => Err(e.clone()),
+    }
 }
 
 /// An opened library, with the name it was opened under. Never closed: the entry points

@@ -43,7 +43,7 @@
 //! [`Program::compile`] needs none; loading the result does:
 //! [`Program::load`] and [`ContextGuard::compile_and_load`] take the context's guard.
 
-use std::ffi::{CStr, CString, OsStr, OsString, c_char, c_int};
+use std::ffi::{CStr, CString, OsStr, c_char, c_int};
 use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -72,23 +72,6 @@ const NAMES: &[&str] = &[
     "libnvrtc.so.12",
     "libnvrtc.so.11.2",
 ];
-
-/// Directories tried after the loader's search path (the toolkit's usual places).
-#[cfg(not(windows))]
-fn toolkit_dirs() -> Vec<OsString> {
-    let mut dirs = Vec::new();
-    if let Some(home) = std::env::var_os("CUDA_HOME").filter(|h| !h.is_empty()) {
-        let mut dir = home;
-        dir.push("/lib64");
-        dirs.push(dir);
-    }
-    dirs.push("/usr/local/cuda/lib64".into());
-    dirs
-}
-#[cfg(windows)]
-fn toolkit_dirs() -> Vec<OsString> {
-    Vec::new()
-}
 
 type Prog = *mut std::ffi::c_void;
 
@@ -136,7 +119,7 @@ const NVRTC: Spec = Spec {
     call: LOAD_NVRTC,
     var: NVRTC_LIBRARY_VAR,
     names: NAMES,
-    dirs: toolkit_dirs,
+    dirs: crate::driver::dylib::toolkit_dirs,
     not_found: ErrorCode::NvrtcNotFound,
     not_found_detail: not_found,
     lacks: |file, symbol| {
@@ -169,10 +152,7 @@ fn not_found(not_found: &NotFound<'_>) -> String {
 /// The loaded library, once per process (later calls get the first outcome).
 fn api() -> Result<&'static Api> {
     static API: OnceLock<Result<Api>> = OnceLock::new();
-    match API.get_or_init(|| load(NVRTC.file_from_env().as_deref())) {
-        Ok(api) => Ok(api),
-        Err(e) => Err(e.clone()),
-    }
+    crate::driver::dylib::load_once(&API, &NVRTC, load)
 }
 
 /// Opens the NVRTC library (`file`, or the default names and places) and reads its entry

@@ -204,10 +204,7 @@ static LOADED: OnceLock<Result<Loaded>> = OnceLock::new();
 
 /// The library, loading it on first use.
 fn loaded() -> Result<&'static Loaded> {
-    match LOADED.get_or_init(|| load(NCCL_LIBRARY.file_from_env().as_deref())) {
-        Ok(loaded) => Ok(loaded),
-        Err(e) => Err(e.clone()),
-    }
+    crate::driver::dylib::load_once(&LOADED, &NCCL_LIBRARY, load)
 }
 
 /// The table, loading it on first use.
