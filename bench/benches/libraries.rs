@@ -826,10 +826,6 @@ fn report(
             ratio(ours, theirs)
         ));
     }
-    print!("{text}");
-    if let Some(path) = out {
-        std::fs::write(path, text).expect("writing the table");
-        eprintln!("table written to {path}");
-    }
+    harness::emit(&text, out);
     Ok(())
 }

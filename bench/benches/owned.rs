@@ -745,11 +745,7 @@ fn run(
         device.name()?,
         cuda_brand::driver_version()?
     );
-    print!("{header}{text}");
-    if let Some(path) = out {
-        std::fs::write(path, format!("{header}{text}")).expect("writing the table");
-        eprintln!("table written to {path}");
-    }
+    harness::emit(&format!("{header}{text}"), out);
     // SAFETY: allocated above, unused from here on.
     ok(unsafe { sys::cuMemFree_v2(raw_buf) });
     Ok(())

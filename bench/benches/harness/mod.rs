@@ -146,11 +146,16 @@ pub fn report(
         device.name()?,
         cuda_brand::driver_version()?
     );
-    let text = format!("{header}{}", table(rows, medians));
+    emit(&format!("{header}{}", table(rows, medians)), out);
+    Ok(())
+}
+
+/// Prints `text` (a benchmark's header and tables), and writes it to `out` if given (the
+/// value of `--out FILE`).
+pub fn emit(text: &str, out: Option<&str>) {
     print!("{text}");
     if let Some(path) = out {
         std::fs::write(path, text).expect("writing the table");
         eprintln!("table written to {path}");
     }
-    Ok(())
 }
