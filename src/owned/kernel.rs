@@ -106,9 +106,19 @@ impl<P: KernelParams> OwnedKernel<P> {
     #[inline]
     pub fn bind<'a, 'ctx>(&'a self, ctx: ContextGuard<'ctx>) -> Result<&'a Kernel<'a, 'ctx, P>> {
         self.home.check(ctx, "OwnedKernel::bind")?;
-        // SAFETY: a kernel of `ctx`'s context (checked), whose code `Source` keeps loaded
-        // for as long as `self` is borrowed; the types differ in lifetimes only.
-        Ok(unsafe { &*(&self.kernel as *const Kernel<'static, 'static, P>).cast() })
+        // SAFETY: a kernel of `ctx`'s context (checked).
+        Ok(unsafe { self.at() })
+    }
+
+    /// The kernel at the brand `'ctx`, borrowing `self`.
+    ///
+    /// # Safety
+    /// `'ctx` is the brand of the kernel's context.
+    #[inline(always)]
+    unsafe fn at<'ctx>(&self) -> &Kernel<'_, 'ctx, P> {
+        // SAFETY: the types differ in lifetimes only; the code stays loaded while `self`
+        // (its `Source`) is borrowed, and the caller's promise makes the brand true.
+        unsafe { &*(&self.kernel as *const Kernel<'static, 'static, P>).cast() }
     }
 
     /// The handle of the kernel's context.
@@ -124,9 +134,8 @@ impl<P: KernelParams> OwnedKernel<P> {
     #[inline]
     pub(crate) unsafe fn scoped<'scope, 'ctx>(&self) -> ScopedKernel<'scope, 'ctx, P> {
         // SAFETY: the caller's promise: a scope of the kernel's context, which `self` (and
-        // so the code) outlives; the types differ in lifetimes only.
-        let kernel: &Kernel<'_, 'ctx, P> =
-            unsafe { &*(&self.kernel as *const Kernel<'static, 'static, P>).cast() };
+        // so the code) outlives.
+        let kernel: &Kernel<'_, 'ctx, P> = unsafe { self.at() };
         kernel.scoped()
     }
 }

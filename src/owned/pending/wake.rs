@@ -10,13 +10,10 @@
 
 use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError};
 use std::task::Waker;
 use std::time::Duration;
-
-use cuda_driver_sys::CUctx_st;
 
 use crate::context;
 use crate::driver::{self, CUevent, CUstream, HostFnFlag};
@@ -107,9 +104,8 @@ pub(crate) unsafe fn queue_host_fn(stream: CUstream, signal: &Arc<Signal>) -> Re
 pub(crate) struct Watch {
     pub(crate) signal: Arc<Signal>,
     event: CUevent,
-    ctx: NonNull<CUctx_st>,
-    /// Keeps the context alive while the watchdog may query the event.
-    _home: OwnedContext,
+    /// The event's context, kept alive while the watchdog may query the event.
+    home: OwnedContext,
 }
 
 // SAFETY: an event handle and a context handle, which any thread may use with the context
@@ -123,8 +119,7 @@ impl Watch {
         Arc::new(Watch {
             signal,
             event,
-            ctx: home.raw(),
-            _home: home.clone(),
+            home: home.clone(),
         })
     }
 
@@ -135,8 +130,8 @@ impl Watch {
             // watch before it destroys the event); its context is current.
             unsafe { driver::event_query(self.event) }
         };
-        // SAFETY: the context is alive (`_home`).
-        let queried = unsafe { context::in_context(self.ctx, query) };
+        // SAFETY: the context is alive (`home`).
+        let queried = unsafe { context::in_context(self.home.raw(), query) };
         !matches!(queried, Ok(false))
     }
 }
