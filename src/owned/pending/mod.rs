@@ -265,7 +265,7 @@ impl<B> Op<B> {
             return Ok(true);
         };
         let key = self.stream_raw() as usize;
-        let home = self.home.clone();
+        let home = &self.home;
         let armed = home.enter(|_| {
             // SAFETY: the event is alive (the op's) and of the entered context.
             if !matches!(unsafe { driver::event_query(event) }, Ok(false)) {
@@ -290,7 +290,7 @@ impl<B> Op<B> {
     /// Waits for the whole stream (no event to wait for), then ends the scope.
     fn wait_without_event(&mut self) {
         let stream_raw = self.stream_raw();
-        let home = self.home.clone();
+        let home = &self.home;
         let mut waited_for = false;
         let ended = home.enter(|_| {
             // SAFETY: the stream is alive.
@@ -328,7 +328,7 @@ impl<B> Op<B> {
             // unlisted first: the watchdog no longer queries the event
             wake::unwatch(&watch);
         }
-        let home = self.home.clone();
+        let home = &self.home;
         let mut proved = false;
         let ended = home.enter(|_| {
             // SAFETY: the event is alive and of the entered context.
