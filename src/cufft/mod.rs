@@ -3,7 +3,7 @@
 //! batched, branded with their context and run in stream scopes.
 //!
 //! cuFFT is loaded at run time, like the driver: `libcufft.so.12`, then `.11`, from the
-//! loader's search path and then `/usr/local/cuda/lib64`, or the file
+//! loader's search path, then `$CUDA_HOME/lib64` and `/usr/local/cuda/lib64`, or the file
 //! `CUDA_BRAND_CUFFT_LIBRARY` names. Building needs nothing. PyTorch's CUDA wheels ship one
 //! in `<site-packages>/nvidia/cufft/lib`. Without it every call is an error with
 //! [`ErrorCode::CufftNotFound`](crate::ErrorCode::CufftNotFound) saying what was tried.

@@ -2,14 +2,14 @@
 //!
 //! Nothing links against cuFFT: `libcufft.so.12` (CUDA 12), then `libcufft.so.11` (CUDA
 //! 11), then `libcufft.so`, is opened at run time by the crate's one loader
-//! (`driver::dylib`), from the loader's search path and then `/usr/local/cuda/lib64`, on
+//! (`driver::dylib`), from the loader's search path, then `$CUDA_HOME/lib64` and `/usr/local/cuda/lib64`, on
 //! the first call that needs it; `CUDA_BRAND_CUFFT_LIBRARY=/path/to/libcufft.so.12` loads
 //! that file instead. A library that cannot be opened, or lacks an entry point, is an
 //! [`Error`] with [`ErrorCode::CufftNotFound`], the same for every call.
 
 #![allow(non_snake_case)]
 
-use std::ffi::{OsStr, OsString, c_int, c_longlong, c_void};
+use std::ffi::{OsStr, c_int, c_longlong, c_void};
 use std::sync::OnceLock;
 
 use crate::driver::dylib::{Library, NotFound, Spec, entry_points};
@@ -27,19 +27,14 @@ pub(crate) const LOAD_CUFFT: &str = "loading the cuFFT library";
 
 /// What every "not found" error ends with.
 const GET_CUFFT: &str = "install the CUDA toolkit's cuFFT (libcufft.so.12 or .11, found on \
-     the loader's path or in /usr/local/cuda/lib64), or set CUDA_BRAND_CUFFT_LIBRARY to a \
+     the loader's path, in $CUDA_HOME/lib64 or in /usr/local/cuda/lib64), or set CUDA_BRAND_CUFFT_LIBRARY to a \
      libcufft.so; PyTorch's CUDA wheels ship one in <site-packages>/nvidia/cufft/lib";
-
-/// The directories tried after the loader's search path.
-fn dirs() -> Vec<OsString> {
-    vec!["/usr/local/cuda/lib64".into()]
-}
 
 const CUFFT_LIBRARY: Spec = Spec {
     call: LOAD_CUFFT,
     var: CUFFT_LIBRARY_VAR,
     names: &["libcufft.so.12", "libcufft.so.11", "libcufft.so"],
-    dirs,
+    dirs: crate::driver::dylib::toolkit_dirs,
     not_found: ErrorCode::CufftNotFound,
     not_found_detail: not_found,
     lacks,
@@ -246,7 +241,7 @@ mod tests {
             "{detail}"
         );
         assert!(detail.contains("nvidia/cufft/lib"), "{detail}");
-        // the default names, each on the search path and in /usr/local/cuda/lib64
+        // the default names, each on the search path and in the toolkit's folders
         let failures = String::from("x");
         let text = not_found(&NotFound {
             file: None,
@@ -256,6 +251,5 @@ mod tests {
             text.starts_with("libcufft.so.12, libcufft.so.11, libcufft.so could not be loaded (x)")
         );
         assert!(text.contains(CUFFT_LIBRARY_VAR), "{text}");
-        assert_eq!(dirs(), [OsString::from("/usr/local/cuda/lib64")]);
     }
 }

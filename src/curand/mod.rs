@@ -2,7 +2,7 @@
 //! `f32` and `f64`, from a generator branded with its context and run in stream scopes.
 //!
 //! cuRAND is loaded at run time, like the driver: `libcurand.so.10`, from the loader's
-//! search path and then `/usr/local/cuda/lib64`, or the file `CUDA_BRAND_CURAND_LIBRARY`
+//! search path, then `$CUDA_HOME/lib64` and `/usr/local/cuda/lib64`, or the file `CUDA_BRAND_CURAND_LIBRARY`
 //! names. Building needs nothing. PyTorch's CUDA wheels ship one in
 //! `<site-packages>/nvidia/curand/lib`. Without it every call is an error with
 //! [`ErrorCode::CurandNotFound`] saying what was tried.

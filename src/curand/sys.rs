@@ -2,14 +2,14 @@
 //!
 //! Nothing links against cuRAND: `libcurand.so.10` (CUDA 10 to 12), then `libcurand.so`,
 //! is opened at run time by the crate's one loader (`driver::dylib`), from the loader's
-//! search path and then `/usr/local/cuda/lib64`, on the first call that needs it;
+//! search path, then `$CUDA_HOME/lib64` and `/usr/local/cuda/lib64`, on the first call that needs it;
 //! `CUDA_BRAND_CURAND_LIBRARY=/path/to/libcurand.so.10` loads that file instead. A library
 //! that cannot be opened, or lacks an entry point, is an [`Error`] with
 //! [`ErrorCode::CurandNotFound`], the same for every call.
 
 #![allow(non_snake_case)]
 
-use std::ffi::{OsStr, OsString, c_int, c_ulonglong, c_void};
+use std::ffi::{OsStr, c_int, c_ulonglong, c_void};
 use std::sync::OnceLock;
 
 pub(crate) use super::sealed::Draw;
@@ -28,18 +28,14 @@ pub(crate) const CURAND_LIBRARY_VAR: &str = "CUDA_BRAND_CURAND_LIBRARY";
 pub(crate) const LOAD_CURAND: &str = "loading the cuRAND library";
 
 const GET_CURAND: &str = "install the CUDA toolkit's cuRAND (libcurand.so.10, found on the \
-     loader's path or in /usr/local/cuda/lib64), or set CUDA_BRAND_CURAND_LIBRARY to a \
+     loader's path, in $CUDA_HOME/lib64 or in /usr/local/cuda/lib64), or set CUDA_BRAND_CURAND_LIBRARY to a \
      libcurand.so; PyTorch's CUDA wheels ship one in <site-packages>/nvidia/curand/lib";
-
-fn dirs() -> Vec<OsString> {
-    vec!["/usr/local/cuda/lib64".into()]
-}
 
 const CURAND_LIBRARY: Spec = Spec {
     call: LOAD_CURAND,
     var: CURAND_LIBRARY_VAR,
     names: &["libcurand.so.10", "libcurand.so"],
-    dirs,
+    dirs: crate::driver::dylib::toolkit_dirs,
     not_found: ErrorCode::CurandNotFound,
     not_found_detail: not_found,
     lacks,

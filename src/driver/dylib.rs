@@ -62,7 +62,15 @@ pub(crate) fn no_dirs() -> Vec<OsString> {
 
 /// For a [`Spec`] of a CUDA toolkit library: `$CUDA_HOME/lib64` (if set), then
 /// `/usr/local/cuda/lib64`, after the loader's search path (none on Windows).
-#[cfg_attr(not(any(feature = "nvrtc", feature = "cublas")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "nvrtc",
+        feature = "cublas",
+        feature = "cufft",
+        feature = "curand"
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn toolkit_dirs() -> Vec<OsString> {
     if cfg!(windows) {
         return Vec::new();
