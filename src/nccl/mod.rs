@@ -136,17 +136,25 @@
 //! [`Communicator::async_error`].
 
 // The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `book.rs` (a
-// clique's book of what each rank issued), `ops.rs` (a scope's operations), `groups.rs`.
+// clique's book of what each rank issued), `ops.rs` (a scope's operations), `groups.rs`,
+// `state.rs` (a communicator's end: abort, and the waits of non-blocking ones), `world.rs`
+// (the launcher's environment), `rendezvous.rs` (the id's exchange over TCP), `init.rs`
+// (communicators across processes: `from_world`, `split`, `finalize`, `scope_within`).
 mod book;
 mod comm;
 mod groups;
+mod init;
 mod ops;
+mod rendezvous;
+mod state;
 mod sys;
+mod world;
 
 pub use crate::error::NcclCode;
 pub use comm::{Clique, Communicator, UniqueId};
 pub use groups::{Group, Grouped, group};
 pub use sys::{ncclComm, ncclComm_t};
+pub use world::{DEFAULT_MASTER_PORT, Launcher, World};
 
 use std::ffi::c_int;
 use std::fmt;
@@ -304,4 +312,5 @@ mod facts {
     assert_impl_all!(Clique: Send, Sync);
     assert_not_impl_any!(Group<'static>: Send, Sync);
     assert_impl_all!(UniqueId: Send, Sync, Copy);
+    assert_impl_all!(World: Send, Sync, Clone);
 }
