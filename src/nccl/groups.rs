@@ -406,19 +406,23 @@ impl<'outer> Group<'outer> {
         }
         // Should anything below panic, the group is still closed (its operations then run,
         // and the scopes, unwinding after this call, wait for them): an NCCL group left
-        // open would defer every later operation of this thread past its scope's end.
-        struct EndOnUnwind;
-        impl Drop for EndOnUnwind {
+        // open would defer every later operation of this thread past its scope's end. A
+        // non-blocking group's work is queued by NCCL's thread: waited for here too, before
+        // the scopes end.
+        struct EndOnUnwind<'p, 'outer>(&'p [Pending<'outer>]);
+        impl Drop for EndOnUnwind<'_, '_> {
             fn drop(&mut self) {
                 let end = || {
                     // SAFETY: as for `ended` below.
                     unsafe { sys::group_end() }
                 };
                 // SAFETY: no context to push.
-                let _ = unsafe { sys::keep_stack(None, end) };
+                if let Ok(sys::Status::InProgress) = unsafe { sys::keep_stack(None, end) } {
+                    let _ = settle_all(self.0);
+                }
             }
         }
-        let on_unwind = EndOnUnwind;
+        let on_unwind = EndOnUnwind(&pending);
         let mut queued = Ok(());
         for p in &pending {
             // SAFETY: as for an operation queued at once (`run_now`): one brand for the

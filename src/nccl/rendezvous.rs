@@ -67,14 +67,14 @@ pub(crate) fn exchange(
         return make_id();
     }
     if world.rank() == 0 {
-        let root = Root::bind(world.master_addr(), world.master_port())?;
+        let root = Root::bind(world.master_addr(), world.exchange_port())?;
         let id = make_id()?;
         root.serve(world.size(), &id, deadline, within)?;
         Ok(id)
     } else {
         join(
             world.master_addr(),
-            world.master_port(),
+            world.exchange_port(),
             world.rank(),
             world.size(),
             deadline,
@@ -110,9 +110,7 @@ impl Root {
             } else {
                 "check MASTER_ADDR and MASTER_PORT"
             };
-            rendezvous(format!(
-                "rank 0 cannot listen on {at} (MASTER_PORT={port}): {e}; {taken}"
-            ))
+            rendezvous(format!("rank 0 cannot listen on {at}: {e}; {taken}"))
         })?;
         let at = listener.local_addr().unwrap_or(at);
         listener
@@ -521,9 +519,7 @@ mod tests {
         };
         assert_eq!(e.code(), ErrorCode::NcclRendezvous, "{e}");
         assert!(
-            detail(&e).starts_with(&format!(
-                "rank 0 cannot listen on 0.0.0.0:{port} (MASTER_PORT={port}): "
-            )),
+            detail(&e).starts_with(&format!("rank 0 cannot listen on 0.0.0.0:{port}: ")),
             "{e}"
         );
         assert!(detail(&e).ends_with("the port is taken (another job, or another program, listens there): pick another MASTER_PORT"), "{e}");

@@ -77,6 +77,8 @@ pub struct World {
     local_rank: usize,
     master_addr: String,
     master_port: u16,
+    /// The port of the id's exchange ([`World::exchange_port`]).
+    exchange_port: u16,
     launcher: Launcher,
 }
 
@@ -113,6 +115,7 @@ impl World {
             local_rank: 0,
             master_addr: "127.0.0.1".to_owned(),
             master_port: DEFAULT_MASTER_PORT,
+            exchange_port: DEFAULT_MASTER_PORT,
             launcher: Launcher::Single,
         }
     }
@@ -146,6 +149,7 @@ impl World {
             local_rank,
             master_addr: master_addr.into(),
             master_port,
+            exchange_port: master_port,
             launcher: Launcher::Given,
         })
     }
@@ -170,9 +174,31 @@ impl World {
         &self.master_addr
     }
 
-    /// The port where rank 0 listens for the other ranks.
+    /// The master's port the launcher names (`MASTER_PORT`, or 29500).
     pub fn master_port(&self) -> u16 {
         self.master_port
+    }
+
+    /// The port where rank 0 listens for the other ranks while they exchange NCCL's id
+    /// (when `NCCL_COMM_ID` is unset): the [master port](World::master_port), except under
+    /// `torchrun`'s agent store (`TORCHELASTIC_USE_AGENT_STORE=True`, which `torchrun`
+    /// sets by default), where `torchrun`'s own store already serves the master port: then
+    /// the port after it.
+    ///
+    /// ```
+    /// use cuda_brand::nccl::World;
+    /// let vars = [
+    ///     ("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0"),
+    ///     ("MASTER_ADDR", "node01"), ("MASTER_PORT", "29500"),
+    ///     ("TORCHELASTIC_USE_AGENT_STORE", "True"),
+    /// ];
+    /// let lookup = |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
+    /// let world = World::from_vars(lookup)?;
+    /// assert_eq!((world.master_port(), world.exchange_port()), (29500, 29501));
+    /// # Ok::<(), cuda_brand::Error>(())
+    /// ```
+    pub fn exchange_port(&self) -> u16 {
+        self.exchange_port
     }
 
     /// Which launcher described the world.
@@ -310,12 +336,24 @@ fn torchrun(lookup: &dyn Fn(&str) -> Option<String>) -> Result<World> {
         let port = required(lookup, "MASTER_PORT", MASTER)?;
         (addr, port_number(&port)?)
     };
+    // torchrun's agent keeps serving its store on MASTER_PORT for the workers
+    let agent_store = lookup("TORCHELASTIC_USE_AGENT_STORE").is_some_and(|v| v.trim() == "True");
+    let exchange_port = if agent_store && size > 1 {
+        master_port.checked_add(1).ok_or_else(|| {
+            bad(format!(
+                "MASTER_PORT={master_port} is torchrun's store (TORCHELASTIC_USE_AGENT_STORE=True), and the ranks exchange NCCL's id on the port after it, which does not exist: give torchrun another --master-port"
+            ))
+        })?
+    } else {
+        master_port
+    };
     Ok(World {
         rank,
         size,
         local_rank,
         master_addr: master_addr.trim().to_owned(),
         master_port,
+        exchange_port,
         launcher: Launcher::Torchrun,
     })
 }
@@ -351,12 +389,14 @@ fn open_mpi(lookup: &dyn Fn(&str) -> Option<String>) -> Result<World> {
             )));
         }
     };
+    let port = master_port(lookup)?;
     Ok(World {
         rank,
         size,
         local_rank,
         master_addr,
-        master_port: master_port(lookup)?,
+        master_port: port,
+        exchange_port: port,
         launcher: Launcher::OpenMpi,
     })
 }
@@ -384,12 +424,14 @@ fn slurm(lookup: &dyn Fn(&str) -> Option<String>) -> Result<World> {
                 .ok_or_else(|| bad(format!("{name}={list:?} is not a Slurm host list")))?
         }
     };
+    let port = master_port(lookup)?;
     Ok(World {
         rank,
         size,
         local_rank,
         master_addr,
-        master_port: master_port(lookup)?,
+        master_port: port,
+        exchange_port: port,
         launcher: Launcher::Slurm,
     })
 }
@@ -553,6 +595,25 @@ mod tests {
             detail(world(&with("MASTER_PORT", "0")).unwrap_err()),
             "MASTER_PORT=\"0\" is not a port (1 to 65535)"
         );
+    }
+
+    #[test]
+    fn under_torchruns_agent_store_the_exchange_takes_the_next_port() {
+        let mut vars = TORCHRUN.to_vec();
+        assert_eq!(world(&vars).unwrap().exchange_port(), 29400);
+        vars.push(("TORCHELASTIC_USE_AGENT_STORE", "True"));
+        let w = world(&vars).unwrap();
+        assert_eq!((w.master_port(), w.exchange_port()), (29400, 29401));
+        vars.retain(|(k, _)| *k != "MASTER_PORT");
+        vars.push(("MASTER_PORT", "65535"));
+        let d = detail(world(&vars).unwrap_err());
+        assert!(
+            d.starts_with("MASTER_PORT=65535 is torchrun's store"),
+            "{d}"
+        );
+        vars.retain(|(k, _)| *k != "TORCHELASTIC_USE_AGENT_STORE");
+        vars.push(("TORCHELASTIC_USE_AGENT_STORE", "False"));
+        assert_eq!(world(&vars).unwrap().exchange_port(), 65535);
     }
 
     #[test]
