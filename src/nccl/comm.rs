@@ -430,15 +430,15 @@ impl Drop for Communicator<'_> {
                 // A communicator with an asynchronous error (a dead peer) may never finish
                 // a destroy, which flushes its work: abort it instead.
                 let failed = !matches!(self.core.async_state("Communicator::drop"), Ok(None));
+                let raw = self.core.raw.as_ptr();
                 let end = || {
-                    // SAFETY: ours, and unused from now on: every scope that borrowed it
-                    // has synchronized its stream, so no queued work uses it.
-                    unsafe {
-                        if failed {
-                            sys::comm_abort(self.core.raw.as_ptr())
-                        } else {
-                            sys::comm_destroy(self.core.raw.as_ptr())
-                        }
+                    if failed {
+                        // SAFETY: ours (not ended), and unused from now on: every scope
+                        // that borrowed it has synchronized its stream.
+                        unsafe { sys::comm_abort(raw) }
+                    } else {
+                        // SAFETY: as above; no queued work uses it.
+                        unsafe { sys::comm_destroy(raw) }
                     }
                 };
                 // SAFETY: the context is alive (the brand). An error cannot be reported
