@@ -382,6 +382,26 @@ impl<'ctx> Communicator<'ctx> {
     /// Whether the communicator has been aborted (by [`scope_within`](Self::scope_within)
     /// after a missed deadline or an asynchronous error): then every call is refused with
     /// [`ErrorCode::NcclAborted`].
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use cuda_brand::nccl::{Communicator, ReduceOp, World};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let world = World::from_env()?;
+    /// cuda_brand::with_primary_context(&world.device()?, |ctx| {
+    ///     let comm = Communicator::from_world(ctx, &world, Duration::from_secs(60))?;
+    ///     let mut x = ctx.zeroed::<f32>(1024)?;
+    ///     let stream = ctx.stream()?;
+    ///     let step = comm.scope_within(&stream, Duration::from_secs(5), |s| {
+    ///         comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
+    ///     });
+    ///     if step.is_err() && comm.is_aborted() {
+    ///         eprintln!("a peer is gone: this rank stops");
+    ///     }
+    ///     step
+    /// })
+    /// # }
+    /// ```
     pub fn is_aborted(&self) -> bool {
         self.core.ended.get().is_some()
     }

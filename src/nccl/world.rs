@@ -9,9 +9,27 @@ use crate::error::{Error, ErrorCode, Result};
 
 /// The port of the master when the launcher names none (Slurm, Open MPI without
 /// `MASTER_PORT`): 29500, PyTorch's default.
+///
+/// ```
+/// use cuda_brand::nccl::{DEFAULT_MASTER_PORT, World};
+/// let vars = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2"), ("SLURM_LOCALID", "0"), ("SLURM_NODELIST", "a1")];
+/// let world = World::from_vars(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()))?;
+/// assert_eq!(world.master_port(), DEFAULT_MASTER_PORT);
+/// # Ok::<(), cuda_brand::Error>(())
+/// ```
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
 
 /// Which launcher described the world ([`World::launcher`]).
+///
+/// ```
+/// use cuda_brand::nccl::{Launcher, World};
+/// let vars = [("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2"),
+///             ("OMPI_COMM_WORLD_LOCAL_RANK", "1"), ("OMPI_COMM_WORLD_LOCAL_SIZE", "2")];
+/// let world = World::from_vars(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()))?;
+/// assert_eq!(world.launcher(), Launcher::OpenMpi);
+/// assert_eq!(world.master_addr(), "127.0.0.1"); // one machine
+/// # Ok::<(), cuda_brand::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Launcher {
     /// PyTorch's variables (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`,
@@ -108,6 +126,11 @@ impl World {
     }
 
     /// The world of one process: rank 0 of 1, local rank 0, master `127.0.0.1`.
+    ///
+    /// ```
+    /// let one = cuda_brand::nccl::World::single();
+    /// assert_eq!((one.rank(), one.size(), one.local_rank()), (0, 1, 0));
+    /// ```
     pub fn single() -> World {
         World {
             rank: 0,
