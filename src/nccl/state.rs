@@ -141,28 +141,36 @@ impl Core {
 }
 
 /// Calls `f` until it returns `Some` (that value) or `deadline` passes (`None`; a `None`
-/// deadline never passes), sleeping 1 ms after the first call, doubling up to 20 ms, never
-/// past the deadline. An error of `f` ends the wait.
+/// deadline never passes). Between calls it yields the thread for the first 100 µs (NCCL's
+/// thread usually queues an operation within that), then sleeps, 20 µs first, doubling up
+/// to 20 ms, never past the deadline. An error of `f` ends the wait.
 pub(crate) fn poll_until<T>(
     deadline: Option<Instant>,
     mut f: impl FnMut() -> Result<Option<T>>,
 ) -> Result<Option<T>> {
-    const FIRST: Duration = Duration::from_millis(1);
+    const YIELD_FOR: Duration = Duration::from_micros(100);
+    const FIRST: Duration = Duration::from_micros(20);
     const LONGEST: Duration = Duration::from_millis(20);
+    let started = Instant::now();
     let mut pause = FIRST;
     loop {
         if let Some(value) = f()? {
             return Ok(Some(value));
         }
+        let now = Instant::now();
         let left = match deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
+            Some(d) => d.saturating_duration_since(now),
             None => Duration::MAX,
         };
         if left.is_zero() {
             return Ok(None);
         }
-        std::thread::sleep(pause.min(left));
-        pause = (pause * 2).min(LONGEST);
+        if now.duration_since(started) < YIELD_FOR {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(LONGEST);
+        }
     }
 }
 
