@@ -20,10 +20,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cuda_brand::nccl::{self, Clique, Communicator, NcclCode, NcclType, ReduceOp, UniqueId, group};
+use std::collections::HashMap;
+use std::net::TcpListener;
+
+use cuda_brand::nccl::{
+    self, Clique, Communicator, Launcher, NcclCode, NcclType, ReduceOp, UniqueId, World, group,
+};
 use cuda_brand::{
-    ContextFlags, ContextGuard, Device, DeviceBuffer, Error, ErrorCode, Stream, with_context,
-    with_primary_context,
+    ContextFlags, ContextGuard, Device, DeviceBuffer, Error, ErrorCode, LaunchConfig, Stream,
+    with_context, with_primary_context,
 };
 
 /// Device 0, after checking that NCCL loads (a failure, naming the fix, if it does not).
@@ -1005,6 +1010,458 @@ fn two_process_child() {
     .unwrap();
 }
 
+// ---- across processes: launchers, deadlines, abort -------------------------------------
+
+/// A world read from `vars` (never the process's environment).
+fn world_of(vars: &[(&str, &str)]) -> World {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    World::from_vars(|name| map.get(name).cloned()).unwrap()
+}
+
+/// A port nobody listens on (one the system just handed out and took back).
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// `NCCL_COMM_ID` changes how `from_world` gets its id; these tests use the TCP exchange.
+fn without_nccl_comm_id() -> bool {
+    if std::env::var_os("NCCL_COMM_ID").is_some() {
+        eprintln!("NCCL_COMM_ID is set: this test needs it unset (the TCP exchange)");
+        return false;
+    }
+    true
+}
+
+/// Every element of `buf` is `want(i)`.
+fn expect_all<T: Sample>(what: &str, buf: &DeviceBuffer<'_, T>, want: impl Fn(usize) -> T) {
+    let out = buf.to_vec().unwrap();
+    for (i, got) in out.iter().enumerate() {
+        assert_eq!(*got, want(i), "{what}, element {i} of {}", out.len());
+    }
+}
+
+/// A world of one, through the whole path of a launcher's world (`World`, its device,
+/// `from_world` with its non-blocking initialisation), then real collectives in a bounded
+/// scope, a split and a finalize: every result element by element.
+fn a_world_of_one_from_launcher_variables_all_reduces_splits_and_finalizes() {
+    needs_nccl();
+    for vars in [
+        &[][..],
+        &[("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")][..],
+    ] {
+        let world = world_of(vars);
+        assert_eq!((world.rank(), world.size(), world.local_rank()), (0, 1, 0));
+        let device = world.device().unwrap();
+        assert_eq!(device.ordinal(), 0);
+        with_primary_context(&device, |ctx| {
+            let comm = Communicator::from_world(ctx, &world, Duration::from_secs(30))?;
+            assert_eq!((comm.rank(), comm.ranks(), comm.device()), (0, 1, device));
+            assert!(!comm.is_aborted());
+            let n = 1_000_003;
+            let host = samples::<f32>(n, 5);
+            let src = ctx.from_slice(&host)?;
+            let mut dst = ctx.zeroed::<f32>(n)?;
+            let mut avg = ctx.from_slice(&samples::<f64>(65_539, 1))?;
+            let stream = ctx.stream()?;
+            comm.scope_within(&stream, Duration::from_secs(30), |s| {
+                comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)?;
+                comm.all_reduce_in_place(s, &mut avg, ReduceOp::Avg)
+            })?;
+            expect_all("all-reduce", &dst, |i| host[i]);
+            expect_all("one-rank Avg", &avg, |i| f64::sample(i + 1));
+            // a sub-communicator of one rank, of the same context
+            let sub = comm
+                .split(Some(7), 0)?
+                .expect("a colour gives a communicator");
+            assert_eq!((sub.rank(), sub.ranks()), (0, 1));
+            let ints = samples::<i64>(4099, 2);
+            let mut x = ctx.from_slice(&ints)?;
+            sub.scope_within(&stream, Duration::from_secs(30), |s| {
+                sub.all_reduce_in_place(s, &mut x, ReduceOp::Max)
+            })?;
+            expect_all("all-reduce on the split", &x, |i| ints[i]);
+            assert!(comm.split(None, 0)?.is_none(), "no colour, no communicator");
+            sub.finalize()?;
+            comm.async_error()?;
+            comm.finalize()
+        })
+        .unwrap();
+    }
+}
+
+/// The whole environment path in a process of its own: `World::from_env` and
+/// `Communicator::from_env` under torchrun's variables for a world of one.
+fn from_env_under_torchrun_variables_makes_a_world_of_one() {
+    if std::env::var_os(CHILD).is_some() {
+        let world = World::from_env().unwrap();
+        assert_eq!(world.launcher(), Launcher::Torchrun);
+        with_primary_context(&world.device().unwrap(), |ctx| {
+            let comm = Communicator::from_env(ctx, Duration::from_secs(30))?;
+            assert_eq!((comm.rank(), comm.ranks()), (0, 1));
+            let mut x = ctx.from_slice(&[3u32; 1000])?;
+            ctx.stream()?
+                .scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
+            assert_eq!(x.to_vec()?, [3; 1000]);
+            println!("from_env: {world}");
+            comm.finalize()
+        })
+        .unwrap();
+        return;
+    }
+    device0();
+    let dir = std::env::temp_dir().join(format!("cuda-brand-nccl-env-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("child");
+    let port = free_port().to_string();
+    let child = run_child(
+        "from_env_under_torchrun_variables_makes_a_world_of_one",
+        &[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "1"),
+            ("LOCAL_RANK", "0"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", &port),
+        ],
+        &out,
+    );
+    wait_all(vec![(child, out)], Duration::from_secs(120));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rank 0 of a world of two, and no rank 1: an error naming the missing rank within the
+/// deadline, not a hang. And rank 1 of two with no rank 0: the same.
+fn a_world_of_two_with_one_process_fails_within_the_deadline() {
+    let device = device0();
+    if !without_nccl_comm_id() {
+        return;
+    }
+    let within = Duration::from_secs(3);
+    let slack = Duration::from_secs(3);
+    for (rank, expected) in [
+        ("0", "rank 1 of 2 did not arrive at rank 0"),
+        ("1", "rank 0 (the master, 127.0.0.1:"),
+    ] {
+        let port = free_port().to_string();
+        let world = world_of(&[
+            ("RANK", rank),
+            ("WORLD_SIZE", "2"),
+            ("LOCAL_RANK", "0"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", &port),
+        ]);
+        with_primary_context(&device, |ctx| {
+            let start = Instant::now();
+            let e = Communicator::from_world(ctx, &world, within).unwrap_err();
+            let took = start.elapsed();
+            println!("rank {rank} alone, after {took:?}: {e}");
+            assert!(took < within + slack, "took {took:?}");
+            assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+            assert_eq!(e.call(), "Communicator::from_world");
+            assert!(e.detail().unwrap().starts_with(expected), "{e}");
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+    }
+}
+
+/// Two ranks of one communicator in one process are what the safe constructor rules out:
+/// a process makes one communicator at a time, so the two threads wait for each other and
+/// both fail at their deadlines.
+fn two_ranks_of_one_communicator_in_one_process_fail_instead_of_meeting() {
+    let device = device0();
+    if !without_nccl_comm_id() {
+        return;
+    }
+    let port = free_port().to_string();
+    let within = Duration::from_secs(2);
+    let start = Instant::now();
+    let errors: Vec<Error> = std::thread::scope(|t| {
+        let ranks: Vec<_> = ["0", "1"]
+            .into_iter()
+            .map(|rank| {
+                let port = port.clone();
+                t.spawn(move || {
+                    let world = world_of(&[
+                        ("RANK", rank),
+                        ("WORLD_SIZE", "2"),
+                        ("LOCAL_RANK", "0"),
+                        ("MASTER_ADDR", "127.0.0.1"),
+                        ("MASTER_PORT", &port),
+                    ]);
+                    with_primary_context(&device, |ctx| {
+                        Communicator::from_world(ctx, &world, within).map(|_| ())
+                    })
+                    .unwrap_err()
+                })
+            })
+            .collect();
+        ranks.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let took = start.elapsed();
+    for e in &errors {
+        println!("{e}");
+        assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+    }
+    assert!(took < 2 * within + Duration::from_secs(3), "took {took:?}");
+}
+
+/// NCCL's own initialisation, non-blocking, against the deadline: with `NCCL_COMM_ID` set
+/// (in a child process), rank 0 of two starts NCCL's bootstrap and waits for rank 1, which
+/// never comes; the initialisation is aborted at the deadline with an error saying so.
+fn nccl_initialisation_waiting_for_a_missing_rank_is_aborted_at_the_deadline() {
+    if std::env::var_os(CHILD).is_some() {
+        let world = world_of(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("LOCAL_RANK", "0"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "1"),
+        ]);
+        let within = Duration::from_secs(3);
+        with_primary_context(&world.device().unwrap(), |ctx| {
+            let start = Instant::now();
+            let e = Communicator::from_world(ctx, &world, within).unwrap_err();
+            let took = start.elapsed();
+            println!("after {took:?}: {e}");
+            assert!(took < within + Duration::from_secs(5), "took {took:?}");
+            assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+            assert!(
+                e.detail()
+                    .unwrap()
+                    .starts_with("rank 0 of 2: NCCL's initialisation did not finish within 3s"),
+                "{e}"
+            );
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+        return;
+    }
+    device0();
+    let dir = std::env::temp_dir().join(format!("cuda-brand-nccl-init-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("child");
+    let comm_id = format!("127.0.0.1:{}", free_port());
+    let child = run_child(
+        "nccl_initialisation_waiting_for_a_missing_rank_is_aborted_at_the_deadline",
+        &[("NCCL_COMM_ID", &comm_id)],
+        &out,
+    );
+    wait_all(vec![(child, out)], Duration::from_secs(120));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A scope whose work outlives its deadline aborts its communicator; from then on every
+/// call is refused with `NcclAborted`, the raw handle is null, and dropping it is safe.
+fn an_aborted_communicator_refuses_every_call() {
+    let device = device0();
+    let world = World::single();
+    with_primary_context(&device, |ctx| {
+        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        // SAFETY: spin(long long) busy-waits about that many GPU cycles and writes nothing.
+        let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
+        let comm = Communicator::from_world(ctx, &world, Duration::from_secs(30))?;
+        let stream = ctx.stream()?;
+        let mut x = ctx.from_slice(&[1.0f32; 1024])?;
+        let start = Instant::now();
+        let e = comm
+            .scope_within(&stream, Duration::from_millis(200), |s| {
+                s.launch(&spin, LaunchConfig::linear(1, 1), (2_000_000_000i64,))?; // ~1 s
+                comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
+            })
+            .unwrap_err();
+        println!("after {:?}: {e}", start.elapsed());
+        assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+        assert_eq!(e.call(), "Communicator::scope_within");
+        assert!(
+            e.detail()
+                .unwrap()
+                .starts_with("rank 0 of 1: the scope's work did not finish within 200ms"),
+            "{e}"
+        );
+        assert!(comm.is_aborted());
+        // SAFETY: the handle is only compared with null.
+        assert!(unsafe { comm.as_raw() }.is_null());
+        let refused = |r: Result<(), Error>, call: &str| {
+            let e = r.unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NcclAborted, "{e}");
+            assert_eq!(e.call(), call);
+            assert!(
+                e.detail()
+                    .unwrap()
+                    .starts_with("the communicator was aborted ("),
+                "{e}"
+            );
+        };
+        refused(
+            stream.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)),
+            "Communicator::all_reduce_in_place",
+        );
+        refused(
+            stream.scope(|s| group(|g| g.on(s).all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))),
+            "Grouped::all_reduce_in_place",
+        );
+        refused(comm.async_error(), "Communicator::async_error");
+        refused(comm.split(Some(0), 0).map(|_| ()), "Communicator::split");
+        refused(
+            comm.scope_within(&stream, Duration::from_secs(1), |_| Ok(())),
+            "Communicator::scope_within",
+        );
+        comm.abort()?; // aborting again does nothing
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    // the same for a clique's rank, which the clique then refuses to hand out again
+    let clique = Clique::new(&[device]).unwrap();
+    with_primary_context(&device, |ctx| {
+        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        // SAFETY: as above.
+        let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
+        let comm = clique.communicator(ctx)?;
+        let stream = ctx.stream()?;
+        let e = comm
+            .scope_within(&stream, Duration::from_millis(100), |s| {
+                s.launch(&spin, LaunchConfig::linear(1, 1), (1_000_000_000i64,))
+            })
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+        assert!(comm.is_aborted());
+        drop(comm);
+        let e = clique.communicator(ctx).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NcclAborted, "{e}");
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    drop(clique); // destroys nothing NCCL has freed
+}
+
+/// A clique's communicators are neither split nor finalized (the clique checks its ranks
+/// against each other, which a split's could not be); a bounded scope on one works.
+fn a_clique_communicator_is_not_split_or_finalized_but_bounded_scopes_work() {
+    one_rank(|ctx, comm| {
+        let e = comm.split(Some(0), 0).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        let mut x = ctx.from_slice(&[4u8; 100])?;
+        let stream = ctx.stream()?;
+        comm.scope_within(&stream, Duration::from_secs(10), |s| {
+            comm.all_reduce_in_place(s, &mut x, ReduceOp::Min)
+        })?;
+        assert_eq!(x.to_vec()?, [4; 100]);
+        Ok(())
+    });
+    let device = device0();
+    let clique = Clique::new(&[device]).unwrap();
+    with_primary_context(&device, |ctx| {
+        let e = clique.communicator(ctx)?.finalize().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        clique.communicator(ctx)?.async_error() // handed back, claimable again
+    })
+    .unwrap();
+}
+
+/// A group may not mix a clique's (blocking) communicator with a launcher's
+/// (non-blocking) one: refused before NCCL.
+fn a_group_refuses_blocking_and_non_blocking_communicators_together() {
+    let device = device0();
+    let clique = Clique::new(&[device]).unwrap();
+    with_primary_context(&device, |ctx| {
+        let blocking = clique.communicator(ctx)?;
+        let non_blocking =
+            Communicator::from_world(ctx, &World::single(), Duration::from_secs(30))?;
+        let (mut a, mut b) = (ctx.from_slice(&[1u32; 8])?, ctx.from_slice(&[2u32; 8])?);
+        let e = ctx
+            .stream()?
+            .scope(|s| {
+                group(|g| {
+                    g.on(s)
+                        .all_reduce_in_place(&blocking, &mut a, ReduceOp::Sum)?;
+                    g.on(s)
+                        .all_reduce_in_place(&non_blocking, &mut b, ReduceOp::Sum)
+                })
+            })
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert!(
+            e.detail()
+                .unwrap()
+                .starts_with("NCCL does not mix blocking"),
+            "{e}"
+        );
+        // each on its own is fine, also in a group
+        ctx.stream()?.scope(|s| {
+            group(|g| {
+                g.on(s)
+                    .all_reduce_in_place(&non_blocking, &mut b, ReduceOp::Sum)
+            })
+        })?;
+        assert_eq!(b.to_vec()?, [2; 8]);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// Two processes on two GPUs, each started with torchrun's variables, each making its
+/// rank with `Communicator::from_env`: an all-reduce of exact values, a split into two
+/// one-rank communicators, and a finalize.
+fn two_processes_from_torchrun_variables_all_reduce_and_split() {
+    if std::env::var_os(CHILD).is_some() {
+        let world = World::from_env().unwrap();
+        let rank = world.rank();
+        with_primary_context(&world.device().unwrap(), |ctx| {
+            let comm = Communicator::from_env(ctx, Duration::from_secs(60))?;
+            assert_eq!((comm.rank(), comm.ranks()), (rank, 2));
+            let n = 1_000_003usize;
+            let host: Vec<u64> = (0..n as u64).map(|i| i * (rank as u64 + 1)).collect();
+            let mut x = ctx.from_slice(&host)?;
+            let stream = ctx.stream()?;
+            comm.scope_within(&stream, Duration::from_secs(60), |s| {
+                comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
+            })?;
+            expect_all("all-reduce", &x, |i| 3 * i as u64);
+            let alone = comm.split(Some(rank as u32), 0)?.unwrap();
+            assert_eq!((alone.rank(), alone.ranks()), (0, 1));
+            let mut y = ctx.from_slice(&[rank as i32 + 10; 100])?;
+            alone.scope_within(&stream, Duration::from_secs(60), |s| {
+                alone.all_reduce_in_place(s, &mut y, ReduceOp::Sum)
+            })?;
+            assert_eq!(y.to_vec()?, [rank as i32 + 10; 100]);
+            alone.finalize()?;
+            comm.finalize()?;
+            println!("rank {rank}: from_env, all-reduce, split and finalize exact");
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+        return;
+    }
+    two_devices();
+    let dir = std::env::temp_dir().join(format!("cuda-brand-nccl-torchrun-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port().to_string();
+    let children = (0..2)
+        .map(|rank| {
+            let out = dir.join(format!("rank{rank}"));
+            let rank = rank.to_string();
+            let child = run_child(
+                "two_processes_from_torchrun_variables_all_reduce_and_split",
+                &[
+                    ("RANK", &rank),
+                    ("WORLD_SIZE", "2"),
+                    ("LOCAL_RANK", &rank),
+                    ("MASTER_ADDR", "127.0.0.1"),
+                    ("MASTER_PORT", &port),
+                ],
+                &out,
+            );
+            (child, out)
+        })
+        .collect();
+    wait_all(children, Duration::from_secs(180));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The harness of `gpu_test_main!`, one test at a time: NCCL communicators of several
 /// tests at once on one GPU would compete for its memory and its NCCL resources, and
 /// `nccl_calls_leave_the_context_stack_as_they_found_it` reads the thread's context stack.
@@ -1085,6 +1542,51 @@ fn main() -> std::process::ExitCode {
             name: "unique_ids_are_new_each_time_and_round_trip_through_bytes",
             needs: Needs::Gpu,
             body: unique_ids_are_new_each_time_and_round_trip_through_bytes,
+        },
+        Test {
+            name: "a_world_of_one_from_launcher_variables_all_reduces_splits_and_finalizes",
+            needs: Needs::Gpu,
+            body: a_world_of_one_from_launcher_variables_all_reduces_splits_and_finalizes,
+        },
+        Test {
+            name: "from_env_under_torchrun_variables_makes_a_world_of_one",
+            needs: Needs::Gpu,
+            body: from_env_under_torchrun_variables_makes_a_world_of_one,
+        },
+        Test {
+            name: "a_world_of_two_with_one_process_fails_within_the_deadline",
+            needs: Needs::Gpu,
+            body: a_world_of_two_with_one_process_fails_within_the_deadline,
+        },
+        Test {
+            name: "two_ranks_of_one_communicator_in_one_process_fail_instead_of_meeting",
+            needs: Needs::Gpu,
+            body: two_ranks_of_one_communicator_in_one_process_fail_instead_of_meeting,
+        },
+        Test {
+            name: "nccl_initialisation_waiting_for_a_missing_rank_is_aborted_at_the_deadline",
+            needs: Needs::Gpu,
+            body: nccl_initialisation_waiting_for_a_missing_rank_is_aborted_at_the_deadline,
+        },
+        Test {
+            name: "an_aborted_communicator_refuses_every_call",
+            needs: Needs::Gpu,
+            body: an_aborted_communicator_refuses_every_call,
+        },
+        Test {
+            name: "a_clique_communicator_is_not_split_or_finalized_but_bounded_scopes_work",
+            needs: Needs::Gpu,
+            body: a_clique_communicator_is_not_split_or_finalized_but_bounded_scopes_work,
+        },
+        Test {
+            name: "a_group_refuses_blocking_and_non_blocking_communicators_together",
+            needs: Needs::Gpu,
+            body: a_group_refuses_blocking_and_non_blocking_communicators_together,
+        },
+        Test {
+            name: "two_processes_from_torchrun_variables_all_reduce_and_split",
+            needs: Needs::TwoGpus,
+            body: two_processes_from_torchrun_variables_all_reduce_and_split,
         },
         Test {
             name: "two_ranks_in_one_thread_all_reduce_exact_values_in_a_group",

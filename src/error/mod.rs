@@ -431,6 +431,27 @@ macro_rules! error_codes {
             /// older than the crate's minimum (NCCL 2.12) or lacks an entry point.
             #[cfg(feature = "nccl")]
             NcclTooOld,
+            /// `CUDA_BRAND_NCCL_TIMEOUT` (the crate's own, feature `nccl`): a communicator
+            /// spanning processes was not made, or its work did not finish, within the
+            /// deadline it was given: a rank that never started or never arrived, a peer that
+            /// stopped. Not NCCL's own `ncclTimeout`
+            /// ([`Nccl(NcclCode::Timeout)`](NcclCode::Timeout)). The error's detail names
+            /// the ranks and the deadline; a communicator that missed its deadline after it
+            /// was made has been aborted.
+            #[cfg(feature = "nccl")]
+            NcclTimeout,
+            /// `CUDA_BRAND_NCCL_ABORTED` (the crate's own, feature `nccl`): the communicator
+            /// was aborted (`ncclCommAbort`, after a missed deadline or an asynchronous error
+            /// such as a peer that died) and refuses every call after. The error's detail
+            /// says why it was aborted.
+            #[cfg(feature = "nccl")]
+            NcclAborted,
+            /// `CUDA_BRAND_NCCL_RENDEZVOUS` (the crate's own, feature `nccl`): the ranks of a
+            /// communicator spanning processes could not exchange NCCL's unique id: the
+            /// master's port is taken, or the ranks disagree about the world (its size, a
+            /// rank started twice). The error's detail names the address and the cause.
+            #[cfg(feature = "nccl")]
+            NcclRendezvous,
             /// A cuBLAS call (feature `cublas`) returned this `cublasStatus_t` (not
             /// `CUBLAS_STATUS_SUCCESS`), kept as cuBLAS returned it:
             /// `CUBLAS_STATUS_INVALID_VALUE` (7), `CUBLAS_STATUS_NOT_SUPPORTED` (15), ... Not
@@ -490,7 +511,12 @@ macro_rules! error_codes {
                     | ErrorCode::NvrtcNotFound
                     | ErrorCode::Nvrtc(_) => None,
                     #[cfg(feature = "nccl")]
-                    ErrorCode::Nccl(_) | ErrorCode::NcclNotFound | ErrorCode::NcclTooOld => None,
+                    ErrorCode::Nccl(_)
+                    | ErrorCode::NcclNotFound
+                    | ErrorCode::NcclTooOld
+                    | ErrorCode::NcclTimeout
+                    | ErrorCode::NcclAborted
+                    | ErrorCode::NcclRendezvous => None,
                     #[cfg(feature = "cublas")]
                     ErrorCode::Cublas(_) | ErrorCode::CublasNotFound => None,
                     #[cfg(feature = "cufft")]
@@ -516,6 +542,12 @@ macro_rules! error_codes {
                     ErrorCode::NcclNotFound => "CUDA_BRAND_NCCL_NOT_FOUND",
                     #[cfg(feature = "nccl")]
                     ErrorCode::NcclTooOld => "CUDA_BRAND_NCCL_TOO_OLD",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclTimeout => "CUDA_BRAND_NCCL_TIMEOUT",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclAborted => "CUDA_BRAND_NCCL_ABORTED",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclRendezvous => "CUDA_BRAND_NCCL_RENDEZVOUS",
                     #[cfg(feature = "cublas")]
                     ErrorCode::Cublas(raw) => cublas_code::name(raw),
                     #[cfg(feature = "cublas")]
@@ -547,6 +579,12 @@ macro_rules! error_codes {
                     ErrorCode::NcclNotFound => "NCCL library not found",
                     #[cfg(feature = "nccl")]
                     ErrorCode::NcclTooOld => "NCCL library is too old",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclTimeout => "an NCCL communicator missed its deadline",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclAborted => "the NCCL communicator was aborted",
+                    #[cfg(feature = "nccl")]
+                    ErrorCode::NcclRendezvous => "the ranks could not exchange NCCL's unique id",
                     #[cfg(feature = "cublas")]
                     ErrorCode::Cublas(raw) => cublas_code::description(raw),
                     #[cfg(feature = "cublas")]

@@ -2,17 +2,19 @@
 //! [`Communicator`] (one rank, branded with its context) and [`UniqueId`] (the 128 bytes
 //! that ranks of other processes share: `ncclGetUniqueId`, `ncclCommInitRank`).
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::ffi::c_int;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use cuda_driver_sys::CUctx_st;
 
 use super::book::Book;
-use super::sys::{self, Call, Kind, ncclComm, ncclComm_t};
+use super::state::Ended;
+use super::sys::{self, Call, Kind, Status, ncclComm, ncclComm_t};
 use super::{NcclCode, ReduceOp};
 use crate::context::{Brand, ContextGuard, Device};
 use crate::driver::{self, CUstream};
@@ -133,9 +135,12 @@ unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByT
 
 /// One rank of an NCCL communicator, in the primary context branded `'ctx` of its device.
 ///
-/// Made by [`Clique::communicator`] (every rank in this process, from `ncclCommInitAll`)
-/// or [`Communicator::init_rank`] (a rank of a communicator spanning processes or
-/// machines, `ncclCommInitRank`). Its operations are queued through a stream scope of the
+/// Made by [`Clique::communicator`] (every rank in this process, from `ncclCommInitAll`),
+/// by [`Communicator::from_env`] or [`from_world`](Communicator::from_world) (this
+/// process's rank of a communicator spanning processes or machines, started by a launcher:
+/// non-blocking `ncclCommInitRankConfig` against a deadline), by
+/// [`split`](Communicator::split), or by the `unsafe` [`Communicator::init_rank`]
+/// (`ncclCommInitRank`, with an id shipped by hand). Its operations are queued through a stream scope of the
 /// same context ([`Communicator::all_reduce`] and the
 /// others), or through a [`group`](super::group): the brand keeps the communicator, the
 /// stream and every buffer in one context, and the scope keeps them borrowed until the
@@ -199,29 +204,43 @@ pub struct Communicator<'ctx> {
 
 /// What a [`Communicator`] is, without its brand.
 pub(crate) struct Core {
-    raw: NonNull<ncclComm>,
+    /// NCCL's handle: valid while `ended` is empty, freed by NCCL once it is set (an
+    /// abort), so every use goes through [`Core::live`].
+    pub(super) raw: NonNull<ncclComm>,
     /// The primary context of `device`, which NCCL uses (see [`sys::keep_stack`]).
-    ctx: NonNull<CUctx_st>,
-    rank: usize,
-    ranks: usize,
-    device: Device,
-    origin: Origin,
+    pub(super) ctx: NonNull<CUctx_st>,
+    pub(super) rank: usize,
+    pub(super) ranks: usize,
+    pub(super) device: Device,
+    pub(super) origin: Origin,
+    /// `Some(limit)` for a non-blocking communicator (made by `from_world`, or split from
+    /// one): the longest NCCL's background work of one call (queuing an operation, a
+    /// split, a finalize) may take before the communicator is aborted.
+    pub(super) non_blocking: Option<Duration>,
+    /// Set once, when the communicator is aborted or finalized: from then on the handle is
+    /// not NCCL's any more, and every call is refused ([`Core::live`]).
+    pub(super) ended: OnceCell<Ended>,
 }
 
-enum Origin {
+pub(super) enum Origin {
     /// Rank `rank` of a clique: handed back to it when dropped.
     Clique(Arc<CliqueState>),
-    /// From `ncclCommInitRank`: destroyed when dropped.
+    /// From `ncclCommInitRank`, or split from such a communicator: destroyed when dropped.
     Rank,
+    /// From `from_world` (one rank per process, non-blocking), or split from such a
+    /// communicator: destroyed when dropped.
+    World,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread, one at a time (the
 // `Communicator` that owns a `Core` is not `Sync`, and the group that borrows one stays on
-// its thread); the context handle is a process-wide value.
+// its thread); the context handle is a process-wide value; `ended` is plain data.
 unsafe impl Send for Core {}
 // SAFETY: the crate shares a `&Core` only through a `Communicator`, which is not `Sync`
-// (its marker), or inside a group, which stays on its thread; this impl only keeps the raw
-// pointers out of the compiler's explanation of that rule.
+// (its marker), or inside a group, which stays on its thread: `ended` (a `OnceCell`, set
+// through `&Core` by an abort) is only ever reached from the one thread that holds the
+// communicator. This impl only keeps the raw pointers and the cell out of the compiler's
+// explanation of that rule.
 unsafe impl Sync for Core {}
 
 impl fmt::Debug for Communicator<'_> {
@@ -236,7 +255,7 @@ impl fmt::Debug for Communicator<'_> {
 }
 
 impl<'ctx> Communicator<'ctx> {
-    fn new(core: Core) -> Self {
+    pub(super) fn new(core: Core) -> Self {
         Communicator {
             core,
             _brand: PhantomData,
@@ -265,12 +284,15 @@ impl<'ctx> Communicator<'ctx> {
     /// same order: the same collectives with the same element type, count, reduction and
     /// root, and for every [`send`](Communicator::send) a
     /// [`recv`](Communicator::recv) of the same type and count on the peer (for
-    /// instance: every rank runs the same program). NCCL does not check this; where ranks
-    /// disagree, a peer can write past the end of this rank's buffers (NCCL 2.22 and older
-    /// let ranks of one process write each other's receive buffers directly) or every rank
-    /// hangs. Each rank's own buffers are checked against its own counts. Communicators from
-    /// a [`Clique`] need no such promise: the crate sees every rank and checks them against
-    /// each other.
+    /// instance: every rank runs the same program); the same for every communicator
+    /// [`split`](Communicator::split) from this one. NCCL does not check this; where ranks
+    /// disagree, a peer can write past the end of this rank's buffers (NCCL lets ranks of
+    /// one process write each other's receive buffers directly: `P2P/direct pointer`, in
+    /// 2.28 still) or every rank hangs. Each rank's own buffers are checked against its own
+    /// counts. Communicators from a [`Clique`] need no such promise: the crate sees every
+    /// rank and checks them against each other; nor do those of
+    /// [`from_world`](Communicator::from_world), which puts one rank per process (see
+    /// [the module docs](super#across-processes-and-machines)).
     ///
     /// ```no_run
     /// use cuda_brand::nccl::{Communicator, ReduceOp, UniqueId};
@@ -323,6 +345,8 @@ impl<'ctx> Communicator<'ctx> {
             ranks,
             device,
             origin: Origin::Rank,
+            non_blocking: None,
+            ended: OnceCell::new(),
         }))
     }
 
@@ -345,40 +369,65 @@ impl<'ctx> Communicator<'ctx> {
     /// is healthy, the error (with NCCL's last message, `ncclGetLastError`) once NCCL has
     /// noticed a failure in work already queued: a peer that exited, a network error. Poll
     /// it between operations; operations queued after an asynchronous error may never
-    /// complete.
+    /// complete: abort the communicator ([`abort`](Communicator::abort)), or run its work
+    /// in [`scope_within`](Communicator::scope_within), which does. After an abort, the
+    /// error is [`ErrorCode::NcclAborted`] with the reason.
     pub fn async_error(&self) -> Result<()> {
-        let poll = || {
-            // SAFETY: a live communicator (owned by `self`).
-            unsafe { sys::comm_async_error(self.core.raw.as_ptr()) }
-        };
-        // SAFETY: the context is alive (the brand), current for the call.
-        let state = unsafe { sys::keep_stack(Some(self.core.ctx), poll) }?;
-        match NcclCode::from_raw(state) {
-            None => Ok(()),
+        match self.core.async_state("Communicator::async_error")? {
+            None | Some(NcclCode::InProgress) => Ok(()),
             Some(code) => Err(sys::failure("ncclCommGetAsyncError", code)),
         }
     }
 
-    /// The handle, for the crate's own calls.
-    #[inline]
-    pub(crate) fn raw(&self) -> ncclComm_t {
-        self.core.raw.as_ptr()
+    /// Whether the communicator has been aborted (by [`scope_within`](Self::scope_within)
+    /// after a missed deadline or an asynchronous error): then every call is refused with
+    /// [`ErrorCode::NcclAborted`].
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use cuda_brand::nccl::{Communicator, ReduceOp, World};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let world = World::from_env()?;
+    /// cuda_brand::with_primary_context(&world.device()?, |ctx| {
+    ///     let comm = Communicator::from_world(ctx, &world, Duration::from_secs(60))?;
+    ///     let mut x = ctx.zeroed::<f32>(1024)?;
+    ///     let stream = ctx.stream()?;
+    ///     let step = comm.scope_within(&stream, Duration::from_secs(5), |s| {
+    ///         comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
+    ///     });
+    ///     if step.is_err() && comm.is_aborted() {
+    ///         eprintln!("a peer is gone: this rank stops");
+    ///     }
+    ///     step
+    /// })
+    /// # }
+    /// ```
+    pub fn is_aborted(&self) -> bool {
+        self.core.ended.get().is_some()
     }
 
-    /// NCCL's handle (`ncclComm_t`), for calls this crate does not wrap.
+    /// NCCL's handle (`ncclComm_t`), for calls this crate does not wrap; null once the
+    /// communicator has been aborted ([`is_aborted`](Self::is_aborted)), when NCCL has
+    /// freed it.
     ///
     /// # Safety
     ///
     /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
     /// checker's back. The caller promises, for every use of the handle: the communicator
     /// is not destroyed, finalized or aborted (`ncclCommDestroy`, `ncclCommFinalize`,
-    /// `ncclCommAbort`); the handle is not used after this `Communicator` is dropped; and
+    /// `ncclCommAbort`), nor split; the handle is not used after this `Communicator` is
+    /// dropped or aborted; no buffer of this crate is registered with it
+    /// (`ncclCommRegister`, `ncclCommWindowRegister`, or a CUDA graph capturing its
+    /// operations), which would let peers in other processes write it directly; and
     /// operations queued with it keep the communicator's contract (every rank issues the
     /// same operations in the same order) and touch this crate's memory only as a stream
     /// scope would (alive and used by nothing else until the operation has finished).
     #[inline]
     pub unsafe fn as_raw(&self) -> ncclComm_t {
-        self.raw()
+        match self.core.ended.get() {
+            None => self.core.raw.as_ptr(),
+            Some(_) => std::ptr::null_mut(),
+        }
     }
 }
 
@@ -386,18 +435,35 @@ impl Drop for Communicator<'_> {
     fn drop(&mut self) {
         match &self.core.origin {
             Origin::Clique(state) => {
-                // back to the clique, for another context of the device to claim
-                lock(&state.slots)[self.core.rank] = Some(self.core.raw);
+                // back to the clique, for another context of the device to claim, unless
+                // it was aborted (NCCL freed it: the slot says so, and the clique's drop
+                // leaves it alone)
+                lock(&state.slots)[self.core.rank] = match self.core.ended.get() {
+                    None => Slot::Free(self.core.raw),
+                    Some(_) => Slot::Aborted,
+                };
             }
-            Origin::Rank => {
-                let destroy = || {
-                    // SAFETY: ours, and unused from now on: every scope that borrowed it
-                    // has synchronized its stream, so no queued work uses it.
-                    unsafe { sys::comm_destroy(self.core.raw.as_ptr()) }
+            Origin::Rank | Origin::World => {
+                if self.core.ended.get().is_some() {
+                    return; // aborted or finalized: NCCL has freed it already
+                }
+                // A communicator with an asynchronous error (a dead peer) may never finish
+                // a destroy, which flushes its work: abort it instead.
+                let failed = !matches!(self.core.async_state("Communicator::drop"), Ok(None));
+                let raw = self.core.raw.as_ptr();
+                let end = || {
+                    if failed {
+                        // SAFETY: ours (not ended), and unused from now on: every scope
+                        // that borrowed it has synchronized its stream.
+                        unsafe { sys::comm_abort(raw) }
+                    } else {
+                        // SAFETY: as above; no queued work uses it.
+                        unsafe { sys::comm_destroy(raw) }
+                    }
                 };
                 // SAFETY: the context is alive (the brand). An error cannot be reported
                 // from `drop`.
-                let _ = unsafe { sys::keep_stack(Some(self.core.ctx), destroy) };
+                let _ = unsafe { sys::keep_stack(Some(self.core.ctx), end) };
             }
         }
     }
@@ -406,7 +472,11 @@ impl Drop for Communicator<'_> {
 /// Refuses a context that is not the primary context of `device`: NCCL calls
 /// `cudaSetDevice`, which makes the primary context current, and launches its kernels
 /// there, so a stream of any other context would be another context's stream to it.
-fn check_primary(ctx: ContextGuard<'_>, device: &Device, call: &'static str) -> Result<()> {
+pub(super) fn check_primary(
+    ctx: ContextGuard<'_>,
+    device: &Device,
+    call: &'static str,
+) -> Result<()> {
     let (_, active) = driver::primary_ctx_state(device.as_raw())?;
     let is_primary = active && {
         let primary = driver::primary_ctx_retain(device.as_raw())?;
@@ -440,7 +510,7 @@ impl Core {
     pub(crate) fn admit(&self, call: &Call, what: &'static str) -> Result<()> {
         match &self.origin {
             Origin::Clique(state) => lock(&state.book).admit(self.rank, call, what),
-            Origin::Rank => Ok(()),
+            Origin::Rank | Origin::World => Ok(()),
         }
     }
 
@@ -453,26 +523,41 @@ impl Core {
     }
 
     /// Queues `call` on `stream` (see [`sys::launch`]); poisons the clique when NCCL fails.
+    /// Refused once the communicator has been aborted. Outside a group, a non-blocking
+    /// communicator's operation is queued before this returns (its `ncclInProgress` waited
+    /// for, [`Core::settle`]); inside one, the group's end waits.
     ///
     /// # Safety
-    /// As [`sys::launch`], for this communicator (live: `self` owns it) and its context
+    /// As [`sys::launch`], for this communicator (live: checked here) and its context
     /// (made current here): `stream` is a live stream of the context, and the call's ranges
-    /// are valid, admitted ([`Core::admit`]) or promised (`init_rank`) to match the peers,
-    /// and left alone until the stream has run it.
-    pub(crate) unsafe fn launch(&self, call: &Call, stream: CUstream) -> Result<()> {
+    /// are valid, admitted ([`Core::admit`]), promised (`init_rank`) to match the peers or
+    /// out of their reach (`from_world`: one rank per process), and left alone until the
+    /// stream has run it.
+    pub(crate) unsafe fn launch(
+        &self,
+        call: &Call,
+        stream: CUstream,
+        what: &'static str,
+    ) -> Result<()> {
+        let raw = self.live(what)?;
         let call = exact_one_rank(call, self.ranks, sys::version()?);
         let queue = || {
             // SAFETY: the caller's promise (the call reads and writes what `call` did: the
-            // same kind, pointers, count and type); the communicator is alive (owned by
-            // `self`).
-            unsafe { sys::launch(self.raw.as_ptr(), &call, stream) }
+            // same kind, pointers, count and type); the communicator is alive (checked by
+            // `live` above).
+            unsafe { sys::launch(raw, &call, stream) }
         };
         // SAFETY: the context is alive (the communicator's brand), current for the call.
         let done = unsafe { sys::keep_stack(Some(self.ctx), queue) };
-        if let Err(e) = &done {
-            self.poison(e);
+        match done {
+            Ok(Status::Done) => Ok(()),
+            // a thread of NCCL's queues it: wait for that (or abort) before going on
+            Ok(Status::InProgress) => self.settle(what),
+            Err(e) => {
+                self.poison(&e);
+                Err(e)
+            }
         }
-        done
     }
 
     pub(crate) fn rank(&self) -> usize {
@@ -560,14 +645,24 @@ pub struct Clique {
     state: Arc<CliqueState>,
 }
 
-struct CliqueState {
+pub(super) struct CliqueState {
     devices: Vec<Device>,
     /// The primary context of each rank's device, retained for the clique's lifetime.
     primaries: Vec<NonNull<CUctx_st>>,
     comms: Vec<NonNull<ncclComm>>,
-    /// The communicators not claimed at the moment.
-    slots: Mutex<Vec<Option<NonNull<ncclComm>>>>,
+    /// Each rank's communicator: free to claim, claimed, or aborted.
+    slots: Mutex<Vec<Slot>>,
     book: Mutex<Book>,
+}
+
+/// A rank of a clique, as [`Clique::communicator`] finds it.
+enum Slot {
+    /// Not claimed at the moment.
+    Free(NonNull<ncclComm>),
+    /// Held by a [`Communicator`].
+    Claimed,
+    /// Aborted by the communicator that held it: NCCL has freed it.
+    Aborted,
 }
 
 // SAFETY: handles only, whose use is serialized: a communicator is used by the one
@@ -637,7 +732,7 @@ impl Clique {
             state: Arc::new(CliqueState {
                 devices: devices.to_vec(),
                 primaries: retained.iter().map(|(_, p)| *p).collect(),
-                slots: Mutex::new(comms.iter().copied().map(Some).collect()),
+                slots: Mutex::new(comms.iter().copied().map(Slot::Free).collect()),
                 comms,
                 book: Mutex::new(Book::new(ranks)),
             }),
@@ -669,15 +764,28 @@ impl Clique {
                 continue;
             }
             seen = true;
-            if let Some(raw) = slots[rank].take() {
-                return Ok(Communicator::new(Core {
-                    raw,
-                    ctx: state.primaries[rank],
-                    rank,
-                    ranks: state.primaries.len(),
-                    device: state.devices[rank],
-                    origin: Origin::Clique(Arc::clone(state)),
-                }));
+            match std::mem::replace(&mut slots[rank], Slot::Claimed) {
+                Slot::Free(raw) => {
+                    return Ok(Communicator::new(Core {
+                        raw,
+                        ctx: state.primaries[rank],
+                        rank,
+                        ranks: state.primaries.len(),
+                        device: state.devices[rank],
+                        origin: Origin::Clique(Arc::clone(state)),
+                        non_blocking: None,
+                        ended: OnceCell::new(),
+                    }));
+                }
+                Slot::Aborted => {
+                    slots[rank] = Slot::Aborted;
+                    return Err(Error::with_detail(
+                        CALL,
+                        ErrorCode::NcclAborted,
+                        "this device's rank was aborted: make a new clique",
+                    ));
+                }
+                Slot::Claimed => {}
             }
         }
         drop(slots);
@@ -704,8 +812,12 @@ impl Clique {
 impl Drop for CliqueState {
     fn drop(&mut self) {
         // Every communicator is back (each holds an `Arc` of the state), and none is in use:
-        // their scopes have synchronized.
-        for (comm, primary) in self.comms.iter().zip(&self.primaries) {
+        // their scopes have synchronized. An aborted one is NCCL's no more.
+        let slots = std::mem::take(&mut *lock(&self.slots));
+        for ((comm, primary), slot) in self.comms.iter().zip(&self.primaries).zip(slots) {
+            if matches!(slot, Slot::Aborted) {
+                continue;
+            }
             let destroy = || {
                 // SAFETY: the communicator is ours and unused.
                 unsafe { sys::comm_destroy(comm.as_ptr()) }

@@ -377,6 +377,18 @@ impl<'outer> Group<'outer> {
                 }
             }
         }
+        // NCCL refuses blocking and non-blocking communicators in one group.
+        let non_blocking = pending[0].comm.non_blocking.is_some();
+        if let Some(p) = pending
+            .iter()
+            .find(|p| p.comm.non_blocking.is_some() != non_blocking)
+        {
+            return Err(Error::with_detail(
+                p.what,
+                ErrorCode::InvalidValue,
+                "NCCL does not mix blocking communicators (Clique, init_rank) and non-blocking ones (from_env, from_world, and their splits) in one group",
+            ));
+        }
         // From the first admission on, any failure leaves the cliques' books ahead of what
         // NCCL was given: every clique of the group is then poisoned.
         let poison_all = |e: &Error| {
@@ -394,19 +406,23 @@ impl<'outer> Group<'outer> {
         }
         // Should anything below panic, the group is still closed (its operations then run,
         // and the scopes, unwinding after this call, wait for them): an NCCL group left
-        // open would defer every later operation of this thread past its scope's end.
-        struct EndOnUnwind;
-        impl Drop for EndOnUnwind {
+        // open would defer every later operation of this thread past its scope's end. A
+        // non-blocking group's work is queued by NCCL's thread: waited for here too, before
+        // the scopes end.
+        struct EndOnUnwind<'p, 'outer>(&'p [Pending<'outer>]);
+        impl Drop for EndOnUnwind<'_, '_> {
             fn drop(&mut self) {
                 let end = || {
                     // SAFETY: as for `ended` below.
                     unsafe { sys::group_end() }
                 };
                 // SAFETY: no context to push.
-                let _ = unsafe { sys::keep_stack(None, end) };
+                if let Ok(sys::Status::InProgress) = unsafe { sys::keep_stack(None, end) } {
+                    let _ = settle_all(self.0);
+                }
             }
         }
-        let on_unwind = EndOnUnwind;
+        let on_unwind = EndOnUnwind(&pending);
         let mut queued = Ok(());
         for p in &pending {
             // SAFETY: as for an operation queued at once (`run_now`): one brand for the
@@ -416,7 +432,7 @@ impl<'outer> Group<'outer> {
             // overlaps checked when the operation was recorded, the peers admitted just
             // above; the scope is one of a single stream (`Grouped::defer`), and no two
             // operations of the group touch memory one of them writes (checked above).
-            queued = unsafe { p.comm.launch(&p.prepared.call, p.stream) };
+            queued = unsafe { p.comm.launch(&p.prepared.call, p.stream, p.what) };
             if queued.is_err() {
                 break;
             }
@@ -428,12 +444,34 @@ impl<'outer> Group<'outer> {
             unsafe { sys::group_end() }
         };
         // SAFETY: no context to push.
-        let ended = unsafe { sys::keep_stack(None, end) };
+        let ended = unsafe { sys::keep_stack(None, end) }.and_then(|status| match status {
+            sys::Status::Done => Ok(()),
+            // non-blocking: a thread of NCCL's queues the group's work; wait for it on
+            // every communicator of the group (or abort them) before the scopes can end
+            sys::Status::InProgress => settle_all(&pending),
+        });
         if let Some(e) = queued.as_ref().err().or(ended.as_ref().err()) {
             poison_all(e);
         }
         queued.and(ended)
     }
+}
+
+/// Waits for NCCL's background work on each communicator of a non-blocking group
+/// ([`Core::settle`](super::comm::Core::settle)), each once; the first error is returned,
+/// after every communicator has been waited for (or aborted).
+fn settle_all(pending: &[Pending<'_>]) -> Result<()> {
+    let mut first = Ok(());
+    for (i, p) in pending.iter().enumerate() {
+        if pending[..i].iter().any(|q| std::ptr::eq(q.comm, p.comm)) {
+            continue;
+        }
+        let settled = p.comm.settle("group");
+        if first.is_ok() {
+            first = settled;
+        }
+    }
+    first
 }
 
 #[cold]

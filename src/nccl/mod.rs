@@ -13,14 +13,22 @@
 //! [`ErrorCode::NcclNotFound`](crate::ErrorCode::NcclNotFound) (or
 //! [`NcclTooOld`](crate::ErrorCode::NcclTooOld)) saying what was tried.
 //!
-//! # Two ways to make communicators
+//! # Three ways to make communicators
 //!
 //! * **One process, several GPUs**: [`Clique::new`] (`ncclCommInitAll`) makes every rank at
 //!   once; each rank is then claimed inside its device's context with
 //!   [`Clique::communicator`], as a [`Communicator<'ctx>`](Communicator) of that context.
-//! * **One process (or machine) per GPU**: one rank makes a [`UniqueId`] (128 bytes), ships
-//!   its bytes to the others, and every rank joins with the `unsafe`
-//!   [`Communicator::init_rank`] (`ncclCommInitRank`).
+//! * **One process per GPU, started by a launcher** (`torchrun`, `srun`, `mpirun`, or
+//!   nothing: one process): [`Communicator::from_env`] reads the [`World`] from the
+//!   launcher's variables, and the ranks meet at rank 0's machine, within a deadline (see
+//!   [below](#across-processes-and-machines)). Safe: one rank per process.
+//! * **By hand**: one rank makes a [`UniqueId`] (128 bytes), ships its bytes to the others,
+//!   and every rank joins with the `unsafe` [`Communicator::init_rank`]
+//!   (`ncclCommInitRank`), promising that the ranks agree.
+//!
+//! A communicator spanning processes can be [`split`](Communicator::split) into
+//! sub-communicators (`ncclCommSplit`), branded like it, and ended with
+//! [`finalize`](Communicator::finalize) or [`abort`](Communicator::abort).
 //!
 //! NCCL works in each device's *primary* context (it calls `cudaSetDevice`), so
 //! communicators are made with guards of [`with_primary_context`](crate::with_primary_context);
@@ -111,18 +119,91 @@
 //!    group does not compile: it would end, and release its buffers, before the group's
 //!    work was even queued. Inside one group, no operation may write memory another touches
 //!    (NCCL may run them concurrently).
-//! 8. **The ranks agree.** NCCL matches each rank's operation with its peers' by order and
-//!    trusts the counts to match; a peer with a larger count can write past this rank's
-//!    buffer (NCCL 2.22 and older write receive buffers of ranks in one process directly).
-//!    For a [`Clique`] the crate sees every rank and checks each operation against the
-//!    peers' operation at the same place, before NCCL sees it. For
-//!    [`Communicator::init_rank`] the other ranks are in other processes: agreeing is the
-//!    one promise of its `unsafe`.
+//! 8. **The ranks agree, or cannot reach each other's buffers.** NCCL matches each rank's
+//!    operation with its peers' by order and trusts the counts to match; a peer with a
+//!    larger count can write past this rank's buffer where it writes it directly (ranks of
+//!    one process: `P2P/direct pointer`). For a [`Clique`] the crate sees every rank and
+//!    checks each operation against the peers' operation at the same place, before NCCL
+//!    sees it. [`Communicator::from_world`] puts one rank per process, where no peer writes
+//!    this rank's buffers (see [below](#across-processes-and-machines)). For
+//!    [`Communicator::init_rank`] agreeing is the one promise of its `unsafe`.
 //!
 //! What the brand does not cover: a rank that never issues its side of an operation leaves
-//! its peers waiting on the GPU, and their scopes' synchronization never returns (NCCL's
-//! remedy, `ncclCommAbort` from a watchdog thread, is not wrapped). Poll
-//! [`Communicator::async_error`] between operations to learn of a failed peer or network.
+//! its peers waiting on the GPU, and a plain scope's synchronization never returns. Run the
+//! work in [`Communicator::scope_within`], which aborts the communicator
+//! (`ncclCommAbort`) when NCCL reports an asynchronous error or the deadline passes, and so
+//! fails instead of hanging; or poll [`Communicator::async_error`] between operations.
+//!
+//! # Across processes and machines
+//!
+//! Launchers start one process per GPU and tell each its place in the environment:
+//! `torchrun` (and every launcher that sets PyTorch's `RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
+//! `MASTER_ADDR`, `MASTER_PORT`), Open MPI's `mpirun`, Slurm's `srun`. [`World::from_env`]
+//! reads them (the table in [`World`] says which, in which order, and what each error
+//! names); [`World::device`] picks the GPU by local rank; [`Communicator::from_env`] makes
+//! the communicator:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use cuda_brand::nccl::{Communicator, ReduceOp, World};
+//! use cuda_brand::with_primary_context;
+//!
+//! fn main() -> cuda_brand::Result<()> {
+//!     let world = World::from_env()?; // one process alone: rank 0 of 1
+//!     with_primary_context(&world.device()?, |ctx| {
+//!         let comm = Communicator::from_env(ctx, Duration::from_secs(60))?;
+//!         let mut grads = ctx.from_slice(&vec![comm.rank() as f32; 1 << 20])?;
+//!         let stream = ctx.stream()?;
+//!         comm.scope_within(&stream, Duration::from_secs(30), |s| {
+//!             comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum)
+//!         })?;
+//!         comm.finalize()
+//!     })
+//! }
+//! ```
+//!
+//! runs unchanged as `./train`, as `torchrun --nproc-per-node=8 --no-python ./train` on
+//! one machine or with `--nnodes`, `--rdzv-endpoint` on several, as `srun --ntasks-per-node=8
+//! --gpus-per-task=1 ./train`, and as `mpirun -np 16 -x MASTER_ADDR=node01 ./train`
+//! (`examples/nccl_data_parallel.rs` is such a program).
+//!
+//! **Who does what.** NCCL is the engine: its bootstrap connects the ranks, and its kernels
+//! and proxy threads move the data. The crate only gets every rank the same 128-byte
+//! [`UniqueId`] to start it with: NCCL derives it from `NCCL_COMM_ID` (`host:port`) when
+//! this process's environment has it, and otherwise rank 0 makes it and hands it to the
+//! others over one TCP connection each at `MASTER_ADDR:MASTER_PORT` (every interface of
+//! rank 0's machine listens on that port while the ranks meet; 29500 unless the launcher
+//! says otherwise). The exchange checks what it can see: the ranks' world sizes agree, no
+//! rank is given twice, every rank is from 0 to size - 1.
+//!
+//! **Deadlines.** Nothing waits forever. `from_world`'s `within` bounds the whole making of
+//! the communicator (the exchange and NCCL's non-blocking initialisation,
+//! `ncclCommInitRankConfig` polled with `ncclCommGetAsyncError`): a rank that never
+//! arrives, a wrong world size, a taken port, an unreachable master are each an error
+//! naming the cause before the deadline ([`ErrorCode::NcclTimeout`](crate::ErrorCode::NcclTimeout),
+//! [`NcclRendezvous`](crate::ErrorCode::NcclRendezvous), or NCCL's own code), and a
+//! communicator NCCL had started is aborted. The same `within` bounds each later call's
+//! background work (a non-blocking communicator's operations are queued by a thread of
+//! NCCL's). [`Communicator::scope_within`]'s `within` bounds the scope's work on the GPU:
+//! a peer that died (NCCL's asynchronous error) or a deadline that passed aborts the
+//! communicator, which ends its kernels; the scope returns an error, and the communicator
+//! refuses every call after ([`NcclAborted`](crate::ErrorCode::NcclAborted)).
+//!
+//! **What the brand guarantees, per process.** Each process has its own contexts and its
+//! own brands: within the process, everything above holds as for a clique (one context per
+//! operation, buffers borrowed until the GPU is done, lengths checked against this rank's
+//! counts). Across processes the crate sees nothing: that the ranks issue the same
+//! operations with the same counts is the program's to keep (every rank runs the same
+//! code), and when they do not, the results are wrong or the ranks wait, which the
+//! deadlines turn into errors. It is not memory unsafety: NCCL's peers in other processes
+//! write only NCCL's own staging buffers of this process, never its user buffers, unless a
+//! buffer is registered with NCCL (`ncclCommRegister`, windows, CUDA graph captures of
+//! collectives), which the safe API cannot do; and `from_world` makes sure no two ranks of
+//! one communicator share a process (a process makes one such communicator at a time, and a
+//! communicator's ranks all take part in its making at once), where NCCL's ranks write each
+//! other's buffers directly. Reading of NCCL 2.28.9's sources: `P2P/direct pointer` is
+//! chosen only for peers of one process; user buffers reach peers only through its
+//! registration paths (`register/`).
 //!
 //! # Errors
 //!
@@ -136,17 +217,25 @@
 //! [`Communicator::async_error`].
 
 // The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `book.rs` (a
-// clique's book of what each rank issued), `ops.rs` (a scope's operations), `groups.rs`.
+// clique's book of what each rank issued), `ops.rs` (a scope's operations), `groups.rs`,
+// `state.rs` (a communicator's end: abort, and the waits of non-blocking ones), `world.rs`
+// (the launcher's environment), `rendezvous.rs` (the id's exchange over TCP), `init.rs`
+// (communicators across processes: `from_world`, `split`, `finalize`, `scope_within`).
 mod book;
 mod comm;
 mod groups;
+mod init;
 mod ops;
+mod rendezvous;
+mod state;
 mod sys;
+mod world;
 
 pub use crate::error::NcclCode;
 pub use comm::{Clique, Communicator, UniqueId};
 pub use groups::{Group, Grouped, group};
 pub use sys::{ncclComm, ncclComm_t};
+pub use world::{DEFAULT_MASTER_PORT, Launcher, World};
 
 use std::ffi::c_int;
 use std::fmt;
@@ -304,4 +393,5 @@ mod facts {
     assert_impl_all!(Clique: Send, Sync);
     assert_not_impl_any!(Group<'static>: Send, Sync);
     assert_impl_all!(UniqueId: Send, Sync, Copy);
+    assert_impl_all!(World: Send, Sync, Clone);
 }

@@ -378,11 +378,13 @@ fn run_now<K: StreamKind>(
         // communicator and every range are borrowed for `'scope`, so they outlive the
         // scope's final synchronization; the lengths fit the communicator's rank count and
         // an out-of-place operation's ranges do not overlap (`prepare`); the peers match
-        // (admitted by the clique's book, or promised by `init_rank`'s caller); other
-        // streams of a multi-stream scope are ordered around it by `ordered`. No NCCL group
-        // is open (the crate opens one only while `group` issues its operations, with no
-        // user code running), so NCCL queues the operation before the call returns.
-        unsafe { comm.launch(&p.call, stream) }
+        // (admitted by the clique's book, or promised by `init_rank`'s caller) or cannot
+        // write this rank's memory (`from_world`: one rank per process); other streams of a
+        // multi-stream scope are ordered around it by `ordered`. No NCCL group is open (the
+        // crate opens one only while `group` issues its operations, with no user code
+        // running), so NCCL queues the operation before the call returns (for a
+        // non-blocking communicator, `launch` waits for NCCL's thread to queue it).
+        unsafe { comm.launch(&p.call, stream, what) }
     });
     if let Err(e) = &queued {
         // admitted, but perhaps never queued (a failed wait for another stream of the

@@ -190,7 +190,97 @@ entry_points! {
             unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, ncclComm_t, CUstream) -> u32,
         required GroupStart = "ncclGroupStart": unsafe extern "C" fn() -> u32,
         required GroupEnd = "ncclGroupEnd": unsafe extern "C" fn() -> u32,
+        required CommAbort = "ncclCommAbort": unsafe extern "C" fn(ncclComm_t) -> u32,
+        required CommCount = "ncclCommCount": unsafe extern "C" fn(ncclComm_t, *mut c_int) -> u32,
+        required CommUserRank = "ncclCommUserRank":
+            unsafe extern "C" fn(ncclComm_t, *mut c_int) -> u32,
+        optional CommInitRankConfig = "ncclCommInitRankConfig": unsafe extern "C" fn(
+            *mut ncclComm_t,
+            c_int,
+            ncclUniqueId,
+            c_int,
+            *mut ncclConfig,
+        ) -> u32,
+        optional CommFinalize = "ncclCommFinalize": unsafe extern "C" fn(ncclComm_t) -> u32,
+        optional CommSplit = "ncclCommSplit": unsafe extern "C" fn(
+            ncclComm_t,
+            c_int,
+            c_int,
+            *mut ncclComm_t,
+            *mut ncclConfig,
+        ) -> u32,
     }
+}
+
+/// `ncclConfig_t` as NCCL 2.17 declared it (`struct ncclConfig_v21700`): the fields up to
+/// `netName`. NCCL reads a configuration through its `size` field (`parseCommConfig` copies
+/// `min(size, sizeof(its own ncclConfig_t))` bytes over its own `NCCL_CONFIG_INITIALIZER`
+/// and resets the fields newer than `version`), so this older, smaller layout is read
+/// correctly by every NCCL from 2.14 (which reads the first 24 bytes: `blocking` and the
+/// padding after it, which it ignores) to 2.30. The fields after `blocking` are left
+/// undefined, NCCL's defaults. 40 bytes, no padding.
+#[repr(C)]
+pub(crate) struct ncclConfig {
+    size: usize,
+    magic: u32,
+    version: u32,
+    blocking: c_int,
+    cga_cluster_size: c_int,
+    min_ctas: c_int,
+    max_ctas: c_int,
+    net_name: *const c_char,
+}
+
+const _: () = assert!(std::mem::size_of::<ncclConfig>() == 40);
+
+/// `NCCL_CONFIG_UNDEF_INT` (`INT_MIN`).
+const CONFIG_UNDEF_INT: c_int = c_int::MIN;
+
+impl ncclConfig {
+    /// `NCCL_CONFIG_INITIALIZER` of NCCL 2.17 (magic `NCCL_API_MAGIC`, version 21700),
+    /// with `blocking = 0`: a non-blocking communicator, whose calls may return
+    /// `ncclInProgress` and finish in a thread of NCCL's.
+    pub(crate) const fn non_blocking() -> ncclConfig {
+        ncclConfig {
+            size: std::mem::size_of::<ncclConfig>(),
+            magic: 0xcafe_beef,
+            version: 21700,
+            blocking: 0,
+            cga_cluster_size: CONFIG_UNDEF_INT,
+            min_ctas: CONFIG_UNDEF_INT,
+            max_ctas: CONFIG_UNDEF_INT,
+            net_name: std::ptr::null(),
+        }
+    }
+}
+
+/// What an NCCL call that may run on in the background (a non-blocking communicator's)
+/// returned: done, or `ncclInProgress` (poll [`comm_async_error`] until it is no longer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Done,
+    InProgress,
+}
+
+/// [`check`], with `ncclInProgress` (7) as [`Status::InProgress`] instead of an error.
+fn check_status(call: &'static str, raw: u32) -> Result<Status> {
+    match NcclCode::from_raw(raw) {
+        None => Ok(Status::Done),
+        Some(NcclCode::InProgress) => Ok(Status::InProgress),
+        Some(code) => Err(failure(call, code)),
+    }
+}
+
+/// The optional entry point `f` of `symbol`, or [`ErrorCode::NcclTooOld`] naming the
+/// version that brought it.
+fn needs<T>(f: Option<T>, symbol: &str, since: &str) -> Result<T> {
+    f.ok_or_else(|| {
+        Error::with_detail(
+            LOAD_NCCL,
+            ErrorCode::NcclTooOld,
+            format!("the loaded NCCL has no {symbol}: this needs NCCL {since} or newer"),
+        )
+    })
 }
 
 /// The loaded library: its `ncclGetVersion` code and its entry points.
@@ -451,6 +541,110 @@ pub(crate) unsafe fn comm_destroy(comm: ncclComm_t) -> Result<()> {
     check("ncclCommDestroy", unsafe { f(comm) })
 }
 
+/// `ncclCommInitRankConfig` with a non-blocking configuration: this process's rank `rank`
+/// of `ranks`, on the current device. Returns the handle at once (NCCL fills it in before
+/// it starts its initialisation thread) and whether the initialisation is still in
+/// progress: poll [`comm_async_error`] until it is no longer, or [`comm_abort`] it. A
+/// failure before the thread started leaves no communicator.
+///
+/// # Safety
+/// The primary context of the device the communicator is for is current (see
+/// [`keep_stack`]).
+pub(crate) unsafe fn comm_init_rank_non_blocking(
+    ranks: c_int,
+    id: &ncclUniqueId,
+    rank: c_int,
+) -> Result<(ncclComm_t, Status)> {
+    let f = needs(nccl()?.CommInitRankConfig, "ncclCommInitRankConfig", "2.14")?;
+    let mut config = ncclConfig::non_blocking();
+    let mut comm = std::ptr::null_mut();
+    // SAFETY: the out-pointer and the configuration are live locals (NCCL copies the
+    // configuration before it returns); the id is passed by value; the caller makes the
+    // device current.
+    let raw = unsafe { f(&mut comm, ranks, *id, rank, &mut config) };
+    match check_status("ncclCommInitRankConfig", raw) {
+        Ok(status) => Ok((comm, status)),
+        Err(e) => {
+            if !comm.is_null() {
+                // SAFETY: a communicator NCCL handed out and nothing else has: aborting it
+                // is what NCCL asks for a failed initialisation.
+                let _ = unsafe { comm_abort(comm) };
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `ncclCommAbort`: stops the communicator's work on the GPU and frees it. Blocking in
+/// every mode (NCCL joins its own threads of the communicator first).
+///
+/// # Safety
+/// `comm` is a live communicator that nothing uses afterwards (queued work may still name
+/// it: NCCL makes it end).
+pub(crate) unsafe fn comm_abort(comm: ncclComm_t) -> Result<()> {
+    let f = nccl()?.CommAbort;
+    // SAFETY: the caller's promise.
+    check("ncclCommAbort", unsafe { f(comm) })
+}
+
+/// `ncclCommFinalize`: flushes the communicator's work and tears its connections down; in
+/// progress until [`comm_async_error`] says otherwise (non-blocking mode).
+///
+/// # Safety
+/// `comm` is a live communicator, finalized at most once.
+pub(crate) unsafe fn comm_finalize(comm: ncclComm_t) -> Result<Status> {
+    let f = needs(nccl()?.CommFinalize, "ncclCommFinalize", "2.14")?;
+    // SAFETY: the caller's promise.
+    check_status("ncclCommFinalize", unsafe { f(comm) })
+}
+
+/// `ncclCommSplit(comm, color, key, out, NULL)`: the new communicator inherits `comm`'s
+/// configuration. NCCL writes `*out` (null for `NCCL_SPLIT_NOCOLOR`) when the split is
+/// complete, which for a non-blocking communicator is after this returns
+/// [`Status::InProgress`], from a thread of NCCL's.
+///
+/// # Safety
+/// `comm` is a live communicator whose device's primary context is current; `out` stays
+/// valid and unread until the split is complete (`comm`'s [`comm_async_error`] no longer
+/// in progress) or `comm` has been aborted.
+pub(crate) unsafe fn comm_split(
+    comm: ncclComm_t,
+    color: c_int,
+    key: c_int,
+    out: *mut ncclComm_t,
+) -> Result<Status> {
+    let f = needs(nccl()?.CommSplit, "ncclCommSplit", "2.18")?;
+    // SAFETY: the caller's promise; a null configuration is NCCL's "as the parent".
+    check_status("ncclCommSplit", unsafe {
+        f(comm, color, key, out, std::ptr::null_mut())
+    })
+}
+
+/// `ncclCommUserRank` and `ncclCommCount`: the communicator's rank and rank count.
+///
+/// # Safety
+/// `comm` is a live communicator whose initialisation is complete.
+pub(crate) unsafe fn comm_rank_and_count(comm: ncclComm_t) -> Result<(usize, usize)> {
+    let nccl = nccl()?;
+    let (mut rank, mut count): (c_int, c_int) = (0, 0);
+    // SAFETY: the caller's promise; live local out-pointers.
+    check("ncclCommUserRank", unsafe {
+        (nccl.CommUserRank)(comm, &mut rank)
+    })?;
+    // SAFETY: as above.
+    check("ncclCommCount", unsafe {
+        (nccl.CommCount)(comm, &mut count)
+    })?;
+    match (usize::try_from(rank), usize::try_from(count)) {
+        (Ok(rank), Ok(count)) if rank < count => Ok((rank, count)),
+        _ => Err(Error::with_detail(
+            "ncclCommUserRank",
+            ErrorCode::Nccl(NcclCode::InternalError),
+            format!("NCCL says rank {rank} of {count}"),
+        )),
+    }
+}
+
 /// `ncclCommGetAsyncError`: the communicator's asynchronous error state (raw
 /// `ncclResult_t`, 0 for none).
 ///
@@ -477,10 +671,10 @@ pub(crate) fn group_start() -> Result<()> {
 /// Every operation queued in the group still has its memory, streams and communicators
 /// (the callers of [`launch`] inside the group keep them borrowed until their streams are
 /// synchronized).
-pub(crate) unsafe fn group_end() -> Result<()> {
+pub(crate) unsafe fn group_end() -> Result<Status> {
     let f = nccl()?.GroupEnd;
     // SAFETY: the caller's promise.
-    check("ncclGroupEnd", unsafe { f() })
+    check_status("ncclGroupEnd", unsafe { f() })
 }
 
 /// Which NCCL operation a [`Call`] is.
@@ -524,7 +718,10 @@ pub(crate) struct Call {
     pub(crate) peer: c_int,
 }
 
-/// Queues `call` on `stream` through `comm` (or records it in the open group).
+/// Queues `call` on `stream` through `comm` (or records it in the open group). For a
+/// non-blocking communicator NCCL may return [`Status::InProgress`]: a thread of NCCL's
+/// then queues the operation, and the caller polls [`comm_async_error`] until it is done
+/// (or aborts the communicator) before anything else.
 ///
 /// # Safety
 /// `comm` is a live communicator whose device's primary context is current, `stream` a
@@ -532,9 +729,11 @@ pub(crate) struct Call {
 /// datatype at `send` and `recv`, as NCCL reads and writes them for the operation, given
 /// this communicator's rank count) are device memory that stays valid, and that nothing
 /// else writes (nor, for the ranges written, reads) until `stream` has run the operation;
-/// every other rank issues the matching operation with matching counts (a peer may write
-/// this rank's receive range directly).
-pub(crate) unsafe fn launch(comm: ncclComm_t, call: &Call, stream: CUstream) -> Result<()> {
+/// and either every other rank issues the matching operation with matching counts (a peer
+/// in this process may write this rank's receive range directly), or no peer can write
+/// this rank's memory (every peer in another process, and no buffer registered with NCCL:
+/// the `nccl` module's "Across processes").
+pub(crate) unsafe fn launch(comm: ncclComm_t, call: &Call, stream: CUstream) -> Result<Status> {
     let nccl = nccl()?;
     let (send, recv) = (
         call.send as usize as *const c_void,
@@ -559,7 +758,7 @@ pub(crate) unsafe fn launch(comm: ncclComm_t, call: &Call, stream: CUstream) -> 
         // SAFETY: see above.
         Kind::Recv => unsafe { (nccl.Recv)(recv, n, t, peer, comm, stream) },
     };
-    check(call.kind.entry(), raw)
+    check_status(call.kind.entry(), raw)
 }
 
 #[cfg(test)]

@@ -1,0 +1,206 @@
+//! A communicator's life after it is made: live, or ended (aborted, finalized), and the
+//! waits for NCCL's background work of a non-blocking communicator.
+//!
+//! # Why a communicator can end under a shared borrow
+//!
+//! `ncclCommAbort` frees the communicator: its handle is dangling afterwards. The crate
+//! aborts a communicator while operations borrow it (the overrun handler of
+//! [`Communicator::scope_within`](super::Communicator::scope_within) runs while the scope
+//! borrows it shared), so the end is a state of the communicator, set once through
+//! `&Core` ([`Core::ended`]): `Communicator` is not `Sync`, so the cell is only ever
+//! reached from one thread. Every use of the handle asks [`Core::live`] first, which
+//! refuses an ended communicator with [`ErrorCode::NcclAborted`]: the operations and
+//! groups ([`Core::launch`]), [`async_error`](super::Communicator::async_error), the
+//! raw handle (null once ended), [`split`](super::Communicator::split), `finalize`,
+//! `abort`, and the drop, which neither destroys an ended communicator nor hands an aborted
+//! one back to its clique (the clique then leaves that rank alone when it is dropped).
+
+use std::time::{Duration, Instant};
+
+use super::NcclCode;
+use super::comm::Core;
+use super::sys::{self, ncclComm_t};
+use crate::error::{Error, ErrorCode, Result};
+
+/// How a communicator ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// `ncclCommAbort`, for this reason.
+    Aborted(Error),
+    /// `ncclCommFinalize` and `ncclCommDestroy`.
+    Finalized,
+}
+
+impl Core {
+    /// The handle, if the communicator has not ended; else the refusal, naming `what`.
+    pub(crate) fn live(&self, what: &'static str) -> Result<ncclComm_t> {
+        match self.ended.get() {
+            None => Ok(self.raw.as_ptr()),
+            Some(Ended::Aborted(why)) => Err(Error::with_detail(
+                what,
+                ErrorCode::NcclAborted,
+                format!("the communicator was aborted ({why}) and refuses every call"),
+            )),
+            Some(Ended::Finalized) => Err(Error::with_detail(
+                what,
+                ErrorCode::NcclAborted,
+                "the communicator was finalized",
+            )),
+        }
+    }
+
+    /// NCCL's asynchronous state of the communicator (`ncclCommGetAsyncError`): `None`
+    /// when healthy, `Some(InProgress)` while a non-blocking call runs on, the error code
+    /// otherwise. Refused once the communicator has ended.
+    pub(crate) fn async_state(&self, what: &'static str) -> Result<Option<NcclCode>> {
+        let raw = self.live(what)?;
+        let poll = || {
+            // SAFETY: a live communicator (checked by `live`).
+            unsafe { sys::comm_async_error(raw) }
+        };
+        // SAFETY: the context is alive (the brand), current for the call.
+        let state = unsafe { sys::keep_stack(Some(self.ctx), poll) }?;
+        Ok(NcclCode::from_raw(state))
+    }
+
+    /// Aborts the communicator (`ncclCommAbort`) for `why`, once: NCCL stops its work on
+    /// the GPU (so the streams it was queued on become idle) and frees it, and every later
+    /// call is refused with `why` ([`Core::live`]). A clique's book is poisoned: its other
+    /// ranks' peer is gone. A communicator that has ended already is left alone (`Ok`);
+    /// the error is `ncclCommAbort`'s own, after which the handle is NCCL's no more either.
+    pub(crate) fn abort(&self, why: Error) -> Result<()> {
+        if self.ended.get().is_some() {
+            return Ok(());
+        }
+        let raw = self.raw.as_ptr();
+        let abort = || {
+            // SAFETY: a live communicator (not ended), which nothing uses after this call:
+            // `ended` is set below, before anything else runs on this thread, and every use
+            // of the handle asks `live` first. Queued work may still name it: NCCL makes
+            // that work end.
+            unsafe { sys::comm_abort(raw) }
+        };
+        // SAFETY: the context is alive (the brand), current for the call.
+        let aborted = unsafe { sys::keep_stack(Some(self.ctx), abort) };
+        self.poison(&why);
+        let _ = self.ended.set(Ended::Aborted(why));
+        aborted
+    }
+
+    /// Waits for NCCL's background work of a non-blocking communicator (after a call that
+    /// returned `ncclInProgress`) for at most the communicator's limit; see
+    /// [`Core::settle_by`].
+    pub(crate) fn settle(&self, what: &'static str) -> Result<()> {
+        let limit = self.non_blocking.unwrap_or(Duration::MAX);
+        self.settle_by(Instant::now().checked_add(limit), what, || {
+            format!(
+                "NCCL's background work did not finish within {limit:?} (a peer that stopped, or never issued its side?)"
+            )
+        })
+    }
+
+    /// Polls the communicator's state until it is no longer in progress (`Ok` once
+    /// healthy), or `deadline` passes (`None`: never). Past the deadline, or on an error,
+    /// the communicator is aborted, and the error names `what` and the cause (`late()` for
+    /// the deadline: [`ErrorCode::NcclTimeout`]; NCCL's code and message for an error).
+    pub(crate) fn settle_by(
+        &self,
+        deadline: Option<Instant>,
+        what: &'static str,
+        late: impl FnOnce() -> String,
+    ) -> Result<()> {
+        let state = poll_until(deadline, || match self.async_state(what)? {
+            Some(NcclCode::InProgress) => Ok(None),
+            other => Ok(Some(other)),
+        })?;
+        let (rank, ranks) = (self.rank, self.ranks);
+        let e = match state {
+            Some(None) => return Ok(()),
+            Some(Some(code)) => {
+                let e = sys::failure("ncclCommGetAsyncError", code);
+                Error::with_detail(
+                    what,
+                    e.code(),
+                    format!(
+                        "rank {rank} of {ranks}: NCCL failed ({e}); the communicator is aborted"
+                    ),
+                )
+            }
+            None => Error::with_detail(
+                what,
+                ErrorCode::NcclTimeout,
+                format!(
+                    "rank {rank} of {ranks}: {}; the communicator is aborted",
+                    late()
+                ),
+            ),
+        };
+        let _ = self.abort(e.clone());
+        Err(e)
+    }
+}
+
+/// Calls `f` until it returns `Some` (that value) or `deadline` passes (`None`; a `None`
+/// deadline never passes). Between calls it yields the thread for the first 100 µs (NCCL's
+/// thread usually queues an operation within that), then sleeps, 20 µs first, doubling up
+/// to 20 ms, never past the deadline. An error of `f` ends the wait.
+pub(crate) fn poll_until<T>(
+    deadline: Option<Instant>,
+    mut f: impl FnMut() -> Result<Option<T>>,
+) -> Result<Option<T>> {
+    const YIELD_FOR: Duration = Duration::from_micros(100);
+    const FIRST: Duration = Duration::from_micros(20);
+    const LONGEST: Duration = Duration::from_millis(20);
+    let started = Instant::now();
+    let mut pause = FIRST;
+    loop {
+        if let Some(value) = f()? {
+            return Ok(Some(value));
+        }
+        let now = Instant::now();
+        let left = match deadline {
+            Some(d) => d.saturating_duration_since(now),
+            None => Duration::MAX,
+        };
+        if left.is_zero() {
+            return Ok(None);
+        }
+        if now.duration_since(started) < YIELD_FOR {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(LONGEST);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn polling_returns_the_first_value_and_gives_up_at_the_deadline() {
+        let calls = Cell::new(0);
+        let got = poll_until(None, || {
+            calls.set(calls.get() + 1);
+            Ok((calls.get() == 4).then_some("done"))
+        })
+        .unwrap();
+        assert_eq!((got, calls.get()), (Some("done"), 4));
+
+        let start = Instant::now();
+        let limit = Duration::from_millis(60);
+        let got: Option<()> = poll_until(Some(start + limit), || Ok(None)).unwrap();
+        assert_eq!(got, None);
+        let took = start.elapsed();
+        assert!(
+            took >= limit && took < limit + Duration::from_millis(500),
+            "{took:?}"
+        );
+
+        let e =
+            poll_until::<()>(None, || Err(Error::new("f", ErrorCode::InvalidValue))).unwrap_err();
+        assert_eq!(e.call(), "f");
+    }
+}
