@@ -23,8 +23,18 @@
 //! timed all-reduces, each in a bounded scope (`Communicator::scope_within`: a peer that
 //! dies aborts the communicator and fails the step instead of hanging it), and the
 //! bandwidths as `nccl-tests` reports them: algorithm bandwidth = bytes / time, bus
-//! bandwidth = algorithm bandwidth · 2 (n - 1) / n. Exits 0 (printing `OK`) when every rank's
-//! sum is right, 1 otherwise; without a GPU or NCCL it says so and exits 0.
+//! bandwidth = algorithm bandwidth · 2 (n - 1) / n. Then a sub-communicator
+//! (`Communicator::split`): all ranks in one colour, numbered in reverse (key `n - 1 -
+//! rank`), each checking its new rank and an all-reduce of its old one. Exits 0 (printing
+//! `OK`) when every rank's sum is right, 1 otherwise; without a GPU or NCCL it says so and
+//! exits 0.
+//!
+//! Two arguments for trying what happens when a rank dies: `--for SECONDS` repeats the
+//! timed all-reduces until that much time has passed (kill one rank meanwhile), and
+//! `--step-within SECONDS` sets each step's deadline (60 s otherwise). The surviving ranks
+//! then end with an error naming the timeout or NCCL's error, within that deadline, instead
+//! of hanging; `scripts/launch-ranks 2 --kill 1:5 -- ... --for 30 --step-within 10` does
+//! exactly that on one machine.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -36,9 +46,40 @@ use cuda_brand::{Error, ErrorCode, with_primary_context};
 const N: usize = 64 << 20;
 /// Timed all-reduces.
 const ITERATIONS: usize = 5;
-/// How long the ranks may take to meet, and each step to finish.
+/// How long the ranks may take to meet.
 const MEET_WITHIN: Duration = Duration::from_secs(120);
-const STEP_WITHIN: Duration = Duration::from_secs(60);
+
+/// What the command line asks for.
+struct Args {
+    /// Repeat the timed steps until this much time has passed.
+    run_for: Duration,
+    /// Each step's deadline.
+    step_within: Duration,
+}
+
+impl Args {
+    fn parse() -> Result<Args, String> {
+        let mut args = Args {
+            run_for: Duration::ZERO,
+            step_within: Duration::from_secs(60),
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(arg) = it.next() {
+            let seconds = |v: Option<String>| {
+                v.and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .map(Duration::from_secs_f64)
+                    .ok_or(format!("{arg} takes a number of seconds"))
+            };
+            match arg.as_str() {
+                "--for" => args.run_for = seconds(it.next())?,
+                "--step-within" => args.step_within = seconds(it.next())?,
+                _ => return Err(format!("unknown argument {arg} (--for S, --step-within S)")),
+            }
+        }
+        Ok(args)
+    }
+}
 
 /// `g(i)`: this element's share of a gradient, before the rank's factor.
 fn g(i: usize) -> f32 {
@@ -46,6 +87,13 @@ fn g(i: usize) -> f32 {
 }
 
 fn main() -> ExitCode {
+    let args = match Args::parse() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let world = match World::from_env() {
         Ok(world) => world,
         Err(e) => {
@@ -53,7 +101,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match run(&world) {
+    match run(&world, &args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) if skipped(&e) => {
@@ -82,7 +130,7 @@ fn skipped(e: &Error) -> bool {
 }
 
 /// The step on this rank: `Ok(true)` when its sum is right.
-fn run(world: &World) -> cuda_brand::Result<bool> {
+fn run(world: &World, args: &Args) -> cuda_brand::Result<bool> {
     let device = world.device()?;
     with_primary_context(&device, |ctx| {
         let start = Instant::now();
@@ -105,14 +153,25 @@ fn run(world: &World) -> cuda_brand::Result<bool> {
         let stream = ctx.stream()?;
         // a warm-up, then the timed steps; the result of the last is checked below
         let mut times = Vec::with_capacity(ITERATIONS);
-        for _ in 0..=ITERATIONS {
+        let started = Instant::now();
+        while times.len() <= ITERATIONS || started.elapsed() < args.run_for {
             let t = Instant::now();
-            comm.scope_within(&stream, STEP_WITHIN, |s| {
+            let step = comm.scope_within(&stream, args.step_within, |s| {
                 comm.all_reduce(s, &src, &mut sum, ReduceOp::Sum)
-            })?;
+            });
+            if let Err(e) = step {
+                eprintln!(
+                    "rank {rank}: step {} failed after {:.1?} (deadline {:?}): {e}",
+                    times.len(),
+                    t.elapsed(),
+                    args.step_within
+                );
+                return Err(e);
+            }
             times.push(t.elapsed());
         }
         times.remove(0);
+        let steps = times.len();
         let ranks_sum = (n * (n + 1) / 2) as f32;
         let got = sum.to_vec()?;
         let wrong = (0..N).filter(|&i| got[i] != ranks_sum * g(i)).count();
@@ -128,22 +187,56 @@ fn run(world: &World) -> cuda_brand::Result<bool> {
         }
         if rank == 0 {
             let best = times.iter().min().copied().unwrap_or_default();
-            let mean = times.iter().sum::<Duration>() / ITERATIONS as u32;
+            let mean = times.iter().sum::<Duration>() / steps as u32;
             let bytes = (N * std::mem::size_of::<f32>()) as f64;
             let algbw = bytes / mean.as_secs_f64() / 1e9;
             let busbw = algbw * 2.0 * (n as f64 - 1.0) / n as f64;
             println!(
-                "all-reduce of {} MiB f32 (sum), {ITERATIONS} times: mean {:.3} ms, best {:.3} ms",
+                "all-reduce of {} MiB f32 (sum), {steps} times: mean {:.3} ms, best {:.3} ms",
                 bytes as usize >> 20,
                 mean.as_secs_f64() * 1e3,
                 best.as_secs_f64() * 1e3
             );
             println!("algorithm bandwidth {algbw:.1} GB/s, bus bandwidth {busbw:.1} GB/s");
         }
+        let sub_ok = sub_communicator(ctx, &comm, &stream, args.step_within)?;
         comm.finalize()?;
+        let wrong = wrong + usize::from(!sub_ok);
         if rank == 0 && wrong == 0 {
             println!("OK");
         }
         Ok(wrong == 0)
     })
+}
+
+/// All ranks in one colour, numbered in reverse: checks the new rank and an all-reduce of
+/// the old ranks (their sum, `n (n - 1) / 2`, on every rank).
+fn sub_communicator<'ctx>(
+    ctx: cuda_brand::ContextGuard<'ctx>,
+    comm: &Communicator<'ctx>,
+    stream: &cuda_brand::Stream<'ctx>,
+    within: Duration,
+) -> cuda_brand::Result<bool> {
+    let (rank, n) = (comm.rank(), comm.ranks());
+    let Some(sub) = comm.split(Some(0), (n - 1 - rank) as u32)? else {
+        eprintln!("rank {rank}: colour 0 gave no communicator");
+        return Ok(false);
+    };
+    let mut x = ctx.from_slice(&[rank as f64; 4])?;
+    sub.scope_within(stream, within, |s| {
+        sub.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
+    })?;
+    let want = (n * (n - 1) / 2) as f64;
+    let got = x.to_vec()?;
+    let ok = sub.rank() == n - 1 - rank && sub.ranks() == n && got == [want; 4];
+    println!(
+        "rank {rank}: sub-communicator rank {} of {} (want {} of {n}), all-reduce of the old ranks {:?} (want {want}): {}",
+        sub.rank(),
+        sub.ranks(),
+        n - 1 - rank,
+        got[0],
+        if ok { "ok" } else { "WRONG" }
+    );
+    sub.finalize()?;
+    Ok(ok)
 }
