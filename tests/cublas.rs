@@ -316,6 +316,56 @@ fn gemv_axpy_dot_nrm2_and_scal_give_the_cpu_values() {
     });
 }
 
+/// Zero dimensions pass the checks with empty buffers, whose address is never allocated
+/// (the crate's placeholder for empty memory): cuBLAS must touch neither A nor B then. A GEMM
+/// with `k = 0` is `C = beta C`; one with `m = 0` or a batch of 0 does nothing; GEMV with
+/// `n = 0`, DOT and NRM2 of empty vectors read nothing (what they leave in y and the
+/// results is printed). Afterwards the context must be usable (no sticky error from an
+/// access to the placeholder address).
+fn empty_dimensions_touch_no_memory_and_leave_the_context_usable() {
+    in_context(|ctx| {
+        let blas = Blas::new(ctx)?;
+        let stream = ctx.stream()?;
+        let (a0, b0) = (ctx.zeroed::<f32>(0)?, ctx.zeroed::<f32>(0)?);
+        let mut c = ctx.from_slice(&[3.0f32; 8])?;
+        let mut c0 = ctx.zeroed::<f32>(0)?;
+        let mut cb = ctx.from_slice(&[3.0f32; 16])?;
+        let k0 = Gemm::new(4, 2, 0).beta(2.0f32);
+        stream.scope(|s| blas.gemm(s, &k0, &a0, &b0, &mut c))?;
+        assert_eq!(c.to_vec()?, [6.0; 8], "k = 0: C = beta C");
+        let batch = Batch::strided(2, 0, 0, 8);
+        stream.scope(|s| blas.gemm_strided_batched(s, &k0, batch, &a0, &b0, &mut cb))?;
+        assert_eq!(cb.to_vec()?, [6.0; 16], "k = 0, batched: C = beta C");
+        let full = ctx.from_slice(&[1.0f32; 12])?;
+        stream.scope(|s| blas.gemm(s, &Gemm::new(0, 2, 3), &a0, &full, &mut c0))?;
+        stream.scope(|s| {
+            let none = Batch::strided(0, 0, 0, 0);
+            blas.gemm_strided_batched(s, &Gemm::new(4, 2, 3), none, &a0, &b0, &mut c0)
+        })?;
+        let mut y = ctx.from_slice(&[5.0f32; 4])?;
+        let gemv = Gemv::new(4, 0).beta(2.0f32);
+        stream.scope(|s| blas.gemv(s, &gemv, &a0, &b0, &mut y))?;
+        // reference BLAS returns at once for n = 0 (y unchanged); either is sound
+        eprintln!("GEMV with n = 0 and beta 2 left y = {:?}", y.to_vec()?);
+        let (mut dot, mut norm) = (ctx.from_slice(&[9.0f32])?, ctx.from_slice(&[9.0f32])?);
+        stream.scope(|s| {
+            blas.dot(s, &a0, &b0, &mut dot)?;
+            blas.nrm2(s, &a0, &mut norm)
+        })?;
+        eprintln!(
+            "DOT and NRM2 of empty vectors wrote {:?} and {:?} (over 9)",
+            dot.to_vec()?,
+            norm.to_vec()?
+        );
+        // the context still works
+        let one = ctx.from_slice(&[1.0f32; 4])?;
+        let mut out = ctx.zeroed::<f32>(4)?;
+        stream.scope(|s| blas.gemm(s, &Gemm::new(2, 2, 2), &one, &one, &mut out))?;
+        assert_eq!(out.to_vec()?, [2.0; 4]);
+        Ok(())
+    });
+}
+
 fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
     in_context(|ctx| {
         let blas = Blas::new(ctx)?;
@@ -533,6 +583,11 @@ fn main() -> std::process::ExitCode {
             name: "bad_extents_and_overlaps_are_refused_before_cublas_writes_anything",
             needs: Needs::Gpu,
             body: bad_extents_and_overlaps_are_refused_before_cublas_writes_anything,
+        },
+        Test {
+            name: "empty_dimensions_touch_no_memory_and_leave_the_context_usable",
+            needs: Needs::Gpu,
+            body: empty_dimensions_touch_no_memory_and_leave_the_context_usable,
         },
         Test {
             name: "a_handle_moves_to_another_thread_and_works_there",

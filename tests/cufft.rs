@@ -20,7 +20,8 @@ gpu_test_main!(
     z2z_3d_in_place_round_trip_returns_n_times_the_input,
     r2c_3d_f32_of_a_constant_is_one_peak_at_zero,
     one_plan_serves_two_scopes_and_two_streams,
-    wrong_lengths_and_overlaps_are_refused_before_cufft;
+    wrong_lengths_and_overlaps_are_refused_before_cufft,
+    a_real_side_not_aligned_to_the_complex_type_is_refused_before_cufft;
     anywhere: [errors_name_the_call_and_the_cufft_code]
 );
 
@@ -246,6 +247,37 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
             e.detail(),
             Some("shape[1] is 0: every extent is at least 1")
         );
+        Ok(())
+    });
+}
+
+/// cuFFT requires both pointers of an R2C or C2R transform aligned to the complex type (its
+/// kernels move real data in pairs): a real view starting at an odd element is refused
+/// before cuFFT, which would otherwise read or write it misaligned.
+fn a_real_side_not_aligned_to_the_complex_type_is_refused_before_cufft() {
+    in_context(|ctx| {
+        let r2c = FftPlan::<f32, Complex32>::new(ctx, &[8], 1)?;
+        let reals = ctx.from_slice(&[1.0f32; 9])?;
+        let mut half = ctx.zeroed::<Complex32>(5)?;
+        let e = ctx
+            .stream()?
+            .scope(|s| r2c.exec(s, &reals[1..], &mut half))
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert!(e.to_string().contains("input starts at"), "{e}");
+        // the aligned view of the same buffer is transformed
+        ctx.stream()?
+            .scope(|s| r2c.exec(s, &reals[..8], &mut half))?;
+        assert_eq!(half.to_vec()?[0], Complex32::new(8.0, 0.0));
+        let c2r = FftPlan::<Complex64, f64>::new(ctx, &[8], 1)?;
+        let mut spectrum = ctx.zeroed::<Complex64>(5)?;
+        let mut out = ctx.zeroed::<f64>(9)?;
+        let e = ctx
+            .stream()?
+            .scope(|s| c2r.exec(s, &mut spectrum, &mut out[1..]))
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert!(e.to_string().contains("output starts at"), "{e}");
         Ok(())
     });
 }

@@ -18,7 +18,8 @@ gpu_test_main!(
     every_kind_makes_uniform_values_in_zero_one,
     the_same_seed_gives_the_same_values_and_another_seed_others,
     an_offset_moves_the_sequence,
-    an_odd_length_for_normal_values_is_refused_naming_out;
+    an_odd_length_for_normal_values_is_refused_naming_out,
+    seeding_inside_a_host_function_is_refused_before_curand;
     anywhere: [errors_name_the_call_and_the_curand_code]
 );
 
@@ -186,6 +187,29 @@ fn an_offset_moves_the_sequence() {
             "offset 1024 is an exact shift of offset 0: {}",
             zero[1024..] == moved[..8192 - 1024]
         );
+        Ok(())
+    });
+}
+
+/// A host function must make no CUDA call: one holding `&mut Rng` cannot seed it (or move
+/// its offset) there; the crate refuses before cuRAND, as it refuses driver calls.
+fn seeding_inside_a_host_function_is_refused_before_curand() {
+    in_context(|ctx| {
+        let mut rng = Rng::new(ctx, 1)?;
+        let (mut seeded, mut moved) = (None, None);
+        ctx.stream()?.scope(|s| {
+            s.host_fn(|| {
+                seeded = Some(rng.set_seed(2));
+                moved = Some(rng.set_offset(8));
+            })
+        })?;
+        for (what, got) in [("set_seed", seeded), ("set_offset", moved)] {
+            let e = got.expect("the host function ran").unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NotPermitted, "{what}: {e}");
+        }
+        // outside, both work
+        rng.set_seed(2)?;
+        rng.set_offset(8)?;
         Ok(())
     });
 }

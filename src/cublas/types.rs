@@ -75,6 +75,11 @@ impl MathMode {
 }
 
 pub(crate) mod sealed {
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot implement `GemmType` (nor `Scalar` or `Real`): the trait is sealed",
+        note = "cuBLAS's element and scalar types are `f32`, `f64`, `F16` and `Bf16`, so that no user type decides which `cudaDataType` cuBLAS reads, and so how many bytes",
+        note = "see `cuda_brand::cublas`"
+    )]
     pub trait Sealed {}
 }
 

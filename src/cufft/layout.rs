@@ -149,8 +149,8 @@ impl Arg {
             Err(invalid(
                 what,
                 format!(
-                    "{} starts at {:#x}, not a multiple of {} bytes: cuFFT reads its elements as {}-byte vectors",
-                    self.name, self.ptr, self.align, self.align
+                    "{} starts at {:#x}, not a multiple of {} bytes: cuFFT requires both pointers of a transform aligned to the plan's complex type",
+                    self.name, self.ptr, self.align
                 ),
             ))
         }

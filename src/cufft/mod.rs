@@ -50,7 +50,9 @@
 //!    plan's exactly: `batch × n0 × n1 × n2` for complex data of a C2C plan and the real
 //!    side of R2C/C2R, `batch × n0 × n1 × (n2 / 2 + 1)` (the last extent halved) for the
 //!    complex side of R2C/C2R. Extents of zero, more than three extents, a batch of zero
-//!    and sizes whose product overflows are refused when the plan is made. Each error names
+//!    and sizes whose product overflows are refused when the plan is made. Both pointers of a
+//!    transform must be aligned to the plan's complex type, as cuFFT requires, the real side
+//!    of R2C/C2R too (a real view starting at an odd element is refused). Each error names
 //!    the argument (`input`, `output`, `buf`, `shape`, `batch`).
 //! 3. **Out of place is out of place.** `input` and `output` must not overlap (two views of
 //!    one buffer); in-place transforms are their own method (`exec_in_place`, C2C only,

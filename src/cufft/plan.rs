@@ -202,14 +202,20 @@ impl<I, O> Drop for FftPlan<'_, I, O> {
     }
 }
 
-/// One argument of a transform, for the checks.
-fn arg<T>(name: &'static str, ptr: CUdeviceptr, len: usize, write: bool) -> Arg {
+/// One argument of a transform, of elements `T`, for the checks, in a plan whose complex
+/// type is `C`. cuFFT requires both pointers of every transform aligned to the plan's
+/// complex type, the real side of a real-to-complex or complex-to-real transform too
+/// ("Pointers to idata and odata are both required to be aligned to cufftComplex data type
+/// in single-precision transforms and cufftDoubleComplex data type in double-precision
+/// transforms", `cufftExecR2C` and `cufftExecC2R`): its kernels read and write real data
+/// in pairs. So a real view starting at an odd element (`&reals[1..]`) is refused.
+fn arg<T, C>(name: &'static str, ptr: CUdeviceptr, len: usize, write: bool) -> Arg {
     Arg {
         name,
         ptr,
         len,
         size: size_of::<T>(),
-        align: align_of::<T>(),
+        align: align_of::<C>().max(align_of::<T>()),
         write,
     }
 }
@@ -233,8 +239,8 @@ macro_rules! complex_to_complex {
                 let (i, o) = (input.into_ref(Crate(())), output.into_mut(Crate(())));
                 let spans = layout::out_of_place(
                     &self.layout,
-                    arg::<$c>("input", i.device_ptr(), i.len(), false),
-                    arg::<$c>("output", o.device_ptr(), o.len(), true),
+                    arg::<$c, $c>("input", i.device_ptr(), i.len(), false),
+                    arg::<$c, $c>("output", o.device_ptr(), o.len(), true),
                     WHAT,
                 )?;
                 self.run(scope, &spans, (i.device_ptr(), o.device_ptr()), direction)
@@ -252,7 +258,7 @@ macro_rules! complex_to_complex {
                 let b = buf.into_mut(Crate(()));
                 let span = layout::in_place(
                     &self.layout,
-                    arg::<$c>("buf", b.device_ptr(), b.len(), true),
+                    arg::<$c, $c>("buf", b.device_ptr(), b.len(), true),
                     WHAT,
                 )?;
                 self.run(scope, &[span], (b.device_ptr(), b.device_ptr()), direction)
@@ -282,8 +288,8 @@ macro_rules! real_and_complex {
                 let (i, o) = (input.into_ref(Crate(())), output.into_mut(Crate(())));
                 let spans = layout::out_of_place(
                     &self.layout,
-                    arg::<$r>("input", i.device_ptr(), i.len(), false),
-                    arg::<$c>("output", o.device_ptr(), o.len(), true),
+                    arg::<$r, $c>("input", i.device_ptr(), i.len(), false),
+                    arg::<$c, $c>("output", o.device_ptr(), o.len(), true),
                     WHAT,
                 )?;
                 let ptrs = (i.device_ptr(), o.device_ptr());
@@ -310,8 +316,8 @@ macro_rules! real_and_complex {
                 let (i, o) = (input.into_mut(Crate(())), output.into_mut(Crate(())));
                 let spans = layout::out_of_place(
                     &self.layout,
-                    arg::<$c>("input", i.device_ptr(), i.len(), true),
-                    arg::<$r>("output", o.device_ptr(), o.len(), true),
+                    arg::<$c, $c>("input", i.device_ptr(), i.len(), true),
+                    arg::<$r, $c>("output", o.device_ptr(), o.len(), true),
                     WHAT,
                 )?;
                 let ptrs = (i.device_ptr(), o.device_ptr());
@@ -322,3 +328,34 @@ macro_rules! real_and_complex {
 }
 real_and_complex!(f32, Complex32);
 real_and_complex!(f64, Complex64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_real_side_of_a_transform_is_aligned_to_the_complex_type() {
+        const W: &str = "FftPlan::exec";
+        // R2C of 8 reals: the input a view one `f32` into a buffer (`&reals[1..]`)
+        let l = Layout::new(&[8], 1, layout::Sides::R2C, (4, 8), W).unwrap();
+        let input = arg::<f32, Complex32>("input", 0x1004, 8, false);
+        let output = arg::<Complex32, Complex32>("output", 0x2000, 5, true);
+        let e = layout::out_of_place(&l, input, output, W).unwrap_err();
+        assert!(
+            e.detail()
+                .unwrap()
+                .starts_with("input starts at 0x1004, not a multiple of 8 bytes"),
+            "{e}"
+        );
+        let aligned = arg::<f32, Complex32>("input", 0x1008, 8, false);
+        assert!(layout::out_of_place(&l, aligned, output, W).is_ok());
+        // C2R in double precision: the real output needs 16 bytes
+        let l = Layout::new(&[8], 1, layout::Sides::C2R, (16, 8), W).unwrap();
+        let input = arg::<Complex64, Complex64>("input", 0x1000, 5, true);
+        let output = arg::<f64, Complex64>("output", 0x2008, 8, true);
+        assert_eq!(output.align, 16);
+        assert!(layout::out_of_place(&l, input, output, W).is_err());
+        // complex sides keep their own alignment
+        assert_eq!(arg::<Complex32, Complex32>("x", 0, 1, false).align, 8);
+    }
+}

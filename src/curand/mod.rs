@@ -281,18 +281,31 @@ impl<'ctx> Rng<'ctx> {
     /// cuRAND 10 of CUDA 13: the values after a re-seed continued the sequence), so the
     /// offset is set again too (`curandSetGeneratorOffset`). `&mut self`: no scope may hold
     /// the generator meanwhile.
+    ///
+    /// Like every call of the generator, made with its context current (pushed if another
+    /// is), and refused inside a host function, which must make no CUDA call (a host
+    /// function that holds `&mut Rng` gets an error with `ErrorCode::NotPermitted`).
     pub fn set_seed(&mut self, seed: u64) -> Result<()> {
-        // SAFETY: our generator, borrowed exclusively.
-        unsafe { sys::set_seed(self.raw, seed) }?;
-        // SAFETY: as above.
-        unsafe { sys::set_offset(self.raw, self.offset) }
+        let (raw, offset) = (self.raw, self.offset);
+        let set = || {
+            // SAFETY: our generator, borrowed exclusively; its context is current.
+            unsafe { sys::set_seed(raw, seed) }?;
+            // SAFETY: as above.
+            unsafe { sys::set_offset(raw, offset) }
+        };
+        // SAFETY: the generator's context is alive (its brand).
+        unsafe { in_context(self.ctx, set) }
     }
 
     /// Skips the first `offset` values of the sequence (`curandSetGeneratorOffset`): the
-    /// next generation starts there.
+    /// next generation starts there. With the context current, as [`set_seed`](Rng::set_seed).
     pub fn set_offset(&mut self, offset: u64) -> Result<()> {
-        // SAFETY: our generator, borrowed exclusively.
-        unsafe { sys::set_offset(self.raw, offset) }?;
+        let raw = self.raw;
+        // SAFETY: our generator, borrowed exclusively; `in_context` makes its context
+        // current.
+        let set = || unsafe { sys::set_offset(raw, offset) };
+        // SAFETY: the generator's context is alive (its brand).
+        unsafe { in_context(self.ctx, set) }?;
         self.offset = offset;
         Ok(())
     }

@@ -376,3 +376,25 @@ impl<B: Rebrand + fmt::Debug> fmt::Debug for Owned<B> {
             .finish()
     }
 }
+
+// The thread rules of the owned library handles, as their docs state them: `Send`, not
+// `Sync`, as the handles (so an `Arc` of one never reaches a second thread, and two threads
+// never bind and use one handle at once).
+#[cfg(any(feature = "cublas", feature = "cufft", feature = "curand"))]
+mod facts {
+    #[allow(unused_imports)]
+    use static_assertions::{assert_impl_all, assert_not_impl_any};
+
+    #[cfg(feature = "cublas")]
+    assert_impl_all!(super::OwnedBlas: Send);
+    #[cfg(feature = "cublas")]
+    assert_not_impl_any!(super::OwnedBlas: Sync);
+    #[cfg(feature = "cufft")]
+    assert_impl_all!(super::OwnedFftPlan<crate::cufft::Complex32, crate::cufft::Complex32>: Send);
+    #[cfg(feature = "cufft")]
+    assert_not_impl_any!(super::OwnedFftPlan<f64, crate::cufft::Complex64>: Sync);
+    #[cfg(feature = "curand")]
+    assert_impl_all!(super::OwnedRng: Send);
+    #[cfg(feature = "curand")]
+    assert_not_impl_any!(super::OwnedRng: Sync);
+}
