@@ -66,7 +66,7 @@ int main(void) {
     printf("cuFFT %d\n", version);
 
     printf("created context (cuCtxCreate), two plans, then cuCtxDestroy:\n");
-    CUctx_st *ctx;
+    CUcontext ctx;
     CU(cuCtxCreate(&ctx, NULL, 0, dev));
     one_plan(1 << 20);
     one_plan(1 << 20);
