@@ -17,7 +17,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 use std::sync::{Mutex, PoisonError};
+
+use cuda_driver_sys::CUctx_st;
 
 use super::enter::{pop_exact, run_then};
 use super::phase::Partitioned;
@@ -491,12 +494,13 @@ impl SmGroup<'_> {
         F: for<'p> FnOnce(ContextGuard<'p, Partitioned>) -> Result<R, E>,
         E: From<Error>,
     {
-        let (raw, green) = make_partition(&self.resource, self.device)?;
+        let (handle, green) = make_partition(&self.resource, self.device)?;
+        let raw = handle.as_ptr();
         ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize)));
         INSIDE.with(|n| n.set(n.get() + 1));
         // SAFETY: the green context lives until `end_partition`, after `f` returns, so its
         // `CUcontext` form outlives `'p`.
-        let guard = unsafe { ContextGuard::new_unchecked(std::ptr::NonNull::new_unchecked(raw)) };
+        let guard = unsafe { ContextGuard::new_unchecked(handle) };
         run_then(
             || f(guard.with_phase::<Partitioned>()),
             move || end_partition(raw, green),
@@ -505,14 +509,17 @@ impl SmGroup<'_> {
 }
 
 /// Creates the green context of `resource` and pushes its `CUcontext` form (non-null).
-fn make_partition(resource: &CUdevResource, dev: CUdevice) -> Result<(CUcontext, CUgreenCtx)> {
+fn make_partition(
+    resource: &CUdevResource,
+    dev: CUdevice,
+) -> Result<(NonNull<CUctx_st>, CUgreenCtx)> {
     let green = driver::green_ctx_create(resource, dev)?;
     let green = driver::non_null("cuGreenCtxCreate", green)?.as_ptr();
     // SAFETY: just created.
     let pushed = unsafe { driver::ctx_from_green_ctx(green) }
         .and_then(|raw| driver::non_null("cuCtxFromGreenCtx", raw))
         // SAFETY: the green context is alive; `end_partition` pops it.
-        .and_then(|raw| unsafe { driver::ctx_push(raw.as_ptr()) }.map(|()| raw.as_ptr()));
+        .and_then(|raw| unsafe { driver::ctx_push(raw.as_ptr()) }.map(|()| raw));
     match pushed {
         Ok(raw) => Ok((raw, green)),
         Err(e) => {
