@@ -506,6 +506,8 @@ mod facts {
     // one split per closure, one partition per part: neither can be duplicated
     assert_not_impl_any!(Sms<'static>: Clone, Copy);
     assert_not_impl_any!(SmGroup<'static>: Clone, Copy);
+    // a worker thread may enter a part itself
+    assert_impl_all!(SmGroup<'static>: Send);
     assert_eq_size!(Stream<'static, phase::Preallocated>, sys::CUstream);
     assert_impl_all!(Stream<'static, phase::Preallocated>: Send, Sync);
     assert_eq_size!(Option<Stream<'static>>, sys::CUstream);
