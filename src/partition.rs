@@ -60,7 +60,7 @@
 //!   on the green context's SMs; `stream()` and `Stream::new` do this for it.
 //! * **No work outside the partitions.** Inside `with_partitions` no plain guard of the
 //!   device exists: the closure gets SMs, not a context, and a partition's guard is not a
-//!   plain guard (the methods that need one, such as [`ContextGuard::share`], graph
+//!   plain guard (the methods that need one, such as [`ContextGuard::share`](crate::ContextGuard::share), graph
 //!   capture, peer access, NCCL and the libraries, do not take it; a function that takes a
 //!   plain guard cannot be given it). What the types cannot see is refused at run time on
 //!   the thread of the closure and of every partition: `with_partitions` itself while

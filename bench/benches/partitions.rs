@@ -393,8 +393,11 @@ fn raw_green(device: &Device, saturate: i64) -> Latency {
     m
 }
 
-/// (creation, ns: cuda-brand, raw), (launch, ns per launch: cuda-brand, raw).
-fn costs(device: &Device) -> Result<((f64, f64), (f64, f64)), Error> {
+/// Nanoseconds, (cuda-brand, raw).
+type Pair = (f64, f64);
+
+/// Creating and tearing down the two partitions, and a launch on a partition stream.
+fn costs(device: &Device) -> Result<(Pair, Pair), Error> {
     let dev = device.as_raw();
     let mut primary = std::ptr::null_mut();
     // SAFETY: retained for the measurement (not made current), released below.
