@@ -280,8 +280,9 @@
 //!   compilation of CUDA C++, the `nvrtc` feature); [`ContextGuard::capture`], [`ExecGraph`] and
 //!   [`ExecGraph::launch`] (graphs, [`graph`]); [`StreamScope::host_fn`] (host
 //!   functions, [`scope::host_fn`]); [`PeerAccess`] and [`copy_peer`] (several devices);
-//!   [`owned`] (state that outlives a closure, awaited batches); [`Error`] (every failure,
-//!   naming the driver call).
+//!   [`owned`] (state that outlives a closure, awaited batches); [`with_partitions`] (SM
+//!   partitions that keep one workload from starving another, [`partition`]); [`Error`]
+//!   (every failure, naming the driver call).
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -310,6 +311,7 @@ pub mod module;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 pub mod owned;
+pub mod partition;
 pub mod phase;
 pub mod samples;
 pub mod scope;
@@ -415,6 +417,8 @@ pub use module::nvrtc;
 #[doc(inline)]
 pub use module::{JitCacheMode, JitFallback, JitLog, JitOptions, Library, Module};
 #[doc(inline)]
+pub use partition::{PartitionGuard, Partitioned, SmGroup, Sms, with_partitions};
+#[doc(inline)]
 pub use phase::{Phases, with_phases};
 #[doc(inline)]
 pub use scope::{
@@ -497,6 +501,13 @@ mod facts {
     assert_eq_size!(ContextGuard<'static, phase::Run>, sys::CUcontext);
     assert_eq_size!(ContextGuard<'static, phase::Setup<'static>>, sys::CUcontext);
     assert_not_impl_any!(ContextGuard<'static, phase::Run>: Send, Sync);
+    assert_eq_size!(PartitionGuard<'static>, sys::CUcontext);
+    assert_not_impl_any!(PartitionGuard<'static>: Send, Sync);
+    // one split per closure, one partition per part: neither can be duplicated
+    assert_not_impl_any!(Sms<'static>: Clone, Copy);
+    assert_not_impl_any!(SmGroup<'static>: Clone, Copy);
+    // a worker thread may enter a part itself
+    assert_impl_all!(SmGroup<'static>: Send);
     assert_eq_size!(Stream<'static, phase::Preallocated>, sys::CUstream);
     assert_impl_all!(Stream<'static, phase::Preallocated>: Send, Sync);
     assert_eq_size!(Option<Stream<'static>>, sys::CUstream);

@@ -4,8 +4,9 @@
 //! checks made before any driver call, and the no-device paths (`no_device`).
 //!
 //! Most tests run several at a time, as `cargo test` runs tests. Those of `errors`,
-//! `phases`, `bulk_copies`, `teardown` and some of `owned` observe process-wide state (the device's free
-//! memory, the crate's pools and staging, the primary context's retain count): each runs
+//! `phases`, `bulk_copies`, `teardown`, `partitions` and some of `owned` observe
+//! process-wide state (the device's free memory, the crate's pools and staging, the primary
+//! context's retain count; a device is partitioned by one closure at a time): each runs
 //! after the others, alone (`common::harness::run_with_alone`). Tests of `events`,
 //! `no_device` and `modules` start this binary again in a child process with `--exact` and
 //! their own name (so no two tests of it may share a name; the harness refuses that), and
@@ -39,6 +40,7 @@ mod memory;
 mod modules;
 mod no_device;
 mod owned;
+mod partitions;
 mod peer;
 mod phases;
 mod soundness;
@@ -71,5 +73,6 @@ fn main() -> std::process::ExitCode {
     alone.extend(bulk_copies::tests_alone());
     alone.extend(teardown::tests_alone());
     alone.extend(owned::tests_alone());
+    alone.extend(partitions::tests_alone());
     common::harness::run_with_alone(tests, alone)
 }

@@ -5,7 +5,8 @@
 //! `3_threads`, `4_scopes`, `5_kernels`, `6_devices`, and `8_graphs` for graphs and host
 //! functions; the guide has a chapter for each), `7_derive` for `#[derive(DeviceCopy)]`
 //! (run only with the `derive` feature, on by default), `9_typestate` for phases, events
-//! and deadlines, and `10_owned` for the owning layer's boundary (`cuda_brand::owned`).
+//! and deadlines, `10_owned` for the owning layer's boundary (`cuda_brand::owned`), and
+//! `11_partitions` for SM partitions (`cuda_brand::partition`).
 //! Every folder of `ui-tests/fail/` is a group.
 //! Each must fail to compile with exactly the error committed next to it in the `.stderr`
 //! file of the same name; the comment at the top of each case names the rule, says what

@@ -104,6 +104,15 @@ impl Device {
         self.raw
     }
 
+    /// A device value for tests that never reach the driver.
+    #[cfg(test)]
+    pub(crate) fn fake_for_tests(ordinal: u32) -> Device {
+        Device {
+            raw: ordinal as CUdevice,
+            ordinal,
+        }
+    }
+
     /// The device's name, e.g. `"NVIDIA H100 80GB HBM3"`.
     pub fn name(&self) -> Result<String> {
         driver::device_name(self.raw)

@@ -174,6 +174,7 @@ impl<'ctx> SharedContext<'ctx> {
     where
         E: From<Error>,
     {
+        super::partition::refuse_inside("SharedContext::enter")?;
         // SAFETY: the brand keeps `self` inside the `with_context` closure, so the context is
         // alive; `run_scoped` pops it again on every exit path.
         unsafe { driver::ctx_push(self.raw.as_ptr()) }?;
@@ -250,7 +251,7 @@ where
 /// and the mistake reported. (Checking after the pop costs one compare on the normal path,
 /// unlike a `cuCtxGetCurrent` before it.)
 #[inline(always)]
-fn pop_exact(raw: CUcontext) -> Result<()> {
+pub(super) fn pop_exact(raw: CUcontext) -> Result<()> {
     match driver::ctx_pop() {
         Ok(top) if top == raw => Ok(()),
         Ok(other) => Err(put_back(other)),
@@ -390,6 +391,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
+    super::partition::refuse_inside("with_context")?;
     // cuCtxCreate pushes the new context on the calling thread's stack.
     let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
@@ -413,6 +415,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
+    super::partition::refuse_inside("with_phases")?;
     let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
@@ -448,6 +451,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
+    super::partition::refuse_inside("with_primary_context")?;
     let raw = driver::primary_ctx_retain(device.as_raw())?;
     let raw = driver::non_null("cuDevicePrimaryCtxRetain", raw)?;
     // SAFETY: just retained; the release comes after the pop below or in `run_scoped`.
@@ -551,6 +555,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
+    super::partition::refuse_inside("with_raw_context")?;
     let Some(raw) = NonNull::new(raw) else {
         return Err(Error::with_detail(
             "with_raw_context",
@@ -595,6 +600,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
+    super::partition::refuse_inside("OwnedContext::enter")?;
     // SAFETY: the caller's promise; `run_scoped` pops it again on every exit path.
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller's count keeps the context alive for all of `f`, so for `'ctx`.

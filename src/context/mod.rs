@@ -47,11 +47,12 @@ use crate::error::{Error, ErrorCode, Result};
 // `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
 // `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
 // of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory
-// the teardown frees).
+// the teardown frees), `partition.rs` (SM partitions: `with_partitions`, the split).
 pub(crate) mod deferred;
 mod device;
 mod enter;
 mod flags;
+pub(crate) mod partition;
 pub(crate) mod phase;
 pub(crate) mod teardown;
 
@@ -69,6 +70,8 @@ pub use enter::{
 pub use flags::{
     CacheConfig, ContextFlags, ResourceLimit, Scheduling, SharedMemoryConfig, StreamPriorityRange,
 };
+#[doc(inline)]
+pub use partition::{SmGroup, Sms, with_partitions};
 pub(crate) use phase::{Allocating, Dynamic, Phase, StreamKind, Unphased};
 
 /// The invariant brand: `'ctx` can be neither shortened nor lengthened, so two brands are

@@ -16,16 +16,23 @@ mod sealed {
 }
 
 /// The phase a [`ContextGuard`] is in: [`Unphased`] (a plain [`with_context`](crate::with_context)
-/// guard), [`Setup`] or [`Run`]. Sealed.
+/// guard), [`Setup`] or [`Run`], or [`Partitioned`] (the guard of an SM partition,
+/// [`with_partitions`](crate::with_partitions)). Sealed.
 pub trait Phase: sealed::Phase + Copy {
     /// The kind of the streams a guard of this phase creates: [`Dynamic`] without phases,
     /// [`Preallocated`] in setup. (A run-phase guard creates none; its `Preallocated` only
     /// keeps the signatures of the creating methods free of the [`Allocating`] bound, so
     /// that calling one with it is the `Allocating` error, not a missing method.)
     type Streams: StreamKind;
+
+    /// Whether the guard is a partition's ([`Partitioned`]): its streams are made by
+    /// `cuGreenCtxStreamCreate`, so that their work runs on the partition's SMs only.
+    #[doc(hidden)]
+    const PARTITION: bool = false;
 }
 
-/// A phase whose guard may allocate, load and create: [`Unphased`] and [`Setup`]. Sealed.
+/// A phase whose guard may allocate, load and create: [`Unphased`], [`Setup`] and
+/// [`Partitioned`]. Sealed.
 ///
 /// Every public constructor that allocates memory (device, pool, pinned, managed, pitched)
 /// or creates a pool, stream, event or module takes a guard of such a phase, or has no
@@ -105,6 +112,24 @@ impl Allocating for Unphased {
 
 impl Allocating for Setup<'_> {
     const DEFERS_FREES: bool = true;
+}
+
+/// The guard of an SM partition ([`with_partitions`](crate::with_partitions)): it
+/// allocates, loads and creates as a plain guard does, but every stream it creates is one
+/// of the partition (`cuGreenCtxStreamCreate`), whose work runs on the partition's SMs
+/// only, and the methods that take a plain guard (sharing it with other threads, graph
+/// capture, peer access, the libraries) do not take it. See [`crate::partition`].
+#[derive(Debug, Clone, Copy)]
+pub struct Partitioned;
+
+impl sealed::Phase for Partitioned {}
+impl Phase for Partitioned {
+    type Streams = Dynamic;
+    const PARTITION: bool = true;
+}
+
+impl Allocating for Partitioned {
+    const DEFERS_FREES: bool = false;
 }
 
 /// What a stream's scopes may do with memory: [`Dynamic`] or [`Preallocated`]. Sealed.

@@ -161,6 +161,87 @@ pub(crate) struct CUgraphExecUpdateResultInfo {
     pub(crate) errorFromNode: CUgraphNode,
 }
 
+/// `struct CUgreenCtx_st` (CUDA 12.4): a green context, a context over some of a device's
+/// SMs.
+#[repr(C)]
+pub(crate) struct CUgreenCtx_st {
+    _opaque: [u8; 0],
+}
+/// `CUgreenCtx` (CUDA 12.4).
+pub(crate) type CUgreenCtx = *mut CUgreenCtx_st;
+
+/// `struct CUdevResourceDesc_st` (CUDA 12.4): a descriptor of resources that a green
+/// context is created with. The driver has no call that frees one.
+#[repr(C)]
+pub(crate) struct CUdevResourceDesc_st {
+    _opaque: [u8; 0],
+}
+/// `CUdevResourceDesc` (CUDA 12.4).
+pub(crate) type CUdevResourceDesc = *mut CUdevResourceDesc_st;
+
+/// `CU_DEV_RESOURCE_TYPE_SM` (`CUdevResourceType`, CUDA 12.4).
+pub(crate) const CU_DEV_RESOURCE_TYPE_SM: c_int = 1;
+/// `CU_GREEN_CTX_DEFAULT_STREAM` (`CUgreenCtxCreate_flags`, CUDA 12.4): the flag that
+/// `cuGreenCtxCreate` requires.
+pub(crate) const CU_GREEN_CTX_DEFAULT_STREAM: c_uint = 1;
+
+/// `CUdevSmResource` as of CUDA 13.0 (`cuda.h` 13.0.0: `smCount`, `minSmPartitionSize`,
+/// `smCoscheduledAlignment`; NVIDIA's CUDA 13.0 driver API reference, "CUdevSmResource
+/// Struct Reference", and the `cydriver.pxd` that cuda-python generates from `cuda.h`
+/// 13.0.0). CUDA 12.4 to 12.9 declare only `smCount`: the two later fields lie in bytes
+/// that 12.x headers call `_oversize`, so a driver older than 13.0 leaves them undefined
+/// (the crate reads them only from a 13.0 driver, see `driver::green`). CUDA 13.1 adds
+/// `flags` after them, also inside the same bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CUdevSmResource {
+    pub(crate) smCount: c_uint,
+    pub(crate) minSmPartitionSize: c_uint,
+    pub(crate) smCoscheduledAlignment: c_uint,
+}
+
+/// `CUdevResource` (`CUdevResource_v1`, CUDA 12.4), a fixed-size tagged union of 144 bytes:
+/// `CUdevResourceType type; unsigned char _internal_padding[92];` then the union at byte
+/// 96. In `cuda.h` 12.4 to 13.0 the union is `{ CUdevSmResource sm; unsigned char
+/// _oversize[48]; }`; from 13.1 it is 40 bytes (`RESOURCE_ABI_BYTES`) followed by a
+/// `CUdevResource_st *nextResource` at byte 136, which makes the struct 8-aligned. Every
+/// version is 144 bytes with `sm` at byte 96, which is all the crate reads; the rest is
+/// kept as bytes and handed back to the driver unchanged. Aligned to 8 here, as 13.1
+/// requires (more alignment than 13.0 asks for is harmless).
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+pub(crate) struct CUdevResource {
+    /// `CUdevResourceType`.
+    pub(crate) type_: c_int,
+    pub(crate) _internal_padding: [u8; 92],
+    pub(crate) sm: CUdevSmResource,
+    pub(crate) _rest: [u8; 36],
+}
+
+impl CUdevResource {
+    /// All bytes zero (an invalid resource, `CU_DEV_RESOURCE_TYPE_INVALID`), for the driver
+    /// to fill.
+    pub(crate) const ZEROED: CUdevResource = CUdevResource {
+        type_: 0,
+        _internal_padding: [0; 92],
+        sm: CUdevSmResource {
+            smCount: 0,
+            minSmPartitionSize: 0,
+            smCoscheduledAlignment: 0,
+        },
+        _rest: [0; 36],
+    };
+}
+
+impl std::fmt::Debug for CUdevResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CUdevResource")
+            .field("type", &self.type_)
+            .field("sm", &self.sm)
+            .finish_non_exhaustive()
+    }
+}
+
 // The layouts of cuda.h (x86-64 and aarch64; CUDA has no 32-bit driver API any more).
 #[cfg(target_pointer_width = "64")]
 const _: () = {
@@ -184,4 +265,13 @@ const _: () = {
     assert!(offset_of!(CUlaunchConfig, numAttrs) == 48);
     assert!(size_of::<CUgraphExecUpdateResultInfo>() == 24);
     assert!(size_of::<CUmemAccessDesc>() == 12);
+    // green contexts: 4 + 92 + 48 bytes in cuda.h 12.4 to 13.0; 4 + 92 + 40 + 8 in 13.1+
+    assert!(size_of::<CUdevResource>() == 144);
+    assert!(std::mem::align_of::<CUdevResource>() == 8);
+    assert!(offset_of!(CUdevResource, sm) == 96);
+    assert!(size_of::<CUdevSmResource>() == 12);
+    assert!(offset_of!(CUdevResource, sm) + offset_of!(CUdevSmResource, minSmPartitionSize) == 100);
+    assert!(
+        offset_of!(CUdevResource, sm) + offset_of!(CUdevSmResource, smCoscheduledAlignment) == 104
+    );
 };

@@ -22,7 +22,8 @@
 //!   host memory, managed memory, pointer queries), [`copy`] (copies and fills),
 //!   [`pool`] (memory pools and stream-ordered allocation), [`stream`] (streams, events,
 //!   host functions), [`module`] (modules, libraries, function attributes), [`launch`]
-//!   (occupancy, parameter queries, launches) and [`graph`] (stream capture and graphs).
+//!   (occupancy, parameter queries, launches), [`graph`] (stream capture and graphs) and
+//!   [`green`] (green contexts: SM partitions).
 //!
 //! Every wrapper is re-exported here, so the layers above call `driver::mem_alloc(..)`
 //! whatever room it lives in.
@@ -114,6 +115,7 @@ mod table;
 mod context;
 mod copy;
 mod graph;
+mod green;
 mod launch;
 mod memory;
 mod module;
@@ -124,6 +126,7 @@ pub(crate) use context::*;
 pub(crate) use copy::*;
 pub(crate) use ffi::*;
 pub(crate) use graph::*;
+pub(crate) use green::*;
 pub(crate) use host_fn_flag::{HostFnFlag, driver_call_refused, in_host_fn};
 pub(crate) use jit_args::{DEFAULT_LOG_BYTES, JitArgs, JitNumber};
 pub(crate) use launch::*;
@@ -131,7 +134,7 @@ pub(crate) use memory::*;
 pub(crate) use module::*;
 pub(crate) use pool::*;
 pub(crate) use stream::*;
-pub(crate) use table::{loaded_version, param_queries};
+pub(crate) use table::{green_entries, loaded_version, param_queries};
 
 /// Turns a raw `CUresult` into a `Result`, naming the call on failure.
 #[inline(always)]

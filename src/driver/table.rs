@@ -255,6 +255,46 @@ driver_table! {
     required fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int);
     optional(12000) fn cuCtxGetId(ctx: CUcontext, id: *mut c_ulonglong);
 
+    // Green contexts (SM partitions): CUDA 12.4, but streams of a green context 12.5.
+    // Signatures as in cuda.h 12.4 to 13.x (unchanged; the resource struct is `ffi`'s).
+    optional(12040) fn cuDeviceGetDevResource(
+        device: CUdevice,
+        resource: *mut CUdevResource,
+        type_: c_int,
+    );
+    optional(12040) fn cuDevSmResourceSplitByCount(
+        result: *mut CUdevResource,
+        nb_groups: *mut c_uint,
+        input: *const CUdevResource,
+        remaining: *mut CUdevResource,
+        use_flags: c_uint,
+        min_count: c_uint,
+    );
+    optional(12040) fn cuDevResourceGenerateDesc(
+        desc: *mut CUdevResourceDesc,
+        resources: *mut CUdevResource,
+        nb_resources: c_uint,
+    );
+    optional(12040) fn cuGreenCtxCreate(
+        green: *mut CUgreenCtx,
+        desc: CUdevResourceDesc,
+        dev: CUdevice,
+        flags: c_uint,
+    );
+    optional(12040) fn cuGreenCtxDestroy(green: CUgreenCtx);
+    optional(12040) fn cuCtxFromGreenCtx(ctx: *mut CUcontext, green: CUgreenCtx);
+    optional(12040) fn cuGreenCtxGetDevResource(
+        green: CUgreenCtx,
+        resource: *mut CUdevResource,
+        type_: c_int,
+    );
+    optional(12050) fn cuGreenCtxStreamCreate(
+        stream: *mut CUstream,
+        green: CUgreenCtx,
+        flags: c_uint,
+        priority: c_int,
+    );
+
     // Memory.
     required fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize);
     required fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytes: usize);
@@ -608,6 +648,53 @@ pub(crate) fn loaded_version() -> Result<i32> {
     api().map(|api| api.version)
 }
 
+/// `Ok` if the loaded driver has every entry point of green contexts (SM partitions);
+/// otherwise the error of the first it lacks, naming the CUDA version it needs (12.4, or
+/// 12.5 for `cuGreenCtxStreamCreate`) and the installed driver's.
+pub(crate) fn green_entries() -> Result<()> {
+    api()?.green_entries()
+}
+
+impl Api {
+    /// See [`green_entries`].
+    fn green_entries(&self) -> Result<()> {
+        let entries = [
+            (
+                "cuDeviceGetDevResource",
+                self.cuDeviceGetDevResource.is_some(),
+                12040,
+            ),
+            (
+                "cuDevSmResourceSplitByCount",
+                self.cuDevSmResourceSplitByCount.is_some(),
+                12040,
+            ),
+            (
+                "cuDevResourceGenerateDesc",
+                self.cuDevResourceGenerateDesc.is_some(),
+                12040,
+            ),
+            ("cuGreenCtxCreate", self.cuGreenCtxCreate.is_some(), 12040),
+            ("cuGreenCtxDestroy", self.cuGreenCtxDestroy.is_some(), 12040),
+            ("cuCtxFromGreenCtx", self.cuCtxFromGreenCtx.is_some(), 12040),
+            (
+                "cuGreenCtxGetDevResource",
+                self.cuGreenCtxGetDevResource.is_some(),
+                12040,
+            ),
+            (
+                "cuGreenCtxStreamCreate",
+                self.cuGreenCtxStreamCreate.is_some(),
+                12050,
+            ),
+        ];
+        match entries.iter().find(|(_, present, _)| !present) {
+            None => Ok(()),
+            Some(&(name, _, since)) => Err(self.lacks(name, since)),
+        }
+    }
+}
+
 /// Which of the two parameter queries the loaded driver has: `(cuFuncGetParamInfo,
 /// cuFuncGetParamCount)`; both `false` where no driver could be loaded.
 pub(crate) fn param_queries() -> (bool, bool) {
@@ -666,7 +753,7 @@ mod tests {
         assert_eq!(result, Ok(FAKE_RESULT));
         // every optional entry point of the fake is absent, and each says why
         let optional = api.optional_entries();
-        assert_eq!(optional.len(), 11, "{optional:?}");
+        assert_eq!(optional.len(), 19, "{optional:?}");
         assert!(
             optional
                 .iter()
@@ -677,6 +764,76 @@ mod tests {
             e.detail(),
             Some(
                 "cuMemAllocAsync needs a CUDA 11.2 driver (R460 or newer); this driver is CUDA 11.0"
+            )
+        );
+    }
+
+    #[test]
+    fn a_driver_without_green_contexts_names_the_first_entry_point_and_version_missing() {
+        // before CUDA 12.4: none of them
+        let e = Api::fake(12030).green_entries().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DriverTooOld);
+        assert_eq!(
+            e.to_string(),
+            "cuDeviceGetDevResource failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is too old): \
+             cuDeviceGetDevResource needs a CUDA 12.4 driver (R550 or newer); this driver is \
+             CUDA 12.3"
+        );
+        // CUDA 12.4 has the split and the contexts, not their streams (12.5)
+        let mut api = Api::fake(12040);
+        unsafe extern "C" fn present_get(_: CUdevice, _: *mut CUdevResource, _: c_int) -> u32 {
+            0
+        }
+        unsafe extern "C" fn present_split(
+            _: *mut CUdevResource,
+            _: *mut c_uint,
+            _: *const CUdevResource,
+            _: *mut CUdevResource,
+            _: c_uint,
+            _: c_uint,
+        ) -> u32 {
+            0
+        }
+        unsafe extern "C" fn present_desc(
+            _: *mut CUdevResourceDesc,
+            _: *mut CUdevResource,
+            _: c_uint,
+        ) -> u32 {
+            0
+        }
+        unsafe extern "C" fn present_create(
+            _: *mut CUgreenCtx,
+            _: CUdevResourceDesc,
+            _: CUdevice,
+            _: c_uint,
+        ) -> u32 {
+            0
+        }
+        unsafe extern "C" fn present_destroy(_: CUgreenCtx) -> u32 {
+            0
+        }
+        unsafe extern "C" fn present_from(_: *mut CUcontext, _: CUgreenCtx) -> u32 {
+            0
+        }
+        unsafe extern "C" fn present_green_get(
+            _: CUgreenCtx,
+            _: *mut CUdevResource,
+            _: c_int,
+        ) -> u32 {
+            0
+        }
+        api.cuDeviceGetDevResource = Some(present_get);
+        api.cuDevSmResourceSplitByCount = Some(present_split);
+        api.cuDevResourceGenerateDesc = Some(present_desc);
+        api.cuGreenCtxCreate = Some(present_create);
+        api.cuGreenCtxDestroy = Some(present_destroy);
+        api.cuCtxFromGreenCtx = Some(present_from);
+        api.cuGreenCtxGetDevResource = Some(present_green_get);
+        assert_eq!(
+            api.green_entries().unwrap_err().detail(),
+            Some(
+                "cuGreenCtxStreamCreate needs a CUDA 12.5 driver (R555 or newer); this driver \
+                 is CUDA 12.4"
             )
         );
     }

@@ -831,6 +831,8 @@ error_codes! {
     GraphExecUpdateFailure = 910, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update";
     ExternalDevice = 911, "CUDA_ERROR_EXTERNAL_DEVICE", "an async error has occured in external entity outside of CUDA";
     InvalidClusterSize = 912, "CUDA_ERROR_INVALID_CLUSTER_SIZE", "a kernel launch error has occurred due to cluster misconfiguration";
+    InvalidResourceType = 914, "CUDA_ERROR_INVALID_RESOURCE_TYPE", "one or more resources passed in are not valid resource types for the operation";
+    InvalidResourceConfiguration = 915, "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION", "one or more resources are insufficient or non-applicable for the operation";
     Unknown = 999, "CUDA_ERROR_UNKNOWN", "unknown error";
 }
 

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUstream_st;
 
-use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind};
+use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, partition};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -150,14 +150,48 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         flags: StreamFlags,
         priority: i32,
     ) -> Result<Self> {
-        // The stream belongs to the current context: make it `ctx`'s.
-        let raw = ctx.with_current(|| driver::stream_create(flags.bits(), priority))?;
-        let raw = driver::non_null("cuStreamCreateWithPriority", raw)?;
+        let raw = if P::PARTITION {
+            Self::create_in_partition(ctx, flags, priority)?
+        } else {
+            // The stream belongs to the current context: make it `ctx`'s.
+            let raw = ctx.with_current(|| driver::stream_create(flags.bits(), priority))?;
+            driver::non_null("cuStreamCreateWithPriority", raw)?
+        };
         Ok(Stream {
             raw,
             _brand: PhantomData,
             _kind: PhantomData,
         })
+    }
+
+    /// A stream of the partition whose guard is `ctx` (`cuGreenCtxStreamCreate`): its work
+    /// runs on the partition's SMs only, which a stream from `cuStreamCreate` is not
+    /// documented to (see [`crate::partition`]). The driver requires
+    /// `CU_STREAM_NON_BLOCKING`: any other flags are an error before the call.
+    #[cold]
+    fn create_in_partition<P: Allocating>(
+        ctx: ContextGuard<'ctx, P>,
+        flags: StreamFlags,
+        priority: i32,
+    ) -> Result<NonNull<CUstream_st>> {
+        if flags != StreamFlags::NonBlocking {
+            return Err(Error::with_detail(
+                "Stream::new",
+                ErrorCode::InvalidValue,
+                "a partition's streams are non-blocking (`cuGreenCtxStreamCreate` requires \
+                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does",
+            ));
+        }
+        let green = partition::green_of(ctx.raw()).ok_or_else(|| {
+            Error::with_detail(
+                "cuGreenCtxStreamCreate",
+                ErrorCode::InvalidContext,
+                "the partition was not entered on this thread",
+            )
+        })?;
+        // SAFETY: the guard proves the partition, so its green context, alive.
+        let raw = unsafe { driver::green_stream_create(green, flags.bits(), priority) }?;
+        driver::non_null("cuGreenCtxStreamCreate", raw)
     }
 
     /// The handle, for the crate's own calls.

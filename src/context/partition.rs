@@ -1,0 +1,706 @@
+//! SM partitions (green contexts): [`with_partitions`], the device's SMs ([`Sms`]), their
+//! parts ([`SmGroup`]) and entering a part as a partition, whose guard is a
+//! `ContextGuard<'p, Partitioned>`. The promise and its limits are in
+//! [`crate::partition`]; this file holds the mechanism:
+//!
+//! * the split: [`Sms`] is the one splittable value of a partitioned closure and is
+//!   consumed by the split, whose parts ([`SmGroup`]) the driver guarantees disjoint; each
+//!   part is consumed by [`SmGroup::enter`], so no two partitions share an SM;
+//! * the brands: `'d` for the closure of [`with_partitions`] (nothing of the split leaves
+//!   it), `'p` for each partition, fresh per [`SmGroup::enter`];
+//! * the run-time guards the types cannot give: one process-wide record of the devices
+//!   being partitioned (a second split of the same device while the first lives would
+//!   overlap it), and a per-thread count of the partitioned closures running on the thread,
+//!   which the crate's other ways into a context check ([`refuse_inside`]);
+//! * the partitions entered on this thread (their `CUcontext` form and the green context),
+//!   from which the stream layer takes the green context for `cuGreenCtxStreamCreate`.
+
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
+
+use cuda_driver_sys::CUctx_st;
+
+use super::enter::{pop_exact, run_then};
+use super::phase::Partitioned;
+use super::{Brand, ComputeCapability, ContextGuard, Device, teardown};
+use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
+use crate::error::{Error, ErrorCode, Result};
+
+thread_local! {
+    /// How many partitioned closures (of `with_partitions` and of `SmGroup::enter`) run on
+    /// this thread.
+    static INSIDE: Cell<u32> = const { Cell::new(0) };
+    /// The partitions entered on this thread: (`CUcontext` form, green context).
+    static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The devices a `with_partitions` closure is splitting, process-wide.
+static PARTITIONED: Mutex<Vec<CUdevice>> = Mutex::new(Vec::new());
+
+/// `Err` naming `call` if a partitioned closure runs on this thread: inside one, no
+/// context but the partitions may be entered, so that no work is queued outside every
+/// partition (checked by `with_context` and its forms, `with_raw_context`,
+/// `SharedContext::enter` and the owning layer's `enter`). One thread-local load.
+#[inline]
+pub(crate) fn refuse_inside(call: &'static str) -> Result<()> {
+    if INSIDE.with(Cell::get) == 0 {
+        Ok(())
+    } else {
+        Err(inside(call))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn inside(call: &'static str) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::NotPermitted,
+        "called inside a partitioned closure (`with_partitions`): work of this context would \
+         run outside every partition, on SMs a partition counts on; make it a partition's \
+         work, or do it before `with_partitions` or after it returns",
+    )
+}
+
+/// The green context of the partition whose `CUcontext` form is `raw`, if it was entered
+/// on this thread (a partition's guard never leaves its thread).
+pub(crate) fn green_of(raw: CUcontext) -> Option<CUgreenCtx> {
+    ENTERED.with(|e| {
+        e.borrow()
+            .iter()
+            .find(|&&(ctx, _)| ctx == raw as usize)
+            .map(|&(_, green)| green as CUgreenCtx)
+    })
+}
+
+/// What a split of a device's SMs must respect: how many there are, the smallest part and
+/// the multiple each part's size is rounded up to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SmLimits {
+    pub(crate) total: u32,
+    pub(crate) min: u32,
+    pub(crate) alignment: u32,
+}
+
+impl SmLimits {
+    /// The limits of an SM resource: from its own fields (`minSmPartitionSize`,
+    /// `smCoscheduledAlignment`) on a driver of CUDA 13.0 or newer, which fills them;
+    /// otherwise by the rule `cuda.h` 12.4 to 12.9 states for `cuDevSmResourceSplitByCount`
+    /// ([`SmLimits::documented`]).
+    pub(crate) fn of(resource: &CUdevResource, driver: i32, cc: ComputeCapability) -> Self {
+        let total = resource.sm.smCount;
+        let (min, alignment) = (
+            resource.sm.minSmPartitionSize,
+            resource.sm.smCoscheduledAlignment,
+        );
+        if driver >= 13000 && min > 0 && alignment > 0 {
+            SmLimits {
+                total,
+                min,
+                alignment,
+            }
+        } else {
+            SmLimits::documented(total, cc)
+        }
+    }
+
+    /// The rule of `cuDevSmResourceSplitByCount` in `cuda.h` 12.4 to 12.9: "On Compute
+    /// Architecture 6.X: The minimum count is 1 SM. On Compute Architecture 7.X: The
+    /// minimum count is 2 SMs and must be a multiple of 2. On Compute Architecture 8.X: The
+    /// minimum count is 4 SMs and must be a multiple of 2. On Compute Architecture 9.0+:
+    /// The minimum count is 8 SMs and must be a multiple of 8."
+    pub(crate) fn documented(total: u32, cc: ComputeCapability) -> Self {
+        let (min, alignment) = match cc.major {
+            0..=6 => (1, 1),
+            7 => (2, 2),
+            8 => (4, 2),
+            _ => (8, 8),
+        };
+        SmLimits {
+            total,
+            min,
+            alignment,
+        }
+    }
+
+    /// The size of each of `groups` parts of at least `count` SMs, as the driver rounds
+    /// it (up to the minimum, then to a multiple of the alignment), or an error naming the
+    /// numbers when the device cannot give that many, before any driver call.
+    pub(crate) fn part(&self, count: u32, groups: u32) -> Result<u32> {
+        let fail = |why: String| {
+            Err(Error::with_detail(
+                "Sms::split",
+                ErrorCode::InvalidValue,
+                why,
+            ))
+        };
+        if count == 0 {
+            return fail("a partition of 0 SMs: ask for 1 or more".to_owned());
+        }
+        if groups == 0 {
+            return fail("0 partitions asked for: ask for 1 or more".to_owned());
+        }
+        let at_least = count.max(self.min);
+        let size = at_least
+            .div_ceil(self.alignment)
+            .saturating_mul(self.alignment);
+        let needed = size.saturating_mul(groups);
+        if needed > self.total {
+            let each = if groups == 1 {
+                String::new()
+            } else {
+                format!("{groups} partitions of ")
+            };
+            return fail(format!(
+                "{each}{count} SMs, rounded to {size} (partitions on this device have at least \
+                 {} SMs, a multiple of {}), need {needed} SMs; the device has {}",
+                self.min, self.alignment, self.total
+            ));
+        }
+        Ok(size)
+    }
+}
+
+/// Calls `f` with the SMs of `device`, to split them into partitions ([`Sms::split`]) and
+/// run work in each ([`SmGroup::enter`]). See [`crate::partition`] for what the partitions
+/// promise.
+///
+/// Inside `f` there is no plain guard of the device: every stream, buffer, module and
+/// kernel is made by a partition's guard and carries the partition's brand. Refused (an
+/// `Err`, before anything is created):
+///
+/// * on a driver without green contexts ([`ErrorCode::DriverTooOld`] naming the first
+///   missing entry point and the CUDA version it needs: 12.4, and 12.5 for their streams),
+///   or a device that has none (its error says which device);
+/// * while another context is current on this thread (inside a `with_context` closure,
+///   whose guard `f` could use: [`ErrorCode::NotPermitted`]);
+/// * inside another partitioned closure, and while another thread partitions the same
+///   device (two splits of one device would overlap: [`ErrorCode::NotPermitted`]).
+///
+/// The device's primary context is retained for the closure (green contexts are made
+/// within it), then released.
+pub fn with_partitions<R, E, F>(device: &Device, f: F) -> Result<R, E>
+where
+    F: for<'d> FnOnce(Sms<'d>) -> Result<R, E>,
+    E: From<Error>,
+{
+    driver::green_entries()?;
+    refuse_inside("with_partitions")?;
+    if !driver::ctx_get_current()?.is_null() {
+        return Err(Error::with_detail(
+            "with_partitions",
+            ErrorCode::NotPermitted,
+            "a context is current on this thread (is this inside a `with_context` closure?): \
+             its guard would reach the partitioned closure and queue work outside every \
+             partition; call `with_partitions` where no context is current",
+        )
+        .into());
+    }
+    let dev = device.as_raw();
+    claim(device)?;
+    let sms = match begin(device) {
+        Ok(sms) => sms,
+        Err(e) => {
+            unclaim(dev);
+            return Err(e.into());
+        }
+    };
+    INSIDE.with(|n| n.set(n.get() + 1));
+    run_then(
+        || f(sms),
+        move || {
+            INSIDE.with(|n| n.set(n.get() - 1));
+            unclaim(dev);
+            // SAFETY: balances the retain of `begin`; every partition (each retains the
+            // primary context itself) is gone, as `f` has returned.
+            unsafe { driver::primary_ctx_release(dev) }
+        },
+    )
+}
+
+/// Records that `device` is being partitioned, or refuses if it already is.
+fn claim(device: &Device) -> Result<()> {
+    let mut devices = PARTITIONED.lock().unwrap_or_else(PoisonError::into_inner);
+    if devices.contains(&device.as_raw()) {
+        return Err(Error::with_detail(
+            "with_partitions",
+            ErrorCode::NotPermitted,
+            format!(
+                "device {} is being partitioned already (by another `with_partitions` of \
+                 this process): a second split would overlap the first's partitions",
+                device.ordinal()
+            ),
+        ));
+    }
+    devices.push(device.as_raw());
+    Ok(())
+}
+
+fn unclaim(dev: CUdevice) {
+    let mut devices = PARTITIONED.lock().unwrap_or_else(PoisonError::into_inner);
+    devices.retain(|&d| d != dev);
+}
+
+/// Reads the device's SM resource and limits, and retains its primary context.
+fn begin<'d>(device: &Device) -> Result<Sms<'d>> {
+    let resource =
+        driver::device_sm_resource(device.as_raw()).map_err(|e| no_green_contexts(device, e))?;
+    let cc = device.compute_capability()?;
+    let limits = SmLimits::of(&resource, driver::loaded_version()?, cc);
+    super::retain_held(device)?;
+    Ok(Sms {
+        device: device.as_raw(),
+        resource,
+        limits,
+        _brand: PhantomData,
+    })
+}
+
+/// The error of a device whose driver has green contexts but which gives no SM resource.
+#[cold]
+fn no_green_contexts(device: &Device, e: Error) -> Error {
+    let name = device.name().unwrap_or_else(|_| "?".to_owned());
+    let cc = device
+        .compute_capability()
+        .map_or_else(|_| "?".to_owned(), |cc| cc.to_string());
+    let detail = format!(
+        "device {} ({name}, compute capability {cc}) gives no SM resource: it has no green \
+         contexts{}",
+        device.ordinal(),
+        e.detail().map(|d| format!(" ({d})")).unwrap_or_default()
+    );
+    Error::with_detail(e.call(), e.code(), detail)
+}
+
+/// The SMs of a device in a [`with_partitions`] closure, before the split: the one value
+/// that can be split, consumed by the split ([`split`](Sms::split),
+/// [`split_groups`](Sms::split_groups)), so no later code can split the device again. Not
+/// `Clone`.
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::with_partitions;
+/// # fn main() -> cuda_brand::Result<()> {
+/// let device = Device::get(0)?;
+/// with_partitions(&device, |sms| {
+///     println!("{} SMs, partitions of at least {} in multiples of {}",
+///         sms.count(), sms.min_partition(), sms.alignment());
+///     let (fast, rest) = sms.split(16)?; // 16 SMs, and the rest (116 on an H100)
+///     fast.enter(|b| rest.enter(|a| {
+///         let (sa, sb) = (a.stream()?, b.stream()?);
+///         sa.synchronize()?;
+///         sb.synchronize()
+///     }))
+/// })
+/// # }
+/// ```
+///
+/// # The brand
+///
+/// `'d` is the partitioned closure's, invariant: a split cannot leave its closure (where it
+/// could be entered after `with_partitions` gave the device back), and the SMs of two
+/// partitioned closures never have one type:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{with_partitions, Sms};
+///
+/// /// Takes the SMs of one partitioned closure, twice.
+/// fn one_split<'d>(_: &Sms<'d>, _: &Sms<'d>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_partitions(&device, |a| {
+///     with_partitions(&device, |b| {
+///         one_split(&a, &b); // two closures: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
+pub struct Sms<'d> {
+    device: CUdevice,
+    resource: CUdevResource,
+    limits: SmLimits,
+    /// Invariant in `'d`: were it covariant, the SMs (and so the parts) of two partitioned
+    /// closures could meet as one type, and a part could be kept past its closure's end,
+    /// where its device may be split again by another `with_partitions`, overlapping it.
+    _brand: Brand<'d>,
+}
+
+impl std::fmt::Debug for Sms<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sms").field("limits", &self.limits).finish()
+    }
+}
+
+impl<'d> Sms<'d> {
+    /// How many SMs the device has (`smCount` of its SM resource: 132 on an H100 SXM).
+    pub fn count(&self) -> u32 {
+        self.limits.total
+    }
+
+    /// The fewest SMs a partition may have: queried from the driver (CUDA 13.0 and newer),
+    /// else the rule of `cuda.h` 12.x for the device's compute capability (8 on 9.0+).
+    pub fn min_partition(&self) -> u32 {
+        self.limits.min
+    }
+
+    /// The multiple a partition's size is rounded up to (queried as
+    /// [`min_partition`](Self::min_partition) is; 8 on compute capability 9.0+).
+    pub fn alignment(&self) -> u32 {
+        self.limits.alignment
+    }
+
+    /// Splits the SMs in two: a part of at least `count` SMs (rounded up as the driver
+    /// rounds: to [`min_partition`](Self::min_partition), then to a multiple of
+    /// [`alignment`](Self::alignment)) and the rest. The two parts are disjoint (the
+    /// driver's promise for `cuDevSmResourceSplitByCount`), and their sizes are
+    /// [`SmGroup::sm_count`].
+    ///
+    /// An `Err` naming the numbers, before any driver call, when `count` is 0 or the
+    /// rounded part leaves nothing for the rest.
+    pub fn split(self, count: u32) -> Result<(SmGroup<'d>, SmGroup<'d>)> {
+        let size = self.limits.part(count, 1)?;
+        if size >= self.limits.total {
+            return Err(Error::with_detail(
+                "Sms::split",
+                ErrorCode::InvalidValue,
+                format!(
+                    "{count} SMs, rounded to {size}, leave none of the device's {} for the \
+                     second partition",
+                    self.limits.total
+                ),
+            ));
+        }
+        let (mut groups, rest) = self.split_groups(count, 1)?;
+        match (groups.pop(), rest) {
+            (Some(part), Some(rest)) => Ok((part, rest)),
+            _ => Err(Error::with_detail(
+                "cuDevSmResourceSplitByCount",
+                ErrorCode::InvalidResourceConfiguration,
+                "the driver left no SMs for the second partition",
+            )),
+        }
+    }
+
+    /// Splits the SMs into `groups` parts of at least `count` SMs each (rounded as
+    /// [`split`](Self::split) says) and what is left, if anything. All parts are disjoint.
+    /// An `Err` naming the numbers when the device cannot give that many (before any driver
+    /// call), or when the driver makes fewer parts than asked.
+    pub fn split_groups(
+        self,
+        count: u32,
+        groups: u32,
+    ) -> Result<(Vec<SmGroup<'d>>, Option<SmGroup<'d>>)> {
+        let size = self.limits.part(count, groups)?;
+        let (parts, rest) = driver::sm_split_by_count(&self.resource, groups, count)?;
+        let made: u32 = parts.iter().map(|p| p.sm.smCount).sum();
+        if parts.len() != groups as usize || parts.iter().any(|p| p.sm.smCount < size) {
+            return Err(Error::with_detail(
+                "cuDevSmResourceSplitByCount",
+                ErrorCode::InvalidResourceConfiguration,
+                format!(
+                    "asked for {groups} partitions of {size} SMs, the driver made {} ({:?} SMs)",
+                    parts.len(),
+                    parts.iter().map(|p| p.sm.smCount).collect::<Vec<_>>()
+                ),
+            ));
+        }
+        if made + rest.sm.smCount != self.limits.total {
+            return Err(Error::with_detail(
+                "cuDevSmResourceSplitByCount",
+                ErrorCode::InvalidResourceConfiguration,
+                format!(
+                    "the parts ({made} SMs) and the rest ({}) do not add up to the device's {} \
+                     SMs",
+                    rest.sm.smCount, self.limits.total
+                ),
+            ));
+        }
+        let device = self.device;
+        let group = |resource| SmGroup {
+            device,
+            resource,
+            _brand: PhantomData,
+        };
+        let rest = (rest.sm.smCount > 0).then(|| group(rest));
+        Ok((parts.into_iter().map(group).collect(), rest))
+    }
+}
+
+/// A part of a device's SMs from a split ([`Sms::split`]), disjoint from every other part
+/// of the split; [`enter`](SmGroup::enter) makes it a partition. Not `Clone`: entering
+/// consumes it, so no two partitions are made from one part.
+///
+/// # The brand
+///
+/// `'d` is the partitioned closure's (see [`Sms`]): parts of two splits never have one
+/// type, and no part outlives its closure:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{with_partitions, SmGroup};
+///
+/// /// Takes two parts of one split.
+/// fn one_split<'d>(_: &SmGroup<'d>, _: &SmGroup<'d>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_partitions(&device, |a| {
+///     let (a, _) = a.split(16)?;
+///     with_partitions(&device, |b| {
+///         let (b, _) = b.split(16)?;
+///         one_split(&a, &b); // two splits: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
+pub struct SmGroup<'d> {
+    device: CUdevice,
+    resource: CUdevResource,
+    /// Invariant in `'d`, as [`Sms`]'s: a part kept past its closure could be entered
+    /// while another split of the device lives, overlapping its partitions.
+    _brand: Brand<'d>,
+}
+
+impl std::fmt::Debug for SmGroup<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmGroup")
+            .field("sm_count", &self.sm_count())
+            .finish()
+    }
+}
+
+impl SmGroup<'_> {
+    /// How many SMs the part has (as the driver split it).
+    pub fn sm_count(&self) -> u32 {
+        self.resource.sm.smCount
+    }
+
+    /// Makes the part a partition (a green context over its SMs) and calls `f` with the
+    /// partition's guard, whose brand `'p` is new: buffers, streams, modules and kernels
+    /// made with it are the partition's and no other's. Every stream the guard creates is
+    /// one of the partition (`cuGreenCtxStreamCreate`), so its work runs on the part's SMs.
+    ///
+    /// The partition's context is current on this thread for `f`. At the end, on every
+    /// path: it is synchronized, popped, and the green context destroyed; a panic of `f`
+    /// resumes after that. Errors come back as [`with_context`](crate::with_context)'s do.
+    pub fn enter<R, E, F>(self, f: F) -> Result<R, E>
+    where
+        F: for<'p> FnOnce(ContextGuard<'p, Partitioned>) -> Result<R, E>,
+        E: From<Error>,
+    {
+        let (handle, green) = make_partition(&self.resource, self.device)?;
+        let raw = handle.as_ptr();
+        ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize)));
+        INSIDE.with(|n| n.set(n.get() + 1));
+        // SAFETY: the green context lives until `end_partition`, after `f` returns, so its
+        // `CUcontext` form outlives `'p`.
+        let guard = unsafe { ContextGuard::new_unchecked(handle) };
+        run_then(
+            || f(guard.with_phase::<Partitioned>()),
+            move || end_partition(raw, green),
+        )
+    }
+}
+
+/// Creates the green context of `resource` and pushes its `CUcontext` form (non-null).
+fn make_partition(
+    resource: &CUdevResource,
+    dev: CUdevice,
+) -> Result<(NonNull<CUctx_st>, CUgreenCtx)> {
+    let green = driver::green_ctx_create(resource, dev)?;
+    let green = driver::non_null("cuGreenCtxCreate", green)?.as_ptr();
+    // SAFETY: just created.
+    let pushed = unsafe { driver::ctx_from_green_ctx(green) }
+        .and_then(|raw| driver::non_null("cuCtxFromGreenCtx", raw))
+        // SAFETY: the green context is alive; `end_partition` pops it.
+        .and_then(|raw| unsafe { driver::ctx_push(raw.as_ptr()) }.map(|()| raw));
+    match pushed {
+        Ok(raw) => Ok((raw, green)),
+        Err(e) => {
+            // SAFETY: nothing used the green context; its context form is on no stack.
+            let destroyed = unsafe { driver::green_ctx_destroy(green) };
+            Err(match destroyed {
+                Ok(()) => e,
+                Err(d) => e.with_teardown_error(d),
+            })
+        }
+    }
+}
+
+/// The teardown of a partition: synchronize, free what the layers above keep for the
+/// context, pop, destroy the green context, report failed releases of its handles.
+fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
+    let synced = driver::ctx_synchronize();
+    // SAFETY: `raw` is alive and current (on top of this thread's stack).
+    unsafe { teardown::run_before_give_up(raw) };
+    let popped = pop_exact(raw);
+    ENTERED.with(|e| e.borrow_mut().retain(|&(ctx, _)| ctx != raw as usize));
+    INSIDE.with(|n| n.set(n.get() - 1));
+    let destroyed = match popped {
+        // SAFETY: every value branded with the partition is gone (the brand cannot leave
+        // `f`), and its context form is off the stack.
+        Ok(()) => unsafe { driver::green_ctx_destroy(green) },
+        Err(e) => Err(Error::with_detail(
+            e.call(),
+            e.code(),
+            "the partition's green context was left alive (not destroyed): its context is \
+             still on this thread's stack",
+        )),
+    };
+    let finished = teardown::keep_both(synced, destroyed);
+    teardown::keep_both(finished, teardown::take_failed_releases(raw))
+}
+
+impl ContextGuard<'_, Partitioned> {
+    /// How many SMs the partition has (`cuGreenCtxGetDevResource`).
+    pub fn sm_count(self) -> Result<u32> {
+        let green = self.green()?;
+        // SAFETY: the guard proves the partition, so its green context, alive.
+        Ok(unsafe { driver::green_ctx_sm_resource(green) }?.sm.smCount)
+    }
+
+    /// The partition's green context.
+    pub(crate) fn green(self) -> Result<CUgreenCtx> {
+        green_of(self.raw()).ok_or_else(|| {
+            Error::with_detail(
+                "ContextGuard::green",
+                ErrorCode::InvalidContext,
+                "the partition was not entered on this thread",
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOPPER: ComputeCapability = ComputeCapability { major: 9, minor: 0 };
+    const AMPERE: ComputeCapability = ComputeCapability { major: 8, minor: 6 };
+
+    fn resource(count: u32, min: u32, alignment: u32) -> CUdevResource {
+        let mut r = CUdevResource::ZEROED;
+        r.sm.smCount = count;
+        r.sm.minSmPartitionSize = min;
+        r.sm.smCoscheduledAlignment = alignment;
+        r
+    }
+
+    #[test]
+    fn limits_come_from_the_resource_on_cuda_13_and_from_the_documented_rule_before() {
+        // a 13.0 driver fills the fields: they win
+        let r = resource(132, 8, 8);
+        let limits = SmLimits::of(&r, 13000, HOPPER);
+        assert_eq!((limits.total, limits.min, limits.alignment), (132, 8, 8));
+        let r = resource(132, 16, 4);
+        assert_eq!(SmLimits::of(&r, 13010, HOPPER).min, 16);
+        // a 12.x driver: those bytes are `_oversize`, whatever they hold; the rule decides
+        let r = resource(40, 77, 3);
+        let limits = SmLimits::of(&r, 12080, AMPERE);
+        assert_eq!((limits.total, limits.min, limits.alignment), (40, 4, 2));
+        // a 13.0 driver that left them 0: the rule
+        let r = resource(132, 0, 0);
+        assert_eq!(SmLimits::of(&r, 13000, HOPPER).alignment, 8);
+        let rule = |major| SmLimits::documented(100, ComputeCapability { major, minor: 0 });
+        assert_eq!((rule(6).min, rule(6).alignment), (1, 1));
+        assert_eq!((rule(7).min, rule(7).alignment), (2, 2));
+        assert_eq!((rule(8).min, rule(8).alignment), (4, 2));
+        assert_eq!((rule(9).min, rule(9).alignment), (8, 8));
+        assert_eq!((rule(10).min, rule(10).alignment), (8, 8));
+    }
+
+    #[test]
+    fn a_part_is_rounded_as_the_driver_rounds_and_an_impossible_split_names_the_numbers() {
+        let h100 = SmLimits {
+            total: 132,
+            min: 8,
+            alignment: 8,
+        };
+        assert_eq!(h100.part(16, 1), Ok(16)); // the issue's 16 + 116
+        assert_eq!(h100.part(1, 1), Ok(8));
+        assert_eq!(h100.part(12, 1), Ok(16));
+        assert_eq!(h100.part(128, 1), Ok(128));
+        assert!(h100.part(132, 1).is_err(), "132 rounds to 136");
+        assert_eq!(h100.part(16, 8), Ok(16)); // 128 of 132
+        let e = h100.part(133, 1).unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("Sms::split", ErrorCode::InvalidValue)
+        );
+        assert_eq!(
+            e.detail(),
+            Some(
+                "133 SMs, rounded to 136 (partitions on this device have at least 8 SMs, a \
+                 multiple of 8), need 136 SMs; the device has 132"
+            )
+        );
+        let e = h100.part(16, 9).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some(
+                "9 partitions of 16 SMs, rounded to 16 (partitions on this device have at \
+                 least 8 SMs, a multiple of 8), need 144 SMs; the device has 132"
+            )
+        );
+        assert_eq!(
+            h100.part(0, 1).unwrap_err().detail(),
+            Some("a partition of 0 SMs: ask for 1 or more")
+        );
+        assert_eq!(
+            h100.part(8, 0).unwrap_err().detail(),
+            Some("0 partitions asked for: ask for 1 or more")
+        );
+        let ampere = SmLimits::documented(40, AMPERE);
+        assert_eq!(ampere.part(2, 1), Ok(4));
+        assert_eq!(ampere.part(5, 1), Ok(6));
+        assert_eq!(ampere.part(16, 2), Ok(16));
+        assert!(ampere.part(u32::MAX, 1).is_err(), "no overflow");
+    }
+
+    #[test]
+    fn inside_a_partitioned_closure_other_contexts_are_refused_naming_the_call() {
+        assert_eq!(refuse_inside("with_context"), Ok(()));
+        INSIDE.with(|n| n.set(n.get() + 1));
+        let e = refuse_inside("with_context").unwrap_err();
+        INSIDE.with(|n| n.set(n.get() - 1));
+        assert_eq!(
+            (e.call(), e.code()),
+            ("with_context", ErrorCode::NotPermitted)
+        );
+        assert!(
+            e.detail().unwrap().contains("outside every partition"),
+            "{e}"
+        );
+        assert_eq!(refuse_inside("with_context"), Ok(()));
+    }
+
+    #[test]
+    fn a_device_is_partitioned_by_one_closure_at_a_time() {
+        let device = Device::fake_for_tests(7);
+        claim(&device).unwrap();
+        let e = claim(&device).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NotPermitted);
+        assert!(
+            e.detail()
+                .unwrap()
+                .contains("device 7 is being partitioned already")
+        );
+        unclaim(device.as_raw());
+        claim(&device).unwrap();
+        unclaim(device.as_raw());
+    }
+
+    #[test]
+    fn a_partition_not_entered_on_this_thread_has_no_green_context() {
+        assert_eq!(green_of(0x1000 as CUcontext), None);
+        ENTERED.with(|e| e.borrow_mut().push((0x1000, 0x2000)));
+        assert_eq!(green_of(0x1000 as CUcontext), Some(0x2000 as CUgreenCtx));
+        ENTERED.with(|e| e.borrow_mut().clear());
+    }
+}

@@ -1,0 +1,300 @@
+//! SM partitions (green contexts, `with_partitions`) on a real GPU: the split's sizes as
+//! asked and as the driver reports them, SMs that do not overlap (read back from `%smid`),
+//! each partition computing with its own module, memory and stream, a short kernel that
+//! runs while the other partition is saturated, and the errors for splits the device
+//! cannot give and for contexts entered inside a partitioned closure. Skips without a
+//! device (or a driver without green contexts: CUDA 12.5 for their streams); fails instead
+//! with `CUDA_BRAND_REQUIRE_GPU=1`.
+//!
+//! Every test runs alone: a device is partitioned by one closure at a time (a second
+//! `with_partitions` is refused), and the saturation test measures time.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crate::common;
+
+use cuda_brand::prelude::*;
+use cuda_brand::{DeviceAttribute, ErrorCode, PartitionGuard, with_partitions};
+
+const PTX: &str = include_str!("../kernels/kernels.ptx");
+
+/// `smid_of_block(unsigned *out, size_t len)`: block `b` (< `len`) writes the SM it ran on
+/// (`%smid`) to `out[b]`. Written by hand for this test (no nvcc here).
+const SMID_PTX: &str = r#"
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry smid_of_block(
+	.param .u64 smid_of_block_param_0,
+	.param .u64 smid_of_block_param_1
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<3>;
+	.reg .b64 	%rd<7>;
+
+	ld.param.u64 	%rd1, [smid_of_block_param_0];
+	ld.param.u64 	%rd2, [smid_of_block_param_1];
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd3, %r1;
+	setp.ge.u64 	%p1, %rd3, %rd2;
+	@%p1 bra 	$L__BB0_2;
+	mov.u32 	%r2, %smid;
+	cvta.to.global.u64 	%rd4, %rd1;
+	shl.b64 	%rd5, %rd3, 2;
+	add.s64 	%rd6, %rd4, %rd5;
+	st.global.u32 	[%rd6], %r2;
+$L__BB0_2:
+	ret;
+}
+"#;
+
+/// The device, or `None` (the test skips) when it or its driver has no green contexts.
+fn partitionable() -> Option<Device> {
+    let device = common::gpu()?;
+    match with_partitions(&device, |sms| Ok::<_, Error>(sms.count())) {
+        Ok(_) => Some(device),
+        Err(e) if e.code() == ErrorCode::DriverTooOld => {
+            eprintln!("skipped: no green contexts ({e})");
+            None
+        }
+        Err(e) => panic!("with_partitions on device 0: {e}"),
+    }
+}
+
+/// The distinct SMs that 4 * `sm_count` blocks of `smid_of_block` ran on, in partition `p`.
+fn sms_used(p: PartitionGuard<'_>) -> Result<BTreeSet<u32>, Error> {
+    let module = p.load_ptx(SMID_PTX)?;
+    // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
+    let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
+    let blocks = 4 * p.sm_count()?;
+    let mut out = p.zeroed::<u32>(blocks as usize)?;
+    let stream = p.stream()?;
+    stream.scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut out,)))?;
+    Ok(out.to_vec()?.into_iter().collect())
+}
+
+fn a_split_gives_two_partitions_of_the_sizes_asked_on_disjoint_sms() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    with_partitions(&device, |sms| {
+        let (total, min, align) = (sms.count(), sms.min_partition(), sms.alignment());
+        eprintln!("{total} SMs, partitions of at least {min}, multiples of {align}");
+        assert_eq!(
+            total as i32,
+            device.attribute(DeviceAttribute::MultiprocessorCount)?,
+            "the SM resource has every SM"
+        );
+        let ask = 2 * min.max(align);
+        let (b, a) = sms.split(ask)?;
+        assert_eq!(
+            b.sm_count(),
+            ask,
+            "a multiple of the alignment is split as asked"
+        );
+        assert_eq!(a.sm_count(), total - ask, "the rest is the remainder");
+        let (b_count, a_count) = (b.sm_count(), a.sm_count());
+        let (used_a, used_b) = a.enter(|pa| {
+            assert_eq!(pa.sm_count()?, a_count);
+            b.enter(|pb| {
+                assert_eq!(pb.sm_count()?, b_count);
+                Ok::<_, Error>((sms_used(pa)?, sms_used(pb)?))
+            })
+        })?;
+        eprintln!("partition A ran on {used_a:?}, B on {used_b:?}");
+        assert!(
+            used_a.len() <= a_count as usize,
+            "A used {} SMs",
+            used_a.len()
+        );
+        assert!(
+            used_b.len() <= b_count as usize,
+            "B used {} SMs",
+            used_b.len()
+        );
+        assert!(
+            used_a.is_disjoint(&used_b),
+            "shared SMs: {:?}",
+            used_a.intersection(&used_b).collect::<Vec<_>>()
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn each_partition_computes_with_its_own_module_memory_and_stream() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    let n = 1 << 20;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let (sum_a, sum_b) = with_partitions(&device, |sms| {
+        let each = sms.min_partition().max(8);
+        // the rest, if any, is never entered: it makes no partition
+        let (groups, _rest) = sms.split_groups(each, 2)?;
+        assert_eq!(groups.len(), 2);
+        let mut groups = groups.into_iter();
+        let (first, second) = (groups.next().unwrap(), groups.next().unwrap());
+        first.enter(|a| {
+            second.enter(|b| {
+                let run = |p: PartitionGuard<'_>, k: f32| -> Result<Vec<f32>, Error> {
+                    let module = p.load_ptx(PTX)?;
+                    // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*,
+                    // size_t) stays below all three lengths.
+                    let add =
+                        unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+                    let y: Vec<f32> = x.iter().map(|v| v * k).collect();
+                    let (dx, dy) = (p.from_slice(&x)?, p.from_slice(&y)?);
+                    let mut dz = p.zeroed::<f32>(n)?;
+                    let stream = p.stream()?;
+                    stream.scope(|s| s.launch(&add, add.config_for(n)?, (&dx, &dy, &mut dz)))?;
+                    dz.to_vec()
+                };
+                Ok::<_, Error>((run(a, 2.0)?, run(b, 3.0)?))
+            })
+        })
+    })
+    .unwrap();
+    for i in [0, 1, n / 2, n - 1] {
+        assert_eq!(sum_a[i], 3.0 * i as f32, "partition A, element {i}");
+        assert_eq!(sum_b[i], 4.0 * i as f32, "partition B, element {i}");
+    }
+}
+
+fn a_short_kernel_finishes_while_the_other_partition_is_saturated() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    // kHz: the clock that `clock64()` counts
+    let cycles_per_second = i64::from(device.attribute(DeviceAttribute::ClockRate).unwrap()) * 1000;
+    with_partitions(&device, |sms| {
+        let (critical, bulk) = sms.split(16)?;
+        bulk.enter(|a| {
+            critical.enter(|b| {
+                let (ma, mb) = (a.load_ptx(PTX)?, b.load_ptx(PTX)?);
+                // SAFETY: spin(long long cycles) touches no memory.
+                let spin_a = unsafe { ma.kernel::<(i64,)>("spin") }?;
+                // SAFETY: as above.
+                let spin_b = unsafe { mb.kernel::<(i64,)>("spin") }?;
+                let (sa, sb) = (a.stream()?, b.stream()?);
+                // warm both up (module loading is lazy)
+                sa.scope(|s| s.launch(&spin_a, LaunchConfig::linear(1, 32), (1,)))?;
+                sb.scope(|s| s.launch(&spin_b, LaunchConfig::linear(1, 32), (1,)))?;
+                // A: every SM of A full, for about 0.3 s a wave
+                let bulk_work = LaunchConfig::linear(8 * a.sm_count()?, 256);
+                let started = Instant::now();
+                sa.scope(|s| {
+                    s.launch(&spin_a, bulk_work, (cycles_per_second * 3 / 10,))?;
+                    // B, queued after A's kernel: must not wait for it
+                    let t = Instant::now();
+                    sb.scope(|s| s.launch(&spin_b, LaunchConfig::linear(8, 256), (1_000,)))?;
+                    let short = t.elapsed();
+                    let a_busy = !sa.is_idle()?;
+                    eprintln!("B's short kernel: {short:?}; A still busy: {a_busy}");
+                    assert!(a_busy, "A's kernel ended before B's was measured");
+                    assert!(
+                        short < Duration::from_millis(50),
+                        "B's kernel waited for A's: {short:?}"
+                    );
+                    Ok::<_, Error>(())
+                })?;
+                assert!(started.elapsed() > Duration::from_millis(100));
+                Ok::<_, Error>(())
+            })
+        })
+    })
+    .unwrap();
+}
+
+fn splits_the_device_cannot_give_are_errors_naming_the_numbers() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    let total = with_partitions(&device, |sms| Ok::<_, Error>(sms.count())).unwrap();
+    for (ask, words) in [
+        (0, "a partition of 0 SMs".to_owned()),
+        (total + 1, format!("the device has {total}")),
+        // all of them: rounded past the device (132 on an H100, not a multiple of 8), or
+        // leaving nothing for the second partition
+        (total, format!("{total}")),
+    ] {
+        let e = with_partitions(&device, |sms| sms.split(ask).map(|_| ())).unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("Sms::split", ErrorCode::InvalidValue),
+            "{e}"
+        );
+        assert!(e.to_string().contains(&words), "{ask} SMs: {e}");
+    }
+    let e = with_partitions(&device, |sms| sms.split_groups(8, total).map(|_| ())).unwrap_err();
+    assert!(e.to_string().contains("partitions of 8 SMs"), "{e}");
+    // a partition's streams are non-blocking: the driver requires it
+    let e = with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| Stream::new(p, StreamFlags::Default).map(drop))
+    })
+    .unwrap_err();
+    assert_eq!(
+        (e.call(), e.code()),
+        ("Stream::new", ErrorCode::InvalidValue)
+    );
+}
+
+fn no_other_context_is_entered_inside_a_partitioned_closure() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    let refused = |r: Result<(), Error>, call: &str| {
+        let e = r.unwrap_err();
+        assert_eq!((e.call(), e.code()), (call, ErrorCode::NotPermitted), "{e}");
+    };
+    with_partitions(&device, |sms| {
+        refused(
+            with_context(&device, ContextFlags::default(), |_| Ok(())),
+            "with_context",
+        );
+        refused(
+            with_primary_context(&device, |_| Ok(())),
+            "with_primary_context",
+        );
+        refused(with_partitions(&device, |_| Ok(())), "with_partitions");
+        let (part, _) = sms.split(1)?;
+        part.enter(|_p| {
+            refused(
+                with_context(&device, ContextFlags::default(), |_| Ok(())),
+                "with_context",
+            );
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+    // and no partitions inside a context's closure, whose guard the closure could use
+    with_context(&device, ContextFlags::default(), |_ctx| {
+        refused(with_partitions(&device, |_| Ok(())), "with_partitions");
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    // once the closure has returned, contexts are entered as before
+    with_context(&device, ContextFlags::default(), |ctx| ctx.synchronize()).unwrap();
+}
+
+/// This file's tests, each to run with no other test of its binary beside it (see the
+/// file's header; `tests/gpu.rs` runs them after the others).
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
+    macro_rules! alone {
+        ($($name:ident),* $(,)?) => {
+            Vec::from([$(Test { name: stringify!($name), needs: Needs::Gpu, body: $name }),*])
+        };
+    }
+    alone![
+        a_split_gives_two_partitions_of_the_sizes_asked_on_disjoint_sms,
+        each_partition_computes_with_its_own_module_memory_and_stream,
+        a_short_kernel_finishes_while_the_other_partition_is_saturated,
+        splits_the_device_cannot_give_are_errors_naming_the_numbers,
+        no_other_context_is_entered_inside_a_partitioned_closure,
+    ]
+}
