@@ -194,6 +194,12 @@ fn a_short_kernel_finishes_while_the_other_partition_is_saturated() {
                     let short = t.elapsed();
                     let a_busy = !sa.is_idle()?;
                     eprintln!("B's short kernel: {short:?}; A still busy: {a_busy}");
+                    if common::under_sanitizer() {
+                        // compute-sanitizer runs one kernel at a time: B waited for A there
+                        // (300 ms on the H100), which says nothing about the partitions
+                        eprintln!("under compute-sanitizer: B's wait not asserted");
+                        return Ok(());
+                    }
                     assert!(a_busy, "A's kernel ended before B's was measured");
                     assert!(
                         short < Duration::from_millis(50),

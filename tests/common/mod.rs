@@ -187,6 +187,13 @@ pub fn under_sanitizer_skip(what: &str) -> bool {
     under
 }
 
+/// True when the test runs under compute-sanitizer (any options). Its tools run one kernel
+/// at a time (a kernel queued beside a running one waits for it), so a test that measures
+/// kernels running side by side cannot assert it there.
+pub fn under_sanitizer() -> bool {
+    std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
+}
+
 /// Runs `f` in a fresh context of device 0, or skips (see [`gpu`]); a failure panics.
 pub fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
     let Some(device) = gpu() else { return };
