@@ -257,15 +257,19 @@ impl<'ctx> Communicator<'ctx> {
         };
         // SAFETY: the context is alive (the brand), current for the call.
         let status = unsafe { sys::keep_stack(Some(self.core.ctx), split) };
-        let settled = match status {
-            Ok(Status::Done) => Ok(()),
-            Ok(Status::InProgress) => self.core.settle(CALL),
-            Err(e) => Err(e),
-        };
-        // On an error the slot is leaked: NCCL may not be done with it.
+        // Whatever the split returned, NCCL's thread may still run it: `ncclCommSplit`
+        // ends its group with `NCCLCHECK(ncclGroupEndInternal())`, which lets the
+        // `ncclInProgress` of a non-blocking group through, and then returns its own
+        // `ncclSuccess` (NCCL 2.28.9, init.cc). The group's thread writes the slot when the
+        // split is done, and sets the parent's asynchronous state from `ncclInProgress`
+        // (set before the thread starts) to the split's result after. So the parent is
+        // settled every time (at once for a blocking one).
+        let settled = self.core.settle(CALL);
+        // On an error of either the slot is leaked: NCCL may not be done with it.
+        status?;
         settled?;
-        // SAFETY: the split is complete (NCCL returned, or its state is no longer in
-        // progress), so NCCL wrote the slot and is done with it; it came from
+        // SAFETY: the split is complete (the parent's state is no longer in progress, so
+        // NCCL's thread has written the slot and is done with it); it came from
         // `Box::into_raw` above.
         let child = *unsafe { Box::from_raw(out) };
         let Some(child) = std::ptr::NonNull::new(child) else {

@@ -600,13 +600,15 @@ pub(crate) unsafe fn comm_finalize(comm: ncclComm_t) -> Result<Status> {
 
 /// `ncclCommSplit(comm, color, key, out, NULL)`: the new communicator inherits `comm`'s
 /// configuration. NCCL writes `*out` (null for `NCCL_SPLIT_NOCOLOR`) when the split is
-/// complete, which for a non-blocking communicator is after this returns
-/// [`Status::InProgress`], from a thread of NCCL's.
+/// complete, which for a non-blocking communicator is after this returns, from a thread of
+/// NCCL's, **even when this returns [`Status::Done`]**: `ncclCommSplit` lets its group
+/// end's `ncclInProgress` through and returns `ncclSuccess` (NCCL 2.28.9, init.cc). The
+/// split is complete only once `comm`'s [`comm_async_error`] is no longer in progress.
 ///
 /// # Safety
 /// `comm` is a live communicator whose device's primary context is current; `out` stays
 /// valid and unread until the split is complete (`comm`'s [`comm_async_error`] no longer
-/// in progress) or `comm` has been aborted.
+/// in progress, whatever this returned) or `comm` has been aborted.
 pub(crate) unsafe fn comm_split(
     comm: ncclComm_t,
     color: c_int,
