@@ -213,7 +213,10 @@ mod tests {
         assert_eq!(pause(Duration::from_secs(10)), Some(us(200)));
         // never more than 1 % of the time waited
         for waited in (0..100_000).step_by(997).map(us) {
-            assert!(pause(waited).is_none_or(|p| p * 100 <= waited), "{waited:?}");
+            assert!(
+                pause(waited).is_none_or(|p| p * 100 <= waited),
+                "{waited:?}"
+            );
         }
     }
 }
