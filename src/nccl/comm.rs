@@ -420,8 +420,9 @@ impl<'ctx> Communicator<'ctx> {
         self.core.ended.get().is_some()
     }
 
-    /// NCCL's handle (`ncclComm_t`), for calls this crate does not wrap; null once the
-    /// communicator has been aborted ([`is_aborted`](Self::is_aborted)), when NCCL has
+    /// NCCL's handle (`ncclComm_t`) of the communicator the operations run on (for one of
+    /// [`from_world`](Communicator::from_world), the blocking half of its pair), for calls
+    /// this crate does not wrap; null once the communicator has been aborted ([`is_aborted`](Self::is_aborted)), when NCCL has
     /// freed it.
     ///
     /// # Safety
