@@ -10,11 +10,12 @@
 //!
 //! The columns, interleaved (crate, raw, raw, crate, ...) in 5 rounds per size, medians:
 //!
-//! * **cuda-brand**: the communicator of `Communicator::from_env` (non-blocking, made within
-//!   a deadline), `Communicator::all_reduce` queued `k` times in one
+//! * **cuda-brand**: the communicator of `Communicator::from_env` (a non-blocking control
+//!   communicator made within a deadline, and the blocking communicator split from it that
+//!   runs the operations), `Communicator::all_reduce` queued `k` times in one
 //!   `Communicator::scope_within` of a stream of the crate, on buffers of the crate: every
-//!   operation checked (lengths, types, the communicator's state) and waited out if NCCL
-//!   answers "in progress", the scope's end polling NCCL's asynchronous error.
+//!   operation checked (lengths, types, the communicator's state), the scope's end polling
+//!   the stream and NCCL's asynchronous error.
 //! * **raw NCCL**: a second communicator made with raw calls (`ncclGetUniqueId` on rank 0,
 //!   the id broadcast over the first, `ncclCommInitRank`: a blocking communicator, as a C
 //!   program makes it), `ncclAllReduce` queued `k` times on a stream of `cuStreamCreate` on

@@ -13,7 +13,7 @@ use std::time::Duration;
 use cuda_driver_sys::CUctx_st;
 
 use super::book::Book;
-use super::state::Ended;
+use super::state::{Ended, Handle};
 use super::sys::{self, Call, Kind, Status, ncclComm, ncclComm_t};
 use super::{NcclCode, ReduceOp};
 use crate::context::{Brand, ContextGuard, Device};
@@ -138,7 +138,8 @@ unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByT
 /// Made by [`Clique::communicator`] (every rank in this process, from `ncclCommInitAll`),
 /// by [`Communicator::from_env`] or [`from_world`](Communicator::from_world) (this
 /// process's rank of a communicator spanning processes or machines, started by a launcher:
-/// non-blocking `ncclCommInitRankConfig` against a deadline), by
+/// a non-blocking control communicator made against a deadline, and a blocking one split
+/// from it that runs the operations), by
 /// [`split`](Communicator::split), or by the `unsafe` [`Communicator::init_rank`]
 /// (`ncclCommInitRank`, with an id shipped by hand). Its operations are queued through a stream scope of the
 /// same context ([`Communicator::all_reduce`] and the
@@ -213,13 +214,26 @@ pub(crate) struct Core {
     pub(super) ranks: usize,
     pub(super) device: Device,
     pub(super) origin: Origin,
-    /// `Some(limit)` for a non-blocking communicator (made by `from_world`, or split from
-    /// one): the longest NCCL's background work of one call (queuing an operation, a
-    /// split, a finalize) may take before the communicator is aborted.
-    pub(super) non_blocking: Option<Duration>,
+    /// The non-blocking control communicator of a pair (made by `from_world`, or split
+    /// from one; see `pair.rs`), beside `raw`, the blocking one that runs the
+    /// operations; `None` for a clique's and `init_rank`'s (blocking, one communicator).
+    pub(super) control: Option<Control>,
     /// Set once, when the communicator is aborted or finalized: from then on the handle is
     /// not NCCL's any more, and every call is refused ([`Core::live`]).
     pub(super) ended: OnceCell<Ended>,
+}
+
+/// The control communicator of a pair: non-blocking, used for what must be bounded by a
+/// deadline (its initialisation, splits, finalize), never for an operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Control {
+    /// NCCL's handle: valid while the owning [`Core`]'s `ended` is empty. Equal to the
+    /// core's `raw` only while a pair is being made (before its operations communicator
+    /// exists).
+    pub(super) raw: NonNull<ncclComm>,
+    /// The longest NCCL's background work of one call (the initialisation's rest, a
+    /// split, a finalize) may take before the communicator is aborted.
+    pub(super) limit: Duration,
 }
 
 pub(super) enum Origin {
@@ -227,8 +241,8 @@ pub(super) enum Origin {
     Clique(Arc<CliqueState>),
     /// From `ncclCommInitRank`, or split from such a communicator: destroyed when dropped.
     Rank,
-    /// From `from_world` (one rank per process, non-blocking), or split from such a
-    /// communicator: destroyed when dropped.
+    /// From `from_world` (one rank per process, a control and operations pair), or split
+    /// from such a communicator: both destroyed when dropped.
     World,
 }
 
@@ -345,7 +359,7 @@ impl<'ctx> Communicator<'ctx> {
             ranks,
             device,
             origin: Origin::Rank,
-            non_blocking: None,
+            control: None,
             ended: OnceCell::new(),
         }))
     }
@@ -406,8 +420,9 @@ impl<'ctx> Communicator<'ctx> {
         self.core.ended.get().is_some()
     }
 
-    /// NCCL's handle (`ncclComm_t`), for calls this crate does not wrap; null once the
-    /// communicator has been aborted ([`is_aborted`](Self::is_aborted)), when NCCL has
+    /// NCCL's handle (`ncclComm_t`) of the communicator the operations run on (for one of
+    /// [`from_world`](Communicator::from_world), the blocking half of its pair), for calls
+    /// this crate does not wrap; null once the communicator has been aborted ([`is_aborted`](Self::is_aborted)), when NCCL has
     /// freed it.
     ///
     /// # Safety
@@ -443,28 +458,7 @@ impl Drop for Communicator<'_> {
                     Some(_) => Slot::Aborted,
                 };
             }
-            Origin::Rank | Origin::World => {
-                if self.core.ended.get().is_some() {
-                    return; // aborted or finalized: NCCL has freed it already
-                }
-                // A communicator with an asynchronous error (a dead peer) may never finish
-                // a destroy, which flushes its work: abort it instead.
-                let failed = !matches!(self.core.async_state("Communicator::drop"), Ok(None));
-                let raw = self.core.raw.as_ptr();
-                let end = || {
-                    if failed {
-                        // SAFETY: ours (not ended), and unused from now on: every scope
-                        // that borrowed it has synchronized its stream.
-                        unsafe { sys::comm_abort(raw) }
-                    } else {
-                        // SAFETY: as above; no queued work uses it.
-                        unsafe { sys::comm_destroy(raw) }
-                    }
-                };
-                // SAFETY: the context is alive (the brand). An error cannot be reported
-                // from `drop`.
-                let _ = unsafe { sys::keep_stack(Some(self.core.ctx), end) };
-            }
+            Origin::Rank | Origin::World => self.core.end_on_drop(),
         }
     }
 }
@@ -523,9 +517,10 @@ impl Core {
     }
 
     /// Queues `call` on `stream` (see [`sys::launch`]); poisons the clique when NCCL fails.
-    /// Refused once the communicator has been aborted. Outside a group, a non-blocking
-    /// communicator's operation is queued before this returns (its `ncclInProgress` waited
-    /// for, [`Core::settle`]); inside one, the group's end waits.
+    /// Refused once the communicator has been aborted. Runs on the operations
+    /// communicator, which is blocking: NCCL queues the operation before it returns (were
+    /// it made non-blocking by `NCCL_COMM_BLOCKING=0`, its `ncclInProgress` is waited for,
+    /// [`Core::settle`]; inside a group, the group's end waits).
     ///
     /// # Safety
     /// As [`sys::launch`], for this communicator (live: checked here) and its context
@@ -551,8 +546,9 @@ impl Core {
         let done = unsafe { sys::keep_stack(Some(self.ctx), queue) };
         match done {
             Ok(Status::Done) => Ok(()),
-            // a thread of NCCL's queues it: wait for that (or abort) before going on
-            Ok(Status::InProgress) => self.settle(what),
+            // a thread of NCCL's queues it (only where NCCL_COMM_BLOCKING=0 made the
+            // operations communicator non-blocking): wait for that (or abort)
+            Ok(Status::InProgress) => self.settle(Handle::Ops, what),
             Err(e) => {
                 self.poison(&e);
                 Err(e)
@@ -773,7 +769,7 @@ impl Clique {
                         ranks: state.primaries.len(),
                         device: state.devices[rank],
                         origin: Origin::Clique(Arc::clone(state)),
-                        non_blocking: None,
+                        control: None,
                         ended: OnceCell::new(),
                     }));
                 }

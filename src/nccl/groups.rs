@@ -6,6 +6,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use super::comm::{Communicator, Core};
+use super::state::Handle;
 use super::sys;
 use super::{NcclType, ReduceOp};
 use crate::context::StreamKind;
@@ -377,18 +378,10 @@ impl<'outer> Group<'outer> {
                 }
             }
         }
-        // NCCL refuses blocking and non-blocking communicators in one group.
-        let non_blocking = pending[0].comm.non_blocking.is_some();
-        if let Some(p) = pending
-            .iter()
-            .find(|p| p.comm.non_blocking.is_some() != non_blocking)
-        {
-            return Err(Error::with_detail(
-                p.what,
-                ErrorCode::InvalidValue,
-                "NCCL does not mix blocking communicators (Clique, init_rank) and non-blocking ones (from_env, from_world, and their splits) in one group",
-            ));
-        }
+        // Every communicator's operations run on a blocking NCCL communicator (a clique's,
+        // `init_rank`'s, and the operations communicator of a pair: `pair.rs`), so the
+        // group is blocking: NCCL refuses to mix blocking and non-blocking ones, which
+        // `NCCL_COMM_BLOCKING` would make all one mode or the other.
         // From the first admission on, any failure leaves the cliques' books ahead of what
         // NCCL was given: every clique of the group is then poisoned.
         let poison_all = |e: &Error| {
@@ -407,8 +400,8 @@ impl<'outer> Group<'outer> {
         // Should anything below panic, the group is still closed (its operations then run,
         // and the scopes, unwinding after this call, wait for them): an NCCL group left
         // open would defer every later operation of this thread past its scope's end. A
-        // non-blocking group's work is queued by NCCL's thread: waited for here too, before
-        // the scopes end.
+        // non-blocking group's work (`NCCL_COMM_BLOCKING=0`) is queued by NCCL's thread:
+        // waited for here too, before the scopes end.
         struct EndOnUnwind<'p, 'outer>(&'p [Pending<'outer>]);
         impl Drop for EndOnUnwind<'_, '_> {
             fn drop(&mut self) {
@@ -446,7 +439,8 @@ impl<'outer> Group<'outer> {
         // SAFETY: no context to push.
         let ended = unsafe { sys::keep_stack(None, end) }.and_then(|status| match status {
             sys::Status::Done => Ok(()),
-            // non-blocking: a thread of NCCL's queues the group's work; wait for it on
+            // non-blocking (`NCCL_COMM_BLOCKING=0`): a thread of NCCL's queues the
+            // group's work; wait for it on
             // every communicator of the group (or abort them) before the scopes can end
             sys::Status::InProgress => settle_all(&pending),
         });
@@ -466,7 +460,7 @@ fn settle_all(pending: &[Pending<'_>]) -> Result<()> {
         if pending[..i].iter().any(|q| std::ptr::eq(q.comm, p.comm)) {
             continue;
         }
-        let settled = p.comm.settle("group");
+        let settled = p.comm.settle(Handle::Ops, "group");
         if first.is_ok() {
             first = settled;
         }

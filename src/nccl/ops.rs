@@ -382,8 +382,9 @@ fn run_now<K: StreamKind>(
         // write this rank's memory (`from_world`: one rank per process); other streams of a
         // multi-stream scope are ordered around it by `ordered`. No NCCL group is open (the
         // crate opens one only while `group` issues its operations, with no user code
-        // running), so NCCL queues the operation before the call returns (for a
-        // non-blocking communicator, `launch` waits for NCCL's thread to queue it).
+        // running), so NCCL queues the operation before the call returns (operations run
+        // on blocking communicators; under `NCCL_COMM_BLOCKING=0`, `launch` waits for
+        // NCCL's thread to queue it).
         unsafe { comm.launch(&p.call, stream, what) }
     });
     if let Err(e) = &queued {

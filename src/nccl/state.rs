@@ -8,18 +8,22 @@
 //! [`Communicator::scope_within`](super::Communicator::scope_within) runs while the scope
 //! borrows it shared), so the end is a state of the communicator, set once through
 //! `&Core` ([`Core::ended`]): `Communicator` is not `Sync`, so the cell is only ever
-//! reached from one thread. Every use of the handle asks [`Core::live`] first, which
-//! refuses an ended communicator with [`ErrorCode::NcclAborted`]: the operations and
-//! groups ([`Core::launch`]), [`async_error`](super::Communicator::async_error), the
-//! raw handle (null once ended), [`split`](super::Communicator::split), `finalize`,
+//! reached from one thread. A communicator of `from_world` is a pair of NCCL's (the
+//! non-blocking control communicator and the blocking one its operations run on: see
+//! `pair.rs`), which ends as one: an abort aborts both, a finalize finalizes both. Every
+//! use of either handle asks [`Core::live_as`] (or [`Core::live`], for the operations
+//! handle) first, which refuses an ended communicator with [`ErrorCode::NcclAborted`]:
+//! the operations and groups ([`Core::launch`]), [`async_error`](super::Communicator::async_error),
+//! the raw handle (null once ended), [`split`](super::Communicator::split), `finalize`,
 //! `abort`, and the drop, which neither destroys an ended communicator nor hands an aborted
 //! one back to its clique (the clique then leaves that rank alone when it is dropped).
 
+use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use super::NcclCode;
 use super::comm::Core;
-use super::sys::{self, ncclComm_t};
+use super::sys::{self, ncclComm, ncclComm_t};
 use crate::error::{Error, ErrorCode, Result};
 
 /// How a communicator ended.
@@ -31,11 +35,27 @@ pub(crate) enum Ended {
     Finalized,
 }
 
+/// Which communicator of a [`Core`] a call is for: the one that runs the operations
+/// (`raw`, blocking for every kind of communicator), or the control communicator of a
+/// pair (non-blocking; for a communicator without one, the same as `Ops`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Handle {
+    Ops,
+    Control,
+}
+
 impl Core {
-    /// The handle, if the communicator has not ended; else the refusal, naming `what`.
+    /// The operations handle, if the communicator has not ended; else the refusal, naming
+    /// `what`.
     pub(crate) fn live(&self, what: &'static str) -> Result<ncclComm_t> {
+        self.live_as(Handle::Ops, what)
+    }
+
+    /// The handle `which`, if the communicator has not ended; else the refusal, naming
+    /// `what`.
+    pub(crate) fn live_as(&self, which: Handle, what: &'static str) -> Result<ncclComm_t> {
         match self.ended.get() {
-            None => Ok(self.raw.as_ptr()),
+            None => Ok(self.handle(which).as_ptr()),
             Some(Ended::Aborted(why)) => Err(Error::with_detail(
                 what,
                 ErrorCode::NcclAborted,
@@ -49,13 +69,37 @@ impl Core {
         }
     }
 
+    /// The handle `which`, live or not (callers check `ended`).
+    pub(super) fn handle(&self, which: Handle) -> NonNull<ncclComm> {
+        match (which, self.control) {
+            (Handle::Control, Some(control)) => control.raw,
+            _ => self.raw,
+        }
+    }
+
+    /// The longest one call's background work may take: the control communicator's limit,
+    /// or none for a communicator without one (blocking: its calls return when done).
+    pub(super) fn limit(&self) -> Duration {
+        self.control.map_or(Duration::MAX, |c| c.limit)
+    }
+
     /// NCCL's asynchronous state of the communicator (`ncclCommGetAsyncError`): `None`
     /// when healthy, `Some(InProgress)` while a non-blocking call runs on, the error code
-    /// otherwise. Refused once the communicator has ended.
+    /// otherwise. The operations communicator's state (where the errors of its work land:
+    /// its proxy's, its transports'), then the control communicator's if that one is
+    /// healthy. Refused once the communicator has ended.
     pub(crate) fn async_state(&self, what: &'static str) -> Result<Option<NcclCode>> {
-        let raw = self.live(what)?;
+        match self.state_of(Handle::Ops, what)? {
+            None if self.control.is_some() => self.state_of(Handle::Control, what),
+            state => Ok(state),
+        }
+    }
+
+    /// [`Core::async_state`] of the one communicator `which`.
+    pub(crate) fn state_of(&self, which: Handle, what: &'static str) -> Result<Option<NcclCode>> {
+        let raw = self.live_as(which, what)?;
         let poll = || {
-            // SAFETY: a live communicator (checked by `live`).
+            // SAFETY: a live communicator (checked by `live_as`).
             unsafe { sys::comm_async_error(raw) }
         };
         // SAFETY: the context is alive (the brand), current for the call.
@@ -63,22 +107,29 @@ impl Core {
         Ok(NcclCode::from_raw(state))
     }
 
-    /// Aborts the communicator (`ncclCommAbort`) for `why`, once: NCCL stops its work on
-    /// the GPU (so the streams it was queued on become idle) and frees it, and every later
-    /// call is refused with `why` ([`Core::live`]). A clique's book is poisoned: its other
-    /// ranks' peer is gone. A communicator that has ended already is left alone (`Ok`);
-    /// the error is `ncclCommAbort`'s own, after which the handle is NCCL's no more either.
+    /// Aborts the communicator (`ncclCommAbort`) for `why`, once: the operations
+    /// communicator first (NCCL stops its work on the GPU, so the streams it was queued on
+    /// become idle, and frees it), then the control communicator of a pair (which joins
+    /// any background work of its own). Every later call is refused with `why`
+    /// ([`Core::live`]). A clique's book is poisoned: its other ranks' peer is gone. A
+    /// communicator that has ended already is left alone (`Ok`); the error is
+    /// `ncclCommAbort`'s own (the first), after which the handles are NCCL's no more
+    /// either.
     pub(crate) fn abort(&self, why: Error) -> Result<()> {
         if self.ended.get().is_some() {
             return Ok(());
         }
-        let raw = self.raw.as_ptr();
+        let ops = self.raw.as_ptr();
+        let control = self.control.map(|c| c.raw.as_ptr()).filter(|&c| c != ops);
         let abort = || {
-            // SAFETY: a live communicator (not ended), which nothing uses after this call:
-            // `ended` is set below, before anything else runs on this thread, and every use
-            // of the handle asks `live` first. Queued work may still name it: NCCL makes
-            // that work end.
-            unsafe { sys::comm_abort(raw) }
+            // SAFETY: live communicators (not ended), distinct (filtered above), which
+            // nothing uses after this call: `ended` is set below, before anything else
+            // runs on this thread, and every use of a handle asks `live_as` first. Queued
+            // work may still name the operations communicator: NCCL makes that work end.
+            let first = unsafe { sys::comm_abort(ops) };
+            // SAFETY: as above.
+            let second = control.map_or(Ok(()), |c| unsafe { sys::comm_abort(c) });
+            first.and(second)
         };
         // SAFETY: the context is alive (the brand), current for the call.
         let aborted = unsafe { sys::keep_stack(Some(self.ctx), abort) };
@@ -87,29 +138,31 @@ impl Core {
         aborted
     }
 
-    /// Waits for NCCL's background work of a non-blocking communicator (after a call that
-    /// returned `ncclInProgress`) for at most the communicator's limit; see
+    /// Waits for NCCL's background work on the communicator `which` (after a call that
+    /// may still run on) for at most the communicator's limit ([`Core::limit`]); see
     /// [`Core::settle_by`].
-    pub(crate) fn settle(&self, what: &'static str) -> Result<()> {
-        let limit = self.non_blocking.unwrap_or(Duration::MAX);
-        self.settle_by(Instant::now().checked_add(limit), what, || {
+    pub(crate) fn settle(&self, which: Handle, what: &'static str) -> Result<()> {
+        let limit = self.limit();
+        self.settle_by(which, Instant::now().checked_add(limit), what, || {
             format!(
                 "NCCL's background work did not finish within {limit:?} (a peer that stopped, or never issued its side?)"
             )
         })
     }
 
-    /// Polls the communicator's state until it is no longer in progress (`Ok` once
-    /// healthy), or `deadline` passes (`None`: never). Past the deadline, or on an error,
-    /// the communicator is aborted, and the error names `what` and the cause (`late()` for
-    /// the deadline: [`ErrorCode::NcclTimeout`]; NCCL's code and message for an error).
+    /// Polls the state of the communicator `which` until it is no longer in progress (`Ok`
+    /// once healthy), or `deadline` passes (`None`: never). Past the deadline, or on an
+    /// error, the communicator (both of a pair) is aborted, and the error names `what` and
+    /// the cause (`late()` for the deadline: [`ErrorCode::NcclTimeout`]; NCCL's code and
+    /// message for an error).
     pub(crate) fn settle_by(
         &self,
+        which: Handle,
         deadline: Option<Instant>,
         what: &'static str,
         late: impl FnOnce() -> String,
     ) -> Result<()> {
-        let state = poll_until(deadline, || match self.async_state(what)? {
+        let state = poll_until(deadline, || match self.state_of(which, what)? {
             Some(NcclCode::InProgress) => Ok(None),
             other => Ok(Some(other)),
         })?;

@@ -220,6 +220,7 @@ entry_points! {
 /// padding after it, which it ignores) to 2.30. The fields after `blocking` are left
 /// undefined, NCCL's defaults. 40 bytes, no padding.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub(crate) struct ncclConfig {
     size: usize,
     magic: u32,
@@ -241,11 +242,21 @@ impl ncclConfig {
     /// with `blocking = 0`: a non-blocking communicator, whose calls may return
     /// `ncclInProgress` and finish in a thread of NCCL's.
     pub(crate) const fn non_blocking() -> ncclConfig {
+        ncclConfig::with_blocking(0)
+    }
+
+    /// The same with `blocking = 1`: a blocking communicator, whose calls return when done
+    /// (the operations communicator of a pair, split from a non-blocking one).
+    pub(crate) const fn blocking() -> ncclConfig {
+        ncclConfig::with_blocking(1)
+    }
+
+    const fn with_blocking(blocking: c_int) -> ncclConfig {
         ncclConfig {
             size: std::mem::size_of::<ncclConfig>(),
             magic: 0xcafe_beef,
             version: 21700,
-            blocking: 0,
+            blocking,
             cga_cluster_size: CONFIG_UNDEF_INT,
             min_ctas: CONFIG_UNDEF_INT,
             max_ctas: CONFIG_UNDEF_INT,
@@ -598,26 +609,34 @@ pub(crate) unsafe fn comm_finalize(comm: ncclComm_t) -> Result<Status> {
     check_status("ncclCommFinalize", unsafe { f(comm) })
 }
 
-/// `ncclCommSplit(comm, color, key, out, NULL)`: the new communicator inherits `comm`'s
-/// configuration. NCCL writes `*out` (null for `NCCL_SPLIT_NOCOLOR`) when the split is
-/// complete, which for a non-blocking communicator is after this returns
-/// [`Status::InProgress`], from a thread of NCCL's.
+/// `ncclCommSplit(comm, color, key, out, config)`: the new communicator has `config`
+/// (NCCL copies it before it returns), or inherits `comm`'s configuration where `config`
+/// is `None`. The split itself runs in `comm`'s mode (NCCL's group takes its mode from the
+/// first communicator it meets, `comm`: group.cc, `ncclAsyncLaunch`). NCCL writes `*out` (null for `NCCL_SPLIT_NOCOLOR`) when the split is
+/// complete, which for a non-blocking communicator is after this returns, from a thread of
+/// NCCL's, **even when this returns [`Status::Done`]**: `ncclCommSplit` lets its group
+/// end's `ncclInProgress` through and returns `ncclSuccess` (NCCL 2.28.9, init.cc). The
+/// split is complete only once `comm`'s [`comm_async_error`] is no longer in progress.
 ///
 /// # Safety
 /// `comm` is a live communicator whose device's primary context is current; `out` stays
 /// valid and unread until the split is complete (`comm`'s [`comm_async_error`] no longer
-/// in progress) or `comm` has been aborted.
+/// in progress, whatever this returned) or `comm` has been aborted.
 pub(crate) unsafe fn comm_split(
     comm: ncclComm_t,
     color: c_int,
     key: c_int,
     out: *mut ncclComm_t,
+    config: Option<ncclConfig>,
 ) -> Result<Status> {
     let f = needs(nccl()?.CommSplit, "ncclCommSplit", "2.18")?;
-    // SAFETY: the caller's promise; a null configuration is NCCL's "as the parent".
-    check_status("ncclCommSplit", unsafe {
-        f(comm, color, key, out, std::ptr::null_mut())
-    })
+    let mut config = config;
+    let config = config
+        .as_mut()
+        .map_or(std::ptr::null_mut(), |c| c as *mut ncclConfig);
+    // SAFETY: the caller's promise; the configuration is a live local or null (NCCL's "as
+    // the parent"), which NCCL reads (`parseCommConfig` copies it) before it returns.
+    check_status("ncclCommSplit", unsafe { f(comm, color, key, out, config) })
 }
 
 /// `ncclCommUserRank` and `ncclCommCount`: the communicator's rank and rank count.

@@ -29,10 +29,14 @@
 //! it).
 //!
 //! The wait before the deadline polls `cuStreamQuery` (the driver has no wait with a time
-//! limit): it yields the thread for the first 50 µs, then sleeps between polls, 10 µs
-//! first, doubling up to 200 µs, never past the deadline. So a scope with a deadline sees
-//! its work finish up to about 0.2 ms later than [`Stream::scope`] would, and costs no
-//! spinning core while it waits.
+//! limit). Between polls it yields the thread for the first 6 ms after the scope opened,
+//! then sleeps a hundredth of the time since, from 60 µs up to 200 µs, never past the
+//! deadline (a sleep shorter than 60 µs would mostly be Linux's timer slack, about 50 µs).
+//! So a scope with a deadline sees its work finish at most about 1 % of its time later
+//! than [`Stream::scope`] would (plus the slack of one sleep: under 1 % again from 6 ms
+//! on), and at most 0.2 ms later for long work; it keeps a core busy (yielding) only for
+//! the first 6 ms. [`Recorded::synchronize_within`](crate::Recorded::synchronize_within)
+//! waits the same way, counting from its call.
 //!
 //! The deadline counts from the call that opens the scope: it bounds the whole scope, the
 //! closure's own time included.

@@ -116,7 +116,7 @@ pub(crate) fn settle(
     let mut deadline = opened.checked_add(within);
     let mut count = 0u64;
     for i in 0..streams {
-        while !poll_until(deadline, || idle(i))? {
+        while !poll_until(opened, deadline, || idle(i))? {
             let now = Instant::now();
             count = count.saturating_add(1);
             let overrun = Overrun {
@@ -135,18 +135,14 @@ pub(crate) fn settle(
 }
 
 /// Polls `done` until it reports `true` (`Ok(true)`), fails, or `deadline` passes
-/// (`Ok(false)`; `None`: no deadline), with the backoff of the module documentation. The
-/// last poll is after the deadline's last pause.
+/// (`Ok(false)`; `None`: no deadline), with the schedule of the module documentation,
+/// counting the time waited from `since` (the opening of the scope, or the call). The last
+/// poll is after the deadline's last pause.
 pub(crate) fn poll_until(
+    since: Instant,
     deadline: Option<Instant>,
     mut done: impl FnMut() -> Result<bool>,
 ) -> Result<bool> {
-    /// Yield, not sleep, for this long after the first poll.
-    const YIELD_FOR: Duration = Duration::from_micros(50);
-    const FIRST_SLEEP: Duration = Duration::from_micros(10);
-    const LONGEST_SLEEP: Duration = Duration::from_micros(200);
-    let started = Instant::now();
-    let mut sleep = FIRST_SLEEP;
     loop {
         if done()? {
             return Ok(true);
@@ -159,13 +155,22 @@ pub(crate) fn poll_until(
         if left.is_zero() {
             return Ok(false);
         }
-        if now.saturating_duration_since(started) < YIELD_FOR {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(sleep.min(left));
-            sleep = sleep.saturating_mul(2).min(LONGEST_SLEEP);
+        match pause(now.saturating_duration_since(since)) {
+            None => std::thread::yield_now(),
+            Some(pause) => std::thread::sleep(pause.min(left)),
         }
     }
+}
+
+/// The pause between two polls after `waited`: a hundredth of it, at most 200 µs, so the
+/// work is seen done at most about 1 % of its time late; `None` (yield the thread instead)
+/// where that is under 60 µs, which a sleep would overshoot (Linux's timer slack is about
+/// 50 µs), that is for the first 6 ms.
+fn pause(waited: Duration) -> Option<Duration> {
+    const SHORTEST_SLEEP: Duration = Duration::from_micros(60);
+    const LONGEST_SLEEP: Duration = Duration::from_micros(200);
+    let pause = (waited / 100).min(LONGEST_SLEEP);
+    (pause >= SHORTEST_SLEEP).then_some(pause)
 }
 
 #[cfg(test)]
@@ -178,21 +183,40 @@ mod tests {
 
     #[test]
     fn the_event_wait_says_not_yet_or_done() {
-        let soon = Instant::now().checked_add(MS);
-        assert!(!poll_until(soon, || Ok(false)).unwrap());
+        let now = Instant::now;
+        let soon = now().checked_add(MS);
+        assert!(!poll_until(now(), soon, || Ok(false)).unwrap());
         let polls = Cell::new(0);
-        let later = Instant::now().checked_add(Duration::from_secs(60));
-        let done = poll_until(later, || {
+        let later = now().checked_add(Duration::from_secs(60));
+        let done = poll_until(now(), later, || {
             polls.set(polls.get() + 1);
             Ok(polls.get() == 3)
         });
         assert!(done.unwrap());
-        assert!(poll_until(None, || Ok(true)).unwrap());
+        assert!(poll_until(now(), None, || Ok(true)).unwrap());
         // a deadline already past still polls once
-        assert!(poll_until(Some(Instant::now()), || Ok(true)).unwrap());
-        let e = poll_until(None, || {
+        assert!(poll_until(now(), Some(now()), || Ok(true)).unwrap());
+        let e = poll_until(now(), None, || {
             Err(Error::new("cuEventQuery", ErrorCode::InvalidHandle))
         });
         assert_eq!(e.unwrap_err().code(), ErrorCode::InvalidHandle);
+    }
+
+    #[test]
+    fn the_pause_is_a_yield_for_6_ms_then_a_hundredth_of_the_wait_up_to_200_us() {
+        let us = Duration::from_micros;
+        assert_eq!(pause(Duration::ZERO), None);
+        assert_eq!(pause(us(5_999)), None);
+        assert_eq!(pause(us(6_000)), Some(us(60)));
+        assert_eq!(pause(us(10_000)), Some(us(100)));
+        assert_eq!(pause(us(20_000)), Some(us(200)));
+        assert_eq!(pause(Duration::from_secs(10)), Some(us(200)));
+        // never more than 1 % of the time waited
+        for waited in (0..100_000).step_by(997).map(us) {
+            assert!(
+                pause(waited).is_none_or(|p| p * 100 <= waited),
+                "{waited:?}"
+            );
+        }
     }
 }

@@ -385,9 +385,12 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     /// # }
     /// ```
     pub fn synchronize_within(&self, within: Duration) -> Result<bool> {
-        let deadline = Instant::now().checked_add(within);
-        // SAFETY: the event is alive.
-        poll_until(deadline, || unsafe { driver::event_query(self.raw()) })
+        let start = Instant::now();
+        let query = || {
+            // SAFETY: the event is alive.
+            unsafe { driver::event_query(self.raw()) }
+        };
+        poll_until(start, start.checked_add(within), query)
     }
 
     /// The time from this record to `end`'s, two completed records of timing events of
