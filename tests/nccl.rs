@@ -1228,7 +1228,15 @@ fn nccl_initialisation_waiting_for_a_missing_rank_is_aborted_at_the_deadline() {
             let e = Communicator::from_world(ctx, &world, within).unwrap_err();
             let took = start.elapsed();
             println!("after {took:?}: {e}");
-            assert!(took < within + Duration::from_secs(5), "took {took:?}");
+            // NCCL's abort of the waiting initialisation takes its time: under
+            // compute-sanitizer, whose instrumentation slows NCCL's own threads, it took
+            // 16.4 s after a 3 s deadline on the H100 (the plain run keeps within 5 s more)
+            let slack = if std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some() {
+                Duration::from_secs(60)
+            } else {
+                Duration::from_secs(5)
+            };
+            assert!(took < within + slack, "took {took:?}");
             assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
             assert!(
                 e.detail()
