@@ -130,6 +130,12 @@ impl<'ctx> Communicator<'ctx> {
     /// outside its buffers. The brand's guarantees are per process, as everywhere in the
     /// crate; see [the module docs](super#across-processes-and-machines).
     ///
+    /// The peers are trusted to *be* NCCL, as NCCL itself trusts them: the id's exchange
+    /// and NCCL's bootstrap are not authenticated, and a program that reaches the master's
+    /// port before a rank does gets the id, and could join and speak NCCL's protocol
+    /// falsely (say it shares this process, so that this rank writes where it points).
+    /// Run jobs where only the job's machines reach each other, as for any NCCL program.
+    ///
     /// Needs NCCL 2.18 or newer (`ncclCommInitRankConfig`, `ncclCommSplit`).
     ///
     /// ```no_run
@@ -403,7 +409,9 @@ impl<'ctx> Communicator<'ctx> {
     /// Like every scope, it returns only once the stream is idle (built on
     /// [`Stream::scope_within`]): `within` bounds the wait for the communicator's work,
     /// not the memory rules. Other work queued in the scope is waited for as well, and
-    /// counts towards `within`.
+    /// counts towards `within`; the work of *another* communicator queued in the scope is
+    /// not bounded (only this one is aborted at the deadline, and the scope then waits for
+    /// the stream): give each communicator's work its own `scope_within`.
     ///
     /// ```no_run
     /// use std::time::Duration;

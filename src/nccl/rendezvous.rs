@@ -17,12 +17,18 @@
 //! size as its own, a rank from 1 to size - 1, not one that arrived already. A hello that
 //! fails a check makes rank 0 refuse every rank connected so far, saying why, and fail
 //! itself with the same reason; a connection that says no hello of this protocol (another
-//! program on the port) is closed and ignored. Every socket call has a timeout within the
-//! one deadline: a rank that never arrives, or a rank 0 that never answers, is an error
-//! naming who is missing, [`ErrorCode::NcclTimeout`].
+//! program on the port) is closed and ignored. Every wait is bounded by the one deadline:
+//! each read and write is given the time left (so a peer that trickles its bytes, or a
+//! stream of strangers, holds nobody past it), and a host name is resolved in a thread of
+//! its own, waited for until the deadline (a resolver that hangs does not hang the call).
+//! A rank that never arrives, or a rank 0 that never answers, is an error naming who is
+//! missing, [`ErrorCode::NcclTimeout`]. Rank 0 keeps only the ranks that arrived: a world
+//! size taken from a hostile environment costs it nothing per absent rank.
 
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::world::World;
@@ -54,6 +60,76 @@ fn left(deadline: Instant) -> Duration {
         .max(Duration::from_millis(1))
 }
 
+/// The addresses of `host:port` (an IP address, an IPv6 address in brackets as in
+/// `[::1]`, or a host name), resolved by `deadline`: a name is resolved in a thread of its
+/// own, which is left to finish on its own if the resolver takes longer.
+pub(crate) fn resolve(host: &str, port: u16, deadline: Instant) -> io::Result<Vec<SocketAddr>> {
+    let host = host.trim();
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let (tx, rx) = mpsc::channel();
+    let name = bare.to_owned();
+    std::thread::Builder::new()
+        .name("cuda-brand-resolve".to_owned())
+        .spawn(move || {
+            let addrs = (name.as_str(), port)
+                .to_socket_addrs()
+                .map(|a| a.collect::<Vec<_>>());
+            let _ = tx.send(addrs);
+        })?;
+    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(addrs) => addrs,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the name's resolution did not finish before the deadline",
+        )),
+    }
+}
+
+/// Reads `buf` full by `until`: each read is given the time left, so a peer that trickles
+/// its bytes holds the reader no longer. `TimedOut` past it, `UnexpectedEof` when closed.
+fn read_by(stream: &mut TcpStream, buf: &mut [u8], until: Instant) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf[done..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` by `until`, each write given the time left.
+fn write_by(stream: &mut TcpStream, buf: &[u8], until: Instant) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_write_timeout(Some(left))?;
+        match stream.write(&buf[done..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// The id of `world`'s communicator: rank 0 makes it with `make_id` and hands it to the
 /// others, which receive it; a world of one makes it and opens no socket. By `deadline`
 /// (`within` from the start, for the messages).
@@ -67,7 +143,7 @@ pub(crate) fn exchange(
         return make_id();
     }
     if world.rank() == 0 {
-        let root = Root::bind(world.master_addr(), world.exchange_port())?;
+        let root = Root::bind(world.master_addr(), world.exchange_port(), deadline)?;
         let id = make_id()?;
         root.serve(world.size(), &id, deadline, within)?;
         Ok(id)
@@ -91,13 +167,13 @@ pub(crate) struct Root {
 }
 
 impl Root {
-    /// Listens on `port` of every interface of the family `host` resolves to (IPv4 when
-    /// it does not resolve). A port taken by another socket is an error saying so.
-    pub(crate) fn bind(host: &str, port: u16) -> Result<Root> {
-        let v6 = (host, port)
-            .to_socket_addrs()
+    /// Listens on `port` of every interface of the family `host` resolves to by
+    /// `deadline` (IPv4 when it does not resolve). A port taken by another socket is an
+    /// error saying so.
+    pub(crate) fn bind(host: &str, port: u16, deadline: Instant) -> Result<Root> {
+        let v6 = resolve(host, port, deadline)
             .ok()
-            .and_then(|mut addrs| addrs.next())
+            .and_then(|addrs| addrs.first().copied())
             .is_some_and(|a| a.is_ipv6());
         let at = if v6 {
             SocketAddr::from((Ipv6Addr::UNSPECIFIED, port))
@@ -134,18 +210,20 @@ impl Root {
         deadline: Instant,
         within: Duration,
     ) -> Result<()> {
-        let mut arrived: Vec<Option<TcpStream>> = (0..size).map(|_| None).collect();
-        let mut count = 1;
+        // the ranks arrived, by rank: only those (a world size is not an allocation)
+        let mut arrived: BTreeMap<u64, TcpStream> = BTreeMap::new();
         let mut pause = Duration::from_millis(1);
-        while count < size {
+        while arrived.len() + 1 < size {
+            // checked before every accept, not only when none waits: a stream of
+            // connections must not keep rank 0 past the deadline
+            if Instant::now() >= deadline {
+                let why = missing(&arrived, size, self.at, within);
+                refuse_all(&mut arrived, &why);
+                return Err(timeout(why));
+            }
             let (mut stream, from) = match self.listener.accept() {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline {
-                        let why = missing(&arrived, size, self.at, within);
-                        refuse_all(&mut arrived, &why);
-                        return Err(timeout(why));
-                    }
                     std::thread::sleep(pause.min(left(deadline)));
                     pause = (pause * 2).min(Duration::from_millis(20));
                     continue;
@@ -169,7 +247,7 @@ impl Root {
                     "a rank from {from} says it is rank {rank}, which is not a rank from 1 to {} of a world of {size}",
                     size - 1
                 ))
-            } else if arrived[rank as usize].is_some() {
+            } else if arrived.contains_key(&rank) {
                 Some(format!(
                     "rank {rank} arrived twice (again from {from}): two processes were given the same rank"
                 ))
@@ -181,28 +259,35 @@ impl Root {
                 refuse_all(&mut arrived, &why);
                 return Err(rendezvous(why));
             }
-            arrived[rank as usize] = Some(stream);
-            count += 1;
+            arrived.insert(rank, stream);
         }
-        for (rank, stream) in arrived.iter_mut().enumerate() {
-            if let Some(stream) = stream {
-                write_answer(stream, Ok(id), deadline).map_err(|e| {
-                    rendezvous(format!("rank 0 could not send the id to rank {rank}: {e}"))
-                })?;
-            }
+        for (rank, stream) in &mut arrived {
+            write_answer(stream, Ok(id), deadline).map_err(|e| {
+                rendezvous(format!("rank 0 could not send the id to rank {rank}: {e}"))
+            })?;
         }
         Ok(())
     }
 }
 
 /// The timeout's reason: which ranks never arrived.
-fn missing(arrived: &[Option<TcpStream>], size: usize, at: SocketAddr, within: Duration) -> String {
-    let absent: Vec<usize> = (1..size).filter(|&r| arrived[r].is_none()).collect();
-    let mut list: Vec<String> = absent.iter().take(8).map(|r| r.to_string()).collect();
-    if absent.len() > 8 {
-        list.push(format!("and {} more", absent.len() - 8));
+fn missing(
+    arrived: &BTreeMap<u64, TcpStream>,
+    size: usize,
+    at: SocketAddr,
+    within: Duration,
+) -> String {
+    // the first 8 absent ranks are among the first `arrived.len() + 8`
+    let absent = size - 1 - arrived.len();
+    let mut list: Vec<String> = (1..size as u64)
+        .filter(|r| !arrived.contains_key(r))
+        .take(8)
+        .map(|r| r.to_string())
+        .collect();
+    if absent > 8 {
+        list.push(format!("and {} more", absent - 8));
     }
-    let word = if absent.len() == 1 { "rank" } else { "ranks" };
+    let word = if absent == 1 { "rank" } else { "ranks" };
     format!(
         "{word} {} of {size} did not arrive at rank 0 ({at}) within {within:?}: not started, started with another MASTER_ADDR or MASTER_PORT, or a world size larger than the ranks started",
         list.join(", ")
@@ -210,9 +295,9 @@ fn missing(arrived: &[Option<TcpStream>], size: usize, at: SocketAddr, within: D
 }
 
 /// Tells every rank that arrived why the world failed.
-fn refuse_all(arrived: &mut [Option<TcpStream>], why: &str) {
+fn refuse_all(arrived: &mut BTreeMap<u64, TcpStream>, why: &str) {
     let soon = Instant::now() + Duration::from_millis(500);
-    for stream in arrived.iter_mut().flatten() {
+    for stream in arrived.values_mut() {
         let _ = write_answer(stream, Err(why), soon);
     }
 }
@@ -222,10 +307,9 @@ fn refuse_all(arrived: &mut [Option<TcpStream>], why: &str) {
 /// rank 0 for a connection that is not a rank's).
 fn read_hello(stream: &mut TcpStream, deadline: Instant) -> Option<(u64, u64)> {
     stream.set_nonblocking(false).ok()?;
-    let limit = left(deadline).min(Duration::from_secs(2));
-    stream.set_read_timeout(Some(limit)).ok()?;
+    let until = deadline.min(Instant::now() + Duration::from_secs(2));
     let mut hello = [0u8; HELLO_BYTES];
-    stream.read_exact(&mut hello).ok()?;
+    read_by(stream, &mut hello, until).ok()?;
     if hello[..8] != MAGIC || u32::from_be_bytes(hello[8..12].try_into().ok()?) != PROTOCOL {
         return None;
     }
@@ -239,7 +323,6 @@ fn write_answer(
     answer: std::result::Result<&[u8; ID_BYTES], &str>,
     deadline: Instant,
 ) -> io::Result<()> {
-    stream.set_write_timeout(Some(left(deadline)))?;
     let mut bytes = MAGIC.to_vec();
     match answer {
         Ok(id) => {
@@ -253,8 +336,7 @@ fn write_answer(
             bytes.extend_from_slice(why);
         }
     }
-    stream.write_all(&bytes)?;
-    stream.flush()
+    write_by(stream, &bytes, deadline)
 }
 
 /// Another rank's side: connects to rank 0 at `host:port` (again until `deadline`), says
@@ -272,10 +354,7 @@ pub(crate) fn join(
     hello.extend_from_slice(&PROTOCOL.to_be_bytes());
     hello.extend_from_slice(&(rank as u64).to_be_bytes());
     hello.extend_from_slice(&(size as u64).to_be_bytes());
-    let sent = stream
-        .set_write_timeout(Some(left(deadline)))
-        .and_then(|()| stream.write_all(&hello));
-    if let Err(e) = sent {
+    if let Err(e) = write_by(&mut stream, &hello, deadline) {
         return Err(rendezvous(format!(
             "rank {rank} could not say hello to rank 0 at {host}:{port}: {e}"
         )));
@@ -288,7 +367,7 @@ pub(crate) fn join(
 fn connect(host: &str, port: u16, deadline: Instant, within: Duration) -> Result<TcpStream> {
     let mut last = String::from("nothing tried");
     loop {
-        match (host, port).to_socket_addrs() {
+        match resolve(host, port, deadline) {
             Ok(addrs) => {
                 for addr in addrs {
                     let limit = left(deadline).min(Duration::from_secs(2));
@@ -331,11 +410,8 @@ fn read_answer(
             ))
         }
     };
-    stream
-        .set_read_timeout(Some(left(deadline)))
-        .map_err(failed)?;
     let mut head = [0u8; 9];
-    stream.read_exact(&mut head).map_err(failed)?;
+    read_by(stream, &mut head, deadline).map_err(failed)?;
     if head[..8] != MAGIC {
         return Err(rendezvous(format!(
             "rank {rank}: what listens at {host}:{port} is not rank 0 of this protocol"
@@ -343,14 +419,14 @@ fn read_answer(
     }
     if head[8] == 0 {
         let mut id = [0u8; ID_BYTES];
-        stream.read_exact(&mut id).map_err(failed)?;
+        read_by(stream, &mut id, deadline).map_err(failed)?;
         return Ok(id);
     }
     let mut len = [0u8; 4];
-    stream.read_exact(&mut len).map_err(failed)?;
+    read_by(stream, &mut len, deadline).map_err(failed)?;
     let len = u32::from_be_bytes(len).min(MAX_WHY);
     let mut why = vec![0u8; len as usize];
-    stream.read_exact(&mut why).map_err(failed)?;
+    read_by(stream, &mut why, deadline).map_err(failed)?;
     Err(rendezvous(format!(
         "rank 0 at {host}:{port} refused rank {rank}: {}",
         String::from_utf8_lossy(&why)
@@ -376,9 +452,31 @@ mod tests {
         e.detail().unwrap()
     }
 
+    fn far() -> Instant {
+        Instant::now() + 10 * SECOND
+    }
+
+    #[test]
+    fn addresses_resolve_by_the_deadline() {
+        let port = 29500;
+        for (host, addr) in [
+            ("127.0.0.1", "127.0.0.1:29500"),
+            ("::1", "[::1]:29500"),
+            ("[::1]", "[::1]:29500"),
+            (" 10.0.0.5 ", "10.0.0.5:29500"),
+        ] {
+            let got = resolve(host, port, Instant::now()).unwrap();
+            assert_eq!(got, [addr.parse::<SocketAddr>().unwrap()], "{host}");
+        }
+        // a name, with no time left: an error at once (not a wait for the resolver)
+        let start = Instant::now();
+        assert!(resolve("nowhere.invalid", port, start).is_err());
+        assert!(start.elapsed() < SECOND, "{:?}", start.elapsed());
+    }
+
     /// Rank 0 on an ephemeral port of this machine.
     fn root() -> (Root, u16) {
-        let root = Root::bind("127.0.0.1", 0).unwrap();
+        let root = Root::bind("127.0.0.1", 0, far()).unwrap();
         let port = root.port();
         (root, port)
     }
@@ -406,7 +504,7 @@ mod tests {
         let deadline = Instant::now() + 10 * SECOND;
         let early = thread::spawn(move || join("127.0.0.1", port, 1, 2, deadline, 10 * SECOND));
         thread::sleep(Duration::from_millis(300));
-        let root = Root::bind("127.0.0.1", addr_free).unwrap();
+        let root = Root::bind("127.0.0.1", addr_free, far()).unwrap();
         root.serve(2, &id(9), deadline, 10 * SECOND).unwrap();
         assert_eq!(early.join().unwrap().unwrap(), id(9));
     }
@@ -513,7 +611,7 @@ mod tests {
     fn a_taken_port_is_an_error_naming_it() {
         let taken = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = taken.local_addr().unwrap().port();
-        let e = match Root::bind("127.0.0.1", port) {
+        let e = match Root::bind("127.0.0.1", port, far()) {
             Ok(_) => panic!("bound a taken port"),
             Err(e) => e,
         };
@@ -540,5 +638,76 @@ mod tests {
         root.serve(2, &id(4), deadline, 10 * SECOND).unwrap();
         assert_eq!(rank.join().unwrap().unwrap(), id(4));
         stranger.join().unwrap();
+    }
+    /// A connection to `port` that sends `bytes` one at a time, one every 100 ms.
+    fn trickle(port: u16, bytes: Vec<u8>) {
+        thread::spawn(move || {
+            let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+                return;
+            };
+            for b in bytes {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+        });
+    }
+
+    #[test]
+    fn a_stranger_trickling_bytes_does_not_hold_rank_zero_past_its_deadline() {
+        let (root, port) = root();
+        trickle(port, vec![b'x'; 40]);
+        let within = Duration::from_millis(300);
+        let start = Instant::now();
+        let e = root.serve(2, &id(1), start + within, within).unwrap_err();
+        let took = start.elapsed();
+        assert!(took < within + Duration::from_millis(700), "{took:?}");
+        assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+    }
+
+    #[test]
+    fn a_listener_trickling_bytes_does_not_hold_a_rank_past_its_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            // a refusal of 65,535 bytes, one byte every 100 ms
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+            bytes.extend_from_slice(&[b'w'; 100]);
+            for b in bytes {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let within = Duration::from_millis(300);
+        let start = Instant::now();
+        let e = join("127.0.0.1", port, 1, 2, start + within, within).unwrap_err();
+        let took = start.elapsed();
+        assert!(took < within + Duration::from_millis(700), "{took:?}");
+        assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+    }
+
+    #[test]
+    fn a_huge_world_size_costs_rank_zero_nothing_per_absent_rank() {
+        let (root, _) = root();
+        let within = Duration::from_millis(200);
+        let start = Instant::now();
+        let e = root
+            .serve(i32::MAX as usize, &id(1), start + within, within)
+            .unwrap_err();
+        assert!(start.elapsed() < within + SECOND, "{:?}", start.elapsed());
+        assert_eq!(e.code(), ErrorCode::NcclTimeout, "{e}");
+        assert!(
+            detail(&e).starts_with(
+                "ranks 1, 2, 3, 4, 5, 6, 7, 8, and 2147483638 more of 2147483647 did not arrive"
+            ),
+            "{e}"
+        );
     }
 }

@@ -145,7 +145,7 @@ impl World {
 
     /// A world the program describes: rank `rank` of `size`, `local_rank` among the ranks of
     /// this machine, rank 0's machine at `master_addr:master_port` (a host name or an IP
-    /// address). `rank < size` is checked.
+    /// address). `rank < size` and a port other than 0 are checked.
     ///
     /// ```
     /// let w = cuda_brand::nccl::World::new(1, 2, 1, "10.0.0.5", 29500)?;
@@ -164,6 +164,13 @@ impl World {
                 "World::new",
                 ErrorCode::InvalidValue,
                 format!("rank {rank} of {size}: a world has 1 or more ranks, numbered from 0"),
+            ));
+        }
+        if master_port == 0 {
+            return Err(Error::with_detail(
+                "World::new",
+                ErrorCode::InvalidValue,
+                "port 0 is not a master's port (1 to 65535): the other ranks could not connect to it",
             ));
         }
         Ok(World {
@@ -801,6 +808,10 @@ mod tests {
             let e = World::new(rank, size, 0, "h", 1).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidValue);
         }
+        // port 0 is no master's port: the other ranks could not connect to it
+        let e = World::new(1, 2, 0, "h", 0).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert!(e.detail().unwrap().contains("port 0"), "{e}");
     }
 
     #[test]
