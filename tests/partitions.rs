@@ -318,6 +318,40 @@ fn a_partitions_context_is_made_current_on_its_own_thread_only() {
     with_context(&device, ContextFlags::default(), |ctx| ctx.synchronize()).unwrap();
 }
 
+fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
+    // A part is `Send`: a scoped thread spawned in the partitioned closure may enter it.
+    // That thread is outside every partition until then, so it may have entered a plain
+    // context first, whose guard its partition's closure could capture and use: work
+    // outside every partition. The same check as `with_partitions`' refuses it.
+    let Some(device) = partitionable() else {
+        return;
+    };
+    with_partitions(&device, |sms| {
+        let (part, rest) = sms.split(1)?;
+        let entered = std::thread::scope(|t| {
+            t.spawn(|| {
+                with_context(&device, ContextFlags::default(), |plain| {
+                    part.enter(|_p| {
+                        // were it entered: `plain` is reachable here
+                        plain.stream().map(drop)
+                    })
+                })
+            })
+            .join()
+            .unwrap()
+        });
+        let e = entered.unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("SmGroup::enter", ErrorCode::NotPermitted),
+            "{e}"
+        );
+        // a scoped thread with no context current enters a part as the closure's does
+        std::thread::scope(|t| t.spawn(|| rest.enter(|p| p.stream().map(drop))).join().unwrap())
+    })
+    .unwrap();
+}
+
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
@@ -334,5 +368,6 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         splits_the_device_cannot_give_are_errors_naming_the_numbers,
         no_other_context_is_entered_inside_a_partitioned_closure,
         a_partitions_context_is_made_current_on_its_own_thread_only,
+        a_part_is_not_entered_on_a_thread_with_a_plain_context_current,
     ]
 }
