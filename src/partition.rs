@@ -73,8 +73,9 @@
 //!   plain guard (the methods that need one, such as [`ContextGuard::share`](crate::ContextGuard::share), graph
 //!   capture, peer access, NCCL and the libraries, do not take it; a function that takes a
 //!   plain guard cannot be given it). What the types cannot see is refused at run time on
-//!   the thread of the closure and of every partition: `with_partitions` itself while
-//!   another context is current (the closure could capture that context's guard), and
+//!   the thread of the closure and of every partition: `with_partitions` itself, and
+//!   [`SmGroup::enter`] on a thread outside every partition, while another context is
+//!   current (the closure could capture that context's guard), and
 //!   inside it every other way into a context (`with_context` and its forms,
 //!   `with_raw_context`, [`SharedContext::enter`](crate::SharedContext::enter), the owning
 //!   layer's `enter`) with [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted).

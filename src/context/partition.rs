@@ -544,11 +544,28 @@ impl SmGroup<'_> {
     /// The partition's context is current on this thread for `f`. At the end, on every
     /// path: it is synchronized, popped, and the green context destroyed; a panic of `f`
     /// resumes after that. Errors come back as [`with_context`](crate::with_context)'s do.
+    ///
+    /// A part is `Send`, so a scoped thread may enter it; refused
+    /// ([`ErrorCode::NotPermitted`]) on a thread outside every partition that has a context
+    /// current (inside a `with_context` closure, whose guard `f` could use), as
+    /// [`with_partitions`] is.
     pub fn enter<R, E, F>(self, f: F) -> Result<R, E>
     where
         F: for<'p> FnOnce(ContextGuard<'p, Partitioned>) -> Result<R, E>,
         E: From<Error>,
     {
+        // inside a partition of this thread every other context is refused, so what is
+        // current there is a partition; outside, nothing may be
+        if INSIDE.with(Cell::get) == 0 && !driver::ctx_get_current()?.is_null() {
+            return Err(Error::with_detail(
+                "SmGroup::enter",
+                ErrorCode::NotPermitted,
+                "a context is current on this thread (is this inside a `with_context` \
+                 closure?): its guard would reach the partition's closure and queue work \
+                 outside every partition; enter the part where no context is current",
+            )
+            .into());
+        }
         let (handle, green) = make_partition(&self.resource, self.device)?;
         let raw = handle.as_ptr();
         ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize)));
