@@ -347,7 +347,11 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
             "{e}"
         );
         // a scoped thread with no context current enters a part as the closure's does
-        std::thread::scope(|t| t.spawn(|| rest.enter(|p| p.stream().map(drop))).join().unwrap())
+        std::thread::scope(|t| {
+            t.spawn(|| rest.enter(|p| p.stream().map(drop)))
+                .join()
+                .unwrap()
+        })
     })
     .unwrap();
 }

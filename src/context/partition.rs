@@ -797,7 +797,11 @@ mod tests {
             ("cuCtxPushCurrent_v2", ErrorCode::NotPermitted)
         );
         assert!(e.detail().unwrap().contains("one thread at a time"), "{e}");
-        assert_eq!(other_context, Ok(()), "another context is not a partition's");
+        assert_eq!(
+            other_context,
+            Ok(()),
+            "another context is not a partition's"
+        );
         assert_eq!(
             std::thread::scope(|t| t.spawn(|| refuse_foreign(ctx())).join().unwrap()),
             Ok(()),
