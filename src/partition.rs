@@ -55,6 +55,16 @@
 //!   streams, events, modules, kernels, pools) carries `'p`: one partition's kernel,
 //!   buffer or event on another partition's stream is a compile error, and nothing of a
 //!   partition outlives it.
+//! * **A partition's context is current on its thread only.** The driver lets a green
+//!   context be current on one thread at a time, "with no internal synchronization" for
+//!   calls from several. A partition's guard stays on its thread; its streams, buffers,
+//!   events and modules are `Send` and `Sync` like any context's, but an operation that
+//!   would make the partition's context current on another thread (a scoped thread's
+//!   scope allocation, synchronous copy or drop) is refused with
+//!   [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted) (a drop refused there
+//!   leaks the value's memory or handle, and the partition's teardown reports it). Give each thread a
+//!   partition of its own: a part ([`SmGroup`]) is `Send` and may be entered on a scoped
+//!   thread.
 //! * **Every stream is the partition's.** A partition's guard creates its streams with
 //!   `cuGreenCtxStreamCreate`, the driver's one documented way to a stream whose work runs
 //!   on the green context's SMs; `stream()` and `Stream::new` do this for it.
@@ -63,8 +73,9 @@
 //!   plain guard (the methods that need one, such as [`ContextGuard::share`](crate::ContextGuard::share), graph
 //!   capture, peer access, NCCL and the libraries, do not take it; a function that takes a
 //!   plain guard cannot be given it). What the types cannot see is refused at run time on
-//!   the thread of the closure and of every partition: `with_partitions` itself while
-//!   another context is current (the closure could capture that context's guard), and
+//!   the thread of the closure and of every partition: `with_partitions` itself, and
+//!   [`SmGroup::enter`] on a thread outside every partition, while another context is
+//!   current (the closure could capture that context's guard), and
 //!   inside it every other way into a context (`with_context` and its forms,
 //!   `with_raw_context`, [`SharedContext::enter`](crate::SharedContext::enter), the owning
 //!   layer's `enter`) with [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted).

@@ -287,6 +287,75 @@ fn no_other_context_is_entered_inside_a_partitioned_closure() {
     with_context(&device, ContextFlags::default(), |ctx| ctx.synchronize()).unwrap();
 }
 
+fn a_partitions_context_is_made_current_on_its_own_thread_only() {
+    // The driver: "a green context can be current to only one thread at a time. There is
+    // no internal synchronization to make API calls accessing the same green context from
+    // multiple threads work." A partition's stream and buffers are `Send` and `Sync`; an
+    // operation that makes their context current (a scope's allocation, a buffer's drop)
+    // on a scoped thread, while the partition's thread has it current, is refused.
+    let Some(device) = partitionable() else {
+        return;
+    };
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let stream = p.stream()?;
+            let on_other = std::thread::scope(|t| {
+                t.spawn(|| stream.scope(|s| s.alloc_zeroed::<u32>(16).map(drop)))
+                    .join()
+                    .unwrap()
+            });
+            let e = on_other.unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NotPermitted, "{e}");
+            assert!(e.to_string().contains("one thread at a time"), "{e}");
+            // on the partition's own thread, as before
+            stream.scope(|s| s.alloc_zeroed::<u32>(16).map(drop))?;
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+    // and the record of the partition is gone: its thread's context is entered elsewhere
+    with_context(&device, ContextFlags::default(), |ctx| ctx.synchronize()).unwrap();
+}
+
+fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
+    // A part is `Send`: a scoped thread spawned in the partitioned closure may enter it.
+    // That thread is outside every partition until then, so it may have entered a plain
+    // context first, whose guard its partition's closure could capture and use: work
+    // outside every partition. The same check as `with_partitions`' refuses it.
+    let Some(device) = partitionable() else {
+        return;
+    };
+    with_partitions(&device, |sms| {
+        let (part, rest) = sms.split(1)?;
+        let entered = std::thread::scope(|t| {
+            t.spawn(|| {
+                with_context(&device, ContextFlags::default(), |plain| {
+                    part.enter(|_p| {
+                        // were it entered: `plain` is reachable here
+                        plain.stream().map(drop)
+                    })
+                })
+            })
+            .join()
+            .unwrap()
+        });
+        let e = entered.unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("SmGroup::enter", ErrorCode::NotPermitted),
+            "{e}"
+        );
+        // a scoped thread with no context current enters a part as the closure's does
+        std::thread::scope(|t| {
+            t.spawn(|| rest.enter(|p| p.stream().map(drop)))
+                .join()
+                .unwrap()
+        })
+    })
+    .unwrap();
+}
+
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
@@ -302,5 +371,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         a_short_kernel_finishes_while_the_other_partition_is_saturated,
         splits_the_device_cannot_give_are_errors_naming_the_numbers,
         no_other_context_is_entered_inside_a_partitioned_closure,
+        a_partitions_context_is_made_current_on_its_own_thread_only,
+        a_part_is_not_entered_on_a_thread_with_a_plain_context_current,
     ]
 }

@@ -29,6 +29,9 @@ pub(crate) unsafe fn in_context<T>(
     if driver::ctx_get_current()? == raw {
         return op();
     }
+    // a partition's context is current on its own thread only (one atomic load while no
+    // partition lives)
+    super::partition::refuse_foreign(raw)?;
     // SAFETY: the caller guarantees the context; it is popped again below (or by the
     // guard while a panic of `op` unwinds).
     unsafe { driver::ctx_push(raw) }?;

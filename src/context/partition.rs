@@ -18,6 +18,7 @@
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
@@ -38,6 +39,60 @@ thread_local! {
 
 /// The devices a `with_partitions` closure is splitting, process-wide.
 static PARTITIONED: Mutex<Vec<CUdevice>> = Mutex::new(Vec::new());
+
+/// The partitions alive in the process: (`CUcontext` form, [`thread_token`] of the thread
+/// that entered it), and how many there are ([`refuse_foreign`] reads the count alone
+/// while there are none). A partition's values (streams, buffers, events, modules) are
+/// `Send` and `Sync`, so they reach scoped threads; the driver lets a green context be
+/// current on one thread at a time ("There is no internal synchronization to make API
+/// calls accessing the same green context from multiple threads work", `cuGreenCtxCreate`),
+/// and the partition's thread has it current for the whole of `SmGroup::enter`.
+static OWNERS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread, as a number no other live thread has: the address of its `INSIDE` (a
+/// `const` thread-local without a destructor, so readable at any time, also while other
+/// thread-locals are destroyed). A record holding it is removed before its thread leaves
+/// `SmGroup::enter`, so an address reused by a later thread is never mistaken for it.
+fn thread_token() -> usize {
+    INSIDE.with(|n| std::ptr::from_ref(n) as usize)
+}
+
+fn owners() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
+    OWNERS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `Err` if `ctx` is the `CUcontext` form of a partition entered on another thread: the
+/// crate is about to make it current here (`in_context`), where the driver would have one
+/// green context current on two threads. Called where a context is pushed for an
+/// operation; one atomic load while no partition lives.
+#[inline]
+pub(crate) fn refuse_foreign(ctx: CUcontext) -> Result<()> {
+    if LIVE.load(Ordering::Acquire) == 0 {
+        Ok(())
+    } else {
+        refuse_foreign_slow(ctx)
+    }
+}
+
+#[inline(never)]
+fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
+    let me = thread_token();
+    let foreign = owners()
+        .iter()
+        .any(|&(raw, owner)| raw == ctx as usize && owner != me);
+    if foreign {
+        return Err(Error::with_detail(
+            "cuCtxPushCurrent_v2",
+            ErrorCode::NotPermitted,
+            "the context of an SM partition is made current on the thread that entered it \
+             only (the driver lets a green context be current on one thread at a time, with \
+             no internal synchronization): use the partition's streams, buffers, events and \
+             modules on that thread, or give this thread a partition of its own",
+        ));
+    }
+    Ok(())
+}
 
 /// `Err` naming `call` if a partitioned closure runs on this thread: inside one, no
 /// context but the partitions may be entered, so that no work is queued outside every
@@ -489,14 +544,33 @@ impl SmGroup<'_> {
     /// The partition's context is current on this thread for `f`. At the end, on every
     /// path: it is synchronized, popped, and the green context destroyed; a panic of `f`
     /// resumes after that. Errors come back as [`with_context`](crate::with_context)'s do.
+    ///
+    /// A part is `Send`, so a scoped thread may enter it; refused
+    /// ([`ErrorCode::NotPermitted`]) on a thread outside every partition that has a context
+    /// current (inside a `with_context` closure, whose guard `f` could use), as
+    /// [`with_partitions`] is.
     pub fn enter<R, E, F>(self, f: F) -> Result<R, E>
     where
         F: for<'p> FnOnce(ContextGuard<'p, Partitioned>) -> Result<R, E>,
         E: From<Error>,
     {
+        // inside a partition of this thread every other context is refused, so what is
+        // current there is a partition; outside, nothing may be
+        if INSIDE.with(Cell::get) == 0 && !driver::ctx_get_current()?.is_null() {
+            return Err(Error::with_detail(
+                "SmGroup::enter",
+                ErrorCode::NotPermitted,
+                "a context is current on this thread (is this inside a `with_context` \
+                 closure?): its guard would reach the partition's closure and queue work \
+                 outside every partition; enter the part where no context is current",
+            )
+            .into());
+        }
         let (handle, green) = make_partition(&self.resource, self.device)?;
         let raw = handle.as_ptr();
         ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize)));
+        owners().push((raw as usize, thread_token()));
+        LIVE.fetch_add(1, Ordering::Release);
         INSIDE.with(|n| n.set(n.get() + 1));
         // SAFETY: the green context lives until `end_partition`, after `f` returns, so its
         // `CUcontext` form outlives `'p`.
@@ -541,6 +615,10 @@ fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     unsafe { teardown::run_before_give_up(raw) };
     let popped = pop_exact(raw);
     ENTERED.with(|e| e.borrow_mut().retain(|&(ctx, _)| ctx != raw as usize));
+    // every value of the partition is gone (so no other thread can ask for it), before
+    // the green context is destroyed (so its address is not yet another's)
+    owners().retain(|&(ctx, _)| ctx != raw as usize);
+    LIVE.fetch_sub(1, Ordering::Release);
     INSIDE.with(|n| n.set(n.get() - 1));
     let destroyed = match popped {
         // SAFETY: every value branded with the partition is gone (the brand cannot leave
@@ -694,6 +772,41 @@ mod tests {
         unclaim(device.as_raw());
         claim(&device).unwrap();
         unclaim(device.as_raw());
+    }
+
+    #[test]
+    fn a_partitions_context_is_refused_on_every_thread_but_its_own() {
+        // a fake `CUcontext` form (an address no driver gives), passed between threads as
+        // a number
+        let ctx = || 0x7a00 as CUcontext;
+        owners().push((ctx() as usize, thread_token()));
+        LIVE.fetch_add(1, Ordering::Release);
+        let here = refuse_foreign(ctx());
+        let elsewhere = std::thread::scope(|t| t.spawn(|| refuse_foreign(ctx())).join().unwrap());
+        let other_context = std::thread::scope(|t| {
+            t.spawn(|| refuse_foreign(0x7b00 as CUcontext))
+                .join()
+                .unwrap()
+        });
+        owners().retain(|&(c, _)| c != ctx() as usize);
+        LIVE.fetch_sub(1, Ordering::Release);
+        assert_eq!(here, Ok(()), "the partition's own thread");
+        let e = elsewhere.unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("cuCtxPushCurrent_v2", ErrorCode::NotPermitted)
+        );
+        assert!(e.detail().unwrap().contains("one thread at a time"), "{e}");
+        assert_eq!(
+            other_context,
+            Ok(()),
+            "another context is not a partition's"
+        );
+        assert_eq!(
+            std::thread::scope(|t| t.spawn(|| refuse_foreign(ctx())).join().unwrap()),
+            Ok(()),
+            "the record is gone with the partition"
+        );
     }
 
     #[test]
