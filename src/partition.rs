@@ -3,8 +3,8 @@
 //! 12.4 and 12.5).
 //!
 //! A latency-critical kernel queued behind a kernel that fills every SM waits until SMs
-//! free up: on an H100, 505 ms behind a 0.5 s kernel of 1,056 blocks, measured in C (the
-//! guide's chapter 14 and `BENCHMARKS.md` have the numbers and the crate's). Green
+//! free up: on an H100, 500 ms behind a 0.5 s kernel of 1,056 blocks, against about 10 µs
+//! in a partition of its own (the guide's chapter 14 and `BENCHMARKS.md` have the numbers). Green
 //! contexts give each workload its own SMs, but the driver reserves nothing: a green
 //! context "does not reserve its SMs against other contexts", so isolation holds only if
 //! *every* piece of work goes through a partition, and only between partitions that are
