@@ -79,6 +79,10 @@
 //!   inside it every other way into a context (`with_context` and its forms,
 //!   `with_raw_context`, [`SharedContext::enter`](crate::SharedContext::enter), the owning
 //!   layer's `enter`) with [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted).
+//!   The same ways into a context *of the partitioned device* are refused on every other
+//!   thread of the process while the closure runs (a scoped thread spawned inside it, a
+//!   thread of a pool holding an owned context): one atomic load while no device is
+//!   partitioned.
 //!
 //! # Per partition, and shared
 //!
@@ -97,9 +101,12 @@
 //! * **Memory bandwidth and the L2 cache are shared.** A partition that streams memory
 //!   slows one that reads it; the isolation is of SMs (compute and the SM's own caches),
 //!   not of the memory system. The copy engines are shared too.
-//! * **Only work through partitions is isolated.** Other processes, and threads of this
-//!   process that are not inside a partition, can still queue work on any SM (the driver
-//!   reserves nothing). Keep the device's other users out (MPS, or one process per GPU).
+//! * **Only work through partitions is isolated.** Other processes can still queue work on
+//!   any SM (the driver reserves nothing): keep the device's other users out (MPS, or one
+//!   process per GPU). In this process, a context of the device that another thread had
+//!   entered *before* `with_partitions` began is not seen (the crate keeps no count of
+//!   entered contexts): its closure's work runs on any SM until it returns. Partition the
+//!   device before other threads use it, or when they have left their closures.
 //! * **The remainder has weaker guarantees.** The driver documents that the rest of a
 //!   split "does not have the same functional or performance guarantees" as the parts
 //!   (co-scheduling of its SMs for clusters); it is still disjoint from them.

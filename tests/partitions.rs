@@ -257,6 +257,8 @@ fn no_other_context_is_entered_inside_a_partitioned_closure() {
         let e = r.unwrap_err();
         assert_eq!((e.call(), e.code()), (call, ErrorCode::NotPermitted), "{e}");
     };
+    // an owned context made before the partitions, entered on another thread during them
+    let home = cuda_brand::owned::OwnedContext::primary(&device).unwrap();
     with_partitions(&device, |sms| {
         refused(
             with_context(&device, ContextFlags::default(), |_| Ok(())),
@@ -267,6 +269,21 @@ fn no_other_context_is_entered_inside_a_partitioned_closure() {
             "with_primary_context",
         );
         refused(with_partitions(&device, |_| Ok(())), "with_partitions");
+        // a scoped thread spawned in the closure is not inside it on its own thread, but
+        // the device is partitioned: no context of it is entered there either
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                refused(
+                    with_context(&device, ContextFlags::default(), |_| Ok(())),
+                    "with_context",
+                );
+                refused(
+                    with_primary_context(&device, |_| Ok(())),
+                    "with_primary_context",
+                );
+                refused(home.enter(|_| Ok(())), "OwnedContext::enter");
+            });
+        });
         let (part, _) = sms.split(1)?;
         part.enter(|_p| {
             refused(
@@ -285,6 +302,7 @@ fn no_other_context_is_entered_inside_a_partitioned_closure() {
     .unwrap();
     // once the closure has returned, contexts are entered as before
     with_context(&device, ContextFlags::default(), |ctx| ctx.synchronize()).unwrap();
+    home.enter(|ctx| ctx.synchronize()).unwrap();
 }
 
 fn a_partitions_context_is_made_current_on_its_own_thread_only() {

@@ -177,7 +177,11 @@ impl<'ctx> SharedContext<'ctx> {
     where
         E: From<Error>,
     {
-        super::partition::refuse_inside("SharedContext::enter")?;
+        // SAFETY: the brand keeps `self` inside the `with_context` closure: the context is
+        // alive.
+        unsafe {
+            super::partition::refuse_partitioned_context("SharedContext::enter", self.raw.as_ptr())
+        }?;
         // SAFETY: the brand keeps `self` inside the `with_context` closure, so the context is
         // alive; `run_scoped` pops it again on every exit path.
         unsafe { driver::ctx_push(self.raw.as_ptr()) }?;
@@ -394,7 +398,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_inside("with_context")?;
+    super::partition::refuse_partitioned("with_context", device.as_raw())?;
     // cuCtxCreate pushes the new context on the calling thread's stack.
     let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
@@ -418,7 +422,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_inside("with_phases")?;
+    super::partition::refuse_partitioned("with_phases", device.as_raw())?;
     let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
@@ -454,7 +458,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_inside("with_primary_context")?;
+    super::partition::refuse_partitioned("with_primary_context", device.as_raw())?;
     let raw = driver::primary_ctx_retain(device.as_raw())?;
     let raw = driver::non_null("cuDevicePrimaryCtxRetain", raw)?;
     // SAFETY: just retained; the release comes after the pop below or in `run_scoped`.
@@ -558,7 +562,6 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_inside("with_raw_context")?;
     let Some(raw) = NonNull::new(raw) else {
         return Err(Error::with_detail(
             "with_raw_context",
@@ -567,6 +570,8 @@ where
         )
         .into());
     };
+    // SAFETY: the caller promises the context is alive.
+    unsafe { super::partition::refuse_partitioned_context("with_raw_context", raw.as_ptr()) }?;
     // SAFETY: the caller promises the context is alive; it is popped after `f`.
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
@@ -603,7 +608,8 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_inside("OwnedContext::enter")?;
+    // SAFETY: the caller's promise: `raw` is alive.
+    unsafe { super::partition::refuse_partitioned_context("OwnedContext::enter", raw.as_ptr()) }?;
     // SAFETY: the caller's promise; `run_scoped` pops it again on every exit path.
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller's count keeps the context alive for all of `f`, so for `'ctx`.

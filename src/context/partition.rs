@@ -37,8 +37,10 @@ thread_local! {
     static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The devices a `with_partitions` closure is splitting, process-wide.
+/// The devices a `with_partitions` closure is splitting, process-wide, and how many there
+/// are ([`refuse_partitioned`] reads the count alone while there are none).
 static PARTITIONED: Mutex<Vec<CUdevice>> = Mutex::new(Vec::new());
+static PARTITIONED_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// The partitions alive in the process: (`CUcontext` form, [`thread_token`] of the thread
 /// that entered it), and how many there are ([`refuse_foreign`] reads the count alone
@@ -105,6 +107,60 @@ pub(crate) fn refuse_inside(call: &'static str) -> Result<()> {
     } else {
         Err(inside(call))
     }
+}
+
+/// Where a context of `device` is about to be entered (`with_context` and its forms):
+/// [`refuse_inside`], and `Err` naming `call` if any thread's `with_partitions` closure is
+/// splitting `device`. A scoped thread spawned inside a partitioned closure is not inside
+/// it on its own thread, so the thread-local check alone would let it enter a plain context
+/// of the device and queue work on every SM. One thread-local load and one atomic load
+/// while no device is partitioned.
+#[inline]
+pub(crate) fn refuse_partitioned(call: &'static str, device: CUdevice) -> Result<()> {
+    refuse_inside(call)?;
+    if PARTITIONED_COUNT.load(Ordering::Acquire) == 0 {
+        Ok(())
+    } else {
+        refuse_device(call, device)
+    }
+}
+
+/// [`refuse_partitioned`] for an entry point that has a context, not a device
+/// (`with_raw_context`, `SharedContext::enter`, the owning layer's `enter`): while a device
+/// is partitioned, the context's device is asked of the driver (a push, `cuCtxGetDevice`,
+/// a pop).
+///
+/// # Safety
+/// `ctx` is a live context.
+#[inline]
+pub(crate) unsafe fn refuse_partitioned_context(call: &'static str, ctx: CUcontext) -> Result<()> {
+    refuse_inside(call)?;
+    if PARTITIONED_COUNT.load(Ordering::Acquire) == 0 {
+        return Ok(());
+    }
+    refuse_foreign(ctx)?;
+    // SAFETY: the caller's promise; popped again right after.
+    unsafe { driver::ctx_push(ctx) }?;
+    let device = driver::ctx_get_device();
+    super::enter::pop_exact(ctx)?;
+    refuse_device(call, device?)
+}
+
+#[cold]
+#[inline(never)]
+fn refuse_device(call: &'static str, device: CUdevice) -> Result<()> {
+    let devices = PARTITIONED.lock().unwrap_or_else(PoisonError::into_inner);
+    if !devices.contains(&device) {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        call,
+        ErrorCode::NotPermitted,
+        "the device is partitioned (a `with_partitions` closure is running, on this thread or \
+         another): work of another context on it would run outside every partition, on SMs a \
+         partition counts on; make it a partition's work, or do it before `with_partitions` \
+         begins or after it returns",
+    ))
 }
 
 #[cold]
@@ -290,12 +346,14 @@ fn claim(device: &Device) -> Result<()> {
         ));
     }
     devices.push(device.as_raw());
+    PARTITIONED_COUNT.store(devices.len(), Ordering::Release);
     Ok(())
 }
 
 fn unclaim(dev: CUdevice) {
     let mut devices = PARTITIONED.lock().unwrap_or_else(PoisonError::into_inner);
     devices.retain(|&d| d != dev);
+    PARTITIONED_COUNT.store(devices.len(), Ordering::Release);
 }
 
 /// Reads the device's SM resource and limits, and retains its primary context.
@@ -772,6 +830,30 @@ mod tests {
         unclaim(device.as_raw());
         claim(&device).unwrap();
         unclaim(device.as_raw());
+    }
+
+    #[test]
+    fn while_a_device_is_partitioned_no_thread_enters_another_context_of_it() {
+        let (device, other) = (Device::fake_for_tests(9), Device::fake_for_tests(10));
+        assert_eq!(refuse_partitioned("with_context", device.as_raw()), Ok(()));
+        claim(&device).unwrap();
+        // another thread (a scoped thread spawned inside the partitioned closure, say)
+        let e = std::thread::scope(|t| {
+            t.spawn(|| refuse_partitioned("with_context", device.as_raw()))
+                .join()
+                .unwrap()
+        })
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NotPermitted);
+        assert_eq!(e.call(), "with_context");
+        assert!(
+            e.detail().unwrap().contains("the device is partitioned"),
+            "{e}"
+        );
+        // another device is not refused
+        assert_eq!(refuse_partitioned("with_context", other.as_raw()), Ok(()));
+        unclaim(device.as_raw());
+        assert_eq!(refuse_partitioned("with_context", device.as_raw()), Ok(()));
     }
 
     #[test]
