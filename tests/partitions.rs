@@ -338,9 +338,11 @@ fn a_partitions_context_is_made_current_on_its_own_thread_only() {
 
 fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
     // A part is `Send`: a scoped thread spawned in the partitioned closure may enter it.
-    // That thread is outside every partition until then, so it may have entered a plain
+    // That thread is outside every partition until then, so it may try to enter a plain
     // context first, whose guard its partition's closure could capture and use: work
-    // outside every partition. The same check as `with_partitions`' refuses it.
+    // outside every partition. The device is partitioned, so the plain context is refused
+    // already (`with_context`); `SmGroup::enter` makes the same check as `with_partitions`
+    // (no context current) behind it, for a context of another device.
     let Some(device) = partitionable() else {
         return;
     };
@@ -361,9 +363,10 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
         let e = entered.unwrap_err();
         assert_eq!(
             (e.call(), e.code()),
-            ("SmGroup::enter", ErrorCode::NotPermitted),
+            ("with_context", ErrorCode::NotPermitted),
             "{e}"
         );
+        assert!(e.detail().unwrap().contains("the device is partitioned"), "{e}");
         // a scoped thread with no context current enters a part as the closure's does
         std::thread::scope(|t| {
             t.spawn(|| rest.enter(|p| p.stream().map(drop)))
