@@ -366,7 +366,10 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
             ("with_context", ErrorCode::NotPermitted),
             "{e}"
         );
-        assert!(e.detail().unwrap().contains("the device is partitioned"), "{e}");
+        assert!(
+            e.detail().unwrap().contains("the device is partitioned"),
+            "{e}"
+        );
         // a scoped thread with no context current enters a part as the closure's does
         std::thread::scope(|t| {
             t.spawn(|| rest.enter(|p| p.stream().map(drop)))
