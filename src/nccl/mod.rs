@@ -9,7 +9,9 @@
 //! python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))'
 //! ```
 //!
-//! prints. NCCL 2.12 or newer is needed; without it every call is an error with
+//! prints. NCCL 2.12 or newer is needed, and 2.18 or newer for the communicators of
+//! [`Communicator::from_world`] and [`Communicator::from_env`] (their non-blocking
+//! initialisation and `ncclCommSplit`); without it every call is an error with
 //! [`ErrorCode::NcclNotFound`](crate::ErrorCode::NcclNotFound) (or
 //! [`NcclTooOld`](crate::ErrorCode::NcclTooOld)) saying what was tried.
 //!
