@@ -29,6 +29,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod harness;
+
 use std::ffi::{c_int, c_void};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -107,11 +109,7 @@ fn main() -> ExitCode {
                     cuda_brand::nccl::version().expect("NCCL's version"),
                     gpu_name(),
                 );
-                print!("{text}");
-                if let Some(path) = out {
-                    std::fs::write(&path, text).expect("writing the table");
-                    eprintln!("table written to {path}");
-                }
+                harness::emit(&text, out.as_deref());
             }
             ExitCode::SUCCESS
         }
@@ -253,7 +251,7 @@ fn sweep<'ctx>(ctx: ContextGuard<'ctx>, world: &World) -> cuda_brand::Result<Str
             cu::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), raw_dst, bytes)
         });
         assert!(back.iter().all(|&x| x == want), "raw: {bytes} B wrong");
-        let (a, b) = (median(ours), median(theirs));
+        let (a, b) = (harness::median(ours), harness::median(theirs));
         let (bw_a, bw_b) = (bytes as f64 / a * bus / 1e9, bytes as f64 / b * bus / 1e9);
         table += &format!(
             "| {} | {k} | {} | {} | {bw_a:.2} GB/s | {bw_b:.2} GB/s | {:.3} |\n",
@@ -273,11 +271,6 @@ fn sweep<'ctx>(ctx: ContextGuard<'ctx>, world: &World) -> cuda_brand::Result<Str
     }
     comm.finalize()?;
     Ok(table)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn size(bytes: usize) -> String {
