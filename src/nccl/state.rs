@@ -194,37 +194,26 @@ impl Core {
 }
 
 /// Calls `f` until it returns `Some` (that value) or `deadline` passes (`None`; a `None`
-/// deadline never passes). Between calls it yields the thread for the first 100 µs (NCCL's
-/// thread usually queues an operation within that), then sleeps, 20 µs first, doubling up
-/// to 20 ms, never past the deadline. An error of `f` ends the wait.
+/// deadline never passes), through the crate's one polling loop
+/// ([`poll_with`](crate::stream::poll_with)) with [`background_pause`]. An error of `f`
+/// ends the wait.
 pub(crate) fn poll_until<T>(
     deadline: Option<Instant>,
-    mut f: impl FnMut() -> Result<Option<T>>,
+    f: impl FnMut() -> Result<Option<T>>,
 ) -> Result<Option<T>> {
+    crate::stream::poll_with(Instant::now(), deadline, background_pause, f)
+}
+
+/// The pause between two polls of NCCL's background work after `waited`: none (yield the
+/// thread) for the first 100 µs, as NCCL's thread usually finishes a short job within that;
+/// then as long as the sleeps so far (the time waited past those 100 µs), at least 20 µs
+/// and at most 20 ms, so the pauses double from 20 µs.
+fn background_pause(waited: Duration) -> Option<Duration> {
     const YIELD_FOR: Duration = Duration::from_micros(100);
     const FIRST: Duration = Duration::from_micros(20);
     const LONGEST: Duration = Duration::from_millis(20);
-    let started = Instant::now();
-    let mut pause = FIRST;
-    loop {
-        if let Some(value) = f()? {
-            return Ok(Some(value));
-        }
-        let now = Instant::now();
-        let left = match deadline {
-            Some(d) => d.saturating_duration_since(now),
-            None => Duration::MAX,
-        };
-        if left.is_zero() {
-            return Ok(None);
-        }
-        if now.duration_since(started) < YIELD_FOR {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(pause.min(left));
-            pause = (pause * 2).min(LONGEST);
-        }
-    }
+    let slept = waited.checked_sub(YIELD_FOR)?;
+    Some(slept.clamp(FIRST, LONGEST))
 }
 
 #[cfg(test)]
@@ -255,5 +244,16 @@ mod tests {
         let e =
             poll_until::<()>(None, || Err(Error::new("f", ErrorCode::InvalidValue))).unwrap_err();
         assert_eq!(e.call(), "f");
+    }
+
+    #[test]
+    fn the_background_pauses_yield_first_then_double_from_20_us_to_20_ms() {
+        let us = Duration::from_micros;
+        assert_eq!(background_pause(us(0)), None);
+        assert_eq!(background_pause(us(99)), None);
+        assert_eq!(background_pause(us(100)), Some(us(20)));
+        assert_eq!(background_pause(us(140)), Some(us(40)));
+        assert_eq!(background_pause(us(180)), Some(us(80)));
+        assert_eq!(background_pause(Duration::from_secs(5)), Some(us(20_000)));
     }
 }

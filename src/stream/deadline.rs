@@ -135,17 +135,32 @@ pub(crate) fn settle(
 }
 
 /// Polls `done` until it reports `true` (`Ok(true)`), fails, or `deadline` passes
-/// (`Ok(false)`; `None`: no deadline), with the schedule of the module documentation,
-/// counting the time waited from `since` (the opening of the scope, or the call). The last
-/// poll is after the deadline's last pause.
+/// (`Ok(false)`; `None`: no deadline), with the schedule of the module documentation
+/// ([`pause`]), counting the time waited from `since` (the opening of the scope, or the
+/// call). The last poll is after the deadline's last pause.
 pub(crate) fn poll_until(
     since: Instant,
     deadline: Option<Instant>,
     mut done: impl FnMut() -> Result<bool>,
 ) -> Result<bool> {
+    let polled = poll_with(since, deadline, pause, || Ok(done()?.then_some(())))?;
+    Ok(polled.is_some())
+}
+
+/// Calls `f` until it returns `Some` (that value), fails, or `deadline` passes (`None`; a
+/// `None` deadline never passes). Between calls, `schedule(waited)` (the time since
+/// `since`) says how long to sleep, never past the deadline; `None` yields the thread
+/// instead. The polling loop of every bounded wait of the crate: this module's, with
+/// [`pause`], and NCCL's background work, with a coarser schedule of its own.
+pub(crate) fn poll_with<T>(
+    since: Instant,
+    deadline: Option<Instant>,
+    schedule: fn(Duration) -> Option<Duration>,
+    mut f: impl FnMut() -> Result<Option<T>>,
+) -> Result<Option<T>> {
     loop {
-        if done()? {
-            return Ok(true);
+        if let Some(value) = f()? {
+            return Ok(Some(value));
         }
         let now = Instant::now();
         let left = match deadline {
@@ -153,9 +168,9 @@ pub(crate) fn poll_until(
             None => Duration::MAX,
         };
         if left.is_zero() {
-            return Ok(false);
+            return Ok(None);
         }
-        match pause(now.saturating_duration_since(since)) {
+        match schedule(now.saturating_duration_since(since)) {
             None => std::thread::yield_now(),
             Some(pause) => std::thread::sleep(pause.min(left)),
         }

@@ -21,6 +21,9 @@ mod handle_order;
 pub(crate) use deadline::settle;
 #[doc(inline)]
 pub use deadline::{KeepWaiting, Overrun};
+// the polling loop of NCCL's bounded waits too
+#[cfg(feature = "nccl")]
+pub(crate) use deadline::poll_with;
 #[doc(inline)]
 pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
 #[cfg(any(feature = "cufft", feature = "curand"))]
