@@ -37,20 +37,53 @@ thread_local! {
     static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The devices a `with_partitions` closure is splitting, process-wide, and how many there
-/// are ([`refuse_partitioned`] reads the count alone while there are none).
-static PARTITIONED: Mutex<Vec<CUdevice>> = Mutex::new(Vec::new());
-static PARTITIONED_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// A process-wide list behind a lock, with its length kept beside it for the fast path:
+/// `is_empty` is one atomic load, so the checks made on every entry into a context cost
+/// that alone while the list is empty. The length is set from the list's own, under the
+/// lock, by every change ([`Listed::change`]).
+struct Listed<T> {
+    list: Mutex<Vec<T>>,
+    len: AtomicUsize,
+}
+
+impl<T> Listed<T> {
+    const fn new() -> Self {
+        Listed {
+            list: Mutex::new(Vec::new()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len.load(Ordering::Acquire) == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.list.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the list under its lock, then records its length.
+    fn change<R>(&self, f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+        let mut list = self.lock();
+        let r = f(&mut list);
+        self.len.store(list.len(), Ordering::Release);
+        r
+    }
+}
+
+/// The devices a `with_partitions` closure is splitting, process-wide
+/// ([`refuse_partitioned`] reads whether there are any alone while there are none).
+static PARTITIONED: Listed<CUdevice> = Listed::new();
 
 /// The partitions alive in the process: (`CUcontext` form, [`thread_token`] of the thread
-/// that entered it), and how many there are ([`refuse_foreign`] reads the count alone
-/// while there are none). A partition's values (streams, buffers, events, modules) are
-/// `Send` and `Sync`, so they reach scoped threads; the driver lets a green context be
-/// current on one thread at a time ("There is no internal synchronization to make API
-/// calls accessing the same green context from multiple threads work", `cuGreenCtxCreate`),
-/// and the partition's thread has it current for the whole of `SmGroup::enter`.
-static OWNERS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
-static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// that entered it) ([`refuse_foreign`] reads whether there are any alone while there are
+/// none). A partition's values (streams, buffers, events, modules) are `Send` and `Sync`,
+/// so they reach scoped threads; the driver lets a green context be current on one thread
+/// at a time ("There is no internal synchronization to make API calls accessing the same
+/// green context from multiple threads work", `cuGreenCtxCreate`), and the partition's
+/// thread has it current for the whole of `SmGroup::enter`.
+static OWNERS: Listed<(usize, usize)> = Listed::new();
 
 /// This thread, as a number no other live thread has: the address of its `INSIDE` (a
 /// `const` thread-local without a destructor, so readable at any time, also while other
@@ -60,17 +93,13 @@ fn thread_token() -> usize {
     INSIDE.with(|n| std::ptr::from_ref(n) as usize)
 }
 
-fn owners() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
-    OWNERS.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// `Err` if `ctx` is the `CUcontext` form of a partition entered on another thread: the
 /// crate is about to make it current here (`in_context`), where the driver would have one
 /// green context current on two threads. Called where a context is pushed for an
 /// operation; one atomic load while no partition lives.
 #[inline]
 pub(crate) fn refuse_foreign(ctx: CUcontext) -> Result<()> {
-    if LIVE.load(Ordering::Acquire) == 0 {
+    if OWNERS.is_empty() {
         Ok(())
     } else {
         refuse_foreign_slow(ctx)
@@ -80,7 +109,8 @@ pub(crate) fn refuse_foreign(ctx: CUcontext) -> Result<()> {
 #[inline(never)]
 fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
     let me = thread_token();
-    let foreign = owners()
+    let foreign = OWNERS
+        .lock()
         .iter()
         .any(|&(raw, owner)| raw == ctx as usize && owner != me);
     if foreign {
@@ -118,7 +148,7 @@ pub(crate) fn refuse_inside(call: &'static str) -> Result<()> {
 #[inline]
 pub(crate) fn refuse_partitioned(call: &'static str, device: CUdevice) -> Result<()> {
     refuse_inside(call)?;
-    if PARTITIONED_COUNT.load(Ordering::Acquire) == 0 {
+    if PARTITIONED.is_empty() {
         Ok(())
     } else {
         refuse_device(call, device)
@@ -135,7 +165,7 @@ pub(crate) fn refuse_partitioned(call: &'static str, device: CUdevice) -> Result
 #[inline]
 pub(crate) unsafe fn refuse_partitioned_context(call: &'static str, ctx: CUcontext) -> Result<()> {
     refuse_inside(call)?;
-    if PARTITIONED_COUNT.load(Ordering::Acquire) == 0 {
+    if PARTITIONED.is_empty() {
         return Ok(());
     }
     refuse_foreign(ctx)?;
@@ -149,8 +179,7 @@ pub(crate) unsafe fn refuse_partitioned_context(call: &'static str, ctx: CUconte
 #[cold]
 #[inline(never)]
 fn refuse_device(call: &'static str, device: CUdevice) -> Result<()> {
-    let devices = PARTITIONED.lock().unwrap_or_else(PoisonError::into_inner);
-    if !devices.contains(&device) {
+    if !PARTITIONED.lock().contains(&device) {
         return Ok(());
     }
     Err(Error::with_detail(
@@ -333,27 +362,25 @@ where
 
 /// Records that `device` is being partitioned, or refuses if it already is.
 fn claim(device: &Device) -> Result<()> {
-    let mut devices = PARTITIONED.lock().unwrap_or_else(PoisonError::into_inner);
-    if devices.contains(&device.as_raw()) {
-        return Err(Error::with_detail(
-            "with_partitions",
-            ErrorCode::NotPermitted,
-            format!(
-                "device {} is being partitioned already (by another `with_partitions` of \
-                 this process): a second split would overlap the first's partitions",
-                device.ordinal()
-            ),
-        ));
-    }
-    devices.push(device.as_raw());
-    PARTITIONED_COUNT.store(devices.len(), Ordering::Release);
-    Ok(())
+    PARTITIONED.change(|devices| {
+        if devices.contains(&device.as_raw()) {
+            return Err(Error::with_detail(
+                "with_partitions",
+                ErrorCode::NotPermitted,
+                format!(
+                    "device {} is being partitioned already (by another `with_partitions` of \
+                     this process): a second split would overlap the first's partitions",
+                    device.ordinal()
+                ),
+            ));
+        }
+        devices.push(device.as_raw());
+        Ok(())
+    })
 }
 
 fn unclaim(dev: CUdevice) {
-    let mut devices = PARTITIONED.lock().unwrap_or_else(PoisonError::into_inner);
-    devices.retain(|&d| d != dev);
-    PARTITIONED_COUNT.store(devices.len(), Ordering::Release);
+    PARTITIONED.change(|devices| devices.retain(|&d| d != dev));
 }
 
 /// Reads the device's SM resource and limits, and retains its primary context.
@@ -627,8 +654,7 @@ impl SmGroup<'_> {
         let (handle, green) = make_partition(&self.resource, self.device)?;
         let raw = handle.as_ptr();
         ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize)));
-        owners().push((raw as usize, thread_token()));
-        LIVE.fetch_add(1, Ordering::Release);
+        OWNERS.change(|owners| owners.push((raw as usize, thread_token())));
         INSIDE.with(|n| n.set(n.get() + 1));
         // SAFETY: the green context lives until `end_partition`, after `f` returns, so its
         // `CUcontext` form outlives `'p`.
@@ -675,8 +701,7 @@ fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     ENTERED.with(|e| e.borrow_mut().retain(|&(ctx, _)| ctx != raw as usize));
     // every value of the partition is gone (so no other thread can ask for it), before
     // the green context is destroyed (so its address is not yet another's)
-    owners().retain(|&(ctx, _)| ctx != raw as usize);
-    LIVE.fetch_sub(1, Ordering::Release);
+    OWNERS.change(|owners| owners.retain(|&(ctx, _)| ctx != raw as usize));
     INSIDE.with(|n| n.set(n.get() - 1));
     let destroyed = match popped {
         // SAFETY: every value branded with the partition is gone (the brand cannot leave
@@ -861,8 +886,7 @@ mod tests {
         // a fake `CUcontext` form (an address no driver gives), passed between threads as
         // a number
         let ctx = || 0x7a00 as CUcontext;
-        owners().push((ctx() as usize, thread_token()));
-        LIVE.fetch_add(1, Ordering::Release);
+        OWNERS.change(|owners| owners.push((ctx() as usize, thread_token())));
         let here = refuse_foreign(ctx());
         let elsewhere = std::thread::scope(|t| t.spawn(|| refuse_foreign(ctx())).join().unwrap());
         let other_context = std::thread::scope(|t| {
@@ -870,8 +894,7 @@ mod tests {
                 .join()
                 .unwrap()
         });
-        owners().retain(|&(c, _)| c != ctx() as usize);
-        LIVE.fetch_sub(1, Ordering::Release);
+        OWNERS.change(|owners| owners.retain(|&(c, _)| c != ctx() as usize));
         assert_eq!(here, Ok(()), "the partition's own thread");
         let e = elsewhere.unwrap_err();
         assert_eq!(
