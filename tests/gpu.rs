@@ -4,7 +4,8 @@
 //! checks made before any driver call, and the no-device paths (`no_device`).
 //!
 //! Most tests run several at a time, as `cargo test` runs tests. Those of `errors`,
-//! `phases`, `bulk_copies`, `teardown`, `partitions` and some of `owned` observe
+//! `phases`, `bulk_copies`, `teardown`, `partitions`, some of `owned` and the partition test
+//! of `ordering` observe
 //! process-wide state (the device's free memory, the crate's pools and staging, the primary
 //! context's retain count; a device is partitioned by one closure at a time): each runs
 //! after the others, alone (`common::harness::run_with_alone`). Tests of `events`,
@@ -39,6 +40,7 @@ mod kernels;
 mod memory;
 mod modules;
 mod no_device;
+mod ordering;
 mod owned;
 mod partitions;
 mod peer;
@@ -64,6 +66,7 @@ fn main() -> std::process::ExitCode {
     tests.extend(peer::tests());
     tests.extend(soundness::tests());
     tests.extend(owned::tests());
+    tests.extend(ordering::tests());
     #[cfg(feature = "derive")]
     tests.extend(derive::tests());
     tests.extend(no_device::tests());
@@ -74,5 +77,6 @@ fn main() -> std::process::ExitCode {
     alone.extend(teardown::tests_alone());
     alone.extend(owned::tests_alone());
     alone.extend(partitions::tests_alone());
+    alone.extend(ordering::tests_alone());
     common::harness::run_with_alone(tests, alone)
 }

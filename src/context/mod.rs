@@ -47,11 +47,12 @@ use crate::error::{Error, ErrorCode, Result};
 // `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
 // `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
 // of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory
-// the teardown frees), `partition.rs` (SM partitions: `with_partitions`, the split).
+// the teardown frees), `order.rs` (synchronous device writes ordered on the GPU), `partition.rs` (SM partitions: `with_partitions`, the split).
 pub(crate) mod deferred;
 mod device;
 mod enter;
 mod flags;
+pub(crate) mod order;
 pub(crate) mod partition;
 pub(crate) mod phase;
 pub(crate) mod teardown;

@@ -150,6 +150,8 @@ pub(crate) fn register_end_hooks(hooks: EndHooks) {
 /// `raw` is alive and current on the calling thread.
 #[inline]
 pub(crate) unsafe fn run_before_give_up(raw: CUcontext) {
+    // SAFETY: the caller's promise, which is `on_context_end`'s condition.
+    unsafe { super::order::on_context_end(raw) };
     if let Some(hooks) = END_HOOKS.get() {
         // SAFETY: the caller's promise, which is the hook's condition.
         unsafe { (hooks.before_give_up)(raw) }

@@ -1,5 +1,10 @@
 //! Wrappers: copies (host and device, 2D, 3D, between contexts) and fills, synchronous and
-//! stream-ordered. The "synchronous" ones wait for the legacy stream before they return.
+//! stream-ordered. The "synchronous" ones are queued on the legacy stream of the current
+//! context: those into device memory (host to device, device to device, fills, 2D and 3D
+//! copies) may still run when they return, and their caller completes them
+//! (`context::order::after_device_write`, or a wait for the legacy stream where the host
+//! may observe the memory next); device to host and between contexts are complete when
+//! they return.
 //! Every one is `unsafe`: the caller guarantees each range is valid for the access, and
 //! stays valid until the (possibly asynchronous) operation is done.
 
@@ -24,24 +29,14 @@ fn legacy_stream_synchronize() -> Result<()> {
     unsafe { stream_wait_idle(std::ptr::null_mut()) }
 }
 
-/// Copies host to device; complete when it returns.
+/// Copies host to device (`cuMemcpyHtoD`) on the legacy stream: from page-locked memory the
+/// copy is complete when it returns; from pageable memory the data has been staged (the
+/// host range may be reused) but may still be on its way. The caller completes it: a
+/// record of the legacy order, or a wait for the legacy stream ([`stream_wait_idle`] on
+/// null), once for a whole series of such copies.
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
-#[inline]
-pub(crate) unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> Result<()> {
-    cu!(cuMemcpyHtoD_v2(dst, src, bytes))?;
-    legacy_stream_synchronize()
-}
-
-/// Copies host to device (`cuMemcpyHtoD`) without the wait of [`memcpy_htod`]: from
-/// page-locked memory the copy is complete when it returns; from pageable memory the data
-/// has been staged (the host range may be reused) but may still be on its way. A caller
-/// that promises completion waits for the legacy stream afterwards
-/// ([`stream_wait_idle`] on null), once for a whole series of such copies.
-///
-/// # Safety
-/// As [`memcpy_htod`].
 #[inline]
 pub(crate) unsafe fn memcpy_htod_unwaited(
     dst: CUdeviceptr,
@@ -58,14 +53,18 @@ pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usiz
     cu!(cuMemcpyDtoH_v2(dst, src, bytes))
 }
 
-/// Copies device to device; complete when it returns.
+/// Copies device to device on the legacy stream; may still run when it returns (the
+/// caller completes it, as [`memcpy_htod_unwaited`]'s).
 ///
 /// # Safety
-/// Both device ranges are valid for `bytes`.
+/// Both device ranges are valid for `bytes` until the legacy stream has run the copy.
 #[inline]
-pub(crate) unsafe fn memcpy_dtod(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
-    cu!(cuMemcpyDtoD_v2(dst, src, bytes))?;
-    legacy_stream_synchronize()
+pub(crate) unsafe fn memcpy_dtod_unwaited(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> Result<()> {
+    cu!(cuMemcpyDtoD_v2(dst, src, bytes))
 }
 
 /// A memset pattern of 1, 2 or 4 bytes (`pub` only so the sealed `Memset` trait can name it;
@@ -77,18 +76,19 @@ pub enum Pattern {
     D32(u32),
 }
 
-/// Fills device memory; complete when it returns.
+/// Fills memory on the legacy stream; may still run when it returns (the caller completes
+/// it, as [`memcpy_htod_unwaited`]'s).
 ///
 /// # Safety
-/// `dst` is valid for `n` elements of the pattern's width.
+/// `dst` is valid for `n` elements of the pattern's width until the legacy stream has run
+/// the fill.
 #[inline]
-pub(crate) unsafe fn memset(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Result<()> {
+pub(crate) unsafe fn memset_unwaited(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Result<()> {
     match pattern {
         Pattern::D8(v) => cu!(cuMemsetD8_v2(dst, v, n)),
         Pattern::D16(v) => cu!(cuMemsetD16_v2(dst, v, n)),
         Pattern::D32(v) => cu!(cuMemsetD32_v2(dst, v, n)),
-    }?;
-    legacy_stream_synchronize()
+    }
 }
 
 /// # Safety
@@ -188,21 +188,23 @@ fn memcpy2d_desc(dst: Side2D, src: Side2D, width_bytes: usize, height: usize) ->
     d
 }
 
-/// A 2D copy; complete when it returns.
+/// A 2D copy on the legacy stream: complete when it returns where the destination is
+/// host memory; into device memory it may still run (the caller completes it, as
+/// [`memcpy_htod_unwaited`]'s).
 ///
 /// # Safety
 /// Each side is valid for `height` rows of `width_bytes` at its pitch (host memory for
-/// reading or writing as its side says).
+/// reading or writing as its side says), device memory until the legacy stream has run the
+/// copy.
 #[inline]
-pub(crate) unsafe fn memcpy_2d(
+pub(crate) unsafe fn memcpy_2d_unwaited(
     dst: Side2D,
     src: Side2D,
     width_bytes: usize,
     height: usize,
 ) -> Result<()> {
     let desc = memcpy2d_desc(dst, src, width_bytes, height);
-    cu!(cuMemcpy2D_v2(&desc))?;
-    legacy_stream_synchronize()
+    cu!(cuMemcpy2D_v2(&desc))
 }
 
 /// # Safety
@@ -280,17 +282,18 @@ impl Copy3D {
     }
 }
 
-/// A 3D copy (`cuMemcpy3D`); complete when it returns.
+/// A 3D copy (`cuMemcpy3D`) on the legacy stream, complete when it returns as a 2D copy
+/// is ([`memcpy_2d_unwaited`]).
 ///
 /// # Safety
 /// Each side is valid, from its start `at`, for `extent[2]` slices `slice_rows` rows apart
 /// of `extent[1]` rows of `extent[0]` bytes at its pitch (host memory for reading or
-/// writing as its side says); the two do not overlap.
+/// writing as its side says), device memory until the legacy stream has run the copy; the
+/// two do not overlap.
 #[inline]
-pub(crate) unsafe fn memcpy_3d(copy: &Copy3D) -> Result<()> {
+pub(crate) unsafe fn memcpy_3d_unwaited(copy: &Copy3D) -> Result<()> {
     let desc = copy.desc();
-    cu!(cuMemcpy3D_v2(&desc))?;
-    legacy_stream_synchronize()
+    cu!(cuMemcpy3D_v2(&desc))
 }
 
 /// # Safety

@@ -129,12 +129,15 @@ pub(crate) unsafe fn mem_advise(
 
 /// Where the memory at `p` is, as the driver sees it: its context (null for memory-pool
 /// allocations and memory the driver did not allocate), whether the driver knows the
-/// address at all (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE` non-zero), and its device's ordinal.
+/// address at all (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE` non-zero), its device's ordinal, and
+/// whether the host can read it directly (managed memory, or host memory: page-locked,
+/// mapped, or of a pool on the host).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PointerInfo {
     pub(crate) context: CUcontext,
     pub(crate) known: bool,
     pub(crate) device: c_int,
+    pub(crate) host_visible: bool,
 }
 
 /// One `cuPointerGetAttributes` call: see [`PointerInfo`]. Never an error for an address
@@ -144,15 +147,17 @@ pub(crate) fn pointer_info(p: CUdeviceptr) -> Result<PointerInfo> {
     let mut context: CUcontext = std::ptr::null_mut();
     let mut memory_type: c_uint = 0;
     let mut device: c_int = -1;
-    // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE, _DEVICE_ORDINAL
-    let mut attributes: [c_int; 3] = [1, 2, 9];
-    let mut data: [*mut c_void; 3] = [
+    let mut managed: c_int = 0;
+    // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE, _DEVICE_ORDINAL, _IS_MANAGED
+    let mut attributes: [c_int; 4] = [1, 2, 9, 8];
+    let mut data: [*mut c_void; 4] = [
         (&mut context as *mut CUcontext).cast(),
         (&mut memory_type as *mut c_uint).cast(),
         (&mut device as *mut c_int).cast(),
+        (&mut managed as *mut c_int).cast(),
     ];
     cu!(cuPointerGetAttributes(
-        3,
+        4,
         attributes.as_mut_ptr(),
         data.as_mut_ptr(),
         p
@@ -161,6 +166,8 @@ pub(crate) fn pointer_info(p: CUdeviceptr) -> Result<PointerInfo> {
         context,
         known: memory_type != 0,
         device,
+        // CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_UNIFIED = 4
+        host_visible: managed != 0 || memory_type == 1 || memory_type == 4,
     })
 }
 

@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 #[cfg(doc)]
 use super::PinnedBuffer;
 use super::span::{checked_byte_len, empty_address};
-use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, staging};
+use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, legacy, staging};
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::Result;
@@ -29,6 +29,9 @@ pub(crate) unsafe fn free_plain(
     ptr: CUdeviceptr,
 ) -> Result<()> {
     let free = || {
+        // `cuMemFree` is not documented to wait for work of other streams on the memory:
+        // synchronous writes still pending are waited for first (`docs/design/ordering.md`)
+        crate::context::order::wait_on_host()?;
         // SAFETY: the caller gives up `ptr`.
         unsafe { driver::mem_free(ptr) }
     };
@@ -52,6 +55,10 @@ unsafe fn free_buffer_memory(
         return unsafe { free_plain(ctx, ptr) };
     }
     let free = || {
+        // the free runs on `ctx`'s legacy stream, after its own synchronous writes; those
+        // of other contexts (a slice of pool memory written while another was current) are
+        // ordered before it here
+        legacy::sync_read(Some(ctx), || Ok(()))?;
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
         unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };
@@ -346,12 +353,19 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         if self.size_in_bytes() == 0 {
             return Ok(());
         }
+        let ctx = self.owner.context();
         let zero = || {
-            // SAFETY: the buffer's own bytes, just allocated.
-            unsafe { driver::memset(self.ptr, Pattern::D8(0), self.size_in_bytes()) }
+            // SAFETY: the buffer's own bytes, just allocated, kept until the legacy order
+            // completes the fill (no scope or free runs before it).
+            let fill = || unsafe {
+                driver::memset_unwaited(self.ptr, Pattern::D8(0), self.size_in_bytes())
+            };
+            // SAFETY: `ctx` is current (`in_context`) and alive (the brand); a buffer is
+            // device memory, which the host cannot read.
+            unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, fill) }
         };
         // SAFETY: the brand keeps the buffer's context alive.
-        unsafe { context::in_context(self.owner.context(), zero) }
+        unsafe { context::in_context(ctx, zero) }
     }
 
     /// Allocates a buffer holding a copy of `src`; complete when it returns. From 16 MiB,
@@ -392,9 +406,13 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
                     return Ok(());
                 }
             }
-            // SAFETY: same length; the buffer was just allocated.
-            unsafe { driver::memcpy_htod(self.ptr, src.as_ptr().cast(), bytes) }
+            // SAFETY: same length; the buffer was just allocated and stays until the legacy
+            // order completes the copy; `src` is read before the call returns.
+            unsafe { driver::memcpy_htod_unwaited(self.ptr, src.as_ptr().cast(), bytes) }
         };
+        // SAFETY: `ctx` is current (`in_context` below) and alive (the brand); a buffer is
+        // device memory, which the host cannot read.
+        let copy = || unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, copy) };
         // SAFETY: the brand keeps the buffer's context alive.
         unsafe { context::in_context(ctx, copy) }
     }
@@ -435,6 +453,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// and the address is used as [`DeviceSlice::as_device_ptr`] requires (not after the
     /// free; read while nothing writes it, written while nothing else uses it).
     pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+        // The memory leaves the crate, whose scopes are what waits for pending synchronous
+        // writes on the GPU: they are waited for here, so that the caller's own work on
+        // any stream finds the memory written. A failure is the sticky error of a context
+        // that ran one of them, which every later use of the memory reports.
+        let _ = crate::context::order::wait_on_host();
         if self.owner.is_deferred() {
             crate::context::deferred::undefer(self.ptr as usize);
         }

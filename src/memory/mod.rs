@@ -6,7 +6,10 @@
 //! `&buf[2..10]`, `split_at_mut`, `chunks`, and the borrow checker's usual rules about
 //! `&` and `&mut` apply to device memory too.
 //!
-//! The synchronous operations here (copies, fills) are complete when they return. The
+//! The synchronous operations here (copies, fills) are complete when they return, as far
+//! as anyone can observe: a write into device memory may still run on the GPU, ordered
+//! before every later scope and synchronous operation that could touch the memory
+//! (`docs/design/ordering.md`). The
 //! asynchronous ones live on a stream's scope ([`Stream::scope`](crate::Stream::scope)),
 //! which borrows every buffer it touches until it has synchronized, so no buffer can be
 //! freed or touched by the host while queued work still uses it.
@@ -33,10 +36,12 @@ pub(crate) mod sealed {
 // driver call), `slice.rs` (`DeviceSlice` and its synchronous operations), `buffer.rs`
 // (`DeviceBuffer`), `pinned.rs` (`PinnedBuffer`), `pool.rs`, `managed.rs`, `pitched.rs`
 // (2D), `pitched3d.rs` (3D), `peer.rs` (peer access), `staging/` (the bulk-copy staging),
-// `adopt.rs` (the checks of the `from_raw_parts` constructors).
+// `adopt.rs` (the checks of the `from_raw_parts` constructors), `legacy.rs` (how the
+// synchronous operations are ordered and completed).
 mod adopt;
 mod buffer;
 mod copy;
+pub(crate) mod legacy;
 pub mod managed;
 pub mod peer;
 mod pinned;

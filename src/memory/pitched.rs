@@ -36,7 +36,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::{DeviceCopy, Span, checked_byte_len, empty_address};
+use super::{DeviceCopy, Span, checked_byte_len, empty_address, legacy};
 use crate::context::{self, Allocating, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
@@ -226,12 +226,18 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             )?;
         }
         if buf.bytes() != 0 {
+            let ctx = buf.ctx;
             let zero = || {
-                // SAFETY: the allocation's `pitch * height` bytes.
-                unsafe { driver::memset(buf.ptr, Pattern::D8(0), buf.bytes()) }
+                // SAFETY: the allocation's `pitch * height` bytes, device memory owned by
+                // `buf` until the legacy order completes the fill.
+                let fill =
+                    || unsafe { driver::memset_unwaited(buf.ptr, Pattern::D8(0), buf.bytes()) };
+                // SAFETY: `ctx` is current (`in_context`) and alive (the brand); pitched
+                // memory is device memory.
+                unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, fill) }
             };
             // SAFETY: the brand keeps the context alive.
-            unsafe { context::in_context(buf.ctx, zero) }?;
+            unsafe { context::in_context(ctx, zero) }?;
         }
         Ok(buf)
     }
@@ -285,6 +291,12 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// memory is freed (this buffer dropped); and work given it reads the memory only while nothing
     /// writes it and writes it only while nothing else uses it, until that work has
     /// finished, as the borrow of this buffer would make the crate's copies and launches do.
+    ///
+    /// The crate's synchronous writes into device memory (`copy_from_host`, `fill`,
+    /// `zeroed`, ...) may still run on the GPU when they return: the crate's scopes wait
+    /// for them there (`docs/design/ordering.md`). Work queued outside a scope (a stream of
+    /// your own) waits for them first: queue it inside a scope, or call
+    /// [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) before.
     #[inline]
     pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
         self.device_ptr()
@@ -315,13 +327,25 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         (self.row_bytes(), self.height)
     }
 
-    /// Runs `op` in the buffer's context; nothing for a buffer of no bytes.
-    pub(crate) fn run(&self, op: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// Runs `op`, a synchronous copy on the legacy stream, in the buffer's context, after the
+    /// pending writes of other contexts; one into the device (`writes_device`) is completed
+    /// by a record of the legacy order (`memory::legacy`). Nothing for a buffer of no bytes.
+    pub(crate) fn run(&self, writes_device: bool, op: impl FnOnce() -> Result<()>) -> Result<()> {
         if self.row_bytes() == 0 || self.height == 0 {
             return Ok(());
         }
+        let ctx = self.ctx;
+        let ordered = || {
+            if writes_device {
+                // SAFETY: `ctx` is current (`in_context`) and alive (the brand); pitched
+                // memory is device memory (`cuMemAllocPitch`), which the host cannot read.
+                unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, op) }
+            } else {
+                legacy::sync_read(Some(ctx), op)
+            }
+        };
         // SAFETY: the brand keeps the context alive.
-        unsafe { context::in_context(self.ctx, op) }
+        unsafe { context::in_context(ctx, ordered) }
     }
 
     /// Copies `height` rows of `width` elements from `src`, rows `row_len` elements apart,
@@ -341,9 +365,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         let (w, h) = self.extent();
         let pitch = host_pitch::<T>("DeviceBuffer2D::copy_from_host", row_len);
         let src = Side2D::Host(src.as_ptr().cast(), pitch);
-        self.run(|| {
-            // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked).
-            unsafe { driver::memcpy_2d(self.side(), src, w, h) }
+        self.run(true, || {
+            // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); the
+            // host side is read before the call returns, the device side stays borrowed
+            // until the legacy order completes the copy.
+            unsafe { driver::memcpy_2d_unwaited(self.side(), src, w, h) }
         })
     }
 
@@ -364,10 +390,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         let (w, h) = self.extent();
         let pitch = host_pitch::<T>("DeviceBuffer2D::copy_to_host", row_len);
         let dst = Side2D::HostMut(dst.as_mut_ptr().cast(), pitch);
-        self.run(|| {
+        self.run(false, || {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); any
-            // bytes are a valid `T`.
-            unsafe { driver::memcpy_2d(dst, self.side(), w, h) }
+            // bytes are a valid `T`; into host memory the copy is complete when it returns.
+            unsafe { driver::memcpy_2d_unwaited(dst, self.side(), w, h) }
         })
     }
 
@@ -383,9 +409,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             super::fail(e)
         }
         let (w, h) = self.extent();
-        self.run(|| {
-            // SAFETY: two distinct allocations (one borrowed exclusively) of the same shape.
-            unsafe { driver::memcpy_2d(self.side(), src.side(), w, h) }
+        self.run(true, || {
+            // SAFETY: two distinct allocations (one borrowed exclusively) of the same shape,
+            // both device memory kept until the legacy order completes the copy.
+            unsafe { driver::memcpy_2d_unwaited(self.side(), src.side(), w, h) }
         })
     }
 
@@ -429,9 +456,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         if self.row_bytes() != 0 && self.height != 0 {
             let (w, h) = self.extent();
             let dst = Side2D::HostMut(v.spare_capacity_mut().as_mut_ptr().cast(), w);
-            self.run(|| {
-                // SAFETY: the vector has room for `h` packed rows of `w` bytes.
-                unsafe { driver::memcpy_2d(dst, self.side(), w, h) }
+            self.run(false, || {
+                // SAFETY: the vector has room for `h` packed rows of `w` bytes; into host
+                // memory the copy is complete when it returns.
+                unsafe { driver::memcpy_2d_unwaited(dst, self.side(), w, h) }
             })?;
         }
         // SAFETY: the copy initialised all `n` elements (any bytes are a valid `T`).

@@ -372,8 +372,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         self.plan_from_device(what, [0; 3], src, src.whole())
     }
 
-    /// Runs `copy`, a plan of this buffer, in the buffer's context; complete when it
-    /// returns. A copy of no bytes reaches no driver.
+    /// Runs `copy`, a plan of this buffer, in the buffer's context: into the host complete
+    /// when it returns, into the device completed by a record of the legacy order (as
+    /// every synchronous device write: `memory::legacy`). A copy of no bytes reaches no
+    /// driver.
     ///
     /// # Safety
     /// `copy` was made by one of this buffer's `plan_*` functions, and the caller borrows
@@ -382,11 +384,15 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         if copy.is_empty() {
             return Ok(());
         }
-        self.rows.run(|| {
+        let writes_device = matches!(copy.dst.memory, Side2D::Device(..));
+        self.rows.run(writes_device, || {
             // SAFETY: the plan checked both sides against the copy's extent, and the caller
             // keeps them borrowed (the destination exclusively); a buffer's two sides are
-            // distinct allocations (one is borrowed `&mut`, the other `&`).
-            unsafe { driver::memcpy_3d(copy) }
+            // distinct allocations (one is borrowed `&mut`, the other `&`). Into host
+            // memory the copy is complete when it returns; into the device, the buffer's
+            // memory stays until the legacy order completes it (no free or scope runs
+            // before it).
+            unsafe { driver::memcpy_3d_unwaited(copy) }
         })
     }
 

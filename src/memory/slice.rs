@@ -7,6 +7,7 @@ use std::ptr::NonNull;
 
 #[cfg(doc)]
 use super::DeviceBuffer;
+use super::legacy::{self, Completion};
 use super::span::{
     Span, bounds, byte_len, check_lengths, chunk_size, fail, lengths_match, overlap_error,
     split_point,
@@ -140,6 +141,12 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     /// memory is freed (the buffer dropped, or the scope that allocated it ended); and work given it reads the memory only while nothing
     /// writes it and writes it only while nothing else uses it, until that work has
     /// finished, as the borrow of this slice would make the crate's copies and launches do.
+    ///
+    /// The crate's synchronous writes into device memory (`copy_from_host`, `fill`,
+    /// `zeroed`, ...) may still run on the GPU when they return: the crate's scopes wait
+    /// for them there (`docs/design/ordering.md`). Work queued outside a scope (a stream of
+    /// your own) waits for them first: queue it inside a scope, or call
+    /// [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) before.
     #[inline]
     pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
         self.device_ptr()
@@ -336,20 +343,28 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         let staged = staging::wanted(staging::Kind::FromHost, bytes);
-        in_memory_context_with(self.device_ptr(), |ctx| {
-            if let (true, Some(ctx)) = (staged, ctx) {
-                // SAFETY: `ctx` is current and alive (`in_memory_context_with`); both
-                // ranges have `bytes` bytes; `self` is exclusively borrowed device memory
-                // and `src` a shared borrow nobody writes during the call.
-                if unsafe {
-                    staging::host_to_device(ctx, self.device_ptr(), src.as_ptr().cast(), bytes)
-                }? {
-                    return Ok(());
+        in_memory_context_with(self.device_ptr(), |ctx, completion| {
+            let write = || {
+                if let (true, Some(ctx)) = (staged, ctx) {
+                    // SAFETY: `ctx` is current and alive (`in_memory_context_with`); both
+                    // ranges have `bytes` bytes; `self` is exclusively borrowed device memory
+                    // and `src` a shared borrow nobody writes during the call.
+                    if unsafe {
+                        staging::host_to_device(ctx, self.device_ptr(), src.as_ptr().cast(), bytes)
+                    }? {
+                        return Ok(());
+                    }
                 }
-            }
-            // SAFETY: both ranges have `bytes` bytes; `self` is exclusively borrowed device
-            // memory of a live context and `src` a live host slice.
-            unsafe { driver::memcpy_htod(self.device_ptr(), src.as_ptr().cast(), bytes) }
+                // SAFETY: both ranges have `bytes` bytes; `self` is exclusively borrowed
+                // device memory of a live context (until the legacy order completes the
+                // copy: no scope or free runs before it) and `src` a live host slice, read
+                // before the call returns.
+                unsafe {
+                    driver::memcpy_htod_unwaited(self.device_ptr(), src.as_ptr().cast(), bytes)
+                }
+            };
+            // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`).
+            unsafe { legacy::device_write(ctx, completion, write) }
         })
     }
 
@@ -367,7 +382,8 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         let staged = staging::wanted(staging::Kind::ToHost, bytes);
-        in_memory_context_with(self.device_ptr(), |ctx| {
+        in_memory_context_with(self.device_ptr(), |ctx, _| {
+            legacy::sync_read(ctx, || Ok(()))?;
             if let (true, Some(ctx)) = (staged, ctx) {
                 // SAFETY: `ctx` is current and alive; both ranges have `bytes` bytes; `dst`
                 // is exclusively borrowed, and any bytes are a valid `T` (`DeviceCopy`).
@@ -411,10 +427,19 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                 &src_span,
             ));
         }
-        // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this context
-        // (one brand) and do not overlap (checked above).
-        in_memory_context(self.device_ptr(), || unsafe {
-            driver::memcpy_dtod(self.device_ptr(), src.device_ptr(), self.size_in_bytes())
+        in_memory_context_with(self.device_ptr(), |ctx, completion| {
+            // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this
+            // context (one brand), borrowed until the legacy order completes the copy (no
+            // scope or free runs before it), and do not overlap (checked above).
+            let write = || unsafe {
+                driver::memcpy_dtod_unwaited(
+                    self.device_ptr(),
+                    src.device_ptr(),
+                    self.size_in_bytes(),
+                )
+            };
+            // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`).
+            unsafe { legacy::device_write(ctx, completion, write) }
         })
     }
 
@@ -430,7 +455,8 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         let bytes = self.size_in_bytes();
         if bytes != 0 {
             let staged = staging::wanted(staging::Kind::ToNewHost, bytes);
-            in_memory_context_with(self.device_ptr(), |ctx| {
+            in_memory_context_with(self.device_ptr(), |ctx, _| {
+                legacy::sync_read(ctx, || Ok(()))?;
                 if let (true, Some(ctx)) = (staged, ctx) {
                     // SAFETY: `ctx` is current and alive; `dst` is the new `Vec`'s spare
                     // room for `len` elements (`bytes` bytes), which nothing else uses;
@@ -464,13 +490,18 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if self.size_in_bytes() == 0 {
             return Ok(());
         }
-        // SAFETY: `len` elements of the pattern's width are the view's bytes.
-        in_memory_context(self.device_ptr(), || unsafe {
-            driver::memset(
-                self.device_ptr(),
-                sealed::Sealed::pattern(value),
-                self.len(),
-            )
+        in_memory_context_with(self.device_ptr(), |ctx, completion| {
+            // SAFETY: `len` elements of the pattern's width are the view's bytes, borrowed
+            // until the legacy order completes the fill.
+            let write = || unsafe {
+                driver::memset_unwaited(
+                    self.device_ptr(),
+                    sealed::Sealed::pattern(value),
+                    self.len(),
+                )
+            };
+            // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`).
+            unsafe { legacy::device_write(ctx, completion, write) }
         })
     }
 }
@@ -521,31 +552,43 @@ fn out_of_range(len: usize) -> ! {
 /// context current (`CU_POINTER_ATTRIBUTE_CONTEXT`), whatever is current on the calling
 /// thread: a nested context of another device, or none (a scoped worker that did not
 /// `enter`). The driver queues a "synchronous" fill or device copy on the current
-/// context's legacy stream, and the crate waits for that stream: running in the memory's
-/// own context makes that wait the right one by construction. Memory the driver ties to no
-/// context (a module's global variable) runs in the current context, which must exist.
-fn in_memory_context<T>(ptr: CUdeviceptr, op: impl FnOnce() -> Result<T>) -> Result<T> {
-    in_memory_context_with(ptr, |_| op())
-}
-
-/// As [`in_memory_context`], telling `op` which context it runs in: the memory's own, or
-/// the calling thread's current one (alive while `op` runs: a brand covers the memory's
-/// context, and a current context stays current), or `None` where the device's primary
-/// context is retained for `op` alone (no staging is kept for it).
+/// context's legacy stream, and the crate completes it there (`legacy`): running in the
+/// memory's own context makes that the right stream by construction. Memory the driver ties
+/// to no context (of a pool, or a module's global variable) runs in the current context,
+/// which must exist (or the device's primary context).
+///
+/// `op` is told which context it runs in: the memory's own, or the calling thread's current
+/// one (alive while `op` runs: a brand covers the memory's context, and a current context
+/// stays current), or `None` where the device's primary context is retained for `op` alone
+/// (no staging and no legacy order is kept for it); and how a write into the memory is
+/// completed: a record of the memory's own context, a record of the current context only
+/// where it has an event already (another library may have made it current), a wait on the
+/// host where the host can read the memory directly (managed or host memory) or the context
+/// is retained for `op` alone.
 #[inline]
 fn in_memory_context_with<T>(
     ptr: CUdeviceptr,
-    op: impl FnOnce(Option<NonNull<cuda_driver_sys::CUctx_st>>) -> Result<T>,
+    op: impl FnOnce(Option<NonNull<cuda_driver_sys::CUctx_st>>, Completion) -> Result<T>,
 ) -> Result<T> {
     let info = driver::pointer_info(ptr)?;
     if let Some(ctx) = std::ptr::NonNull::new(info.context) {
+        // the memory's own context is one the crate entered (its allocation, or memory
+        // adopted in the guard's own context)
+        let completion = match info.host_visible {
+            true => Completion::HostWait,
+            false => Completion::Record,
+        };
         // SAFETY: the memory's context is alive while the memory is (the brand).
-        return unsafe { context::in_context(ctx, || op(Some(ctx))) };
+        return unsafe { context::in_context(ctx, || op(Some(ctx), completion)) };
     }
     // Memory of a pool (the device's, not a context's) or a module global.
     let current = driver::ctx_get_current()?;
     if !current.is_null() && (!info.known || driver::ctx_get_device()? == info.device) {
-        return op(NonNull::new(current));
+        let completion = match info.host_visible {
+            true => Completion::HostWait,
+            false => Completion::RecordIfKnown,
+        };
+        return op(NonNull::new(current), completion);
     }
     if !info.known {
         return Err(Error::with_detail(
@@ -559,7 +602,8 @@ fn in_memory_context_with<T>(
     let primary = driver::primary_ctx_retain(device)?;
     let primary = driver::non_null("cuDevicePrimaryCtxRetain", primary);
     // SAFETY: just retained, released below.
-    let result = primary.and_then(|ctx| unsafe { context::in_context(ctx, || op(None)) });
+    let result = primary
+        .and_then(|ctx| unsafe { context::in_context(ctx, || op(None, Completion::HostWait)) });
     // SAFETY: balances the retain above; nothing of the primary context is kept.
     let released = unsafe { driver::primary_ctx_release(device) };
     crate::context::teardown::keep_both(result, released)

@@ -86,9 +86,10 @@ mod views;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::context::{Dynamic, StreamKind};
+use crate::context::{Dynamic, StreamKind, order};
 use crate::driver::CUdeviceptr;
 use crate::error::Result;
 use crate::launch::{KernelMut, LaunchCache, ScopedKernel};
@@ -194,6 +195,10 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     lanes: Option<(&'scope Lanes, usize)>,
     /// The host functions queued on the stream (`host_fn/`), finished at the scope's end.
     pub(crate) host_fns: host_fn::HostFns,
+    /// The epoch of the legacy order (`context::order`) up to which the stream already
+    /// waits for synchronous device writes: every operation of the scope waits for the
+    /// newer ones first ([`StreamScope::ordered`]).
+    legacy_covered: AtomicU64,
     /// Invariance over `'scope`, so that `'scope` cannot shrink (as in
     /// `std::thread::Scope`): an operation borrows what it touches for `'scope`, and the
     /// scope synchronizes its stream only at its end. Were it covariant, the closure could
@@ -336,6 +341,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             launch_cache: Mutex::new(LaunchCache::default()),
             lanes,
             host_fns: host_fn::HostFns::new(),
+            legacy_covered: AtomicU64::new(0),
             _scope: PhantomData,
             _env: PhantomData,
             _thread: PhantomData,
@@ -359,6 +365,12 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
 
     /// Runs `op`, one operation on this scope's stream touching `spans`, after the waits a
     /// multi-stream scope needs (none for a scope of one stream), and records it.
+    ///
+    /// Every operation of a scope (copies, fills, launches, graph launches, library calls,
+    /// NCCL, host functions) comes here, so this is where the stream first waits for the
+    /// synchronous device writes made since it last did (`context::order`): a write made
+    /// before the scope opened or while it is open (into memory the scope binds later).
+    /// With none pending, one or two atomic loads.
     #[inline(always)]
     pub(crate) fn ordered(
         &self,
@@ -366,10 +378,31 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         globals: Option<usize>,
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
+        if !order::is_settled(self.legacy_covered.load(Ordering::Relaxed)) {
+            self.wait_for_sync_writes()?;
+        }
         match self.lanes {
             None => op(),
             Some((lanes, me)) => lanes.run(me, spans, globals, op),
         }
+    }
+
+    /// Makes the stream wait for the pending synchronous device writes (the slow path of
+    /// [`ordered`](StreamScope::ordered)).
+    #[cold]
+    #[inline(never)]
+    fn wait_for_sync_writes(&self) -> Result<()> {
+        let covered = self.legacy_covered.load(Ordering::Relaxed);
+        // SAFETY: the scope borrows its stream, which is alive.
+        let covered = unsafe { order::stream_after_writes(self.stream.raw(), covered) }?;
+        self.legacy_covered.fetch_max(covered, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The epoch of the legacy order the stream has waited for: complete once the stream
+    /// has synchronized (`order::settle` at the scope's end).
+    pub(crate) fn legacy_covered(&self) -> u64 {
+        self.legacy_covered.load(Ordering::Relaxed)
     }
 
     /// Binds `slice` to the scope for writing: the returned handle is `Copy`, so several

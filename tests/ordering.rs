@@ -1,0 +1,448 @@
+//! The legacy order (issue 28, `docs/design/ordering.md`): a synchronous write into device
+//! memory (`from_slice`, `zeroed`, `copy_from_host`, `fill`, `copy_from_device`, 2D and 3D
+//! copies) may still run on the GPU when it returns, and every later scope operation,
+//! synchronous operation of another context and free is ordered after it on the GPU. Each
+//! test makes the write as large as it can be slow and reads the memory right after on a
+//! non-blocking stream (or another context, thread, partition or GPU), many times, and
+//! asserts every value: a missing order shows as stale values.
+
+use std::sync::mpsc;
+
+use crate::common;
+
+use cuda_brand::prelude::*;
+use cuda_brand::{
+    DeviceBuffer2D, DeviceBuffer3D, ErrorCode, PartitionGuard, SharedContext, copy_peer,
+    with_partitions,
+};
+
+/// Sizes in `u32`s: a few bytes, a page, a megabyte, 64 MiB (a fill of that takes tens of
+/// microseconds on an H100: long enough for an unordered read to overtake it).
+const SIZES: [usize; 4] = [1, 1024, 1 << 18, 16 << 20];
+const ROUNDS: usize = 20;
+
+/// Reads `buf` on `stream` in a scope of its own, as a kernel or a library would.
+fn read_in_scope<'ctx>(stream: &Stream<'ctx>, buf: &DeviceSlice<'ctx, u32>) -> Vec<u32> {
+    let mut host = vec![0xdead_beef_u32; buf.len()];
+    stream
+        .scope(|s| s.copy_to_host(&mut host, buf))
+        .expect("a scope reading the buffer");
+    host
+}
+
+#[track_caller]
+fn assert_all(values: &[u32], want: u32, what: &str) {
+    if let Some(i) = values.iter().position(|&v| v != want) {
+        panic!(
+            "{what}: element {i} of {} is {:#x}, not {want:#x}: the scope ran before the synchronous write",
+            values.len(),
+            values[i]
+        );
+    }
+}
+
+fn a_synchronous_fill_is_seen_by_the_next_scope_at_every_size() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let stream = ctx.stream()?;
+        for n in SIZES {
+            let mut buf = ctx.zeroed::<u32>(n)?;
+            for round in 0..ROUNDS as u32 {
+                // a scope writes first (complete at its end), then a synchronous fill
+                // overwrites it: the next scope must see the fill
+                stream.scope(|s| s.fill(&mut buf, 0xabab_abab))?;
+                buf.fill(round)?;
+                assert_all(&read_in_scope(&stream, &buf), round, "fill");
+            }
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let stream = ctx.stream()?;
+        for n in SIZES {
+            let pattern: Vec<u32> = (0..n as u32)
+                .map(|i| i.wrapping_mul(2_654_435_761))
+                .collect();
+            for round in 0..ROUNDS {
+                // dirty a pool block, free it, and take a zeroed one (likely the same block)
+                let mut dirty = ctx.zeroed::<u32>(n)?;
+                stream.scope(|s| s.fill(&mut dirty, 0xffff_ffff))?;
+                drop(dirty);
+                let zeroed = ctx.zeroed::<u32>(n)?;
+                assert_all(&read_in_scope(&stream, &zeroed), 0, "zeroed");
+                let uploaded = ctx.from_slice(&pattern)?;
+                assert_eq!(
+                    read_in_scope(&stream, &uploaded),
+                    pattern,
+                    "from_slice, round {round}"
+                );
+                let mut copied = ctx.zeroed::<u32>(n)?;
+                copied.copy_from_device(&uploaded)?;
+                assert_eq!(read_in_scope(&stream, &copied), pattern, "copy_from_device");
+                let mut again = ctx.zeroed::<u32>(n)?;
+                again.copy_from_host(&pattern)?;
+                assert_eq!(read_in_scope(&stream, &again), pattern, "copy_from_host");
+            }
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let stream = ctx.stream()?;
+        let n = 16 << 20;
+        let mut buf = ctx.zeroed::<u32>(n)?;
+        for round in 0..ROUNDS as u32 {
+            let mut host = vec![0u32; n];
+            stream.scope(|s| {
+                // the scope opened before the write: a wait at the opening would miss it
+                buf.fill(round + 1)?;
+                s.copy_to_host(&mut host, &buf)
+            })?;
+            assert_all(&host, round + 1, "fill inside an open scope");
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn two_streams_of_one_scope_see_a_synchronous_write_made_before_it() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let n = 16 << 20;
+        let mut buf = ctx.zeroed::<u32>(n)?;
+        for round in 0..ROUNDS as u32 {
+            buf.fill(round)?;
+            let (mut first, mut second) = (vec![0u32; n / 2], vec![0u32; n / 2]);
+            let (lo, hi) = buf.split_at(n / 2);
+            a.scope_pair(&b, |sa, sb| {
+                sa.copy_to_host(&mut first, lo)?;
+                sb.copy_to_host(&mut second, hi)
+            })?;
+            assert_all(&first, round, "stream a");
+            assert_all(&second, round, "stream b");
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn a_buffer_written_on_one_thread_is_seen_by_another_threads_scope() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared: SharedContext<'_> = ctx.share();
+        let n = 8 << 20;
+        std::thread::scope(|t| {
+            let (tx, rx) = mpsc::sync_channel(2);
+            let writer = t.spawn(move || {
+                shared.enter(|g| {
+                    for round in 0..ROUNDS as u32 {
+                        let mut buf = g.zeroed::<u32>(n)?;
+                        buf.fill(round * 3 + 1)?;
+                        // the hand-off: the record was made before the send
+                        tx.send((round, buf)).expect("the reader is there");
+                    }
+                    Ok::<_, Error>(())
+                })
+            });
+            let reader = t.spawn(move || {
+                shared.enter(|g| {
+                    let stream = g.stream()?;
+                    for (round, buf) in rx {
+                        assert_all(&read_in_scope(&stream, &buf), round * 3 + 1, "handed over");
+                    }
+                    Ok::<_, Error>(())
+                })
+            });
+            writer.join().unwrap().unwrap();
+            reader.join().unwrap().unwrap();
+        });
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |a| {
+        let stream_a = a.stream()?;
+        let n = 16 << 20;
+        let mut buf = a.zeroed::<u32>(n)?;
+        with_context(&device, ContextFlags::default(), |_b| {
+            for round in 0..ROUNDS as u32 {
+                // pool memory belongs to no context: the fill runs on the legacy stream of
+                // b, the current one; a's stream must still wait for it
+                buf.fill(round + 7)?;
+                assert_all(
+                    &read_in_scope(&stream_a, &buf),
+                    round + 7,
+                    "written in b, read in a",
+                );
+                // and a synchronous read made in b sees a write made in a (a `from_slice`)
+                let fresh = DeviceBuffer::from_slice(a, &vec![round; 1 << 20])?;
+                assert_all(&fresh.to_vec()?, round, "written in a, read in b");
+            }
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+fn synchronous_2d_and_3d_copies_are_seen_by_the_next_scope() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let stream = ctx.stream()?;
+        let (w, h) = (4096usize, 1024usize);
+        let host: Vec<u32> = (0..(w * h) as u32).collect();
+        let mut flat = DeviceBuffer2D::<u32>::zeroed(ctx, w, h)?;
+        let (x, y, z) = (256usize, 64usize, 64usize);
+        let volume: Vec<u32> = (0..(x * y * z) as u32).rev().collect();
+        let mut cube = DeviceBuffer3D::<u32>::zeroed(ctx, x, y, z)?;
+        let (zeros, zeros_3d) = (vec![0u32; w * h], vec![0u32; x * y * z]);
+        for _ in 0..ROUNDS {
+            // a scope writes first (complete at its end), then the synchronous copy
+            stream.scope(|s| s.copy_2d_from_host(&mut flat, &zeros, w))?;
+            flat.copy_from_host(&host, w)?;
+            let mut back = vec![0u32; w * h];
+            stream.scope(|s| s.copy_2d_to_host(&mut back, w, &flat))?;
+            assert_eq!(back, host, "2D copy");
+            stream.scope(|s| s.copy_3d_from_host(&mut cube, &zeros_3d, x, y))?;
+            cube.copy_from_host(&volume, x, y)?;
+            let mut back = vec![0u32; x * y * z];
+            stream.scope(|s| s.copy_3d_to_host(&mut back, x, y, &cube))?;
+            assert_eq!(back, volume, "3D copy");
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+fn a_partitions_green_stream_sees_a_synchronous_write_of_the_partition() {
+    let Some(device) = common::gpu() else {
+        return;
+    };
+    let outcome = with_partitions(&device, |sms| {
+        let count = sms.min_partition().max(8);
+        let (part, _rest) = sms.split(count)?;
+        part.enter(|p: PartitionGuard<'_>| {
+            let stream = p.stream()?;
+            let n = 16 << 20;
+            let mut buf = p.zeroed::<u32>(n)?;
+            for round in 0..ROUNDS as u32 {
+                buf.fill(round ^ 0x5a5a)?;
+                let mut host = vec![0u32; n];
+                stream.scope(|s| s.copy_to_host(&mut host, &buf))?;
+                assert_all(&host, round ^ 0x5a5a, "partition");
+            }
+            Ok::<_, Error>(())
+        })
+    });
+    match outcome {
+        Err(e) if e.code() == ErrorCode::DriverTooOld => eprintln!("skipped: {e}"),
+        other => other.unwrap(),
+    }
+}
+
+fn a_peer_gpu_sees_a_synchronous_write_on_the_other_gpu() {
+    let n = Device::count().expect("a device count");
+    assert!(n >= 2, "needs two GPUs, this machine has {n}");
+    let (d0, d1) = (Device::get(0).unwrap(), Device::get(1).unwrap());
+    with_context(&d0, ContextFlags::default(), |a| {
+        with_context(&d1, ContextFlags::default(), |b| {
+            let stream_b = b.stream()?;
+            let len = 16 << 20;
+            for round in 0..ROUNDS as u32 {
+                let src = DeviceBuffer::from_slice(a, &vec![round + 11; len])?;
+                // a synchronous peer copy right after the write
+                let mut dst = DeviceBuffer::<u32>::zeroed(b, len)?;
+                copy_peer(&mut dst, b, &src, a)?;
+                assert_all(&read_in_scope(&stream_b, &dst), round + 11, "copy_peer");
+                // and a scope of the other GPU reading it
+                let mut again = DeviceBuffer::<u32>::zeroed(b, len)?;
+                stream_b.scope(|s| s.copy_from_peer(&mut again, &src, a))?;
+                assert_all(&again.to_vec()?, round + 11, "copy_from_peer");
+            }
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+/// A small random program per thread, four threads on one context (two streams each),
+/// mixing synchronous fills and copies with scope fills and reads of the same buffers, and
+/// checking every read against a model: the attack the issue asks for before calling the
+/// change done. Deterministic (a linear congruential generator per thread).
+fn mixed_synchronous_and_scope_work_on_four_threads_matches_a_model() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        std::thread::scope(|t| {
+            let workers: Vec<_> = (0..4u64)
+                .map(|seed| {
+                    t.spawn(move || {
+                        shared.enter(|g| {
+                            let n = 1 << 20;
+                            let (a, b) = (g.stream()?, g.stream()?);
+                            let mut bufs = [
+                                g.zeroed::<u32>(n)?,
+                                g.zeroed::<u32>(n)?,
+                                g.zeroed::<u32>(n)?,
+                            ];
+                            let mut model = [0u32; 3];
+                            let mut x =
+                                seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                            let mut next = |m: u64| {
+                                x = x
+                                    .wrapping_mul(6_364_136_223_846_793_005)
+                                    .wrapping_add(1_442_695_040_888_963_407);
+                                ((x >> 33) % m) as usize
+                            };
+                            for step in 0..300u32 {
+                                let (i, j) = (next(3), next(3));
+                                let value = step.wrapping_mul(2_654_435_761) ^ seed as u32;
+                                match next(5) {
+                                    0 => {
+                                        bufs[i].fill(value)?;
+                                        model[i] = value;
+                                    }
+                                    1 if i != j => {
+                                        let (dst, src) = pair(&mut bufs, i, j);
+                                        dst.copy_from_device(src)?;
+                                        model[i] = model[j];
+                                    }
+                                    2 => {
+                                        let stream = if next(2) == 0 { &a } else { &b };
+                                        stream.scope(|s| s.fill(&mut bufs[i], value))?;
+                                        model[i] = value;
+                                    }
+                                    3 => {
+                                        let (mut lo, mut hi) =
+                                            (vec![0u32; n / 2], vec![0u32; n / 2]);
+                                        let (first, second) = bufs[i].split_at(n / 2);
+                                        a.scope_pair(&b, |sa, sb| {
+                                            sa.copy_to_host(&mut lo, first)?;
+                                            sb.copy_to_host(&mut hi, second)
+                                        })?;
+                                        assert_all(&lo, model[i], "mixed: stream a");
+                                        assert_all(&hi, model[i], "mixed: stream b");
+                                    }
+                                    _ => {
+                                        // a synchronous fill inside an open scope, read by it
+                                        let mut host = vec![0u32; n];
+                                        let buf = &mut bufs[i];
+                                        a.scope(|s| {
+                                            buf.fill(value)?;
+                                            s.copy_to_host(&mut host, &*buf)
+                                        })?;
+                                        model[i] = value;
+                                        assert_all(&host, value, "mixed: inside a scope");
+                                    }
+                                }
+                            }
+                            for (k, buf) in bufs.iter().enumerate() {
+                                assert_all(&buf.to_vec()?, model[k], "mixed: the end");
+                            }
+                            Ok::<_, Error>(())
+                        })
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap().unwrap();
+            }
+        });
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// Two distinct elements of `bufs`, the first mutable.
+fn pair<'a, 'ctx>(
+    bufs: &'a mut [DeviceBuffer<'ctx, u32>; 3],
+    i: usize,
+    j: usize,
+) -> (&'a mut DeviceBuffer<'ctx, u32>, &'a DeviceBuffer<'ctx, u32>) {
+    assert_ne!(i, j);
+    if i < j {
+        let (lo, hi) = bufs.split_at_mut(j);
+        (&mut lo[i], &hi[0])
+    } else {
+        let (lo, hi) = bufs.split_at_mut(i);
+        (&mut hi[0], &lo[j])
+    }
+}
+
+/// A context another library made current (here the primary context, retained and pushed
+/// with raw calls, as cudarc's `bind_to_thread` does) gets no event of the legacy order: a
+/// write into pool memory made while it is current is waited for on the host, so nothing
+/// of it is left in the book once the library destroys the context (a later scope would
+/// otherwise wait on a destroyed event).
+fn a_context_another_library_made_current_leaves_no_event_behind() {
+    let device = gpu_or_skip!();
+    let driver = common::driver();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let stream = ctx.stream()?;
+        let n = 16 << 20;
+        let mut buf = ctx.zeroed::<u32>(n)?;
+        for round in 0..ROUNDS as u32 {
+            let mut primary = std::ptr::null_mut();
+            // SAFETY (of the test): retains and pushes the primary context, undone below.
+            unsafe {
+                assert_eq!(
+                    (driver.cuDevicePrimaryCtxRetain)(&mut primary, device.as_raw()),
+                    0
+                );
+                assert_eq!((driver.cuCtxPushCurrent_v2)(primary), 0);
+            }
+            // pool memory: the fill runs in the current context, the library's
+            let filled = buf.fill(round + 3);
+            let mut popped = std::ptr::null_mut();
+            // SAFETY: undoes the push and the retain (the primary context is destroyed,
+            // nobody else holds it).
+            unsafe {
+                assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+                assert_eq!((driver.cuDevicePrimaryCtxRelease_v2)(device.as_raw()), 0);
+            }
+            filled?;
+            assert_all(
+                &read_in_scope(&stream, &buf),
+                round + 3,
+                "written in a foreign context",
+            );
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+gpu_tests!(
+    a_synchronous_fill_is_seen_by_the_next_scope_at_every_size,
+    a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size,
+    a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations,
+    two_streams_of_one_scope_see_a_synchronous_write_made_before_it,
+    a_buffer_written_on_one_thread_is_seen_by_another_threads_scope,
+    a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope,
+    synchronous_2d_and_3d_copies_are_seen_by_the_next_scope,
+    mixed_synchronous_and_scope_work_on_four_threads_matches_a_model,
+    a_context_another_library_made_current_leaves_no_event_behind,
+    ; two_gpus: [a_peer_gpu_sees_a_synchronous_write_on_the_other_gpu]
+);
+
+/// Tests that run alone: a device is partitioned by one closure at a time.
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
+    Vec::from([Test {
+        name: "a_partitions_green_stream_sees_a_synchronous_write_of_the_partition",
+        needs: Needs::Gpu,
+        body: a_partitions_green_stream_sees_a_synchronous_write_of_the_partition,
+    }])
+}
