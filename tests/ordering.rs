@@ -171,6 +171,44 @@ fn a_buffer_written_on_one_thread_is_seen_by_another_threads_scope() {
     .unwrap();
 }
 
+/// A fill made on one thread's lane, handed over, then copied on the device and read back by
+/// the other thread's synchronous operations (its own lane): the other lane waits for the
+/// first lane's record before the copy.
+fn a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared: SharedContext<'_> = ctx.share();
+        let n = 16 << 20;
+        std::thread::scope(|t| {
+            let (tx, rx) = mpsc::sync_channel(2);
+            let writer = t.spawn(move || {
+                shared.enter(|g| {
+                    for round in 0..ROUNDS as u32 {
+                        let mut buf = g.zeroed::<u32>(n)?;
+                        buf.fill(round * 5 + 2)?;
+                        tx.send((round, buf)).expect("the reader is there");
+                    }
+                    Ok::<_, Error>(())
+                })
+            });
+            let reader = t.spawn(move || {
+                shared.enter(|g| {
+                    let mut copy = g.zeroed::<u32>(n)?;
+                    for (round, buf) in rx {
+                        copy.copy_from_device(&buf)?;
+                        assert_all(&copy.to_vec()?, round * 5 + 2, "copied on another lane");
+                    }
+                    Ok::<_, Error>(())
+                })
+            });
+            writer.join().unwrap().unwrap();
+            reader.join().unwrap().unwrap();
+        });
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
 fn a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope() {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |a| {
@@ -430,6 +468,7 @@ gpu_tests!(
     a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations,
     two_streams_of_one_scope_see_a_synchronous_write_made_before_it,
     a_buffer_written_on_one_thread_is_seen_by_another_threads_scope,
+    a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy,
     a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope,
     synchronous_2d_and_3d_copies_are_seen_by_the_next_scope,
     mixed_synchronous_and_scope_work_on_four_threads_matches_a_model,

@@ -1,26 +1,32 @@
-//! The legacy order: synchronous device writes ordered on the GPU instead of waited for on
-//! the host (issue 28; the design and the table of every consumer: `docs/design/ordering.md`).
+//! The order of synchronous operations: synchronous device writes ordered on the GPU
+//! instead of waited for on the host (issue 28; the design and the table of every
+//! consumer: `docs/design/ordering.md`).
 //!
-//! A synchronous write into device memory (`cuMemcpyHtoD`, `cuMemsetD*`, `cuMemcpyDtoD`, a
-//! 2D or 3D copy into device memory) is queued on the legacy stream of the context current
-//! on the calling thread. The crate's streams are non-blocking, so nothing orders their work
-//! after it. Instead of waiting for the legacy stream on the host, the write records an
-//! event of its context on the legacy stream ([`after_device_write`]): the context's
-//! *record*. Every later user of device memory that is not ordered after that legacy stream
-//! orders itself after every pending record first:
+//! A synchronous copy or fill (`copy_from_host`, `fill`, `zeroed`, `copy_from_device`, a 2D
+//! or 3D copy, `to_vec`) runs on the calling thread's **lane** in the context: a
+//! non-blocking stream the crate keeps for that thread and context ([`Lane`]), with the
+//! driver's `*Async` calls. Threads of one context never queue behind each other's
+//! synchronous work there (the driver's "synchronous" calls all use the context's one
+//! legacy stream, and a pageable upload synchronizes it first).
 //!
-//! * every operation of a stream scope, on the scope's stream, before it is queued
-//!   ([`is_settled`], [`stream_after_writes`]): a scope may bind memory written
-//!   synchronously after it opened, so a wait when it opens would not be enough;
-//! * a synchronous operation in another context, on its own legacy stream
-//!   ([`before_sync_op`]);
-//! * a free that the driver does not order ([`wait_on_host`]).
+//! * An operation that touches host memory (an upload or a download) is complete when it
+//!   returns: the lane is synchronized before the call returns, so the host buffer is
+//!   neither read nor written afterwards.
+//! * A write of device memory alone (a fill, a device-to-device copy) records the lane's
+//!   event instead: the lane's *record*. Every later user of device memory that is not
+//!   ordered after that lane orders itself after every pending record first: each
+//!   operation of a stream scope, on the scope's stream, before it is queued
+//!   ([`is_settled`], [`stream_after_writes`]; a scope may bind memory written
+//!   synchronously after it opened, so a wait when it opens would not be enough); each
+//!   synchronous operation of another lane, on that lane ([`Lane::begin`]); work on a
+//!   legacy stream ([`before_legacy_op`]); a free the driver does not order
+//!   ([`wait_on_host`]).
 //!
 //! # Epochs
 //!
 //! One book for the process, behind one lock: every record takes the next *epoch*
-//! (`Book::last`), and each context's entry keeps the epoch of its latest record. `DONE`
-//! says "every record up to this epoch is complete": a scope whose stream waited for every
+//! (`Book::last`), and each lane's entry keeps the epoch of its latest record. `DONE` says
+//! "every record up to this epoch is complete": a scope whose stream waited for every
 //! record up to epoch `g` ([`stream_after_writes`] returns `g`, which the scope keeps)
 //! raises `DONE` to `g` once its streams are synchronized ([`settle`]). An operation of a
 //! scope finds nothing to wait for while `LAST` is at most the larger of `DONE` and its
@@ -28,45 +34,57 @@
 //!
 //! # Why a wait covers every write before it, on every thread
 //!
-//! All records of one context are made on one stream, its legacy stream, which runs in
-//! order: a record covers every write queued before it. `cuStreamWaitEvent` waits for the
-//! event's most recent record at the time of the call. A writer records its event *then*
-//! takes its epoch, both under the book's lock; a reader takes the lock, so every record
-//! whose epoch it can see was made before its `cuStreamWaitEvent`, and the wait covers it
-//! (or a later record of the same context, which covers it too). A thread that hands a
-//! buffer to another (a channel, a join, a scoped thread's end: each a happens-before
-//! edge) made its records before the hand-off, so the receiving thread's scope sees them.
+//! All records of one lane are made on its stream, which runs in order: a record covers
+//! every write queued on the lane before it. `cuStreamWaitEvent` waits for the event's most
+//! recent record at the time of the call. A writer records its event *then* takes its
+//! epoch, both under the book's lock; a reader takes the lock, so every record whose epoch
+//! it can see was made before its `cuStreamWaitEvent`, and the wait covers it (or a later
+//! record of the same lane, which covers it too). A thread that hands a buffer to another
+//! (a channel, a join, a scoped thread's end: each a happens-before edge) made its records
+//! before the hand-off, so the receiving thread's scope or lane sees them.
 //!
-//! Only contexts the crate entered get an entry (their teardown takes it out again,
-//! `on_context_end`): a write made while another library's context is current records only
-//! where that context has an entry already, and waits on the host otherwise
-//! (`memory::legacy::Completion`).
+//! Only contexts the crate entered get a lane made for them (their teardown takes it out
+//! again, [`on_context_end`]): a write made while another library's context is current
+//! uses a lane only where this thread has one in that context already, and runs on the
+//! legacy stream with a wait on the host otherwise (`memory::legacy::Completion`).
 //!
-//! Records are kept per context, not per stream or thread: the branded handle types are one
-//! pointer wide (the size facts of the crate root), so a stream cannot carry the epoch it
-//! last waited for; a scope compares the process-wide epochs instead, and waits on the
-//! records still pending (usually one event per context that wrote since the last scope).
+//! Records are kept per lane, not per buffer: the branded handle types are one pointer (and
+//! a length) wide (the size facts of the crate root), so a buffer cannot carry the epoch of
+//! its last write; a scope compares the process-wide epochs instead, and waits on the
+//! records still pending (one event per lane that wrote since the last settled scope).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::driver::{self, CUcontext, CUevent, CUstream};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::Result;
 
 /// `CU_EVENT_DISABLE_TIMING`: the record only orders.
 const DISABLE_TIMING: u32 = 0x2;
+/// `CU_STREAM_NON_BLOCKING`: a lane does not synchronize with the legacy stream.
+const NON_BLOCKING: u32 = 0x1;
 
-/// The record of one context: its event and the epoch of its latest record.
+/// The lane of one thread in one context: its stream and event, and the epochs.
 struct Entry<E> {
-    /// The context's handle as a number (a key; the event is what the driver gets).
-    key: usize,
+    /// The context's handle as a number.
+    ctx: usize,
+    /// The thread's token ([`thread_token`]).
+    thread: usize,
+    stream: E,
     event: E,
-    /// The epoch of the event's latest record.
+    /// The epoch of the event's latest record (0: none).
     last: u64,
+    /// Every record of another lane up to this epoch is ordered before the lane's later
+    /// work (it waited for them, or they were complete).
+    covered: u64,
+    /// An operation runs on the lane now (between [`Lane::begin`] and its end).
+    busy: bool,
+    /// Its context ended while the lane was busy: the lane's own operation ends it.
+    doomed: bool,
 }
 
-/// The records of every context, generic over the event so the bookkeeping is tested
-/// without a GPU.
+/// The lanes of every thread and context, generic over the handles so the bookkeeping is
+/// tested without a GPU.
 struct Book<E> {
     entries: Vec<Entry<E>>,
     /// The latest epoch handed out (0: none yet).
@@ -81,186 +99,287 @@ impl<E: Copy> Book<E> {
         }
     }
 
-    /// Records a write of context `key`: `record(event)` on its legacy stream, with
-    /// `create()` making its event first if it has none. Returns the new epoch, or the
-    /// error of `create` or `record` (then nothing is recorded: the caller waits on the host).
-    fn record(
+    fn find(&self, ctx: usize, thread: usize) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| e.ctx == ctx && e.thread == thread)
+    }
+
+    /// Adds a lane, whose stream and event `make` returns; its index.
+    fn add(
         &mut self,
-        key: usize,
-        create: impl FnOnce() -> Result<E>,
-        record: impl FnOnce(E) -> Result<()>,
-    ) -> Result<u64> {
-        let i = match self.entries.iter().position(|e| e.key == key) {
-            Some(i) => i,
-            None => {
-                let event = create()?;
-                self.entries.push(Entry {
-                    key,
-                    event,
-                    last: 0,
-                });
-                self.entries.len() - 1
-            }
-        };
-        record(self.entries[i].event)?;
+        ctx: usize,
+        thread: usize,
+        make: impl FnOnce() -> Result<(E, E)>,
+    ) -> Result<usize> {
+        let (stream, event) = make()?;
+        self.entries.push(Entry {
+            ctx,
+            thread,
+            stream,
+            event,
+            last: 0,
+            // the new lane's stream has no work: nothing before it needs a wait from it
+            // but what is pending now, which `begin` waits for
+            covered: 0,
+            busy: false,
+            doomed: false,
+        });
+        Ok(self.entries.len() - 1)
+    }
+
+    /// Records lane `i`'s event on its stream (`record(event, stream)`); the new epoch, or
+    /// the error of `record` (then nothing is recorded).
+    fn record(&mut self, i: usize, record: impl FnOnce(E, E) -> Result<()>) -> Result<u64> {
+        let e = &self.entries[i];
+        record(e.event, e.stream)?;
         self.last += 1;
         self.entries[i].last = self.last;
         Ok(self.last)
     }
 
-    /// Calls `wait(event)` for the record of every context but `except` newer than `done`.
+    /// Calls `wait(event)` for the record of every lane but `except` newer than `done`.
     fn wait_pending(
         &self,
         done: u64,
         except: Option<usize>,
         mut wait: impl FnMut(E) -> Result<()>,
     ) -> Result<()> {
-        for e in &self.entries {
-            if e.last > done && Some(e.key) != except {
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.last > done && Some(i) != except {
                 wait(e.event)?;
             }
         }
         Ok(())
     }
-
-    /// Takes the entry of `key` out of the book (its context ends).
-    fn remove(&mut self, key: usize) -> Option<E> {
-        let i = self.entries.iter().position(|e| e.key == key)?;
-        Some(self.entries.swap_remove(i).event)
-    }
-
-    /// What [`SOLE`] says for this book.
-    fn sole(&self) -> usize {
-        match self.entries.as_slice() {
-            [] => NONE,
-            [only] => only.key,
-            _ => SEVERAL,
-        }
-    }
 }
 
-/// The process's book; events as numbers (`CUevent` is a raw pointer, not `Send`).
+/// The process's book; handles as numbers (`CUevent` and `CUstream` are raw pointers, not
+/// `Send`).
 static BOOK: Mutex<Book<usize>> = Mutex::new(Book::new());
 /// `BOOK.last`, readable without the lock.
 static LAST: AtomicU64 = AtomicU64::new(0);
 /// Every record up to this epoch is complete.
 static DONE: AtomicU64 = AtomicU64::new(0);
-/// Which contexts have an entry: [`NONE`], one context's key, or [`SEVERAL`].
-static SOLE: AtomicUsize = AtomicUsize::new(NONE);
-const NONE: usize = 0;
-const SEVERAL: usize = usize::MAX;
+/// How many lanes exist (a teardown's fast path).
+static LANES: AtomicU64 = AtomicU64::new(0);
 
 /// The book, locked: refused inside a host function (a driver thread), whose every driver
 /// call is refused anyway, so that no host function can ever wait for the lock while its
 /// holder waits for the GPU (`wait_on_host` synchronizes events under it).
 fn book() -> Result<MutexGuard<'static, Book<usize>>> {
     if driver::in_host_fn() {
-        return Err(driver::driver_call_refused("the legacy order"));
+        return Err(driver::driver_call_refused(
+            "the order of synchronous operations",
+        ));
     }
     // every critical section leaves the book consistent (a push, a store, a removal)
     Ok(BOOK.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 fn publish(book: &Book<usize>) {
-    SOLE.store(book.sole(), Ordering::Release);
+    LANES.store(book.entries.len() as u64, Ordering::Release);
     LAST.store(book.last, Ordering::Release);
 }
 
-/// `CUDA_BRAND_SYNC_WRITES=wait` in the environment (read once): every synchronous device
-/// write waits for the legacy stream on the host, as before the legacy order, so that one
-/// benchmark session measures both (`scripts/bench-ordering`). Anything else, or unset: the
-/// legacy order.
+/// This thread's token: the address of a thread-local, distinct among the live threads. A
+/// thread started after another ended may get that thread's token, and its lanes: a lane
+/// is not tied to a thread by the driver, only by the book (one user at a time).
+fn thread_token() -> usize {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// `CUDA_BRAND_SYNC_WRITES=wait` in the environment (read once): every synchronous
+/// operation runs on the legacy stream and is waited for on the host, as before the lanes,
+/// so that one benchmark session measures both (`scripts/bench-ordering`). Anything else,
+/// or unset: lanes.
 fn host_waits() -> bool {
     static WAITS: OnceLock<bool> = OnceLock::new();
     *WAITS.get_or_init(|| std::env::var("CUDA_BRAND_SYNC_WRITES").is_ok_and(|v| v == "wait"))
 }
 
-/// Waits on the host for the current context's legacy stream (the fallback where a record
-/// cannot be made, and the completion of writes the host may observe next).
+/// Waits on the host for the current context's legacy stream.
 pub(crate) fn legacy_wait() -> Result<()> {
     // SAFETY: null is the current context's legacy default stream.
     unsafe { driver::stream_wait_idle(std::ptr::null_mut()) }
 }
 
-/// Completes a synchronous device write just queued on the legacy stream of `ctx`, which
-/// is current: records `ctx`'s event after it (later scopes and synchronous operations of
-/// other contexts wait for it on the GPU), making the event first if `ctx` has none and
-/// `create` allows it. Where the event cannot be made (or may not be) or recorded, waits
-/// for the legacy stream on the host instead, as before.
-///
-/// `create` is true only for a context the crate entered, whose teardown takes its event
-/// out of the book (`on_context_end`): an event kept for a context another library made
-/// current could outlive that context.
-///
-/// # Safety
-/// `ctx` is alive and current on the calling thread.
-pub(crate) unsafe fn after_device_write(ctx: CUcontext, create: bool) -> Result<()> {
-    if host_waits() {
-        return legacy_wait();
-    }
-    let mut book = book()?;
-    let recorded = book.record(
-        ctx as usize,
-        || match create {
-            true => driver::event_create(DISABLE_TIMING).map(|e| e as usize),
-            false => Err(Error::new("the legacy order", ErrorCode::NotPermitted)),
-        },
-        // SAFETY: the event was made in `ctx` (its entry's key), whose legacy stream null
-        // is while `ctx` is current (the caller's promise); the event lives until the
-        // entry is removed, under this lock.
-        |event| unsafe { driver::event_record(event as CUevent, std::ptr::null_mut()) },
-    );
-    match recorded {
-        Ok(_) => {
-            publish(&book);
-            Ok(())
-        }
-        Err(_) => {
-            drop(book);
-            legacy_wait()
+/// Makes a lane's stream and event in `ctx`, which is current: a green context's stream
+/// where `ctx` is a partition's (its work stays on the partition's SMs).
+fn make_lane(ctx: CUcontext) -> Result<(usize, usize)> {
+    let stream = match super::partition::green_of(ctx) {
+        // SAFETY: a partition entered on this thread is alive while it is current here.
+        Some(green) => unsafe { driver::green_stream_create(green, NON_BLOCKING, 0) }?,
+        None => driver::stream_create(NON_BLOCKING, 0)?,
+    };
+    match driver::event_create(DISABLE_TIMING) {
+        Ok(event) => Ok((stream as usize, event as usize)),
+        Err(e) => {
+            // SAFETY: just made, unused.
+            let _ = unsafe { driver::stream_destroy(stream) };
+            Err(e)
         }
     }
 }
 
-/// Makes the event of `ctx` now if it has none (the end of a setup phase: the run phase
-/// then creates nothing for its synchronous writes). Best effort: where the event cannot be
-/// made, the first write tries again, and waits on the host if that fails too.
+/// Ends lane `i` (taken out of the book): its records are waited for on the host, then its
+/// event and stream destroyed. Its context is alive and current.
+fn end_lane(book: &mut Book<usize>, i: usize) {
+    let e = book.entries.swap_remove(i);
+    // A failure here is the context's sticky error, which its own teardown reports.
+    // SAFETY: the lane's handles were made in its context, which is alive; out of the
+    // book, nothing else uses them.
+    let _ = unsafe { driver::event_synchronize(e.event as CUevent) };
+    // SAFETY: as above.
+    let _ = unsafe { driver::event_destroy(e.event as CUevent) };
+    // SAFETY: as above.
+    let _ = unsafe { driver::stream_destroy(e.stream as CUstream) };
+}
+
+/// A synchronous operation's use of the calling thread's lane in the current context,
+/// between [`Lane::begin`] and [`Lane::end`].
+pub(crate) struct Lane {
+    ctx: usize,
+    thread: usize,
+    stream: CUstream,
+}
+
+impl Lane {
+    /// The calling thread's lane in `ctx` (current on it), ordered after every pending
+    /// record of other lanes: the stream a synchronous operation then queues its work on.
+    /// `make`: a lane may be made for `ctx` if it has none (a context the crate entered,
+    /// whose teardown ends the lane). `None`: no lane (none may be made, making one failed,
+    /// or `CUDA_BRAND_SYNC_WRITES=wait`): the operation runs on the legacy stream
+    /// ([`before_legacy_op`]) and is waited for on the host.
+    ///
+    /// # Safety
+    /// `ctx` is alive and current on the calling thread until [`Lane::end`].
+    pub(crate) unsafe fn begin(ctx: CUcontext, make: bool) -> Result<Option<Lane>> {
+        if host_waits() {
+            return Ok(None);
+        }
+        let thread = thread_token();
+        let mut book = book()?;
+        let i = match book.find(ctx as usize, thread) {
+            Some(i) => i,
+            None if make => match book.add(ctx as usize, thread, || make_lane(ctx)) {
+                Ok(i) => {
+                    publish(&book);
+                    i
+                }
+                Err(_) => return Ok(None),
+            },
+            None => return Ok(None),
+        };
+        let done = DONE.load(Ordering::Acquire).max(book.entries[i].covered);
+        let stream = book.entries[i].stream;
+        if book.last > done {
+            book.wait_pending(done, Some(i), |event| {
+                // SAFETY: the lane's stream is alive while its entry is in the book; the
+                // event likewise, under the lock held here.
+                unsafe { driver::stream_wait_event(stream as CUstream, event as CUevent) }
+            })?;
+        }
+        let last = book.last;
+        let entry = &mut book.entries[i];
+        entry.covered = last;
+        entry.busy = true;
+        Ok(Some(Lane {
+            ctx: ctx as usize,
+            thread,
+            stream: stream as CUstream,
+        }))
+    }
+
+    /// The lane's stream.
+    pub(crate) fn stream(&self) -> CUstream {
+        self.stream
+    }
+
+    /// Ends the operation: `record` true records the lane's event after it (a write of
+    /// device memory alone, which later users wait for on the GPU); false, the operation is
+    /// complete already (the caller synchronized the lane). Where the record fails, waits
+    /// for the lane on the host instead.
+    pub(crate) fn end(self, record: bool) -> Result<()> {
+        self.finish(record, !record)
+    }
+
+    /// [`Lane::end`]; `synced`: the caller synchronized the lane without error, so every
+    /// record it waited for is complete too (`DONE` rises to its `covered`).
+    fn finish(self, record: bool, synced: bool) -> Result<()> {
+        let mut book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(i) = book.find(self.ctx, self.thread) else {
+            unreachable!("a busy lane stays in the book")
+        };
+        book.entries[i].busy = false;
+        if synced {
+            settle(book.entries[i].covered);
+        }
+        let mut result = Ok(());
+        if record {
+            let recorded = book.record(i, |event, stream| {
+                // SAFETY: the event and stream are the lane's, alive while it is in the book.
+                unsafe { driver::event_record(event as CUevent, stream as CUstream) }
+            });
+            if recorded.is_err() {
+                // SAFETY: as above.
+                result = unsafe { driver::stream_wait_idle(self.stream) };
+            }
+        }
+        if book.entries[i].doomed {
+            // the context ended meanwhile (its teardown could not end a busy lane): it is
+            // alive and current here still (`begin`'s promise)
+            end_lane(&mut book, i);
+        }
+        publish(&book);
+        result
+    }
+
+    /// Ends an operation that failed part-way: what it queued is waited for on the host
+    /// (no error path returns while work may still run), nothing recorded.
+    pub(crate) fn abandon(self) {
+        // SAFETY: the lane's stream is alive while the lane is busy.
+        let _ = unsafe { driver::stream_wait_idle(self.stream) };
+        let _ = self.finish(false, false);
+    }
+}
+
+/// Makes the calling thread's lane in `ctx` now if it has none (the end of a setup phase:
+/// the run phase then creates nothing for its synchronous operations). Best effort: where
+/// it cannot be made, the first operation tries again, and runs on the legacy stream if
+/// that fails too.
 ///
 /// # Safety
 /// `ctx` is alive and current on the calling thread.
 pub(crate) unsafe fn prepare(ctx: CUcontext) {
+    if host_waits() {
+        return;
+    }
     let Ok(mut book) = book() else {
         return;
     };
-    if book.entries.iter().any(|e| e.key == ctx as usize) {
-        return;
-    }
-    if let Ok(event) = driver::event_create(DISABLE_TIMING) {
-        book.entries.push(Entry {
-            key: ctx as usize,
-            event: event as usize,
-            last: 0,
-        });
+    let thread = thread_token();
+    if book.find(ctx as usize, thread).is_none()
+        && book.add(ctx as usize, thread, || make_lane(ctx)).is_ok()
+    {
         publish(&book);
     }
 }
 
-/// Orders the legacy stream of the current context `ctx` (`None`: a context the book does
-/// not know, such as a primary context retained for one operation) after the pending
-/// records of every other context, before a synchronous operation that touches device
-/// memory there. One atomic load while at most `ctx` has records.
-pub(crate) fn before_sync_op(ctx: Option<CUcontext>) -> Result<()> {
-    let key = ctx.map(|c| c as usize);
-    let sole = SOLE.load(Ordering::Acquire);
-    if sole == NONE || Some(sole) == key {
-        return Ok(());
-    }
+/// Orders the legacy stream of the current context after every pending record, before
+/// work queued there that touches device memory (a staged copy, a peer copy, a free on the
+/// legacy stream, a synchronous operation without a lane). One or two atomic loads while
+/// nothing is pending.
+pub(crate) fn before_legacy_op() -> Result<()> {
     let done = DONE.load(Ordering::Acquire);
     if LAST.load(Ordering::Acquire) <= done {
         return Ok(());
     }
     let book = book()?;
-    book.wait_pending(done, key, |event| {
+    book.wait_pending(done, None, |event| {
         // SAFETY: null is the current context's legacy stream; the event is alive while
         // its entry is in the book, under the lock held here.
         unsafe { driver::stream_wait_event(std::ptr::null_mut(), event as CUevent) }
@@ -305,12 +424,13 @@ pub(crate) fn settle(covered: u64) {
 /// Waits on the host for every pending record (before `cuMemFree`, which the driver does
 /// not promise to order after other streams' work on the memory).
 pub(crate) fn wait_on_host() -> Result<()> {
-    if SOLE.load(Ordering::Acquire) == NONE {
+    let done = DONE.load(Ordering::Acquire);
+    if LAST.load(Ordering::Acquire) <= done {
         return Ok(());
     }
     let book = book()?;
     let covered = book.last;
-    book.wait_pending(DONE.load(Ordering::Acquire), None, |event| {
+    book.wait_pending(done, None, |event| {
         // SAFETY: the event is alive while its entry is in the book, under this lock.
         unsafe { driver::event_synchronize(event as CUevent) }
     })?;
@@ -319,113 +439,106 @@ pub(crate) fn wait_on_host() -> Result<()> {
     Ok(())
 }
 
-/// Teardown of `raw` (alive and current): its records are waited for on the host and its
-/// event destroyed. The teardowns that destroy or release a context have synchronized it
-/// already; `with_raw_context` has not, and the context lives on. One atomic load while no
-/// context has records.
+/// Teardown of `raw` (alive and current): every lane of the context, of any thread, is
+/// waited for on the host and ended; a lane busy on another thread (a primary context
+/// entered on two threads) is ended by its own operation ([`Lane::end`]). Waited for before
+/// the lock is released: a record of it that a scope finds no entry for any more must be
+/// complete. One atomic load while there are no lanes.
 ///
 /// # Safety
 /// `raw` is alive and current on the calling thread.
 pub(crate) unsafe fn on_context_end(raw: CUcontext) {
-    if SOLE.load(Ordering::Acquire) == NONE {
+    if LANES.load(Ordering::Acquire) == 0 {
         return;
     }
     let Ok(mut book) = book() else {
         return; // not in a host function: teardowns run on the closure's thread
     };
-    let Some(event) = book.remove(raw as usize) else {
-        return;
-    };
-    let event = event as CUevent;
-    // Waited for before the lock is released: another thread of the same context (a
-    // primary context entered twice) may have recorded a write on it that a third thread's
-    // scope, finding no entry any more, will not wait for. A failure here is the context's
-    // sticky error, which its own teardown reports.
-    // SAFETY: the event was made in `raw`, which is alive.
-    let _ = unsafe { driver::event_synchronize(event) };
+    let mut i = 0;
+    while i < book.entries.len() {
+        let e = &mut book.entries[i];
+        if e.ctx != raw as usize {
+            i += 1;
+        } else if e.busy {
+            e.doomed = true;
+            i += 1;
+        } else {
+            end_lane(&mut book, i); // swap_remove: index `i` holds the next entry
+        }
+    }
     publish(&book);
-    drop(book);
-    // SAFETY: as above; out of the book, nothing else uses the event.
-    let _ = unsafe { driver::event_destroy(event) };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
+    use crate::error::{Error, ErrorCode};
 
-    #[test]
-    fn each_record_takes_the_next_epoch_and_the_event_is_made_once() {
+    fn lanes(n: usize) -> Book<u32> {
         let mut book = Book::<u32>::new();
-        let made = RefCell::new(0);
-        let create = || {
-            *made.borrow_mut() += 1;
-            Ok(7)
-        };
-        assert_eq!(book.record(1, create, |_| Ok(())).unwrap(), 1);
-        assert_eq!(book.record(1, || unreachable!(), |_| Ok(())).unwrap(), 2);
-        assert_eq!(book.record(2, || Ok(9), |_| Ok(())).unwrap(), 3);
-        assert_eq!(*made.borrow(), 1);
-        assert_eq!(book.sole(), SEVERAL);
+        for i in 0..n {
+            let h = 10 * (i as u32 + 1);
+            book.add(1, i, || Ok((h, h + 1))).unwrap();
+        }
+        book
+    }
+
+    fn waited(book: &Book<u32>, done: u64, except: Option<usize>) -> Vec<u32> {
+        let mut w = Vec::new();
+        book.wait_pending(done, except, |e| {
+            w.push(e);
+            Ok(())
+        })
+        .unwrap();
+        w.sort();
+        w
     }
 
     #[test]
-    fn a_scope_waits_for_the_records_newer_than_done_only() {
-        let mut book = Book::<u32>::new();
-        book.record(1, || Ok(10), |_| Ok(())).unwrap(); // epoch 1
-        book.record(2, || Ok(20), |_| Ok(())).unwrap(); // epoch 2
-        book.record(1, || Ok(10), |_| Ok(())).unwrap(); // epoch 3: context 1 again
-        let waited = |done, except| {
-            let mut w = Vec::new();
-            book.wait_pending(done, except, |e| {
-                w.push(e);
-                Ok(())
-            })
-            .unwrap();
-            w.sort();
-            w
+    fn each_record_takes_the_next_epoch_on_its_own_lane() {
+        let mut book = lanes(2);
+        let mut on = Vec::new();
+        let mut push = |e, s| {
+            on.push((e, s));
+            Ok(())
         };
-        assert_eq!(waited(0, None), [10, 20]);
-        assert_eq!(waited(2, None), [10], "context 2's record is done");
-        assert_eq!(waited(3, None), Vec::<u32>::new());
-        assert_eq!(waited(0, Some(1)), [20], "its own legacy stream is ordered");
+        assert_eq!(book.record(0, &mut push).unwrap(), 1);
+        assert_eq!(book.record(1, &mut push).unwrap(), 2);
+        assert_eq!(book.record(0, &mut push).unwrap(), 3);
+        assert_eq!(
+            on,
+            [(11, 10), (21, 20), (11, 10)],
+            "(event, its lane's stream)"
+        );
+        assert_eq!((book.entries[0].last, book.entries[1].last), (3, 2));
+        assert_eq!(book.find(1, 1), Some(1));
+        assert_eq!(book.find(1, 2), None);
+        assert_eq!(book.find(2, 0), None, "a lane is per thread and context");
     }
 
     #[test]
-    fn a_failed_record_takes_no_epoch() {
-        let mut book = Book::<u32>::new();
-        let fail = |_| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
-        assert!(book.record(1, || Ok(10), fail).is_err());
+    fn a_lane_waits_for_the_other_lanes_records_newer_than_done_only() {
+        let mut book = lanes(3);
+        book.record(0, |_, _| Ok(())).unwrap(); // epoch 1
+        book.record(1, |_, _| Ok(())).unwrap(); // epoch 2
+        book.record(0, |_, _| Ok(())).unwrap(); // epoch 3: lane 0 again
+        assert_eq!(waited(&book, 0, None), [11, 21], "a scope waits for both");
+        assert_eq!(waited(&book, 2, None), [11], "lane 1's record is done");
+        assert_eq!(waited(&book, 3, None), Vec::<u32>::new());
+        assert_eq!(waited(&book, 0, Some(0)), [21], "its own stream is ordered");
+        assert_eq!(waited(&book, 0, Some(2)), [11, 21], "lane 2 never recorded");
+    }
+
+    #[test]
+    fn a_failed_record_or_lane_takes_no_epoch() {
+        let mut book = lanes(1);
+        let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
+        assert!(book.record(0, fail).is_err());
         assert_eq!(book.last, 0);
-        let fail = || Err(Error::new("cuEventCreate", ErrorCode::OutOfMemory));
-        assert!(book.record(2, fail, |_| Ok(())).is_err());
-        assert_eq!(book.sole(), 1, "context 2 has no entry");
-        let mut w = Vec::new();
-        book.wait_pending(0, None, |e| {
-            w.push(e);
-            Ok(())
-        })
-        .unwrap();
-        assert!(w.is_empty(), "context 1's entry has no record");
-    }
-
-    #[test]
-    fn a_removed_context_is_waited_for_no_more() {
-        let mut book = Book::<u32>::new();
-        book.record(1, || Ok(10), |_| Ok(())).unwrap();
-        book.record(2, || Ok(20), |_| Ok(())).unwrap();
-        assert_eq!(book.remove(1), Some(10));
-        assert_eq!(book.remove(1), None);
-        assert_eq!(book.sole(), 2);
-        let mut w = Vec::new();
-        book.wait_pending(0, None, |e| {
-            w.push(e);
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(w, [20]);
-        assert_eq!(book.remove(2), Some(20));
-        assert_eq!(book.sole(), NONE);
+        let fail = || Err(Error::new("cuStreamCreate", ErrorCode::OutOfMemory));
+        assert!(book.add(1, 7, fail).is_err());
+        assert_eq!(book.entries.len(), 1, "no lane for thread 7");
+        assert!(waited(&book, 0, None).is_empty(), "lane 0 has no record");
     }
 
     #[test]
@@ -437,5 +550,13 @@ mod tests {
         assert_eq!(DONE.load(Ordering::Acquire), before + 5);
         settle(0);
         assert_eq!(DONE.load(Ordering::Acquire), before + 5);
+    }
+
+    #[test]
+    fn threads_have_distinct_tokens() {
+        let here = thread_token();
+        let there = std::thread::spawn(thread_token).join().unwrap();
+        assert_eq!(here, thread_token());
+        assert_ne!(here, there);
     }
 }

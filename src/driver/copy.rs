@@ -1,10 +1,7 @@
 //! Wrappers: copies (host and device, 2D, 3D, between contexts) and fills, synchronous and
-//! stream-ordered. The "synchronous" ones are queued on the legacy stream of the current
-//! context: those into device memory (host to device, device to device, fills, 2D and 3D
-//! copies) may still run when they return, and their caller completes them
-//! (`context::order::after_device_write`, or a wait for the legacy stream where the host
-//! may observe the memory next); device to host and between contexts are complete when
-//! they return.
+//! stream-ordered. The crate's synchronous operations use the stream-ordered ones on a lane
+//! (`context::order`); the legacy-stream ones here wait for it before they return, except
+//! [`memcpy_htod_unwaited`], whose caller does.
 //! Every one is `unsafe`: the caller guarantees each range is valid for the access, and
 //! stays valid until the (possibly asynchronous) operation is done.
 
@@ -29,11 +26,10 @@ fn legacy_stream_synchronize() -> Result<()> {
     unsafe { stream_wait_idle(std::ptr::null_mut()) }
 }
 
-/// Copies host to device (`cuMemcpyHtoD`) on the legacy stream: from page-locked memory the
-/// copy is complete when it returns; from pageable memory the data has been staged (the
-/// host range may be reused) but may still be on its way. The caller completes it: a
-/// record of the legacy order, or a wait for the legacy stream ([`stream_wait_idle`] on
-/// null), once for a whole series of such copies.
+/// Copies host to device (`cuMemcpyHtoD`) without a wait: from page-locked memory the copy is complete when it returns; from pageable memory the data
+/// has been staged (the host range may be reused) but may still be on its way. A caller
+/// that promises completion waits for the legacy stream afterwards
+/// ([`stream_wait_idle`] on null), once for a whole series of such copies.
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
@@ -53,20 +49,6 @@ pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usiz
     cu!(cuMemcpyDtoH_v2(dst, src, bytes))
 }
 
-/// Copies device to device on the legacy stream; may still run when it returns (the
-/// caller completes it, as [`memcpy_htod_unwaited`]'s).
-///
-/// # Safety
-/// Both device ranges are valid for `bytes` until the legacy stream has run the copy.
-#[inline]
-pub(crate) unsafe fn memcpy_dtod_unwaited(
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-) -> Result<()> {
-    cu!(cuMemcpyDtoD_v2(dst, src, bytes))
-}
-
 /// A memset pattern of 1, 2 or 4 bytes (`pub` only so the sealed `Memset` trait can name it;
 /// the module is private).
 #[derive(Clone, Copy)]
@@ -76,23 +58,8 @@ pub enum Pattern {
     D32(u32),
 }
 
-/// Fills memory on the legacy stream; may still run when it returns (the caller completes
-/// it, as [`memcpy_htod_unwaited`]'s).
-///
 /// # Safety
-/// `dst` is valid for `n` elements of the pattern's width until the legacy stream has run
-/// the fill.
-#[inline]
-pub(crate) unsafe fn memset_unwaited(dst: CUdeviceptr, pattern: Pattern, n: usize) -> Result<()> {
-    match pattern {
-        Pattern::D8(v) => cu!(cuMemsetD8_v2(dst, v, n)),
-        Pattern::D16(v) => cu!(cuMemsetD16_v2(dst, v, n)),
-        Pattern::D32(v) => cu!(cuMemsetD32_v2(dst, v, n)),
-    }
-}
-
-/// # Safety
-/// As [`memset`], and `stream` is live; the range stays valid until the stream has run it.
+/// `dst` is valid for `n` elements of the pattern's width, and `stream` is live; the range stays valid until the stream has run it.
 #[inline]
 pub(crate) unsafe fn memset_async(
     dst: CUdeviceptr,
@@ -108,7 +75,8 @@ pub(crate) unsafe fn memset_async(
 }
 
 /// # Safety
-/// As [`memcpy_htod`], `stream` is live, and both ranges stay valid (and the host range
+/// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads, `stream`
+/// is live, and both ranges stay valid (and the host range
 /// unmodified) until the stream has run the copy.
 #[inline]
 pub(crate) unsafe fn memcpy_htod_async(
@@ -188,27 +156,9 @@ fn memcpy2d_desc(dst: Side2D, src: Side2D, width_bytes: usize, height: usize) ->
     d
 }
 
-/// A 2D copy on the legacy stream: complete when it returns where the destination is
-/// host memory; into device memory it may still run (the caller completes it, as
-/// [`memcpy_htod_unwaited`]'s).
-///
 /// # Safety
 /// Each side is valid for `height` rows of `width_bytes` at its pitch (host memory for
-/// reading or writing as its side says), device memory until the legacy stream has run the
-/// copy.
-#[inline]
-pub(crate) unsafe fn memcpy_2d_unwaited(
-    dst: Side2D,
-    src: Side2D,
-    width_bytes: usize,
-    height: usize,
-) -> Result<()> {
-    let desc = memcpy2d_desc(dst, src, width_bytes, height);
-    cu!(cuMemcpy2D_v2(&desc))
-}
-
-/// # Safety
-/// As [`memcpy_2d`], `stream` is live, and both sides stay valid (host memory untouched
+/// reading or writing as its side says), `stream` is live, and both sides stay valid (host memory untouched
 /// by the host) until the stream has run the copy.
 #[inline]
 pub(crate) unsafe fn memcpy_2d_async(
@@ -282,22 +232,10 @@ impl Copy3D {
     }
 }
 
-/// A 3D copy (`cuMemcpy3D`) on the legacy stream, complete when it returns as a 2D copy
-/// is ([`memcpy_2d_unwaited`]).
-///
 /// # Safety
 /// Each side is valid, from its start `at`, for `extent[2]` slices `slice_rows` rows apart
 /// of `extent[1]` rows of `extent[0]` bytes at its pitch (host memory for reading or
-/// writing as its side says), device memory until the legacy stream has run the copy; the
-/// two do not overlap.
-#[inline]
-pub(crate) unsafe fn memcpy_3d_unwaited(copy: &Copy3D) -> Result<()> {
-    let desc = copy.desc();
-    cu!(cuMemcpy3D_v2(&desc))
-}
-
-/// # Safety
-/// As [`memcpy_3d`], `stream` is live, and both sides stay valid (host memory untouched by
+/// writing as its side says), the two do not overlap, `stream` is live, and both sides stay valid (host memory untouched by
 /// the host) until the stream has run the copy.
 #[inline]
 pub(crate) unsafe fn memcpy_3d_async(copy: &Copy3D, stream: CUstream) -> Result<()> {

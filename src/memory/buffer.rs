@@ -9,6 +9,7 @@ use std::ptr::NonNull;
 
 #[cfg(doc)]
 use super::PinnedBuffer;
+use super::legacy::{Access, Completion};
 use super::span::{checked_byte_len, empty_address};
 use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, legacy, staging};
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
@@ -58,7 +59,7 @@ unsafe fn free_buffer_memory(
         // the free runs on `ctx`'s legacy stream, after its own synchronous writes; those
         // of other contexts (a slice of pool memory written while another was current) are
         // ordered before it here
-        legacy::sync_read(Some(ctx), || Ok(()))?;
+        legacy::before_legacy_op()?;
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
         unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };
@@ -355,14 +356,17 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         }
         let ctx = self.owner.context();
         let zero = || {
-            // SAFETY: the buffer's own bytes, just allocated, kept until the legacy order
-            // completes the fill (no scope or free runs before it).
-            let fill = || unsafe {
-                driver::memset_unwaited(self.ptr, Pattern::D8(0), self.size_in_bytes())
+            // SAFETY: `ctx` is current (`in_context`) and alive (the brand); the buffer's
+            // own bytes, just allocated, device memory ordered before every later user by
+            // the lane's record.
+            let op = |stream| {
+                // SAFETY: the ranges as stated above, on the stream `run` gives.
+                unsafe {
+                    driver::memset_async(self.ptr, Pattern::D8(0), self.size_in_bytes(), stream)
+                }
             };
-            // SAFETY: `ctx` is current (`in_context`) and alive (the brand); a buffer is
-            // device memory, which the host cannot read.
-            unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, fill) }
+            // SAFETY: as stated above.
+            unsafe { legacy::run(Some(ctx), Completion::Record, Access::Device, op) }
         };
         // SAFETY: the brand keeps the buffer's context alive.
         unsafe { context::in_context(ctx, zero) }
@@ -400,19 +404,23 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         let staged = staging::wanted(staging::Kind::FromHost, bytes);
         let copy = || {
             if staged {
+                legacy::before_legacy_op()?;
                 // SAFETY: `ctx` is current (`in_context`) and alive (the brand); same
-                // length; the buffer was just allocated; `src` is a shared borrow.
+                // length; the buffer was just allocated; `src` is a shared borrow; the
+                // staged copy is complete when it returns.
                 if unsafe { staging::host_to_device(ctx, self.ptr, src.as_ptr().cast(), bytes) }? {
                     return Ok(());
                 }
             }
-            // SAFETY: same length; the buffer was just allocated and stays until the legacy
-            // order completes the copy; `src` is read before the call returns.
-            unsafe { driver::memcpy_htod_unwaited(self.ptr, src.as_ptr().cast(), bytes) }
+            // SAFETY: `ctx` is current (`in_context`) and alive (the brand); same length;
+            // the buffer was just allocated; the copy is complete when `run` returns.
+            let op = |stream| {
+                // SAFETY: the ranges as stated above, on the stream `run` gives.
+                unsafe { driver::memcpy_htod_async(self.ptr, src.as_ptr().cast(), bytes, stream) }
+            };
+            // SAFETY: as stated above.
+            unsafe { legacy::run(Some(ctx), Completion::Record, Access::Host, op) }
         };
-        // SAFETY: `ctx` is current (`in_context` below) and alive (the brand); a buffer is
-        // device memory, which the host cannot read.
-        let copy = || unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, copy) };
         // SAFETY: the brand keeps the buffer's context alive.
         unsafe { context::in_context(ctx, copy) }
     }

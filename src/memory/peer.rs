@@ -195,11 +195,11 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
     // SAFETY: both guards prove their contexts alive; each slice is memory its guard's
     // context may access (its own, or a peer's through a `PeerAccess` view of that brand,
     // which the driver then reaches through the granted peer mapping); same length; the
-    // destination context is current for the wait. The copy runs on the destination
-    // context's legacy stream, after the pending synchronous writes of the other contexts
-    // (the source's among them), and is complete when it returns.
+    // destination context is current for the wait. Pending synchronous writes of any lane
+    // (the source's among them) are waited for on the host first: the driver does not say
+    // which stream a peer copy runs on. The copy is complete when it returns.
     dst_ctx.with_current(|| unsafe {
-        super::legacy::sync_read(Some(dst_ctx.as_non_null()), || Ok(()))?;
+        crate::context::order::wait_on_host()?;
         driver::memcpy_peer(
             dst.device_ptr(),
             dst_ctx.raw(),

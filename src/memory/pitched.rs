@@ -36,9 +36,10 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
+use super::legacy::Access;
 use super::{DeviceCopy, Span, checked_byte_len, empty_address, legacy};
 use crate::context::{self, Allocating, Brand, ContextGuard};
-use crate::driver::{self, CUdeviceptr, Pattern, Side2D};
+use crate::driver::{self, CUdeviceptr, CUstream, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
 
 /// `height` rows of `width` elements of `T` in device memory of the context branded
@@ -228,13 +229,15 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         if buf.bytes() != 0 {
             let ctx = buf.ctx;
             let zero = || {
-                // SAFETY: the allocation's `pitch * height` bytes, device memory owned by
-                // `buf` until the legacy order completes the fill.
-                let fill =
-                    || unsafe { driver::memset_unwaited(buf.ptr, Pattern::D8(0), buf.bytes()) };
-                // SAFETY: `ctx` is current (`in_context`) and alive (the brand); pitched
-                // memory is device memory.
-                unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, fill) }
+                // SAFETY: `ctx` is current (`in_context`) and alive (the brand); the
+                // allocation's `pitch * height` bytes, device memory owned by `buf` and
+                // ordered before every later user by the lane's record.
+                let op = |s| {
+                    // SAFETY: the ranges as stated above, on the stream `run` gives.
+                    unsafe { driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), s) }
+                };
+                // SAFETY: as stated above.
+                unsafe { legacy::run(Some(ctx), legacy::Completion::Record, Access::Device, op) }
             };
             // SAFETY: the brand keeps the context alive.
             unsafe { context::in_context(ctx, zero) }?;
@@ -327,23 +330,23 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         (self.row_bytes(), self.height)
     }
 
-    /// Runs `op`, a synchronous copy on the legacy stream, in the buffer's context, after the
-    /// pending writes of other contexts; one into the device (`writes_device`) is completed
-    /// by a record of the legacy order (`memory::legacy`). Nothing for a buffer of no bytes.
-    pub(crate) fn run(&self, writes_device: bool, op: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// Runs `op`, a synchronous copy queued on the stream it is given, in the buffer's
+    /// context, completed as `access` says (`memory::legacy::run`). Nothing for a buffer of
+    /// no bytes.
+    pub(crate) fn run(
+        &self,
+        access: Access,
+        op: impl FnOnce(CUstream) -> Result<()>,
+    ) -> Result<()> {
         if self.row_bytes() == 0 || self.height == 0 {
             return Ok(());
         }
         let ctx = self.ctx;
-        let ordered = || {
-            if writes_device {
-                // SAFETY: `ctx` is current (`in_context`) and alive (the brand); pitched
-                // memory is device memory (`cuMemAllocPitch`), which the host cannot read.
-                unsafe { legacy::device_write(Some(ctx), legacy::Completion::Record, op) }
-            } else {
-                legacy::sync_read(Some(ctx), op)
-            }
-        };
+        // SAFETY: `ctx` is current (`in_context`) and alive (the brand); pitched memory is
+        // device memory (`cuMemAllocPitch`), which the host cannot read; `op`'s ranges are
+        // its caller's borrows (host memory until `run` returns, device memory ordered by
+        // the lane's record).
+        let ordered = || unsafe { legacy::run(Some(ctx), legacy::Completion::Record, access, op) };
         // SAFETY: the brand keeps the context alive.
         unsafe { context::in_context(ctx, ordered) }
     }
@@ -365,11 +368,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         let (w, h) = self.extent();
         let pitch = host_pitch::<T>("DeviceBuffer2D::copy_from_host", row_len);
         let src = Side2D::Host(src.as_ptr().cast(), pitch);
-        self.run(true, || {
+        self.run(Access::Host, |stream| {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); the
-            // host side is read before the call returns, the device side stays borrowed
-            // until the legacy order completes the copy.
-            unsafe { driver::memcpy_2d_unwaited(self.side(), src, w, h) }
+            // copy is complete when `run` returns (`Access::Host`).
+            unsafe { driver::memcpy_2d_async(self.side(), src, w, h, stream) }
         })
     }
 
@@ -390,10 +392,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         let (w, h) = self.extent();
         let pitch = host_pitch::<T>("DeviceBuffer2D::copy_to_host", row_len);
         let dst = Side2D::HostMut(dst.as_mut_ptr().cast(), pitch);
-        self.run(false, || {
+        self.run(Access::Host, |stream| {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); any
-            // bytes are a valid `T`; into host memory the copy is complete when it returns.
-            unsafe { driver::memcpy_2d_unwaited(dst, self.side(), w, h) }
+            // bytes are a valid `T`; the copy is complete when `run` returns.
+            unsafe { driver::memcpy_2d_async(dst, self.side(), w, h, stream) }
         })
     }
 
@@ -409,10 +411,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             super::fail(e)
         }
         let (w, h) = self.extent();
-        self.run(true, || {
+        self.run(Access::Device, |stream| {
             // SAFETY: two distinct allocations (one borrowed exclusively) of the same shape,
-            // both device memory kept until the legacy order completes the copy.
-            unsafe { driver::memcpy_2d_unwaited(self.side(), src.side(), w, h) }
+            // both device memory ordered before every later user by the lane's record.
+            unsafe { driver::memcpy_2d_async(self.side(), src.side(), w, h, stream) }
         })
     }
 
@@ -456,10 +458,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         if self.row_bytes() != 0 && self.height != 0 {
             let (w, h) = self.extent();
             let dst = Side2D::HostMut(v.spare_capacity_mut().as_mut_ptr().cast(), w);
-            self.run(false, || {
-                // SAFETY: the vector has room for `h` packed rows of `w` bytes; into host
-                // memory the copy is complete when it returns.
-                unsafe { driver::memcpy_2d_unwaited(dst, self.side(), w, h) }
+            self.run(Access::Host, |stream| {
+                // SAFETY: the vector has room for `h` packed rows of `w` bytes; the copy is
+                // complete when `run` returns.
+                unsafe { driver::memcpy_2d_async(dst, self.side(), w, h, stream) }
             })?;
         }
         // SAFETY: the copy initialised all `n` elements (any bytes are a valid `T`).

@@ -49,6 +49,7 @@
 
 use std::fmt;
 
+use super::legacy::Access;
 use super::pitched::{DeviceBuffer2D, host_elements, host_pitch};
 use super::{DeviceCopy, Span, byte_len};
 use crate::context::{Allocating, ContextGuard};
@@ -384,15 +385,18 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         if copy.is_empty() {
             return Ok(());
         }
-        let writes_device = matches!(copy.dst.memory, Side2D::Device(..));
-        self.rows.run(writes_device, || {
+        // a copy between two device buffers touches no host memory
+        let access = match (copy.dst.memory, copy.src.memory) {
+            (Side2D::Device(..), Side2D::Device(..)) => Access::Device,
+            _ => Access::Host,
+        };
+        self.rows.run(access, |stream| {
             // SAFETY: the plan checked both sides against the copy's extent, and the caller
             // keeps them borrowed (the destination exclusively); a buffer's two sides are
-            // distinct allocations (one is borrowed `&mut`, the other `&`). Into host
-            // memory the copy is complete when it returns; into the device, the buffer's
-            // memory stays until the legacy order completes it (no free or scope runs
-            // before it).
-            unsafe { driver::memcpy_3d_unwaited(copy) }
+            // distinct allocations (one is borrowed `&mut`, the other `&`). With host
+            // memory the copy is complete when `run` returns; between device buffers it is
+            // ordered before every later user by the lane's record.
+            unsafe { driver::memcpy_3d_async(copy, stream) }
         })
     }
 

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 
 #[cfg(doc)]
 use super::DeviceBuffer;
-use super::legacy::{self, Completion};
+use super::legacy::{self, Access, Completion};
 use super::span::{
     Span, bounds, byte_len, check_lengths, chunk_size, fail, lengths_match, overlap_error,
     split_point,
@@ -344,27 +344,30 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         let staged = staging::wanted(staging::Kind::FromHost, bytes);
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
-            let write = || {
-                if let (true, Some(ctx)) = (staged, ctx) {
-                    // SAFETY: `ctx` is current and alive (`in_memory_context_with`); both
-                    // ranges have `bytes` bytes; `self` is exclusively borrowed device memory
-                    // and `src` a shared borrow nobody writes during the call.
-                    if unsafe {
-                        staging::host_to_device(ctx, self.device_ptr(), src.as_ptr().cast(), bytes)
-                    }? {
-                        return Ok(());
-                    }
+            if let (true, Some(ctx)) = (staged, ctx) {
+                legacy::before_legacy_op()?;
+                // SAFETY: `ctx` is current and alive (`in_memory_context_with`); both
+                // ranges have `bytes` bytes; `self` is exclusively borrowed device memory
+                // and `src` a shared borrow nobody writes during the call; the staged copy
+                // is complete when it returns.
+                if unsafe {
+                    staging::host_to_device(ctx, self.device_ptr(), src.as_ptr().cast(), bytes)
+                }? {
+                    return Ok(());
                 }
-                // SAFETY: both ranges have `bytes` bytes; `self` is exclusively borrowed
-                // device memory of a live context (until the legacy order completes the
-                // copy: no scope or free runs before it) and `src` a live host slice, read
-                // before the call returns.
+            }
+            // SAFETY: both ranges have `bytes` bytes; `self` is exclusively borrowed device
+            // memory of a live context and `src` a live host slice; the copy is complete
+            // when `run` returns (`Access::Host`); `ctx`, where given, is current and alive
+            // (`in_memory_context_with`).
+            let op = |stream| {
+                // SAFETY: the ranges as stated above, on the stream `run` gives.
                 unsafe {
-                    driver::memcpy_htod_unwaited(self.device_ptr(), src.as_ptr().cast(), bytes)
+                    driver::memcpy_htod_async(self.device_ptr(), src.as_ptr().cast(), bytes, stream)
                 }
             };
-            // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`).
-            unsafe { legacy::device_write(ctx, completion, write) }
+            // SAFETY: as stated above.
+            unsafe { legacy::run(ctx, completion, Access::Host, op) }
         })
     }
 
@@ -382,9 +385,9 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         let staged = staging::wanted(staging::Kind::ToHost, bytes);
-        in_memory_context_with(self.device_ptr(), |ctx, _| {
-            legacy::sync_read(ctx, || Ok(()))?;
+        in_memory_context_with(self.device_ptr(), |ctx, completion| {
             if let (true, Some(ctx)) = (staged, ctx) {
+                legacy::before_legacy_op()?;
                 // SAFETY: `ctx` is current and alive; both ranges have `bytes` bytes; `dst`
                 // is exclusively borrowed, and any bytes are a valid `T` (`DeviceCopy`).
                 if unsafe {
@@ -400,8 +403,21 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                 }
             }
             // SAFETY: both ranges have `bytes` bytes; `dst` is exclusively borrowed, and
-            // any bytes are a valid `T` (`DeviceCopy`).
-            unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.device_ptr(), bytes) }
+            // any bytes are a valid `T` (`DeviceCopy`); complete when `run` returns
+            // (`Access::Host`); `ctx`, where given, is current and alive.
+            let op = |stream| {
+                // SAFETY: the ranges as stated above, on the stream `run` gives.
+                unsafe {
+                    driver::memcpy_dtoh_async(
+                        dst.as_mut_ptr().cast(),
+                        self.device_ptr(),
+                        bytes,
+                        stream,
+                    )
+                }
+            };
+            // SAFETY: as stated above.
+            unsafe { legacy::run(ctx, completion, Access::Host, op) }
         })
     }
 
@@ -429,17 +445,22 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
             // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this
-            // context (one brand), borrowed until the legacy order completes the copy (no
-            // scope or free runs before it), and do not overlap (checked above).
-            let write = || unsafe {
-                driver::memcpy_dtod_unwaited(
-                    self.device_ptr(),
-                    src.device_ptr(),
-                    self.size_in_bytes(),
-                )
+            // context (one brand), borrowed now and ordered before every later user by the
+            // lane's record (`Access::Device`), and do not overlap (checked above); `ctx`,
+            // where given, is current and alive (`in_memory_context_with`).
+            let op = |stream| {
+                // SAFETY: the ranges as stated above, on the stream `run` gives.
+                unsafe {
+                    driver::memcpy_dtod_async(
+                        self.device_ptr(),
+                        src.device_ptr(),
+                        self.size_in_bytes(),
+                        stream,
+                    )
+                }
             };
-            // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`).
-            unsafe { legacy::device_write(ctx, completion, write) }
+            // SAFETY: as stated above.
+            unsafe { legacy::run(ctx, completion, Access::Device, op) }
         })
     }
 
@@ -455,9 +476,9 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         let bytes = self.size_in_bytes();
         if bytes != 0 {
             let staged = staging::wanted(staging::Kind::ToNewHost, bytes);
-            in_memory_context_with(self.device_ptr(), |ctx, _| {
-                legacy::sync_read(ctx, || Ok(()))?;
+            in_memory_context_with(self.device_ptr(), |ctx, completion| {
                 if let (true, Some(ctx)) = (staged, ctx) {
+                    legacy::before_legacy_op()?;
                     // SAFETY: `ctx` is current and alive; `dst` is the new `Vec`'s spare
                     // room for `len` elements (`bytes` bytes), which nothing else uses;
                     // any bytes are a valid `T`.
@@ -473,8 +494,21 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                         return Ok(());
                     }
                 }
-                // SAFETY: `dst` has room for `len` elements; any bytes are a valid `T`.
-                unsafe { driver::memcpy_dtoh(dst.as_mut_ptr().cast(), self.device_ptr(), bytes) }
+                // SAFETY: `dst` has room for `len` elements, which nothing else uses; any
+                // bytes are a valid `T`; complete when `run` returns (`Access::Host`).
+                let op = |stream| {
+                    // SAFETY: the ranges as stated above, on the stream `run` gives.
+                    unsafe {
+                        driver::memcpy_dtoh_async(
+                            dst.as_mut_ptr().cast(),
+                            self.device_ptr(),
+                            bytes,
+                            stream,
+                        )
+                    }
+                };
+                // SAFETY: as stated above.
+                unsafe { legacy::run(ctx, completion, Access::Host, op) }
             })?;
         }
         // SAFETY: the copy initialised all `len` elements.
@@ -492,16 +526,21 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
             // SAFETY: `len` elements of the pattern's width are the view's bytes, borrowed
-            // until the legacy order completes the fill.
-            let write = || unsafe {
-                driver::memset_unwaited(
-                    self.device_ptr(),
-                    sealed::Sealed::pattern(value),
-                    self.len(),
-                )
+            // now and ordered before every later user by the lane's record; `ctx`, where
+            // given, is current and alive (`in_memory_context_with`).
+            let op = |stream| {
+                // SAFETY: the ranges as stated above, on the stream `run` gives.
+                unsafe {
+                    driver::memset_async(
+                        self.device_ptr(),
+                        sealed::Sealed::pattern(value),
+                        self.len(),
+                        stream,
+                    )
+                }
             };
-            // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`).
-            unsafe { legacy::device_write(ctx, completion, write) }
+            // SAFETY: as stated above.
+            unsafe { legacy::run(ctx, completion, Access::Device, op) }
         })
     }
 }
