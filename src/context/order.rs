@@ -250,9 +250,11 @@ pub(crate) struct Lane {
 impl Lane {
     /// The calling thread's lane in `ctx` (current on it), ordered after every pending
     /// record of other lanes: the stream a synchronous operation then queues its work on.
-    /// `make`: a lane may be made for `ctx` if it has none (a context the crate entered,
-    /// whose teardown ends the lane). `None`: no lane (none may be made, making one failed,
-    /// or `CUDA_BRAND_SYNC_WRITES=wait`): the operation runs on the legacy stream
+    /// `make`: a lane may be made for `ctx` if this thread has none (a context the crate
+    /// entered, whose teardown ends the lane); without it, one is made only where `ctx` has
+    /// a lane of another thread already (the crate holds that context, and its teardown
+    /// ends every lane of it). `None`: no lane (none may be made, making one failed, or
+    /// `CUDA_BRAND_SYNC_WRITES=wait`): the operation runs on the legacy stream
     /// ([`before_legacy_op`]) and is waited for on the host.
     ///
     /// # Safety
@@ -265,13 +267,15 @@ impl Lane {
         let mut book = book()?;
         let i = match book.find(ctx as usize, thread) {
             Some(i) => i,
-            None if make => match book.add(ctx as usize, thread, || make_lane(ctx)) {
-                Ok(i) => {
-                    publish(&book);
-                    i
+            None if make || book.entries.iter().any(|e| e.ctx == ctx as usize) => {
+                match book.add(ctx as usize, thread, || make_lane(ctx)) {
+                    Ok(i) => {
+                        publish(&book);
+                        i
+                    }
+                    Err(_) => return Ok(None),
                 }
-                Err(_) => return Ok(None),
-            },
+            }
             None => return Ok(None),
         };
         let done = DONE.load(Ordering::Acquire).max(book.entries[i].covered);

@@ -22,10 +22,12 @@ pub(crate) enum Completion {
     /// On a lane, made for the context if the thread has none: the context is one the
     /// crate entered (the memory's own, a buffer's owner), whose teardown ends its lanes.
     Record,
-    /// On a lane only where the thread has one in the context already: the context is the
+    /// On a lane only where the context has one already (of any thread): the context is the
     /// one current on the thread, which another library may have made current (cudarc's
     /// `bind_to_thread`) and may destroy without the crate's teardown; a lane made for it
-    /// could outlive it. Without one, the legacy stream and a wait on the host.
+    /// then could outlive it. A lane of the context proves the crate holds it, and its
+    /// teardown ends every lane of it. Without one, the legacy stream and a wait on the
+    /// host.
     RecordIfKnown,
     /// The legacy stream and a wait on the host: memory the host can read directly (managed
     /// or host memory), or a context retained for one operation.

@@ -283,11 +283,12 @@ pub fn crate_calls_inside_a_host_function_are_refused_and_nothing_runs() {
 /// While a host function runs, a call on another thread that waits for its stream does not
 /// return: here the host function waits 300 ms for the call, sees it has not returned, and
 /// returns; then the call completes with the right values. (A host function that waited
-/// for such a call without a timeout would never return: a deadlock.) The calls: the
-/// crate's synchronous copy to the host, which runs on the context's legacy default stream
-/// and so waits for a `StreamFlags::Default` stream; and, on a non-blocking stream,
-/// `Stream::synchronize`, a scope on the same stream, and `ContextGuard::synchronize`. A
-/// synchronous fill, ordered on the GPU instead (the legacy order), returns.
+/// for such a call without a timeout would never return: a deadlock.) The calls, on a
+/// non-blocking stream: `Stream::synchronize`, a scope on the same stream, and
+/// `ContextGuard::synchronize`. The crate's synchronous copy to the host and synchronous
+/// fill run on the calling thread's own non-blocking stream (its lane,
+/// `docs/design/ordering.md`), which waits for no `StreamFlags::Default` stream: they
+/// return while the host function runs.
 pub fn a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_it() {
     common::in_context(|ctx| {
         let shared = ctx.share();
@@ -297,15 +298,18 @@ pub fn a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_
         let mut filled = ctx.zeroed::<u32>(3)?;
         let mut scoped = ctx.zeroed::<u32>(3)?;
 
-        let (in_time, copied) = call_while_a_host_function_waits(&blocking, BLOCKED_FOR, || {
+        let (in_time, copied) = call_while_a_host_function_waits(&blocking, FREE_WITHIN, || {
             shared.enter(|_| src.to_vec())
         })?;
-        assert!(!in_time, "to_vec returned while the host function ran");
+        assert!(
+            in_time,
+            "to_vec waited on the host for the host function's stream"
+        );
         assert_eq!(copied?, [1, 2, 3]);
 
-        // A synchronous fill is not waited for on the host any more (the legacy order,
-        // `docs/design/ordering.md`): queued on the legacy stream behind the host function's
-        // stream, it returns while the host function runs, and the next reader sees it.
+        // A synchronous fill is not waited for on the host (it runs on the thread's lane,
+        // `docs/design/ordering.md`): it returns while the host function runs, and the next
+        // reader sees it.
         let (in_time, done) = call_while_a_host_function_waits(&blocking, FREE_WITHIN, || {
             shared.enter(|_| filled.fill(4))
         })?;
