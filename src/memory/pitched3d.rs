@@ -373,9 +373,9 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         self.plan_from_device(what, [0; 3], src, src.whole())
     }
 
-    /// Runs `copy`, a plan of this buffer, in the buffer's context: into the host complete
-    /// when it returns, into the device completed by a record of the legacy order (as
-    /// every synchronous device write: `memory::legacy`). A copy of no bytes reaches no
+    /// Runs `copy`, a plan of this buffer, in the buffer's context: with host memory
+    /// complete when it returns, between device buffers completed by a record of the
+    /// thread's lane (as every synchronous device write: `memory::legacy`). A copy of no bytes reaches no
     /// driver.
     ///
     /// # Safety

@@ -599,7 +599,7 @@ fn out_of_range(len: usize) -> ! {
 /// `op` is told which context it runs in: the memory's own, or the calling thread's current
 /// one (alive while `op` runs: a brand covers the memory's context, and a current context
 /// stays current), or `None` where the device's primary context is retained for `op` alone
-/// (no staging and no legacy order is kept for it); and how a write into the memory is
+/// (no staging and no lane is kept for it); and how a write into the memory is
 /// completed: a record of the memory's own context, a record of the current context only
 /// where it has an event already (another library may have made it current), a wait on the
 /// host where the host can read the memory directly (managed or host memory) or the context

@@ -195,7 +195,7 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     lanes: Option<(&'scope Lanes, usize)>,
     /// The host functions queued on the stream (`host_fn/`), finished at the scope's end.
     pub(crate) host_fns: host_fn::HostFns,
-    /// The epoch of the legacy order (`context::order`) up to which the stream already
+    /// The epoch of the order of synchronous operations (`context::order`) up to which the stream already
     /// waits for synchronous device writes: every operation of the scope waits for the
     /// newer ones first ([`StreamScope::ordered`]).
     legacy_covered: AtomicU64,
@@ -399,7 +399,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         Ok(())
     }
 
-    /// The epoch of the legacy order the stream has waited for: complete once the stream
+    /// The epoch of the order of synchronous operations the stream has waited for: complete once the stream
     /// has synchronized (`order::settle` at the scope's end).
     pub(crate) fn legacy_covered(&self) -> u64 {
         self.legacy_covered.load(Ordering::Relaxed)
