@@ -77,7 +77,7 @@ struct Entry<E> {
     /// Every record of another lane up to this epoch is ordered before the lane's later
     /// work (it waited for them, or they were complete).
     covered: u64,
-    /// An operation runs on the lane now (between [`Lane::begin`] and its end).
+    /// An operation runs on the lane now (from [`Lane::begin`] to its end).
     busy: bool,
     /// Its context ended while the lane was busy: the lane's own operation ends it.
     doomed: bool,
@@ -240,7 +240,8 @@ fn end_lane(book: &mut Book<usize>, i: usize) {
 }
 
 /// A synchronous operation's use of the calling thread's lane in the current context,
-/// between [`Lane::begin`] and [`Lane::end`].
+/// between [`Lane::begin`] and its end ([`Lane::end`], [`Lane::end_after_sync`] or
+/// [`Lane::abandon`]).
 pub(crate) struct Lane {
     ctx: usize,
     thread: usize,
@@ -258,7 +259,7 @@ impl Lane {
     /// ([`before_legacy_op`]) and is waited for on the host.
     ///
     /// # Safety
-    /// `ctx` is alive and current on the calling thread until [`Lane::end`].
+    /// `ctx` is alive and current on the calling thread until the lane's operation ends.
     pub(crate) unsafe fn begin(ctx: CUcontext, make: bool) -> Result<Option<Lane>> {
         if host_waits() {
             return Ok(None);
@@ -303,16 +304,16 @@ impl Lane {
         self.stream
     }
 
-    /// Ends the operation: `record` true records the lane's event after it (a write of
-    /// device memory alone, which later users wait for on the GPU); false, the operation is
-    /// complete already (the caller synchronized the lane). Where the record fails, waits
-    /// for the lane on the host instead.
-    pub(crate) fn end(self, record: bool) -> Result<()> {
-        self.finish(record, !record)
+    /// Ends a write of device memory alone: records the lane's event after it, which later
+    /// users wait for on the GPU. Where the record fails, waits for the lane on the host
+    /// instead.
+    pub(crate) fn end(self) -> Result<()> {
+        self.finish(true, false)
     }
 
-    /// [`Lane::end`]; `synced`: the caller synchronized the lane without error, so every
-    /// record it waited for is complete too (`DONE` rises to its `covered`).
+    /// Ends the operation, recording the lane's event after it where `record`; `synced`:
+    /// the lane was synchronized without error, so every record it waited for is complete
+    /// too (`DONE` rises to its `covered`).
     fn finish(self, record: bool, synced: bool) -> Result<()> {
         let mut book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(i) = book.find(self.ctx, self.thread) else {
@@ -340,6 +341,20 @@ impl Lane {
         }
         publish(&book);
         result
+    }
+
+    /// Waits for the lane on the host (an operation that touched host memory), then ends
+    /// the operation as complete ([`Lane::end`] without a record). Where the wait fails,
+    /// the lane is idle all the same (`stream_wait_idle`) and its error is returned.
+    pub(crate) fn end_after_sync(self) -> Result<()> {
+        // SAFETY: the lane's stream is alive while the lane is busy.
+        match unsafe { driver::stream_wait_idle(self.stream) } {
+            Ok(()) => self.finish(false, true),
+            Err(e) => {
+                let _ = self.finish(false, false);
+                Err(e)
+            }
+        }
     }
 
     /// Ends an operation that failed part-way: what it queued is waited for on the host

@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use super::PinnedBuffer;
 use super::legacy::{Access, Completion};
 use super::span::{checked_byte_len, empty_address};
-use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, legacy, staging};
+use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, legacy};
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::Result;
@@ -59,7 +59,7 @@ unsafe fn free_buffer_memory(
         // the free runs on `ctx`'s legacy stream, after its own synchronous writes; those
         // of other contexts (a slice of pool memory written while another was current) are
         // ordered before it here
-        legacy::before_legacy_op()?;
+        crate::context::order::before_legacy_op()?;
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
         unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };
@@ -401,25 +401,16 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
             return Ok(());
         }
         let ctx = self.owner.context();
-        let staged = staging::wanted(staging::Kind::FromHost, bytes);
-        let copy = || {
-            if staged {
-                legacy::before_legacy_op()?;
-                // SAFETY: `ctx` is current (`in_context`) and alive (the brand); same
-                // length; the buffer was just allocated; `src` is a shared borrow; the
-                // staged copy is complete when it returns.
-                if unsafe { staging::host_to_device(ctx, self.ptr, src.as_ptr().cast(), bytes) }? {
-                    return Ok(());
-                }
-            }
-            // SAFETY: `ctx` is current (`in_context`) and alive (the brand); same length;
-            // the buffer was just allocated; the copy is complete when `run` returns.
-            let op = |stream| {
-                // SAFETY: the ranges as stated above, on the stream `run` gives.
-                unsafe { driver::memcpy_htod_async(self.ptr, src.as_ptr().cast(), bytes, stream) }
-            };
-            // SAFETY: as stated above.
-            unsafe { legacy::run(Some(ctx), Completion::Record, Access::Host, op) }
+        // SAFETY: `ctx` is current (`in_context` below) and alive (the brand); same
+        // length; the buffer was just allocated; `src` is a shared borrow.
+        let copy = || unsafe {
+            legacy::upload(
+                Some(ctx),
+                Completion::Record,
+                self.ptr,
+                src.as_ptr().cast(),
+                bytes,
+            )
         };
         // SAFETY: the brand keeps the buffer's context alive.
         unsafe { context::in_context(ctx, copy) }

@@ -8,12 +8,14 @@
 //! order for, `CUDA_BRAND_SYNC_WRITES=wait`), the operation runs on the legacy stream after
 //! every pending record and is waited for on the host, as before the lanes.
 
+use std::ffi::c_void;
 use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
+use super::staging;
 use crate::context::order::{self, Lane};
-use crate::driver::CUstream;
+use crate::driver::{self, CUdeviceptr, CUstream};
 use crate::error::Result;
 
 /// How a synchronous operation on device memory may be completed.
@@ -80,15 +82,8 @@ pub(crate) unsafe fn run<T>(
         }
     };
     match access {
-        Access::Device => lane.end(true)?,
-        Access::Host => {
-            // SAFETY: the lane's stream is alive while the lane is in use.
-            if let Err(e) = unsafe { crate::driver::stream_wait_idle(lane.stream()) } {
-                lane.abandon();
-                return Err(e);
-            }
-            lane.end(false)?;
-        }
+        Access::Device => lane.end()?,
+        Access::Host => lane.end_after_sync()?,
     }
     Ok(out)
 }
@@ -108,9 +103,63 @@ fn on_legacy_stream<T>(op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
     }
 }
 
-/// Orders the legacy stream of the current context after every pending record: before
-/// work the crate queues there itself (a staged copy, a peer copy, a free).
-#[inline]
-pub(crate) fn before_legacy_op() -> Result<()> {
-    order::before_legacy_op()
+/// Copies `bytes` from host memory at `src` into device memory at `dst`, in `ctx` (current;
+/// `None`: one the crate keeps no order for), completed as `completion` says: staged where
+/// `staging::wanted` says so (after every pending record, on the legacy stream; in the
+/// memory's context), else on the thread's lane. Complete when it returns.
+///
+/// # Safety
+/// As [`run`] for `ctx`; `dst` is device memory valid for `bytes` of writes that nothing
+/// else uses during the call, `src` host memory valid for `bytes` of reads that nothing
+/// writes during the call.
+pub(crate) unsafe fn upload(
+    ctx: Option<NonNull<CUctx_st>>,
+    completion: Completion,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+) -> Result<()> {
+    if let (true, Some(ctx)) = (staging::wanted(staging::Kind::FromHost, bytes), ctx) {
+        order::before_legacy_op()?;
+        // SAFETY: the caller's promises; the staged copy is complete when it returns.
+        if unsafe { staging::host_to_device(ctx, dst, src.cast(), bytes) }? {
+            return Ok(());
+        }
+    }
+    // SAFETY: the caller's promises, on the stream `run` gives; complete when `run`
+    // returns (`Access::Host`).
+    let op = |stream| unsafe { driver::memcpy_htod_async(dst, src, bytes, stream) };
+    // SAFETY: the caller's promise for `ctx`; `op`'s ranges are the caller's borrows.
+    unsafe { run(ctx, completion, Access::Host, op) }
+}
+
+/// Copies `bytes` from device memory at `src` into host memory at `dst`, in `ctx` (as
+/// [`upload`]): staged where `kind` (`ToHost`, or `ToNewHost` for a new `Vec`'s room) says
+/// so, else on the thread's lane. Complete when it returns.
+///
+/// # Safety
+/// As [`run`] for `ctx`; `src` is device memory valid for `bytes` of reads that nothing
+/// writes during the call, `dst` host memory valid for `bytes` of writes that nothing else
+/// uses during the call (any bytes being a valid value of its type).
+pub(crate) unsafe fn download(
+    ctx: Option<NonNull<CUctx_st>>,
+    completion: Completion,
+    kind: staging::Kind,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> Result<()> {
+    if let (true, Some(ctx)) = (staging::wanted(kind, bytes), ctx) {
+        order::before_legacy_op()?;
+        let fresh = kind == staging::Kind::ToNewHost;
+        // SAFETY: the caller's promises; the staged copy is complete when it returns.
+        if unsafe { staging::device_to_host(ctx, dst.cast(), src, bytes, fresh) }? {
+            return Ok(());
+        }
+    }
+    // SAFETY: the caller's promises, on the stream `run` gives; complete when `run`
+    // returns (`Access::Host`).
+    let op = |stream| unsafe { driver::memcpy_dtoh_async(dst, src, bytes, stream) };
+    // SAFETY: the caller's promise for `ctx`; `op`'s ranges are the caller's borrows.
+    unsafe { run(ctx, completion, Access::Host, op) }
 }

@@ -342,32 +342,19 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if bytes == 0 {
             return Ok(());
         }
-        let staged = staging::wanted(staging::Kind::FromHost, bytes);
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
-            if let (true, Some(ctx)) = (staged, ctx) {
-                legacy::before_legacy_op()?;
-                // SAFETY: `ctx` is current and alive (`in_memory_context_with`); both
-                // ranges have `bytes` bytes; `self` is exclusively borrowed device memory
-                // and `src` a shared borrow nobody writes during the call; the staged copy
-                // is complete when it returns.
-                if unsafe {
-                    staging::host_to_device(ctx, self.device_ptr(), src.as_ptr().cast(), bytes)
-                }? {
-                    return Ok(());
-                }
+            // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`);
+            // both ranges have `bytes` bytes; `self` is exclusively borrowed device memory
+            // and `src` a shared borrow nobody writes during the call.
+            unsafe {
+                legacy::upload(
+                    ctx,
+                    completion,
+                    self.device_ptr(),
+                    src.as_ptr().cast(),
+                    bytes,
+                )
             }
-            // SAFETY: both ranges have `bytes` bytes; `self` is exclusively borrowed device
-            // memory of a live context and `src` a live host slice; the copy is complete
-            // when `run` returns (`Access::Host`); `ctx`, where given, is current and alive
-            // (`in_memory_context_with`).
-            let op = |stream| {
-                // SAFETY: the ranges as stated above, on the stream `run` gives.
-                unsafe {
-                    driver::memcpy_htod_async(self.device_ptr(), src.as_ptr().cast(), bytes, stream)
-                }
-            };
-            // SAFETY: as stated above.
-            unsafe { legacy::run(ctx, completion, Access::Host, op) }
         })
     }
 
@@ -384,40 +371,20 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if bytes == 0 {
             return Ok(());
         }
-        let staged = staging::wanted(staging::Kind::ToHost, bytes);
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
-            if let (true, Some(ctx)) = (staged, ctx) {
-                legacy::before_legacy_op()?;
-                // SAFETY: `ctx` is current and alive; both ranges have `bytes` bytes; `dst`
-                // is exclusively borrowed, and any bytes are a valid `T` (`DeviceCopy`).
-                if unsafe {
-                    staging::device_to_host(
-                        ctx,
-                        dst.as_mut_ptr().cast(),
-                        self.device_ptr(),
-                        bytes,
-                        false,
-                    )
-                }? {
-                    return Ok(());
-                }
+            // SAFETY: `ctx`, where given, is current and alive; both ranges have `bytes`
+            // bytes; `dst` is exclusively borrowed, and any bytes are a valid `T`
+            // (`DeviceCopy`); `self` is a shared borrow nobody writes during the call.
+            unsafe {
+                legacy::download(
+                    ctx,
+                    completion,
+                    staging::Kind::ToHost,
+                    dst.as_mut_ptr().cast(),
+                    self.device_ptr(),
+                    bytes,
+                )
             }
-            // SAFETY: both ranges have `bytes` bytes; `dst` is exclusively borrowed, and
-            // any bytes are a valid `T` (`DeviceCopy`); complete when `run` returns
-            // (`Access::Host`); `ctx`, where given, is current and alive.
-            let op = |stream| {
-                // SAFETY: the ranges as stated above, on the stream `run` gives.
-                unsafe {
-                    driver::memcpy_dtoh_async(
-                        dst.as_mut_ptr().cast(),
-                        self.device_ptr(),
-                        bytes,
-                        stream,
-                    )
-                }
-            };
-            // SAFETY: as stated above.
-            unsafe { legacy::run(ctx, completion, Access::Host, op) }
         })
     }
 
@@ -475,40 +442,20 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         let dst = v.spare_capacity_mut();
         let bytes = self.size_in_bytes();
         if bytes != 0 {
-            let staged = staging::wanted(staging::Kind::ToNewHost, bytes);
             in_memory_context_with(self.device_ptr(), |ctx, completion| {
-                if let (true, Some(ctx)) = (staged, ctx) {
-                    legacy::before_legacy_op()?;
-                    // SAFETY: `ctx` is current and alive; `dst` is the new `Vec`'s spare
-                    // room for `len` elements (`bytes` bytes), which nothing else uses;
-                    // any bytes are a valid `T`.
-                    if unsafe {
-                        staging::device_to_host(
-                            ctx,
-                            dst.as_mut_ptr().cast(),
-                            self.device_ptr(),
-                            bytes,
-                            true,
-                        )
-                    }? {
-                        return Ok(());
-                    }
+                // SAFETY: `ctx`, where given, is current and alive; `dst` is the new `Vec`'s
+                // spare room for `len` elements (`bytes` bytes), which nothing else uses;
+                // any bytes are a valid `T`; `self` is a shared borrow.
+                unsafe {
+                    legacy::download(
+                        ctx,
+                        completion,
+                        staging::Kind::ToNewHost,
+                        dst.as_mut_ptr().cast(),
+                        self.device_ptr(),
+                        bytes,
+                    )
                 }
-                // SAFETY: `dst` has room for `len` elements, which nothing else uses; any
-                // bytes are a valid `T`; complete when `run` returns (`Access::Host`).
-                let op = |stream| {
-                    // SAFETY: the ranges as stated above, on the stream `run` gives.
-                    unsafe {
-                        driver::memcpy_dtoh_async(
-                            dst.as_mut_ptr().cast(),
-                            self.device_ptr(),
-                            bytes,
-                            stream,
-                        )
-                    }
-                };
-                // SAFETY: as stated above.
-                unsafe { legacy::run(ctx, completion, Access::Host, op) }
             })?;
         }
         // SAFETY: the copy initialised all `len` elements.
