@@ -1,7 +1,8 @@
-//! The legacy order (issue 28, `docs/design/ordering.md`): a synchronous write into device
-//! memory (`from_slice`, `zeroed`, `copy_from_host`, `fill`, `copy_from_device`, 2D and 3D
-//! copies) may still run on the GPU when it returns, and every later scope operation,
-//! synchronous operation of another context and free is ordered after it on the GPU. Each
+//! The order of synchronous operations (issue 28, `docs/design/ordering.md`): a synchronous
+//! write of device memory alone (`zeroed`, `fill`, `copy_from_device`, 2D and 3D copies
+//! between device buffers) may still run on the thread's lane when it returns, and every
+//! later scope operation, synchronous operation of another thread or context and free is
+//! ordered after it on the GPU; uploads (`from_slice`, `copy_from_host`) are complete. Each
 //! test makes the write as large as it can be slow and reads the memory right after on a
 //! non-blocking stream (or another context, thread, partition or GPU), many times, and
 //! asserts every value: a missing order shows as stale values.
@@ -136,33 +137,34 @@ fn two_streams_of_one_scope_see_a_synchronous_write_made_before_it() {
     .unwrap();
 }
 
-fn a_buffer_written_on_one_thread_is_seen_by_another_threads_scope() {
+/// Hands `ROUNDS` buffers of `n` elements over a channel between two threads of one context:
+/// the writer fills each with `value(round)` synchronously (the record is made before the
+/// send: the hand-off), and `reader`, on the other thread, gets the receiving end.
+fn hand_over(
+    n: usize,
+    value: fn(u32) -> u32,
+    reader: impl for<'ctx> FnOnce(
+        ContextGuard<'ctx>,
+        mpsc::Receiver<(u32, DeviceBuffer<'ctx, u32>)>,
+    ) -> Result<(), Error>
+    + Send,
+) {
     let device = gpu_or_skip!();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared: SharedContext<'_> = ctx.share();
-        let n = 8 << 20;
         std::thread::scope(|t| {
             let (tx, rx) = mpsc::sync_channel(2);
             let writer = t.spawn(move || {
                 shared.enter(|g| {
                     for round in 0..ROUNDS as u32 {
                         let mut buf = g.zeroed::<u32>(n)?;
-                        buf.fill(round * 3 + 1)?;
-                        // the hand-off: the record was made before the send
+                        buf.fill(value(round))?;
                         tx.send((round, buf)).expect("the reader is there");
                     }
                     Ok::<_, Error>(())
                 })
             });
-            let reader = t.spawn(move || {
-                shared.enter(|g| {
-                    let stream = g.stream()?;
-                    for (round, buf) in rx {
-                        assert_all(&read_in_scope(&stream, &buf), round * 3 + 1, "handed over");
-                    }
-                    Ok::<_, Error>(())
-                })
-            });
+            let reader = t.spawn(move || shared.enter(|g| reader(g, rx)));
             writer.join().unwrap().unwrap();
             reader.join().unwrap().unwrap();
         });
@@ -171,42 +173,36 @@ fn a_buffer_written_on_one_thread_is_seen_by_another_threads_scope() {
     .unwrap();
 }
 
+fn a_buffer_written_on_one_thread_is_seen_by_another_threads_scope() {
+    hand_over(
+        8 << 20,
+        |round| round * 3 + 1,
+        |g, rx| {
+            let stream = g.stream()?;
+            for (round, buf) in rx {
+                assert_all(&read_in_scope(&stream, &buf), round * 3 + 1, "handed over");
+            }
+            Ok(())
+        },
+    );
+}
+
 /// A fill made on one thread's lane, handed over, then copied on the device and read back by
 /// the other thread's synchronous operations (its own lane): the other lane waits for the
 /// first lane's record before the copy.
 fn a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy() {
-    let device = gpu_or_skip!();
-    with_context(&device, ContextFlags::default(), |ctx| {
-        let shared: SharedContext<'_> = ctx.share();
-        let n = 16 << 20;
-        std::thread::scope(|t| {
-            let (tx, rx) = mpsc::sync_channel(2);
-            let writer = t.spawn(move || {
-                shared.enter(|g| {
-                    for round in 0..ROUNDS as u32 {
-                        let mut buf = g.zeroed::<u32>(n)?;
-                        buf.fill(round * 5 + 2)?;
-                        tx.send((round, buf)).expect("the reader is there");
-                    }
-                    Ok::<_, Error>(())
-                })
-            });
-            let reader = t.spawn(move || {
-                shared.enter(|g| {
-                    let mut copy = g.zeroed::<u32>(n)?;
-                    for (round, buf) in rx {
-                        copy.copy_from_device(&buf)?;
-                        assert_all(&copy.to_vec()?, round * 5 + 2, "copied on another lane");
-                    }
-                    Ok::<_, Error>(())
-                })
-            });
-            writer.join().unwrap().unwrap();
-            reader.join().unwrap().unwrap();
-        });
-        Ok::<_, Error>(())
-    })
-    .unwrap();
+    hand_over(
+        16 << 20,
+        |round| round * 5 + 2,
+        |g, rx| {
+            let mut copy = g.zeroed::<u32>(16 << 20)?;
+            for (round, buf) in rx {
+                copy.copy_from_device(&buf)?;
+                assert_all(&copy.to_vec()?, round * 5 + 2, "copied on another lane");
+            }
+            Ok(())
+        },
+    );
 }
 
 fn a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope() {
