@@ -601,30 +601,33 @@ mod tests {
             v.push((name, value));
             v
         };
-        assert_eq!(
-            detail(world(&with("RANK", "three")).unwrap_err()),
-            "RANK=\"three\" is not a number"
-        );
-        assert_eq!(
-            detail(world(&with("RANK", "4")).unwrap_err()),
-            "RANK=4 is not a rank of a world of WORLD_SIZE=4 (ranks 0 to 3)"
-        );
-        assert_eq!(
-            detail(world(&with("WORLD_SIZE", "0")).unwrap_err()),
-            "WORLD_SIZE=0 is not a world size (1 to 2147483647)"
-        );
-        assert_eq!(
-            detail(world(&with("LOCAL_RANK", "-1")).unwrap_err()),
-            "LOCAL_RANK=\"-1\" is not a number"
-        );
-        assert_eq!(
-            detail(world(&with("MASTER_PORT", "70000")).unwrap_err()),
-            "MASTER_PORT=\"70000\" is not a port (1 to 65535)"
-        );
-        assert_eq!(
-            detail(world(&with("MASTER_PORT", "0")).unwrap_err()),
-            "MASTER_PORT=\"0\" is not a port (1 to 65535)"
-        );
+        for (name, value, want) in [
+            ("RANK", "three", "RANK=\"three\" is not a number"),
+            (
+                "RANK",
+                "4",
+                "RANK=4 is not a rank of a world of WORLD_SIZE=4 (ranks 0 to 3)",
+            ),
+            (
+                "WORLD_SIZE",
+                "0",
+                "WORLD_SIZE=0 is not a world size (1 to 2147483647)",
+            ),
+            ("LOCAL_RANK", "-1", "LOCAL_RANK=\"-1\" is not a number"),
+            (
+                "MASTER_PORT",
+                "70000",
+                "MASTER_PORT=\"70000\" is not a port (1 to 65535)",
+            ),
+            (
+                "MASTER_PORT",
+                "0",
+                "MASTER_PORT=\"0\" is not a port (1 to 65535)",
+            ),
+        ] {
+            let d = detail(world(&with(name, value)).unwrap_err());
+            assert_eq!(d, want, "{name}={value}");
+        }
     }
 
     #[test]
