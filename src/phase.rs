@@ -184,8 +184,8 @@ impl<'ctx> Phases<'ctx> {
         // the run phase allocates no staging for bulk copies: it uses what setup reserved
         // (`ContextGuard::reserve_staging`), or the driver's own path
         crate::memory::staging::freeze(self.guard, true);
-        // and creates nothing for its synchronous operations: this thread's lane in the
-        // context is made now (`docs/design/ordering.md`)
+        // and creates nothing for its synchronous operations: this thread's sync stream in
+        // the context is made now (`docs/design/ordering.md`)
         let raw = self.guard.raw();
         let _ = self.guard.with_current(|| {
             // SAFETY: the guard's context is alive, and current inside `with_current`.

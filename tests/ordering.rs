@@ -1,10 +1,10 @@
 //! The order of synchronous operations (issue 28, `docs/design/ordering.md`): a synchronous
 //! write of device memory alone (`zeroed`, `fill`, `copy_from_device`, 2D and 3D copies
-//! between device buffers) may still run on the thread's lane when it returns, and every
-//! later scope operation, synchronous operation of another thread or context and free is
-//! ordered after it on the GPU; uploads (`from_slice`, `copy_from_host`) are complete. Each
-//! test makes the write as large as it can be slow and reads the memory right after on a
-//! non-blocking stream (or another context, thread, partition or GPU), many times, and
+//! between device buffers) may still run on the thread's sync stream when it returns, and
+//! every later scope operation, synchronous operation of another thread or context and free
+//! is ordered after it on the GPU; uploads (`from_slice`, `copy_from_host`) are complete.
+//! Each test makes the write as large as it can be slow and reads the memory right after on
+//! a non-blocking stream (or another context, thread, partition or GPU), many times, and
 //! asserts every value: a missing order shows as stale values.
 
 use std::sync::mpsc;
@@ -70,7 +70,8 @@ fn a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size() {
                 .map(|i| i.wrapping_mul(2_654_435_761))
                 .collect();
             for round in 0..ROUNDS {
-                // dirty a pool block, free it, and take a zeroed one (likely the same block)
+                // dirty a pool block, free it, and take a zeroed one (likely the same
+                // block)
                 let mut dirty = ctx.zeroed::<u32>(n)?;
                 stream.scope(|s| s.fill(&mut dirty, 0xffff_ffff))?;
                 drop(dirty);
@@ -137,9 +138,10 @@ fn two_streams_of_one_scope_see_a_synchronous_write_made_before_it() {
     .unwrap();
 }
 
-/// Hands `ROUNDS` buffers of `n` elements over a channel between two threads of one context:
-/// the writer fills each with `value(round)` synchronously (the record is made before the
-/// send: the hand-off), and `reader`, on the other thread, gets the receiving end.
+/// Hands `ROUNDS` buffers of `n` elements over a channel between two threads of one
+/// context: the writer fills each with `value(round)` synchronously (the record is made
+/// before the send: the hand-off), and `reader`, on the other thread, gets the receiving
+/// end.
 fn hand_over(
     n: usize,
     value: fn(u32) -> u32,
@@ -187,9 +189,9 @@ fn a_buffer_written_on_one_thread_is_seen_by_another_threads_scope() {
     );
 }
 
-/// A fill made on one thread's lane, handed over, then copied on the device and read back by
-/// the other thread's synchronous operations (its own lane): the other lane waits for the
-/// first lane's record before the copy.
+/// A fill made on one thread's sync stream, handed over, then copied on the device and read
+/// back by the other thread's synchronous operations (its own sync stream): the other sync
+/// stream waits for the first sync stream's record before the copy.
 fn a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy() {
     hand_over(
         16 << 20,
@@ -198,7 +200,11 @@ fn a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy() 
             let mut copy = g.zeroed::<u32>(16 << 20)?;
             for (round, buf) in rx {
                 copy.copy_from_device(&buf)?;
-                assert_all(&copy.to_vec()?, round * 5 + 2, "copied on another lane");
+                assert_all(
+                    &copy.to_vec()?,
+                    round * 5 + 2,
+                    "copied on another sync stream",
+                );
             }
             Ok(())
         },
@@ -370,7 +376,8 @@ fn mixed_synchronous_and_scope_work_on_four_threads_matches_a_model() {
                                         assert_all(&hi, model[i], "mixed: stream b");
                                     }
                                     _ => {
-                                        // a synchronous fill inside an open scope, read by it
+                                        // a synchronous fill inside an open scope, read by
+                                        // it
                                         let mut host = vec![0u32; n];
                                         let buf = &mut bufs[i];
                                         a.scope(|s| {

@@ -46,8 +46,9 @@ use crate::error::{Error, ErrorCode, Result};
 // The rooms: the brand, the guard and the shared context here; `device.rs` (devices),
 // `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
 // `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
-// of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory
-// the teardown frees), `order.rs` (synchronous device writes ordered on the GPU), `partition.rs` (SM partitions: `with_partitions`, the split).
+// of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the
+// teardown frees), `order.rs` (synchronous device writes ordered on the GPU),
+// `partition.rs` (SM partitions: `with_partitions`, the split).
 pub(crate) mod deferred;
 mod device;
 mod enter;

@@ -1,57 +1,59 @@
 //! The order of synchronous operations: synchronous device writes ordered on the GPU
-//! instead of waited for on the host (issue 28; the design and the table of every
-//! consumer: `docs/design/ordering.md`).
+//! instead of waited for on the host (issue 28; the design and the table of every consumer:
+//! `docs/design/ordering.md`).
 //!
 //! A synchronous copy or fill (`copy_from_host`, `fill`, `zeroed`, `copy_from_device`, a 2D
-//! or 3D copy, `to_vec`) runs on the calling thread's **lane** in the context: a
-//! non-blocking stream the crate keeps for that thread and context ([`Lane`]), with the
-//! driver's `*Async` calls. Threads of one context never queue behind each other's
+//! or 3D copy, `to_vec`) runs on the calling thread's **sync stream** in the context: a
+//! non-blocking stream the crate keeps for that thread and context ([`SyncStream`]), with
+//! the driver's `*Async` calls. Threads of one context never queue behind each other's
 //! synchronous work there (the driver's "synchronous" calls all use the context's one
 //! legacy stream, and a pageable upload synchronizes it first).
 //!
 //! * An operation that touches host memory (an upload or a download) is complete when it
-//!   returns: the lane is synchronized before the call returns, so the host buffer is
-//!   neither read nor written afterwards.
-//! * A write of device memory alone (a fill, a device-to-device copy) records the lane's
-//!   event instead: the lane's *record*. Every later user of device memory that is not
-//!   ordered after that lane orders itself after every pending record first: each
-//!   operation of a stream scope, on the scope's stream, before it is queued
+//!   returns: the sync stream is synchronized before the call returns, so the host buffer
+//!   is neither read nor written afterwards.
+//! * A write of device memory alone (a fill, a device-to-device copy) records the sync
+//!   stream's event instead: the sync stream's *record*. Every later user of device memory
+//!   that is not ordered after that sync stream orders itself after every pending record
+//!   first: each operation of a stream scope, on the scope's stream, before it is queued
 //!   ([`is_settled`], [`stream_after_writes`]; a scope may bind memory written
 //!   synchronously after it opened, so a wait when it opens would not be enough); each
-//!   synchronous operation of another lane, on that lane ([`Lane::begin`]); work on a
-//!   legacy stream ([`before_legacy_op`]); a free the driver does not order
-//!   ([`wait_on_host`]).
+//!   synchronous operation of another sync stream, on that sync stream
+//!   ([`SyncStream::begin`]); work on a legacy stream ([`before_legacy_op`]); a free the
+//!   driver does not order ([`wait_on_host`]).
 //!
 //! # Epochs
 //!
 //! One book for the process, behind one lock: every record takes the next *epoch*
-//! (`Book::last`), and each lane's entry keeps the epoch of its latest record. `DONE` says
-//! "every record up to this epoch is complete": a scope whose stream waited for every
-//! record up to epoch `g` ([`stream_after_writes`] returns `g`, which the scope keeps)
-//! raises `DONE` to `g` once its streams are synchronized ([`settle`]). An operation of a
-//! scope finds nothing to wait for while `LAST` is at most the larger of `DONE` and its
-//! stream's `g`: one or two atomic loads and a load of the scope's field.
+//! (`Book::last`), and each sync stream's entry keeps the epoch of its latest record.
+//! `DONE` says "every record up to this epoch is complete": a scope whose stream waited for
+//! every record up to epoch `g` ([`stream_after_writes`] returns `g`, which the scope
+//! keeps) raises `DONE` to `g` once its streams are synchronized ([`settle`]). An operation
+//! of a scope finds nothing to wait for while `LAST` is at most the larger of `DONE` and
+//! its stream's `g`: one or two atomic loads and a load of the scope's field.
 //!
 //! # Why a wait covers every write before it, on every thread
 //!
-//! All records of one lane are made on its stream, which runs in order: a record covers
-//! every write queued on the lane before it. `cuStreamWaitEvent` waits for the event's most
-//! recent record at the time of the call. A writer records its event *then* takes its
-//! epoch, both under the book's lock; a reader takes the lock, so every record whose epoch
-//! it can see was made before its `cuStreamWaitEvent`, and the wait covers it (or a later
-//! record of the same lane, which covers it too). A thread that hands a buffer to another
-//! (a channel, a join, a scoped thread's end: each a happens-before edge) made its records
-//! before the hand-off, so the receiving thread's scope or lane sees them.
+//! All records of one sync stream are made on its stream, which runs in order: a record
+//! covers every write queued on the sync stream before it. `cuStreamWaitEvent` waits for
+//! the event's most recent record at the time of the call. A writer records its event
+//! *then* takes its epoch, both under the book's lock; a reader takes the lock, so every
+//! record whose epoch it can see was made before its `cuStreamWaitEvent`, and the wait
+//! covers it (or a later record of the same sync stream, which covers it too). A thread
+//! that hands a buffer to another (a channel, a join, a scoped thread's end: each a
+//! happens-before edge) made its records before the hand-off, so the receiving thread's
+//! scope or sync stream sees them.
 //!
-//! Only contexts the crate entered get a lane made for them (their teardown takes it out
-//! again, [`on_context_end`]): a write made while another library's context is current
-//! uses a lane only where this thread has one in that context already, and runs on the
-//! legacy stream with a wait on the host otherwise (`memory::legacy::Completion`).
+//! Only contexts the crate entered get a sync stream made for them (their teardown takes it
+//! out again, [`on_context_end`]): a write made while another library's context is current
+//! uses a sync stream only where this thread has one in that context already, and runs on
+//! the legacy stream with a wait on the host otherwise (`memory::legacy::Completion`).
 //!
-//! Records are kept per lane, not per buffer: the branded handle types are one pointer (and
-//! a length) wide (the size facts of the crate root), so a buffer cannot carry the epoch of
-//! its last write; a scope compares the process-wide epochs instead, and waits on the
-//! records still pending (one event per lane that wrote since the last settled scope).
+//! Records are kept per sync stream, not per buffer: the branded handle types are one
+//! pointer (and a length) wide (the size facts of the crate root), so a buffer cannot carry
+//! the epoch of its last write; a scope compares the process-wide epochs instead, and waits
+//! on the records still pending (one event per sync stream that wrote since the last
+//! settled scope).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -61,10 +63,10 @@ use crate::error::Result;
 
 /// `CU_EVENT_DISABLE_TIMING`: the record only orders.
 const DISABLE_TIMING: u32 = 0x2;
-/// `CU_STREAM_NON_BLOCKING`: a lane does not synchronize with the legacy stream.
+/// `CU_STREAM_NON_BLOCKING`: a sync stream does not synchronize with the legacy stream.
 const NON_BLOCKING: u32 = 0x1;
 
-/// The lane of one thread in one context: its stream and event, and the epochs.
+/// The sync stream of one thread in one context: its stream and event, and the epochs.
 struct Entry<E> {
     /// The context's handle as a number.
     ctx: usize,
@@ -74,17 +76,18 @@ struct Entry<E> {
     event: E,
     /// The epoch of the event's latest record (0: none).
     last: u64,
-    /// Every record of another lane up to this epoch is ordered before the lane's later
-    /// work (it waited for them, or they were complete).
+    /// Every record of another sync stream up to this epoch is ordered before the sync
+    /// stream's later work (it waited for them, or they were complete).
     covered: u64,
-    /// An operation runs on the lane now (from [`Lane::begin`] to its end).
+    /// An operation runs on the sync stream now (from [`SyncStream::begin`] to its end).
     busy: bool,
-    /// Its context ended while the lane was busy: the lane's own operation ends it.
+    /// Its context ended while the sync stream was busy: the sync stream's own operation
+    /// ends it.
     doomed: bool,
 }
 
-/// The lanes of every thread and context, generic over the handles so the bookkeeping is
-/// tested without a GPU.
+/// The sync streams of every thread and context, generic over the handles so the
+/// bookkeeping is tested without a GPU.
 struct Book<E> {
     entries: Vec<Entry<E>>,
     /// The latest epoch handed out (0: none yet).
@@ -105,7 +108,7 @@ impl<E: Copy> Book<E> {
             .position(|e| e.ctx == ctx && e.thread == thread)
     }
 
-    /// Adds a lane, whose stream and event `make` returns; its index.
+    /// Adds a sync stream, whose stream and event `make` returns; its index.
     fn add(
         &mut self,
         ctx: usize,
@@ -119,7 +122,7 @@ impl<E: Copy> Book<E> {
             stream,
             event,
             last: 0,
-            // the new lane's stream has no work: nothing before it needs a wait from it
+            // the new stream has no work: nothing before it needs a wait from it
             // but what is pending now, which `begin` waits for
             covered: 0,
             busy: false,
@@ -128,8 +131,8 @@ impl<E: Copy> Book<E> {
         Ok(self.entries.len() - 1)
     }
 
-    /// Records lane `i`'s event on its stream (`record(event, stream)`); the new epoch, or
-    /// the error of `record` (then nothing is recorded).
+    /// Records sync stream `i`'s event on its stream (`record(event, stream)`); the new
+    /// epoch, or the error of `record` (then nothing is recorded).
     fn record(&mut self, i: usize, record: impl FnOnce(E, E) -> Result<()>) -> Result<u64> {
         let e = &self.entries[i];
         record(e.event, e.stream)?;
@@ -138,7 +141,8 @@ impl<E: Copy> Book<E> {
         Ok(self.last)
     }
 
-    /// Calls `wait(event)` for the record of every lane but `except` newer than `done`.
+    /// Calls `wait(event)` for the record of every sync stream but `except` newer than
+    /// `done`.
     fn wait_pending(
         &self,
         done: u64,
@@ -161,8 +165,8 @@ static BOOK: Mutex<Book<usize>> = Mutex::new(Book::new());
 static LAST: AtomicU64 = AtomicU64::new(0);
 /// Every record up to this epoch is complete.
 static DONE: AtomicU64 = AtomicU64::new(0);
-/// How many lanes exist (a teardown's fast path).
-static LANES: AtomicU64 = AtomicU64::new(0);
+/// How many sync streams exist (a teardown's fast path).
+static SYNC_STREAMS: AtomicU64 = AtomicU64::new(0);
 
 /// The book, locked: refused inside a host function (a driver thread), whose every driver
 /// call is refused anyway, so that no host function can ever wait for the lock while its
@@ -178,13 +182,14 @@ fn book() -> Result<MutexGuard<'static, Book<usize>>> {
 }
 
 fn publish(book: &Book<usize>) {
-    LANES.store(book.entries.len() as u64, Ordering::Release);
+    SYNC_STREAMS.store(book.entries.len() as u64, Ordering::Release);
     LAST.store(book.last, Ordering::Release);
 }
 
 /// This thread's token: the address of a thread-local, distinct among the live threads. A
-/// thread started after another ended may get that thread's token, and its lanes: a lane
-/// is not tied to a thread by the driver, only by the book (one user at a time).
+/// thread started after another ended may get that thread's token, and its sync streams: a
+/// sync stream is not tied to a thread by the driver, only by the book (one user at a
+/// time).
 fn thread_token() -> usize {
     thread_local! {
         static TOKEN: u8 = const { 0 };
@@ -193,9 +198,9 @@ fn thread_token() -> usize {
 }
 
 /// `CUDA_BRAND_SYNC_WRITES=wait` in the environment (read once): every synchronous
-/// operation runs on the legacy stream and is waited for on the host, as before the lanes,
-/// so that one benchmark session measures both (`scripts/bench-ordering`). Anything else,
-/// or unset: lanes.
+/// operation runs on the legacy stream and is waited for on the host, as before the sync
+/// streams, so that one benchmark session measures both (`scripts/bench-ordering`).
+/// Anything else, or unset: sync streams.
 fn host_waits() -> bool {
     static WAITS: OnceLock<bool> = OnceLock::new();
     *WAITS.get_or_init(|| std::env::var("CUDA_BRAND_SYNC_WRITES").is_ok_and(|v| v == "wait"))
@@ -207,9 +212,9 @@ pub(crate) fn legacy_wait() -> Result<()> {
     unsafe { driver::stream_wait_idle(std::ptr::null_mut()) }
 }
 
-/// Makes a lane's stream and event in `ctx`, which is current: a green context's stream
+/// Makes a stream and event in `ctx`, which is current: a green context's stream
 /// where `ctx` is a partition's (its work stays on the partition's SMs).
-fn make_lane(ctx: CUcontext) -> Result<(usize, usize)> {
+fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
     let stream = match super::partition::green_of(ctx) {
         // SAFETY: a partition entered on this thread is alive while it is current here.
         Some(green) => unsafe { driver::green_stream_create(green, NON_BLOCKING, 0) }?,
@@ -225,13 +230,13 @@ fn make_lane(ctx: CUcontext) -> Result<(usize, usize)> {
     }
 }
 
-/// Ends lane `i` (taken out of the book): its records are waited for on the host, then its
-/// event and stream destroyed. Its context is alive and current.
-fn end_lane(book: &mut Book<usize>, i: usize) {
+/// Ends sync stream `i` (taken out of the book): its records are waited for on the host,
+/// then its event and stream destroyed. Its context is alive and current.
+fn end_sync_stream(book: &mut Book<usize>, i: usize) {
     let e = book.entries.swap_remove(i);
-    // A failure here is the context's sticky error, which its own teardown reports.
-    // SAFETY: the lane's handles were made in its context, which is alive; out of the
-    // book, nothing else uses them.
+    // A failure here is the context's sticky error, which its own teardown reports. SAFETY:
+    // the sync stream's handles were made in its context, which is alive; out of the book,
+    // nothing else uses them.
     let _ = unsafe { driver::event_synchronize(e.event as CUevent) };
     // SAFETY: as above.
     let _ = unsafe { driver::event_destroy(e.event as CUevent) };
@@ -239,28 +244,30 @@ fn end_lane(book: &mut Book<usize>, i: usize) {
     let _ = unsafe { driver::stream_destroy(e.stream as CUstream) };
 }
 
-/// A synchronous operation's use of the calling thread's lane in the current context,
-/// between [`Lane::begin`] and its end ([`Lane::end`], [`Lane::end_after_sync`] or
-/// [`Lane::abandon`]).
-pub(crate) struct Lane {
+/// A synchronous operation's use of the calling thread's sync stream in the current
+/// context, between [`SyncStream::begin`] and its end ([`SyncStream::end`],
+/// [`SyncStream::end_after_sync`] or [`SyncStream::abandon`]).
+pub(crate) struct SyncStream {
     ctx: usize,
     thread: usize,
     stream: CUstream,
 }
 
-impl Lane {
-    /// The calling thread's lane in `ctx` (current on it), ordered after every pending
-    /// record of other lanes: the stream a synchronous operation then queues its work on.
-    /// `make`: a lane may be made for `ctx` if this thread has none (a context the crate
-    /// entered, whose teardown ends the lane); without it, one is made only where `ctx` has
-    /// a lane of another thread already (the crate holds that context, and its teardown
-    /// ends every lane of it). `None`: no lane (none may be made, making one failed, or
-    /// `CUDA_BRAND_SYNC_WRITES=wait`): the operation runs on the legacy stream
-    /// ([`before_legacy_op`]) and is waited for on the host.
+impl SyncStream {
+    /// The calling thread's sync stream in `ctx` (current on it), ordered after every
+    /// pending record of other sync streams: the stream a synchronous operation then queues
+    /// its work on. `make`: a sync stream may be made for `ctx` if this thread has none (a
+    /// context the crate entered, whose teardown ends the sync stream); without it, one is
+    /// made only where `ctx` has a sync stream of another thread already (the crate holds
+    /// that context, and its teardown ends every sync stream of it). `None`: no sync stream
+    /// (none may be made, making one failed, or `CUDA_BRAND_SYNC_WRITES=wait`): the
+    /// operation runs on the legacy stream ([`before_legacy_op`]) and is waited for on the
+    /// host.
     ///
     /// # Safety
-    /// `ctx` is alive and current on the calling thread until the lane's operation ends.
-    pub(crate) unsafe fn begin(ctx: CUcontext, make: bool) -> Result<Option<Lane>> {
+    /// `ctx` is alive and current on the calling thread until the sync stream's operation
+    /// ends.
+    pub(crate) unsafe fn begin(ctx: CUcontext, make: bool) -> Result<Option<SyncStream>> {
         if host_waits() {
             return Ok(None);
         }
@@ -269,7 +276,7 @@ impl Lane {
         let i = match book.find(ctx as usize, thread) {
             Some(i) => i,
             None if make || book.entries.iter().any(|e| e.ctx == ctx as usize) => {
-                match book.add(ctx as usize, thread, || make_lane(ctx)) {
+                match book.add(ctx as usize, thread, || make_sync_stream(ctx)) {
                     Ok(i) => {
                         publish(&book);
                         i
@@ -283,7 +290,7 @@ impl Lane {
         let stream = book.entries[i].stream;
         if book.last > done {
             book.wait_pending(done, Some(i), |event| {
-                // SAFETY: the lane's stream is alive while its entry is in the book; the
+                // SAFETY: the stream is alive while its entry is in the book; the
                 // event likewise, under the lock held here.
                 unsafe { driver::stream_wait_event(stream as CUstream, event as CUevent) }
             })?;
@@ -292,32 +299,32 @@ impl Lane {
         let entry = &mut book.entries[i];
         entry.covered = last;
         entry.busy = true;
-        Ok(Some(Lane {
+        Ok(Some(SyncStream {
             ctx: ctx as usize,
             thread,
             stream: stream as CUstream,
         }))
     }
 
-    /// The lane's stream.
+    /// The stream.
     pub(crate) fn stream(&self) -> CUstream {
         self.stream
     }
 
-    /// Ends a write of device memory alone: records the lane's event after it, which later
-    /// users wait for on the GPU. Where the record fails, waits for the lane on the host
-    /// instead.
+    /// Ends a write of device memory alone: records the sync stream's event after it, which
+    /// later users wait for on the GPU. Where the record fails, waits for the sync stream
+    /// on the host instead.
     pub(crate) fn end(self) -> Result<()> {
         self.finish(true, false)
     }
 
-    /// Ends the operation, recording the lane's event after it where `record`; `synced`:
-    /// the lane was synchronized without error, so every record it waited for is complete
-    /// too (`DONE` rises to its `covered`).
+    /// Ends the operation, recording the sync stream's event after it where `record`;
+    /// `synced`: the sync stream was synchronized without error, so every record it waited
+    /// for is complete too (`DONE` rises to its `covered`).
     fn finish(self, record: bool, synced: bool) -> Result<()> {
         let mut book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(i) = book.find(self.ctx, self.thread) else {
-            unreachable!("a busy lane stays in the book")
+            unreachable!("a busy sync stream stays in the book")
         };
         book.entries[i].busy = false;
         if synced {
@@ -326,7 +333,8 @@ impl Lane {
         let mut result = Ok(());
         if record {
             let recorded = book.record(i, |event, stream| {
-                // SAFETY: the event and stream are the lane's, alive while it is in the book.
+                // SAFETY: the event and stream are the sync stream's, alive while it is in
+                // the book.
                 unsafe { driver::event_record(event as CUevent, stream as CUstream) }
             });
             if recorded.is_err() {
@@ -335,19 +343,20 @@ impl Lane {
             }
         }
         if book.entries[i].doomed {
-            // the context ended meanwhile (its teardown could not end a busy lane): it is
-            // alive and current here still (`begin`'s promise)
-            end_lane(&mut book, i);
+            // the context ended meanwhile (its teardown could not end a busy sync stream):
+            // it is alive and current here still (`begin`'s promise)
+            end_sync_stream(&mut book, i);
         }
         publish(&book);
         result
     }
 
-    /// Waits for the lane on the host (an operation that touched host memory), then ends
-    /// the operation as complete ([`Lane::end`] without a record). Where the wait fails,
-    /// the lane is idle all the same (`stream_wait_idle`) and its error is returned.
+    /// Waits for the sync stream on the host (an operation that touched host memory), then
+    /// ends the operation as complete ([`SyncStream::end`] without a record). Where the
+    /// wait fails, the sync stream is idle all the same (`stream_wait_idle`) and its error
+    /// is returned.
     pub(crate) fn end_after_sync(self) -> Result<()> {
-        // SAFETY: the lane's stream is alive while the lane is busy.
+        // SAFETY: the stream is alive while the sync stream is busy.
         match unsafe { driver::stream_wait_idle(self.stream) } {
             Ok(()) => self.finish(false, true),
             Err(e) => {
@@ -360,16 +369,16 @@ impl Lane {
     /// Ends an operation that failed part-way: what it queued is waited for on the host
     /// (no error path returns while work may still run), nothing recorded.
     pub(crate) fn abandon(self) {
-        // SAFETY: the lane's stream is alive while the lane is busy.
+        // SAFETY: the stream is alive while the sync stream is busy.
         let _ = unsafe { driver::stream_wait_idle(self.stream) };
         let _ = self.finish(false, false);
     }
 }
 
-/// Makes the calling thread's lane in `ctx` now if it has none (the end of a setup phase:
-/// the run phase then creates nothing for its synchronous operations). Best effort: where
-/// it cannot be made, the first operation tries again, and runs on the legacy stream if
-/// that fails too.
+/// Makes the calling thread's sync stream in `ctx` now if it has none (the end of a setup
+/// phase: the run phase then creates nothing for its synchronous operations). Best effort:
+/// where it cannot be made, the first operation tries again, and runs on the legacy stream
+/// if that fails too.
 ///
 /// # Safety
 /// `ctx` is alive and current on the calling thread.
@@ -382,16 +391,18 @@ pub(crate) unsafe fn prepare(ctx: CUcontext) {
     };
     let thread = thread_token();
     if book.find(ctx as usize, thread).is_none()
-        && book.add(ctx as usize, thread, || make_lane(ctx)).is_ok()
+        && book
+            .add(ctx as usize, thread, || make_sync_stream(ctx))
+            .is_ok()
     {
         publish(&book);
     }
 }
 
-/// Orders the legacy stream of the current context after every pending record, before
-/// work queued there that touches device memory (a staged copy, a peer copy, a free on the
-/// legacy stream, a synchronous operation without a lane). One or two atomic loads while
-/// nothing is pending.
+/// Orders the legacy stream of the current context after every pending record, before work
+/// queued there that touches device memory (a staged copy, a peer copy, a free on the
+/// legacy stream, a synchronous operation without a sync stream). One or two atomic loads
+/// while nothing is pending.
 pub(crate) fn before_legacy_op() -> Result<()> {
     let done = DONE.load(Ordering::Acquire);
     if LAST.load(Ordering::Acquire) <= done {
@@ -458,16 +469,16 @@ pub(crate) fn wait_on_host() -> Result<()> {
     Ok(())
 }
 
-/// Teardown of `raw` (alive and current): every lane of the context, of any thread, is
-/// waited for on the host and ended; a lane busy on another thread (a primary context
-/// entered on two threads) is ended by its own operation ([`Lane::end`]). Waited for before
-/// the lock is released: a record of it that a scope finds no entry for any more must be
-/// complete. One atomic load while there are no lanes.
+/// Teardown of `raw` (alive and current): every sync stream of the context, of any thread,
+/// is waited for on the host and ended; a sync stream busy on another thread (a primary
+/// context entered on two threads) is ended by its own operation ([`SyncStream::end`]).
+/// Waited for before the lock is released: a record of it that a scope finds no entry for
+/// any more must be complete. One atomic load while there are no sync streams.
 ///
 /// # Safety
 /// `raw` is alive and current on the calling thread.
 pub(crate) unsafe fn on_context_end(raw: CUcontext) {
-    if LANES.load(Ordering::Acquire) == 0 {
+    if SYNC_STREAMS.load(Ordering::Acquire) == 0 {
         return;
     }
     let Ok(mut book) = book() else {
@@ -482,7 +493,7 @@ pub(crate) unsafe fn on_context_end(raw: CUcontext) {
             e.doomed = true;
             i += 1;
         } else {
-            end_lane(&mut book, i); // swap_remove: index `i` holds the next entry
+            end_sync_stream(&mut book, i); // swap_remove: index `i` holds the next entry
         }
     }
     publish(&book);
@@ -493,7 +504,7 @@ mod tests {
     use super::*;
     use crate::error::{Error, ErrorCode};
 
-    fn lanes(n: usize) -> Book<u32> {
+    fn sync_streams(n: usize) -> Book<u32> {
         let mut book = Book::<u32>::new();
         for i in 0..n {
             let h = 10 * (i as u32 + 1);
@@ -514,8 +525,8 @@ mod tests {
     }
 
     #[test]
-    fn each_record_takes_the_next_epoch_on_its_own_lane() {
-        let mut book = lanes(2);
+    fn each_record_takes_the_next_epoch_on_its_own_sync_stream() {
+        let mut book = sync_streams(2);
         let mut on = Vec::new();
         let mut push = |e, s| {
             on.push((e, s));
@@ -527,42 +538,58 @@ mod tests {
         assert_eq!(
             on,
             [(11, 10), (21, 20), (11, 10)],
-            "(event, its lane's stream)"
+            "(event, its own stream)"
         );
         assert_eq!((book.entries[0].last, book.entries[1].last), (3, 2));
         assert_eq!(book.find(1, 1), Some(1));
         assert_eq!(book.find(1, 2), None);
-        assert_eq!(book.find(2, 0), None, "a lane is per thread and context");
+        assert_eq!(
+            book.find(2, 0),
+            None,
+            "a sync stream is per thread and context"
+        );
     }
 
     #[test]
-    fn a_lane_waits_for_the_other_lanes_records_newer_than_done_only() {
-        let mut book = lanes(3);
+    fn a_sync_stream_waits_for_the_other_sync_streams_records_newer_than_done_only() {
+        let mut book = sync_streams(3);
         book.record(0, |_, _| Ok(())).unwrap(); // epoch 1
         book.record(1, |_, _| Ok(())).unwrap(); // epoch 2
-        book.record(0, |_, _| Ok(())).unwrap(); // epoch 3: lane 0 again
+        book.record(0, |_, _| Ok(())).unwrap(); // epoch 3: sync stream 0 again
         assert_eq!(waited(&book, 0, None), [11, 21], "a scope waits for both");
-        assert_eq!(waited(&book, 2, None), [11], "lane 1's record is done");
+        assert_eq!(
+            waited(&book, 2, None),
+            [11],
+            "sync stream 1's record is done"
+        );
         assert_eq!(waited(&book, 3, None), Vec::<u32>::new());
         assert_eq!(waited(&book, 0, Some(0)), [21], "its own stream is ordered");
-        assert_eq!(waited(&book, 0, Some(2)), [11, 21], "lane 2 never recorded");
+        assert_eq!(
+            waited(&book, 0, Some(2)),
+            [11, 21],
+            "sync stream 2 never recorded"
+        );
     }
 
     #[test]
-    fn a_failed_record_or_lane_takes_no_epoch() {
-        let mut book = lanes(1);
+    fn a_failed_record_or_sync_stream_takes_no_epoch() {
+        let mut book = sync_streams(1);
         let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
         assert!(book.record(0, fail).is_err());
         assert_eq!(book.last, 0);
         let fail = || Err(Error::new("cuStreamCreate", ErrorCode::OutOfMemory));
         assert!(book.add(1, 7, fail).is_err());
-        assert_eq!(book.entries.len(), 1, "no lane for thread 7");
-        assert!(waited(&book, 0, None).is_empty(), "lane 0 has no record");
+        assert_eq!(book.entries.len(), 1, "no sync stream for thread 7");
+        assert!(
+            waited(&book, 0, None).is_empty(),
+            "sync stream 0 has no record"
+        );
     }
 
     #[test]
     fn settling_never_lowers_done() {
-        // the process-wide atomics: other tests of the crate do not touch them without a GPU
+        // the process-wide atomics: other tests of the crate do not touch them without a
+        // GPU
         let before = DONE.load(Ordering::Acquire);
         settle(before + 5);
         settle(before + 2);

@@ -1,9 +1,9 @@
 //! Wrappers: copies (host and device, 2D, 3D, between contexts) and fills, synchronous and
-//! stream-ordered. The crate's synchronous operations use the stream-ordered ones on a lane
-//! (`context::order`); the legacy-stream ones here wait for it before they return, except
-//! [`memcpy_htod_unwaited`], whose caller does.
-//! Every one is `unsafe`: the caller guarantees each range is valid for the access, and
-//! stays valid until the (possibly asynchronous) operation is done.
+//! stream-ordered. The crate's synchronous operations use the stream-ordered ones on a sync
+//! stream (`context::order`); the legacy-stream ones here wait for it before they return,
+//! except [`memcpy_htod_unwaited`], whose caller does. Every one is `unsafe`: the caller
+//! guarantees each range is valid for the access, and stays valid until the (possibly
+//! asynchronous) operation is done.
 
 use std::ffi::c_void;
 
@@ -26,10 +26,11 @@ fn legacy_stream_synchronize() -> Result<()> {
     unsafe { stream_wait_idle(std::ptr::null_mut()) }
 }
 
-/// Copies host to device (`cuMemcpyHtoD`) without a wait: from page-locked memory the copy is complete when it returns; from pageable memory the data
-/// has been staged (the host range may be reused) but may still be on its way. A caller
-/// that promises completion waits for the legacy stream afterwards
-/// ([`stream_wait_idle`] on null), once for a whole series of such copies.
+/// Copies host to device (`cuMemcpyHtoD`) without a wait: from page-locked memory the copy
+/// is complete when it returns; from pageable memory the data has been staged (the host
+/// range may be reused) but may still be on its way. A caller that promises completion
+/// waits for the legacy stream afterwards ([`stream_wait_idle`] on null), once for a whole
+/// series of such copies.
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
@@ -59,7 +60,8 @@ pub enum Pattern {
 }
 
 /// # Safety
-/// `dst` is valid for `n` elements of the pattern's width, and `stream` is live; the range stays valid until the stream has run it.
+/// `dst` is valid for `n` elements of the pattern's width, and `stream` is live; the range
+/// stays valid until the stream has run it.
 #[inline]
 pub(crate) unsafe fn memset_async(
     dst: CUdeviceptr,
@@ -158,8 +160,8 @@ fn memcpy2d_desc(dst: Side2D, src: Side2D, width_bytes: usize, height: usize) ->
 
 /// # Safety
 /// Each side is valid for `height` rows of `width_bytes` at its pitch (host memory for
-/// reading or writing as its side says), `stream` is live, and both sides stay valid (host memory untouched
-/// by the host) until the stream has run the copy.
+/// reading or writing as its side says), `stream` is live, and both sides stay valid (host
+/// memory untouched by the host) until the stream has run the copy.
 #[inline]
 pub(crate) unsafe fn memcpy_2d_async(
     dst: Side2D,
@@ -235,8 +237,8 @@ impl Copy3D {
 /// # Safety
 /// Each side is valid, from its start `at`, for `extent[2]` slices `slice_rows` rows apart
 /// of `extent[1]` rows of `extent[0]` bytes at its pitch (host memory for reading or
-/// writing as its side says), the two do not overlap, `stream` is live, and both sides stay valid (host memory untouched by
-/// the host) until the stream has run the copy.
+/// writing as its side says), the two do not overlap, `stream` is live, and both sides stay
+/// valid (host memory untouched by the host) until the stream has run the copy.
 #[inline]
 pub(crate) unsafe fn memcpy_3d_async(copy: &Copy3D, stream: CUstream) -> Result<()> {
     let desc = copy.desc();

@@ -358,7 +358,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         let zero = || {
             // SAFETY: `ctx` is current (`in_context`) and alive (the brand); the buffer's
             // own bytes, just allocated, device memory ordered before every later user by
-            // the lane's record.
+            // the sync stream's record.
             let op = |stream| {
                 // SAFETY: the ranges as stated above, on the stream `run` gives.
                 unsafe {

@@ -1,12 +1,13 @@
 //! How this layer's synchronous operations are queued and completed (issue 28): on the
-//! calling thread's lane in the context ([`context::order`](crate::context::order)), a
-//! non-blocking stream of its own, with the driver's `*Async` calls. An operation that
-//! reads or writes host memory synchronizes the lane before it returns (the host buffer is
-//! free when the call returns); a write of device memory alone records the lane's event,
-//! which every later stream scope, lane and legacy-stream operation waits for on the GPU.
-//! Where no lane is used (memory the host can read directly, a context the crate keeps no
-//! order for, `CUDA_BRAND_SYNC_WRITES=wait`), the operation runs on the legacy stream after
-//! every pending record and is waited for on the host, as before the lanes.
+//! calling thread's sync stream in the context ([`context::order`](crate::context::order)),
+//! a non-blocking stream of its own, with the driver's `*Async` calls. An operation that
+//! reads or writes host memory synchronizes the sync stream before it returns (the host
+//! buffer is free when the call returns); a write of device memory alone records the sync
+//! stream's event, which every later stream scope, sync stream and legacy-stream operation
+//! waits for on the GPU. Where no sync stream is used (memory the host can read directly, a
+//! context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the operation runs
+//! on the legacy stream after every pending record and is waited for on the host, as before
+//! the sync streams.
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -14,22 +15,23 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use super::staging;
-use crate::context::order::{self, Lane};
+use crate::context::order::{self, SyncStream};
 use crate::driver::{self, CUdeviceptr, CUstream};
 use crate::error::Result;
 
 /// How a synchronous operation on device memory may be completed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Completion {
-    /// On a lane, made for the context if the thread has none: the context is one the
-    /// crate entered (the memory's own, a buffer's owner), whose teardown ends its lanes.
+    /// On a sync stream, made for the context if the thread has none: the context is one
+    /// the crate entered (the memory's own, a buffer's owner), whose teardown ends its sync
+    /// streams.
     Record,
-    /// On a lane only where the context has one already (of any thread): the context is the
-    /// one current on the thread, which another library may have made current (cudarc's
-    /// `bind_to_thread`) and may destroy without the crate's teardown; a lane made for it
-    /// then could outlive it. A lane of the context proves the crate holds it, and its
-    /// teardown ends every lane of it. Without one, the legacy stream and a wait on the
-    /// host.
+    /// On a sync stream only where the context has one already (of any thread): the context
+    /// is the one current on the thread, which another library may have made current
+    /// (cudarc's `bind_to_thread`) and may destroy without the crate's teardown; a sync
+    /// stream made for it then could outlive it. A sync stream of the context proves the
+    /// crate holds it, and its teardown ends every sync stream of it. Without one, the
+    /// legacy stream and a wait on the host.
     RecordIfKnown,
     /// The legacy stream and a wait on the host: memory the host can read directly (managed
     /// or host memory), or a context retained for one operation.
@@ -40,7 +42,7 @@ pub(crate) enum Completion {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Access {
     /// Device memory only (a fill, a device-to-device copy): complete for every later user
-    /// through the lane's record.
+    /// through the sync stream's record.
     Device,
     /// Host memory too (an upload or a download): complete when it returns.
     Host,
@@ -48,15 +50,15 @@ pub(crate) enum Access {
 
 /// Runs `op`, which queues a synchronous operation on the stream it is given, with `ctx`
 /// current (`None`: the current context is one the crate keeps no order for), and completes
-/// it as `completion` and `access` say. `op` gets a lane's stream, or null (the legacy
-/// stream) after the pending records were ordered before it there.
+/// it as `completion` and `access` say. `op` gets the thread's sync stream, or null (the
+/// legacy stream) after the pending records were ordered before it there.
 ///
 /// # Safety
 /// `ctx`, where given, is alive and current on the calling thread while `op` runs and
 /// after; `op` queues work touching nothing that is freed before the work is complete (a
 /// borrow held until the call returns, for host memory; for device memory, until every
-/// later user is ordered after the lane's record, which holds for memory only the crate
-/// frees or uses).
+/// later user is ordered after the sync stream's record, which holds for memory only the
+/// crate frees or uses).
 #[inline]
 pub(crate) unsafe fn run<T>(
     ctx: Option<NonNull<CUctx_st>>,
@@ -64,26 +66,26 @@ pub(crate) unsafe fn run<T>(
     access: Access,
     op: impl FnOnce(CUstream) -> Result<T>,
 ) -> Result<T> {
-    let lane = match (ctx, completion) {
+    let sync = match (ctx, completion) {
         (Some(ctx), Completion::Record | Completion::RecordIfKnown) => {
             // SAFETY: the caller's promise.
-            unsafe { Lane::begin(ctx.as_ptr(), completion == Completion::Record) }?
+            unsafe { SyncStream::begin(ctx.as_ptr(), completion == Completion::Record) }?
         }
         _ => None,
     };
-    let Some(lane) = lane else {
+    let Some(sync) = sync else {
         return on_legacy_stream(op);
     };
-    let out = match op(lane.stream()) {
+    let out = match op(sync.stream()) {
         Ok(out) => out,
         Err(e) => {
-            lane.abandon();
+            sync.abandon();
             return Err(e);
         }
     };
     match access {
-        Access::Device => lane.end()?,
-        Access::Host => lane.end_after_sync()?,
+        Access::Device => sync.end()?,
+        Access::Host => sync.end_after_sync()?,
     }
     Ok(out)
 }
@@ -106,7 +108,7 @@ fn on_legacy_stream<T>(op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
 /// Copies `bytes` from host memory at `src` into device memory at `dst`, in `ctx` (current;
 /// `None`: one the crate keeps no order for), completed as `completion` says: staged where
 /// `staging::wanted` says so (after every pending record, on the legacy stream; in the
-/// memory's context), else on the thread's lane. Complete when it returns.
+/// memory's context), else on the thread's sync stream. Complete when it returns.
 ///
 /// # Safety
 /// As [`run`] for `ctx`; `dst` is device memory valid for `bytes` of writes that nothing
@@ -135,7 +137,7 @@ pub(crate) unsafe fn upload(
 
 /// Copies `bytes` from device memory at `src` into host memory at `dst`, in `ctx` (as
 /// [`upload`]): staged where `kind` (`ToHost`, or `ToNewHost` for a new `Vec`'s room) says
-/// so, else on the thread's lane. Complete when it returns.
+/// so, else on the thread's sync stream. Complete when it returns.
 ///
 /// # Safety
 /// As [`run`] for `ctx`; `src` is device memory valid for `bytes` of reads that nothing

@@ -112,7 +112,8 @@ impl<'ctx> ContextGuard<'ctx> {
     /// call it on both guards for both). Idempotent: the driver's "already enabled" answer
     /// is success. Two contexts of one device share its memory already; the token is given
     /// without a driver call. Devices without a peer path give
-    /// `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED` (see [`Device::can_access_peer`](crate::Device::can_access_peer)).
+    /// `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED` (see
+    /// [`Device::can_access_peer`](crate::Device::can_access_peer)).
     pub fn enable_peer_access<'peer>(
         self,
         peer: ContextGuard<'peer>,
@@ -195,9 +196,9 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
     // SAFETY: both guards prove their contexts alive; each slice is memory its guard's
     // context may access (its own, or a peer's through a `PeerAccess` view of that brand,
     // which the driver then reaches through the granted peer mapping); same length; the
-    // destination context is current for the wait. Pending synchronous writes of any lane
-    // (the source's among them) are waited for on the host first: the driver does not say
-    // which stream a peer copy runs on. The copy is complete when it returns.
+    // destination context is current for the wait. Pending synchronous writes of any sync
+    // stream (the source's among them) are waited for on the host first: the driver does
+    // not say which stream a peer copy runs on. The copy is complete when it returns.
     dst_ctx.with_current(|| unsafe {
         crate::context::order::wait_on_host()?;
         driver::memcpy_peer(

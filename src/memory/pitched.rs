@@ -231,7 +231,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             let zero = || {
                 // SAFETY: `ctx` is current (`in_context`) and alive (the brand); the
                 // allocation's `pitch * height` bytes, device memory owned by `buf` and
-                // ordered before every later user by the lane's record.
+                // ordered before every later user by the sync stream's record.
                 let op = |s| {
                     // SAFETY: the ranges as stated above, on the stream `run` gives.
                     unsafe { driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), s) }
@@ -291,9 +291,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
     /// checker's back, since a number outlives no borrow. The caller promises, for every
     /// use of the address (a kernel parameter, a driver call): it is not used after the
-    /// memory is freed (this buffer dropped); and work given it reads the memory only while nothing
-    /// writes it and writes it only while nothing else uses it, until that work has
-    /// finished, as the borrow of this buffer would make the crate's copies and launches do.
+    /// memory is freed (this buffer dropped); and work given it reads the memory only while
+    /// nothing writes it and writes it only while nothing else uses it, until that work has
+    /// finished, as the borrow of this buffer would make the crate's copies and launches
+    /// do.
     ///
     /// The crate's synchronous writes into device memory (`copy_from_host`, `fill`,
     /// `zeroed`, ...) may still run on the GPU when they return: the crate's scopes wait
@@ -345,7 +346,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         // SAFETY: `ctx` is current (`in_context`) and alive (the brand); pitched memory is
         // device memory (`cuMemAllocPitch`), which the host cannot read; `op`'s ranges are
         // its caller's borrows (host memory until `run` returns, device memory ordered by
-        // the lane's record).
+        // the sync stream's record).
         let ordered = || unsafe { legacy::run(Some(ctx), legacy::Completion::Record, access, op) };
         // SAFETY: the brand keeps the context alive.
         unsafe { context::in_context(ctx, ordered) }
@@ -412,8 +413,9 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         }
         let (w, h) = self.extent();
         self.run(Access::Device, |stream| {
-            // SAFETY: two distinct allocations (one borrowed exclusively) of the same shape,
-            // both device memory ordered before every later user by the lane's record.
+            // SAFETY: two distinct allocations (one borrowed exclusively) of the same
+            // shape, both device memory ordered before every later user by the sync
+            // stream's record.
             unsafe { driver::memcpy_2d_async(self.side(), src.side(), w, h, stream) }
         })
     }

@@ -375,8 +375,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
 
     /// Runs `copy`, a plan of this buffer, in the buffer's context: with host memory
     /// complete when it returns, between device buffers completed by a record of the
-    /// thread's lane (as every synchronous device write: `memory::legacy`). A copy of no bytes reaches no
-    /// driver.
+    /// thread's sync stream (as every synchronous device write: `memory::legacy`). A copy
+    /// of no bytes reaches no driver.
     ///
     /// # Safety
     /// `copy` was made by one of this buffer's `plan_*` functions, and the caller borrows
@@ -395,7 +395,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
             // keeps them borrowed (the destination exclusively); a buffer's two sides are
             // distinct allocations (one is borrowed `&mut`, the other `&`). With host
             // memory the copy is complete when `run` returns; between device buffers it is
-            // ordered before every later user by the lane's record.
+            // ordered before every later user by the sync stream's record.
             unsafe { driver::memcpy_3d_async(copy, stream) }
         })
     }

@@ -138,9 +138,10 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
     /// checker's back, since a number outlives no borrow. The caller promises, for every
     /// use of the address (a kernel parameter, a driver call): it is not used after the
-    /// memory is freed (the buffer dropped, or the scope that allocated it ended); and work given it reads the memory only while nothing
-    /// writes it and writes it only while nothing else uses it, until that work has
-    /// finished, as the borrow of this slice would make the crate's copies and launches do.
+    /// memory is freed (the buffer dropped, or the scope that allocated it ended); and work
+    /// given it reads the memory only while nothing writes it and writes it only while
+    /// nothing else uses it, until that work has finished, as the borrow of this slice
+    /// would make the crate's copies and launches do.
     ///
     /// The crate's synchronous writes into device memory (`copy_from_host`, `fill`,
     /// `zeroed`, ...) may still run on the GPU when they return: the crate's scopes wait
@@ -413,8 +414,8 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
             // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this
             // context (one brand), borrowed now and ordered before every later user by the
-            // lane's record (`Access::Device`), and do not overlap (checked above); `ctx`,
-            // where given, is current and alive (`in_memory_context_with`).
+            // sync stream's record (`Access::Device`), and do not overlap (checked above);
+            // `ctx`, where given, is current and alive (`in_memory_context_with`).
             let op = |stream| {
                 // SAFETY: the ranges as stated above, on the stream `run` gives.
                 unsafe {
@@ -443,9 +444,9 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         let bytes = self.size_in_bytes();
         if bytes != 0 {
             in_memory_context_with(self.device_ptr(), |ctx, completion| {
-                // SAFETY: `ctx`, where given, is current and alive; `dst` is the new `Vec`'s
-                // spare room for `len` elements (`bytes` bytes), which nothing else uses;
-                // any bytes are a valid `T`; `self` is a shared borrow.
+                // SAFETY: `ctx`, where given, is current and alive; `dst` is the new
+                // `Vec`'s spare room for `len` elements (`bytes` bytes), which nothing else
+                // uses; any bytes are a valid `T`; `self` is a shared borrow.
                 unsafe {
                     legacy::download(
                         ctx,
@@ -473,8 +474,8 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
             // SAFETY: `len` elements of the pattern's width are the view's bytes, borrowed
-            // now and ordered before every later user by the lane's record; `ctx`, where
-            // given, is current and alive (`in_memory_context_with`).
+            // now and ordered before every later user by the sync stream's record; `ctx`,
+            // where given, is current and alive (`in_memory_context_with`).
             let op = |stream| {
                 // SAFETY: the ranges as stated above, on the stream `run` gives.
                 unsafe {
@@ -546,7 +547,7 @@ fn out_of_range(len: usize) -> ! {
 /// `op` is told which context it runs in: the memory's own, or the calling thread's current
 /// one (alive while `op` runs: a brand covers the memory's context, and a current context
 /// stays current), or `None` where the device's primary context is retained for `op` alone
-/// (no staging and no lane is kept for it); and how a write into the memory is
+/// (no staging and no sync stream is kept for it); and how a write into the memory is
 /// completed: a record of the memory's own context, a record of the current context only
 /// where it has an event already (another library may have made it current), a wait on the
 /// host where the host can read the memory directly (managed or host memory) or the context

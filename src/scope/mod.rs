@@ -195,10 +195,10 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     lanes: Option<(&'scope Lanes, usize)>,
     /// The host functions queued on the stream (`host_fn/`), finished at the scope's end.
     pub(crate) host_fns: host_fn::HostFns,
-    /// The epoch of the order of synchronous operations (`context::order`) up to which the stream already
-    /// waits for synchronous device writes: every operation of the scope waits for the
-    /// newer ones first ([`StreamScope::ordered`]).
-    legacy_covered: AtomicU64,
+    /// The epoch of the order of synchronous operations (`context::order`) up to which the
+    /// stream already waits for synchronous device writes: every operation of the scope
+    /// waits for the newer ones first ([`StreamScope::ordered`]).
+    sync_covered: AtomicU64,
     /// Invariance over `'scope`, so that `'scope` cannot shrink (as in
     /// `std::thread::Scope`): an operation borrows what it touches for `'scope`, and the
     /// scope synchronizes its stream only at its end. Were it covariant, the closure could
@@ -341,7 +341,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             launch_cache: Mutex::new(LaunchCache::default()),
             lanes,
             host_fns: host_fn::HostFns::new(),
-            legacy_covered: AtomicU64::new(0),
+            sync_covered: AtomicU64::new(0),
             _scope: PhantomData,
             _env: PhantomData,
             _thread: PhantomData,
@@ -378,7 +378,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         globals: Option<usize>,
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        if !order::is_settled(self.legacy_covered.load(Ordering::Relaxed)) {
+        if !order::is_settled(self.sync_covered.load(Ordering::Relaxed)) {
             self.wait_for_sync_writes()?;
         }
         match self.lanes {
@@ -392,17 +392,17 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     #[cold]
     #[inline(never)]
     fn wait_for_sync_writes(&self) -> Result<()> {
-        let covered = self.legacy_covered.load(Ordering::Relaxed);
+        let covered = self.sync_covered.load(Ordering::Relaxed);
         // SAFETY: the scope borrows its stream, which is alive.
         let covered = unsafe { order::stream_after_writes(self.stream.raw(), covered) }?;
-        self.legacy_covered.fetch_max(covered, Ordering::Relaxed);
+        self.sync_covered.fetch_max(covered, Ordering::Relaxed);
         Ok(())
     }
 
-    /// The epoch of the order of synchronous operations the stream has waited for: complete once the stream
-    /// has synchronized (`order::settle` at the scope's end).
-    pub(crate) fn legacy_covered(&self) -> u64 {
-        self.legacy_covered.load(Ordering::Relaxed)
+    /// The epoch of the order of synchronous operations the stream has waited for: complete
+    /// once the stream has synchronized (`order::settle` at the scope's end).
+    pub(crate) fn sync_covered(&self) -> u64 {
+        self.sync_covered.load(Ordering::Relaxed)
     }
 
     /// Binds `slice` to the scope for writing: the returned handle is `Copy`, so several

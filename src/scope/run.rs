@@ -274,7 +274,7 @@ pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -
     if synchronized {
         // every stream waited for the synchronous device writes up to its epoch, and has
         // run everything queued: those writes are complete
-        let covered = scopes.iter().map(|s| s.legacy_covered()).max();
+        let covered = scopes.iter().map(|s| s.sync_covered()).max();
         order::settle(covered.unwrap_or(0));
     }
     for scope in scopes {
@@ -304,7 +304,7 @@ impl<K: StreamKind> StreamScope<'_, '_, '_, K> {
         let synchronized = waited.is_ok();
         if synchronized {
             // the event followed the stream's waits for synchronous writes: complete
-            order::settle(self.legacy_covered());
+            order::settle(self.sync_covered());
         }
         self.host_fns.finish();
         teardown::keep_both(waited, self.free_allocations(synchronized))

@@ -286,7 +286,7 @@ pub fn crate_calls_inside_a_host_function_are_refused_and_nothing_runs() {
 /// for such a call without a timeout would never return: a deadlock.) The calls, on a
 /// non-blocking stream: `Stream::synchronize`, a scope on the same stream, and
 /// `ContextGuard::synchronize`. The crate's synchronous copy to the host and synchronous
-/// fill run on the calling thread's own non-blocking stream (its lane,
+/// fill run on the calling thread's own non-blocking stream (its sync stream,
 /// `docs/design/ordering.md`), which waits for no `StreamFlags::Default` stream: they
 /// return while the host function runs.
 pub fn a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_it() {
@@ -307,9 +307,9 @@ pub fn a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_
         );
         assert_eq!(copied?, [1, 2, 3]);
 
-        // A synchronous fill is not waited for on the host (it runs on the thread's lane,
-        // `docs/design/ordering.md`): it returns while the host function runs, and the next
-        // reader sees it.
+        // A synchronous fill is not waited for on the host (it runs on the thread's sync
+        // stream, `docs/design/ordering.md`): it returns while the host function runs, and
+        // the next reader sees it.
         let (in_time, done) = call_while_a_host_function_waits(&blocking, FREE_WITHIN, || {
             shared.enter(|_| filled.fill(4))
         })?;
