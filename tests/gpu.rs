@@ -4,10 +4,10 @@
 //! checks made before any driver call, and the no-device paths (`no_device`).
 //!
 //! Most tests run several at a time, as `cargo test` runs tests. Those of `errors`,
-//! `phases`, `bulk_copies`, `teardown`, `partitions`, some of `owned` and the partition test
-//! of `ordering` observe
-//! process-wide state (the device's free memory, the crate's pools and staging, the primary
-//! context's retain count; a device is partitioned by one closure at a time): each runs
+//! `phases`, `bulk_copies`, `teardown`, `partitions`, some of `owned`, the partition test
+//! of `ordering` and two of `ordering_attacks` observe process-wide state (the device's free
+//! memory, the crate's pools and staging, the device's default pool, the primary context's
+//! retain count; a device is partitioned by one closure at a time): each runs
 //! after the others, alone (`common::harness::run_with_alone`). Tests of `events`,
 //! `no_device` and `modules` start this binary again in a child process with `--exact` and
 //! their own name (so no two tests of it may share a name; the harness refuses that), and
@@ -41,6 +41,7 @@ mod memory;
 mod modules;
 mod no_device;
 mod ordering;
+mod ordering_attacks;
 mod owned;
 mod partitions;
 mod peer;
@@ -67,6 +68,7 @@ fn main() -> std::process::ExitCode {
     tests.extend(soundness::tests());
     tests.extend(owned::tests());
     tests.extend(ordering::tests());
+    tests.extend(ordering_attacks::tests());
     #[cfg(feature = "derive")]
     tests.extend(derive::tests());
     tests.extend(no_device::tests());
@@ -78,5 +80,6 @@ fn main() -> std::process::ExitCode {
     alone.extend(owned::tests_alone());
     alone.extend(partitions::tests_alone());
     alone.extend(ordering::tests_alone());
+    alone.extend(ordering_attacks::tests_alone());
     common::harness::run_with_alone(tests, alone)
 }

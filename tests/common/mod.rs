@@ -81,6 +81,9 @@ pub struct Driver {
     pub cuMemFreeHost: unsafe extern "C" fn(*mut c_void) -> u32,
     pub cuMemHostRegister_v2: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> u32,
     pub cuMemHostUnregister: unsafe extern "C" fn(*mut c_void) -> u32,
+    pub cuMemcpyDtoH_v2: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> u32,
+    pub cuMemsetD32_v2: unsafe extern "C" fn(CUdeviceptr, c_uint, usize) -> u32,
+    pub cuDeviceGetDefaultMemPool: unsafe extern "C" fn(*mut CUmemoryPool, CUdevice) -> u32,
 }
 
 /// The driver library as the crate finds it: the file `CUDA_BRAND_DRIVER_LIBRARY` names,
@@ -140,6 +143,9 @@ pub fn driver() -> &'static Driver {
             cuMemFreeHost: entry!("cuMemFreeHost"),
             cuMemHostRegister_v2: entry!("cuMemHostRegister_v2"),
             cuMemHostUnregister: entry!("cuMemHostUnregister"),
+            cuMemcpyDtoH_v2: entry!("cuMemcpyDtoH_v2"),
+            cuMemsetD32_v2: entry!("cuMemsetD32_v2"),
+            cuDeviceGetDefaultMemPool: entry!("cuDeviceGetDefaultMemPool"),
         }
     })
 }

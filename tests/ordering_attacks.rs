@@ -1,0 +1,547 @@
+//! Attacks on the order of synchronous operations (issue 28, `docs/design/ordering.md`,
+//! `src/context/order.rs`): safe programs (and raw driver calls standing for another
+//! library, or for the documented contract of `as_device_ptr`) that try to see a
+//! "complete" synchronous operation still running, or to race one.
+//!
+//! Most tests make the calling thread's sync stream slow first ([`keep_busy`]: fills of a
+//! 1 GiB buffer queued on it, which return at once), so that an operation queued behind
+//! them is still pending for milliseconds when the call returns: a missing order then
+//! shows as stale values, deterministically rather than by luck. Each round writes a new
+//! value and asserts every element.
+//!
+//! Written by the review of the sync streams (branch `h28rev`); the first three tests
+//! failed before the fixes of that review (`copy_from_device` from managed memory,
+//! `ContextGuard::synchronize`, the teardown of `with_phases`), the others pin behaviour the
+//! review found sound.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::common;
+
+use cuda_brand::owned::OwnedContext;
+use cuda_brand::prelude::*;
+use cuda_brand::{ErrorCode, ManagedBuffer, MemoryPool, with_phases};
+
+/// 64 MiB of `u32`s.
+const N: usize = 16 << 20;
+const ROUNDS: usize = 10;
+/// 1 GiB of `u32`s: one fill of it takes about 0.3 ms on an H100.
+const SLOW_LEN: usize = 1 << 28;
+
+/// Queues `fills` fills of `slow` (1 GiB) on the calling thread's sync stream in `slow`'s
+/// context: they return at once (device memory alone), and whatever this thread queues on
+/// that sync stream next runs only after them.
+fn keep_busy(slow: &mut DeviceSlice<'_, u32>, fills: usize) -> Result<(), Error> {
+    for i in 0..fills {
+        slow.fill(i as u32)?;
+    }
+    Ok(())
+}
+
+/// Reads `buf` on `stream` in a scope of its own.
+fn read_in_scope<'ctx>(stream: &Stream<'ctx>, buf: &DeviceSlice<'ctx, u32>) -> Vec<u32> {
+    let mut host = vec![0xdead_beef_u32; buf.len()];
+    stream
+        .scope(|s| s.copy_to_host(&mut host, buf))
+        .expect("a scope reading the buffer");
+    host
+}
+
+#[track_caller]
+fn assert_all(values: &[u32], want: u32, what: &str) {
+    if let Some(i) = values.iter().position(|&v| v != want) {
+        panic!(
+            "{what}: element {i} of {} is {:#x}, not {want:#x}",
+            values.len(),
+            values[i]
+        );
+    }
+}
+
+/// Reads `n` `u32`s at `ptr` with a raw, synchronous `cuMemcpyDtoH` in `ctx` (pushed for
+/// the call): work of another library, on the legacy stream of `ctx`, which the crate's
+/// non-blocking streams do not order.
+fn raw_read(ctx: cuda_brand::sys::CUcontext, ptr: u64, n: usize) -> Vec<u32> {
+    let driver = common::driver();
+    let mut host = vec![0xdead_beef_u32; n];
+    let mut popped = std::ptr::null_mut();
+    // SAFETY (of the test): `ctx` is alive (its guard is in scope at every caller); `ptr`
+    // holds `n` `u32`s that the caller keeps allocated; `host` has room for them; the push
+    // is undone.
+    unsafe {
+        assert_eq!((driver.cuCtxPushCurrent_v2)(ctx), 0);
+        let rc = (driver.cuMemcpyDtoH_v2)(host.as_mut_ptr().cast(), ptr, n * 4);
+        assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+        assert_eq!(rc, 0, "cuMemcpyDtoH_v2");
+    }
+    host
+}
+
+/// `copy_from_device` is "complete when it returns", so the host may write its source the
+/// moment it returns. The source here is managed memory (`ManagedBuffer::as_device`), which
+/// the host writes directly: a copy left pending on the sync stream (only a record, as for
+/// device memory) reads what the host wrote after the call. Failed before the review's fix
+/// (the destination alone decided how the copy completes).
+fn copy_from_device_has_read_a_managed_source_when_it_returns() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let mut src = match ManagedBuffer::<u32>::zeroed(ctx, N) {
+            Ok(src) => src,
+            Err(e) if e.code() == ErrorCode::NotSupported => {
+                eprintln!("skipped: {e}");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
+        let mut dst = ctx.zeroed::<u32>(N)?;
+        for round in 0..ROUNDS as u32 {
+            src[..].fill(round * 2 + 1); // the host writes the source
+            keep_busy(&mut slow, 32)?;
+            dst.copy_from_device(src.as_device())?;
+            // complete: the host may write the source again
+            src[..].fill(0xdead_0000 | round);
+            assert_all(
+                &dst.to_vec()?,
+                round * 2 + 1,
+                "copy_from_device of a managed source",
+            );
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// `DeviceSlice::as_device_ptr` documents that raw work outside a scope must first wait for
+/// the crate's synchronous writes: "call `ContextGuard::synchronize` before". A write into
+/// pool memory made while another context of the device was current runs on that
+/// context's sync stream, which `cuCtxSynchronize` of the memory's own context does not
+/// wait for. Failed before the review's fix (`synchronize` now also waits for every
+/// pending synchronous write, of any context).
+fn context_synchronize_covers_a_pool_write_made_while_another_context_was_current() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |a| {
+        let mut buf = a.zeroed::<u32>(N)?;
+        let raw_a = common::handle(a);
+        with_context(&device, ContextFlags::default(), |b| {
+            // b gets a sync stream of this thread (its own memory), and keeps it busy
+            let mut slow = b.zeroed::<u32>(SLOW_LEN)?;
+            for round in 0..ROUNDS as u32 {
+                keep_busy(&mut slow, 32)?;
+                // pool memory, b current: b's sync stream, behind the slow fills
+                buf.fill(round + 100)?;
+                // what `as_device_ptr` asks for before raw work on the memory
+                a.synchronize()?;
+                // SAFETY (of the test): only the address is taken; `buf` outlives the read.
+                let ptr = unsafe { buf.as_device_ptr() };
+                assert_all(
+                    &raw_read(raw_a, ptr, N),
+                    round + 100,
+                    "raw read after ContextGuard::synchronize",
+                );
+            }
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+/// The teardown of `with_phases` frees the setup phase's memory. Pool memory written
+/// while another context of the device was current (here an owned context that outlives
+/// the phases) may still be written on that context's sync stream; the free must follow
+/// that write, or the block goes back to the pool (here the device's default pool, which
+/// other libraries share) and the pending write lands in the next owner's allocation (a
+/// raw allocation standing for another library). Failed before the review's fix (the
+/// teardown synchronized only its own context). Runs alone: it watches the default pool.
+fn setup_pool_memory_is_freed_after_another_contexts_pending_write() {
+    let device = gpu_or_skip!();
+    let driver = common::driver();
+    let mut default_pool = std::ptr::null_mut();
+    let mut primary = std::ptr::null_mut();
+    // SAFETY (of the test): out-pointers to live locals; the retain is undone below.
+    unsafe {
+        assert_eq!(
+            (driver.cuDeviceGetDefaultMemPool)(&mut default_pool, device.as_raw()),
+            0
+        );
+        assert_eq!(
+            (driver.cuDevicePrimaryCtxRetain)(&mut primary, device.as_raw()),
+            0
+        );
+    }
+    let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
+    let mut slow = home
+        .enter(|y| {
+            let slow = y.zeroed::<u32>(SLOW_LEN)?;
+            home.unbind(y, slow)
+        })
+        .unwrap();
+    let mut freed_at = 0u64;
+    with_phases(&device, ContextFlags::default(), |phases| {
+        let (mut setup_buf, _run) = phases.setup(|s| {
+            let pool = MemoryPool::device_default(s)?;
+            DeviceBuffer::<u32>::zeroed_in(s, &pool, N)
+        })?;
+        // SAFETY (of the test): only the address is taken, to compare.
+        freed_at = unsafe { setup_buf.as_device_ptr() };
+        home.enter(|y| {
+            // about 200 ms of fills on this thread's sync stream of the owned context
+            keep_busy(slow.bind_mut(y)?, 640)?;
+            // pool memory, the owned context current: its sync stream, behind the fills
+            setup_buf.fill(0x0bad_0bad)
+        })?;
+        Ok::<_, Error>(())
+    })
+    .unwrap(); // the teardown frees `setup_buf` into the default pool
+    // another library allocates from the default pool in the primary context, writes and
+    // reads its memory with the driver's synchronous calls
+    let mut popped = std::ptr::null_mut();
+    let mut mine = 0u64;
+    let (first, later);
+    // SAFETY (of the test): the primary context is retained (above); `mine` is the test's
+    // own allocation of `N` `u32`s, freed below; the push is undone.
+    unsafe {
+        assert_eq!((driver.cuCtxPushCurrent_v2)(primary), 0);
+        assert_eq!(
+            (driver.cuMemAllocFromPoolAsync)(&mut mine, N * 4, default_pool, std::ptr::null_mut()),
+            0
+        );
+        assert_eq!((driver.cuMemsetD32_v2)(mine, 7, N), 0);
+        assert_eq!((driver.cuCtxSynchronize)(), 0);
+        first = raw_read(primary, mine, N);
+        std::thread::sleep(Duration::from_millis(1500)); // the owned context's fills end
+        later = raw_read(primary, mine, N);
+        assert_eq!((driver.cuMemFreeAsync)(mine, std::ptr::null_mut()), 0);
+        assert_eq!((driver.cuCtxSynchronize)(), 0);
+        assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+        assert_eq!((driver.cuDevicePrimaryCtxRelease_v2)(device.as_raw()), 0);
+    }
+    drop(slow);
+    drop(home);
+    if mine != freed_at {
+        eprintln!(
+            "inconclusive: the default pool gave another block ({mine:#x}, the setup buffer was at {freed_at:#x})"
+        );
+        return;
+    }
+    assert_all(&first, 7, "another library's allocation, at once");
+    assert_all(&later, 7, "another library's allocation, 1.5 s later");
+}
+
+/// A scope's stream waits (on the GPU) for a record of a context that is destroyed before
+/// the stream reaches the wait: the stream here is busy with 1 GiB fills, a nested context
+/// makes a record, the scope's next operation waits for it, and the nested context ends
+/// (its sync stream and event are ended, then the context destroyed) while the wait is
+/// still queued. The driver documents no rule for a wait on an event of a destroyed
+/// context; the crate assumes the wait, already satisfied, is harmless. A hang or an error
+/// here says otherwise. Run on a thread of its own, so that a hang fails the test.
+fn a_queued_wait_on_a_record_of_a_destroyed_context_completes() {
+    let device = gpu_or_skip!();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = with_context(&device, ContextFlags::default(), |a| {
+            let stream = a.stream()?;
+            let mut big = a.zeroed::<u32>(SLOW_LEN)?;
+            let mut out = a.zeroed::<u32>(N)?;
+            for round in 0..ROUNDS as u32 {
+                let mut host = vec![0u32; N];
+                stream.scope(|s| {
+                    let b = s.bind_mut(&mut big);
+                    for i in 0..640 {
+                        s.fill(b, i)?;
+                    }
+                    let o = s.bind_mut(&mut out);
+                    with_context(&device, ContextFlags::default(), |x| {
+                        let _recorded = x.zeroed::<u32>(1 << 20)?; // a record of x
+                        s.fill(o, round + 1) // waits for it, behind the fills
+                    })?; // x ends: its record's event and context are destroyed
+                    s.copy_to_host(&mut host, o)
+                })?;
+                assert_all(
+                    &host,
+                    round + 1,
+                    "after a wait on a destroyed context's record",
+                );
+            }
+            Ok::<_, Error>(())
+        });
+        let _ = tx.send(outcome);
+    });
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(outcome) => outcome.unwrap(),
+        Err(_) => panic!("no answer after 120 s: the wait on a destroyed context's record hung"),
+    }
+}
+
+/// A primary context entered on two threads: one thread's teardown ends every sync stream
+/// of the context, the other thread's too (or dooms it while an operation of it runs, for
+/// that operation to end). The other thread keeps writing and reading synchronously and
+/// in scopes, 200 teardowns long. Runs alone: it enters the primary context.
+fn teardowns_on_one_thread_end_another_threads_sync_streams_safely() {
+    let device = gpu_or_skip!();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|t| {
+        let worker = t.spawn(|| {
+            with_primary_context(&device, |p| {
+                let stream = p.stream()?;
+                let (mut buf, mut copy) = (p.zeroed::<u32>(1 << 20)?, p.zeroed::<u32>(1 << 20)?);
+                let mut round = 0u32;
+                while !stop.load(Ordering::Acquire) || round < 50 {
+                    buf.fill(round)?;
+                    assert_all(&read_in_scope(&stream, &buf), round, "scope after fill");
+                    copy.copy_from_device(&buf)?;
+                    assert_all(&copy.to_vec()?, round, "copy_from_device");
+                    round += 1;
+                }
+                Ok::<_, Error>(round)
+            })
+        });
+        for i in 0..200u32 {
+            with_primary_context(&device, |p| {
+                let mut mine = p.zeroed::<u32>(1 << 16)?;
+                mine.fill(i)?;
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        }
+        stop.store(true, Ordering::Release);
+        let rounds = worker.join().unwrap().unwrap();
+        eprintln!("{rounds} rounds beside 200 teardowns");
+    });
+}
+
+/// Threads that ended leave their sync streams in the book, and a new thread may take an
+/// ended thread's token and its sync stream. Each round a new thread leaves a fill pending
+/// (behind slow fills) and ends; the buffer is read in a scope on the first thread.
+fn a_pending_write_of_an_ended_thread_is_seen() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        let stream = ctx.stream()?;
+        let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
+        for round in 0..ROUNDS as u32 {
+            let slow = &mut slow;
+            let buf = std::thread::scope(|t| {
+                t.spawn(move || {
+                    shared.enter(|g| {
+                        keep_busy(slow, 32)?;
+                        let mut buf = g.zeroed::<u32>(N)?;
+                        buf.fill(round ^ 0x3c3c)?;
+                        Ok::<_, Error>(buf)
+                    })
+                })
+                .join()
+                .unwrap()
+            })?;
+            assert_all(
+                &read_in_scope(&stream, &buf),
+                round ^ 0x3c3c,
+                "an ended thread's fill",
+            );
+            assert_all(&buf.to_vec()?, round ^ 0x3c3c, "to_vec of it");
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// A synchronous copy into managed memory (the host reads it right after) from device
+/// memory whose fill is still pending on the sync stream: the copy runs on the legacy
+/// stream after every pending record, then waits on the host.
+fn a_copy_into_managed_memory_follows_a_pending_fill() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let mut managed = match ManagedBuffer::<u32>::zeroed(ctx, N) {
+            Ok(m) => m,
+            Err(e) if e.code() == ErrorCode::NotSupported => {
+                eprintln!("skipped: {e}");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
+        let mut src = ctx.zeroed::<u32>(N)?;
+        for round in 0..ROUNDS as u32 {
+            keep_busy(&mut slow, 32)?;
+            src.fill(round + 5)?;
+            managed.as_device_mut().copy_from_device(&src)?;
+            assert_all(&managed[..], round + 5, "managed, read by the host");
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// `into_raw_parts` hands the memory to another library, which reads it with raw calls on
+/// its own (legacy) stream: the pending fill is waited for first.
+fn into_raw_parts_waits_for_a_pending_fill() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let raw = common::handle(ctx);
+        let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
+        for round in 0..ROUNDS as u32 {
+            let mut buf = ctx.zeroed::<u32>(N)?;
+            keep_busy(&mut slow, 32)?;
+            buf.fill(round + 9)?;
+            // SAFETY (of the test): read below, then taken back unchanged.
+            let (ptr, len) = unsafe { buf.into_raw_parts() };
+            assert_all(&raw_read(raw, ptr, len), round + 9, "after into_raw_parts");
+            // SAFETY: `into_raw_parts` of this context gave `ptr` and `len`; no work uses
+            // the memory.
+            drop(unsafe { DeviceBuffer::<u32>::from_raw_parts(ctx, ptr, len) }?);
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// A buffer dropped while its fill is pending goes back to the pool (the free follows the
+/// fill on the legacy stream); another thread's `zeroed` right after likely gets the same
+/// block, and must see zeros: its sync stream waits for the first thread's record before
+/// its memset.
+fn a_block_freed_with_a_pending_fill_is_zeroed_for_the_next_thread() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        std::thread::scope(|t| {
+            let (freed_tx, freed_rx) = mpsc::sync_channel::<()>(0);
+            let (next_tx, next_rx) = mpsc::sync_channel::<()>(0);
+            let writer = t.spawn(move || {
+                shared.enter(|g| {
+                    let mut slow = g.zeroed::<u32>(SLOW_LEN)?;
+                    for _ in 0..ROUNDS {
+                        let mut dirty = g.zeroed::<u32>(N)?;
+                        keep_busy(&mut slow, 32)?;
+                        dirty.fill(0xffff_ffff)?;
+                        drop(dirty);
+                        freed_tx.send(()).unwrap();
+                        next_rx.recv().unwrap();
+                    }
+                    Ok::<_, Error>(())
+                })
+            });
+            let reader = t.spawn(move || {
+                shared.enter(|g| {
+                    let stream = g.stream()?;
+                    for _ in 0..ROUNDS {
+                        freed_rx.recv().unwrap();
+                        let fresh = g.zeroed::<u32>(N)?;
+                        assert_all(&read_in_scope(&stream, &fresh), 0, "zeroed after a free");
+                        drop(fresh);
+                        next_tx.send(()).unwrap();
+                    }
+                    Ok::<_, Error>(())
+                })
+            });
+            writer.join().unwrap().unwrap();
+            reader.join().unwrap().unwrap();
+        });
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// A synchronous copy leaves its read of the source pending; the source is handed to
+/// another thread, whose scope overwrites it: the copy must have read the old values.
+fn a_scope_write_on_another_thread_follows_a_pending_synchronous_read() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        std::thread::scope(|t| {
+            let (to_writer, from_reader) = mpsc::sync_channel(0);
+            let (to_reader, back) = mpsc::sync_channel(0);
+            let writer = t.spawn(move || {
+                shared.enter(|g| {
+                    let stream = g.stream()?;
+                    for mut src in from_reader {
+                        let src: &mut DeviceBuffer<'_, u32> = &mut src;
+                        stream.scope(|s| s.fill(&mut *src, 0xeeee_eeee_u32))?;
+                        to_reader.send(()).unwrap();
+                    }
+                    Ok::<_, Error>(())
+                })
+            });
+            let reader = t.spawn(move || {
+                shared.enter(|g| {
+                    let mut slow = g.zeroed::<u32>(SLOW_LEN)?;
+                    let mut copy = g.zeroed::<u32>(N)?;
+                    for round in 0..ROUNDS as u32 {
+                        let src = g.from_slice(&vec![round + 1; N])?;
+                        keep_busy(&mut slow, 32)?;
+                        copy.copy_from_device(&src)?; // reads `src` behind the fills
+                        to_writer.send(src).unwrap();
+                        back.recv().unwrap();
+                        assert_all(&copy.to_vec()?, round + 1, "the copy read the old source");
+                    }
+                    drop(to_writer);
+                    Ok::<_, Error>(())
+                })
+            });
+            reader.join().unwrap().unwrap();
+            writer.join().unwrap().unwrap();
+        });
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// A graph's lent buffer written synchronously between replays (behind slow fills), then
+/// replayed in a scope: the replay is a scope operation and waits for the write.
+fn a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let stream = ctx.stream()?;
+        let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
+        let (mut input, mut output) = (ctx.zeroed::<u32>(N)?, ctx.zeroed::<u32>(N)?);
+        let (graph, (input_key, output_key)) = ctx.capture(|g| {
+            let (src, input_key) = g.lend_mut(&mut input);
+            let (dst, output_key) = g.lend_mut(&mut output);
+            g.copy_from_device(dst, src)?;
+            Ok::<_, Error>((input_key, output_key))
+        })?;
+        let mut exec = graph.instantiate()?;
+        for round in 0..ROUNDS as u32 {
+            keep_busy(&mut slow, 32)?;
+            exec.device_mut(input_key).fill(round + 40)?;
+            stream.scope(|s| exec.launch(s))?;
+            assert_all(
+                &exec.device(output_key).to_vec()?,
+                round + 40,
+                "graph replay",
+            );
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+gpu_tests!(
+    copy_from_device_has_read_a_managed_source_when_it_returns,
+    context_synchronize_covers_a_pool_write_made_while_another_context_was_current,
+    a_queued_wait_on_a_record_of_a_destroyed_context_completes,
+    a_pending_write_of_an_ended_thread_is_seen,
+    a_copy_into_managed_memory_follows_a_pending_fill,
+    into_raw_parts_waits_for_a_pending_fill,
+    a_block_freed_with_a_pending_fill_is_zeroed_for_the_next_thread,
+    a_scope_write_on_another_thread_follows_a_pending_synchronous_read,
+    a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer,
+);
+
+/// Tests that run alone: the default pool's blocks, the primary context.
+pub fn tests_alone() -> Vec<common::harness::Test> {
+    use common::harness::{Needs, Test};
+    Vec::from([
+        Test {
+            name: "setup_pool_memory_is_freed_after_another_contexts_pending_write",
+            needs: Needs::Gpu,
+            body: setup_pool_memory_is_freed_after_another_contexts_pending_write,
+        },
+        Test {
+            name: "teardowns_on_one_thread_end_another_threads_sync_streams_safely",
+            needs: Needs::Gpu,
+            body: teardowns_on_one_thread_end_another_threads_sync_streams_safely,
+        },
+    ])
+}
