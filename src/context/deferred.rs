@@ -79,8 +79,8 @@ pub(crate) fn defer_free(context: CUcontext, ptr: usize, kind: Kind) -> Result<(
     Ok(())
 }
 
-/// Frees the buffers deferred for `context`, after synchronizing it (the context is
-/// current). Returns the first error.
+/// Frees the buffers deferred for `context`, after synchronizing it and waiting for every
+/// pending synchronous write (the context is current). Returns the first error.
 pub(crate) fn free_deferred(context: CUcontext) -> Result<()> {
     let mine: Vec<Deferred> = {
         let mut list = deferred();
@@ -93,7 +93,11 @@ pub(crate) fn free_deferred(context: CUcontext) -> Result<()> {
     if mine.is_empty() {
         return Ok(());
     }
-    let mut first = driver::ctx_synchronize();
+    // A setup buffer of a pool may have been written while another context of the device
+    // was current, on that context's sync stream, which the synchronization of this one
+    // does not cover: every pending record is waited for too, before the blocks go back
+    // to their pools (`docs/design/ordering.md`).
+    let mut first = driver::ctx_synchronize().and(super::order::wait_on_host());
     for d in mine {
         // SAFETY: allocated in `context` during its setup phase; the context is idle and
         // every buffer handle is gone (the brand cannot leave the closure); freed once,

@@ -326,10 +326,15 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
         unsafe { in_context(self.raw.0, f) }
     }
 
-    /// Waits for all work of the context to finish (`cuCtxSynchronize`); reports a sticky
-    /// error such as an illegal address from a kernel as `Err`.
+    /// Waits for all work of the context to finish (`cuCtxSynchronize`), and for every
+    /// synchronous write of the crate still running on the GPU, in any context (a write of
+    /// pool memory made while another context of the device was current runs on that
+    /// context's sync stream: `docs/design/ordering.md`); reports a sticky error such as an
+    /// illegal address from a kernel as `Err`. After it, work queued outside the crate's
+    /// scopes finds the crate's synchronous writes complete
+    /// ([`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr)).
     pub fn synchronize(self) -> Result<()> {
-        self.with_current(driver::ctx_synchronize)
+        self.with_current(|| driver::ctx_synchronize().and(order::wait_on_host()))
     }
 
     /// The context's API version (`cuCtxGetApiVersion`), e.g. 3020.

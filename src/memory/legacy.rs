@@ -44,7 +44,8 @@ pub(crate) enum Access {
     /// Device memory only (a fill, a device-to-device copy): complete for every later user
     /// through the sync stream's record.
     Device,
-    /// Host memory too (an upload or a download): complete when it returns.
+    /// Host memory too (an upload or a download), or memory the host reads and writes
+    /// directly (a managed source of a device-to-device copy): complete when it returns.
     Host,
 }
 

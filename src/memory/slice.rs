@@ -411,10 +411,20 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                 &src_span,
             ));
         }
+        // A source the host reads and writes directly (managed memory: `ManagedBuffer`
+        // lends it as a view) has a later user the sync stream's record does not order: the
+        // host, as soon as this returns. The copy is then waited for, as one touching host
+        // memory (`Access::Host`); a managed destination is waited for on the host anyway
+        // (`in_memory_context_with`'s `Completion::HostWait`).
+        let access = match driver::pointer_info(src.device_ptr())?.host_visible {
+            true => Access::Host,
+            false => Access::Device,
+        };
         in_memory_context_with(self.device_ptr(), |ctx, completion| {
             // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this
-            // context (one brand), borrowed now and ordered before every later user by the
-            // sync stream's record (`Access::Device`), and do not overlap (checked above);
+            // context (one brand), borrowed now and ordered before every later user, device
+            // work by the sync stream's record (`Access::Device`), the host by the wait for
+            // a source it can reach (`Access::Host`), and do not overlap (checked above);
             // `ctx`, where given, is current and alive (`in_memory_context_with`).
             let op = |stream| {
                 // SAFETY: the ranges as stated above, on the stream `run` gives.
@@ -428,7 +438,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                 }
             };
             // SAFETY: as stated above.
-            unsafe { legacy::run(ctx, completion, Access::Device, op) }
+            unsafe { legacy::run(ctx, completion, access, op) }
         })
     }
 
