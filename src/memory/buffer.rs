@@ -230,8 +230,10 @@ fn allocate(
         match pool {
             // SAFETY: a live pool of the context's device; the legacy stream of the current
             // context (null) orders the allocation. No block of a pool the crate
-            // allocates from has work pending on it (see the `pool` module), so the memory
-            // is valid for every stream as soon as the call returns.
+            // allocates from has work pending on it that a later user is not ordered after
+            // (see the `pool` module: a free may still wait on the legacy stream for a
+            // synchronous write, which every user of the memory waits for too), so the
+            // memory is valid for every stream as soon as the call returns.
             Some(pool) => Ok((
                 unsafe { driver::mem_alloc_from_pool_async(bytes, pool, std::ptr::null_mut()) }?,
                 false,
