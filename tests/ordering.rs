@@ -5,7 +5,8 @@
 //! is ordered after it on the GPU; uploads (`from_slice`, `copy_from_host`) are complete.
 //! Each test makes the write as large as it can be slow and reads the memory right after on
 //! a non-blocking stream (or another context, thread, partition or GPU), many times, and
-//! asserts every value: a missing order shows as stale values.
+//! asserts every value: a missing order shows as stale values. Uploads of up to 256 KiB go
+//! through the sync stream's bounce ring and are ordered like the writes above.
 
 use std::sync::mpsc;
 
@@ -465,8 +466,96 @@ fn a_context_another_library_made_current_leaves_no_event_behind() {
     .unwrap();
 }
 
+const PTX: &str = include_str!("../kernels/kernels.ptx");
+
+/// A module global written synchronously (`global_mut().copy_from_host`: 4 bytes, through
+/// the sync stream's bounce ring, queued behind a second of fills so that it is still
+/// pending) is read by a kernel whose arguments name no memory at all (`bump(int)`): memory
+/// the crate cannot place orders every later user, so the launch waits for the upload.
+fn a_module_global_written_synchronously_is_seen_by_a_launch_that_names_no_buffer() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let mut module = Module::from_ptx(ctx, PTX)?;
+        let mut slow = ctx.zeroed::<u32>(1 << 28)?;
+        let stream = ctx.stream()?;
+        for round in 0..ROUNDS as i32 {
+            for i in 0..8 {
+                slow.fill(i)?; // queued on this thread's sync stream, returns at once
+            }
+            module
+                .global_mut::<i32>("counter")?
+                .copy_from_host(&[round * 10])?;
+            {
+                // SAFETY: bump(int) writes only its module's globals `counter` and `table`.
+                let mut bump = unsafe { module.kernel_mut::<(i32,)>("bump") }?;
+                stream.scope(|s| s.launch(&mut bump, LaunchConfig::linear(1, 32), (3i32,)))?;
+            }
+            let counter = module.global::<i32>("counter")?.to_vec()?;
+            assert_eq!(
+                counter,
+                [round * 10 + 3],
+                "round {round}: the launch ran first"
+            );
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// Threads of one context do not queue behind each other's unrelated synchronous work:
+/// one thread queues about a second of fills of its own 1 GiB buffer on its sync stream
+/// (they return at once), then another thread uploads, fills and reads back buffers of its
+/// own, synchronously and in scopes. The second thread's work is ordered after nothing of
+/// the first (its memory is not the first's), so it finishes long before the fills do.
+/// Runs alone: another test's write of memory the crate cannot place (a pitched buffer, a
+/// module global) would rightly make this thread wait.
+fn unrelated_synchronous_work_of_another_thread_is_not_waited_for() {
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        let mut slow = ctx.zeroed::<u32>(1 << 28)?;
+        let started = std::time::Instant::now();
+        for i in 0..3000 {
+            slow.fill(i)?;
+        }
+        let queued = started.elapsed();
+        let other = std::thread::scope(|t| {
+            t.spawn(move || {
+                shared.enter(|g| {
+                    let begun = std::time::Instant::now();
+                    let stream = g.stream()?;
+                    for round in 0..ROUNDS as u32 {
+                        let mut a = g.from_slice(&[round; 1024])?;
+                        a.fill(round + 1)?;
+                        assert_all(&read_in_scope(&stream, &a), round + 1, "the other thread's");
+                        assert_eq!(a.to_vec()?, [round + 1; 1024]);
+                    }
+                    Ok::<_, Error>(begun.elapsed())
+                })
+            })
+            .join()
+            .unwrap()
+        })?;
+        ctx.synchronize()?;
+        let fills = started.elapsed();
+        assert!(
+            fills > queued * 2 && fills > other * 4,
+            "the premise: the fills ({fills:?}, queued in {queued:?}) outlast the other \
+             thread's work ({other:?}) by far"
+        );
+        assert!(
+            other * 4 < fills,
+            "the other thread took {other:?}, the fills {fills:?}: it waited for them"
+        );
+        assert_all(&slow.to_vec()?, 2999, "the last fill");
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
 gpu_tests!(
     a_synchronous_fill_is_seen_by_the_next_scope_at_every_size,
+    a_module_global_written_synchronously_is_seen_by_a_launch_that_names_no_buffer,
     a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size,
     a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations,
     two_streams_of_one_scope_see_a_synchronous_write_made_before_it,
@@ -482,9 +571,16 @@ gpu_tests!(
 /// Tests that run alone: a device is partitioned by one closure at a time.
 pub fn tests_alone() -> Vec<common::harness::Test> {
     use common::harness::{Needs, Test};
-    Vec::from([Test {
-        name: "a_partitions_green_stream_sees_a_synchronous_write_of_the_partition",
-        needs: Needs::Gpu,
-        body: a_partitions_green_stream_sees_a_synchronous_write_of_the_partition,
-    }])
+    Vec::from([
+        Test {
+            name: "a_partitions_green_stream_sees_a_synchronous_write_of_the_partition",
+            needs: Needs::Gpu,
+            body: a_partitions_green_stream_sees_a_synchronous_write_of_the_partition,
+        },
+        Test {
+            name: "unrelated_synchronous_work_of_another_thread_is_not_waited_for",
+            needs: Needs::Gpu,
+            body: unrelated_synchronous_work_of_another_thread_is_not_waited_for,
+        },
+    ])
 }

@@ -119,8 +119,9 @@ impl Teardown for Pop {
 /// handles, for a context someone else owns, who may destroy it once the crate's scope is
 /// over. With nothing kept and nothing recorded (the common case) that is the pop and one
 /// atomic load for each of the two (see [`teardown`]).
+/// The second field: [`order::mark`](super::order::mark) when the scope began.
 #[derive(Clone, Copy)]
-struct PopAndReport(CUcontext);
+struct PopAndReport(CUcontext, u64);
 
 impl Teardown for PopAndReport {
     #[inline(always)]
@@ -128,7 +129,7 @@ impl Teardown for PopAndReport {
         let raw = self.0;
         // SAFETY: `raw` is alive and on top of this thread's stack (current): `run_then`
         // runs this after the closure, which cannot change the stack through safe code.
-        unsafe { teardown::run_before_give_up(raw) };
+        unsafe { teardown::run_before_release(raw, self.1) };
         let popped = pop_exact(raw);
         // the common case, nothing recorded anywhere: one load, and the pop's outcome as is
         if !teardown::any_failed_releases() {
@@ -576,7 +577,7 @@ where
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, PopAndReport(raw.as_ptr()), f)
+    run_scoped(guard, PopAndReport(raw.as_ptr(), super::order::mark()), f)
 }
 
 /// Creates a context on `device` for the owning layer and takes it off the calling thread's

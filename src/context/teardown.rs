@@ -150,8 +150,21 @@ pub(crate) fn register_end_hooks(hooks: EndHooks) {
 /// `raw` is alive and current on the calling thread.
 #[inline]
 pub(crate) unsafe fn run_before_give_up(raw: CUcontext) {
+    // SAFETY: the caller's promise.
+    unsafe { run_before_release(raw, 0) }
+}
+
+/// [`run_before_give_up`] for a scope that entered `raw` without holding it
+/// (`with_raw_context`), began when the sync streams made numbered up to `mark`
+/// ([`order::mark`](super::order::mark)) were made: ends only the sync streams of `raw`
+/// made since, the others belonging to the holds they were made under.
+///
+/// # Safety
+/// `raw` is alive and current on the calling thread.
+#[inline]
+pub(crate) unsafe fn run_before_release(raw: CUcontext, mark: u64) {
     // SAFETY: the caller's promise, which is `on_context_end`'s condition.
-    unsafe { super::order::on_context_end(raw) };
+    unsafe { super::order::on_context_end(raw, mark) };
     if let Some(hooks) = END_HOOKS.get() {
         // SAFETY: the caller's promise, which is the hook's condition.
         unsafe { (hooks.before_give_up)(raw) }

@@ -131,13 +131,15 @@ pub(crate) unsafe fn mem_advise(
 /// allocations and memory the driver did not allocate), whether the driver knows the
 /// address at all (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE` non-zero), its device's ordinal, and
 /// whether the host can read it directly (managed memory, or host memory: page-locked,
-/// mapped, or of a pool on the host).
+/// mapped, or of a pool on the host), and whether it is memory of a pool (never a module
+/// global, so the order of synchronous operations can place it: `context::order`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PointerInfo {
     pub(crate) context: CUcontext,
     pub(crate) known: bool,
     pub(crate) device: c_int,
     pub(crate) host_visible: bool,
+    pub(crate) pooled: bool,
 }
 
 /// One `cuPointerGetAttributes` call: see [`PointerInfo`]. Never an error for an address
@@ -148,16 +150,19 @@ pub(crate) fn pointer_info(p: CUdeviceptr) -> Result<PointerInfo> {
     let mut memory_type: c_uint = 0;
     let mut device: c_int = -1;
     let mut managed: c_int = 0;
-    // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE, _DEVICE_ORDINAL, _IS_MANAGED
-    let mut attributes: [c_int; 4] = [1, 2, 9, 8];
-    let mut data: [*mut c_void; 4] = [
+    let mut pool: CUmemoryPool = std::ptr::null_mut();
+    // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE, _DEVICE_ORDINAL, _IS_MANAGED,
+    // _MEMPOOL_HANDLE
+    let mut attributes: [c_int; 5] = [1, 2, 9, 8, 17];
+    let mut data: [*mut c_void; 5] = [
         (&mut context as *mut CUcontext).cast(),
         (&mut memory_type as *mut c_uint).cast(),
         (&mut device as *mut c_int).cast(),
         (&mut managed as *mut c_int).cast(),
+        (&mut pool as *mut CUmemoryPool).cast(),
     ];
     cu!(cuPointerGetAttributes(
-        4,
+        5,
         attributes.as_mut_ptr(),
         data.as_mut_ptr(),
         p
@@ -168,6 +173,7 @@ pub(crate) fn pointer_info(p: CUdeviceptr) -> Result<PointerInfo> {
         device,
         // CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_UNIFIED = 4
         host_visible: managed != 0 || memory_type == 1 || memory_type == 4,
+        pooled: !pool.is_null(),
     })
 }
 

@@ -10,8 +10,9 @@ use std::ptr::NonNull;
 #[cfg(doc)]
 use super::PinnedBuffer;
 use super::legacy::{Access, Completion};
-use super::span::{checked_byte_len, empty_address};
+use super::span::{Span, checked_byte_len, empty_address};
 use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, legacy};
+use crate::context::order::Touched;
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::Result;
@@ -40,8 +41,9 @@ pub(crate) unsafe fn free_plain(
     unsafe { context::in_context(ctx, free) }
 }
 
-/// Frees the memory of a device buffer made in `ctx`: `cuMemFree` for `plain` memory
-/// ([`free_plain`]), else `cuMemFreeAsync` on the legacy stream, with `ctx` current.
+/// Frees the memory of a device buffer made in `ctx`, `bytes` long: `cuMemFree` for
+/// `plain` memory ([`free_plain`]), else `cuMemFreeAsync` on the legacy stream, with `ctx`
+/// current.
 ///
 /// # Safety
 /// `ptr` is such an allocation of the live context `ctx`, given up by its owner, and no
@@ -49,6 +51,7 @@ pub(crate) unsafe fn free_plain(
 unsafe fn free_buffer_memory(
     ctx: NonNull<cuda_driver_sys::CUctx_st>,
     ptr: CUdeviceptr,
+    bytes: usize,
     plain: bool,
 ) -> Result<()> {
     if plain {
@@ -56,10 +59,16 @@ unsafe fn free_buffer_memory(
         return unsafe { free_plain(ctx, ptr) };
     }
     let free = || {
-        // the free runs on `ctx`'s legacy stream, after its own synchronous writes; those
-        // of other contexts (a slice of pool memory written while another was current) are
-        // ordered before it here
-        crate::context::order::before_legacy_op()?;
+        // the free runs on `ctx`'s legacy stream, which is ordered here after the pending
+        // synchronous accesses of the memory (of every sync stream, of any context: a
+        // slice of pool memory may be written while another context is current); a later
+        // user of the block waits for them too (it touches the same addresses)
+        let freed = [Span {
+            start: ptr,
+            bytes: bytes as u64,
+            write: true,
+        }];
+        crate::context::order::before_legacy_op(Touched::Spans(&freed))?;
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
         unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };
@@ -367,8 +376,17 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
                     driver::memset_async(self.ptr, Pattern::D8(0), self.size_in_bytes(), stream)
                 }
             };
-            // SAFETY: as stated above.
-            unsafe { legacy::run(Some(ctx), Completion::Record, Access::Device, op) }
+            let spans = [self.span(true)];
+            // SAFETY: as stated above; the buffer's own memory, all of it named.
+            unsafe {
+                legacy::run(
+                    Some(ctx),
+                    Completion::Record,
+                    Access::Device,
+                    Touched::Spans(&spans),
+                    op,
+                )
+            }
         };
         // SAFETY: the brand keeps the buffer's context alive.
         unsafe { context::in_context(ctx, zero) }
@@ -409,6 +427,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
             legacy::upload(
                 Some(ctx),
                 Completion::Record,
+                Touched::Spans(&[self.span(true)]),
                 self.ptr,
                 src.as_ptr().cast(),
                 bytes,
@@ -624,13 +643,14 @@ impl<T: DeviceCopy> DeviceBuffer<'_, T> {
             // memory of a setup phase: its context's teardown frees it
             return Ok(());
         }
-        // SAFETY: the buffer owns `ptr` (from `cuMemAlloc` in its own context where it is
+        let (ctx, bytes) = (self.owner.context(), self.size_in_bytes());
+        // SAFETY: the buffer owns `ptr`, `bytes` long (from `cuMemAlloc` in its own context where it is
         // plain, else from a pool), and no queued work can still use it: asynchronous work
         // only runs inside a stream scope, which borrows the buffer until its stream has
         // finished, so a pool gets back a block with nothing pending on it. The brand keeps
         // the context alive; the buffer is not used again (dropped, or forgotten by
         // `close`).
-        unsafe { free_buffer_memory(self.owner.context(), ptr, self.owner.is_plain()) }
+        unsafe { free_buffer_memory(ctx, ptr, bytes, self.owner.is_plain()) }
     }
 }
 

@@ -4,7 +4,9 @@
 //! reads or writes host memory synchronizes the sync stream before it returns (the host
 //! buffer is free when the call returns); a write of device memory alone records the sync
 //! stream's event, which every later stream scope, sync stream and legacy-stream operation
-//! waits for on the GPU. Where no sync stream is used (memory the host can read directly, a
+//! waits for on the GPU. An upload of up to 256 KiB is copied into the sync stream's
+//! page-locked bounce ring on the host first, and then needs no wait either: it is a write
+//! of device memory alone from the moment the host copy is done. Where no sync stream is used (memory the host can read directly, a
 //! context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the operation runs
 //! on the legacy stream after every pending record and is waited for on the host, as before
 //! the sync streams.
@@ -15,7 +17,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use super::staging;
-use crate::context::order::{self, SyncStream};
+use crate::context::order::{self, BOUNCE_SLOT, Slot, SyncStream, Touched};
 use crate::driver::{self, CUdeviceptr, CUstream};
 use crate::error::Result;
 
@@ -49,34 +51,64 @@ pub(crate) enum Access {
     Host,
 }
 
-/// Runs `op`, which queues a synchronous operation on the stream it is given, with `ctx`
-/// current (`None`: the current context is one the crate keeps no order for), and completes
-/// it as `completion` and `access` say. `op` gets the thread's sync stream, or null (the
-/// legacy stream) after the pending records were ordered before it there.
+/// Runs `op`, which queues a synchronous operation touching `touched` on the stream it is
+/// given, with `ctx` current (`None`: the current context is one the crate keeps no order
+/// for), and completes it as `completion` and `access` say. `op` gets the thread's sync
+/// stream, or null (the legacy stream), after the pending accesses it conflicts with were
+/// ordered before it there.
 ///
 /// # Safety
 /// `ctx`, where given, is alive and current on the calling thread while `op` runs and
 /// after; `op` queues work touching nothing that is freed before the work is complete (a
 /// borrow held until the call returns, for host memory; for device memory, until every
 /// later user is ordered after the sync stream's record, which holds for memory only the
-/// crate frees or uses).
+/// crate frees or uses); `touched` names every byte of device memory `op`'s work touches,
+/// with the writes marked (or is `Anything`): later users are ordered after the work
+/// only where they touch what it names.
 #[inline]
 pub(crate) unsafe fn run<T>(
     ctx: Option<NonNull<CUctx_st>>,
     completion: Completion,
     access: Access,
+    touched: Touched<'_>,
     op: impl FnOnce(CUstream) -> Result<T>,
 ) -> Result<T> {
-    let sync = match (ctx, completion) {
+    // SAFETY: the caller's promise.
+    match unsafe { begin(ctx, completion, false, touched) }? {
+        Some(sync) => on_sync_stream(sync, access, touched, op),
+        None => on_legacy_stream(touched, op),
+    }
+}
+
+/// The thread's sync stream for an operation in `ctx` completed as `completion` says, with
+/// a bounce slot where `slot`; `None`: the legacy stream.
+///
+/// # Safety
+/// As [`run`] for `ctx`.
+#[inline]
+unsafe fn begin(
+    ctx: Option<NonNull<CUctx_st>>,
+    completion: Completion,
+    slot: bool,
+    touched: Touched<'_>,
+) -> Result<Option<SyncStream>> {
+    match (ctx, completion) {
         (Some(ctx), Completion::Record | Completion::RecordIfKnown) => {
+            let make = completion == Completion::Record;
             // SAFETY: the caller's promise.
-            unsafe { SyncStream::begin(ctx.as_ptr(), completion == Completion::Record) }?
+            unsafe { SyncStream::begin(ctx.as_ptr(), make, slot, touched) }
         }
-        _ => None,
-    };
-    let Some(sync) = sync else {
-        return on_legacy_stream(op);
-    };
+        _ => Ok(None),
+    }
+}
+
+/// Runs `op`, touching `touched`, on `sync`'s stream and completes it as `access` says.
+fn on_sync_stream<T>(
+    sync: SyncStream,
+    access: Access,
+    touched: Touched<'_>,
+    op: impl FnOnce(CUstream) -> Result<T>,
+) -> Result<T> {
     let out = match op(sync.stream()) {
         Ok(out) => out,
         Err(e) => {
@@ -85,16 +117,16 @@ pub(crate) unsafe fn run<T>(
         }
     };
     match access {
-        Access::Device => sync.end()?,
+        Access::Device => sync.end(touched)?,
         Access::Host => sync.end_after_sync()?,
     }
     Ok(out)
 }
 
-/// Runs `op` on the legacy stream of the current context after every pending record, and
-/// waits for the legacy stream on the host.
-fn on_legacy_stream<T>(op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
-    order::before_legacy_op()?;
+/// Runs `op`, touching `touched`, on the legacy stream of the current context after every
+/// pending access it conflicts with, and waits for the legacy stream on the host.
+fn on_legacy_stream<T>(touched: Touched<'_>, op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
+    order::before_legacy_op(touched)?;
     match op(std::ptr::null_mut()) {
         Ok(out) => order::legacy_wait().map(|()| out),
         Err(e) => {
@@ -109,7 +141,11 @@ fn on_legacy_stream<T>(op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
 /// Copies `bytes` from host memory at `src` into device memory at `dst`, in `ctx` (current;
 /// `None`: one the crate keeps no order for), completed as `completion` says: staged where
 /// `staging::wanted` says so (after every pending record, on the legacy stream; in the
-/// memory's context), else on the thread's sync stream. Complete when it returns.
+/// memory's context); up to [`BOUNCE_SLOT`] bytes through the sync stream's bounce ring
+/// ([`bounced`]); else on the thread's sync stream, waited for. Complete when it returns:
+/// the host memory is not read afterwards, and every later user of the device memory is
+/// ordered after the copy. `touched`: the device memory it writes (`Anything` for memory
+/// the crate cannot place).
 ///
 /// # Safety
 /// As [`run`] for `ctx`; `dst` is device memory valid for `bytes` of writes that nothing
@@ -118,22 +154,66 @@ fn on_legacy_stream<T>(op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
 pub(crate) unsafe fn upload(
     ctx: Option<NonNull<CUctx_st>>,
     completion: Completion,
+    touched: Touched<'_>,
     dst: CUdeviceptr,
     src: *const c_void,
     bytes: usize,
 ) -> Result<()> {
     if let (true, Some(ctx)) = (staging::wanted(staging::Kind::FromHost, bytes), ctx) {
-        order::before_legacy_op()?;
+        order::before_legacy_op(touched)?;
         // SAFETY: the caller's promises; the staged copy is complete when it returns.
         if unsafe { staging::host_to_device(ctx, dst, src.cast(), bytes) }? {
             return Ok(());
         }
     }
-    // SAFETY: the caller's promises, on the stream `run` gives; complete when `run`
-    // returns (`Access::Host`).
+    // SAFETY: the caller's promises, on the stream given; complete when `run` returns
+    // (`Access::Host`).
     let op = |stream| unsafe { driver::memcpy_htod_async(dst, src, bytes, stream) };
-    // SAFETY: the caller's promise for `ctx`; `op`'s ranges are the caller's borrows.
-    unsafe { run(ctx, completion, Access::Host, op) }
+    // SAFETY: the caller's promise for `ctx`.
+    match unsafe { begin(ctx, completion, bytes <= BOUNCE_SLOT, touched) }? {
+        Some(sync) => match sync.slot() {
+            // SAFETY: the caller's promises; the slot is the operation's.
+            Some(slot) => unsafe { bounced(sync, slot, touched, dst, src, bytes) },
+            None => on_sync_stream(sync, Access::Host, touched, op),
+        },
+        None => on_legacy_stream(touched, op),
+    }
+}
+
+/// A small upload through a bounce slot: waits until the slot's earlier copy is done (the
+/// ring's other slots were taken since: seldom pending),
+/// copies `src` into the slot on the host, queues the copy from the slot to `dst` on the
+/// sync stream and ends with the slot's record, without waiting: from then on only the
+/// slot is read, never `src`, and every later user of `dst` waits for the record.
+///
+/// # Safety
+/// As [`upload`], with `bytes` at most [`BOUNCE_SLOT`]; `slot` is `sync`'s.
+unsafe fn bounced(
+    sync: SyncStream,
+    slot: Slot,
+    touched: Touched<'_>,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+) -> Result<()> {
+    // SAFETY: the slot's event is alive while its sync stream is busy (this operation).
+    if let Err(e) = unsafe { driver::event_synchronize(slot.event) } {
+        sync.abandon();
+        return Err(e);
+    }
+    // SAFETY: `src` is valid for `bytes` of reads (the caller's promise); the slot holds
+    // `BOUNCE_SLOT >= bytes` bytes, lent to this operation alone, and no copy out of it is
+    // pending (its event completed above); host memory of the crate's, apart from `src`.
+    unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), slot.host, bytes) };
+    // SAFETY: `dst` as the caller promises; the slot stays allocated and unwritten until
+    // the slot's event, recorded after this copy by `end`, completes (the ring is freed
+    // only after its sync stream is idle; a slot is rewritten only after the wait above).
+    let queued = unsafe { driver::memcpy_htod_async(dst, slot.host.cast(), bytes, sync.stream()) };
+    if let Err(e) = queued {
+        sync.abandon();
+        return Err(e);
+    }
+    sync.end(touched)
 }
 
 /// Copies `bytes` from device memory at `src` into host memory at `dst`, in `ctx` (as
@@ -148,12 +228,13 @@ pub(crate) unsafe fn download(
     ctx: Option<NonNull<CUctx_st>>,
     completion: Completion,
     kind: staging::Kind,
+    touched: Touched<'_>,
     dst: *mut c_void,
     src: CUdeviceptr,
     bytes: usize,
 ) -> Result<()> {
     if let (true, Some(ctx)) = (staging::wanted(kind, bytes), ctx) {
-        order::before_legacy_op()?;
+        order::before_legacy_op(touched)?;
         let fresh = kind == staging::Kind::ToNewHost;
         // SAFETY: the caller's promises; the staged copy is complete when it returns.
         if unsafe { staging::device_to_host(ctx, dst.cast(), src, bytes, fresh) }? {
@@ -164,5 +245,5 @@ pub(crate) unsafe fn download(
     // returns (`Access::Host`).
     let op = |stream| unsafe { driver::memcpy_dtoh_async(dst, src, bytes, stream) };
     // SAFETY: the caller's promise for `ctx`; `op`'s ranges are the caller's borrows.
-    unsafe { run(ctx, completion, Access::Host, op) }
+    unsafe { run(ctx, completion, Access::Host, touched, op) }
 }

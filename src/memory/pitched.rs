@@ -38,6 +38,7 @@ use cuda_driver_sys::CUctx_st;
 
 use super::legacy::Access;
 use super::{DeviceCopy, Span, checked_byte_len, empty_address, legacy};
+use crate::context::order::Touched;
 use crate::context::{self, Allocating, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUstream, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
@@ -237,7 +238,15 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
                     unsafe { driver::memset_async(buf.ptr, Pattern::D8(0), buf.bytes(), s) }
                 };
                 // SAFETY: as stated above.
-                unsafe { legacy::run(Some(ctx), legacy::Completion::Record, Access::Device, op) }
+                unsafe {
+                    legacy::run(
+                        Some(ctx),
+                        legacy::Completion::Record,
+                        Access::Device,
+                        Touched::Anything,
+                        op,
+                    )
+                }
             };
             // SAFETY: the brand keeps the context alive.
             unsafe { context::in_context(ctx, zero) }?;
@@ -347,7 +356,15 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         // device memory (`cuMemAllocPitch`), which the host cannot read; `op`'s ranges are
         // its caller's borrows (host memory until `run` returns, device memory ordered by
         // the sync stream's record).
-        let ordered = || unsafe { legacy::run(Some(ctx), legacy::Completion::Record, access, op) };
+        let ordered = || unsafe {
+            legacy::run(
+                Some(ctx),
+                legacy::Completion::Record,
+                access,
+                Touched::Anything,
+                op,
+            )
+        };
         // SAFETY: the brand keeps the context alive.
         unsafe { context::in_context(ctx, ordered) }
     }

@@ -13,6 +13,7 @@ use super::span::{
     split_point,
 };
 use super::{DeviceCopy, Memset, sealed, staging};
+use crate::context::order::Touched;
 use crate::context::{self, Brand};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
@@ -343,14 +344,16 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if bytes == 0 {
             return Ok(());
         }
-        in_memory_context_with(self.device_ptr(), |ctx, completion| {
+        let spans = [self.span(true)];
+        in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
             // SAFETY: `ctx`, where given, is current and alive (`in_memory_context_with`);
-            // both ranges have `bytes` bytes; `self` is exclusively borrowed device memory
-            // and `src` a shared borrow nobody writes during the call.
+            // both ranges have `bytes` bytes; `self` is exclusively borrowed device memory,
+            // all of it named, and `src` a shared borrow nobody writes during the call.
             unsafe {
                 legacy::upload(
                     ctx,
                     completion,
+                    Touched::placed(placed, &spans),
                     self.device_ptr(),
                     src.as_ptr().cast(),
                     bytes,
@@ -372,15 +375,18 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if bytes == 0 {
             return Ok(());
         }
-        in_memory_context_with(self.device_ptr(), |ctx, completion| {
+        let spans = [self.span(false)];
+        in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
             // SAFETY: `ctx`, where given, is current and alive; both ranges have `bytes`
             // bytes; `dst` is exclusively borrowed, and any bytes are a valid `T`
-            // (`DeviceCopy`); `self` is a shared borrow nobody writes during the call.
+            // (`DeviceCopy`); `self` is a shared borrow nobody writes during the call, all
+            // of it named.
             unsafe {
                 legacy::download(
                     ctx,
                     completion,
                     staging::Kind::ToHost,
+                    Touched::placed(placed, &spans),
                     dst.as_mut_ptr().cast(),
                     self.device_ptr(),
                     bytes,
@@ -416,16 +422,21 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         // host, as soon as this returns. The copy is then waited for, as one touching host
         // memory (`Access::Host`); a managed destination is waited for on the host anyway
         // (`in_memory_context_with`'s `Completion::HostWait`).
-        let access = match driver::pointer_info(src.device_ptr())?.host_visible {
+        let src_info = driver::pointer_info(src.device_ptr())?;
+        let access = match src_info.host_visible {
             true => Access::Host,
             false => Access::Device,
         };
-        in_memory_context_with(self.device_ptr(), |ctx, completion| {
+        // both ends can be placed where both are memory of a pool
+        let src_pooled = src_info.pooled;
+        let spans = [dst_span, src_span];
+        in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
             // SAFETY: both device ranges have `size_in_bytes` bytes, are memory of this
             // context (one brand), borrowed now and ordered before every later user, device
-            // work by the sync stream's record (`Access::Device`), the host by the wait for
-            // a source it can reach (`Access::Host`), and do not overlap (checked above);
-            // `ctx`, where given, is current and alive (`in_memory_context_with`).
+            // work by the sync stream's record (`Access::Device`; both named), the host by
+            // the wait for a source it can reach (`Access::Host`), and do not overlap
+            // (checked above); `ctx`, where given, is current and alive
+            // (`in_memory_context_with`).
             let op = |stream| {
                 // SAFETY: the ranges as stated above, on the stream `run` gives.
                 unsafe {
@@ -437,8 +448,9 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                     )
                 }
             };
+            let touched = Touched::placed(placed && src_pooled, &spans);
             // SAFETY: as stated above.
-            unsafe { legacy::run(ctx, completion, access, op) }
+            unsafe { legacy::run(ctx, completion, access, touched, op) }
         })
     }
 
@@ -453,15 +465,18 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         let dst = v.spare_capacity_mut();
         let bytes = self.size_in_bytes();
         if bytes != 0 {
-            in_memory_context_with(self.device_ptr(), |ctx, completion| {
+            let spans = [self.span(false)];
+            in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
                 // SAFETY: `ctx`, where given, is current and alive; `dst` is the new
                 // `Vec`'s spare room for `len` elements (`bytes` bytes), which nothing else
-                // uses; any bytes are a valid `T`; `self` is a shared borrow.
+                // uses; any bytes are a valid `T`; `self` is a shared borrow, all of it
+                // named.
                 unsafe {
                     legacy::download(
                         ctx,
                         completion,
                         staging::Kind::ToNewHost,
+                        Touched::placed(placed, &spans),
                         dst.as_mut_ptr().cast(),
                         self.device_ptr(),
                         bytes,
@@ -482,10 +497,11 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if self.size_in_bytes() == 0 {
             return Ok(());
         }
-        in_memory_context_with(self.device_ptr(), |ctx, completion| {
+        let spans = [self.span(true)];
+        in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
             // SAFETY: `len` elements of the pattern's width are the view's bytes, borrowed
-            // now and ordered before every later user by the sync stream's record; `ctx`,
-            // where given, is current and alive (`in_memory_context_with`).
+            // now, named, and ordered before every later user by the sync stream's record;
+            // `ctx`, where given, is current and alive (`in_memory_context_with`).
             let op = |stream| {
                 // SAFETY: the ranges as stated above, on the stream `run` gives.
                 unsafe {
@@ -497,8 +513,9 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
                     )
                 }
             };
+            let touched = Touched::placed(placed, &spans);
             // SAFETY: as stated above.
-            unsafe { legacy::run(ctx, completion, Access::Device, op) }
+            unsafe { legacy::run(ctx, completion, Access::Device, touched, op) }
         })
     }
 }
@@ -561,13 +578,16 @@ fn out_of_range(len: usize) -> ! {
 /// completed: a record of the memory's own context, a record of the current context only
 /// where it has an event already (another library may have made it current), a wait on the
 /// host where the host can read the memory directly (managed or host memory) or the context
-/// is retained for `op` alone.
+/// is retained for `op` alone; and whether the memory can be placed (memory of a pool,
+/// never a module global: its accesses are then ordered by their spans, else as touching
+/// anything, `context::order::Touched`).
 #[inline]
 fn in_memory_context_with<T>(
     ptr: CUdeviceptr,
-    op: impl FnOnce(Option<NonNull<cuda_driver_sys::CUctx_st>>, Completion) -> Result<T>,
+    op: impl FnOnce(Option<NonNull<cuda_driver_sys::CUctx_st>>, Completion, bool) -> Result<T>,
 ) -> Result<T> {
     let info = driver::pointer_info(ptr)?;
+    let placed = info.pooled;
     if let Some(ctx) = std::ptr::NonNull::new(info.context) {
         // the memory's own context is one the crate entered (its allocation, or memory
         // adopted in the guard's own context)
@@ -576,7 +596,7 @@ fn in_memory_context_with<T>(
             false => Completion::Record,
         };
         // SAFETY: the memory's context is alive while the memory is (the brand).
-        return unsafe { context::in_context(ctx, || op(Some(ctx), completion)) };
+        return unsafe { context::in_context(ctx, || op(Some(ctx), completion, placed)) };
     }
     // Memory of a pool (the device's, not a context's) or a module global.
     let current = driver::ctx_get_current()?;
@@ -585,7 +605,7 @@ fn in_memory_context_with<T>(
             true => Completion::HostWait,
             false => Completion::RecordIfKnown,
         };
-        return op(NonNull::new(current), completion);
+        return op(NonNull::new(current), completion, placed);
     }
     if !info.known {
         return Err(Error::with_detail(
@@ -599,8 +619,9 @@ fn in_memory_context_with<T>(
     let primary = driver::primary_ctx_retain(device)?;
     let primary = driver::non_null("cuDevicePrimaryCtxRetain", primary);
     // SAFETY: just retained, released below.
-    let result = primary
-        .and_then(|ctx| unsafe { context::in_context(ctx, || op(None, Completion::HostWait)) });
+    let result = primary.and_then(|ctx| unsafe {
+        context::in_context(ctx, || op(None, Completion::HostWait, placed))
+    });
     // SAFETY: balances the retain above; nothing of the primary context is kept.
     let released = unsafe { driver::primary_ctx_release(device) };
     crate::context::teardown::keep_both(result, released)

@@ -23,6 +23,14 @@ impl Span {
         write: false,
     };
 
+    /// Every address, written: what an operation on memory the crate cannot place touches
+    /// (`context::order::Touched::Anything`).
+    pub(crate) const ALL: Span = Span {
+        start: 0,
+        bytes: u64::MAX,
+        write: true,
+    };
+
     #[inline(always)]
     pub(crate) fn overlaps(&self, other: &Span) -> bool {
         self.bytes != 0

@@ -86,7 +86,6 @@ mod views;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::context::{Dynamic, StreamKind, order};
@@ -195,10 +194,6 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     lanes: Option<(&'scope Lanes, usize)>,
     /// The host functions queued on the stream (`host_fn/`), finished at the scope's end.
     pub(crate) host_fns: host_fn::HostFns,
-    /// The epoch of the order of synchronous operations (`context::order`) up to which the
-    /// stream already waits for synchronous device writes: every operation of the scope
-    /// waits for the newer ones first ([`StreamScope::ordered`]).
-    sync_covered: AtomicU64,
     /// Invariance over `'scope`, so that `'scope` cannot shrink (as in
     /// `std::thread::Scope`): an operation borrows what it touches for `'scope`, and the
     /// scope synchronizes its stream only at its end. Were it covariant, the closure could
@@ -341,7 +336,6 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             launch_cache: Mutex::new(LaunchCache::default()),
             lanes,
             host_fns: host_fn::HostFns::new(),
-            sync_covered: AtomicU64::new(0),
             _scope: PhantomData,
             _env: PhantomData,
             _thread: PhantomData,
@@ -368,9 +362,10 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///
     /// Every operation of a scope (copies, fills, launches, graph launches, library calls,
     /// NCCL, host functions) comes here, so this is where the stream first waits for the
-    /// synchronous device writes made since it last did (`context::order`): a write made
-    /// before the scope opened or while it is open (into memory the scope binds later).
-    /// With none pending, one or two atomic loads.
+    /// pending synchronous operations on the memory the operation touches
+    /// (`context::order`): made before the scope opened or while it is open (into memory
+    /// the scope binds later). `spans` names that memory; an operation that names none (a
+    /// graph launch) waits for every pending one. With none pending, one atomic load.
     #[inline(always)]
     pub(crate) fn ordered(
         &self,
@@ -378,8 +373,8 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         globals: Option<usize>,
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        if !order::is_settled(self.sync_covered.load(Ordering::Relaxed)) {
-            self.wait_for_sync_writes()?;
+        if !order::is_settled() {
+            self.wait_for_sync_writes(spans)?;
         }
         match self.lanes {
             None => op(),
@@ -387,22 +382,13 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         }
     }
 
-    /// Makes the stream wait for the pending synchronous device writes (the slow path of
-    /// [`ordered`](StreamScope::ordered)).
+    /// Makes the stream wait for the pending synchronous operations that an operation
+    /// touching `spans` conflicts with (the slow path of [`ordered`](StreamScope::ordered)).
     #[cold]
     #[inline(never)]
-    fn wait_for_sync_writes(&self) -> Result<()> {
-        let covered = self.sync_covered.load(Ordering::Relaxed);
+    fn wait_for_sync_writes(&self, spans: &[Span]) -> Result<()> {
         // SAFETY: the scope borrows its stream, which is alive.
-        let covered = unsafe { order::stream_after_writes(self.stream.raw(), covered) }?;
-        self.sync_covered.fetch_max(covered, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// The epoch of the order of synchronous operations the stream has waited for: complete
-    /// once the stream has synchronized (`order::settle` at the scope's end).
-    pub(crate) fn sync_covered(&self) -> u64 {
-        self.sync_covered.load(Ordering::Relaxed)
+        unsafe { order::stream_after_writes(self.stream.raw(), order::Touched::named(spans)) }
     }
 
     /// Binds `slice` to the scope for writing: the returned handle is `Copy`, so several

@@ -9,7 +9,7 @@ use std::panic::{self, AssertUnwindSafe};
 
 use super::StreamScope;
 use super::lanes::Lanes;
-use crate::context::{StreamKind, order, teardown};
+use crate::context::{StreamKind, teardown};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
@@ -271,12 +271,6 @@ pub(crate) fn end_scopes<K: StreamKind>(scopes: &[StreamScope<'_, '_, '_, K>]) -
         finished = teardown::keep_both(finished, idle);
     }
     let synchronized = finished.is_ok();
-    if synchronized {
-        // every stream waited for the synchronous device writes up to its epoch, and has
-        // run everything queued: those writes are complete
-        let covered = scopes.iter().map(|s| s.sync_covered()).max();
-        order::settle(covered.unwrap_or(0));
-    }
     for scope in scopes {
         scope.host_fns.finish();
     }
@@ -302,10 +296,6 @@ impl<K: StreamKind> StreamScope<'_, '_, '_, K> {
             }
         }
         let synchronized = waited.is_ok();
-        if synchronized {
-            // the event followed the stream's waits for synchronous writes: complete
-            order::settle(self.sync_covered());
-        }
         self.host_fns.finish();
         teardown::keep_both(waited, self.free_allocations(synchronized))
     }
