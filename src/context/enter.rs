@@ -140,14 +140,15 @@ impl Teardown for PopAndReport {
 }
 
 /// Synchronizes, pops, then gives the context up (one the crate created or retained) and
-/// reports the failed releases of its handles: [`tear_down_fully`], out of line.
+/// reports the failed releases of its handles: [`tear_down_fully`], out of line. The third
+/// field: [`order::mark`](super::order::mark) when the scope began.
 #[derive(Clone, Copy)]
-struct Finish(CUcontext, Held);
+struct Finish(CUcontext, Held, u64);
 
 impl Teardown for Finish {
     #[inline(always)]
     fn run(self) -> Result<()> {
-        tear_down_fully(self.0, self.1)
+        tear_down_fully(self.0, self.1, self.2)
     }
 }
 
@@ -291,8 +292,12 @@ fn put_back(other: CUcontext) -> Error {
 /// restore it), the context is neither destroyed nor released: it is still somewhere on
 /// this thread's stack, and destroying it would leave a dangling entry there. It is leaked,
 /// and the error says so.
+///
+/// The sync streams of the context made since `mark` end here (`order::on_context_end`):
+/// all of a context `with_context` created (nothing was made in it before), those a
+/// `with_primary_context` made (an enclosing one, on this thread or another, ends its own).
 #[inline(never)]
-fn tear_down_fully(raw: CUcontext, owned: Held) -> Result<()> {
+fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
     let synced = driver::ctx_synchronize();
     // The bulk-copy staging is page-locked for this context: unregistered and freed while
     // the context is current, before it is destroyed or released. A primary context may
@@ -303,7 +308,7 @@ fn tear_down_fully(raw: CUcontext, owned: Held) -> Result<()> {
     // (The staging belongs to the memory layer, which registers its release as an end hook:
     // `teardown::register_end_hooks`.)
     // SAFETY: `raw` is alive and on top of this thread's stack (current).
-    unsafe { teardown::run_before_give_up(raw) };
+    unsafe { teardown::run_before_release(raw, mark) };
     let released = match pop_exact(raw) {
         Err(e) => Err(Error::with_detail(
             e.call(),
@@ -405,7 +410,7 @@ where
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Finish(raw.as_ptr(), Held::Destroy), f)
+    run_scoped(guard, Finish(raw.as_ptr(), Held::Destroy, 0), f)
 }
 
 /// [`with_context`] whose teardown first runs `extra` with the context current (after `f`,
@@ -432,7 +437,7 @@ where
     run_then(
         || f(guard),
         // both run; an error of `extra` comes first, the teardown's chained on it
-        || teardown::keep_both(extra(raw), tear_down_fully(raw, Held::Destroy)),
+        || teardown::keep_both(extra(raw), tear_down_fully(raw, Held::Destroy, 0)),
     )
 }
 
@@ -474,7 +479,11 @@ where
     }
     // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    let teardown = Finish(raw.as_ptr(), Held::Release(device.as_raw()));
+    let teardown = Finish(
+        raw.as_ptr(),
+        Held::Release(device.as_raw()),
+        super::order::mark(),
+    );
     run_scoped(guard, teardown, f)
 }
 
@@ -630,5 +639,5 @@ where
 pub(crate) unsafe fn give_up(raw: NonNull<CUctx_st>, held: Held) -> Result<()> {
     // SAFETY: the caller's promise: alive.
     unsafe { driver::ctx_push(raw.as_ptr()) }?;
-    tear_down_fully(raw.as_ptr(), held)
+    tear_down_fully(raw.as_ptr(), held, 0)
 }

@@ -712,8 +712,8 @@ pub(crate) fn wait_on_host() -> Result<()> {
 /// Teardown of `raw` (alive and current): every sync stream of the context, of any thread,
 /// made after `mark` ([`mark`]; 0: all of them), is waited for on the host and ended; a
 /// sync stream busy on another thread (a primary context entered on two threads) is ended
-/// by its own operation ([`SyncStream::end`]). One atomic load while there are no sync
-/// streams.
+/// by its own operation ([`SyncStream::end`]). One atomic load while no sync stream was
+/// made since `mark` (or none exists).
 ///
 /// Every sync stream is made while the crate holds its context for a scope (one it
 /// entered, or one that has a sync stream made so already), and the teardown of every such
@@ -727,7 +727,10 @@ pub(crate) fn wait_on_host() -> Result<()> {
 /// # Safety
 /// `raw` is alive and current on the calling thread.
 pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
-    if SYNC_STREAMS.load(Ordering::Acquire) == 0 {
+    // `MADE` only grows, and is published under the lock after every making: a sync stream
+    // of `raw` made since `mark` on any thread was made before this teardown (its scope is
+    // inside the one ending here, or began after `mark`) and is counted
+    if MADE.load(Ordering::Acquire) <= mark || SYNC_STREAMS.load(Ordering::Acquire) == 0 {
         return;
     }
     let Ok(mut book) = book() else {
