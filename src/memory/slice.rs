@@ -145,10 +145,12 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     /// would make the crate's copies and launches do.
     ///
     /// The crate's synchronous writes into device memory (`copy_from_host`, `fill`,
-    /// `zeroed`, ...) may still run on the GPU when they return: the crate's scopes wait
-    /// for them there (`docs/design/ordering.md`). Work queued outside a scope (a stream of
-    /// your own) waits for them first: queue it inside a scope, or call
-    /// [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) before.
+    /// `zeroed`, ...) may still run on the GPU when they return: a scope's operation waits
+    /// there for those on the memory it is given (`docs/design/ordering.md`), not for
+    /// memory it reaches through an address like this one. Work given the address (a
+    /// stream of your own, or a kernel of a scope that takes it as a number) waits for them
+    /// first: call [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) before
+    /// queueing it.
     #[inline]
     pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
         self.device_ptr()

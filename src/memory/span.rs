@@ -4,41 +4,9 @@
 use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 
+pub(crate) use crate::context::order::Span;
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, ErrorCode, Result};
-
-/// The memory one argument touches: `bytes` at `start`, written or only read. Scalars
-/// touch none (`bytes == 0`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    pub(crate) start: u64,
-    pub(crate) bytes: u64,
-    pub(crate) write: bool,
-}
-
-impl Span {
-    pub(crate) const NONE: Span = Span {
-        start: 0,
-        bytes: 0,
-        write: false,
-    };
-
-    /// Every address, written: what an operation on memory the crate cannot place touches
-    /// (`context::order::Touched::Anything`).
-    pub(crate) const ALL: Span = Span {
-        start: 0,
-        bytes: u64::MAX,
-        write: true,
-    };
-
-    #[inline(always)]
-    pub(crate) fn overlaps(&self, other: &Span) -> bool {
-        self.bytes != 0
-            && other.bytes != 0
-            && self.start < other.start.wrapping_add(other.bytes)
-            && other.start < self.start.wrapping_add(self.bytes)
-    }
-}
 
 /// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
 /// share memory.

@@ -1,0 +1,484 @@
+//! The book of the sync streams: each thread's sync stream in each context, its bounce
+//! ring and its pending accesses, generic over the driver's handles so that the
+//! bookkeeping is tested without a GPU.
+
+use super::access::{Span, Touched, add_access, conflicts};
+use crate::error::Result;
+
+/// The largest upload that goes through a sync stream's bounce ring ([`Bounce`]): one slot.
+pub(crate) const BOUNCE_SLOT: usize = 256 << 10;
+/// The slots of a bounce ring: up to this many small uploads of one thread in flight.
+pub(super) const BOUNCE_SLOTS: usize = 4;
+
+/// A sync stream's bounce ring: page-locked host memory of [`BOUNCE_SLOTS`] slots of
+/// [`BOUNCE_SLOT`] bytes, made at the thread's first small upload in the context. A small
+/// upload copies the host data into the next slot, queues the copy from the slot to the
+/// device and records the slot's event (the sync stream's record) without waiting: the
+/// caller's host buffer is free as soon as the host copy is done, and the slot is reused
+/// after its event completes.
+pub(super) struct Bounce<E> {
+    /// The base of the page-locked memory, as a number.
+    pub(super) host: usize,
+    /// One event per slot, recorded after the copy out of it.
+    pub(super) events: [E; BOUNCE_SLOTS],
+    /// The slot the next small upload takes.
+    pub(super) next: usize,
+}
+
+/// Whether a sync stream has its bounce ring.
+pub(super) enum Ring<E> {
+    /// Not yet: made at the first small upload.
+    NotYet,
+    /// Making it failed (no page-locked memory left): small uploads wait on the host, as
+    /// the others do.
+    Failed,
+    Made(Bounce<E>),
+}
+
+/// The sync stream of one thread in one context: its stream and event, and the epochs.
+pub(super) struct Entry<E> {
+    /// The context's handle as a number.
+    pub(super) ctx: usize,
+    /// The thread's token ([`thread_token`](super::thread_token)).
+    pub(super) thread: usize,
+    pub(super) stream: E,
+    /// The event of the sync stream's latest record, which later users wait for: its own
+    /// event, or the slot's event of a bounced upload ([`Bounce`]).
+    pub(super) event: E,
+    /// The sync stream's own event, recorded after every device write that is not a
+    /// bounced upload.
+    pub(super) own: E,
+    pub(super) ring: Ring<E>,
+    /// When it was made: the number [`mark`](super::mark) returns after its making.
+    pub(super) made: u64,
+    /// The epoch of `event`'s latest record (0: none).
+    pub(super) last: u64,
+    /// What the operations of the records not known to be complete touched: each span
+    /// once ([`Span::ALL`] for memory the crate cannot place), all of them covered by
+    /// `event`'s latest record. Cleared once that is known complete (the sync stream was
+    /// synchronized, or a query found the record done).
+    pub(super) pending: Vec<Span>,
+    /// An operation runs on the sync stream now (from [`SyncStream::begin`](super::SyncStream::begin) to its end).
+    pub(super) busy: bool,
+    /// Its context ended while the sync stream was busy: the sync stream's own operation
+    /// ends it.
+    pub(super) doomed: bool,
+}
+
+/// The sync streams of every thread and context, generic over the handles so the
+/// bookkeeping is tested without a GPU.
+pub(super) struct Book<E> {
+    pub(super) entries: Vec<Entry<E>>,
+    /// How many sync streams were made so far.
+    pub(super) made: u64,
+    /// The latest epoch handed out (0: none yet).
+    pub(super) last: u64,
+}
+
+impl<E: Copy> Book<E> {
+    pub(super) const fn new() -> Self {
+        Book {
+            entries: Vec::new(),
+            made: 0,
+            last: 0,
+        }
+    }
+
+    pub(super) fn find(&self, ctx: usize, thread: usize) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| e.ctx == ctx && e.thread == thread)
+    }
+
+    /// Adds a sync stream, whose stream and event `make` returns; its index.
+    pub(super) fn add(
+        &mut self,
+        ctx: usize,
+        thread: usize,
+        make: impl FnOnce() -> Result<(E, E)>,
+    ) -> Result<usize> {
+        let (stream, event) = make()?;
+        self.made += 1;
+        self.entries.push(Entry {
+            made: self.made,
+            ctx,
+            thread,
+            stream,
+            event,
+            own: event,
+            ring: Ring::NotYet,
+            last: 0,
+            pending: Vec::new(),
+            busy: false,
+            doomed: false,
+        });
+        Ok(self.entries.len() - 1)
+    }
+
+    /// Records an event of sync stream `i` on its stream (`record(event, stream)`): the
+    /// event of bounce slot `slot` where given, else its own; that event is then the one
+    /// later users wait for. The new epoch, or the error of `record` (then nothing is
+    /// recorded and nothing changes).
+    /// `touched`: what the recorded operation touched, kept as pending accesses until the
+    /// record is known complete.
+    pub(super) fn record(
+        &mut self,
+        i: usize,
+        slot: Option<usize>,
+        touched: Touched<'_>,
+        record: impl FnOnce(E, E) -> Result<()>,
+    ) -> Result<u64> {
+        let e = &mut self.entries[i];
+        let event = match (slot, &e.ring) {
+            (Some(k), Ring::Made(b)) => b.events[k],
+            _ => e.own,
+        };
+        record(event, e.stream)?;
+        self.last += 1;
+        e.event = event;
+        e.last = self.last;
+        match touched {
+            Touched::Spans(spans) => spans
+                .iter()
+                .filter(|s| s.bytes != 0)
+                .for_each(|&s| add_access(&mut e.pending, s)),
+            Touched::Anything => add_access(&mut e.pending, Span::ALL),
+        }
+        Ok(self.last)
+    }
+
+    /// Takes the next slot of sync stream `i`'s bounce ring, making the ring with `make`
+    /// first where it has none yet: the slot's index, base address and event; `None` where
+    /// the ring cannot be made (then never tried again for this sync stream).
+    pub(super) fn take_slot(
+        &mut self,
+        i: usize,
+        make: impl FnOnce() -> Result<Bounce<E>>,
+    ) -> Option<(usize, usize, E)> {
+        let e = &mut self.entries[i];
+        if let Ring::NotYet = e.ring {
+            e.ring = match make() {
+                Ok(b) => Ring::Made(b),
+                Err(_) => Ring::Failed,
+            };
+        }
+        let Ring::Made(b) = &mut e.ring else {
+            return None;
+        };
+        let k = b.next;
+        b.next = (k + 1) % BOUNCE_SLOTS;
+        Some((k, b.host + k * BOUNCE_SLOT, b.events[k]))
+    }
+
+    /// Orders work that touches `reader` after every pending access of another sync stream
+    /// (not `except`) that it conflicts with ([`conflicts`]): for each such sync stream,
+    /// `done(event)` says whether its latest record is complete (then its pending accesses
+    /// are dropped), else `wait(event)` orders the work after it.
+    pub(super) fn wait_conflicting(
+        &mut self,
+        reader: Touched<'_>,
+        except: Option<usize>,
+        mut done: impl FnMut(E) -> Result<bool>,
+        mut wait: impl FnMut(E) -> Result<()>,
+    ) -> Result<()> {
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if Some(i) == except || !e.pending.iter().any(|a| conflicts(reader, a)) {
+                continue;
+            }
+            if done(e.event)? {
+                e.pending.clear();
+            } else {
+                wait(e.event)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// How many accesses are pending, over every sync stream.
+    pub(super) fn pending(&self) -> usize {
+        self.entries.iter().map(|e| e.pending.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, ErrorCode};
+
+    fn sync_streams(n: usize) -> Book<u32> {
+        let mut book = Book::<u32>::new();
+        for i in 0..n {
+            let h = 10 * (i as u32 + 1);
+            book.add(1, i, || Ok((h, h + 1))).unwrap();
+        }
+        book
+    }
+
+    fn span(start: u64, bytes: u64, write: bool) -> Span {
+        Span {
+            start,
+            bytes,
+            write,
+        }
+    }
+
+    /// Records an operation of sync stream `i` that touched `touched`.
+    fn wrote(book: &mut Book<u32>, i: usize, touched: Touched<'_>) -> u64 {
+        book.record(i, None, touched, |_, _| Ok(())).unwrap()
+    }
+
+    /// The events a reader touching `reader` waits for (none complete), except `except`'s.
+    fn waited(book: &mut Book<u32>, reader: Touched<'_>, except: Option<usize>) -> Vec<u32> {
+        let mut w = Vec::new();
+        book.wait_conflicting(
+            reader,
+            except,
+            |_| Ok(false),
+            |e| {
+                w.push(e);
+                Ok(())
+            },
+        )
+        .unwrap();
+        w.sort();
+        w
+    }
+
+    #[test]
+    fn each_record_takes_the_next_epoch_on_its_own_sync_stream() {
+        let mut book = sync_streams(2);
+        let mut on = Vec::new();
+        let mut push = |e, s| {
+            on.push((e, s));
+            Ok(())
+        };
+        let none = Touched::Spans(&[]);
+        assert_eq!(book.record(0, None, none, &mut push).unwrap(), 1);
+        assert_eq!(book.record(1, None, none, &mut push).unwrap(), 2);
+        assert_eq!(book.record(0, None, none, &mut push).unwrap(), 3);
+        assert_eq!(
+            on,
+            [(11, 10), (21, 20), (11, 10)],
+            "(event, its own stream)"
+        );
+        assert_eq!((book.entries[0].last, book.entries[1].last), (3, 2));
+        assert_eq!(book.find(1, 1), Some(1));
+        assert_eq!(book.find(1, 2), None);
+        assert_eq!(
+            book.find(2, 0),
+            None,
+            "a sync stream is per thread and context"
+        );
+    }
+
+    #[test]
+    fn a_reader_waits_only_for_the_sync_streams_that_touched_its_memory() {
+        let mut book = sync_streams(3);
+        wrote(&mut book, 0, Touched::Spans(&[span(0x1000, 0x100, true)]));
+        wrote(&mut book, 1, Touched::Spans(&[span(0x2000, 0x100, true)]));
+        let a = [span(0x1080, 4, false)];
+        assert_eq!(waited(&mut book, Touched::Spans(&a), None), [11]);
+        let b = [span(0x20ff, 1, true)];
+        assert_eq!(waited(&mut book, Touched::Spans(&b), None), [21]);
+        let neither = [span(0x1100, 0xf00, true), span(0x2100, 8, false)];
+        assert_eq!(
+            waited(&mut book, Touched::Spans(&neither), None),
+            Vec::<u32>::new(),
+            "adjacent memory is not shared"
+        );
+        let both = [span(0x1000, 1, false), span(0x2000, 1, false)];
+        assert_eq!(waited(&mut book, Touched::Spans(&both), None), [11, 21]);
+        assert_eq!(
+            waited(&mut book, Touched::Spans(&both), Some(0)),
+            [21],
+            "its own stream is ordered"
+        );
+        assert_eq!(
+            waited(&mut book, Touched::Anything, None),
+            [11, 21],
+            "unknown memory waits for every pending write"
+        );
+        assert_eq!(
+            waited(&mut book, Touched::Spans(&[span(0, 0, false)]), None),
+            Vec::<u32>::new(),
+            "scalars touch nothing"
+        );
+    }
+
+    #[test]
+    fn reads_wait_for_writes_and_writes_for_reads_but_reads_not_for_reads() {
+        let mut book = sync_streams(2);
+        // a device-to-device copy of sync stream 0: reads 0x1000, writes 0x2000
+        let copy = [span(0x1000, 16, false), span(0x2000, 16, true)];
+        wrote(&mut book, 0, Touched::Spans(&copy));
+        let read_src = [span(0x1000, 16, false)];
+        assert_eq!(
+            waited(&mut book, Touched::Spans(&read_src), None),
+            Vec::<u32>::new(),
+            "two reads"
+        );
+        let write_src = [span(0x1008, 4, true)];
+        assert_eq!(
+            waited(&mut book, Touched::Spans(&write_src), None),
+            [11],
+            "a write of a pending copy's source"
+        );
+        let read_dst = [span(0x2000, 16, false)];
+        assert_eq!(waited(&mut book, Touched::Spans(&read_dst), None), [11]);
+    }
+
+    #[test]
+    fn repeated_writes_of_one_buffer_keep_one_access() {
+        let mut book = sync_streams(1);
+        let buf = [span(0x1000, 0x100, true)];
+        for _ in 0..1000 {
+            wrote(&mut book, 0, Touched::Spans(&buf));
+        }
+        assert_eq!(book.pending(), 1);
+        wrote(&mut book, 0, Touched::Spans(&[span(0x1010, 0x10, false)]));
+        assert_eq!(book.pending(), 1, "a read inside a pending write");
+        wrote(&mut book, 0, Touched::Spans(&[span(0x10f0, 0x20, true)]));
+        assert_eq!(book.pending(), 2, "reaching past it");
+        wrote(&mut book, 0, Touched::Anything);
+        wrote(&mut book, 0, Touched::Spans(&[span(0x9000, 8, true)]));
+        assert_eq!(book.pending(), 3, "everything covers it");
+        assert_eq!(book.entries[0].last, 1004);
+    }
+
+    #[test]
+    fn memory_the_crate_cannot_place_orders_every_later_user() {
+        let mut book = sync_streams(2);
+        wrote(&mut book, 0, Touched::Anything); // a module global, written synchronously
+        let kernel_scalars = [span(0, 0, false)];
+        assert_eq!(
+            waited(&mut book, Touched::Spans(&kernel_scalars), None),
+            [11],
+            "a launch with no buffers may read the global"
+        );
+        assert_eq!(
+            waited(&mut book, Touched::Spans(&[span(0x5000, 8, false)]), None),
+            [11]
+        );
+    }
+
+    #[test]
+    fn a_complete_record_is_forgotten_instead_of_waited_for() {
+        let mut book = sync_streams(2);
+        wrote(&mut book, 0, Touched::Spans(&[span(0x1000, 8, true)]));
+        wrote(&mut book, 1, Touched::Spans(&[span(0x1000, 8, true)]));
+        assert_eq!(book.pending(), 2);
+        let mut w = Vec::new();
+        book.wait_conflicting(
+            Touched::Anything,
+            None,
+            |e| Ok(e == 11),
+            |e| {
+                w.push(e);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(w, [21], "sync stream 0's record was complete");
+        assert_eq!(book.pending(), 1);
+        assert!(book.entries[0].pending.is_empty());
+        let fail = |_| Err(Error::new("cuEventQuery", ErrorCode::IllegalAddress));
+        let r = book.wait_conflicting(Touched::Anything, None, fail, |_| Ok(()));
+        assert!(r.is_err(), "a failed query is the caller's error");
+        assert_eq!(book.pending(), 1, "and forgets nothing");
+    }
+
+    #[test]
+    fn a_failed_record_or_sync_stream_takes_no_epoch() {
+        let mut book = sync_streams(1);
+        let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
+        assert!(book.record(0, None, Touched::Anything, fail).is_err());
+        assert_eq!(book.last, 0);
+        assert_eq!(book.pending(), 0, "nothing pending for a failed record");
+        let fail = || Err(Error::new("cuStreamCreate", ErrorCode::OutOfMemory));
+        assert!(book.add(1, 7, fail).is_err());
+        assert_eq!(book.entries.len(), 1, "no sync stream for thread 7");
+    }
+
+    #[test]
+    fn a_bounced_upload_records_its_slots_event_which_later_users_wait_for() {
+        let mut book = sync_streams(2);
+        let ring = || {
+            Ok(Bounce {
+                host: 1 << 20,
+                events: [100, 101, 102, 103],
+                next: 0,
+            })
+        };
+        let mut taken = Vec::new();
+        for _ in 0..5 {
+            taken.push(book.take_slot(0, ring).unwrap());
+        }
+        let base = 1 << 20;
+        assert_eq!(
+            taken,
+            [
+                (0, base, 100),
+                (1, base + BOUNCE_SLOT, 101),
+                (2, base + 2 * BOUNCE_SLOT, 102),
+                (3, base + 3 * BOUNCE_SLOT, 103),
+                (0, base, 100),
+            ],
+            "the slots in turn, each with its own memory and event"
+        );
+        let dst = [span(0x1000, 4, true)];
+        let mut on = Vec::new();
+        book.record(0, Some(2), Touched::Spans(&dst), |e, s| {
+            on.push((e, s));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(on, [(102, 10)], "the slot's event, on the sync stream");
+        let all = Touched::Anything;
+        assert_eq!(
+            waited(&mut book, all, None),
+            [102],
+            "later users wait for it"
+        );
+        book.record(0, None, Touched::Spans(&dst), |e, _| {
+            on.push((e, 0));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(on[1].0, 11, "a fill records the sync stream's own event");
+        assert_eq!(
+            waited(&mut book, all, None),
+            [11],
+            "which then covers the slot's"
+        );
+        let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
+        assert!(book.record(0, Some(1), all, fail).is_err());
+        assert_eq!(
+            (book.entries[0].event, book.entries[0].last),
+            (11, 2),
+            "a failed record changes nothing"
+        );
+    }
+
+    #[test]
+    fn a_ring_that_cannot_be_made_is_not_tried_again() {
+        let mut book = sync_streams(1);
+        let mut tries = 0;
+        for _ in 0..3 {
+            let slot = book.take_slot(0, || {
+                tries += 1;
+                Err(Error::new("cuMemHostAlloc", ErrorCode::OutOfMemory))
+            });
+            assert_eq!(slot, None);
+        }
+        assert_eq!(tries, 1);
+        let slot = book.take_slot(0, || unreachable!("not tried again"));
+        assert_eq!(slot, None, "the upload then waits on the host");
+        let mut on = Vec::new();
+        book.record(0, Some(0), Touched::Anything, |e, _| {
+            on.push(e);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(on, [11], "no ring: its own event");
+    }
+}

@@ -1,0 +1,528 @@
+//! The order of synchronous operations: synchronous device writes ordered on the GPU
+//! instead of waited for on the host, each after exactly the earlier synchronous work on
+//! the memory it touches (issue 28; the design and the table of every consumer:
+//! `docs/design/ordering.md`).
+//!
+//! A synchronous copy or fill (`copy_from_host`, `fill`, `zeroed`, `copy_from_device`, a 2D
+//! or 3D copy, `to_vec`) runs on the calling thread's **sync stream** in the context: a
+//! non-blocking stream the crate keeps for that thread and context ([`SyncStream`]), with
+//! the driver's `*Async` calls. Threads of one context never queue behind each other's
+//! synchronous work there (the driver's "synchronous" calls all use the context's one
+//! legacy stream, and a pageable upload synchronizes it first).
+//!
+//! * An operation that reads or writes host memory the caller lends (a download, an upload
+//!   of more than [`BOUNCE_SLOT`] bytes) is complete when it returns: the sync stream is
+//!   synchronized before the call returns, so the host buffer is neither read nor written
+//!   afterwards.
+//! * A write of device memory alone (a fill, a device-to-device copy, and an upload of up to
+//!   [`BOUNCE_SLOT`] bytes, copied on the host into a page-locked slot of the sync stream's
+//!   bounce ring first, [`Bounce`]) records the sync stream's event instead: the sync
+//!   stream's *record*, with the spans of memory the operation touched (its *accesses*).
+//!   Every later user of device memory that is not ordered after that sync stream orders
+//!   itself after the records whose accesses conflict with what it touches (shared bytes,
+//!   one side writing; [`conflicts`](access::conflicts)): each operation of a stream scope, on the scope's
+//!   stream, before it is queued ([`stream_after_writes`]; a scope may bind memory written
+//!   synchronously after it opened, so a wait when it opens would not be enough); each
+//!   synchronous operation of another sync stream, on that sync stream
+//!   ([`SyncStream::begin`]); work on a legacy stream ([`before_legacy_op`]: a free, a
+//!   staged copy); and, waiting on the host for every record, a free the driver does not
+//!   order and `ContextGuard::synchronize` ([`wait_on_host`]).
+//!
+//! # Accesses
+//!
+//! One book for the process, behind one lock: each sync stream's entry keeps the spans its
+//! pending records touched (each span once: repeated writes of one buffer keep one), all
+//! covered by the entry's latest record. Memory the crate cannot place is recorded as
+//! touching everything ([`Touched::Anything`]): a module global (any kernel of its module
+//! may read it, whatever its arguments name), plain `cuMemAlloc` memory reached through a
+//! view, a pitched buffer. An operation that names no memory (a graph launch) waits for
+//! every pending record. A record is forgotten once it is known complete: its sync stream
+//! was synchronized, or a query before a wait found it done, or [`wait_on_host`] waited for
+//! it; past [`MAX_PENDING`] spans a sync stream is waited for on the host. While nothing is
+//! pending anywhere, a scope operation costs one atomic load ([`is_settled`]).
+//!
+//! # Why a wait covers every conflicting write before it, on every thread
+//!
+//! All records of one sync stream are made on its stream, which runs in order: a record
+//! covers every operation queued on the sync stream before it. `cuStreamWaitEvent` waits
+//! for the event's most recent record at the time of the call. A writer records its event
+//! *then* adds its accesses, both under the book's lock; a reader takes the lock, so every
+//! access it can see was recorded before its `cuStreamWaitEvent`, and the wait covers it
+//! (or a later record of the same sync stream, which covers it too). A thread that hands a
+//! buffer to another (a channel, a join, a scoped thread's end: each a happens-before
+//! edge) made its records before the hand-off, so the receiving thread's scope or sync
+//! stream sees them. Memory freed with a pending access keeps it: a later allocation of the
+//! same addresses conflicts with it until it is complete.
+//!
+//! Only contexts the crate entered get a sync stream made for them (the teardown of the
+//! scope they were made under takes them out again, [`on_context_end`]): a write made
+//! while another library's context is current uses a sync stream only where the context
+//! has one already, and runs on the legacy stream with a wait on the host otherwise
+//! (`memory::legacy::Completion`).
+//!
+//! Accesses are kept per sync stream, not per buffer: the branded handle types are one
+//! pointer (and a length) wide (the size facts of the crate root), so a buffer cannot carry
+//! its last write; an operation compares its spans with the pending accesses instead.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use crate::driver::{self, CUcontext, CUevent, CUstream};
+use crate::error::Result;
+
+/// `CU_EVENT_DISABLE_TIMING`: the record only orders.
+const DISABLE_TIMING: u32 = 0x2;
+/// `CU_STREAM_NON_BLOCKING`: a sync stream does not synchronize with the legacy stream.
+const NON_BLOCKING: u32 = 0x1;
+
+mod access;
+mod book;
+
+pub(crate) use access::{Span, Touched};
+pub(crate) use book::BOUNCE_SLOT;
+use book::{BOUNCE_SLOTS, Book, Bounce, Ring};
+
+/// The process's book; handles as numbers (`CUevent` and `CUstream` are raw pointers, not
+/// `Send`).
+static BOOK: Mutex<Book<usize>> = Mutex::new(Book::new());
+/// How many accesses are pending in the book ([`Book::pending`]), readable without the
+/// lock: while it is 0, no work needs to wait for any sync stream.
+static PENDING: AtomicU64 = AtomicU64::new(0);
+/// `BOOK.made`, readable without the lock ([`mark`]).
+static MADE: AtomicU64 = AtomicU64::new(0);
+/// How many sync streams exist (a teardown's fast path).
+static SYNC_STREAMS: AtomicU64 = AtomicU64::new(0);
+
+/// The book, locked: refused inside a host function (a driver thread), whose every driver
+/// call is refused anyway, so that no host function can ever wait for the lock while its
+/// holder waits for the GPU (`wait_on_host` synchronizes events under it).
+fn book() -> Result<MutexGuard<'static, Book<usize>>> {
+    if driver::in_host_fn() {
+        return Err(driver::driver_call_refused(
+            "the order of synchronous operations",
+        ));
+    }
+    // every critical section leaves the book consistent (a push, a store, a removal)
+    Ok(BOOK.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+fn publish(book: &Book<usize>) {
+    SYNC_STREAMS.store(book.entries.len() as u64, Ordering::Release);
+    PENDING.store(book.pending() as u64, Ordering::Release);
+    MADE.store(book.made, Ordering::Release);
+}
+
+/// How many sync streams were made so far: a scope that enters a context without holding
+/// it (`with_raw_context`) takes this mark when it begins, and its teardown ends only the
+/// sync streams made since ([`on_context_end`]). One atomic load.
+#[inline]
+pub(crate) fn mark() -> u64 {
+    MADE.load(Ordering::Acquire)
+}
+
+/// `done` for [`Book::wait_conflicting`]: whether the event's latest record is complete.
+fn event_done(event: usize) -> Result<bool> {
+    // SAFETY: the event is alive while its entry is in the book, under the lock held by
+    // every caller of `wait_conflicting`.
+    unsafe { driver::event_query(event as CUevent) }
+}
+
+/// The most accesses one sync stream keeps pending: past it, the sync stream's latest
+/// record is waited for on the host (a thread that queues this many device writes without
+/// any synchronization waits for the GPU to catch up), so the book stays small.
+const MAX_PENDING: usize = 64;
+
+/// This thread's token: the address of a thread-local, distinct among the live threads. A
+/// thread started after another ended may get that thread's token, and its sync streams: a
+/// sync stream is not tied to a thread by the driver, only by the book (one user at a
+/// time).
+fn thread_token() -> usize {
+    thread_local! {
+        static TOKEN: u8 = const { 0 };
+    }
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// `CUDA_BRAND_SYNC_WRITES=wait` in the environment (read once): every synchronous
+/// operation runs on the legacy stream and is waited for on the host, as before the sync
+/// streams, so that one benchmark session measures both (`scripts/bench-ordering`).
+/// Anything else, or unset: sync streams.
+fn host_waits() -> bool {
+    static WAITS: OnceLock<bool> = OnceLock::new();
+    *WAITS.get_or_init(|| std::env::var("CUDA_BRAND_SYNC_WRITES").is_ok_and(|v| v == "wait"))
+}
+
+/// Waits on the host for the current context's legacy stream.
+pub(crate) fn legacy_wait() -> Result<()> {
+    // SAFETY: null is the current context's legacy default stream.
+    unsafe { driver::stream_wait_idle(std::ptr::null_mut()) }
+}
+
+/// Makes a stream and event in `ctx`, which is current: a green context's stream
+/// where `ctx` is a partition's (its work stays on the partition's SMs).
+fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
+    let stream = match super::partition::green_of(ctx) {
+        // SAFETY: a partition entered on this thread is alive while it is current here.
+        Some(green) => unsafe { driver::green_stream_create(green, NON_BLOCKING, 0) }?,
+        None => driver::stream_create(NON_BLOCKING, 0)?,
+    };
+    match driver::event_create(DISABLE_TIMING) {
+        Ok(event) => Ok((stream as usize, event as usize)),
+        Err(e) => {
+            // SAFETY: just made, unused.
+            let _ = unsafe { driver::stream_destroy(stream) };
+            Err(e)
+        }
+    }
+}
+
+/// Makes a bounce ring in the current context ([`Bounce`]): page-locked host memory and
+/// one event per slot; nothing kept where any part fails.
+fn make_bounce() -> Result<Bounce<usize>> {
+    let host = driver::mem_host_alloc(BOUNCE_SLOTS * BOUNCE_SLOT, 0)?;
+    let mut events = [0usize; BOUNCE_SLOTS];
+    for k in 0..BOUNCE_SLOTS {
+        match driver::event_create(DISABLE_TIMING) {
+            Ok(event) => events[k] = event as usize,
+            Err(e) => {
+                for &made in &events[..k] {
+                    // SAFETY: just made, never recorded.
+                    let _ = unsafe { driver::event_destroy(made as CUevent) };
+                }
+                // SAFETY: just allocated, never used.
+                let _ = unsafe { driver::mem_free_host(host) };
+                return Err(e);
+            }
+        }
+    }
+    Ok(Bounce {
+        host: host as usize,
+        events,
+        next: 0,
+    })
+}
+
+/// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
+/// its events, stream and bounce ring freed. Its context is alive and current.
+fn end_sync_stream(book: &mut Book<usize>, i: usize) {
+    let e = book.entries.swap_remove(i);
+    // A failure here is the context's sticky error, which its own teardown reports. SAFETY:
+    // the sync stream's handles were made in its context, which is alive; out of the book,
+    // nothing else uses them.
+    let _ = unsafe { driver::stream_wait_idle(e.stream as CUstream) };
+    // SAFETY: as above.
+    let _ = unsafe { driver::event_destroy(e.own as CUevent) };
+    if let Ring::Made(b) = e.ring {
+        for event in b.events {
+            // SAFETY: as above; every copy out of the ring ran on the stream, now idle.
+            let _ = unsafe { driver::event_destroy(event as CUevent) };
+        }
+        // SAFETY: as above; no copy out of it is pending, and no slot is lent (the entry
+        // is not busy, or its own operation is ending it).
+        let _ = unsafe { driver::mem_free_host(b.host as *mut std::ffi::c_void) };
+    }
+    // SAFETY: as above.
+    let _ = unsafe { driver::stream_destroy(e.stream as CUstream) };
+}
+
+/// A synchronous operation's use of the calling thread's sync stream in the current
+/// context, between [`SyncStream::begin`] and its end ([`SyncStream::end`],
+/// [`SyncStream::end_after_sync`] or [`SyncStream::abandon`]).
+pub(crate) struct SyncStream {
+    ctx: usize,
+    thread: usize,
+    stream: CUstream,
+    /// The bounce slot lent to this operation (`begin` with `slot`).
+    slot: Option<Slot>,
+}
+
+/// A slot of a sync stream's bounce ring, lent to one small upload.
+#[derive(Clone, Copy)]
+pub(crate) struct Slot {
+    index: usize,
+    /// [`BOUNCE_SLOT`] bytes of page-locked host memory.
+    pub(crate) host: *mut u8,
+    /// Recorded after the last copy out of the slot: complete once the slot is free.
+    pub(crate) event: CUevent,
+}
+
+impl SyncStream {
+    /// The calling thread's sync stream in `ctx` (current on it), ordered after every
+    /// pending record of other sync streams: the stream a synchronous operation then queues
+    /// its work on. `make`: a sync stream may be made for `ctx` if this thread has none (a
+    /// context the crate entered, whose teardown ends the sync stream); without it, one is
+    /// made only where `ctx` has a sync stream of another thread already (the crate holds
+    /// that context, and its teardown ends every sync stream of it). `None`: no sync stream
+    /// (none may be made, making one failed, or `CUDA_BRAND_SYNC_WRITES=wait`): the
+    /// operation runs on the legacy stream ([`before_legacy_op`]) and is waited for on the
+    /// host. `slot`: lend the operation the next slot of the sync stream's bounce ring
+    /// (made now if it has none; [`SyncStream::slot`]). `touched`: what the operation
+    /// touches (device memory), which the sync stream waits for every conflicting pending
+    /// access of another sync stream before.
+    ///
+    /// # Safety
+    /// `ctx` is alive and current on the calling thread until the sync stream's operation
+    /// ends.
+    pub(crate) unsafe fn begin(
+        ctx: CUcontext,
+        make: bool,
+        slot: bool,
+        touched: Touched<'_>,
+    ) -> Result<Option<SyncStream>> {
+        if host_waits() {
+            return Ok(None);
+        }
+        let thread = thread_token();
+        let mut book = book()?;
+        let i = match book.find(ctx as usize, thread) {
+            Some(i) => i,
+            None if make || book.entries.iter().any(|e| e.ctx == ctx as usize) => {
+                match book.add(ctx as usize, thread, || make_sync_stream(ctx)) {
+                    Ok(i) => i,
+                    Err(_) => return Ok(None),
+                }
+            }
+            None => return Ok(None),
+        };
+        let stream = book.entries[i].stream;
+        let waited = book.wait_conflicting(touched, Some(i), event_done, |event| {
+            // SAFETY: the stream is alive while its entry is in the book; the event
+            // likewise, under the lock held here.
+            unsafe { driver::stream_wait_event(stream as CUstream, event as CUevent) }
+        });
+        publish(&book);
+        waited?;
+        let slot = match slot {
+            true => book
+                .take_slot(i, make_bounce)
+                .map(|(index, host, event)| Slot {
+                    index,
+                    host: host as *mut u8,
+                    event: event as CUevent,
+                }),
+            false => None,
+        };
+        book.entries[i].busy = true;
+        Ok(Some(SyncStream {
+            ctx: ctx as usize,
+            thread,
+            stream: stream as CUstream,
+            slot,
+        }))
+    }
+
+    /// The stream.
+    pub(crate) fn stream(&self) -> CUstream {
+        self.stream
+    }
+
+    /// The bounce slot lent to this operation: `None` where `begin` was not asked for one
+    /// or the ring could not be made. Its memory is this operation's alone until it ends;
+    /// an earlier copy out of it may still be queued until the slot's event completes.
+    /// Ending the operation with [`SyncStream::end`] records the slot's event.
+    pub(crate) fn slot(&self) -> Option<Slot> {
+        self.slot
+    }
+
+    /// Ends a write of device memory alone, which touched `touched`: records the sync
+    /// stream's event after it (the slot's, for a bounced upload), which later users of
+    /// that memory wait for on the GPU. Where the record fails, waits for the sync stream
+    /// on the host instead.
+    pub(crate) fn end(self, touched: Touched<'_>) -> Result<()> {
+        self.finish(Some(touched), false)
+    }
+
+    /// Ends the operation, recording the sync stream's event after it where `record` says
+    /// what it touched; `synced`: the sync stream was synchronized without error, so every
+    /// record of it is complete.
+    fn finish(self, record: Option<Touched<'_>>, synced: bool) -> Result<()> {
+        let mut book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(i) = book.find(self.ctx, self.thread) else {
+            unreachable!("a busy sync stream stays in the book")
+        };
+        book.entries[i].busy = false;
+        if synced {
+            book.entries[i].pending.clear();
+        }
+        let mut result = Ok(());
+        if let Some(touched) = record {
+            let slot = self.slot.map(|s| s.index);
+            let recorded = book.record(i, slot, touched, |event, stream| {
+                // SAFETY: the event and stream are the sync stream's, alive while it is in
+                // the book.
+                unsafe { driver::event_record(event as CUevent, stream as CUstream) }
+            });
+            if recorded.is_err() || book.entries[i].pending.len() > MAX_PENDING {
+                // SAFETY: as above.
+                result = unsafe { driver::stream_wait_idle(self.stream) };
+                if result.is_ok() {
+                    book.entries[i].pending.clear();
+                }
+            }
+        }
+        if book.entries[i].doomed {
+            // the context ended meanwhile (its teardown could not end a busy sync stream):
+            // it is alive and current here still (`begin`'s promise)
+            end_sync_stream(&mut book, i);
+        }
+        publish(&book);
+        result
+    }
+
+    /// Waits for the sync stream on the host (an operation that touched host memory), then
+    /// ends the operation as complete ([`SyncStream::end`] without a record). Where the
+    /// wait fails, the sync stream is idle all the same (`stream_wait_idle`) and its error
+    /// is returned.
+    pub(crate) fn end_after_sync(self) -> Result<()> {
+        // SAFETY: the stream is alive while the sync stream is busy.
+        match unsafe { driver::stream_wait_idle(self.stream) } {
+            Ok(()) => self.finish(None, true),
+            Err(e) => {
+                let _ = self.finish(None, false);
+                Err(e)
+            }
+        }
+    }
+
+    /// Ends an operation that failed part-way: what it queued is waited for on the host
+    /// (no error path returns while work may still run), nothing recorded.
+    pub(crate) fn abandon(self) {
+        // SAFETY: the stream is alive while the sync stream is busy.
+        let idle = unsafe { driver::stream_wait_idle(self.stream) };
+        let _ = self.finish(None, idle.is_ok());
+    }
+}
+
+/// Makes the calling thread's sync stream in `ctx` now if it has none (the end of a setup
+/// phase: the run phase then creates nothing for its synchronous operations). Best effort:
+/// where it cannot be made, the first operation tries again, and runs on the legacy stream
+/// if that fails too.
+///
+/// # Safety
+/// `ctx` is alive and current on the calling thread.
+pub(crate) unsafe fn prepare(ctx: CUcontext) {
+    if host_waits() {
+        return;
+    }
+    let Ok(mut book) = book() else {
+        return;
+    };
+    let thread = thread_token();
+    if book.find(ctx as usize, thread).is_none()
+        && book
+            .add(ctx as usize, thread, || make_sync_stream(ctx))
+            .is_ok()
+    {
+        publish(&book);
+    }
+}
+
+/// Orders the legacy stream of the current context after every pending access that work
+/// touching `touched` conflicts with, before that work is queued there (a staged copy, a
+/// free on the legacy stream, a synchronous operation without a sync stream). One atomic
+/// load while nothing is pending.
+pub(crate) fn before_legacy_op(touched: Touched<'_>) -> Result<()> {
+    // SAFETY: null is the current context's legacy stream.
+    unsafe { stream_after_writes(std::ptr::null_mut(), touched) }
+}
+
+/// Whether nothing is pending: no work needs to wait for any sync stream. One atomic load.
+#[inline(always)]
+pub(crate) fn is_settled() -> bool {
+    PENDING.load(Ordering::Acquire) == 0
+}
+
+/// Makes `stream` wait for every pending access that work touching `touched` conflicts
+/// with, before that work is queued on it (an operation of a scope). One atomic load while
+/// nothing is pending.
+///
+/// # Safety
+/// The stream is alive (null: the current context's legacy stream).
+pub(crate) unsafe fn stream_after_writes(stream: CUstream, touched: Touched<'_>) -> Result<()> {
+    if is_settled() {
+        return Ok(());
+    }
+    let mut book = book()?;
+    let waited = book.wait_conflicting(touched, None, event_done, |event| {
+        // SAFETY: the caller's promise for the stream; the event is alive while its entry
+        // is in the book, under the lock held here.
+        unsafe { driver::stream_wait_event(stream, event as CUevent) }
+    });
+    publish(&book);
+    waited
+}
+
+/// Waits on the host for every pending record (before `cuMemFree`, which the driver does
+/// not promise to order after other streams' work on the memory, and where the crate's
+/// contract promises every earlier write complete: `ContextGuard::synchronize`).
+pub(crate) fn wait_on_host() -> Result<()> {
+    if is_settled() {
+        return Ok(());
+    }
+    let mut book = book()?;
+    let waited = book.wait_conflicting(Touched::Anything, None, event_done, |event| {
+        // SAFETY: the event is alive while its entry is in the book, under this lock.
+        unsafe { driver::event_synchronize(event as CUevent) }
+    });
+    if waited.is_ok() {
+        // every sync stream's latest record is complete now
+        book.entries.iter_mut().for_each(|e| e.pending.clear());
+    }
+    publish(&book);
+    waited
+}
+
+/// Teardown of `raw` (alive and current): every sync stream of the context, of any thread,
+/// made after `mark` ([`mark`]; 0: all of them), is waited for on the host and ended; a
+/// sync stream busy on another thread (a primary context entered on two threads) is ended
+/// by its own operation ([`SyncStream::end`]). One atomic load while no sync stream was
+/// made since `mark` (or none exists).
+///
+/// Every sync stream is made while the crate holds its context for a scope (one it
+/// entered, or one that has a sync stream made so already), and the teardown of every such
+/// scope ends the context's sync streams made since it began: those of a context the crate
+/// created or retained (`with_context`, `with_primary_context`, the owning layer) all of
+/// them (`mark` 0), since nothing else of the crate holds it once it is given up; those
+/// of a context a `with_raw_context` entered only the ones made during it, the earlier
+/// ones being ended by the scope they were made under, which holds the context still (an
+/// outer scope on this thread, or one on another thread) or ended them already.
+///
+/// # Safety
+/// `raw` is alive and current on the calling thread.
+pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
+    // `MADE` only grows, and is published under the lock after every making: a sync stream
+    // of `raw` made since `mark` on any thread was made before this teardown (its scope is
+    // inside the one ending here, or began after `mark`) and is counted
+    if MADE.load(Ordering::Acquire) <= mark || SYNC_STREAMS.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let Ok(mut book) = book() else {
+        return; // not in a host function: teardowns run on the closure's thread
+    };
+    let mut i = 0;
+    while i < book.entries.len() {
+        let e = &mut book.entries[i];
+        if e.ctx != raw as usize || e.made <= mark {
+            i += 1;
+        } else if e.busy {
+            e.doomed = true;
+            i += 1;
+        } else {
+            end_sync_stream(&mut book, i); // swap_remove: index `i` holds the next entry
+        }
+    }
+    publish(&book);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_have_distinct_tokens() {
+        let here = thread_token();
+        let there = std::thread::spawn(thread_token).join().unwrap();
+        assert_eq!(here, thread_token());
+        assert_ne!(here, there);
+    }
+}
