@@ -42,6 +42,7 @@ mod modules;
 mod no_device;
 mod ordering;
 mod ordering_attacks;
+mod ordering_spans_attacks;
 mod owned;
 mod partitions;
 mod peer;
@@ -69,6 +70,7 @@ fn main() -> std::process::ExitCode {
     tests.extend(owned::tests());
     tests.extend(ordering::tests());
     tests.extend(ordering_attacks::tests());
+    tests.extend(ordering_spans_attacks::tests());
     #[cfg(feature = "derive")]
     tests.extend(derive::tests());
     tests.extend(no_device::tests());
@@ -81,5 +83,6 @@ fn main() -> std::process::ExitCode {
     alone.extend(partitions::tests_alone());
     alone.extend(ordering::tests_alone());
     alone.extend(ordering_attacks::tests_alone());
+    alone.extend(ordering_spans_attacks::tests_alone());
     common::harness::run_with_alone(tests, alone)
 }
