@@ -199,7 +199,10 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         let stream = self.stream.raw();
         // SAFETY: the stream is alive, so is its context.
         let dst_ctx = unsafe { driver::stream_get_ctx(stream) }?;
-        self.ordered(&[write_span(&dst)], None, || {
+        // both ends named: the source, memory of another context, may have a pending
+        // synchronous write (of any sync stream) that the copy must follow
+        let spans = [write_span(&dst), src.span(false)];
+        self.ordered(&spans, None, || {
             // SAFETY: both contexts are alive (brands); each range is memory its context
             // may access (its own, or a peer's through a `PeerAccess` view); both stay
             // borrowed until the scope synchronizes; `src` is borrowed shared, so nothing
