@@ -90,6 +90,20 @@ impl<E: Copy> Book<E> {
             .position(|e| e.ctx == ctx && e.thread == thread)
     }
 
+    /// Whether a sync stream of `ctx` proves that a scope of the crate holds the context
+    /// (for a sync stream made for a context another library made current, which that
+    /// scope's teardown must end too): one that is not doomed. A doomed sync stream's
+    /// context was given up by the teardown that doomed it (the sync stream stays only for
+    /// its own operation to end it), so a sync stream made beside it would be ended by no
+    /// teardown (it is made after every mark that teardown could have) and could outlive
+    /// the context. Every sync stream not doomed was made after the mark of a scope that
+    /// has not torn down yet (one that entered the context, or by induction the scope of
+    /// the sync stream that proved it held), whose teardown ends or dooms every sync stream
+    /// made after its mark: a sync stream made now, after that one, is among them.
+    pub(super) fn holds(&self, ctx: usize) -> bool {
+        self.entries.iter().any(|e| e.ctx == ctx && !e.doomed)
+    }
+
     /// Adds a sync stream, whose stream and event `make` returns; its index.
     pub(super) fn add(
         &mut self,
@@ -204,6 +218,21 @@ impl<E: Copy> Book<E> {
 mod tests {
     use super::*;
     use crate::error::{Error, ErrorCode};
+
+    #[test]
+    fn a_doomed_sync_stream_does_not_prove_its_context_held() {
+        let mut book = sync_streams(2);
+        assert!(book.holds(1));
+        assert!(!book.holds(2), "no sync stream of context 2");
+        // a teardown of context 1 found both busy: each is ended by its own operation
+        book.entries.iter_mut().for_each(|e| e.doomed = true);
+        assert!(
+            !book.holds(1),
+            "a sync stream made beside a doomed one would be ended by no teardown"
+        );
+        book.entries[1].doomed = false;
+        assert!(book.holds(1));
+    }
 
     fn sync_streams(n: usize) -> Book<u32> {
         let mut book = Book::<u32>::new();

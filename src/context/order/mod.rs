@@ -276,7 +276,8 @@ impl SyncStream {
         let mut book = book()?;
         let i = match book.find(ctx as usize, thread) {
             Some(i) => i,
-            None if make || book.entries.iter().any(|e| e.ctx == ctx as usize) => {
+            // not beside a doomed sync stream alone (`Book::holds`)
+            None if make || book.holds(ctx as usize) => {
                 match book.add(ctx as usize, thread, || make_sync_stream(ctx)) {
                     Ok(i) => i,
                     Err(_) => return Ok(None),
