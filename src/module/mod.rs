@@ -565,12 +565,20 @@ impl Module<'_> {
     /// What `drop` and `close` run: unloads the module in its own context.
     fn release(&self) -> Result<()> {
         let raw = self.raw();
+        // A global written synchronously may still be written on a sync stream (recorded
+        // as touching any memory, and waited for only by later users of the book): the
+        // unload frees the global's memory, and `cuModuleUnload` is not documented to wait
+        // for other streams' work on it. Waited for on the host first, as before a
+        // `cuMemFree` (one atomic load while nothing is pending).
+        // SAFETY: the brand keeps the context alive.
+        unsafe { ContextGuard::new_unchecked(self.ctx) }
+            .with_current(crate::context::order::wait_on_host)?;
         // before the unload, while no other module can have this module's handles
         counts::forget(raw as usize);
         // SAFETY: the brand keeps the context alive; nothing uses the module any more (its
         // functions and kernels borrow it, and launches keep that borrow until their
-        // scope's stream is idle), and the module is not used again (dropped, or forgotten
-        // by `close`).
+        // scope's stream is idle; synchronous writes of its globals are complete, above),
+        // and the module is not used again (dropped, or forgotten by `close`).
         unsafe { ContextGuard::new_unchecked(self.ctx) }
             .with_current(|| unsafe { driver::module_unload(raw) })
     }
