@@ -171,7 +171,7 @@ pub(crate) unsafe fn upload(
     let op = |stream| unsafe { driver::memcpy_htod_async(dst, src, bytes, stream) };
     // SAFETY: the caller's promise for `ctx`.
     match unsafe { begin(ctx, completion, bytes <= BOUNCE_SLOT, touched) }? {
-        Some(sync) => match sync.slot() {
+        Some(mut sync) => match sync.slot() {
             // SAFETY: the caller's promises; the slot is the operation's.
             Some(slot) => unsafe { bounced(sync, slot, touched, dst, src, bytes) },
             None => on_sync_stream(sync, Access::Host, touched, op),

@@ -161,22 +161,25 @@ impl<E: Copy> Book<E> {
         Ok(self.last)
     }
 
-    /// Takes the next slot of sync stream `i`'s bounce ring, making the ring with `make`
-    /// first where it has none yet: the slot's index, base address and event; `None` where
-    /// the ring cannot be made (then never tried again for this sync stream).
-    pub(super) fn take_slot(
-        &mut self,
-        i: usize,
-        make: impl FnOnce() -> Result<Bounce<E>>,
-    ) -> Option<(usize, usize, E)> {
-        let e = &mut self.entries[i];
-        if let Ring::NotYet = e.ring {
-            e.ring = match make() {
-                Ok(b) => Ring::Made(b),
-                Err(_) => Ring::Failed,
-            };
-        }
-        let Ring::Made(b) = &mut e.ring else {
+    /// Whether sync stream `i` has no bounce ring yet, and none was tried: the caller
+    /// makes one outside the book's lock and [`installs`](Book::install_ring) it.
+    pub(super) fn needs_ring(&self, i: usize) -> bool {
+        matches!(self.entries[i].ring, Ring::NotYet)
+    }
+
+    /// Gives sync stream `i` the bounce ring `made` (or, where making it failed, none for
+    /// good: small uploads then wait on the host).
+    pub(super) fn install_ring(&mut self, i: usize, made: Result<Bounce<E>>) {
+        self.entries[i].ring = match made {
+            Ok(b) => Ring::Made(b),
+            Err(_) => Ring::Failed,
+        };
+    }
+
+    /// Takes the next slot of sync stream `i`'s bounce ring: the slot's index, base address
+    /// and event; `None` where it has no ring.
+    pub(super) fn take_slot(&mut self, i: usize) -> Option<(usize, usize, E)> {
+        let Ring::Made(b) = &mut self.entries[i].ring else {
             return None;
         };
         let k = b.next;
@@ -438,9 +441,13 @@ mod tests {
                 next: 0,
             })
         };
+        assert!(book.needs_ring(0));
+        assert_eq!(book.take_slot(0), None, "no ring yet");
+        book.install_ring(0, ring());
+        assert!(!book.needs_ring(0));
         let mut taken = Vec::new();
         for _ in 0..5 {
-            taken.push(book.take_slot(0, ring).unwrap());
+            taken.push(book.take_slot(0).unwrap());
         }
         let base = 1 << 20;
         assert_eq!(
@@ -491,17 +498,9 @@ mod tests {
     #[test]
     fn a_ring_that_cannot_be_made_is_not_tried_again() {
         let mut book = sync_streams(1);
-        let mut tries = 0;
-        for _ in 0..3 {
-            let slot = book.take_slot(0, || {
-                tries += 1;
-                Err(Error::new("cuMemHostAlloc", ErrorCode::OutOfMemory))
-            });
-            assert_eq!(slot, None);
-        }
-        assert_eq!(tries, 1);
-        let slot = book.take_slot(0, || unreachable!("not tried again"));
-        assert_eq!(slot, None, "the upload then waits on the host");
+        book.install_ring(0, Err(Error::new("cuMemHostAlloc", ErrorCode::OutOfMemory)));
+        assert!(!book.needs_ring(0), "not tried again");
+        assert_eq!(book.take_slot(0), None, "the upload then waits on the host");
         let mut on = Vec::new();
         book.record(0, Some(0), Touched::Anything, |e, _| {
             on.push(e);

@@ -203,8 +203,12 @@ fn make_bounce() -> Result<Bounce<usize>> {
 }
 
 /// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
-/// its events, stream and bounce ring freed. Its context is alive and current.
-fn end_sync_stream(book: &mut Book<usize>, i: usize) {
+/// its events and stream destroyed. Its context is alive and current. Returns its bounce
+/// ring's memory, which the caller frees with [`free_rings`] once the book's lock is
+/// released (`cuMemFreeHost` may wait for the device, which the lock's holder must never
+/// do while a host function could wait for the lock).
+#[must_use]
+fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
     let e = book.entries.swap_remove(i);
     // A failure here is the context's sticky error, which its own teardown reports. SAFETY:
     // the sync stream's handles were made in its context, which is alive; out of the book,
@@ -212,17 +216,26 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) {
     let _ = unsafe { driver::stream_wait_idle(e.stream as CUstream) };
     // SAFETY: as above.
     let _ = unsafe { driver::event_destroy(e.own as CUevent) };
-    if let Ring::Made(b) = e.ring {
-        for event in b.events {
-            // SAFETY: as above; every copy out of the ring ran on the stream, now idle.
-            let _ = unsafe { driver::event_destroy(event as CUevent) };
-        }
-        // SAFETY: as above; no copy out of it is pending, and no slot is lent (the entry
-        // is not busy, or its own operation is ending it).
-        let _ = unsafe { driver::mem_free_host(b.host as *mut std::ffi::c_void) };
-    }
     // SAFETY: as above.
     let _ = unsafe { driver::stream_destroy(e.stream as CUstream) };
+    let Ring::Made(b) = e.ring else {
+        return None;
+    };
+    for event in b.events {
+        // SAFETY: as above; every copy out of the ring ran on the stream, now idle.
+        let _ = unsafe { driver::event_destroy(event as CUevent) };
+    }
+    Some(b.host)
+}
+
+/// Frees the bounce rings [`end_sync_stream`] returned, with their context current and the
+/// book's lock released: no copy out of them is pending (their streams were idle) and no
+/// slot is lent (their sync streams were not busy, or their own operation ended them).
+fn free_rings(rings: impl IntoIterator<Item = usize>) {
+    for host in rings {
+        // SAFETY: as above; the memory came from `cuMemHostAlloc` in this context.
+        let _ = unsafe { driver::mem_free_host(host as *mut std::ffi::c_void) };
+    }
 }
 
 /// A synchronous operation's use of the calling thread's sync stream in the current
@@ -234,6 +247,9 @@ pub(crate) struct SyncStream {
     stream: CUstream,
     /// The bounce slot lent to this operation (`begin` with `slot`).
     slot: Option<Slot>,
+    /// `begin` was asked for a slot, and the sync stream has no bounce ring yet: the first
+    /// [`SyncStream::slot`] makes it.
+    needs_ring: bool,
 }
 
 /// A slot of a sync stream's bounce ring, lent to one small upload.
@@ -246,6 +262,16 @@ pub(crate) struct Slot {
     pub(crate) event: CUevent,
 }
 
+impl Slot {
+    fn new((index, host, event): (usize, usize, usize)) -> Slot {
+        Slot {
+            index,
+            host: host as *mut u8,
+            event: event as CUevent,
+        }
+    }
+}
+
 impl SyncStream {
     /// The calling thread's sync stream in `ctx` (current on it), ordered after every
     /// pending record of other sync streams: the stream a synchronous operation then queues
@@ -256,7 +282,7 @@ impl SyncStream {
     /// (none may be made, making one failed, or `CUDA_BRAND_SYNC_WRITES=wait`): the
     /// operation runs on the legacy stream ([`before_legacy_op`]) and is waited for on the
     /// host. `slot`: lend the operation the next slot of the sync stream's bounce ring
-    /// (made now if it has none; [`SyncStream::slot`]). `touched`: what the operation
+    /// ([`SyncStream::slot`], which makes the ring if the sync stream has none). `touched`: what the operation
     /// touches (device memory), which the sync stream waits for every conflicting pending
     /// access of another sync stream before.
     ///
@@ -293,14 +319,9 @@ impl SyncStream {
         });
         publish(&book);
         waited?;
+        let needs_ring = slot && book.needs_ring(i);
         let slot = match slot {
-            true => book
-                .take_slot(i, make_bounce)
-                .map(|(index, host, event)| Slot {
-                    index,
-                    host: host as *mut u8,
-                    event: event as CUevent,
-                }),
+            true => book.take_slot(i).map(Slot::new),
             false => None,
         };
         book.entries[i].busy = true;
@@ -309,6 +330,7 @@ impl SyncStream {
             thread,
             stream: stream as CUstream,
             slot,
+            needs_ring,
         }))
     }
 
@@ -320,8 +342,22 @@ impl SyncStream {
     /// The bounce slot lent to this operation: `None` where `begin` was not asked for one
     /// or the ring could not be made. Its memory is this operation's alone until it ends;
     /// an earlier copy out of it may still be queued until the slot's event completes.
-    /// Ending the operation with [`SyncStream::end`] records the slot's event.
-    pub(crate) fn slot(&self) -> Option<Slot> {
+    /// Ending the operation with [`SyncStream::end`] records the slot's event. The sync
+    /// stream's first slot makes its ring here, outside the book's lock
+    /// (`cuMemHostAlloc` may wait for the device, which the lock's holder never does).
+    pub(crate) fn slot(&mut self) -> Option<Slot> {
+        if self.needs_ring {
+            self.needs_ring = false;
+            // the context is current (`begin`'s promise); the sync stream is busy, so its
+            // entry stays in the book until this operation ends
+            let made = make_bounce();
+            let mut book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(i) = book.find(self.ctx, self.thread) else {
+                unreachable!("a busy sync stream stays in the book")
+            };
+            book.install_ring(i, made);
+            self.slot = book.take_slot(i).map(Slot::new);
+        }
         self.slot
     }
 
@@ -361,12 +397,15 @@ impl SyncStream {
                 }
             }
         }
+        let mut ring = None;
         if book.entries[i].doomed {
             // the context ended meanwhile (its teardown could not end a busy sync stream):
             // it is alive and current here still (`begin`'s promise)
-            end_sync_stream(&mut book, i);
+            ring = end_sync_stream(&mut book, i);
         }
         publish(&book);
+        drop(book);
+        free_rings(ring);
         result
     }
 
@@ -500,6 +539,7 @@ pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
     let Ok(mut book) = book() else {
         return; // not in a host function: teardowns run on the closure's thread
     };
+    let mut rings = Vec::new();
     let mut i = 0;
     while i < book.entries.len() {
         let e = &mut book.entries[i];
@@ -509,10 +549,13 @@ pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
             e.doomed = true;
             i += 1;
         } else {
-            end_sync_stream(&mut book, i); // swap_remove: index `i` holds the next entry
+            // swap_remove: index `i` holds the next entry
+            rings.extend(end_sync_stream(&mut book, i));
         }
     }
     publish(&book);
+    drop(book);
+    free_rings(rings);
 }
 
 #[cfg(test)]
