@@ -68,7 +68,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::driver::{self, CUcontext, CUevent, CUstream};
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 
 /// `CU_EVENT_DISABLE_TIMING`: the record only orders.
 const DISABLE_TIMING: u32 = 0x2;
@@ -179,7 +179,15 @@ fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
 /// Makes a bounce ring in the current context ([`Bounce`]): page-locked host memory and
 /// one event per slot; nothing kept where any part fails.
 fn make_bounce() -> Result<Bounce<usize>> {
-    let host = driver::mem_host_alloc(BOUNCE_SLOTS * BOUNCE_SLOT, 0)?;
+    // SAFETY: the layout has a non-zero size.
+    let host = unsafe { std::alloc::alloc(RING_LAYOUT) };
+    if host.is_null() {
+        return Err(Error::with_detail(
+            "bounce ring",
+            ErrorCode::OutOfMemory,
+            "no host memory for the sync stream's bounce ring",
+        ));
+    }
     let mut events = [0usize; BOUNCE_SLOTS];
     for k in 0..BOUNCE_SLOTS {
         match driver::event_create(DISABLE_TIMING) {
@@ -189,8 +197,8 @@ fn make_bounce() -> Result<Bounce<usize>> {
                     // SAFETY: just made, never recorded.
                     let _ = unsafe { driver::event_destroy(made as CUevent) };
                 }
-                // SAFETY: just allocated, never used.
-                let _ = unsafe { driver::mem_free_host(host) };
+                // SAFETY: just allocated with this layout, never used.
+                unsafe { std::alloc::dealloc(host, RING_LAYOUT) };
                 return Err(e);
             }
         }
@@ -201,6 +209,20 @@ fn make_bounce() -> Result<Bounce<usize>> {
         next: 0,
     })
 }
+
+/// The bounce ring's memory: plain host memory of the crate's own (`std::alloc`), not
+/// page-locked. Making or freeing page-locked memory may wait for the whole device
+/// (`cuMemFreeHost` waited 336.7 ms for another stream's work on an H100:
+/// `docs/c/facts/host_alloc_while_busy.out`), and the driver frees it with its context;
+/// the crate's own memory costs neither, and stays valid until the crate frees it. The
+/// driver copies from it as from any pageable memory (staging it, perhaps waiting for the
+/// sync stream first): the copy is correct whenever the driver reads the slot, since a
+/// slot is rewritten only after the event recorded behind its copy completes.
+const RING_LAYOUT: std::alloc::Layout =
+    match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
+        Ok(layout) => layout,
+        Err(_) => panic!("the ring's layout"),
+    };
 
 /// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
 /// its events and stream destroyed. Its context is alive and current. Returns its bounce
@@ -233,8 +255,9 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
 /// slot is lent (their sync streams were not busy, or their own operation ended them).
 fn free_rings(rings: impl IntoIterator<Item = usize>) {
     for host in rings {
-        // SAFETY: as above; the memory came from `cuMemHostAlloc` in this context.
-        let _ = unsafe { driver::mem_free_host(host as *mut std::ffi::c_void) };
+        // SAFETY: as above; the memory came from `std::alloc::alloc(RING_LAYOUT)`
+        // (`make_bounce`) and is freed once.
+        unsafe { std::alloc::dealloc(host as *mut u8, RING_LAYOUT) };
     }
 }
 
