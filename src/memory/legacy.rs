@@ -5,8 +5,8 @@
 //! buffer is free when the call returns); a write of device memory alone records the sync
 //! stream's event, which every later stream scope, sync stream and legacy-stream operation
 //! waits for on the GPU. An upload of up to 256 KiB is copied into the sync stream's
-//! page-locked bounce ring on the host first, and then needs no wait either: it is a write
-//! of device memory alone from the moment the host copy is done. Where no sync stream is used (memory the host can read directly, a
+//! bounce ring (host memory of the crate's own) on the host first, and then needs no wait
+//! either: it is a write of device memory alone from the moment the host copy is done. Where no sync stream is used (memory the host can read directly, a
 //! context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the operation runs
 //! on the legacy stream after every pending record and is waited for on the host, as before
 //! the sync streams.

@@ -10,14 +10,14 @@ pub(crate) const BOUNCE_SLOT: usize = 256 << 10;
 /// The slots of a bounce ring: up to this many small uploads of one thread in flight.
 pub(super) const BOUNCE_SLOTS: usize = 4;
 
-/// A sync stream's bounce ring: page-locked host memory of [`BOUNCE_SLOTS`] slots of
+/// A sync stream's bounce ring: host memory of the crate's own, [`BOUNCE_SLOTS`] slots of
 /// [`BOUNCE_SLOT`] bytes, made at the thread's first small upload in the context. A small
 /// upload copies the host data into the next slot, queues the copy from the slot to the
 /// device and records the slot's event (the sync stream's record) without waiting: the
 /// caller's host buffer is free as soon as the host copy is done, and the slot is reused
 /// after its event completes.
 pub(super) struct Bounce<E> {
-    /// The base of the page-locked memory, as a number.
+    /// The base of the ring's memory, as a number.
     pub(super) host: usize,
     /// One event per slot, recorded after the copy out of it.
     pub(super) events: [E; BOUNCE_SLOTS],
@@ -29,7 +29,7 @@ pub(super) struct Bounce<E> {
 pub(super) enum Ring<E> {
     /// Not yet: made at the first small upload.
     NotYet,
-    /// Making it failed (no page-locked memory left): small uploads wait on the host, as
+    /// Making it failed (no host memory or no event left): small uploads wait on the host, as
     /// the others do.
     Failed,
     Made(Bounce<E>),
@@ -498,7 +498,7 @@ mod tests {
     #[test]
     fn a_ring_that_cannot_be_made_is_not_tried_again() {
         let mut book = sync_streams(1);
-        book.install_ring(0, Err(Error::new("cuMemHostAlloc", ErrorCode::OutOfMemory)));
+        book.install_ring(0, Err(Error::new("cuEventCreate", ErrorCode::OutOfMemory)));
         assert!(!book.needs_ring(0), "not tried again");
         assert_eq!(book.take_slot(0), None, "the upload then waits on the host");
         let mut on = Vec::new();

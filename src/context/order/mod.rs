@@ -15,7 +15,7 @@
 //!   synchronized before the call returns, so the host buffer is neither read nor written
 //!   afterwards.
 //! * A write of device memory alone (a fill, a device-to-device copy, and an upload of up to
-//!   [`BOUNCE_SLOT`] bytes, copied on the host into a page-locked slot of the sync stream's
+//!   [`BOUNCE_SLOT`] bytes, copied on the host into a slot of the sync stream's
 //!   bounce ring first, [`Bounce`]) records the sync stream's event instead: the sync
 //!   stream's *record*, with the spans of memory the operation touched (its *accesses*).
 //!   Every later user of device memory that is not ordered after that sync stream orders
@@ -176,8 +176,8 @@ fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
     }
 }
 
-/// Makes a bounce ring in the current context ([`Bounce`]): page-locked host memory and
-/// one event per slot; nothing kept where any part fails.
+/// Makes a bounce ring in the current context ([`Bounce`]): host memory ([`RING_LAYOUT`])
+/// and one event per slot; nothing kept where any part fails.
 fn make_bounce() -> Result<Bounce<usize>> {
     // SAFETY: the layout has a non-zero size.
     let host = unsafe { std::alloc::alloc(RING_LAYOUT) };
@@ -227,8 +227,7 @@ const RING_LAYOUT: std::alloc::Layout =
 /// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
 /// its events and stream destroyed. Its context is alive and current. Returns its bounce
 /// ring's memory, which the caller frees with [`free_rings`] once the book's lock is
-/// released (`cuMemFreeHost` may wait for the device, which the lock's holder must never
-/// do while a host function could wait for the lock).
+/// released (every thread's synchronous operations take that lock).
 #[must_use]
 fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
     let e = book.entries.swap_remove(i);
@@ -279,7 +278,7 @@ pub(crate) struct SyncStream {
 #[derive(Clone, Copy)]
 pub(crate) struct Slot {
     index: usize,
-    /// [`BOUNCE_SLOT`] bytes of page-locked host memory.
+    /// [`BOUNCE_SLOT`] bytes of host memory of the crate's own.
     pub(crate) host: *mut u8,
     /// Recorded after the last copy out of the slot: complete once the slot is free.
     pub(crate) event: CUevent,
@@ -366,8 +365,8 @@ impl SyncStream {
     /// or the ring could not be made. Its memory is this operation's alone until it ends;
     /// an earlier copy out of it may still be queued until the slot's event completes.
     /// Ending the operation with [`SyncStream::end`] records the slot's event. The sync
-    /// stream's first slot makes its ring here, outside the book's lock
-    /// (`cuMemHostAlloc` may wait for the device, which the lock's holder never does).
+    /// stream's first slot makes its ring here, outside the book's lock (every thread's
+    /// synchronous operations take that lock).
     pub(crate) fn slot(&mut self) -> Option<Slot> {
         if self.needs_ring {
             self.needs_ring = false;
