@@ -11,6 +11,7 @@
 use std::sync::mpsc;
 
 use crate::common;
+use crate::common::ordering::{assert_all, read_in_scope};
 
 use cuda_brand::prelude::*;
 use cuda_brand::{
@@ -22,26 +23,6 @@ use cuda_brand::{
 /// microseconds on an H100: long enough for an unordered read to overtake it).
 const SIZES: [usize; 4] = [1, 1024, 1 << 18, 16 << 20];
 const ROUNDS: usize = 20;
-
-/// Reads `buf` on `stream` in a scope of its own, as a kernel or a library would.
-fn read_in_scope<'ctx>(stream: &Stream<'ctx>, buf: &DeviceSlice<'ctx, u32>) -> Vec<u32> {
-    let mut host = vec![0xdead_beef_u32; buf.len()];
-    stream
-        .scope(|s| s.copy_to_host(&mut host, buf))
-        .expect("a scope reading the buffer");
-    host
-}
-
-#[track_caller]
-fn assert_all(values: &[u32], want: u32, what: &str) {
-    if let Some(i) = values.iter().position(|&v| v != want) {
-        panic!(
-            "{what}: element {i} of {} is {:#x}, not {want:#x}: the scope ran before the synchronous write",
-            values.len(),
-            values[i]
-        );
-    }
-}
 
 fn a_synchronous_fill_is_seen_by_the_next_scope_at_every_size() {
     let device = gpu_or_skip!();

@@ -19,6 +19,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::common;
+use crate::common::ordering::{assert_all, keep_busy, read_in_scope};
 
 use cuda_brand::owned::OwnedContext;
 use cuda_brand::prelude::*;
@@ -29,36 +30,6 @@ const N: usize = 16 << 20;
 const ROUNDS: usize = 10;
 /// 1 GiB of `u32`s: one fill of it takes about 0.3 ms on an H100.
 const SLOW_LEN: usize = 1 << 28;
-
-/// Queues `fills` fills of `slow` (1 GiB) on the calling thread's sync stream in `slow`'s
-/// context: they return at once (device memory alone), and whatever this thread queues on
-/// that sync stream next runs only after them.
-fn keep_busy(slow: &mut DeviceSlice<'_, u32>, fills: usize) -> Result<(), Error> {
-    for i in 0..fills {
-        slow.fill(i as u32)?;
-    }
-    Ok(())
-}
-
-/// Reads `buf` on `stream` in a scope of its own.
-fn read_in_scope<'ctx>(stream: &Stream<'ctx>, buf: &DeviceSlice<'ctx, u32>) -> Vec<u32> {
-    let mut host = vec![0xdead_beef_u32; buf.len()];
-    stream
-        .scope(|s| s.copy_to_host(&mut host, buf))
-        .expect("a scope reading the buffer");
-    host
-}
-
-#[track_caller]
-fn assert_all(values: &[u32], want: u32, what: &str) {
-    if let Some(i) = values.iter().position(|&v| v != want) {
-        panic!(
-            "{what}: element {i} of {} is {:#x}, not {want:#x}",
-            values.len(),
-            values[i]
-        );
-    }
-}
 
 /// Reads `n` `u32`s at `ptr` with a raw, synchronous `cuMemcpyDtoH` in `ctx` (pushed for
 /// the call): work of another library, on the legacy stream of `ctx`, which the crate's

@@ -5,6 +5,7 @@
 
 #[macro_use]
 pub mod harness;
+pub mod ordering;
 
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;

@@ -1,0 +1,36 @@
+//! Helpers of the tests of the order of synchronous operations (`tests/ordering.rs`,
+//! `tests/ordering_attacks.rs`, `tests/ordering_spans_attacks.rs`).
+
+use cuda_brand::prelude::*;
+
+/// Queues `fills` fills of `slow` on the calling thread's sync stream (of `slow`'s context,
+/// or of the current one for pool memory): they return at once (device memory alone), and
+/// whatever this thread queues on that sync stream next runs only after them.
+pub fn keep_busy(slow: &mut DeviceSlice<'_, u32>, fills: usize) -> Result<(), Error> {
+    for i in 0..fills {
+        slow.fill(i as u32)?;
+    }
+    Ok(())
+}
+
+/// Reads `buf` on `stream` in a scope of its own, as a kernel or a library would.
+pub fn read_in_scope<'ctx>(stream: &Stream<'ctx>, buf: &DeviceSlice<'ctx, u32>) -> Vec<u32> {
+    let mut host = vec![0xdead_beef_u32; buf.len()];
+    stream
+        .scope(|s| s.copy_to_host(&mut host, buf))
+        .expect("a scope reading the buffer");
+    host
+}
+
+/// Panics naming the first element of `values` that is not `want`: a read that ran before
+/// the write it should have followed.
+#[track_caller]
+pub fn assert_all(values: &[u32], want: u32, what: &str) {
+    if let Some(i) = values.iter().position(|&v| v != want) {
+        panic!(
+            "{what}: element {i} of {} is {:#x}, not {want:#x}: a read ran before the write it follows",
+            values.len(),
+            values[i]
+        );
+    }
+}
