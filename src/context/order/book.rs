@@ -170,6 +170,10 @@ impl<E: Copy> Book<E> {
     /// Gives sync stream `i` the bounce ring `made` (or, where making it failed, none for
     /// good: small uploads then wait on the host).
     pub(super) fn install_ring(&mut self, i: usize, made: Result<Bounce<E>>) {
+        debug_assert!(
+            matches!(self.entries[i].ring, Ring::NotYet),
+            "a ring is installed once (another would leak)"
+        );
         self.entries[i].ring = match made {
             Ok(b) => Ring::Made(b),
             Err(_) => Ring::Failed,

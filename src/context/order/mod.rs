@@ -249,9 +249,9 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
     Some(b.host)
 }
 
-/// Frees the bounce rings [`end_sync_stream`] returned, with their context current and the
-/// book's lock released: no copy out of them is pending (their streams were idle) and no
-/// slot is lent (their sync streams were not busy, or their own operation ended them).
+/// Frees the bounce rings [`end_sync_stream`] returned, with the book's lock released: no
+/// copy out of them is pending (their streams were idle) and no slot is lent (their sync
+/// streams were not busy, or their own operation ended them).
 fn free_rings(rings: impl IntoIterator<Item = usize>) {
     for host in rings {
         // SAFETY: as above; the memory came from `std::alloc::alloc(RING_LAYOUT)`
@@ -395,6 +395,14 @@ impl SyncStream {
     /// what it touched; `synced`: the sync stream was synchronized without error, so every
     /// record of it is complete.
     fn finish(self, record: Option<Touched<'_>>, synced: bool) -> Result<()> {
+        let result = self.finish_in_place(record, synced);
+        // ended: `Drop` is for an operation that never reaches its end
+        std::mem::forget(self);
+        result
+    }
+
+    /// [`finish`](SyncStream::finish), for `finish` and `Drop`.
+    fn finish_in_place(&self, record: Option<Touched<'_>>, synced: bool) -> Result<()> {
         let mut book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(i) = book.find(self.ctx, self.thread) else {
             unreachable!("a busy sync stream stays in the book")
@@ -452,6 +460,17 @@ impl SyncStream {
         // SAFETY: the stream is alive while the sync stream is busy.
         let idle = unsafe { driver::stream_wait_idle(self.stream) };
         let _ = self.finish(None, idle.is_ok());
+    }
+}
+
+/// An operation that never reached its end (no path of the crate does that, but a panic
+/// between `begin` and the end would): abandoned as [`SyncStream::abandon`] does, so that
+/// the sync stream is not left busy, which would keep every teardown from ending it.
+impl Drop for SyncStream {
+    fn drop(&mut self) {
+        // SAFETY: the stream is alive while the sync stream is busy.
+        let idle = unsafe { driver::stream_wait_idle(self.stream) };
+        let _ = self.finish_in_place(None, idle.is_ok());
     }
 }
 
@@ -541,13 +560,13 @@ pub(crate) fn wait_on_host() -> Result<()> {
 /// made since `mark` (or none exists).
 ///
 /// Every sync stream is made while the crate holds its context for a scope (one it
-/// entered, or one that has a sync stream made so already), and the teardown of every such
-/// scope ends the context's sync streams made since it began: those of a context the crate
-/// created or retained (`with_context`, `with_primary_context`, the owning layer) all of
-/// them (`mark` 0), since nothing else of the crate holds it once it is given up; those
-/// of a context a `with_raw_context` entered only the ones made during it, the earlier
-/// ones being ended by the scope they were made under, which holds the context still (an
-/// outer scope on this thread, or one on another thread) or ended them already.
+/// entered, or one that has a sync stream not doomed already: `Book::holds`), and the
+/// teardown of every such scope ends the context's sync streams made since it began. A
+/// context `with_context` created, or the owning layer holds, has all of them ended
+/// (`mark` 0: none was made in it before). A `with_primary_context` or `with_raw_context`
+/// scope ends only the ones made during it: the earlier ones are ended by the scope they
+/// were made under, which holds the context still (an outer scope on this thread, or one
+/// on another thread) or ended them already.
 ///
 /// # Safety
 /// `raw` is alive and current on the calling thread.
