@@ -373,25 +373,35 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     /// [`try_copy_to_host`](DeviceSlice::try_copy_to_host) returns the error instead.
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         check_lengths("copy_to_host", dst.len(), self.len());
-        let bytes = self.size_in_bytes();
-        if bytes == 0 {
+        if self.size_in_bytes() == 0 {
             return Ok(());
         }
+        // SAFETY: `dst` is exclusively borrowed and holds `len` elements (checked above),
+        // and any bytes are a valid `T` (`DeviceCopy`).
+        unsafe { self.download_into(staging::Kind::ToHost, dst.as_mut_ptr().cast()) }
+    }
+
+    /// Copies the view's `size_in_bytes` bytes (not zero) into host memory at `dst`, staged
+    /// where `kind` says so (`memory::legacy::download`); complete when it returns.
+    ///
+    /// # Safety
+    /// `dst` is valid for `size_in_bytes` bytes of writes that nothing else uses during the
+    /// call, any bytes being a valid value of its type.
+    unsafe fn download_into(&self, kind: staging::Kind, dst: *mut std::ffi::c_void) -> Result<()> {
         let spans = [self.span(false)];
         in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
-            // SAFETY: `ctx`, where given, is current and alive; both ranges have `bytes`
-            // bytes; `dst` is exclusively borrowed, and any bytes are a valid `T`
-            // (`DeviceCopy`); `self` is a shared borrow nobody writes during the call, all
-            // of it named.
+            // SAFETY: `ctx`, where given, is current and alive; both ranges have
+            // `size_in_bytes` bytes (the caller's promise for `dst`); `self` is a shared
+            // borrow nobody writes during the call, all of it named.
             unsafe {
                 legacy::download(
                     ctx,
                     completion,
-                    staging::Kind::ToHost,
+                    kind,
                     Touched::placed(placed, &spans),
-                    dst.as_mut_ptr().cast(),
+                    dst,
                     self.device_ptr(),
-                    bytes,
+                    self.size_in_bytes(),
                 )
             }
         })
@@ -465,26 +475,10 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let mut v = Vec::with_capacity(self.len());
         let dst = v.spare_capacity_mut();
-        let bytes = self.size_in_bytes();
-        if bytes != 0 {
-            let spans = [self.span(false)];
-            in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
-                // SAFETY: `ctx`, where given, is current and alive; `dst` is the new
-                // `Vec`'s spare room for `len` elements (`bytes` bytes), which nothing else
-                // uses; any bytes are a valid `T`; `self` is a shared borrow, all of it
-                // named.
-                unsafe {
-                    legacy::download(
-                        ctx,
-                        completion,
-                        staging::Kind::ToNewHost,
-                        Touched::placed(placed, &spans),
-                        dst.as_mut_ptr().cast(),
-                        self.device_ptr(),
-                        bytes,
-                    )
-                }
-            })?;
+        if self.size_in_bytes() != 0 {
+            // SAFETY: `dst` is the new `Vec`'s spare room for `len` elements, which nothing
+            // else uses; any bytes are a valid `T` (`DeviceCopy`).
+            unsafe { self.download_into(staging::Kind::ToNewHost, dst.as_mut_ptr().cast()) }?;
         }
         // SAFETY: the copy initialised all `len` elements.
         unsafe { v.set_len(self.len()) };
