@@ -529,6 +529,17 @@ mod tests {
         World::from_vars(|name| map.get(name).cloned())
     }
 
+    /// Rank, size, local rank, master address and port.
+    fn facts(w: &World) -> (usize, usize, usize, &str, u16) {
+        (
+            w.rank(),
+            w.size(),
+            w.local_rank(),
+            w.master_addr(),
+            w.master_port(),
+        )
+    }
+
     fn detail(e: Error) -> String {
         assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
         assert_eq!(e.call(), FROM_ENV);
@@ -546,16 +557,7 @@ mod tests {
     #[test]
     fn torchrun_variables_give_the_world() {
         let w = world(TORCHRUN).unwrap();
-        assert_eq!(
-            (
-                w.rank(),
-                w.size(),
-                w.local_rank(),
-                w.master_addr(),
-                w.master_port()
-            ),
-            (3, 4, 1, "node01", 29400)
-        );
+        assert_eq!(facts(&w), (3, 4, 1, "node01", 29400));
         assert_eq!(w.launcher(), Launcher::Torchrun);
         assert_eq!(
             w.to_string(),
@@ -682,16 +684,7 @@ mod tests {
     #[test]
     fn slurm_gives_the_first_node_and_the_default_port() {
         let w = world(SLURM).unwrap();
-        assert_eq!(
-            (
-                w.rank(),
-                w.size(),
-                w.local_rank(),
-                w.master_addr(),
-                w.master_port()
-            ),
-            (6, 8, 2, "node01", DEFAULT_MASTER_PORT)
-        );
+        assert_eq!(facts(&w), (6, 8, 2, "node01", DEFAULT_MASTER_PORT));
         assert_eq!(w.launcher(), Launcher::Slurm);
         // the step's list first; MASTER_ADDR and MASTER_PORT override
         let mut vars = SLURM.to_vec();
@@ -771,16 +764,7 @@ mod tests {
         let mut vars = OMPI.to_vec();
         vars.push(("MASTER_ADDR", "head"));
         let w = world(&vars).unwrap();
-        assert_eq!(
-            (
-                w.rank(),
-                w.size(),
-                w.local_rank(),
-                w.master_addr(),
-                w.master_port()
-            ),
-            (1, 4, 1, "head", DEFAULT_MASTER_PORT)
-        );
+        assert_eq!(facts(&w), (1, 4, 1, "head", DEFAULT_MASTER_PORT));
         assert_eq!(w.launcher(), Launcher::OpenMpi);
     }
 
