@@ -26,30 +26,6 @@ fn legacy_stream_synchronize() -> Result<()> {
     unsafe { stream_wait_idle(std::ptr::null_mut()) }
 }
 
-/// Copies host to device (`cuMemcpyHtoD`) without a wait: from page-locked memory the copy
-/// is complete when it returns; from pageable memory the data has been staged (the host
-/// range may be reused) but may still be on its way. A caller that promises completion
-/// waits for the legacy stream afterwards ([`stream_wait_idle`] on null), once for a whole
-/// series of such copies.
-///
-/// # Safety
-/// `dst` is valid for `bytes` of device writes, `src` for `bytes` of host reads.
-#[inline]
-pub(crate) unsafe fn memcpy_htod_unwaited(
-    dst: CUdeviceptr,
-    src: *const c_void,
-    bytes: usize,
-) -> Result<()> {
-    cu!(cuMemcpyHtoD_v2(dst, src, bytes))
-}
-
-/// # Safety
-/// `dst` is valid for `bytes` of host writes, `src` for `bytes` of device reads.
-#[inline]
-pub(crate) unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> Result<()> {
-    cu!(cuMemcpyDtoH_v2(dst, src, bytes))
-}
-
 /// A memset pattern of 1, 2 or 4 bytes (`pub` only so the sealed `Memset` trait can name it;
 /// the module is private).
 #[derive(Clone, Copy)]

@@ -11,13 +11,17 @@
 //!
 //! # How
 //!
-//! A copy of at least a threshold's bytes ([`Kind`], [`threshold`]) is cut into chunks of at
-//! most [`SLOT_BYTES`], aligned to their size in the host range (so with 2 MiB huge pages no
-//! two threads fault the same page). The calling thread runs the DMA of each chunk with
-//! the driver's synchronous copy between the device and one slot of a page-locked staging
-//! buffer; up to [`MAX_WORKERS`] scoped threads ([`std::thread::scope`], spawned for the
-//! copy) move chunks between the slots and the host range with `memcpy`. The two overlap:
-//! while the copy engine fills or drains one slot, the threads work on others.
+//! A copy of at least a threshold's bytes ([`Kind`], [`threshold`]) is cut into chunks
+//! (guided: each a power of two of about a sixteenth of what is left for eight threads,
+//! from 256 KiB to [`SLOT_BYTES`], inside one block of its size in the host range, so the
+//! 2 MiB chunks of a large copy each fill one huge page and its last chunks are short). The
+//! calling thread queues each chunk's DMA between the device and one slot of a page-locked
+//! staging buffer with `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the legacy stream, an
+//! event after each, and waits for a slot's event before the slot changes hands. Up to
+//! [`MAX_WORKERS`] threads that the staging keeps move chunks between the slots and the
+//! host range with `memcpy`; the calling thread does that work too whenever it has
+//! nothing to queue or wait for. The copy engine and the threads overlap: while it fills
+//! or drains some slots, the threads work on others.
 //!
 //! * Device to host: the DMA writes a slot, a thread copies the slot into the
 //!   destination. The destination's pages are first touched by several threads at once,
@@ -25,25 +29,29 @@
 //!   advised to the kernel as huge-page memory (`madvise(MADV_HUGEPAGE)`, Linux) where it
 //!   spans whole 2 MiB pages, so a fault maps 2 MiB instead of 4 KiB.
 //! * Host to device: threads copy chunks of the source into slots, the calling thread
-//!   sends each filled slot to the device. At the end it waits for the legacy stream, as
-//!   the unstaged path does, so the copy is complete when it returns.
+//!   queues each filled slot's DMA and frees the slot when its event completes.
 //!
 //! The copies stay synchronous, on the calling thread's current context and its legacy
-//! stream, as without staging: each DMA is `cuMemcpyDtoH`/`cuMemcpyHtoD` between the
-//! device and page-locked memory, which the driver completes before it returns. Host
-//! memory the driver already knows (page-locked or registered: a
+//! stream, as without staging: the call returns after every DMA's event completed and
+//! every byte was copied on the host. The events are made for the copy and destroyed at
+//! its end. Host memory the driver already knows (page-locked or registered: a
 //! [`PinnedBuffer`](crate::PinnedBuffer)'s contents) is copied directly, without staging.
+//!
+//! The kept threads spin for up to 100 µs after a copy before they sleep (the next copy
+//! often follows at once, and waking a sleeping thread costs tens of microseconds), and
+//! inside a copy a waiting thread spins up to 50 µs before it sleeps.
 //!
 //! # What the crate keeps, and when it is freed
 //!
-//! A *staging* is [`STAGING_BYTES`] (20 MiB) of host memory that the crate allocates
-//! itself (`std::alloc`) and page-locks for one context with `cuMemHostRegister`. A
-//! context gets its first staging at its first staged copy (or from [`reserve`]), and at
-//! most [`MAX_STAGINGS_PER_CONTEXT`] (so at most 40 MiB page-locked per context): a copy
-//! finding all of them busy on other threads waits for one (never for anything else, so
-//! it cannot deadlock). No threads are kept: the copying threads exist for one copy.
+//! A *staging* is [`STAGING_BYTES`] (32 MiB) of host memory that the crate allocates
+//! itself (`std::alloc`) and page-locks for one context with `cuMemHostRegister`, and up
+//! to [`MAX_WORKERS`] threads (one fewer than the machine's cores; 256 KiB of stack each)
+//! started with it, asleep between copies. A context gets its first staging at its first
+//! staged copy (or from [`reserve`]), and at most [`MAX_STAGINGS_PER_CONTEXT`] (so at most
+//! 64 MiB page-locked and 16 threads per context): a copy finding all of them busy on
+//! other threads waits for one (never for anything else, so it cannot deadlock).
 //!
-//! A context's stagings are unregistered and freed:
+//! A context's stagings are unregistered and freed, and their threads ended:
 //!
 //! * [`with_context`](crate::with_context): at its teardown, after the synchronization,
 //!   while the context is still current, before it is destroyed;
@@ -86,28 +94,31 @@ use crate::error::{Error, ErrorCode, Result};
 // copies: chunks, DMA and worker threads).
 mod pipeline;
 mod registry;
+mod workers;
 
 pub(crate) use pipeline::{device_to_host, host_to_device};
 pub(crate) use registry::{freeze, release, reserve};
 
 /// Bytes of one slot of a staging: the largest chunk one DMA moves, and the huge-page size
-/// the chunks of a large copy are aligned to.
+/// the largest chunks are aligned to.
 pub const SLOT_BYTES: usize = 2 << 20;
 /// Slots in one staging: enough for [`MAX_WORKERS`] threads each holding one while the DMA
-/// fills or drains two more.
-pub const SLOTS: usize = MAX_WORKERS + 2;
-/// Bytes of page-locked host memory in one staging (20 MiB).
+/// fills or drains as many more.
+pub const SLOTS: usize = 2 * MAX_WORKERS;
+/// Bytes of page-locked host memory in one staging (32 MiB).
 pub const STAGING_BYTES: usize = SLOT_BYTES * SLOTS;
-/// The most stagings one context has at once (so at most 40 MiB page-locked per context):
+/// The alignment of a staging: a 2 MiB huge page.
+const STAGING_ALIGN: usize = 2 << 20;
+/// The most stagings one context has at once (so at most 64 MiB page-locked per context):
 /// two threads copying at once each get one, a third waits.
 pub const MAX_STAGINGS_PER_CONTEXT: usize = 2;
-/// The most threads one staged copy spawns to move chunks between the host range and the
-/// slots (fewer on a machine with fewer cores, or for a smaller copy).
+/// The most threads a staging keeps to move chunks between the host range and the slots
+/// (one fewer than the cores on a smaller machine; a smaller copy uses fewer).
 pub const MAX_WORKERS: usize = 8;
-/// A staged copy spawns one thread for every this many bytes (at least one).
+/// A staged copy uses one kept thread for every this many bytes (at least one).
 pub const MIN_BYTES_PER_WORKER: usize = 256 << 10;
 /// The smallest chunk.
-const MIN_CHUNK: usize = 64 << 10;
+const MIN_CHUNK: usize = 256 << 10;
 /// A new `Vec` of at least this size is advised as huge-page memory.
 const HUGE_PAGE_MIN: usize = 4 << 20;
 
@@ -189,6 +200,8 @@ pub(crate) struct Staging {
     base: NonNull<u8>,
     bytes: usize,
     registered: bool,
+    /// The threads kept for this staging's copies (none for a test's staging).
+    workers: workers::Workers,
 }
 
 // SAFETY: a `Staging` owns plain host memory; which thread reads or writes which slot is
@@ -200,10 +213,10 @@ unsafe impl Sync for Staging {}
 
 impl Staging {
     fn layout(bytes: usize) -> Option<Layout> {
-        Layout::from_size_align(bytes, SLOT_BYTES).ok()
+        Layout::from_size_align(bytes, STAGING_ALIGN).ok()
     }
 
-    /// `bytes` (a multiple of [`SLOT_BYTES`], not 0) of host memory, not page-locked.
+    /// `bytes` (a multiple of [`STAGING_ALIGN`], not 0) of host memory, not page-locked.
     fn allocate(bytes: usize) -> Option<Staging> {
         if bytes == 0 || FAIL_ALLOCATIONS.load(Ordering::SeqCst) {
             return None;
@@ -216,6 +229,7 @@ impl Staging {
             base,
             bytes,
             registered: false,
+            workers: workers::Workers::none(),
         })
     }
 
@@ -232,11 +246,13 @@ impl Staging {
         // SAFETY: the staging owns the range, and unregisters it before freeing it (`Drop`).
         unsafe { driver::mem_host_register(staging.base.as_ptr().cast(), staging.bytes, 0) }?;
         staging.registered = true;
+        staging.workers = workers::Workers::spawn(pipeline::threads_to_keep());
         Ok(staging)
     }
 
+    /// The slots of the staging, at most [`SLOTS`].
     fn slots(&self) -> usize {
-        self.bytes / SLOT_BYTES
+        (self.bytes / SLOT_BYTES).min(SLOTS)
     }
 
     /// The start of slot `i` (`i < slots()`), [`SLOT_BYTES`] long.

@@ -1,20 +1,25 @@
-//! The copies: a copy cut into chunks ([`Plan`], [`Chunks`]), the calling thread's DMA
-//! between the device and the slots of a staging, and the worker threads between the slots
-//! and the host memory ([`Pipe`]).
+//! The copies: a copy cut into chunks ([`Chunks`]); the calling thread queues each
+//! chunk's DMA between the device and a slot of a staging (asynchronously, on the legacy
+//! stream, an event after each) and waits for the slot's event; the staging's kept threads
+//! ([`Workers`](super::workers::Workers)) move chunks between the slots and the host memory ([`Pipe`]); the calling
+//! thread does that work itself wherever it would otherwise wait for them.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
 
 use cuda_driver_sys::CUctx_st;
 
 use super::registry::{Lease, acquire};
+use super::workers::spin_until;
 use super::{
-    HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, MIN_CHUNK, SLOT_BYTES, Staging, thp,
+    HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, MIN_CHUNK, SLOT_BYTES, SLOTS, Staging, thp,
 };
-use crate::driver::{self, CUdeviceptr};
-use crate::error::{Error, ErrorCode, Result};
+use crate::driver::{self, CUdeviceptr, CUevent};
+use crate::error::Result;
 
 /// Whether the driver knows the host address (page-locked, registered or managed memory),
 /// in which case it copies at full speed itself.
@@ -22,9 +27,11 @@ pub(super) fn host_is_known(p: *const u8) -> Result<bool> {
     Ok(driver::pointer_info(p as usize as CUdeviceptr)?.known)
 }
 
-/// A staging for a copy in `ctx` (current).
+/// A staging for a copy in `ctx` (current), with at least one kept thread (alone, the
+/// calling thread copies slower than the driver's path).
 fn lease(ctx: NonNull<CUctx_st>) -> Option<Lease> {
     acquire(ctx.as_ptr() as usize, Staging::create)
+        .filter(|l| l.staging().is_some_and(|s| s.workers.count() > 0))
 }
 
 /// Copies `bytes` from the device at `src` into host memory at `dst` through a staging of
@@ -34,8 +41,9 @@ fn lease(ctx: NonNull<CUctx_st>) -> Option<Lease> {
 ///
 /// # Safety
 /// `ctx` is alive and current on the calling thread; `src` is device memory readable in
-/// it for `bytes`; `dst` is host memory valid for `bytes` of writes (it may be
-/// uninitialised) that nothing else reads or writes during the call.
+/// it for `bytes`, ordered on the legacy stream after every write the copy must see; `dst`
+/// is host memory valid for `bytes` of writes (it may be uninitialised) that nothing else
+/// reads or writes during the call.
 pub(crate) unsafe fn device_to_host(
     ctx: NonNull<CUctx_st>,
     dst: *mut u8,
@@ -55,25 +63,25 @@ pub(crate) unsafe fn device_to_host(
     if fresh && bytes >= HUGE_PAGE_MIN {
         thp::advise_huge(dst, bytes);
     }
-    let dma = |slot: *mut u8, offset: usize, len: usize| {
-        // SAFETY: the pipeline hands over a slot it owns with room for `len` bytes, and
-        // `offset + len <= bytes`, so the device range lies in the source (the caller's
-        // guarantee); the context is current. Complete when it returns.
-        unsafe { driver::memcpy_dtoh(slot.cast::<c_void>(), src + offset as u64, len) }
-    };
+    let workers = workers_for_copy(bytes, staging.workers.count());
+    let mut dma = DriverDma::new(src, true);
     // SAFETY: the caller's guarantees for `dst`; the lease holds the staging for this copy
-    // only.
-    unsafe { pipeline_to_host(staging, dst, bytes, Plan::new(bytes), dma) }
+    // only; `dma` copies from the source (the caller's guarantee) into the slots it is
+    // given, and is dropped (waiting for what it queued) before the lease.
+    let copied = unsafe { pipeline_to_host(staging, dst, bytes, workers, &mut dma) };
+    drop(dma);
+    drop(lease);
+    copied.map(|()| true)
 }
 
 /// Copies `bytes` from host memory at `src` to the device at `dst` through a staging of
-/// `ctx`, then waits for the legacy stream: `Ok(true)` when done (complete), `Ok(false)`
-/// when nothing was copied and the caller takes the driver's path.
+/// `ctx`: `Ok(true)` when done (complete: every DMA waited for), `Ok(false)` when nothing
+/// was copied and the caller takes the driver's path.
 ///
 /// # Safety
 /// `ctx` is alive and current on the calling thread; `dst` is device memory writable in it
-/// for `bytes`; `src` is host memory valid for `bytes` of reads that nothing writes during
-/// the call.
+/// for `bytes`, ordered on the legacy stream after every earlier use the copy must follow;
+/// `src` is host memory valid for `bytes` of reads that nothing writes during the call.
 pub(crate) unsafe fn host_to_device(
     ctx: NonNull<CUctx_st>,
     dst: CUdeviceptr,
@@ -89,32 +97,120 @@ pub(crate) unsafe fn host_to_device(
     let Some(staging) = lease.staging() else {
         return Ok(false);
     };
-    let dma = |slot: *const u8, offset: usize, len: usize| {
-        // SAFETY: the pipeline hands over a filled slot it owns, holding `len` bytes, and
-        // `offset + len <= bytes`, so the device range lies in the destination (the
-        // caller's guarantee); the context is current. From page-locked memory the copy
-        // is complete when it returns, so the slot may be refilled right after.
-        unsafe { driver::memcpy_htod_unwaited(dst + offset as u64, slot.cast::<c_void>(), len) }
-    };
+    let workers = workers_for_copy(bytes, staging.workers.count());
+    let mut dma = DriverDma::new(dst, false);
     // SAFETY: the caller's guarantees for `src`; the lease holds the staging for this copy
-    // only.
-    let done = unsafe { pipeline_from_host(staging, src, bytes, Plan::new(bytes), dma) }?;
+    // only; `dma` copies the slots it is given into the destination (the caller's
+    // guarantee), and is dropped (waiting for what it queued) before the lease.
+    let copied = unsafe { pipeline_from_host(staging, src, bytes, workers, &mut dma) };
+    drop(dma);
     drop(lease);
-    if done {
-        // Each DMA came from page-locked memory and was complete when it returned; were the
-        // staging not page-locked after all, the driver only staged the data. Either way
-        // this wait makes the copy complete, as `driver::memcpy_htod` does.
-        // SAFETY: null is the current context's legacy stream.
-        unsafe { driver::stream_wait_idle(std::ptr::null_mut()) }?;
-    }
-    Ok(done)
+    copied.map(|()| true)
 }
 
-/// How one copy is cut up: threads and chunk size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Plan {
-    workers: usize,
-    chunk: usize,
+/// The device side of a staged copy: the driver's ([`DriverDma`]) or a test's fake.
+///
+/// # Safety
+/// An implementation's `queue` reads or writes at most `len` bytes at the slot it is given,
+/// and only until `wait` for that slot returned or the implementation is dropped (which
+/// waits for everything it queued).
+unsafe trait Dma {
+    /// Queues the DMA of the chunk at `offset` (`len` bytes) between the device and the
+    /// slot at `host`, known as slot `slot` to [`Dma::wait`].
+    ///
+    /// # Safety
+    /// `host` is valid for `len` bytes (of writes, device to host) and the pipeline's until
+    /// `wait(slot)` returned; `offset + len` lies in the copy.
+    unsafe fn queue(&mut self, slot: usize, host: *mut u8, offset: usize, len: usize)
+    -> Result<()>;
+    /// Waits until the DMA last queued for `slot` is complete.
+    fn wait(&mut self, slot: usize) -> Result<()>;
+}
+
+/// The DMA of a staged copy through the driver: `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on
+/// the current context's legacy stream between a slot (page-locked) and the device, and
+/// each slot's event recorded after its DMA. The events are made for this copy and
+/// destroyed at its end: the crate keeps no driver handle between copies.
+struct DriverDma {
+    device: CUdeviceptr,
+    to_host: bool,
+    events: [CUevent; SLOTS],
+    /// DMAs queued and not waited for.
+    pending: usize,
+}
+
+impl DriverDma {
+    fn new(device: CUdeviceptr, to_host: bool) -> DriverDma {
+        DriverDma {
+            device,
+            to_host,
+            events: [std::ptr::null_mut(); SLOTS],
+            pending: 0,
+        }
+    }
+}
+
+// SAFETY: a queued copy touches the slot until its event completes: `wait` waits for it,
+// and `Drop` waits for the legacy stream while any is pending.
+unsafe impl Dma for DriverDma {
+    unsafe fn queue(
+        &mut self,
+        slot: usize,
+        host: *mut u8,
+        offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        if self.events[slot].is_null() {
+            self.events[slot] = driver::event_create(EVENT_DISABLE_TIMING)?;
+        }
+        let device = self.device + offset as u64;
+        self.pending += 1;
+        let null = std::ptr::null_mut();
+        if self.to_host {
+            // SAFETY: the slot is valid for `len` bytes of writes until it is waited for
+            // (the caller's promise) and page-locked (a staging's); the device range lies
+            // in the copy's source (the pipeline's callers' promise); null is the current
+            // context's legacy stream.
+            unsafe { driver::memcpy_dtoh_async(host.cast::<c_void>(), device, len, null) }?;
+        } else {
+            let host = host.cast_const().cast::<c_void>();
+            // SAFETY: as above, for reads of the slot and writes of the destination.
+            unsafe { driver::memcpy_htod_async(device, host, len, null) }?;
+        }
+        // SAFETY: the event was made in the current context, whose legacy stream this is.
+        unsafe { driver::event_record(self.events[slot], null) }
+    }
+
+    fn wait(&mut self, slot: usize) -> Result<()> {
+        let event = self.events[slot];
+        if event.is_null() {
+            return Ok(());
+        }
+        // SAFETY: an event of this copy's, alive until `Drop`.
+        unsafe { driver::event_synchronize(event) }?;
+        self.pending = self.pending.saturating_sub(1);
+        Ok(())
+    }
+}
+
+/// `CU_EVENT_DISABLE_TIMING`: completion only.
+const EVENT_DISABLE_TIMING: u32 = 0x2;
+
+impl Drop for DriverDma {
+    /// Waits for the legacy stream if a DMA may still run (an error path), then destroys the
+    /// copy's events.
+    fn drop(&mut self) {
+        if self.pending > 0 {
+            // SAFETY: null is the current context's legacy stream.
+            let _ = unsafe { driver::stream_wait_idle(std::ptr::null_mut()) };
+        }
+        for event in self.events {
+            if !event.is_null() {
+                // SAFETY: made by `queue`, nothing uses it any more.
+                let _ = unsafe { driver::event_destroy(event) };
+            }
+        }
+    }
 }
 
 /// The machine's parallelism, read once (`available_parallelism` reads cgroup files).
@@ -123,90 +219,105 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-impl Plan {
-    fn new(bytes: usize) -> Plan {
-        Plan::for_cores(bytes, cores())
-    }
-
-    /// One thread per [`MIN_BYTES_PER_WORKER`], at most [`MAX_WORKERS`] and one fewer than
-    /// the cores (the calling thread runs the DMA), at least one; chunks of a power of two
-    /// between 64 KiB and a slot, about a quarter of each thread's share (so the threads
-    /// take turns and the DMA has slots to fill).
-    fn for_cores(bytes: usize, cores: usize) -> Plan {
-        let workers = MAX_WORKERS
-            .min(cores.saturating_sub(1))
-            .min(bytes.div_ceil(MIN_BYTES_PER_WORKER))
-            .max(1);
-        let chunk = (bytes / (4 * workers))
-            .max(1)
-            .next_power_of_two()
-            .clamp(MIN_CHUNK, SLOT_BYTES);
-        Plan { workers, chunk }
-    }
+/// The threads a staging keeps: one fewer than the cores (the calling thread runs the
+/// DMA), at most [`MAX_WORKERS`].
+pub(super) fn threads_to_keep() -> usize {
+    MAX_WORKERS.min(cores().saturating_sub(1))
 }
 
-/// The chunks of a host range `[start, start + bytes)`: boundaries at multiples of `size`
-/// (a power of two) in the address space, so that the first and last chunk may be shorter.
-#[derive(Clone, Copy, Debug)]
+/// The kept threads a copy of `bytes` is lent: one per [`MIN_BYTES_PER_WORKER`], at most
+/// `threads`.
+fn workers_for_copy(bytes: usize, threads: usize) -> usize {
+    threads.min(bytes.div_ceil(MIN_BYTES_PER_WORKER))
+}
+
+/// The chunks of a host range `[start, start + bytes)`, in order (guided, as OpenMP's
+/// schedule of that name): each about `1 / (2 (workers + 1))` of what is left, a power of
+/// two between [`MIN_CHUNK`] and a slot, ending at a multiple of its size in the address
+/// space. So a large copy moves slots of 2 MiB, each filling one 2 MiB-aligned block (with
+/// huge pages, no two threads fault the same page), and its last chunks, copied while
+/// little else is left to do, are short.
+#[derive(Debug)]
 struct Chunks {
-    start: usize,
-    end: usize,
-    size: usize,
-    base: usize,
-    count: usize,
+    /// Offset from `start` and length (not zero) of each chunk.
+    list: Vec<(usize, usize)>,
 }
 
 impl Chunks {
-    fn new(start: usize, bytes: usize, size: usize) -> Chunks {
-        let base = start - start % size;
+    fn new(start: usize, bytes: usize, workers: usize) -> Chunks {
         let end = start + bytes;
-        Chunks {
-            start,
-            end,
-            size,
-            base,
-            count: (end - base).div_ceil(size),
+        let mut list = Vec::new();
+        let mut at = start;
+        while at < end {
+            let share = ((end - at) / (2 * (workers + 1))).max(1);
+            let size = (1usize << share.ilog2()).clamp(MIN_CHUNK, SLOT_BYTES);
+            let hi = ((at / size + 1) * size).min(end);
+            list.push((at - start, hi - at));
+            at = hi;
         }
+        Chunks { list }
     }
 
-    /// Chunk `k < count`: its offset from the range's start and its length (not zero).
+    fn count(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Chunk `k < count()`: its offset from the range's start and its length (not zero, at
+    /// most [`SLOT_BYTES`]).
     fn get(&self, k: usize) -> (usize, usize) {
-        let lo = (self.base + k * self.size).max(self.start);
-        let hi = (self.base + (k + 1) * self.size).min(self.end);
-        (lo - self.start, hi - lo)
+        self.list[k]
     }
 }
 
-/// The hand-over between the calling thread (DMA) and the worker threads (`memcpy`):
-/// free slots, slots holding a chunk (`ready`), the next chunk to claim, and whether the
-/// calling thread has stopped. Every slot is owned by exactly one party at a time: in
-/// `free`, in `ready`, or taken by one thread; it changes hands only under the mutex,
-/// which orders each owner's accesses before the next owner's.
+/// The hand-over between the calling thread (DMA) and the kept threads (`memcpy`): free
+/// slots, slots holding a chunk (`ready`), the next chunk to claim, the chunks copied out,
+/// and whether the calling thread has stopped. Every slot is owned by exactly one party at
+/// a time: in `free`, in `ready`, or taken by one thread; it changes hands only under the
+/// mutex, which orders each owner's accesses before the next owner's.
 struct Pipe {
     state: Mutex<PipeState>,
-    changed: Condvar,
+    /// Bumped (under the mutex) by every hand-over and the stop: what a spinning waiter
+    /// watches.
+    changes: AtomicU64,
+    /// The calling thread waits here (a slot freed or filled, a chunk copied out).
+    to_main: Condvar,
+    /// The kept threads wait here (a slot filled or freed, the stop).
+    to_workers: Condvar,
 }
 
 struct PipeState {
     free: Vec<usize>,
     ready: VecDeque<(usize, usize)>,
+    /// The next chunk to claim (host to device).
     next: usize,
+    /// Chunks copied out of their slot (device to host).
+    done: usize,
     stop: bool,
-    /// Worker threads that have not exited.
-    workers: usize,
+    /// The calling thread is asleep on `to_main`.
+    main_asleep: bool,
+    /// Kept threads asleep on `to_workers`.
+    workers_asleep: usize,
 }
+
+/// How long a waiter of the pipe spins before it sleeps: a hand-over usually comes within
+/// microseconds, and waking a sleeping thread costs tens of them.
+const PIPE_SPIN: Duration = Duration::from_micros(50);
 
 impl Pipe {
     fn new(slots: usize) -> Pipe {
         Pipe {
             state: Mutex::new(PipeState {
-                free: (0..slots).collect(),
+                free: (0..slots).rev().collect(),
                 ready: VecDeque::with_capacity(slots),
                 next: 0,
+                done: 0,
                 stop: false,
-                workers: 0,
+                main_asleep: false,
+                workers_asleep: 0,
             }),
-            changed: Condvar::new(),
+            changes: AtomicU64::new(0),
+            to_main: Condvar::new(),
+            to_workers: Condvar::new(),
         }
     }
 
@@ -214,49 +325,77 @@ impl Pipe {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wait<'a>(&self, guard: MutexGuard<'a, PipeState>) -> MutexGuard<'a, PipeState> {
-        self.changed
-            .wait(guard)
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn update(&self, f: impl FnOnce(&mut PipeState)) {
-        f(&mut self.lock());
-        self.changed.notify_all();
-    }
-
-    /// A free slot (the calling thread, device to host); `None` if no worker is left to
-    /// give one back.
-    fn take_free(&self) -> Option<usize> {
+    /// Waits for the next hand-over (`main`: the calling thread, else a kept thread):
+    /// spins a while, then sleeps until woken.
+    fn wait<'a>(&'a self, st: MutexGuard<'a, PipeState>, main: bool) -> MutexGuard<'a, PipeState> {
+        let seen = self.changes.load(Ordering::Relaxed);
+        drop(st);
+        let changed = spin_until(PIPE_SPIN, || self.changes.load(Ordering::Acquire) != seen);
         let mut st = self.lock();
-        loop {
-            if let Some(slot) = st.free.pop() {
-                return Some(slot);
-            }
-            if st.workers == 0 {
-                return None;
-            }
-            st = self.wait(st);
+        if changed || self.changes.load(Ordering::Relaxed) != seen {
+            return st;
+        }
+        if main {
+            st.main_asleep = true;
+            st = self
+                .to_main
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+            st.main_asleep = false;
+        } else {
+            st.workers_asleep += 1;
+            st = self
+                .to_workers
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+            st.workers_asleep -= 1;
+        }
+        st
+    }
+
+    /// The calling thread waits until `until` holds.
+    fn wait_main(&self, until: impl Fn(&PipeState) -> bool) {
+        let mut st = self.lock();
+        while !until(&st) {
+            st = self.wait(st, true);
         }
     }
 
-    /// A chunk in a slot: for a worker (device to host), `None` once the calling thread
-    /// has stopped and nothing is left; for the calling thread (host to device), `None`
-    /// if no worker is left to fill one.
+    fn try_free(&self) -> Option<usize> {
+        self.lock().free.pop()
+    }
+
+    fn try_ready(&self) -> Option<(usize, usize)> {
+        self.lock().ready.pop_front()
+    }
+
+    /// The next of `count` chunks and a free slot for it, if both are there.
+    fn try_claim(&self, count: usize) -> Option<(usize, usize)> {
+        let mut st = self.lock();
+        if st.next >= count {
+            return None;
+        }
+        let slot = st.free.pop()?;
+        st.next += 1;
+        Some((st.next - 1, slot))
+    }
+
+    /// A kept thread, device to host: a filled slot, `None` once the calling thread has
+    /// stopped and none is left.
     fn take_ready(&self) -> Option<(usize, usize)> {
         let mut st = self.lock();
         loop {
             if let Some(item) = st.ready.pop_front() {
                 return Some(item);
             }
-            if st.stop || st.workers == 0 {
+            if st.stop {
                 return None;
             }
-            st = self.wait(st);
+            st = self.wait(st, false);
         }
     }
 
-    /// The next of `count` chunks and a free slot for it (a worker, host to device);
+    /// A kept thread, host to device: the next of `count` chunks and a free slot for it;
     /// `None` once every chunk is claimed or the calling thread has stopped.
     fn claim(&self, count: usize) -> Option<(usize, usize)> {
         let mut st = self.lock();
@@ -265,73 +404,67 @@ impl Pipe {
                 return None;
             }
             if let Some(slot) = st.free.pop() {
-                let chunk = st.next;
                 st.next += 1;
-                return Some((chunk, slot));
+                return Some((st.next - 1, slot));
             }
-            st = self.wait(st);
+            st = self.wait(st, false);
         }
     }
 
-    fn put_ready(&self, chunk: usize, slot: usize) {
-        self.update(|st| st.ready.push_back((chunk, slot)));
+    /// A slot holding `chunk`, for the side `wake` names.
+    fn put_ready(&self, chunk: usize, slot: usize, wake: Wake) {
+        let mut st = self.lock();
+        st.ready.push_back((chunk, slot));
+        self.changed(st, wake);
     }
 
-    fn put_free(&self, slot: usize) {
-        self.update(|st| st.free.push(slot));
+    /// A slot free again, for the side `wake` names; `copied_out`: its chunk was copied
+    /// into the host range.
+    fn put_free(&self, slot: usize, copied_out: bool, wake: Wake) {
+        let mut st = self.lock();
+        st.free.push(slot);
+        st.done += usize::from(copied_out);
+        self.changed(st, wake);
+    }
+
+    /// Publishes a hand-over made under `st` to the spinning waiters, and wakes a sleeping
+    /// one of the side `wake` names.
+    fn changed(&self, st: MutexGuard<'_, PipeState>, wake: Wake) {
+        self.changes.fetch_add(1, Ordering::Release);
+        let (main_asleep, workers_asleep) = (st.main_asleep, st.workers_asleep);
+        drop(st);
+        match wake {
+            Wake::Main if main_asleep => self.to_main.notify_one(),
+            Wake::Worker if workers_asleep > 0 => self.to_workers.notify_one(),
+            _ => {}
+        }
     }
 }
 
+/// Whom a hand-over is for: the calling thread, a kept thread, or the calling thread
+/// itself (which looks again without waiting).
+#[derive(Clone, Copy)]
+enum Wake {
+    Main,
+    Worker,
+    Nobody,
+}
+
 /// Stops the pipe when the calling thread leaves the copy (done, failed or panicking), so
-/// that the workers exit and the thread scope's join returns.
+/// that the kept threads return from the job.
 struct StopOnDrop<'a>(&'a Pipe);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
-        self.0.update(|st| st.stop = true);
+        let mut st = self.0.lock();
+        st.stop = true;
+        self.0.changes.fetch_add(1, Ordering::Release);
+        drop(st);
+        self.0.to_workers.notify_all();
     }
 }
 
-/// Counts a worker out when it exits (also by a panic).
-struct WorkerExit<'a>(&'a Pipe);
-
-impl Drop for WorkerExit<'_> {
-    fn drop(&mut self) {
-        self.0.update(|st| st.workers -= 1);
-    }
-}
-
-/// Spawns up to `n` scoped threads running `work`; returns how many started (a failed
-/// spawn, e.g. at a thread limit, just means fewer).
-fn spawn_workers<'scope, 'env, F>(
-    scope: &'scope std::thread::Scope<'scope, 'env>,
-    n: usize,
-    pipe: &'env Pipe,
-    work: &'env F,
-) -> usize
-where
-    F: Fn() + Sync,
-{
-    let mut started = 0;
-    for _ in 0..n {
-        pipe.lock().workers += 1;
-        let spawned = std::thread::Builder::new()
-            .name("cuda-brand-copy".to_owned())
-            .stack_size(256 << 10)
-            .spawn_scoped(scope, move || {
-                let _exit = WorkerExit(pipe);
-                work();
-            });
-        if spawned.is_err() {
-            pipe.update(|st| st.workers -= 1);
-            break;
-        }
-        started += 1;
-    }
-    started
-}
-
-/// A host address that worker threads use: each chunk of the range is touched by one
+/// A host address that kept threads use: each chunk of the range is touched by one
 /// thread only (see [`Pipe`]).
 #[derive(Clone, Copy)]
 struct HostRange(*mut u8);
@@ -345,147 +478,185 @@ impl HostRange {
 }
 
 // SAFETY: only an address; the pipeline gives each chunk of the range to one thread at a
-// time, and the range outlives the thread scope that uses it.
+// time, and the range outlives the job that uses it (`Workers::lend` takes it back).
 unsafe impl Send for HostRange {}
 // SAFETY: as above.
 unsafe impl Sync for HostRange {}
 
-#[cold]
-fn workers_lost() -> Error {
-    Error::with_detail(
-        "staging",
-        ErrorCode::Unknown,
-        "every copying thread exited before the copy was done",
-    )
-}
-
-/// Device to host through `staging`: the calling thread fills a free slot with each chunk
-/// (`dma(slot, offset, len)`: the chunk at `offset` of the source, complete when it
-/// returns), a worker copies the slot into the chunk's place in `dst`. `Ok(false)`: no
-/// thread could be started, nothing was copied.
+/// Device to host through `staging`: the calling thread queues each chunk's DMA into a
+/// free slot and, once the slot's DMA is complete, puts it ready; a kept thread (or the
+/// calling thread, when it has nothing else to do) copies the slot into the chunk's place
+/// in `dst` and frees it.
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of writes (it may be uninitialised) and nothing else uses it
-/// during the call; `staging` is used by no other copy; `dma` writes at most `len` bytes
-/// to the slot it is given.
+/// during the call; `staging` is used by no other copy; `dma` is dropped before the
+/// staging is used by another copy.
 unsafe fn pipeline_to_host(
     staging: &Staging,
     dst: *mut u8,
     bytes: usize,
-    plan: Plan,
-    mut dma: impl FnMut(*mut u8, usize, usize) -> Result<()>,
-) -> Result<bool> {
-    let chunks = Chunks::new(dst as usize, bytes, plan.chunk);
-    let pipe = Pipe::new((plan.workers + 2).min(staging.slots()));
+    workers: usize,
+    dma: &mut impl Dma,
+) -> Result<()> {
+    let chunks = Chunks::new(dst as usize, bytes, workers);
+    let count = chunks.count();
+    let pipe = Pipe::new(staging.slots().min(count));
     let host = HostRange(dst);
-    let work = || {
+    let copy_out = |chunk: usize, slot: usize, wake: Wake| {
+        let (offset, len) = chunks.get(chunk);
+        // SAFETY: the slot holds the chunk's `len <= SLOT_BYTES` bytes (its DMA was complete
+        // before it was put ready) and is this thread's until it is put back; `[at, at +
+        // len)` lies in `dst` (the chunks cover it exactly), is written by this thread only
+        // (each chunk is handed out once), and nobody else uses `dst` during the copy (the
+        // caller's guarantee).
+        unsafe { std::ptr::copy_nonoverlapping(staging.slot(slot), host.at(offset), len) };
+        pipe.put_free(slot, true, wake);
+    };
+    let job = || {
         while let Some((chunk, slot)) = pipe.take_ready() {
-            let (offset, len) = chunks.get(chunk);
-            let to = host.at(offset);
-            // SAFETY: the slot holds the chunk's `len <= SLOT_BYTES` bytes (its DMA was
-            // complete before the slot was put ready) and is this thread's until it is put
-            // back; `[to, to + len)` lies in `dst` (the chunks cover it exactly), is
-            // written by this thread only (each chunk is handed out once), and nobody else
-            // uses `dst` during the copy (the caller's guarantee).
-            unsafe { std::ptr::copy_nonoverlapping(staging.slot(slot), to, len) };
-            pipe.put_free(slot);
+            copy_out(chunk, slot, Wake::Main);
         }
     };
-    std::thread::scope(|scope| {
-        let stop = StopOnDrop(&pipe);
-        if spawn_workers(scope, plan.workers, &pipe, &work) == 0 {
-            return Ok(false);
+    staging.workers.lend(workers, &job, || {
+        let _stop = StopOnDrop(&pipe);
+        let mut in_flight = VecDeque::with_capacity(SLOTS);
+        let mut next = 0;
+        loop {
+            while next < count {
+                let Some(slot) = pipe.try_free() else { break };
+                let (offset, len) = chunks.get(next);
+                // SAFETY: the slot is this thread's (taken from `free`) until it is put
+                // ready, which happens only after `wait(slot)`; `offset + len <= bytes`.
+                unsafe { dma.queue(slot, staging.slot(slot), offset, len) }?;
+                in_flight.push_back((next, slot));
+                next += 1;
+            }
+            if let Some((chunk, slot)) = in_flight.pop_front() {
+                dma.wait(slot)?;
+                pipe.put_ready(chunk, slot, Wake::Worker);
+                continue;
+            }
+            if next == count {
+                break;
+            }
+            // every slot is ready or being copied out: copy one out here, or wait for one
+            match pipe.try_ready() {
+                Some((chunk, slot)) => copy_out(chunk, slot, Wake::Nobody),
+                None => pipe.wait_main(|st| !st.free.is_empty() || !st.ready.is_empty()),
+            }
         }
-        for chunk in 0..chunks.count {
-            let Some(slot) = pipe.take_free() else {
-                return Err(workers_lost());
-            };
-            let (offset, len) = chunks.get(chunk);
-            // the slot is this thread's (taken from `free`) until it is put ready
-            dma(staging.slot(slot), offset, len)?;
-            pipe.put_ready(chunk, slot);
+        while let Some((chunk, slot)) = pipe.try_ready() {
+            copy_out(chunk, slot, Wake::Nobody);
         }
-        drop(stop);
-        Ok(true)
+        pipe.wait_main(|st| st.done == count);
+        Ok(())
     })
 }
 
-/// Host to device through `staging`: workers copy chunks of `src` into free slots, the
-/// calling thread sends each filled slot on (`dma(slot, offset, len)`: to the chunk at
-/// `offset` of the destination; the slot may be refilled when it returns). `Ok(false)`:
-/// no thread could be started, nothing was copied.
+/// Host to device through `staging`: kept threads (or the calling thread, while the copy
+/// engine has nothing to do) copy chunks of `src` into free slots and put them ready; the
+/// calling thread queues each ready slot's DMA and frees the slot once it is complete.
+/// Complete when it returns: every DMA was waited for.
 ///
 /// # Safety
 /// `src` is valid for `bytes` of reads and nothing writes it during the call; `staging` is
-/// used by no other copy; `dma` reads at most `len` bytes of the slot it is given.
+/// used by no other copy; `dma` is dropped before the staging is used by another copy.
 unsafe fn pipeline_from_host(
     staging: &Staging,
     src: *const u8,
     bytes: usize,
-    plan: Plan,
-    mut dma: impl FnMut(*const u8, usize, usize) -> Result<()>,
-) -> Result<bool> {
-    let chunks = Chunks::new(src as usize, bytes, plan.chunk);
-    let pipe = Pipe::new((plan.workers + 2).min(staging.slots()));
+    workers: usize,
+    dma: &mut impl Dma,
+) -> Result<()> {
+    let chunks = Chunks::new(src as usize, bytes, workers);
+    let count = chunks.count();
+    let pipe = Pipe::new(staging.slots().min(count));
     let host = HostRange(src.cast_mut());
-    let count = chunks.count;
-    let work = || {
+    let copy_in = |chunk: usize, slot: usize, wake: Wake| {
+        let (offset, len) = chunks.get(chunk);
+        // SAFETY: `[from, from + len)` lies in `src`, which nobody writes during the copy
+        // (the caller's guarantee); the slot is this thread's (claimed from `free`) until it
+        // is put ready, with room for `len <= SLOT_BYTES` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(host.at(offset), staging.slot(slot), len) };
+        pipe.put_ready(chunk, slot, wake);
+    };
+    let job = || {
         while let Some((chunk, slot)) = pipe.claim(count) {
-            let (offset, len) = chunks.get(chunk);
-            let from = host.at(offset).cast_const();
-            // SAFETY: `[from, from + len)` lies in `src`, which nobody writes during the
-            // copy (the caller's guarantee); the slot is this thread's (claimed from
-            // `free`) until it is put ready, with room for `len <= SLOT_BYTES` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(from, staging.slot(slot), len) };
-            pipe.put_ready(chunk, slot);
+            copy_in(chunk, slot, Wake::Main);
         }
     };
-    std::thread::scope(|scope| {
-        let stop = StopOnDrop(&pipe);
-        if spawn_workers(scope, plan.workers, &pipe, &work) == 0 {
-            return Ok(false);
+    staging.workers.lend(workers, &job, || {
+        let _stop = StopOnDrop(&pipe);
+        let mut in_flight = VecDeque::with_capacity(SLOTS);
+        let mut sent = 0;
+        while sent < count {
+            while let Some((chunk, slot)) = pipe.try_ready() {
+                let (offset, len) = chunks.get(chunk);
+                // SAFETY: the slot is this thread's (taken from `ready`: filled, and no
+                // thread touches it until it is put back after `wait(slot)`); `offset + len
+                // <= bytes`.
+                unsafe { dma.queue(slot, staging.slot(slot), offset, len) }?;
+                in_flight.push_back(slot);
+                sent += 1;
+            }
+            if sent == count {
+                break;
+            }
+            match in_flight.pop_front() {
+                Some(slot) => {
+                    dma.wait(slot)?;
+                    pipe.put_free(slot, false, Wake::Worker);
+                }
+                // the copy engine is idle: fill a slot here, or wait for a thread's
+                None => match pipe.try_claim(count) {
+                    Some((chunk, slot)) => copy_in(chunk, slot, Wake::Nobody),
+                    None => pipe.wait_main(|st| !st.ready.is_empty()),
+                },
+            }
         }
-        for _ in 0..count {
-            let Some((chunk, slot)) = pipe.take_ready() else {
-                return Err(workers_lost());
-            };
-            let (offset, len) = chunks.get(chunk);
-            // the slot is this thread's (taken from `ready`: filled, and no worker touches
-            // it until it is put back)
-            dma(staging.slot(slot).cast_const(), offset, len)?;
-            pipe.put_free(slot);
+        for slot in in_flight {
+            dma.wait(slot)?;
         }
-        drop(stop);
-        Ok(true)
+        Ok(())
     })
 }
 
-/// The number of threads a staged copy of `bytes` spawns on this machine.
+/// The number of kept threads a staged copy of `bytes` uses on this machine.
 pub(super) fn workers_for(bytes: usize) -> usize {
-    Plan::new(bytes).workers
+    workers_for_copy(bytes, threads_to_keep())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{SLOTS, STAGING_BYTES};
+    use super::super::STAGING_BYTES;
+    use super::super::workers::Workers;
     use super::*;
+    use crate::error::{Error, ErrorCode};
 
     #[test]
     fn chunks_cover_the_range_exactly_at_aligned_boundaries() {
-        for (start, bytes, size) in [
-            (0x1000_0000usize, 1usize, 64usize << 10),
-            (0x1000_0001, 3 << 20, 2 << 20),
-            (0x2000_0000, 8 << 20, 2 << 20),
-            (0x2000_0010, (64 << 10) * 5 - 17, 64 << 10),
-            (0x3fff_fff0, 7, 64 << 10),
+        for (start, bytes, workers) in [
+            (0x1000_0000usize, 1usize, 8usize),
+            (0x1000_0001, 3 << 20, 1),
+            (0x2000_0000, 8 << 20, 8),
+            (0x2000_0010, (64 << 10) * 5 - 17, 0),
+            (0x3fff_fff0, 7, 4),
+            (0x4000_1000, 256 << 20, 8),
+            (0x5000_0000, 64 << 20, 15),
         ] {
-            let c = Chunks::new(start, bytes, size);
+            let c = Chunks::new(start, bytes, workers);
             let mut at = 0;
-            for k in 0..c.count {
+            let mut last_size = SLOT_BYTES;
+            for k in 0..c.count() {
                 let (offset, len) = c.get(k);
                 assert_eq!(offset, at, "chunk {k} follows the previous one");
-                assert!(len > 0 && len <= size);
+                assert!(len > 0 && len <= SLOT_BYTES);
                 let (lo, hi) = (start + offset, start + offset + len);
+                // the block of the chunk's size it lies in: a power of two, not growing
+                let size = len.next_power_of_two().max(MIN_CHUNK);
+                assert!(size <= last_size || k == 0 || hi == start + bytes);
+                last_size = size;
                 assert_eq!(
                     lo / size,
                     (hi - 1) / size,
@@ -495,68 +666,132 @@ mod tests {
             }
             assert_eq!(at, bytes, "{start:#x} + {bytes}");
         }
+        // a large copy moves whole 2 MiB slots, and ends with short chunks
+        let c = Chunks::new(0x4000_0000, 256 << 20, 8);
+        assert_eq!(c.get(0).1, SLOT_BYTES);
+        assert_eq!(c.get(c.count() - 1).1, MIN_CHUNK);
+        assert!(c.count() < 200, "{} chunks", c.count());
     }
 
     #[test]
-    fn plans_are_bounded() {
-        assert_eq!(
-            Plan::for_cores(64 << 20, 16),
-            Plan {
-                workers: MAX_WORKERS,
-                chunk: SLOT_BYTES
+    fn workers_are_bounded() {
+        assert_eq!(workers_for_copy(256 << 20, MAX_WORKERS), MAX_WORKERS);
+        assert_eq!(workers_for_copy(64 << 20, 1), 1);
+        assert_eq!(workers_for_copy(64 << 20, 0), 0, "none kept, none lent");
+        assert_eq!(workers_for_copy(1 << 20, 8), 4);
+        assert_eq!(workers_for_copy(1, 8), 1);
+        assert!(threads_to_keep() <= MAX_WORKERS);
+    }
+
+    /// A fake device: a host buffer. Like the copy engine, a queued DMA moves its bytes
+    /// only later (here: when its slot is waited for), so a pipeline that used a slot
+    /// before waiting for it would copy stale bytes. Fails its `fail_at`-th queue.
+    struct FakeDma {
+        device: *mut u8,
+        to_host: bool,
+        pending: [Option<(*mut u8, usize, usize)>; SLOTS],
+        calls: usize,
+        fail_at: usize,
+    }
+
+    impl FakeDma {
+        fn new(device: *mut u8, to_host: bool) -> FakeDma {
+            FakeDma {
+                device,
+                to_host,
+                pending: [None; SLOTS],
+                calls: 0,
+                fail_at: usize::MAX,
             }
-        );
-        assert_eq!(Plan::for_cores(64 << 20, 2).workers, 1);
-        assert_eq!(Plan::for_cores(64 << 20, 1).workers, 1, "at least one");
-        let small = Plan::for_cores(1 << 20, 16);
-        assert_eq!(small.workers, 4);
-        assert_eq!(small.chunk, 64 << 10);
-        assert_eq!(Plan::for_cores(1, 16).chunk, MIN_CHUNK);
-        for bytes in [1usize, 4095, 1 << 20, 3 << 20, 1 << 30] {
-            let p = Plan::for_cores(bytes, 64);
-            assert!(p.chunk.is_power_of_two() && p.chunk <= SLOT_BYTES);
-            assert!(p.workers + 2 <= SLOTS);
         }
     }
 
-    /// The pipelines with a fake device (a host buffer, copied with `memcpy`): every byte
-    /// arrives, for odd starts and lengths, one or several threads, and nothing around the
-    /// destination is touched.
+    // SAFETY: moves `len` bytes of the slot when the slot is waited for (or dropped).
+    unsafe impl Dma for FakeDma {
+        unsafe fn queue(
+            &mut self,
+            slot: usize,
+            host: *mut u8,
+            offset: usize,
+            len: usize,
+        ) -> Result<()> {
+            self.calls += 1;
+            if self.calls == self.fail_at {
+                return Err(Error::new("fake DMA", ErrorCode::IllegalAddress));
+            }
+            assert!(len <= SLOT_BYTES);
+            assert!(
+                self.pending[slot].is_none(),
+                "slot {slot} queued twice without a wait"
+            );
+            self.pending[slot] = Some((host, offset, len));
+            Ok(())
+        }
+
+        fn wait(&mut self, slot: usize) -> Result<()> {
+            if let Some((host, offset, len)) = self.pending[slot].take() {
+                let device = self.device.wrapping_add(offset);
+                let (from, to) = if self.to_host {
+                    (device, host)
+                } else {
+                    (host, device)
+                };
+                // SAFETY: the test's device buffer holds the copy's range, the slot `len`
+                // bytes (asserted in `queue`).
+                unsafe { std::ptr::copy_nonoverlapping(from.cast_const(), to, len) };
+            }
+            Ok(())
+        }
+    }
+
+    impl Drop for FakeDma {
+        fn drop(&mut self) {
+            for slot in 0..SLOTS {
+                let _ = self.wait(slot);
+            }
+        }
+    }
+
+    fn staging_with(threads: usize) -> Staging {
+        let mut staging = Staging::allocate(STAGING_BYTES).unwrap();
+        staging.workers = Workers::spawn(threads);
+        staging
+    }
+
+    /// The pipelines with a fake device: every byte arrives, for odd starts and lengths,
+    /// with no kept thread, one or several, and nothing around the destination is touched.
     #[test]
     fn staged_copies_move_every_byte_through_a_fake_device() {
-        let staging = Staging::allocate(STAGING_BYTES).unwrap();
-        let device: Vec<u8> = (0..(9usize << 20) + 4099)
+        let mut device: Vec<u8> = (0..(9usize << 20) + 4099)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
-        for (start, bytes) in [
-            (0usize, 1usize),
-            (3, 100),
-            (1, 64 << 10),
-            (4096, (64 << 10) + 1),
-            (5, (1 << 20) + 3),
-            (0, 2 << 20),
-            (17, 9 << 20),
-        ] {
-            for cores in [2, 3, 16] {
-                let plan = Plan::for_cores(bytes, cores);
-                let source = &device[start..start + bytes];
+        let pattern = device.clone();
+        for threads in [0, 1, 3, 8] {
+            let staging = staging_with(threads);
+            for (start, bytes) in [
+                (0usize, 1usize),
+                (3, 100),
+                (1, 64 << 10),
+                (4096, (64 << 10) + 1),
+                (5, (1 << 20) + 3),
+                (0, 2 << 20),
+                (17, 9 << 20),
+            ] {
+                let workers = workers_for_copy(bytes, threads);
+                let source = &pattern[start..start + bytes];
                 // device to host, into a range at an odd offset of a zeroed buffer
                 let mut host = vec![0u8; bytes + 64];
                 let at = 1 + start % 61;
-                let dst = host[at..].as_mut_ptr();
-                let dma = |slot: *mut u8, offset: usize, len: usize| {
-                    assert!(offset + len <= bytes && len <= SLOT_BYTES);
-                    // SAFETY: in bounds of `source` (asserted) and of the slot (at most a
-                    // slot's bytes).
-                    unsafe { std::ptr::copy_nonoverlapping(source[offset..].as_ptr(), slot, len) };
-                    Ok(())
+                let mut dma = FakeDma::new(device[start..].as_mut_ptr(), true);
+                // SAFETY: `host` has room for `bytes` after `at`; the staging is this test's.
+                let done = unsafe {
+                    pipeline_to_host(&staging, host[at..].as_mut_ptr(), bytes, workers, &mut dma)
                 };
-                // SAFETY: `dst` has room for `bytes`; the staging is this test's.
-                let done = unsafe { pipeline_to_host(&staging, dst, bytes, plan, dma) };
-                assert!(done.unwrap());
+                drop(dma);
+                done.unwrap();
                 assert!(
                     host[at..at + bytes] == *source,
-                    "{bytes} bytes at {start}, {cores} cores"
+                    "{bytes} bytes at {start}, {threads} threads"
                 );
                 assert!(
                     host[..at]
@@ -564,60 +799,55 @@ mod tests {
                         .chain(&host[at + bytes..])
                         .all(|&b| b == 0)
                 );
-                // host to device
-                let mut device_out = vec![0u8; bytes + 64];
-                let out = device_out[at..].as_mut_ptr();
-                let dma = |slot: *const u8, offset: usize, len: usize| {
-                    assert!(offset + len <= bytes && len <= SLOT_BYTES);
-                    // SAFETY: in bounds of the output (asserted) and of the slot.
-                    unsafe { std::ptr::copy_nonoverlapping(slot, out.wrapping_add(offset), len) };
-                    Ok(())
-                };
+                // host to device, into a zeroed device at an odd offset
+                let mut out = vec![0u8; bytes + 64];
+                let mut dma = FakeDma::new(out[at..].as_mut_ptr(), false);
                 // SAFETY: `source` has `bytes`; the staging is this test's.
-                let done =
-                    unsafe { pipeline_from_host(&staging, source.as_ptr(), bytes, plan, dma) };
-                assert!(done.unwrap());
-                assert!(device_out[at..at + bytes] == *source);
+                let done = unsafe {
+                    pipeline_from_host(&staging, source.as_ptr(), bytes, workers, &mut dma)
+                };
+                drop(dma);
+                done.unwrap();
                 assert!(
-                    device_out[..at]
-                        .iter()
-                        .chain(&device_out[at + bytes..])
-                        .all(|&b| b == 0)
+                    out[at..at + bytes] == *source,
+                    "{bytes} bytes up, {threads} threads"
                 );
+                assert!(out[..at].iter().chain(&out[at + bytes..]).all(|&b| b == 0));
             }
         }
+        assert!(
+            device == pattern,
+            "the device side of a download is only read"
+        );
     }
 
     #[test]
-    fn a_failing_dma_stops_the_pipeline_with_its_error() {
-        let staging = Staging::allocate(STAGING_BYTES).unwrap();
+    fn a_failing_dma_stops_the_pipeline_with_its_error_and_the_threads_stay() {
         let bytes = 8 << 20;
-        let source = vec![7u8; bytes];
+        let mut device = vec![7u8; bytes];
         let mut host = vec![0u8; bytes];
-        let plan = Plan::for_cores(bytes, 16);
-        let mut calls = 0;
-        let dma = |slot: *mut u8, offset: usize, len: usize| {
-            calls += 1;
-            if calls == 3 {
-                return Err(Error::new("fake DMA", ErrorCode::IllegalAddress));
-            }
-            // SAFETY: in bounds of `source` and of the slot.
-            unsafe { std::ptr::copy_nonoverlapping(source[offset..].as_ptr(), slot, len) };
-            Ok(())
-        };
-        // SAFETY: `host` has room for `bytes`; the staging is this test's.
-        let e = unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, plan, dma) };
-        assert_eq!(e.unwrap_err().call(), "fake DMA");
-        let mut calls = 0;
-        let dma = |_: *const u8, _: usize, _: usize| {
-            calls += 1;
-            match calls {
-                2 => Err(Error::new("fake DMA", ErrorCode::IllegalAddress)),
-                _ => Ok(()),
-            }
-        };
-        // SAFETY: `source` has `bytes`; the staging is this test's.
-        let e = unsafe { pipeline_from_host(&staging, source.as_ptr(), bytes, plan, dma) };
-        assert_eq!(e.unwrap_err().call(), "fake DMA");
+        let mut sink = vec![0u8; bytes];
+        let staging = staging_with(4);
+        let workers = workers_for_copy(bytes, 4);
+        for fail_at in [1, 3, 9] {
+            let mut dma = FakeDma::new(device.as_mut_ptr(), true);
+            dma.fail_at = fail_at;
+            // SAFETY: `host` has room for `bytes`; the staging is this test's.
+            let e =
+                unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) };
+            assert_eq!(e.unwrap_err().call(), "fake DMA");
+            let mut dma = FakeDma::new(sink.as_mut_ptr(), false);
+            dma.fail_at = fail_at;
+            // SAFETY: `host` has `bytes`; the staging is this test's.
+            let e =
+                unsafe { pipeline_from_host(&staging, host.as_ptr(), bytes, workers, &mut dma) };
+            assert_eq!(e.unwrap_err().call(), "fake DMA");
+        }
+        // the kept threads serve the next copy
+        let mut dma = FakeDma::new(device.as_mut_ptr(), true);
+        // SAFETY: as above.
+        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) }.unwrap();
+        drop(dma);
+        assert!(host.iter().all(|&b| b == 7));
     }
 }
