@@ -101,16 +101,17 @@ impl<F: FnOnce() -> Result<()> + Copy> Teardown for F {
     }
 }
 
-/// Pops the context (checked: [`pop_exact`]): entering a context that another closure
-/// owns ([`SharedContext::enter`], the owning layer's [`enter_held`]), whose teardown
-/// reports the failed releases of handles dropped meanwhile.
+/// Pops the context (checked: [`on_top`]) through the push's table ([`driver::Pushed`]):
+/// entering a context that another closure owns ([`SharedContext::enter`], the owning
+/// layer's [`enter_held`]), whose teardown reports the failed releases of handles dropped
+/// meanwhile.
 #[derive(Clone, Copy)]
-struct Pop(CUcontext);
+struct Pop(CUcontext, driver::Pushed);
 
 impl Teardown for Pop {
     #[inline(always)]
     fn run(self) -> Result<()> {
-        pop_exact(self.0)
+        on_top(self.0, self.1.pop())
     }
 }
 
@@ -119,9 +120,10 @@ impl Teardown for Pop {
 /// handles, for a context someone else owns, who may destroy it once the crate's scope is
 /// over. With nothing kept and nothing recorded (the common case) that is the pop and one
 /// atomic load for each of the two (see [`teardown`]).
-/// The second field: [`order::mark`](super::order::mark) when the scope began.
+/// The second field: the push ([`Pop`]'s); the third: [`order::mark`](super::order::mark)
+/// when the scope began.
 #[derive(Clone, Copy)]
-struct PopAndReport(CUcontext, u64);
+struct PopAndReport(CUcontext, driver::Pushed, u64);
 
 impl Teardown for PopAndReport {
     #[inline(always)]
@@ -129,8 +131,8 @@ impl Teardown for PopAndReport {
         let raw = self.0;
         // SAFETY: `raw` is alive and on top of this thread's stack (current): `run_then`
         // runs this after the closure, which cannot change the stack through safe code.
-        unsafe { teardown::run_before_release(raw, self.1) };
-        let popped = pop_exact(raw);
+        unsafe { teardown::run_before_release(raw, self.2) };
+        let popped = on_top(raw, self.1.pop());
         // the common case, nothing recorded anywhere: one load, and the pop's outcome as is
         if !teardown::any_failed_releases() {
             return popped;
@@ -179,17 +181,12 @@ impl<'ctx> SharedContext<'ctx> {
     where
         E: From<Error>,
     {
-        // SAFETY: the brand keeps `self` inside the `with_context` closure: the context is
-        // alive.
-        unsafe {
-            super::partition::refuse_partitioned_context("SharedContext::enter", self.raw.as_ptr())
-        }?;
         // SAFETY: the brand keeps `self` inside the `with_context` closure, so the context is
         // alive; `run_scoped` pops it again on every exit path.
-        unsafe { driver::ctx_push(self.raw.as_ptr()) }?;
+        let pushed = unsafe { push_to_enter("SharedContext::enter", self.raw.as_ptr()) }?;
         // SAFETY: as above, the context outlives `'ctx`.
         let guard = unsafe { ContextGuard::new_unchecked(self.raw) };
-        run_scoped(guard, Pop(self.raw.as_ptr()), f)
+        run_scoped(guard, Pop(self.raw.as_ptr(), pushed), f)
     }
 
     /// [`enter`](SharedContext::enter) for any error type, returning the closure's error
@@ -261,11 +258,53 @@ where
 /// unlike a `cuCtxGetCurrent` before it.)
 #[inline(always)]
 pub(super) fn pop_exact(raw: CUcontext) -> Result<()> {
-    match driver::ctx_pop() {
+    on_top(raw, driver::ctx_pop())
+}
+
+/// The check of [`pop_exact`] on the outcome of a pop, `popped`.
+#[inline(always)]
+fn on_top(raw: CUcontext, popped: Result<CUcontext>) -> Result<()> {
+    match popped {
         Ok(top) if top == raw => Ok(()),
         Ok(other) => Err(put_back(other)),
         Err(e) => Err(e),
     }
+}
+
+/// Pushes `raw` to enter it for a closure of the entry point `call`, after the checks every
+/// such entry makes ([`refuse_partitioned_context`](super::partition::refuse_partitioned_context):
+/// no partitioned closure on this thread, no context of a partitioned device; and the push's
+/// own, no host function on this thread). While nothing can be refused
+/// ([`nothing_refused`](super::partition::nothing_refused): one thread-local load for the
+/// thread's two rules, one atomic load for the devices) that is the push alone; otherwise
+/// the full checks run, out of line. The [`driver::Pushed`] pops it again.
+///
+/// # Safety
+/// `raw` is a live context, popped again before it goes away.
+#[inline(always)]
+unsafe fn push_to_enter(call: &'static str, raw: CUcontext) -> Result<driver::Pushed> {
+    if super::partition::nothing_refused() {
+        // SAFETY: the caller's promise; `nothing_refused` found no host function running on
+        // this thread.
+        unsafe { driver::ctx_push_unrefused(raw) }
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { push_to_enter_checked(call, raw) }
+    }
+}
+
+/// [`push_to_enter`] when something may be refused: every check, in the order they always
+/// ran (the partition rules first, then the push's host-function check).
+///
+/// # Safety
+/// As [`push_to_enter`].
+#[cold]
+#[inline(never)]
+unsafe fn push_to_enter_checked(call: &'static str, raw: CUcontext) -> Result<driver::Pushed> {
+    // SAFETY: the caller's promise: `raw` is alive.
+    unsafe { super::partition::refuse_partitioned_context(call, raw) }?;
+    // SAFETY: the caller's promise.
+    unsafe { driver::ctx_push_entering(raw) }
 }
 
 #[cold]
@@ -580,13 +619,12 @@ where
         )
         .into());
     };
-    // SAFETY: the caller promises the context is alive.
-    unsafe { super::partition::refuse_partitioned_context("with_raw_context", raw.as_ptr()) }?;
     // SAFETY: the caller promises the context is alive; it is popped after `f`.
-    unsafe { driver::ctx_push(raw.as_ptr()) }?;
+    let pushed = unsafe { push_to_enter("with_raw_context", raw.as_ptr()) }?;
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, PopAndReport(raw.as_ptr(), super::order::mark()), f)
+    let teardown = PopAndReport(raw.as_ptr(), pushed, super::order::mark());
+    run_scoped(guard, teardown, f)
 }
 
 /// Creates a context on `device` for the owning layer and takes it off the calling thread's
@@ -618,13 +656,12 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    // SAFETY: the caller's promise: `raw` is alive.
-    unsafe { super::partition::refuse_partitioned_context("OwnedContext::enter", raw.as_ptr()) }?;
-    // SAFETY: the caller's promise; `run_scoped` pops it again on every exit path.
-    unsafe { driver::ctx_push(raw.as_ptr()) }?;
+    // SAFETY: the caller's promise: `raw` is alive; `run_scoped` pops it again on every exit
+    // path.
+    let pushed = unsafe { push_to_enter("OwnedContext::enter", raw.as_ptr()) }?;
     // SAFETY: the caller's count keeps the context alive for all of `f`, so for `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    run_scoped(guard, Pop(raw.as_ptr()), f)
+    run_scoped(guard, Pop(raw.as_ptr(), pushed), f)
 }
 
 /// Gives up a context that the owning layer held: pushes it, then the teardown of

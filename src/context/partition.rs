@@ -15,7 +15,7 @@
 //! * the partitions entered on this thread (their `CUcontext` form and the green context),
 //!   from which the stream layer takes the green context for `cuGreenCtxStreamCreate`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,10 +29,12 @@ use super::{Brand, ComputeCapability, ContextGuard, Device, teardown};
 use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
 use crate::error::{Error, ErrorCode, Result};
 
+// How many partitioned closures (of `with_partitions` and of `SmGroup::enter`) run on this
+// thread is counted in the driver layer's thread-local word, beside the host-function flag
+// (`driver::partitioned_closures`), so that entering a context checks both in one load.
 thread_local! {
-    /// How many partitioned closures (of `with_partitions` and of `SmGroup::enter`) run on
-    /// this thread.
-    static INSIDE: Cell<u32> = const { Cell::new(0) };
+    /// Its address is this thread's [`thread_token`].
+    static TOKEN: u8 = const { 0 };
     /// The partitions entered on this thread: (`CUcontext` form, green context).
     static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
 }
@@ -85,12 +87,12 @@ static PARTITIONED: Listed<CUdevice> = Listed::new();
 /// thread has it current for the whole of `SmGroup::enter`.
 static OWNERS: Listed<(usize, usize)> = Listed::new();
 
-/// This thread, as a number no other live thread has: the address of its `INSIDE` (a
+/// This thread, as a number no other live thread has: the address of its `TOKEN` (a
 /// `const` thread-local without a destructor, so readable at any time, also while other
 /// thread-locals are destroyed). A record holding it is removed before its thread leaves
 /// `SmGroup::enter`, so an address reused by a later thread is never mistaken for it.
 fn thread_token() -> usize {
-    INSIDE.with(|n| std::ptr::from_ref(n) as usize)
+    TOKEN.with(|t| std::ptr::from_ref(t) as usize)
 }
 
 /// `Err` if `ctx` is the `CUcontext` form of a partition entered on another thread: the
@@ -132,7 +134,7 @@ fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
 /// `SharedContext::enter` and the owning layer's `enter`). One thread-local load.
 #[inline]
 pub(crate) fn refuse_inside(call: &'static str) -> Result<()> {
-    if INSIDE.with(Cell::get) == 0 {
+    if driver::partitioned_closures() == 0 {
         Ok(())
     } else {
         Err(inside(call))
@@ -153,6 +155,17 @@ pub(crate) fn refuse_partitioned(call: &'static str, device: CUdevice) -> Result
     } else {
         refuse_device(call, device)
     }
+}
+
+/// Whether [`refuse_partitioned_context`] would pass without looking at the context, and
+/// the driver's push would pass its host-function check: no partitioned closure and no host
+/// function of the crate runs on this thread (one thread-local load for both,
+/// [`driver::refuses_nothing`]), and no device is partitioned (one atomic load). The fast
+/// path of entering a context (`enter::push_to_enter`); when it is false, the full checks
+/// run.
+#[inline(always)]
+pub(crate) fn nothing_refused() -> bool {
+    driver::refuses_nothing() && PARTITIONED.is_empty()
 }
 
 /// [`refuse_partitioned`] for an entry point that has a context, not a device
@@ -347,11 +360,11 @@ where
             return Err(e.into());
         }
     };
-    INSIDE.with(|n| n.set(n.get() + 1));
+    driver::partitioned_closure_begins();
     run_then(
         || f(sms),
         move || {
-            INSIDE.with(|n| n.set(n.get() - 1));
+            driver::partitioned_closure_ends();
             unclaim(dev);
             // SAFETY: balances the retain of `begin`; every partition (each retains the
             // primary context itself) is gone, as `f` has returned.
@@ -641,7 +654,7 @@ impl SmGroup<'_> {
     {
         // inside a partition of this thread every other context is refused, so what is
         // current there is a partition; outside, nothing may be
-        if INSIDE.with(Cell::get) == 0 && !driver::ctx_get_current()?.is_null() {
+        if driver::partitioned_closures() == 0 && !driver::ctx_get_current()?.is_null() {
             return Err(Error::with_detail(
                 "SmGroup::enter",
                 ErrorCode::NotPermitted,
@@ -655,7 +668,7 @@ impl SmGroup<'_> {
         let raw = handle.as_ptr();
         ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize)));
         OWNERS.change(|owners| owners.push((raw as usize, thread_token())));
-        INSIDE.with(|n| n.set(n.get() + 1));
+        driver::partitioned_closure_begins();
         // SAFETY: the green context lives until `end_partition`, after `f` returns, so its
         // `CUcontext` form outlives `'p`.
         let guard = unsafe { ContextGuard::new_unchecked(handle) };
@@ -702,7 +715,7 @@ fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     // every value of the partition is gone (so no other thread can ask for it), before
     // the green context is destroyed (so its address is not yet another's)
     OWNERS.change(|owners| owners.retain(|&(ctx, _)| ctx != raw as usize));
-    INSIDE.with(|n| n.set(n.get() - 1));
+    driver::partitioned_closure_ends();
     let destroyed = match popped {
         // SAFETY: every value branded with the partition is gone (the brand cannot leave
         // `f`), and its context form is off the stack.
@@ -827,9 +840,9 @@ mod tests {
     #[test]
     fn inside_a_partitioned_closure_other_contexts_are_refused_naming_the_call() {
         assert_eq!(refuse_inside("with_context"), Ok(()));
-        INSIDE.with(|n| n.set(n.get() + 1));
+        driver::partitioned_closure_begins();
         let e = refuse_inside("with_context").unwrap_err();
-        INSIDE.with(|n| n.set(n.get() - 1));
+        driver::partitioned_closure_ends();
         assert_eq!(
             (e.call(), e.code()),
             ("with_context", ErrorCode::NotPermitted)

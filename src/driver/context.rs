@@ -2,8 +2,11 @@
 //! the calling thread's context stack, and peer access between contexts.
 
 use std::ffi::{c_char, c_int};
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
+use super::host_fn_flag::{driver_call_refused, in_host_fn};
+use super::table::{Api, api};
 use super::{CUcontext, CUdevice, CUuuid, check, raw_code};
 use crate::error::{ErrorCode, Result};
 
@@ -125,6 +128,67 @@ pub(crate) unsafe fn ctx_destroy(ctx: CUcontext) -> Result<()> {
 #[inline]
 pub(crate) unsafe fn ctx_push(ctx: CUcontext) -> Result<()> {
     cu!(cuCtxPushCurrent_v2(ctx))
+}
+
+/// A context the calling thread pushed to enter it ([`ctx_push_entering`]), and the loaded
+/// table the push went through: its [`pop`](Pushed::pop) is the pop of [`ctx_pop`] without
+/// the checks the push already made. `!Send`: popped on the thread that pushed it.
+#[derive(Clone, Copy)]
+pub(crate) struct Pushed {
+    api: &'static Api,
+    on_this_thread: PhantomData<*const ()>,
+}
+
+/// [`ctx_push`] for a context entered for a closure, returning the [`Pushed`] whose pop
+/// skips the checks this push makes.
+///
+/// # Safety
+/// As [`ctx_push`].
+#[inline]
+pub(crate) unsafe fn ctx_push_entering(ctx: CUcontext) -> Result<Pushed> {
+    if in_host_fn() {
+        return Err(driver_call_refused("cuCtxPushCurrent_v2"));
+    }
+    // SAFETY: the caller's promise, and the host-function flag is clear (just checked).
+    unsafe { ctx_push_unrefused(ctx) }
+}
+
+/// [`ctx_push_entering`] without its host-function check, for a caller that made it itself
+/// (with [`refuses_nothing`](super::refuses_nothing), which checks the partition rule's
+/// count in the same load).
+///
+/// # Safety
+/// As [`ctx_push`]; and the calling thread runs no host function of the crate
+/// ([`in_host_fn`] is false).
+#[inline(always)]
+pub(crate) unsafe fn ctx_push_unrefused(ctx: CUcontext) -> Result<Pushed> {
+    let api = api()?;
+    // SAFETY: the table's "Safety of the calls": `ctx` is live (the caller's promise).
+    check("cuCtxPushCurrent_v2", unsafe {
+        api.cuCtxPushCurrent_v2(ctx)
+    }?)?;
+    Ok(Pushed {
+        api,
+        on_this_thread: PhantomData,
+    })
+}
+
+impl Pushed {
+    /// Pops the calling thread's current context and returns it ([`ctx_pop`]) through the
+    /// table of the push, without a check of the host-function flag: the push found it clear
+    /// on this thread (`Pushed` is made by no other path and is `!Send`), and the flag is set
+    /// only for the length of a host function's call ([`HostFnFlag`](super::HostFnFlag), a
+    /// guard that puts it back), so it is clear again whenever the code that pushed runs on
+    /// to pop, normally or while unwinding. The table is loaded: the push used it.
+    #[inline(always)]
+    pub(crate) fn pop(self) -> Result<CUcontext> {
+        let mut c = std::ptr::null_mut();
+        // SAFETY: the table's "Safety of the calls": an out-pointer to a live local.
+        check("cuCtxPopCurrent_v2", unsafe {
+            self.api.cuCtxPopCurrent_v2(&mut c)
+        }?)?;
+        Ok(c)
+    }
 }
 
 /// Pops the calling thread's current context and returns it.

@@ -15,7 +15,8 @@
 //! - [`table`]: the driver's entry points, declared once, loaded once, with the minimum
 //!   driver and what a missing entry point says;
 //! - [`ffi`]: the `cuda.h` types newer than the `cuda_driver_sys` bindings;
-//! - [`host_fn_flag`]: the thread-local flag every wrapper checks first;
+//! - [`host_fn_flag`]: the thread-local flag every wrapper checks first (and, in the same
+//!   word, the count of partitioned closures on the thread, for the context layer);
 //! - [`jit_args`]: the JIT options as the driver takes them (two parallel arrays);
 //! - the wrappers, one safe or `unsafe fn` per driver call, by what they act on:
 //!   [`context`] (initialisation, devices, contexts, peer access), [`memory`] (allocation,
@@ -63,7 +64,8 @@
 //! loaded table's state (already initialised), one load of the function pointer, one
 //! indirect call; and before it one thread-local load, the check that the calling thread is
 //! not running a host function of the crate (which must not call the driver:
-//! [`host_fn_flag`]).
+//! [`host_fn_flag`]). The one exception is the pop of a context pushed to enter it
+//! ([`Pushed::pop`]), which reuses the push's table and check.
 
 #![allow(non_snake_case)]
 
@@ -127,7 +129,10 @@ pub(crate) use copy::*;
 pub(crate) use ffi::*;
 pub(crate) use graph::*;
 pub(crate) use green::*;
-pub(crate) use host_fn_flag::{HostFnFlag, driver_call_refused, in_host_fn};
+pub(crate) use host_fn_flag::{
+    HostFnFlag, driver_call_refused, in_host_fn, partitioned_closure_begins,
+    partitioned_closure_ends, partitioned_closures, refuses_nothing,
+};
 pub(crate) use jit_args::{DEFAULT_LOG_BYTES, JitArgs, JitNumber};
 pub(crate) use launch::*;
 pub(crate) use memory::*;
