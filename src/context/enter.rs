@@ -116,10 +116,12 @@ impl Teardown for Pop {
 }
 
 /// The teardown of [`with_raw_context`]: frees what the crate keeps for the context (its
-/// bulk-copy staging: the end hooks), pops it, and reports the failed releases of its
-/// handles, for a context someone else owns, who may destroy it once the crate's scope is
-/// over. With nothing kept and nothing recorded (the common case) that is the pop and one
-/// atomic load for each of the two (see [`teardown`]).
+/// sync streams made during the scope, its bulk-copy staging: the end hooks), pops it, and
+/// reports the failed releases of its handles, for a context someone else owns, who may
+/// destroy it once the crate's scope is over. With no sync stream made during the scope,
+/// no end hooks registered and nothing recorded (the common case), that is the pop and two
+/// atomic loads ([`order::on_context_end`](super::order::on_context_end)'s and
+/// [`teardown::nothing_kept`]).
 /// The second field: the push ([`Pop`]'s); the third: [`order::mark`](super::order::mark)
 /// when the scope began.
 #[derive(Clone, Copy)]
@@ -131,14 +133,32 @@ impl Teardown for PopAndReport {
         let raw = self.0;
         // SAFETY: `raw` is alive and on top of this thread's stack (current): `run_then`
         // runs this after the closure, which cannot change the stack through safe code.
-        unsafe { teardown::run_before_release(raw, self.2) };
-        let popped = on_top(raw, self.1.pop());
-        // the common case, nothing recorded anywhere: one load, and the pop's outcome as is
-        if !teardown::any_failed_releases() {
-            return popped;
+        // (These two steps are `teardown::run_before_release`, split by the check below.)
+        unsafe { super::order::on_context_end(raw, self.2) };
+        // no hooks to run and no failed release to report (read after the sync streams
+        // ended, whose releases may fail, and after every drop of the closure)
+        if teardown::nothing_kept() {
+            return on_top(raw, self.1.pop());
         }
-        teardown::keep_both(popped, teardown::take_failed_releases(raw))
+        // SAFETY: as above.
+        unsafe { pop_and_report(raw, self.1) }
     }
+}
+
+/// The rest of [`PopAndReport`] when something is kept: runs the end hooks, pops, and takes
+/// the failed releases of `raw` ([`teardown::take_failed_releases`]), out of line.
+///
+/// # Safety
+/// `raw` is alive and on top of this thread's stack, pushed by `pushed`.
+#[inline(never)]
+unsafe fn pop_and_report(raw: CUcontext, pushed: driver::Pushed) -> Result<()> {
+    // SAFETY: the caller's promise: `raw` is alive and current.
+    unsafe { teardown::run_end_hooks(raw) };
+    let popped = on_top(raw, pushed.pop());
+    if !teardown::any_failed_releases() {
+        return popped;
+    }
+    teardown::keep_both(popped, teardown::take_failed_releases(raw))
 }
 
 /// Synchronizes, pops, then gives the context up (one the crate created or retained) and

@@ -35,7 +35,9 @@
 //! [`run_before_give_up`] while the context is current, before `cuCtxDestroy`, before the
 //! release of a primary context and before the pop of `with_raw_context`;
 //! [`run_after_primary_release`] after a primary context's release. Before the first
-//! registration there is nothing to free, and each costs one atomic load.
+//! registration there is nothing to free, and each costs one atomic load. Whether hooks are
+//! registered and whether failed releases are recorded share one word ([`nothing_kept`]):
+//! the teardown of `with_raw_context`, with neither, reads that one atomic for both.
 
 use std::any::TypeId;
 use std::marker::PhantomData;
@@ -138,10 +140,31 @@ pub(crate) struct EndHooks {
 
 static END_HOOKS: OnceLock<EndHooks> = OnceLock::new();
 
+/// What a teardown may have to do besides ending sync streams and popping, in one word, so
+/// that a teardown with nothing of it to do reads one atomic ([`nothing_kept`]): [`HOOKS`]
+/// once end hooks are registered, and above it, in units of [`ONE_FAILED`], how many entries
+/// `FAILED` has (a teardown takes the lock only when there are some).
+static KEPT: AtomicUsize = AtomicUsize::new(0);
+/// The bit of [`KEPT`] set once [`END_HOOKS`] is.
+const HOOKS: usize = 1;
+/// One entry of `FAILED` in [`KEPT`]'s count.
+const ONE_FAILED: usize = 2;
+
 /// Registers the end hooks of the layer above (once: later calls change nothing). Called
 /// before that layer keeps anything for a context, so that every teardown after it frees it.
 pub(crate) fn register_end_hooks(hooks: EndHooks) {
     let _ = END_HOOKS.set(hooks);
+    // after the hooks are set: a teardown that sees the bit finds them
+    KEPT.fetch_or(HOOKS, Ordering::Release);
+}
+
+/// Whether no end hooks are registered and no failed release is recorded, for any context
+/// (one atomic load): then a teardown has nothing to run but ending the context's sync
+/// streams ([`order::on_context_end`](super::order::on_context_end)) and its pop, and
+/// nothing to report after them (the fast path of `with_raw_context`'s).
+#[inline(always)]
+pub(crate) fn nothing_kept() -> bool {
+    KEPT.load(Ordering::Acquire) == 0
 }
 
 /// Runs the registered [`EndHooks::before_give_up`], if any.
@@ -165,6 +188,17 @@ pub(crate) unsafe fn run_before_give_up(raw: CUcontext) {
 pub(crate) unsafe fn run_before_release(raw: CUcontext, mark: u64) {
     // SAFETY: the caller's promise, which is `on_context_end`'s condition.
     unsafe { super::order::on_context_end(raw, mark) };
+    // SAFETY: the caller's promise.
+    unsafe { run_end_hooks(raw) }
+}
+
+/// Runs the registered [`EndHooks::before_give_up`], if any (the second step of
+/// [`run_before_release`]).
+///
+/// # Safety
+/// `raw` is alive and current on the calling thread.
+#[inline]
+pub(crate) unsafe fn run_end_hooks(raw: CUcontext) {
     if let Some(hooks) = END_HOOKS.get() {
         // SAFETY: the caller's promise, which is the hook's condition.
         unsafe { (hooks.before_give_up)(raw) }
@@ -191,9 +225,7 @@ struct Failed {
     count: usize,
 }
 
-/// How many entries `FAILED` has: a teardown reads this and takes the lock only when it
-/// is not zero.
-static PENDING: AtomicUsize = AtomicUsize::new(0);
+/// The failed releases not yet reported; how many entries it has is counted in [`KEPT`].
 static FAILED: Mutex<Vec<Failed>> = Mutex::new(Vec::new());
 
 /// Records that releasing a `what` of context `ctx` (`None`: not known) failed in `drop`,
@@ -214,7 +246,7 @@ pub(crate) fn record_failed_release(ctx: Option<NonNull<CUctx_st>>, what: &'stat
                 what,
                 count: 1,
             });
-            PENDING.fetch_add(1, Ordering::Release);
+            KEPT.fetch_add(ONE_FAILED, Ordering::Release);
         }
     }
 }
@@ -230,7 +262,7 @@ pub(crate) fn current_context() -> Option<NonNull<CUctx_st>> {
 /// with none to take skips [`take_failed_releases`].
 #[inline(always)]
 pub(crate) fn any_failed_releases() -> bool {
-    PENDING.load(Ordering::Acquire) != 0
+    KEPT.load(Ordering::Acquire) >= ONE_FAILED
 }
 
 /// Takes the failed releases recorded for `ctx`, and those of no known context, as one
@@ -254,7 +286,7 @@ fn take_slow(key: usize) -> Result<()> {
     while i < failed.len() {
         if failed[i].ctx == key || failed[i].ctx == 0 {
             let f = failed.remove(i);
-            PENDING.fetch_sub(1, Ordering::Release);
+            KEPT.fetch_sub(ONE_FAILED, Ordering::Release);
             taken = keep_both(taken, Err(report(f)));
         } else {
             i += 1;

@@ -570,6 +570,7 @@ pub(crate) fn wait_on_host() -> Result<()> {
 ///
 /// # Safety
 /// `raw` is alive and current on the calling thread.
+#[inline(always)]
 pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
     // `MADE` only grows, and is published under the lock after every making: a sync stream
     // of `raw` made since `mark` on any thread was made before this teardown (its scope is
@@ -577,6 +578,16 @@ pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
     if MADE.load(Ordering::Acquire) <= mark || SYNC_STREAMS.load(Ordering::Acquire) == 0 {
         return;
     }
+    // SAFETY: the caller's promise.
+    unsafe { end_sync_streams_since(raw, mark) }
+}
+
+/// [`on_context_end`] past its fast path, out of line.
+///
+/// # Safety
+/// As [`on_context_end`].
+#[inline(never)]
+unsafe fn end_sync_streams_since(raw: CUcontext, mark: u64) {
     let Ok(mut book) = book() else {
         return; // not in a host function: teardowns run on the closure's thread
     };
