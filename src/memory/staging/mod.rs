@@ -143,11 +143,12 @@ impl Kind {
     /// win; `docs`: BENCHMARKS.md, "Bulk copies".
     pub const fn default_threshold(self) -> usize {
         match self {
-            // measured on an H100 (BENCHMARKS.md, "Bulk copies"): staging loses at 1 MiB
-            // (the copy threads' start-up) and wins from 16 MiB on, for every kind
-            Kind::ToNewHost => 16 << 20,
-            Kind::ToHost => 16 << 20,
-            Kind::FromHost => 16 << 20,
+            // measured on an H100 (BENCHMARKS.md, "Bulk copies"): with the kept threads,
+            // staging wins from 1 MiB on out of the device; into it, it only ties the
+            // driver's path at 1 MiB and wins from 4 MiB on
+            Kind::ToNewHost => 1 << 20,
+            Kind::ToHost => 1 << 20,
+            Kind::FromHost => 4 << 20,
         }
     }
 }

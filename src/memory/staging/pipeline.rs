@@ -60,7 +60,8 @@ pub(crate) unsafe fn device_to_host(
     let Some(staging) = lease.staging() else {
         return Ok(false);
     };
-    if fresh && bytes >= HUGE_PAGE_MIN {
+    let whole_pages = fresh && bytes >= HUGE_PAGE_MIN;
+    if whole_pages {
         thp::advise_huge(dst, bytes);
     }
     let workers = workers_for_copy(bytes, staging.workers.count());
@@ -68,7 +69,7 @@ pub(crate) unsafe fn device_to_host(
     // SAFETY: the caller's guarantees for `dst`; the lease holds the staging for this copy
     // only; `dma` copies from the source (the caller's guarantee) into the slots it is
     // given, and is dropped (waiting for what it queued) before the lease.
-    let copied = unsafe { pipeline_to_host(staging, dst, bytes, workers, &mut dma) };
+    let copied = unsafe { pipeline_to_host(staging, dst, bytes, workers, whole_pages, &mut dma) };
     drop(dma);
     drop(lease);
     copied.map(|()| true)
@@ -127,14 +128,25 @@ unsafe trait Dma {
     fn wait(&mut self, slot: usize) -> Result<()>;
 }
 
+/// The DMAs a copy keeps queued at most: one per slot (a smaller queue measured slower:
+/// the copy engine ran dry while the calling thread handed slots over).
+const IN_FLIGHT: usize = SLOTS;
+
 /// The DMA of a staged copy through the driver: `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on
-/// the current context's legacy stream between a slot (page-locked) and the device, and
-/// each slot's event recorded after its DMA. The events are made for this copy and
-/// destroyed at its end: the crate keeps no driver handle between copies.
+/// the current context's legacy stream between a slot (page-locked) and the device, an
+/// event recorded after each. The events, [`IN_FLIGHT`] used in turn, are made for this
+/// copy and destroyed at its end: the crate keeps no driver handle between copies.
+/// Waiting for a slot waits for the event last recorded after its DMA; should that event
+/// have been recorded again since, the wait is for a later point of the same stream, which
+/// the slot's DMA precedes: never too short.
 struct DriverDma {
     device: CUdeviceptr,
     to_host: bool,
-    events: [CUevent; SLOTS],
+    events: [CUevent; IN_FLIGHT],
+    /// The DMAs queued so far (the next event is `events[queued % IN_FLIGHT]`).
+    queued: usize,
+    /// The event recorded after each slot's last DMA.
+    event_of: [usize; SLOTS],
     /// DMAs queued and not waited for.
     pending: usize,
 }
@@ -144,7 +156,9 @@ impl DriverDma {
         DriverDma {
             device,
             to_host,
-            events: [std::ptr::null_mut(); SLOTS],
+            events: [std::ptr::null_mut(); IN_FLIGHT],
+            queued: 0,
+            event_of: [usize::MAX; SLOTS],
             pending: 0,
         }
     }
@@ -160,9 +174,12 @@ unsafe impl Dma for DriverDma {
         offset: usize,
         len: usize,
     ) -> Result<()> {
-        if self.events[slot].is_null() {
-            self.events[slot] = driver::event_create(EVENT_DISABLE_TIMING)?;
+        let k = self.queued % IN_FLIGHT;
+        if self.events[k].is_null() {
+            self.events[k] = driver::event_create(EVENT_DISABLE_TIMING)?;
         }
+        self.queued += 1;
+        self.event_of[slot] = k;
         let device = self.device + offset as u64;
         self.pending += 1;
         let null = std::ptr::null_mut();
@@ -178,11 +195,13 @@ unsafe impl Dma for DriverDma {
             unsafe { driver::memcpy_htod_async(device, host, len, null) }?;
         }
         // SAFETY: the event was made in the current context, whose legacy stream this is.
-        unsafe { driver::event_record(self.events[slot], null) }
+        unsafe { driver::event_record(self.events[k], null) }
     }
 
     fn wait(&mut self, slot: usize) -> Result<()> {
-        let event = self.events[slot];
+        let Some(&event) = self.events.get(self.event_of[slot]) else {
+            return Ok(());
+        };
         if event.is_null() {
             return Ok(());
         }
@@ -231,12 +250,17 @@ fn workers_for_copy(bytes: usize, threads: usize) -> usize {
     threads.min(bytes.div_ceil(MIN_BYTES_PER_WORKER))
 }
 
+/// Doublings from [`MIN_CHUNK`] to a slot: the first chunks of a copy are 256 KiB, 256 KiB,
+/// 512 KiB, 512 KiB, 1 MiB, 1 MiB, then up to 2 MiB.
+const RAMP_STEPS: usize = 3;
+
 /// The chunks of a host range `[start, start + bytes)`, in order (guided, as OpenMP's
 /// schedule of that name): each about `1 / (2 (workers + 1))` of what is left, a power of
 /// two between [`MIN_CHUNK`] and a slot, ending at a multiple of its size in the address
-/// space. So a large copy moves slots of 2 MiB, each filling one 2 MiB-aligned block (with
-/// huge pages, no two threads fault the same page), and its last chunks, copied while
-/// little else is left to do, are short.
+/// space; the first few smaller ([`RAMP_STEPS`]). So a large copy moves slots of 2 MiB,
+/// each filling one 2 MiB-aligned block (with huge pages, no two threads fault the same
+/// page), starts with short chunks, and its last chunks, copied while little else is left
+/// to do, are short.
 #[derive(Debug)]
 struct Chunks {
     /// Offset from `start` and length (not zero) of each chunk.
@@ -244,13 +268,25 @@ struct Chunks {
 }
 
 impl Chunks {
-    fn new(start: usize, bytes: usize, workers: usize) -> Chunks {
+    /// `whole_pages`: every chunk a slot, for a new allocation advised as huge pages (its
+    /// page faults dominate: each 2 MiB page is then faulted by one thread alone).
+    fn new(start: usize, bytes: usize, workers: usize, whole_pages: bool) -> Chunks {
         let end = start + bytes;
         let mut list = Vec::new();
         let mut at = start;
+        while at < end && whole_pages {
+            let hi = ((at / SLOT_BYTES + 1) * SLOT_BYTES).min(end);
+            list.push((at - start, hi - at));
+            at = hi;
+        }
         while at < end {
             let share = ((end - at) / (2 * (workers + 1))).max(1);
-            let size = (1usize << share.ilog2()).clamp(MIN_CHUNK, SLOT_BYTES);
+            // the first chunks grow from the smallest, so that the copy engine and the
+            // threads start at once instead of after a whole slot's copy
+            let ramp = MIN_CHUNK << (list.len() / 2).min(RAMP_STEPS);
+            let size = (1usize << share.ilog2())
+                .min(ramp)
+                .clamp(MIN_CHUNK, SLOT_BYTES);
             let hi = ((at / size + 1) * size).min(end);
             list.push((at - start, hi - at));
             at = hi;
@@ -302,6 +338,9 @@ struct PipeState {
 /// How long a waiter of the pipe spins before it sleeps: a hand-over usually comes within
 /// microseconds, and waking a sleeping thread costs tens of them.
 const PIPE_SPIN: Duration = Duration::from_micros(50);
+/// How long the calling thread spins before it sleeps: it runs the copy engine, and every
+/// time it sleeps the engine may run dry for a wake-up's time.
+const MAIN_SPIN: Duration = Duration::from_millis(1);
 
 impl Pipe {
     fn new(slots: usize) -> Pipe {
@@ -330,7 +369,8 @@ impl Pipe {
     fn wait<'a>(&'a self, st: MutexGuard<'a, PipeState>, main: bool) -> MutexGuard<'a, PipeState> {
         let seen = self.changes.load(Ordering::Relaxed);
         drop(st);
-        let changed = spin_until(PIPE_SPIN, || self.changes.load(Ordering::Acquire) != seen);
+        let budget = if main { MAIN_SPIN } else { PIPE_SPIN };
+        let changed = spin_until(budget, || self.changes.load(Ordering::Acquire) != seen);
         let mut st = self.lock();
         if changed || self.changes.load(Ordering::Relaxed) != seen {
             return st;
@@ -369,10 +409,22 @@ impl Pipe {
         self.lock().ready.pop_front()
     }
 
-    /// The next of `count` chunks and a free slot for it, if both are there.
-    fn try_claim(&self, count: usize) -> Option<(usize, usize)> {
+    /// The first ready slot if its chunk is one `small` accepts.
+    fn try_ready_if(&self, small: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
         let mut st = self.lock();
-        if st.next >= count {
+        let &(chunk, _) = st.ready.front()?;
+        if small(chunk) {
+            st.ready.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The next of `count` chunks and a free slot for it, if both are there and `small`
+    /// accepts the chunk.
+    fn try_claim_if(&self, count: usize, small: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
+        let mut st = self.lock();
+        if st.next >= count || !small(st.next) {
             return None;
         }
         let slot = st.free.pop()?;
@@ -497,9 +549,10 @@ unsafe fn pipeline_to_host(
     dst: *mut u8,
     bytes: usize,
     workers: usize,
+    whole_pages: bool,
     dma: &mut impl Dma,
 ) -> Result<()> {
-    let chunks = Chunks::new(dst as usize, bytes, workers);
+    let chunks = Chunks::new(dst as usize, bytes, workers, whole_pages);
     let count = chunks.count();
     let pipe = Pipe::new(staging.slots().min(count));
     let host = HostRange(dst);
@@ -518,12 +571,14 @@ unsafe fn pipeline_to_host(
             copy_out(chunk, slot, Wake::Main);
         }
     };
-    staging.workers.lend(workers, &job, || {
+    staging.workers.lend(workers, &job, |lent| {
+        // alone, this thread copies every chunk; with help, only short ones (see below)
+        let short = |chunk: usize| lent == 0 || chunks.get(chunk).1 <= MIN_CHUNK;
         let _stop = StopOnDrop(&pipe);
         let mut in_flight = VecDeque::with_capacity(SLOTS);
         let mut next = 0;
         loop {
-            while next < count {
+            while next < count && in_flight.len() < IN_FLIGHT {
                 let Some(slot) = pipe.try_free() else { break };
                 let (offset, len) = chunks.get(next);
                 // SAFETY: the slot is this thread's (taken from `free`) until it is put
@@ -540,8 +595,9 @@ unsafe fn pipeline_to_host(
             if next == count {
                 break;
             }
-            // every slot is ready or being copied out: copy one out here, or wait for one
-            match pipe.try_ready() {
+            // every slot is ready or being copied out: copy a short one out here (a long
+            // one would keep this thread from queueing the slots the others free), or wait
+            match pipe.try_ready_if(short) {
                 Some((chunk, slot)) => copy_out(chunk, slot, Wake::Nobody),
                 None => pipe.wait_main(|st| !st.free.is_empty() || !st.ready.is_empty()),
             }
@@ -569,7 +625,7 @@ unsafe fn pipeline_from_host(
     workers: usize,
     dma: &mut impl Dma,
 ) -> Result<()> {
-    let chunks = Chunks::new(src as usize, bytes, workers);
+    let chunks = Chunks::new(src as usize, bytes, workers, false);
     let count = chunks.count();
     let pipe = Pipe::new(staging.slots().min(count));
     let host = HostRange(src.cast_mut());
@@ -586,12 +642,17 @@ unsafe fn pipeline_from_host(
             copy_in(chunk, slot, Wake::Main);
         }
     };
-    staging.workers.lend(workers, &job, || {
+    staging.workers.lend(workers, &job, |lent| {
+        // alone, this thread copies every chunk; with help, only short ones (see below)
+        let short = |chunk: usize| lent == 0 || chunks.get(chunk).1 <= MIN_CHUNK;
         let _stop = StopOnDrop(&pipe);
         let mut in_flight = VecDeque::with_capacity(SLOTS);
         let mut sent = 0;
         while sent < count {
-            while let Some((chunk, slot)) = pipe.try_ready() {
+            while in_flight.len() < IN_FLIGHT {
+                let Some((chunk, slot)) = pipe.try_ready() else {
+                    break;
+                };
                 let (offset, len) = chunks.get(chunk);
                 // SAFETY: the slot is this thread's (taken from `ready`: filled, and no
                 // thread touches it until it is put back after `wait(slot)`); `offset + len
@@ -608,8 +669,9 @@ unsafe fn pipeline_from_host(
                     dma.wait(slot)?;
                     pipe.put_free(slot, false, Wake::Worker);
                 }
-                // the copy engine is idle: fill a slot here, or wait for a thread's
-                None => match pipe.try_claim(count) {
+                // the copy engine is idle: fill a short chunk's slot here (a long one would
+                // keep this thread from queueing the others' slots), or wait for a thread's
+                None => match pipe.try_claim_if(count, short) {
                     Some((chunk, slot)) => copy_in(chunk, slot, Wake::Nobody),
                     None => pipe.wait_main(|st| !st.ready.is_empty()),
                 },
@@ -645,18 +707,15 @@ mod tests {
             (0x4000_1000, 256 << 20, 8),
             (0x5000_0000, 64 << 20, 15),
         ] {
-            let c = Chunks::new(start, bytes, workers);
+            let c = Chunks::new(start, bytes, workers, bytes % 3 == 0);
             let mut at = 0;
-            let mut last_size = SLOT_BYTES;
             for k in 0..c.count() {
                 let (offset, len) = c.get(k);
                 assert_eq!(offset, at, "chunk {k} follows the previous one");
                 assert!(len > 0 && len <= SLOT_BYTES);
                 let (lo, hi) = (start + offset, start + offset + len);
-                // the block of the chunk's size it lies in: a power of two, not growing
+                // the block of the chunk's size it lies in: a power of two
                 let size = len.next_power_of_two().max(MIN_CHUNK);
-                assert!(size <= last_size || k == 0 || hi == start + bytes);
-                last_size = size;
                 assert_eq!(
                     lo / size,
                     (hi - 1) / size,
@@ -666,9 +725,15 @@ mod tests {
             }
             assert_eq!(at, bytes, "{start:#x} + {bytes}");
         }
-        // a large copy moves whole 2 MiB slots, and ends with short chunks
-        let c = Chunks::new(0x4000_0000, 256 << 20, 8);
-        assert_eq!(c.get(0).1, SLOT_BYTES);
+        // a large copy starts short, moves whole 2 MiB slots, and ends short
+        let c = Chunks::new(0x4000_0000, 256 << 20, 8, false);
+        assert_eq!(c.get(0).1, MIN_CHUNK);
+        assert!((0..10).any(|k| c.get(k).1 == SLOT_BYTES));
+        let whole: usize = (0..c.count())
+            .map(|k| c.get(k).1)
+            .filter(|&l| l == SLOT_BYTES)
+            .sum();
+        assert!(whole > 200 << 20, "{whole} bytes in whole slots");
         assert_eq!(c.get(c.count() - 1).1, MIN_CHUNK);
         assert!(c.count() < 200, "{} chunks", c.count());
     }
@@ -785,7 +850,14 @@ mod tests {
                 let mut dma = FakeDma::new(device[start..].as_mut_ptr(), true);
                 // SAFETY: `host` has room for `bytes` after `at`; the staging is this test's.
                 let done = unsafe {
-                    pipeline_to_host(&staging, host[at..].as_mut_ptr(), bytes, workers, &mut dma)
+                    pipeline_to_host(
+                        &staging,
+                        host[at..].as_mut_ptr(),
+                        bytes,
+                        workers,
+                        at % 2 == 0,
+                        &mut dma,
+                    )
                 };
                 drop(dma);
                 done.unwrap();
@@ -833,8 +905,9 @@ mod tests {
             let mut dma = FakeDma::new(device.as_mut_ptr(), true);
             dma.fail_at = fail_at;
             // SAFETY: `host` has room for `bytes`; the staging is this test's.
-            let e =
-                unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) };
+            let e = unsafe {
+                pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, false, &mut dma)
+            };
             assert_eq!(e.unwrap_err().call(), "fake DMA");
             let mut dma = FakeDma::new(sink.as_mut_ptr(), false);
             dma.fail_at = fail_at;
@@ -846,7 +919,8 @@ mod tests {
         // the kept threads serve the next copy
         let mut dma = FakeDma::new(device.as_mut_ptr(), true);
         // SAFETY: as above.
-        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) }.unwrap();
+        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, false, &mut dma) }
+            .unwrap();
         drop(dma);
         assert!(host.iter().all(|&b| b == 7));
     }

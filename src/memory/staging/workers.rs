@@ -51,6 +51,8 @@ struct State {
     stop: bool,
     /// Threads asleep on `wake`.
     sleeping: usize,
+    /// Threads that have not exited (one that panicked in a job has).
+    alive: usize,
 }
 
 struct Shared {
@@ -91,6 +93,7 @@ impl Workers {
                 inside: 0,
                 stop: false,
                 sleeping: 0,
+                alive: 0,
             }),
             changes: AtomicU64::new(0),
             wake: Condvar::new(),
@@ -98,14 +101,21 @@ impl Workers {
         });
         let mut threads = Vec::with_capacity(n);
         for _ in 0..n {
-            let shared = Arc::clone(&shared);
+            let for_thread = Arc::clone(&shared);
+            shared.lock().alive += 1;
             let spawned = std::thread::Builder::new()
                 .name("cuda-brand-copy".to_owned())
                 .stack_size(256 << 10)
-                .spawn(move || park_and_work(&shared));
+                .spawn(move || {
+                    let _exit = Exit(&for_thread);
+                    park_and_work(&for_thread);
+                });
             match spawned {
                 Ok(handle) => threads.push(handle),
-                Err(_) => break,
+                Err(_) => {
+                    shared.lock().alive -= 1;
+                    break;
+                }
             }
         }
         Workers { shared, threads }
@@ -117,13 +127,19 @@ impl Workers {
     }
 
     /// Runs `main` on the calling thread while up to `n` of the kept threads run `job`
-    /// (each at most once, joining whenever they wake). Returns `main`'s result once every
-    /// thread that joined has returned from `job`, also when `main` panics. `main` must
-    /// not wait for the threads without being able to do their work itself: none may join.
-    pub(super) fn lend<R>(&self, n: usize, job: &(dyn Fn() + Sync), main: impl FnOnce() -> R) -> R {
-        let n = n.min(self.threads.len());
+    /// (each at most once, joining whenever they wake). `main` gets how many were lent:
+    /// with none, it does all the work itself; else at least one will join. Returns
+    /// `main`'s result once every thread that joined has returned from `job`, also when
+    /// `main` panics.
+    pub(super) fn lend<R>(
+        &self,
+        n: usize,
+        job: &(dyn Fn() + Sync),
+        main: impl FnOnce(usize) -> R,
+    ) -> R {
+        let n = n.min(self.shared.lock().alive);
         if n == 0 {
-            return main();
+            return main(0);
         }
         let job: *const (dyn Fn() + Sync + '_) = job;
         // SAFETY: only the lifetime changes (same layout). The pointer is dereferenced by a
@@ -145,7 +161,7 @@ impl Workers {
             self.shared.wake.notify_one();
         }
         let _back = TakeBack(&self.shared);
-        main()
+        main(n)
     }
 }
 
@@ -160,6 +176,15 @@ impl Drop for TakeBack<'_> {
         while st.inside > 0 {
             st = self.0.left.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
+    }
+}
+
+/// Counts a thread out when it exits (also by a panic in a job).
+struct Exit<'a>(&'a Shared);
+
+impl Drop for Exit<'_> {
+    fn drop(&mut self) {
+        self.0.lock().alive -= 1;
     }
 }
 
@@ -239,7 +264,7 @@ mod tests {
                 calls.fetch_add(1, Ordering::SeqCst);
             };
             // `main` waits until all three threads joined (they must, as nothing else runs)
-            let out = workers.lend(3, &job, || {
+            let out = workers.lend(3, &job, |_| {
                 while calls.load(Ordering::SeqCst) < 3 {
                     std::thread::yield_now();
                 }
@@ -260,7 +285,7 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_micros(200));
                 running.fetch_sub(1, Ordering::SeqCst);
             };
-            workers.lend(4, &job, || ());
+            workers.lend(4, &job, |_| ());
             assert_eq!(running.load(Ordering::SeqCst), 0);
         }
     }
@@ -275,7 +300,7 @@ mod tests {
             running.fetch_sub(1, Ordering::SeqCst);
         };
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            workers.lend(2, &job, || panic!("main failed"))
+            workers.lend(2, &job, |_| panic!("main failed"))
         }));
         assert!(caught.is_err());
         assert_eq!(running.load(Ordering::SeqCst), 0);
@@ -284,7 +309,7 @@ mod tests {
         let job = || {
             calls.fetch_add(1, Ordering::SeqCst);
         };
-        workers.lend(2, &job, || {
+        workers.lend(2, &job, |_| {
             while calls.load(Ordering::SeqCst) < 2 {
                 std::thread::yield_now();
             }
@@ -295,6 +320,6 @@ mod tests {
     fn without_threads_main_runs_alone() {
         let workers = Workers::none();
         let job = || unreachable!("no thread to run it");
-        assert_eq!(workers.lend(8, &job, || 7), 7);
+        assert_eq!(workers.lend(8, &job, |lent| lent + 7), 7);
     }
 }
