@@ -60,8 +60,7 @@ pub(crate) unsafe fn device_to_host(
     let Some(staging) = lease.staging() else {
         return Ok(false);
     };
-    let whole_pages = fresh && bytes >= HUGE_PAGE_MIN;
-    if whole_pages {
+    if fresh && bytes >= HUGE_PAGE_MIN {
         thp::advise_huge(dst, bytes);
     }
     let workers = workers_for_copy(bytes, staging.workers.count());
@@ -69,7 +68,7 @@ pub(crate) unsafe fn device_to_host(
     // SAFETY: the caller's guarantees for `dst`; the lease holds the staging for this copy
     // only; `dma` copies from the source (the caller's guarantee) into the slots it is
     // given, and is dropped (waiting for what it queued) before the lease.
-    let copied = unsafe { pipeline_to_host(staging, dst, bytes, workers, whole_pages, &mut dma) };
+    let copied = unsafe { pipeline_to_host(staging, dst, bytes, workers, &mut dma) };
     drop(dma);
     drop(lease);
     copied.map(|()| true)
@@ -268,17 +267,10 @@ struct Chunks {
 }
 
 impl Chunks {
-    /// `whole_pages`: every chunk a slot, for a new allocation advised as huge pages (its
-    /// page faults dominate: each 2 MiB page is then faulted by one thread alone).
-    fn new(start: usize, bytes: usize, workers: usize, whole_pages: bool) -> Chunks {
+    fn new(start: usize, bytes: usize, workers: usize) -> Chunks {
         let end = start + bytes;
         let mut list = Vec::new();
         let mut at = start;
-        while at < end && whole_pages {
-            let hi = ((at / SLOT_BYTES + 1) * SLOT_BYTES).min(end);
-            list.push((at - start, hi - at));
-            at = hi;
-        }
         while at < end {
             let share = ((end - at) / (2 * (workers + 1))).max(1);
             // the first chunks grow from the smallest, so that the copy engine and the
@@ -549,10 +541,9 @@ unsafe fn pipeline_to_host(
     dst: *mut u8,
     bytes: usize,
     workers: usize,
-    whole_pages: bool,
     dma: &mut impl Dma,
 ) -> Result<()> {
-    let chunks = Chunks::new(dst as usize, bytes, workers, whole_pages);
+    let chunks = Chunks::new(dst as usize, bytes, workers);
     let count = chunks.count();
     let pipe = Pipe::new(staging.slots().min(count));
     let host = HostRange(dst);
@@ -625,7 +616,7 @@ unsafe fn pipeline_from_host(
     workers: usize,
     dma: &mut impl Dma,
 ) -> Result<()> {
-    let chunks = Chunks::new(src as usize, bytes, workers, false);
+    let chunks = Chunks::new(src as usize, bytes, workers);
     let count = chunks.count();
     let pipe = Pipe::new(staging.slots().min(count));
     let host = HostRange(src.cast_mut());
@@ -707,7 +698,7 @@ mod tests {
             (0x4000_1000, 256 << 20, 8),
             (0x5000_0000, 64 << 20, 15),
         ] {
-            let c = Chunks::new(start, bytes, workers, bytes % 3 == 0);
+            let c = Chunks::new(start, bytes, workers);
             let mut at = 0;
             for k in 0..c.count() {
                 let (offset, len) = c.get(k);
@@ -726,7 +717,7 @@ mod tests {
             assert_eq!(at, bytes, "{start:#x} + {bytes}");
         }
         // a large copy starts short, moves whole 2 MiB slots, and ends short
-        let c = Chunks::new(0x4000_0000, 256 << 20, 8, false);
+        let c = Chunks::new(0x4000_0000, 256 << 20, 8);
         assert_eq!(c.get(0).1, MIN_CHUNK);
         assert!((0..10).any(|k| c.get(k).1 == SLOT_BYTES));
         let whole: usize = (0..c.count())
@@ -850,14 +841,7 @@ mod tests {
                 let mut dma = FakeDma::new(device[start..].as_mut_ptr(), true);
                 // SAFETY: `host` has room for `bytes` after `at`; the staging is this test's.
                 let done = unsafe {
-                    pipeline_to_host(
-                        &staging,
-                        host[at..].as_mut_ptr(),
-                        bytes,
-                        workers,
-                        at % 2 == 0,
-                        &mut dma,
-                    )
+                    pipeline_to_host(&staging, host[at..].as_mut_ptr(), bytes, workers, &mut dma)
                 };
                 drop(dma);
                 done.unwrap();
@@ -905,9 +889,8 @@ mod tests {
             let mut dma = FakeDma::new(device.as_mut_ptr(), true);
             dma.fail_at = fail_at;
             // SAFETY: `host` has room for `bytes`; the staging is this test's.
-            let e = unsafe {
-                pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, false, &mut dma)
-            };
+            let e =
+                unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) };
             assert_eq!(e.unwrap_err().call(), "fake DMA");
             let mut dma = FakeDma::new(sink.as_mut_ptr(), false);
             dma.fail_at = fail_at;
@@ -919,8 +902,7 @@ mod tests {
         // the kept threads serve the next copy
         let mut dma = FakeDma::new(device.as_mut_ptr(), true);
         // SAFETY: as above.
-        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, false, &mut dma) }
-            .unwrap();
+        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) }.unwrap();
         drop(dma);
         assert!(host.iter().all(|&b| b == 7));
     }
