@@ -139,15 +139,14 @@ unsafe fn free_buffer_memory(
 /// memory. So the crate stages large synchronous copies through page-locked memory it
 /// keeps per context:
 ///
-/// * [`to_vec`](DeviceSlice::to_vec), [`copy_to_host`](DeviceSlice::copy_to_host),
-///   [`from_slice`](DeviceBuffer::from_slice),
+/// * [`to_vec`](DeviceSlice::to_vec) and [`copy_to_host`](DeviceSlice::copy_to_host) from
+///   1 MiB, [`from_slice`](DeviceBuffer::from_slice),
 ///   [`from_slice_in`](DeviceBuffer::from_slice_in) and
-///   [`copy_from_host`](DeviceSlice::copy_from_host), each from 16 MiB (below that,
-///   starting the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk
-///   copies");
-/// * the calling thread runs the DMA of one chunk (up to 2 MiB) after another between the
-///   device and a slot of the staging, while up to 8 threads (one fewer than the cores,
-///   spawned for the copy and joined before it returns) copy chunks between the slots and
+///   [`copy_from_host`](DeviceSlice::copy_from_host) from 4 MiB (below that, handing chunks
+///   to the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk copies");
+/// * the calling thread queues the DMA of each chunk (up to 2 MiB) between the device and a
+///   slot of the staging on the legacy stream, an event after each, while up to 8 threads
+///   that the staging keeps (one fewer than the cores) copy chunks between the slots and
 ///   the host memory: the copy engine and the threads work at once, and the driver never
 ///   handles the pageable memory;
 /// * a new `Vec` of 4 MiB or more is advised to the kernel as huge-page memory
@@ -157,15 +156,17 @@ unsafe fn free_buffer_memory(
 /// current context's legacy stream as before. Smaller copies, and host memory the driver
 /// already knows (a [`PinnedBuffer`]'s contents), go straight to the driver.
 ///
-/// **What the crate keeps.** Per context, a staging of 20 MiB of host memory, page-locked
-/// for that context (`cuMemHostRegister`), made at the context's first staged copy; a
-/// second one only while two threads copy at once (so at most 40 MiB per context; a third
-/// copy waits for one to be free). No threads are kept. The stagings are unregistered and
-/// freed at the end of [`with_context`](crate::with_context) (before the context is
-/// destroyed) and at the end of every [`with_raw_context`](crate::with_raw_context); a
-/// primary context ([`with_primary_context`](crate::with_primary_context)) may be held
-/// by others, so it keeps them while it stays active and they are freed after the release
-/// that ends it. If memory cannot be page-locked, the copies take the driver's path.
+/// **What the crate keeps.** Per context, a staging of 32 MiB of host memory, page-locked
+/// for that context (`cuMemHostRegister`), and up to 8 threads (asleep between copies,
+/// after spinning up to 100 µs), made at the context's first staged copy; a second staging
+/// only while two threads copy at once (so at most 64 MiB and 16 threads per context; a
+/// third copy waits for one to be free). The stagings are unregistered and freed, and
+/// their threads ended, at the end of [`with_context`](crate::with_context) (before the
+/// context is destroyed) and at the end of every
+/// [`with_raw_context`](crate::with_raw_context); a primary context
+/// ([`with_primary_context`](crate::with_primary_context)) may be held by others, so it
+/// keeps them while it stays active and they are freed after the release that ends it. If
+/// memory cannot be page-locked, the copies take the driver's path.
 /// Measurements: `BENCHMARKS.md`, "Bulk copies".
 pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
@@ -392,7 +393,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(ctx, zero) }
     }
 
-    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 16 MiB,
+    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 4 MiB,
     /// pageable memory is staged: see
     /// [the type's documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {

@@ -334,7 +334,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     }
 
     /// Copies `src` from the host into this view (`cuMemcpyHtoD`); done when it returns.
-    /// From 16 MiB, pageable memory is staged: see
+    /// From 4 MiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
     /// # Panics
@@ -365,7 +365,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     }
 
     /// Copies this view into `dst` on the host (`cuMemcpyDtoH`); done when it returns.
-    /// From 16 MiB, pageable memory is staged: see
+    /// From 1 MiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
     /// # Panics
@@ -468,7 +468,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
 
     /// The contents, copied into a new `Vec`; complete when it returns.
     ///
-    /// A large copy (16 MiB and up) is staged through page-locked memory the context keeps
+    /// A large copy (1 MiB and up) is staged through page-locked memory the context keeps
     /// and written into the `Vec` by several threads, many times faster than the driver
     /// writes a new `Vec`: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).

@@ -12,9 +12,10 @@
 //! # How
 //!
 //! A copy of at least a threshold's bytes ([`Kind`], [`threshold`]) is cut into chunks
-//! (guided: each a power of two of about a sixteenth of what is left for eight threads,
-//! from 256 KiB to [`SLOT_BYTES`], inside one block of its size in the host range, so the
-//! 2 MiB chunks of a large copy each fill one huge page and its last chunks are short). The
+//! (guided: each a power of two of about `1 / (2 (threads + 1))` of what is left, from
+//! 256 KiB to [`SLOT_BYTES`], inside one block of its size in the host range, the first
+//! few growing from 256 KiB; so the 2 MiB chunks of a large copy each fill one huge page,
+//! and its first and last chunks are short). The
 //! calling thread queues each chunk's DMA between the device and one slot of a page-locked
 //! staging buffer with `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the legacy stream, an
 //! event after each, and waits for a slot's event before the slot changes hands. Up to
