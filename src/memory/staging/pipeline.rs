@@ -54,21 +54,37 @@ pub(crate) unsafe fn device_to_host(
     if !fresh && host_is_known(dst)? {
         return Ok(false);
     }
+    if fresh && bytes >= HUGE_PAGE_MIN {
+        thp::advise_huge(dst, bytes);
+    }
+    // SAFETY: the caller's guarantees for `dst`; `staged` leases the staging for this copy
+    // only and drops `dma` before the lease; `dma` copies from the source (the caller's
+    // guarantee) into the slots it is given.
+    staged(ctx, src, true, bytes, |staging, workers, dma| unsafe {
+        pipeline_to_host(staging, dst, bytes, workers, dma)
+    })
+}
+
+/// Runs `copy` with a staging of `ctx` (leased for this copy only), the kept threads to
+/// lend it, and the DMA between its slots and the device at `device` (`to_host`: out of
+/// the device); the DMA is dropped (waiting for what it queued) before the lease.
+/// `Ok(false)`: no staging with threads to be had, nothing was copied.
+fn staged(
+    ctx: NonNull<CUctx_st>,
+    device: CUdeviceptr,
+    to_host: bool,
+    bytes: usize,
+    copy: impl FnOnce(&Staging, usize, &mut DriverDma) -> Result<()>,
+) -> Result<bool> {
     let Some(lease) = lease(ctx) else {
         return Ok(false);
     };
     let Some(staging) = lease.staging() else {
         return Ok(false);
     };
-    if fresh && bytes >= HUGE_PAGE_MIN {
-        thp::advise_huge(dst, bytes);
-    }
     let workers = workers_for_copy(bytes, staging.workers.count());
-    let mut dma = DriverDma::new(src, true);
-    // SAFETY: the caller's guarantees for `dst`; the lease holds the staging for this copy
-    // only; `dma` copies from the source (the caller's guarantee) into the slots it is
-    // given, and is dropped (waiting for what it queued) before the lease.
-    let copied = unsafe { pipeline_to_host(staging, dst, bytes, workers, &mut dma) };
+    let mut dma = DriverDma::new(device, to_host);
+    let copied = copy(staging, workers, &mut dma);
     drop(dma);
     drop(lease);
     copied.map(|()| true)
@@ -91,21 +107,12 @@ pub(crate) unsafe fn host_to_device(
     if host_is_known(src)? {
         return Ok(false);
     }
-    let Some(lease) = lease(ctx) else {
-        return Ok(false);
-    };
-    let Some(staging) = lease.staging() else {
-        return Ok(false);
-    };
-    let workers = workers_for_copy(bytes, staging.workers.count());
-    let mut dma = DriverDma::new(dst, false);
-    // SAFETY: the caller's guarantees for `src`; the lease holds the staging for this copy
-    // only; `dma` copies the slots it is given into the destination (the caller's
-    // guarantee), and is dropped (waiting for what it queued) before the lease.
-    let copied = unsafe { pipeline_from_host(staging, src, bytes, workers, &mut dma) };
-    drop(dma);
-    drop(lease);
-    copied.map(|()| true)
+    // SAFETY: the caller's guarantees for `src`; `staged` leases the staging for this copy
+    // only and drops `dma` before the lease; `dma` copies the slots it is given into the
+    // destination (the caller's guarantee).
+    staged(ctx, dst, false, bytes, |staging, workers, dma| unsafe {
+        pipeline_from_host(staging, src, bytes, workers, dma)
+    })
 }
 
 /// The device side of a staged copy: the driver's ([`DriverDma`]) or a test's fake.
