@@ -158,7 +158,8 @@ unsafe fn free_buffer_memory(
 ///
 /// **What the crate keeps.** Per context, a staging of 32 MiB of host memory, page-locked
 /// for that context (`cuMemHostRegister`), and up to 8 threads (asleep between copies,
-/// after spinning up to 100 µs), made at the context's first staged copy; a second staging
+/// after spinning up to 100 µs; a thread exits after 2 s without a copy and the next copy
+/// starts it again), made at the context's first staged copy; a second staging
 /// only while two threads copy at once (so at most 64 MiB and 16 threads per context; a
 /// third copy waits for one to be free). The stagings are unregistered and freed, and
 /// their threads ended, at the end of [`with_context`](crate::with_context) (before the

@@ -47,7 +47,9 @@
 //! A *staging* is [`STAGING_BYTES`] (32 MiB) of host memory that the crate allocates
 //! itself (`std::alloc`) and page-locks for one context with `cuMemHostRegister`, and up
 //! to [`MAX_WORKERS`] threads (one fewer than the machine's cores; 256 KiB of stack each)
-//! started with it, asleep between copies. A context gets its first staging at its first
+//! started with it, asleep between copies (a thread exits after 2 s without a copy, and
+//! the next copy starts it again: a staging that is never freed, its context destroyed
+//! behind the crate's back, keeps no threads for good). A context gets its first staging at its first
 //! staged copy (or from [`reserve`]), and at most [`MAX_STAGINGS_PER_CONTEXT`] (so at most
 //! 64 MiB page-locked and 16 threads per context): a copy finding all of them busy on
 //! other threads waits for one (never for anything else, so it cannot deadlock).
@@ -249,6 +251,15 @@ impl Staging {
         unsafe { driver::mem_host_register(staging.base.as_ptr().cast(), staging.bytes, 0) }?;
         staging.registered = true;
         staging.workers = workers::Workers::spawn(pipeline::threads_to_keep());
+        if staging.workers.count() == 0 {
+            // no thread could be started: without one a staged copy is slower than the
+            // driver's path, so the context keeps none (dropping this one unregisters it)
+            return Err(Error::with_detail(
+                "staging",
+                ErrorCode::OutOfMemory,
+                "no copying thread could be started",
+            ));
+        }
         Ok(staging)
     }
 

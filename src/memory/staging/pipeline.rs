@@ -30,6 +30,10 @@ pub(super) fn host_is_known(p: *const u8) -> Result<bool> {
 /// A staging for a copy in `ctx` (current), with at least one kept thread (alone, the
 /// calling thread copies slower than the driver's path).
 fn lease(ctx: NonNull<CUctx_st>) -> Option<Lease> {
+    if threads_to_keep() == 0 {
+        // one core: no staging is made at all (it would be page-locked for nothing)
+        return None;
+    }
     acquire(ctx.as_ptr() as usize, Staging::create)
         .filter(|l| l.staging().is_some_and(|s| s.workers.count() > 0))
 }
@@ -191,7 +195,9 @@ unsafe impl Dma for DriverDma {
         let null = std::ptr::null_mut();
         if self.to_host {
             // SAFETY: the slot is valid for `len` bytes of writes until it is waited for
-            // (the caller's promise) and page-locked (a staging's); the device range lies
+            // (the caller's promise) and page-locked (a staging's; were its context gone
+            // behind the crate's back, merely pageable: then the driver completes the copy
+            // before it returns, still correct); the device range lies
             // in the copy's source (the pipeline's callers' promise); null is the current
             // context's legacy stream.
             unsafe { driver::memcpy_dtoh_async(host.cast::<c_void>(), device, len, null) }?;
@@ -572,6 +578,8 @@ unsafe fn pipeline_to_host(
     staging.workers.lend(workers, &job, |lent| {
         // alone, this thread copies every chunk; with help, only short ones (see below)
         let short = |chunk: usize| lent == 0 || chunks.get(chunk).1 <= MIN_CHUNK;
+        // first, before anything that may fail or panic: the kept threads' part ends on
+        // every exit, so that `lend`'s take-back, which waits for them, returns
         let _stop = StopOnDrop(&pipe);
         let mut in_flight = VecDeque::with_capacity(SLOTS);
         let mut next = 0;
@@ -597,7 +605,11 @@ unsafe fn pipeline_to_host(
             // one would keep this thread from queueing the slots the others free), or wait
             match pipe.try_ready_if(short) {
                 Some((chunk, slot)) => copy_out(chunk, slot, Wake::Nobody),
-                None => pipe.wait_main(|st| !st.free.is_empty() || !st.ready.is_empty()),
+                // (a long chunk at the front of `ready` is a kept thread's to take: wait
+                // for a free slot or a short chunk, rather than look again at once)
+                None => pipe.wait_main(|st| {
+                    !st.free.is_empty() || st.ready.front().is_some_and(|&(c, _)| short(c))
+                }),
             }
         }
         while let Some((chunk, slot)) = pipe.try_ready() {
@@ -643,6 +655,8 @@ unsafe fn pipeline_from_host(
     staging.workers.lend(workers, &job, |lent| {
         // alone, this thread copies every chunk; with help, only short ones (see below)
         let short = |chunk: usize| lent == 0 || chunks.get(chunk).1 <= MIN_CHUNK;
+        // first, before anything that may fail or panic: the kept threads' part ends on
+        // every exit, so that `lend`'s take-back, which waits for them, returns
         let _stop = StopOnDrop(&pipe);
         let mut in_flight = VecDeque::with_capacity(SLOTS);
         let mut sent = 0;

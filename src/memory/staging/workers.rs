@@ -71,11 +71,20 @@ impl Shared {
     }
 }
 
-/// Threads kept for the copies of one staging; stopped and joined when dropped.
+/// Threads kept for the copies of one staging; stopped and joined when dropped. A thread
+/// that has had no job for [`IDLE_EXIT`] exits, and the next copy starts it again: a
+/// staging that is never freed (its context destroyed behind the crate's back) keeps no
+/// threads for good.
 pub(crate) struct Workers {
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The threads it keeps at most: those that started when it was made.
+    max: usize,
+    idle: Duration,
 }
+
+/// How long a kept thread waits for a job before it exits.
+const IDLE_EXIT: Duration = Duration::from_secs(2);
 
 impl Workers {
     /// No threads: every job runs on the lender alone.
@@ -85,6 +94,10 @@ impl Workers {
 
     /// Starts up to `n` threads (fewer if the system refuses one: a thread limit).
     pub(super) fn spawn(n: usize) -> Workers {
+        Workers::spawn_with(n, IDLE_EXIT)
+    }
+
+    fn spawn_with(n: usize, idle: Duration) -> Workers {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 job: None,
@@ -99,46 +112,58 @@ impl Workers {
             wake: Condvar::new(),
             left: Condvar::new(),
         });
-        let mut threads = Vec::with_capacity(n);
-        for _ in 0..n {
-            let for_thread = Arc::clone(&shared);
-            shared.lock().alive += 1;
+        let mut workers = Workers {
+            shared,
+            threads: Mutex::new(Vec::with_capacity(n)),
+            max: n,
+            idle,
+        };
+        workers.max = workers.top_up(n);
+        workers
+    }
+
+    /// Starts threads until `n` are alive (fewer if the system refuses one); how many are.
+    fn top_up(&self, n: usize) -> usize {
+        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        // the handles of threads that exited (idle, or a panic in a job)
+        threads.retain(|handle| !handle.is_finished());
+        while self.shared.lock().alive < n {
+            let shared = Arc::clone(&self.shared);
+            let idle = self.idle;
+            self.shared.lock().alive += 1;
             let spawned = std::thread::Builder::new()
                 .name("cuda-brand-copy".to_owned())
                 .stack_size(256 << 10)
-                .spawn(move || {
-                    let _exit = Exit(&for_thread);
-                    park_and_work(&for_thread);
-                });
+                .spawn(move || park_and_work(&shared, idle));
             match spawned {
                 Ok(handle) => threads.push(handle),
                 Err(_) => {
-                    shared.lock().alive -= 1;
+                    self.shared.lock().alive -= 1;
                     break;
                 }
             }
         }
-        Workers { shared, threads }
+        self.shared.lock().alive
     }
 
-    /// The number of threads kept.
+    /// The number of threads kept at most.
     pub(super) fn count(&self) -> usize {
-        self.threads.len()
+        self.max
     }
 
     /// Runs `main` on the calling thread while up to `n` of the kept threads run `job`
-    /// (each at most once, joining whenever they wake). `main` gets how many were lent:
-    /// with none, it does all the work itself; else at least one will join. Returns
-    /// `main`'s result once every thread that joined has returned from `job`, also when
-    /// `main` panics.
+    /// (each at most once, joining whenever they wake; threads that exited idle are started
+    /// again first). `main` gets how many were lent: with none, it does all the work
+    /// itself; else at least one will join. Returns `main`'s result once every thread that
+    /// joined has returned from `job`, also when `main` panics.
     pub(super) fn lend<R>(
         &self,
         n: usize,
         job: &(dyn Fn() + Sync),
         main: impl FnOnce(usize) -> R,
     ) -> R {
-        let n = n.min(self.shared.lock().alive);
-        if n == 0 {
+        let n = n.min(self.max);
+        if n == 0 || self.top_up(n) == 0 {
             return main(0);
         }
         let job: *const (dyn Fn() + Sync + '_) = job;
@@ -148,13 +173,16 @@ impl Workers {
         // until every thread that joined has returned from it, so no call of `job` is
         // running or starts after `lend` ends, and `job` outlives `lend`.
         let job: *const (dyn Fn() + Sync + 'static) = unsafe { std::mem::transmute(job) };
-        let sleeping = {
+        // in one critical section with the count: a thread counted here has not exited, and
+        // from here on it joins this job rather than exit idle (`park_and_work`)
+        let (n, sleeping) = {
             let mut st = self.shared.lock();
+            let n = n.min(st.alive);
             st.generation += 1;
             st.job = Some(JobRef(job));
             st.wanted = n;
             self.shared.changes.fetch_add(1, Ordering::Release);
-            st.sleeping
+            (n, st.sleeping)
         };
         // the threads still spinning see `changes`; only sleeping ones need a wake
         for _ in 0..n.min(sleeping) {
@@ -179,21 +207,16 @@ impl Drop for TakeBack<'_> {
     }
 }
 
-/// Counts a thread out when it exits (also by a panic in a job).
-struct Exit<'a>(&'a Shared);
-
-impl Drop for Exit<'_> {
-    fn drop(&mut self) {
-        self.0.lock().alive -= 1;
-    }
-}
-
 /// Counts a thread out of the job when it returns from it (also by a panic).
 struct Leave<'a>(&'a Shared);
 
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
         let mut st = self.0.lock();
+        if std::thread::panicking() {
+            // the thread exits: a later `lend` must not count on it
+            st.alive -= 1;
+        }
         st.inside -= 1;
         if st.inside == 0 {
             self.0.left.notify_all();
@@ -201,11 +224,12 @@ impl Drop for Leave<'_> {
     }
 }
 
-fn park_and_work(shared: &Shared) {
+fn park_and_work(shared: &Shared, idle: Duration) {
     let mut seen = 0;
     let mut st = shared.lock();
     loop {
         if st.stop {
+            st.alive -= 1;
             return;
         }
         if let (Some(job), true) = (st.job, st.wanted > 0 && st.generation != seen) {
@@ -232,8 +256,20 @@ fn park_and_work(shared: &Shared) {
             continue;
         }
         st.sleeping += 1;
-        st = shared.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+        let (guard, waited) = shared
+            .wake
+            .wait_timeout(st, idle)
+            .unwrap_or_else(PoisonError::into_inner);
+        st = guard;
         st.sleeping -= 1;
+        let wanted = st.job.is_some() && st.wanted > 0 && st.generation != seen;
+        if waited.timed_out() && !wanted && !st.stop {
+            // idle: exit, counted out under the lock, so that a `lend` that counts this
+            // thread afterwards cannot happen (one that counted it before published its job
+            // in the same critical section, and then `wanted` holds here)
+            st.alive -= 1;
+            return;
+        }
     }
 }
 
@@ -242,7 +278,11 @@ impl Drop for Workers {
         self.shared.lock().stop = true;
         self.shared.changes.fetch_add(1, Ordering::Release);
         self.shared.wake.notify_all();
-        for handle in self.threads.drain(..) {
+        let threads = self
+            .threads
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for handle in threads.drain(..) {
             // a thread that panicked in a job has nothing left to clean up
             let _ = handle.join();
         }
@@ -311,6 +351,56 @@ mod tests {
         };
         workers.lend(2, &job, |_| {
             while calls.load(Ordering::SeqCst) < 2 {
+                std::thread::yield_now();
+            }
+        });
+    }
+
+    #[test]
+    fn idle_threads_exit_and_the_next_job_starts_them_again() {
+        let workers = Workers::spawn_with(3, Duration::from_millis(20));
+        assert_eq!(workers.count(), 3);
+        for _ in 0..3 {
+            // every thread exits once it has waited 20 ms for a job
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while workers.shared.lock().alive > 0 {
+                assert!(Instant::now() < deadline, "idle threads did not exit");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let calls = AtomicUsize::new(0);
+            let job = || {
+                calls.fetch_add(1, Ordering::SeqCst);
+            };
+            let lent = workers.lend(3, &job, |lent| {
+                while calls.load(Ordering::SeqCst) < lent {
+                    std::thread::yield_now();
+                }
+                lent
+            });
+            assert_eq!(lent, 3, "started again for the job");
+            assert_eq!(calls.load(Ordering::SeqCst), 3);
+        }
+    }
+
+    #[test]
+    fn a_thread_that_panics_in_a_job_is_not_lent_again() {
+        let workers = Workers::spawn(1);
+        let job = || panic!("a job's bug");
+        workers.lend(1, &job, |lent| {
+            assert_eq!(lent, 1);
+            // wait until the thread joined, panicked and left
+            while workers.shared.lock().alive > 0 {
+                std::thread::yield_now();
+            }
+        });
+        // the next job gets a new thread
+        let calls = AtomicUsize::new(0);
+        let job = || {
+            calls.fetch_add(1, Ordering::SeqCst);
+        };
+        workers.lend(1, &job, |lent| {
+            assert_eq!(lent, 1);
+            while calls.load(Ordering::SeqCst) < 1 {
                 std::thread::yield_now();
             }
         });
