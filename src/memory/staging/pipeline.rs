@@ -421,6 +421,8 @@ impl Pipe {
         if small(chunk) {
             st.ready.pop_front()
         } else {
+            #[cfg(test)]
+            tests::REFUSED.fetch_add(1, Ordering::Relaxed);
             None
         }
     }
@@ -827,6 +829,30 @@ mod tests {
                 let _ = self.wait(slot);
             }
         }
+    }
+
+    /// Chunks the calling thread looked at and left to a kept thread (`try_ready_if`).
+    pub(super) static REFUSED: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
+    /// With a kept thread slower than the copy engine, the calling thread waits for it
+    /// instead of looking at the ready queue again and again (before the fix: millions of
+    /// looks per copy, each taking the mutex the kept thread needs).
+    #[test]
+    fn the_calling_thread_waits_rather_than_polls_for_a_slow_thread() {
+        let bytes = 64 << 20;
+        let mut device = vec![5u8; bytes];
+        let mut host = vec![0u8; bytes];
+        let staging = staging_with(1);
+        let before = REFUSED.load(Ordering::Relaxed);
+        let mut dma = FakeDma::new(device.as_mut_ptr(), true);
+        // SAFETY: `host` has room for `bytes`; the staging is this test's.
+        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, 1, &mut dma) }.unwrap();
+        drop(dma);
+        assert!(host.iter().all(|&b| b == 5));
+        // other tests may run meanwhile and add their few; a poll loop adds millions
+        let refused = REFUSED.load(Ordering::Relaxed) - before;
+        assert!(refused < 100_000, "{refused} looks at the ready queue");
     }
 
     fn staging_with(threads: usize) -> Staging {
