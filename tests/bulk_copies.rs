@@ -447,6 +447,64 @@ fn a_staged_copy_to_the_device_is_complete_when_it_returns() {
     });
 }
 
+/// A staged download (its DMA queued on the legacy stream, asynchronously) sees what a
+/// scope and then a synchronous fill (recorded on the thread's sync stream, not waited for)
+/// wrote just before it, at sizes from one chunk to many.
+fn a_staged_download_sees_the_writes_queued_just_before_it() {
+    common::in_context(|ctx| {
+        let _all = Thresholds::all(0);
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        for n in [(1 << 20) / 4 + 3, (8 << 20) / 4, (64 << 20) / 4] {
+            let mut buf = DeviceBuffer::<u32>::zeroed(ctx, n)?;
+            let mut back = vec![0u32; n];
+            for round in 1..=5u32 {
+                stream.scope(|s| s.fill(&mut buf, 0xabab_abab))?;
+                buf.fill(round)?;
+                let got = buf.to_vec()?;
+                if let Some(i) = got.iter().position(|&v| v != round) {
+                    panic!("to_vec of {n}, round {round}: element {i} is {:#x}", got[i]);
+                }
+                buf.fill(round << 8)?;
+                buf.copy_to_host(&mut back)?;
+                if let Some(i) = back.iter().position(|&v| v != round << 8) {
+                    panic!(
+                        "copy_to_host of {n}, round {round}: element {i} is {:#x}",
+                        back[i]
+                    );
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+/// The threads a staging keeps exit after 2 s without a copy; the next staged copies start
+/// them again and move every byte.
+fn staged_copies_after_the_kept_threads_went_idle_are_exact() {
+    common::in_context(|ctx| {
+        let _all = Thresholds::all(0);
+        let n = (24 << 20) / 4 + 1;
+        let host = pattern(n, |i| i as u32 ^ 0x5a5a_0000);
+        for round in 0..3 {
+            let buf = DeviceBuffer::from_slice(ctx, &host)?;
+            assert_same(
+                &buf.to_vec()?,
+                &host,
+                &format!("to_vec after idle, round {round}"),
+            );
+            let mut back = vec![0u32; n];
+            buf.copy_to_host(&mut back)?;
+            assert_same(
+                &back,
+                &host,
+                &format!("copy_to_host after idle, round {round}"),
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2500));
+        }
+        Ok(())
+    });
+}
+
 /// Host memory the driver already knows (page-locked) is copied directly, not staged.
 fn page_locked_host_memory_is_not_staged() {
     common::in_context(|ctx| {
@@ -543,6 +601,14 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
             page_locked_host_memory_is_not_staged,
         ),
         gpu("empty_copies_stage_nothing", empty_copies_stage_nothing),
+        gpu(
+            "a_staged_download_sees_the_writes_queued_just_before_it",
+            a_staged_download_sees_the_writes_queued_just_before_it,
+        ),
+        gpu(
+            "staged_copies_after_the_kept_threads_went_idle_are_exact",
+            staged_copies_after_the_kept_threads_went_idle_are_exact,
+        ),
         gpu(
             "a_copy_on_a_thread_without_a_context_is_exact",
             a_copy_on_a_thread_without_a_context_is_exact,
