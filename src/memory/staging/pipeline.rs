@@ -34,8 +34,8 @@ fn lease(ctx: NonNull<CUctx_st>) -> Option<Lease> {
         // one core: no staging is made at all (it would be page-locked for nothing)
         return None;
     }
+    // `Staging::create` refuses a staging that could start no thread
     acquire(ctx.as_ptr() as usize, Staging::create)
-        .filter(|l| l.staging().is_some_and(|s| s.workers.count() > 0))
 }
 
 /// Copies `bytes` from the device at `src` into host memory at `dst` through a staging of
@@ -138,25 +138,16 @@ unsafe trait Dma {
     fn wait(&mut self, slot: usize) -> Result<()>;
 }
 
-/// The DMAs a copy keeps queued at most: one per slot (a smaller queue measured slower:
-/// the copy engine ran dry while the calling thread handed slots over).
-const IN_FLIGHT: usize = SLOTS;
-
 /// The DMA of a staged copy through the driver: `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on
-/// the current context's legacy stream between a slot (page-locked) and the device, an
-/// event recorded after each. The events, [`IN_FLIGHT`] used in turn, are made for this
-/// copy and destroyed at its end: the crate keeps no driver handle between copies.
-/// Waiting for a slot waits for the event last recorded after its DMA; should that event
-/// have been recorded again since, the wait is for a later point of the same stream, which
-/// the slot's DMA precedes: never too short.
+/// the current context's legacy stream between a slot (page-locked) and the device, and
+/// the slot's event recorded after it. The events are made for this copy (at a slot's
+/// first DMA) and destroyed at its end: the crate keeps no driver handle between copies.
+/// Every slot may have a DMA in flight (a smaller queue measured slower: the copy engine
+/// ran dry while the calling thread handed slots over).
 struct DriverDma {
     device: CUdeviceptr,
     to_host: bool,
-    events: [CUevent; IN_FLIGHT],
-    /// The DMAs queued so far (the next event is `events[queued % IN_FLIGHT]`).
-    queued: usize,
-    /// The event recorded after each slot's last DMA.
-    event_of: [usize; SLOTS],
+    events: [CUevent; SLOTS],
     /// DMAs queued and not waited for.
     pending: usize,
 }
@@ -166,9 +157,7 @@ impl DriverDma {
         DriverDma {
             device,
             to_host,
-            events: [std::ptr::null_mut(); IN_FLIGHT],
-            queued: 0,
-            event_of: [usize::MAX; SLOTS],
+            events: [std::ptr::null_mut(); SLOTS],
             pending: 0,
         }
     }
@@ -184,12 +173,9 @@ unsafe impl Dma for DriverDma {
         offset: usize,
         len: usize,
     ) -> Result<()> {
-        let k = self.queued % IN_FLIGHT;
-        if self.events[k].is_null() {
-            self.events[k] = driver::event_create(EVENT_DISABLE_TIMING)?;
+        if self.events[slot].is_null() {
+            self.events[slot] = driver::event_create(EVENT_DISABLE_TIMING)?;
         }
-        self.queued += 1;
-        self.event_of[slot] = k;
         let device = self.device + offset as u64;
         self.pending += 1;
         let null = std::ptr::null_mut();
@@ -207,13 +193,11 @@ unsafe impl Dma for DriverDma {
             unsafe { driver::memcpy_htod_async(device, host, len, null) }?;
         }
         // SAFETY: the event was made in the current context, whose legacy stream this is.
-        unsafe { driver::event_record(self.events[k], null) }
+        unsafe { driver::event_record(self.events[slot], null) }
     }
 
     fn wait(&mut self, slot: usize) -> Result<()> {
-        let Some(&event) = self.events.get(self.event_of[slot]) else {
-            return Ok(());
-        };
+        let event = self.events[slot];
         if event.is_null() {
             return Ok(());
         }
@@ -586,7 +570,7 @@ unsafe fn pipeline_to_host(
         let mut in_flight = VecDeque::with_capacity(SLOTS);
         let mut next = 0;
         loop {
-            while next < count && in_flight.len() < IN_FLIGHT {
+            while next < count {
                 let Some(slot) = pipe.try_free() else { break };
                 let (offset, len) = chunks.get(next);
                 // SAFETY: the slot is this thread's (taken from `free`) until it is put
@@ -663,10 +647,7 @@ unsafe fn pipeline_from_host(
         let mut in_flight = VecDeque::with_capacity(SLOTS);
         let mut sent = 0;
         while sent < count {
-            while in_flight.len() < IN_FLIGHT {
-                let Some((chunk, slot)) = pipe.try_ready() else {
-                    break;
-                };
+            while let Some((chunk, slot)) = pipe.try_ready() {
                 let (offset, len) = chunks.get(chunk);
                 // SAFETY: the slot is this thread's (taken from `ready`: filled, and no
                 // thread touches it until it is put back after `wait(slot)`); `offset + len

@@ -124,6 +124,11 @@ impl Workers {
 
     /// Starts threads until `n` are alive (fewer if the system refuses one); how many are.
     fn top_up(&self, n: usize) -> usize {
+        let alive = self.shared.lock().alive;
+        if alive >= n {
+            // the usual case on a copy's path: nothing to start, no handle to look at
+            return alive;
+        }
         let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
         // the handles of threads that exited (idle, or a panic in a job)
         threads.retain(|handle| !handle.is_finished());
