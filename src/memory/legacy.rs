@@ -196,10 +196,14 @@ unsafe fn bounced(
     src: *const c_void,
     bytes: usize,
 ) -> Result<()> {
-    // SAFETY: the slot's event is alive while its sync stream is busy (this operation).
-    if let Err(e) = unsafe { driver::event_synchronize(slot.event) } {
-        sync.abandon();
-        return Err(e);
+    // A slot not in flight had its copy completed: the book saw its sync stream
+    // synchronized, or a later record of it complete, since.
+    if slot.in_flight {
+        // SAFETY: the slot's event is alive while its sync stream is busy (this operation).
+        if let Err(e) = unsafe { driver::event_synchronize(slot.event) } {
+            sync.abandon();
+            return Err(e);
+        }
     }
     // SAFETY: `src` is valid for `bytes` of reads (the caller's promise); the slot holds
     // `BOUNCE_SLOT >= bytes` bytes, lent to this operation alone, and no copy out of it is

@@ -23,6 +23,12 @@ pub(super) struct Bounce<E> {
     pub(super) events: [E; BOUNCE_SLOTS],
     /// The slot the next small upload takes.
     pub(super) next: usize,
+    /// The slots whose event was recorded and is not known complete (bit `k`: slot `k`):
+    /// a slot outside it needs no wait before it is rewritten.
+    pub(super) in_flight: u8,
+    /// Whether the memory is page-locked (`cuMemHostRegister` in the sync stream's
+    /// context), to be unregistered before it is freed.
+    pub(super) registered: bool,
 }
 
 /// Whether a sync stream has its bounce ring.
@@ -63,6 +69,17 @@ pub(super) struct Entry<E> {
     /// Its context ended while the sync stream was busy: the sync stream's own operation
     /// ends it.
     pub(super) doomed: bool,
+}
+
+impl<E> Entry<E> {
+    /// Every record of the sync stream is known complete (it was synchronized, or its
+    /// latest record was found done): no access is pending and no slot's copy is queued.
+    pub(super) fn settled(&mut self) {
+        self.pending.clear();
+        if let Ring::Made(b) = &mut self.ring {
+            b.in_flight = 0;
+        }
+    }
 }
 
 /// The sync streams of every thread and context, generic over the handles so the
@@ -148,6 +165,9 @@ impl<E: Copy> Book<E> {
             _ => e.own,
         };
         record(event, e.stream)?;
+        if let (Some(k), Ring::Made(b)) = (slot, &mut e.ring) {
+            b.in_flight |= 1 << k;
+        }
         self.last += 1;
         e.event = event;
         e.last = self.last;
@@ -181,14 +201,16 @@ impl<E: Copy> Book<E> {
     }
 
     /// Takes the next slot of sync stream `i`'s bounce ring: the slot's index, base address
-    /// and event; `None` where it has no ring.
-    pub(super) fn take_slot(&mut self, i: usize) -> Option<(usize, usize, E)> {
+    /// and event, and whether a copy out of it may still be queued (its event was recorded
+    /// and is not known complete); `None` where it has no ring.
+    pub(super) fn take_slot(&mut self, i: usize) -> Option<(usize, usize, E, bool)> {
         let Ring::Made(b) = &mut self.entries[i].ring else {
             return None;
         };
         let k = b.next;
         b.next = (k + 1) % BOUNCE_SLOTS;
-        Some((k, b.host + k * BOUNCE_SLOT, b.events[k]))
+        let in_flight = b.in_flight & (1 << k) != 0;
+        Some((k, b.host + k * BOUNCE_SLOT, b.events[k], in_flight))
     }
 
     /// Orders work that touches `reader` after every pending access of another sync stream
@@ -207,7 +229,7 @@ impl<E: Copy> Book<E> {
                 continue;
             }
             if done(e.event)? {
-                e.pending.clear();
+                e.settled();
             } else {
                 wait(e.event)?;
             }
@@ -440,6 +462,8 @@ mod tests {
         let mut book = sync_streams(2);
         let ring = || {
             Ok(Bounce {
+                registered: false,
+                in_flight: 0,
                 host: 1 << 20,
                 events: [100, 101, 102, 103],
                 next: 0,
@@ -457,13 +481,13 @@ mod tests {
         assert_eq!(
             taken,
             [
-                (0, base, 100),
-                (1, base + BOUNCE_SLOT, 101),
-                (2, base + 2 * BOUNCE_SLOT, 102),
-                (3, base + 3 * BOUNCE_SLOT, 103),
-                (0, base, 100),
+                (0, base, 100, false),
+                (1, base + BOUNCE_SLOT, 101, false),
+                (2, base + 2 * BOUNCE_SLOT, 102, false),
+                (3, base + 3 * BOUNCE_SLOT, 103, false),
+                (0, base, 100, false),
             ],
-            "the slots in turn, each with its own memory and event"
+            "the slots in turn, each with its own memory and event, none recorded yet"
         );
         let dst = [span(0x1000, 4, true)];
         let mut on = Vec::new();
@@ -473,6 +497,19 @@ mod tests {
         })
         .unwrap();
         assert_eq!(on, [(102, 10)], "the slot's event, on the sync stream");
+        let in_flight = |book: &mut Book<u32>| {
+            let Ring::Made(b) = &book.entries[0].ring else {
+                unreachable!()
+            };
+            b.in_flight
+        };
+        assert_eq!(in_flight(&mut book), 0b100, "slot 2's copy may be queued");
+        book.take_slot(0);
+        assert_eq!(
+            book.take_slot(0).map(|t| t.3),
+            Some(true),
+            "slot 2 is lent again with a wait for its copy"
+        );
         let all = Touched::Anything;
         assert_eq!(
             waited(&mut book, all, None),
@@ -490,6 +527,10 @@ mod tests {
             [11],
             "which then covers the slot's"
         );
+        assert_eq!(in_flight(&mut book), 0b100, "not known complete yet");
+        book.entries[0].settled();
+        assert_eq!(in_flight(&mut book), 0, "every record complete: no slot waits");
+        assert!(book.entries[0].pending.is_empty());
         let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
         assert!(book.record(0, Some(1), all, fail).is_err());
         assert_eq!(

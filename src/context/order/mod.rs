@@ -176,8 +176,9 @@ fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
     }
 }
 
-/// Makes a bounce ring in the current context ([`Bounce`]): host memory ([`RING_LAYOUT`])
-/// and one event per slot; nothing kept where any part fails.
+/// Makes a bounce ring in the current context ([`Bounce`]): host memory ([`RING_LAYOUT`]),
+/// page-locked where the driver agrees, and one event per slot; nothing kept where any
+/// part fails.
 fn make_bounce() -> Result<Bounce<usize>> {
     // SAFETY: the layout has a non-zero size.
     let host = unsafe { std::alloc::alloc(RING_LAYOUT) };
@@ -188,6 +189,11 @@ fn make_bounce() -> Result<Bounce<usize>> {
             "no host memory for the sync stream's bounce ring",
         ));
     }
+    // SAFETY: the crate's own memory, `RING_LAYOUT.size()` long, which stays allocated
+    // until `free_rings` unregisters it (and is leaked where that fails). A refusal
+    // leaves it pageable, which the driver copies from as well (staging it itself).
+    let registered =
+        unsafe { driver::mem_host_register(host.cast(), RING_LAYOUT.size(), 0) }.is_ok();
     let mut events = [0usize; BOUNCE_SLOTS];
     for k in 0..BOUNCE_SLOTS {
         match driver::event_create(DISABLE_TIMING) {
@@ -197,8 +203,7 @@ fn make_bounce() -> Result<Bounce<usize>> {
                     // SAFETY: just made, never recorded.
                     let _ = unsafe { driver::event_destroy(made as CUevent) };
                 }
-                // SAFETY: just allocated with this layout, never used.
-                unsafe { std::alloc::dealloc(host, RING_LAYOUT) };
+                free_rings([(host as usize, registered)]);
                 return Err(e);
             }
         }
@@ -207,16 +212,21 @@ fn make_bounce() -> Result<Bounce<usize>> {
         host: host as usize,
         events,
         next: 0,
+        in_flight: 0,
+        registered,
     })
 }
 
-/// The bounce ring's memory: plain host memory of the crate's own (`std::alloc`), not
-/// page-locked. Making or freeing page-locked memory may wait for the whole device
-/// (`cuMemFreeHost` waited 336.7 ms for another stream's work on an H100:
-/// `docs/c/facts/host_alloc_while_busy.out`), and the driver frees it with its context;
-/// the crate's own memory costs neither, and stays valid until the crate frees it. The
-/// driver copies from it as from any pageable memory (staging it, perhaps waiting for the
-/// sync stream first): the copy is correct whenever the driver reads the slot, since a
+/// The bounce ring's memory: host memory of the crate's own (`std::alloc`), page-locked
+/// with `cuMemHostRegister` (about 0.5 ms for the ring, once per sync stream; its
+/// `cuMemHostUnregister` at the sync stream's end took 0.1 ms and did not wait for other
+/// streams' work). Not `cuMemHostAlloc`: freeing that memory (`cuMemFreeHost`) waited
+/// 336.7 ms for another stream's work on an H100, so every teardown would wait for the
+/// whole device (`docs/c/facts/host_alloc_while_busy.out` measures all four calls). From
+/// page-locked memory the copy is truly asynchronous (the driver reads the slot by DMA
+/// after the call returns); where registration is refused the driver copies from the
+/// slot as from any pageable memory (staging it, perhaps waiting for the sync stream
+/// first). Either way the copy is correct whenever the driver reads the slot, since a
 /// slot is rewritten only after the event recorded behind its copy completes.
 const RING_LAYOUT: std::alloc::Layout =
     match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
@@ -226,10 +236,11 @@ const RING_LAYOUT: std::alloc::Layout =
 
 /// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
 /// its events and stream destroyed. Its context is alive and current. Returns its bounce
-/// ring's memory, which the caller frees with [`free_rings`] once the book's lock is
-/// released (every thread's synchronous operations take that lock).
+/// ring's memory and whether it is page-locked, which the caller frees with
+/// [`free_rings`] once the book's lock is released (every thread's synchronous operations
+/// take that lock), with the context still current.
 #[must_use]
-fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
+fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<(usize, bool)> {
     let e = book.entries.swap_remove(i);
     // A failure here is the context's sticky error, which its own teardown reports. SAFETY:
     // the sync stream's handles were made in its context, which is alive; out of the book,
@@ -246,14 +257,24 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
         // SAFETY: as above; every copy out of the ring ran on the stream, now idle.
         let _ = unsafe { driver::event_destroy(event as CUevent) };
     }
-    Some(b.host)
+    Some((b.host, b.registered))
 }
 
-/// Frees the bounce rings [`end_sync_stream`] returned, with the book's lock released: no
-/// copy out of them is pending (their streams were idle) and no slot is lent (their sync
-/// streams were not busy, or their own operation ended them).
-fn free_rings(rings: impl IntoIterator<Item = usize>) {
-    for host in rings {
+/// Frees the bounce rings [`end_sync_stream`] (or a failed [`make_bounce`]) returned, with
+/// the book's lock released and their context current: no copy out of them is pending
+/// (their streams were idle, or none was queued) and no slot is lent (their sync streams
+/// were not busy, or their own operation ended them). A page-locked ring is unregistered
+/// first; where the driver refuses, it is leaked rather than handed back to the allocator
+/// while still registered.
+fn free_rings(rings: impl IntoIterator<Item = (usize, bool)>) {
+    for (host, registered) in rings {
+        // SAFETY: the range was registered in the current context by `make_bounce`, and
+        // no queued copy uses it (above).
+        if registered
+            && unsafe { driver::mem_host_unregister(host as *mut std::ffi::c_void) }.is_err()
+        {
+            continue;
+        }
         // SAFETY: as above; the memory came from `std::alloc::alloc(RING_LAYOUT)`
         // (`make_bounce`) and is freed once.
         unsafe { std::alloc::dealloc(host as *mut u8, RING_LAYOUT) };
@@ -282,14 +303,18 @@ pub(crate) struct Slot {
     pub(crate) host: *mut u8,
     /// Recorded after the last copy out of the slot: complete once the slot is free.
     pub(crate) event: CUevent,
+    /// Whether that copy may still be queued: else the slot is free without a wait (its
+    /// sync stream was synchronized, or a later record of it was found complete, since).
+    pub(crate) in_flight: bool,
 }
 
 impl Slot {
-    fn new((index, host, event): (usize, usize, usize)) -> Slot {
+    fn new((index, host, event, in_flight): (usize, usize, usize, bool)) -> Slot {
         Slot {
             index,
             host: host as *mut u8,
             event: event as CUevent,
+            in_flight,
         }
     }
 }
@@ -409,7 +434,7 @@ impl SyncStream {
         };
         book.entries[i].busy = false;
         if synced {
-            book.entries[i].pending.clear();
+            book.entries[i].settled();
         }
         let mut result = Ok(());
         if let Some(touched) = record {
@@ -423,7 +448,7 @@ impl SyncStream {
                 // SAFETY: as above.
                 result = unsafe { driver::stream_wait_idle(self.stream) };
                 if result.is_ok() {
-                    book.entries[i].pending.clear();
+                    book.entries[i].settled();
                 }
             }
         }
@@ -547,7 +572,7 @@ pub(crate) fn wait_on_host() -> Result<()> {
     });
     if waited.is_ok() {
         // every sync stream's latest record is complete now
-        book.entries.iter_mut().for_each(|e| e.pending.clear());
+        book.entries.iter_mut().for_each(|e| e.settled());
     }
     publish(&book);
     waited
