@@ -529,7 +529,11 @@ mod tests {
         );
         assert_eq!(in_flight(&mut book), 0b100, "not known complete yet");
         book.entries[0].settled();
-        assert_eq!(in_flight(&mut book), 0, "every record complete: no slot waits");
+        assert_eq!(
+            in_flight(&mut book),
+            0,
+            "every record complete: no slot waits"
+        );
         assert!(book.entries[0].pending.is_empty());
         let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
         assert!(book.record(0, Some(1), all, fail).is_err());

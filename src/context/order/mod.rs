@@ -64,6 +64,7 @@
 //! pointer (and a length) wide (the size facts of the crate root), so a buffer cannot carry
 //! its last write; an operation compares its spans with the pending accesses instead.
 
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -268,12 +269,13 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<(usize, bool)> {
 /// while still registered.
 fn free_rings(rings: impl IntoIterator<Item = (usize, bool)>) {
     for (host, registered) in rings {
-        // SAFETY: the range was registered in the current context by `make_bounce`, and
-        // no queued copy uses it (above).
-        if registered
-            && unsafe { driver::mem_host_unregister(host as *mut std::ffi::c_void) }.is_err()
-        {
-            continue;
+        if registered {
+            // SAFETY: the range was registered in the current context by `make_bounce`,
+            // and no queued copy uses it (above).
+            let unregistered = unsafe { driver::mem_host_unregister(host as *mut c_void) };
+            if unregistered.is_err() {
+                continue;
+            }
         }
         // SAFETY: as above; the memory came from `std::alloc::alloc(RING_LAYOUT)`
         // (`make_bounce`) and is freed once.
