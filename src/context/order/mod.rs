@@ -609,6 +609,13 @@ pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
     unsafe { end_sync_streams_since(raw, mark) }
 }
 
+/// Whether a scope of the crate that has not torn down yet holds `ctx`, as a sync stream
+/// of it proves ([`Book::holds`]): that scope's teardown then runs the end hooks for `ctx`
+/// (the stagings' among them). `false` inside a host function.
+pub(crate) fn is_held(ctx: CUcontext) -> bool {
+    book().is_ok_and(|book| book.holds(ctx as usize))
+}
+
 /// [`on_context_end`] past its fast path, out of line.
 ///
 /// # Safety
