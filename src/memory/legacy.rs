@@ -225,11 +225,14 @@ unsafe fn bounced(
     }
     // SAFETY: `src` is valid for `bytes` of reads (the caller's promise); the slot holds
     // `BOUNCE_SLOT >= bytes` bytes, lent to this operation alone, and no copy out of it is
-    // pending (its event completed above); host memory of the crate's, apart from `src`.
+    // pending (its event completed above, or the book knew every record of the sync
+    // stream complete; a copy whose record failed left the sync stream idle or the ring
+    // given up, `SyncStream::finish_in_place`); host memory of the crate's, apart from `src`.
     unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), slot.host, bytes) };
     // SAFETY: `dst` as the caller promises; the slot stays allocated and unwritten until
     // the slot's event, recorded after this copy by `end`, completes (the ring is freed
-    // only after its sync stream is idle; a slot is rewritten only after the wait above).
+    // only after its sync stream is idle; a slot is rewritten only after that event is
+    // waited for or known complete, as above).
     let queued = unsafe { driver::memcpy_htod_async(dst, slot.host.cast(), bytes, sync.stream()) };
     if let Err(e) = queued {
         sync.abandon();

@@ -9,6 +9,8 @@ use crate::error::Result;
 pub(crate) const BOUNCE_SLOT: usize = 256 << 10;
 /// The slots of a bounce ring: up to this many small uploads of one thread in flight.
 pub(super) const BOUNCE_SLOTS: usize = 4;
+// `Bounce::in_flight` has a bit per slot.
+const _: () = assert!(BOUNCE_SLOTS <= u8::BITS as usize);
 
 /// A sync stream's bounce ring: host memory of the crate's own, [`BOUNCE_SLOTS`] slots of
 /// [`BOUNCE_SLOT`] bytes, made at the thread's first small upload in the context. A small
@@ -73,7 +75,10 @@ pub(super) struct Entry<E> {
 
 impl<E> Entry<E> {
     /// Every record of the sync stream is known complete (it was synchronized, or its
-    /// latest record was found done): no access is pending and no slot's copy is queued.
+    /// latest record was found done): no access is pending and no recorded slot's copy is
+    /// queued. (An operation in progress may have queued a copy out of its slot, not yet
+    /// recorded: its own record sets that slot's bit afterwards, and the slot is lent to
+    /// it alone until then.)
     pub(super) fn settled(&mut self) {
         self.pending.clear();
         if let Ring::Made(b) = &mut self.ring {
@@ -168,6 +173,14 @@ impl<E: Copy> Book<E> {
         if let (Some(k), Ring::Made(b)) = (slot, &mut e.ring) {
             b.in_flight |= 1 << k;
         }
+        // a slot's bit is cleared only by `Entry::settled`, which other threads call only
+        // for entries with pending accesses (`wait_conflicting`) or after waiting for them
+        // all: a bounced upload always names the bytes it writes
+        debug_assert!(
+            slot.is_none()
+                || !matches!(touched, Touched::Spans(s) if s.iter().all(|s| s.bytes == 0)),
+            "a bounced upload names what it writes"
+        );
         self.last += 1;
         e.event = event;
         e.last = self.last;
@@ -198,6 +211,13 @@ impl<E: Copy> Book<E> {
             Ok(b) => Ring::Made(b),
             Err(_) => Ring::Failed,
         };
+    }
+
+    /// Gives up sync stream `i`'s bounce ring for good, leaking its memory and events: a
+    /// copy out of a slot may be queued with no record behind it (the record failed, and
+    /// the sync stream could not be waited for). Small uploads then wait on the host.
+    pub(super) fn give_up_ring(&mut self, i: usize) {
+        self.entries[i].ring = Ring::Failed;
     }
 
     /// Takes the next slot of sync stream `i`'s bounce ring: the slot's index, base address
@@ -542,6 +562,137 @@ mod tests {
             (11, 2),
             "a failed record changes nothing"
         );
+    }
+
+    /// The in-flight bits of sync stream `i`'s ring.
+    fn bits(book: &Book<u32>, i: usize) -> u8 {
+        let Ring::Made(b) = &book.entries[i].ring else {
+            unreachable!("no ring")
+        };
+        b.in_flight
+    }
+
+    /// A slot's bit (a copy out of it may still be queued) is cleared only once every
+    /// record of its sync stream is known complete: not by another slot's record, a fill's
+    /// record, a failed record, lending the slot again, a wait on the GPU, a failed query,
+    /// a reader that learnt nothing of the sync stream, or another sync stream found
+    /// complete. Any of those would let `bounced` rewrite a slot that a DMA may still read.
+    #[test]
+    fn a_slot_stays_in_flight_until_its_sync_stream_is_known_complete() {
+        let mut book = sync_streams(2);
+        for (i, base) in [(0, 100), (1, 200)] {
+            book.install_ring(
+                i,
+                Ok(Bounce {
+                    registered: false,
+                    in_flight: 0,
+                    host: 1 << 20,
+                    events: [base, base + 1, base + 2, base + 3],
+                    next: 0,
+                }),
+            );
+        }
+        let ok = |_, _| Ok(());
+        let a = [span(0x1000, 4, true)];
+        let b = [span(0x2000, 4, true)];
+        let still = |book: &Book<u32>| bits(book, 0) & 0b11 == 0b11;
+        // two bounced uploads of sync stream 0 (slots 0 and 1), one of sync stream 1
+        book.take_slot(0);
+        book.record(0, Some(0), Touched::Spans(&a), ok).unwrap();
+        book.take_slot(0);
+        book.record(0, Some(1), Touched::Spans(&a), ok).unwrap();
+        book.take_slot(1);
+        book.record(1, Some(0), Touched::Spans(&b), ok).unwrap();
+        assert_eq!(bits(&book, 0), 0b11, "each record adds its slot's bit");
+        assert_eq!(bits(&book, 1), 0b01);
+        book.record(0, None, Touched::Spans(&a), ok).unwrap(); // a fill
+        assert!(
+            still(&book),
+            "a fill's record covers the copies, not known complete"
+        );
+        let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
+        book.take_slot(0); // slot 2
+        assert!(book.record(0, Some(2), Touched::Spans(&a), fail).is_err());
+        assert!(still(&book), "a failed record clears nothing");
+        book.take_slot(0); // slot 3
+        assert_eq!(
+            book.take_slot(0).map(|t| t.3),
+            Some(true),
+            "slot 0 lent again"
+        );
+        assert!(still(&book), "lending a slot does not clear its bit");
+        assert_eq!(
+            book.take_slot(0).map(|t| t.3),
+            Some(true),
+            "slot 1 lent again"
+        );
+        // readers that learn nothing of sync stream 0's completion
+        let not_done = |_| Ok(false);
+        let other = [span(0x9000, 4, true)];
+        book.wait_conflicting(Touched::Spans(&other), None, not_done, |_| Ok(()))
+            .unwrap();
+        book.wait_conflicting(Touched::Spans(&a), Some(0), not_done, |_| Ok(()))
+            .unwrap();
+        book.wait_conflicting(Touched::Spans(&a), None, not_done, |_| Ok(()))
+            .unwrap();
+        assert!(still(&book), "waited for on the GPU: not known complete");
+        let failed = |_| Err(Error::new("cuEventQuery", ErrorCode::IllegalAddress));
+        let r = book.wait_conflicting(Touched::Spans(&a), None, failed, |_| Ok(()));
+        assert!(r.is_err());
+        assert!(still(&book), "a failed query knows nothing");
+        // sync stream 1 found complete: its bits alone
+        let only_1 = |e| Ok(e == 200);
+        book.wait_conflicting(Touched::Anything, None, only_1, |_| Ok(()))
+            .unwrap();
+        assert_eq!(bits(&book, 1), 0);
+        assert!(
+            still(&book),
+            "another sync stream's completion says nothing of this one"
+        );
+        // found complete: the latest record (the fill's, its own event) covers both copies
+        let mut asked = Vec::new();
+        let done = |e| {
+            asked.push(e);
+            Ok(true)
+        };
+        book.wait_conflicting(Touched::Spans(&a), None, done, |_| Ok(()))
+            .unwrap();
+        assert_eq!(
+            asked,
+            [11],
+            "asked about the latest record, queued after every copy"
+        );
+        assert_eq!(bits(&book, 0), 0, "every slot free");
+        assert_eq!(
+            book.take_slot(0).map(|t| t.3),
+            Some(false),
+            "slot 2: no wait"
+        );
+        book.record(0, Some(2), Touched::Spans(&a), ok).unwrap();
+        assert_eq!(bits(&book, 0), 0b100, "a later record sets its own bit");
+    }
+
+    #[test]
+    fn a_given_up_ring_lends_no_slot_again() {
+        let mut book = sync_streams(1);
+        book.install_ring(
+            0,
+            Ok(Bounce {
+                registered: true,
+                in_flight: 0,
+                host: 1 << 20,
+                events: [100, 101, 102, 103],
+                next: 0,
+            }),
+        );
+        assert!(book.take_slot(0).is_some());
+        book.give_up_ring(0);
+        assert_eq!(
+            book.take_slot(0),
+            None,
+            "no slot after the ring is given up"
+        );
+        assert!(!book.needs_ring(0), "and no new ring is made");
     }
 
     #[test]

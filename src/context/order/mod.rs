@@ -228,7 +228,9 @@ fn make_bounce() -> Result<Bounce<usize>> {
 /// after the call returns); where registration is refused the driver copies from the
 /// slot as from any pageable memory (staging it, perhaps waiting for the sync stream
 /// first). Either way the copy is correct whenever the driver reads the slot, since a
-/// slot is rewritten only after the event recorded behind its copy completes.
+/// slot is rewritten only after the event recorded behind its copy is waited for or known
+/// complete (`Bounce::in_flight`); where that record failed and the sync stream could not
+/// be waited for either, the ring is given up (`Book::give_up_ring`).
 const RING_LAYOUT: std::alloc::Layout =
     match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
         Ok(layout) => layout,
@@ -451,6 +453,10 @@ impl SyncStream {
                 result = unsafe { driver::stream_wait_idle(self.stream) };
                 if result.is_ok() {
                     book.entries[i].settled();
+                } else if recorded.is_err() && slot.is_some() {
+                    // a copy out of the slot may be queued with no event behind it: the
+                    // slot must never be rewritten
+                    book.give_up_ring(i);
                 }
             }
         }
