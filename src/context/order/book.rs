@@ -28,9 +28,6 @@ pub(super) struct Bounce<E> {
     /// The slots whose event was recorded and is not known complete (bit `k`: slot `k`):
     /// a slot outside it needs no wait before it is rewritten.
     pub(super) in_flight: u8,
-    /// Whether the memory is page-locked (`cuMemHostRegister` in the sync stream's
-    /// context), to be unregistered before it is freed.
-    pub(super) registered: bool,
 }
 
 /// Whether a sync stream has its bounce ring.
@@ -482,7 +479,6 @@ mod tests {
         let mut book = sync_streams(2);
         let ring = || {
             Ok(Bounce {
-                registered: false,
                 in_flight: 0,
                 host: 1 << 20,
                 events: [100, 101, 102, 103],
@@ -584,7 +580,6 @@ mod tests {
             book.install_ring(
                 i,
                 Ok(Bounce {
-                    registered: false,
                     in_flight: 0,
                     host: 1 << 20,
                     events: [base, base + 1, base + 2, base + 3],
@@ -678,7 +673,6 @@ mod tests {
         book.install_ring(
             0,
             Ok(Bounce {
-                registered: true,
                 in_flight: 0,
                 host: 1 << 20,
                 events: [100, 101, 102, 103],

@@ -64,7 +64,6 @@
 //! pointer (and a length) wide (the size facts of the crate root), so a buffer cannot carry
 //! its last write; an operation compares its spans with the pending accesses instead.
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -177,9 +176,8 @@ fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
     }
 }
 
-/// Makes a bounce ring in the current context ([`Bounce`]): host memory ([`RING_LAYOUT`]),
-/// page-locked where the driver agrees, and one event per slot; nothing kept where any
-/// part fails.
+/// Makes a bounce ring in the current context ([`Bounce`]): host memory ([`RING_LAYOUT`])
+/// and one event per slot; nothing kept where any part fails.
 fn make_bounce() -> Result<Bounce<usize>> {
     // SAFETY: the layout has a non-zero size.
     let host = unsafe { std::alloc::alloc(RING_LAYOUT) };
@@ -190,11 +188,6 @@ fn make_bounce() -> Result<Bounce<usize>> {
             "no host memory for the sync stream's bounce ring",
         ));
     }
-    // SAFETY: the crate's own memory, `RING_LAYOUT.size()` long, which stays allocated
-    // until `free_rings` unregisters it (and is leaked where that fails). A refusal
-    // leaves it pageable, which the driver copies from as well (staging it itself).
-    let registered =
-        unsafe { driver::mem_host_register(host.cast(), RING_LAYOUT.size(), 0) }.is_ok();
     let mut events = [0usize; BOUNCE_SLOTS];
     for k in 0..BOUNCE_SLOTS {
         match driver::event_create(DISABLE_TIMING) {
@@ -204,7 +197,7 @@ fn make_bounce() -> Result<Bounce<usize>> {
                     // SAFETY: just made, never recorded.
                     let _ = unsafe { driver::event_destroy(made as CUevent) };
                 }
-                free_rings([(host as usize, registered)]);
+                free_rings([host as usize]);
                 return Err(e);
             }
         }
@@ -214,23 +207,22 @@ fn make_bounce() -> Result<Bounce<usize>> {
         events,
         next: 0,
         in_flight: 0,
-        registered,
     })
 }
 
-/// The bounce ring's memory: host memory of the crate's own (`std::alloc`), page-locked
-/// with `cuMemHostRegister` (about 0.5 ms for the ring, once per sync stream; its
-/// `cuMemHostUnregister` at the sync stream's end took 0.1 ms and did not wait for other
-/// streams' work). Not `cuMemHostAlloc`: freeing that memory (`cuMemFreeHost`) waited
-/// 336.7 ms for another stream's work on an H100, so every teardown would wait for the
-/// whole device (`docs/c/facts/host_alloc_while_busy.out` measures all four calls). From
-/// page-locked memory the copy is truly asynchronous (the driver reads the slot by DMA
-/// after the call returns); where registration is refused the driver copies from the
-/// slot as from any pageable memory (staging it, perhaps waiting for the sync stream
-/// first). Either way the copy is correct whenever the driver reads the slot, since a
-/// slot is rewritten only after the event recorded behind its copy is waited for or known
-/// complete (`Bounce::in_flight`); where that record failed and the sync stream could not
-/// be waited for either, the ring is given up (`Book::give_up_ring`).
+/// The bounce ring's memory: plain host memory of the crate's own (`std::alloc`), not
+/// page-locked. Making page-locked memory is cheap, but freeing it waits for the device's
+/// queued work: `cuMemFreeHost` waited 336.7 ms and `cuMemHostUnregister` of registered
+/// memory 238.6 ms for another stream's work on one machine
+/// (`docs/c/facts/host_alloc_while_busy.out`), so every sync stream's end, at every
+/// scope's teardown, would wait for the whole device. (A page-locked ring was built and
+/// measured: the buffers style's round 1.03-1.10 of cudarc's instead of 0.88-0.90, since
+/// the driver then stages nothing itself; BENCHMARKS.md, "Issue 28, fourth step".) The
+/// driver copies from the ring as from any pageable memory (staging it, perhaps waiting
+/// for the sync stream first): the copy is correct whenever the driver reads the slot,
+/// since a slot is rewritten only after the event recorded behind its copy is waited for
+/// or known complete (`Bounce::in_flight`); where that record failed and the sync stream
+/// could not be waited for either, the ring is given up (`Book::give_up_ring`).
 const RING_LAYOUT: std::alloc::Layout =
     match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
         Ok(layout) => layout,
@@ -239,11 +231,10 @@ const RING_LAYOUT: std::alloc::Layout =
 
 /// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
 /// its events and stream destroyed. Its context is alive and current. Returns its bounce
-/// ring's memory and whether it is page-locked, which the caller frees with
-/// [`free_rings`] once the book's lock is released (every thread's synchronous operations
-/// take that lock), with the context still current.
+/// ring's memory, which the caller frees with [`free_rings`] once the book's lock is
+/// released (every thread's synchronous operations take that lock).
 #[must_use]
-fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<(usize, bool)> {
+fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
     let e = book.entries.swap_remove(i);
     // A failure here is the context's sticky error, which its own teardown reports. SAFETY:
     // the sync stream's handles were made in its context, which is alive; out of the book,
@@ -260,25 +251,15 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<(usize, bool)> {
         // SAFETY: as above; every copy out of the ring ran on the stream, now idle.
         let _ = unsafe { driver::event_destroy(event as CUevent) };
     }
-    Some((b.host, b.registered))
+    Some(b.host)
 }
 
 /// Frees the bounce rings [`end_sync_stream`] (or a failed [`make_bounce`]) returned, with
-/// the book's lock released and their context current: no copy out of them is pending
-/// (their streams were idle, or none was queued) and no slot is lent (their sync streams
-/// were not busy, or their own operation ended them). A page-locked ring is unregistered
-/// first; where the driver refuses, it is leaked rather than handed back to the allocator
-/// while still registered.
-fn free_rings(rings: impl IntoIterator<Item = (usize, bool)>) {
-    for (host, registered) in rings {
-        if registered {
-            // SAFETY: the range was registered in the current context by `make_bounce`,
-            // and no queued copy uses it (above).
-            let unregistered = unsafe { driver::mem_host_unregister(host as *mut c_void) };
-            if unregistered.is_err() {
-                continue;
-            }
-        }
+/// the book's lock released: no copy out of them is pending (their streams were idle, or
+/// none was queued) and no slot is lent (their sync streams were not busy, or their own
+/// operation ended them).
+fn free_rings(rings: impl IntoIterator<Item = usize>) {
+    for host in rings {
         // SAFETY: as above; the memory came from `std::alloc::alloc(RING_LAYOUT)`
         // (`make_bounce`) and is freed once.
         unsafe { std::alloc::dealloc(host as *mut u8, RING_LAYOUT) };
