@@ -550,51 +550,6 @@ fn a_copy_on_a_thread_without_a_context_is_exact() {
     });
 }
 
-/// A copy of pool memory made while another library's context is current (here the primary
-/// context, retained and pushed with raw calls, as cudarc's `bind_to_thread` does) stages
-/// nothing: the crate does not hold that context, so no teardown of it would free a
-/// staging, whose page-locked memory would outlive the context. The copies are exact,
-/// through the driver's path.
-fn a_copy_while_another_librarys_context_is_current_keeps_no_staging() {
-    let device = gpu_or_skip!();
-    let driver = common::driver();
-    with_context(&device, ContextFlags::default(), |ctx| {
-        let host = pattern(8 << 20, |x| x as u32);
-        let mut buf = DeviceBuffer::from_slice(ctx, &host)?;
-        let back = pattern(8 << 20, |x| (x >> 3) as u32);
-        let before = staging::live_bytes();
-        let mut primary = std::ptr::null_mut();
-        // SAFETY (of the test): retains and pushes the primary context, undone below.
-        unsafe {
-            assert_eq!(
-                (driver.cuDevicePrimaryCtxRetain)(&mut primary, device.as_raw()),
-                0
-            );
-            assert_eq!((driver.cuCtxPushCurrent_v2)(primary), 0);
-        }
-        // pool memory: both copies run in the current context, the library's
-        let got = buf.to_vec();
-        let put = buf.copy_from_host(&back);
-        let staged = staging::live_bytes();
-        let mut popped = std::ptr::null_mut();
-        // SAFETY: undoes the push and the retain (the primary context is destroyed:
-        // nobody else holds it).
-        unsafe {
-            assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
-            assert_eq!((driver.cuDevicePrimaryCtxRelease_v2)(device.as_raw()), 0);
-        }
-        assert_same(&got?, &host, "to_vec in a foreign context");
-        put?;
-        assert_same(&buf.to_vec()?, &back, "copy_from_host in a foreign context");
-        assert_eq!(
-            staged, before,
-            "no staging for a context the crate does not hold"
-        );
-        Ok::<_, Error>(())
-    })
-    .unwrap();
-}
-
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
@@ -640,10 +595,6 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         gpu(
             "a_staged_copy_to_the_device_is_complete_when_it_returns",
             a_staged_copy_to_the_device_is_complete_when_it_returns,
-        ),
-        gpu(
-            "a_copy_while_another_librarys_context_is_current_keeps_no_staging",
-            a_copy_while_another_librarys_context_is_current_keeps_no_staging,
         ),
         gpu(
             "page_locked_host_memory_is_not_staged",

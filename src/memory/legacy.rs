@@ -159,7 +159,7 @@ pub(crate) unsafe fn upload(
     src: *const c_void,
     bytes: usize,
 ) -> Result<()> {
-    if let Some(ctx) = staged_in(ctx, completion, staging::Kind::FromHost, bytes) {
+    if let (true, Some(ctx)) = (staging::wanted(staging::Kind::FromHost, bytes), ctx) {
         order::before_legacy_op(touched)?;
         // SAFETY: the caller's promises; the staged copy is complete when it returns.
         if unsafe { staging::host_to_device(ctx, dst, src.cast(), bytes) }? {
@@ -177,24 +177,6 @@ pub(crate) unsafe fn upload(
             None => on_sync_stream(sync, Access::Host, touched, op),
         },
         None => on_legacy_stream(touched, op),
-    }
-}
-
-/// The context to stage a copy of `bytes` of `kind` in, where [`staging::wanted`] says so:
-/// `ctx` where the crate holds it for a scope whose teardown frees the context's stagings
-/// (the memory's own context, or a current context that has a sync stream), never another
-/// library's current context that the crate does not hold (`RecordIfKnown` without a sync
-/// stream), for which nothing would free the staging's page-locked memory.
-fn staged_in(
-    ctx: Option<NonNull<CUctx_st>>,
-    completion: Completion,
-    kind: staging::Kind,
-    bytes: usize,
-) -> Option<NonNull<CUctx_st>> {
-    let ctx = ctx.filter(|_| staging::wanted(kind, bytes))?;
-    match completion {
-        Completion::RecordIfKnown => order::is_held(ctx.as_ptr()).then_some(ctx),
-        Completion::Record | Completion::HostWait => Some(ctx),
     }
 }
 
@@ -258,7 +240,7 @@ pub(crate) unsafe fn download(
     src: CUdeviceptr,
     bytes: usize,
 ) -> Result<()> {
-    if let Some(ctx) = staged_in(ctx, completion, kind, bytes) {
+    if let (true, Some(ctx)) = (staging::wanted(kind, bytes), ctx) {
         order::before_legacy_op(touched)?;
         let fresh = kind == staging::Kind::ToNewHost;
         // SAFETY: the caller's promises; the staged copy is complete when it returns.

@@ -18,7 +18,9 @@
  *   nvcc -o /tmp/host_alloc_while_busy docs/c/facts/host_alloc_while_busy.c -lcuda
  *   /tmp/host_alloc_while_busy
  *
- * docs/c/facts/host_alloc_while_busy.out is what it printed on the GPU machine. */
+ * docs/c/facts/host_alloc_while_busy.out is what the first version (no "first" lines)
+ * printed on an H100; host_alloc_while_busy.h200.out is what this version printed on an
+ * H200. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <stdio.h>

@@ -212,17 +212,18 @@ fn make_bounce() -> Result<Bounce<usize>> {
 
 /// The bounce ring's memory: plain host memory of the crate's own (`std::alloc`), not
 /// page-locked. Making page-locked memory is cheap, but freeing it waits for the device's
-/// queued work: `cuMemFreeHost` waited 336.7 ms and `cuMemHostUnregister` of registered
-/// memory 238.6 ms for another stream's work on one machine
-/// (`docs/c/facts/host_alloc_while_busy.out`), so every sync stream's end, at every
-/// scope's teardown, would wait for the whole device. (A page-locked ring was built and
-/// measured: the buffers style's round 1.03-1.10 of cudarc's instead of 0.88-0.90, since
-/// the driver then stages nothing itself; BENCHMARKS.md, "Issue 28, fourth step".) The
-/// driver copies from the ring as from any pageable memory (staging it, perhaps waiting
-/// for the sync stream first): the copy is correct whenever the driver reads the slot,
-/// since a slot is rewritten only after the event recorded behind its copy is waited for
-/// or known complete (`Bounce::in_flight`); where that record failed and the sync stream
-/// could not be waited for either, the ring is given up (`Book::give_up_ring`).
+/// queued work: `cuMemFreeHost` waited 336.7 ms for another stream's work on an H100
+/// (`docs/c/facts/host_alloc_while_busy.out`), and `cuMemHostUnregister` of registered
+/// memory 238.6 ms on an H200 (`host_alloc_while_busy.h200.out`), so every sync stream's
+/// end, at every teardown that gives up its context, would wait for the whole device. (A
+/// registered ring was built and measured: the buffers style's round 1.03-1.10 of
+/// cudarc's instead of 0.88-0.95, since the driver then stages nothing itself;
+/// `docs/design/ordering.md`, "Fourth step".) The driver copies from the ring as from
+/// any pageable memory (staging it, perhaps waiting for the sync stream first): the copy
+/// is correct whenever the driver reads the slot, since a slot is rewritten only after the
+/// event recorded behind its copy is waited for or known complete (`Bounce::in_flight`);
+/// where that record failed and the sync stream could not be waited for either, the ring
+/// is given up (`Book::give_up_ring`).
 const RING_LAYOUT: std::alloc::Layout =
     match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
         Ok(layout) => layout,
@@ -594,13 +595,6 @@ pub(crate) unsafe fn on_context_end(raw: CUcontext, mark: u64) {
     }
     // SAFETY: the caller's promise.
     unsafe { end_sync_streams_since(raw, mark) }
-}
-
-/// Whether a scope of the crate that has not torn down yet holds `ctx`, as a sync stream
-/// of it proves ([`Book::holds`]): that scope's teardown then runs the end hooks for `ctx`
-/// (the stagings' among them). `false` inside a host function.
-pub(crate) fn is_held(ctx: CUcontext) -> bool {
-    book().is_ok_and(|book| book.holds(ctx as usize))
 }
 
 /// [`on_context_end`] past its fast path, out of line.
