@@ -8,6 +8,9 @@ use std::time::Instant;
 
 use cuda_brand::prelude::*;
 use cudarc::driver as rc;
+use harness::{median, vector_add_inputs as inputs, verify_vector_add as verify};
+
+mod harness;
 
 const PTX: &str = include_str!("../../kernels/kernels.ptx");
 const SIZES: [usize; 4] = [1 << 10, 1 << 12, 1 << 14, 1 << 16];
@@ -23,20 +26,6 @@ const STEPS: [&str; 7] = [
     "whole round",
 ];
 
-fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
-    (
-        (0..n).map(|i| i as f32).collect(),
-        (0..n).map(|i| (2 * i) as f32 + 0.5).collect(),
-    )
-}
-
-fn verify(a: &[f32], b: &[f32], c: &[f32]) {
-    assert_eq!(c.len(), a.len());
-    for i in 0..c.len() {
-        assert_eq!(c[i], a[i] + b[i], "element {i}");
-    }
-}
-
 /// Microseconds per step, `ROUNDS` rounds of `round`, which fills the step times.
 fn measure(mut round: impl FnMut(&mut [f64; 7])) -> [f64; 7] {
     let mut runs = Vec::new();
@@ -47,11 +36,16 @@ fn measure(mut round: impl FnMut(&mut [f64; 7])) -> [f64; 7] {
         }
         runs.push(t.map(|x| x * 1e6 / ROUNDS as f64));
     }
-    std::array::from_fn(|i| {
-        let mut v: Vec<f64> = runs.iter().map(|r| r[i]).collect();
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    })
+    std::array::from_fn(|i| median(runs.iter().map(|r| r[i]).collect()))
+}
+
+/// Adds one round's step times to `t`: the six steps between the seven instants `ts`,
+/// and the whole round.
+fn add_steps(t: &mut [f64; 7], ts: [Instant; 7]) {
+    for i in 0..6 {
+        t[i] += (ts[i + 1] - ts[i]).as_secs_f64();
+    }
+    t[6] += (ts[6] - ts[0]).as_secs_f64();
 }
 
 fn main() {
@@ -96,11 +90,7 @@ fn main() {
                 drop((a, b, c));
                 let t6 = Instant::now();
                 verify(&ha, &hb, &out);
-                let ts = [t0, t1, t2, t3, t4, t5, t6];
-                for i in 0..6 {
-                    t[i] += (ts[i + 1] - ts[i]).as_secs_f64();
-                }
-                t[6] += (t6 - t0).as_secs_f64();
+                add_steps(t, [t0, t1, t2, t3, t4, t5, t6]);
             });
             // cudarc binds its context to the calling thread (cuCtxSetCurrent): on a
             // thread of its own, as in `workload`
@@ -132,11 +122,7 @@ fn main() {
                         drop((a, b, c));
                         let t6 = Instant::now();
                         verify(&ha, &hb, &out);
-                        let ts = [t0, t1, t2, t3, t4, t5, t6];
-                        for i in 0..6 {
-                            t[i] += (ts[i + 1] - ts[i]).as_secs_f64();
-                        }
-                        t[6] += (t6 - t0).as_secs_f64();
+                        add_steps(t, [t0, t1, t2, t3, t4, t5, t6]);
                     })
                 })
                 .join()

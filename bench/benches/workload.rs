@@ -24,25 +24,14 @@ use std::time::Duration;
 use cuda_brand::prelude::*;
 use cuda_brand::{ContextGuard, SharedContext};
 use cudarc::driver as rc;
+use harness::{median, vector_add_inputs as inputs, verify_vector_add as verify};
+
+mod harness;
 
 const PTX: &str = include_str!("../../kernels/kernels.ptx");
 const SIZES: [usize; 4] = [1 << 10, 1 << 12, 1 << 14, 1 << 16];
 const SECONDS: f64 = 1.5;
 const REPEATS: usize = 5;
-
-fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
-    (
-        (0..n).map(|i| i as f32).collect(),
-        (0..n).map(|i| (2 * i) as f32 + 0.5).collect(),
-    )
-}
-
-fn verify(a: &[f32], b: &[f32], c: &[f32]) {
-    assert_eq!(c.len(), a.len());
-    for i in 0..c.len() {
-        assert_eq!(c[i], a[i] + b[i], "element {i}");
-    }
-}
 
 /// Rounds per second of `threads` threads, each running `work(thread, keep_going, count)`:
 /// it sets itself up, then runs rounds while `keep_going()`, calling `count()` after each.
@@ -80,11 +69,6 @@ fn rate(threads: usize, work: &Work<'_>) -> f64 {
         after - before
     });
     counted as f64 / SECONDS
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// One round in the buffers style, on `stream` of the context `ctx`.

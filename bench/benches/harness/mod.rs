@@ -43,6 +43,22 @@ pub fn bandwidth(bytes: usize, f: impl FnOnce()) -> f64 {
     bytes as f64 / t.elapsed().as_secs_f64() / 1e9
 }
 
+/// The inputs of `workload`'s and `round_parts`' rounds: `a[i] = i`, `b[i] = 2i + 0.5`.
+pub fn vector_add_inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
+    (
+        (0..n).map(|i| i as f32).collect(),
+        (0..n).map(|i| (2 * i) as f32 + 0.5).collect(),
+    )
+}
+
+/// Checks a round's output: `c[i] == a[i] + b[i]` for every `i`.
+pub fn verify_vector_add(a: &[f32], b: &[f32], c: &[f32]) {
+    assert_eq!(c.len(), a.len());
+    for i in 0..c.len() {
+        assert_eq!(c[i], a[i] + b[i], "element {i}");
+    }
+}
+
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
