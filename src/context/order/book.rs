@@ -477,14 +477,7 @@ mod tests {
     #[test]
     fn a_bounced_upload_records_its_slots_event_which_later_users_wait_for() {
         let mut book = sync_streams(2);
-        let ring = || {
-            Ok(Bounce {
-                in_flight: 0,
-                host: 1 << 20,
-                events: [100, 101, 102, 103],
-                next: 0,
-            })
-        };
+        let ring = || Ok(new_ring(100));
         assert!(book.needs_ring(0));
         assert_eq!(book.take_slot(0), None, "no ring yet");
         book.install_ring(0, ring());
@@ -513,13 +506,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(on, [(102, 10)], "the slot's event, on the sync stream");
-        let in_flight = |book: &mut Book<u32>| {
-            let Ring::Made(b) = &book.entries[0].ring else {
-                unreachable!()
-            };
-            b.in_flight
-        };
-        assert_eq!(in_flight(&mut book), 0b100, "slot 2's copy may be queued");
+        assert_eq!(bits(&book, 0), 0b100, "slot 2's copy may be queued");
         book.take_slot(0);
         assert_eq!(
             book.take_slot(0).map(|t| t.3),
@@ -543,13 +530,9 @@ mod tests {
             [11],
             "which then covers the slot's"
         );
-        assert_eq!(in_flight(&mut book), 0b100, "not known complete yet");
+        assert_eq!(bits(&book, 0), 0b100, "not known complete yet");
         book.entries[0].settled();
-        assert_eq!(
-            in_flight(&mut book),
-            0,
-            "every record complete: no slot waits"
-        );
+        assert_eq!(bits(&book, 0), 0, "every record complete: no slot waits");
         assert!(book.entries[0].pending.is_empty());
         let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
         assert!(book.record(0, Some(1), all, fail).is_err());
@@ -558,6 +541,16 @@ mod tests {
             (11, 2),
             "a failed record changes nothing"
         );
+    }
+
+    /// A new ring at `1 << 20` whose slots' events are `base` to `base + 3`.
+    fn new_ring(base: u32) -> Bounce<u32> {
+        Bounce {
+            in_flight: 0,
+            host: 1 << 20,
+            events: [base, base + 1, base + 2, base + 3],
+            next: 0,
+        }
     }
 
     /// The in-flight bits of sync stream `i`'s ring.
@@ -577,15 +570,7 @@ mod tests {
     fn a_slot_stays_in_flight_until_its_sync_stream_is_known_complete() {
         let mut book = sync_streams(2);
         for (i, base) in [(0, 100), (1, 200)] {
-            book.install_ring(
-                i,
-                Ok(Bounce {
-                    in_flight: 0,
-                    host: 1 << 20,
-                    events: [base, base + 1, base + 2, base + 3],
-                    next: 0,
-                }),
-            );
+            book.install_ring(i, Ok(new_ring(base)));
         }
         let ok = |_, _| Ok(());
         let a = [span(0x1000, 4, true)];
@@ -670,15 +655,7 @@ mod tests {
     #[test]
     fn a_given_up_ring_lends_no_slot_again() {
         let mut book = sync_streams(1);
-        book.install_ring(
-            0,
-            Ok(Bounce {
-                in_flight: 0,
-                host: 1 << 20,
-                events: [100, 101, 102, 103],
-                next: 0,
-            }),
-        );
+        book.install_ring(0, Ok(new_ring(100)));
         assert!(book.take_slot(0).is_some());
         book.give_up_ring(0);
         assert_eq!(
