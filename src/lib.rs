@@ -468,6 +468,13 @@ pub mod __staging {
     pub use crate::memory::staging::hidden::*;
 }
 
+/// The bounce rings of the order of synchronous operations (`src/context/order/`), for the
+/// crate's GPU tests. Not part of the API: it may change in any release.
+#[doc(hidden)]
+pub mod __order {
+    pub use crate::context::order::hidden::*;
+}
+
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from
 /// `cuDriverGetVersion`. Works without a GPU; without a driver library it is an error
 /// with [`ErrorCode::DriverNotFound`].

@@ -42,6 +42,7 @@ mod modules;
 mod no_device;
 mod ordering;
 mod ordering_attacks;
+mod ordering_rings;
 mod ordering_spans_attacks;
 mod owned;
 mod partitions;
@@ -84,5 +85,6 @@ fn main() -> std::process::ExitCode {
     alone.extend(ordering::tests_alone());
     alone.extend(ordering_attacks::tests_alone());
     alone.extend(ordering_spans_attacks::tests_alone());
+    alone.extend(ordering_rings::tests_alone());
     common::harness::run_with_alone(tests, alone)
 }

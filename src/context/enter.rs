@@ -368,6 +368,10 @@ fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
     // `teardown::register_end_hooks`.)
     // SAFETY: `raw` is alive and on top of this thread's stack (current).
     unsafe { teardown::run_before_release(raw, mark) };
+    if let Held::Destroy = owned {
+        // SAFETY: as above, and synchronized; its sync streams ended just now (mark 0).
+        unsafe { super::order::on_context_destroy(raw) };
+    }
     let released = match pop_exact(raw) {
         Err(e) => Err(Error::with_detail(
             e.call(),
@@ -464,9 +468,7 @@ where
     E: From<Error>,
 {
     super::partition::refuse_partitioned("with_context", device.as_raw())?;
-    // cuCtxCreate pushes the new context on the calling thread's stack.
-    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
-    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    let raw = create(device, flags)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
     run_scoped(guard, Finish(raw.as_ptr(), Held::Destroy, 0), f)
@@ -488,8 +490,7 @@ where
     E: From<Error>,
 {
     super::partition::refuse_partitioned("with_phases", device.as_raw())?;
-    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
-    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    let raw = create(device, flags)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
     let raw = raw.as_ptr();
@@ -651,11 +652,21 @@ where
 /// stack again (`cuCtxCreate` pushes it): the caller holds it, unentered, until
 /// [`give_up`].
 pub(crate) fn create_held(device: &Device, flags: ContextFlags) -> Result<NonNull<CUctx_st>> {
-    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
-    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    let raw = create(device, flags)?;
     // on failure it is still on this thread's stack somewhere: destroying it would leave a
     // dangling entry, so it is leaked, as the teardown does
     pop_exact(raw.as_ptr())?;
+    Ok(raw)
+}
+
+/// Creates a context on `device` (`cuCtxCreate`, which pushes it on the calling thread's
+/// stack) that the crate destroys itself, through [`tear_down_fully`] with
+/// [`Held::Destroy`]; the order of synchronous operations knows it as the crate's
+/// ([`order::adopt`](super::order::adopt): its bounce rings are page-locked until then).
+fn create(device: &Device, flags: ContextFlags) -> Result<NonNull<CUctx_st>> {
+    let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
+    let raw = driver::non_null("cuCtxCreate_v2", raw)?;
+    super::order::adopt(raw.as_ptr());
     Ok(raw)
 }
 

@@ -92,6 +92,9 @@ static PENDING: AtomicU64 = AtomicU64::new(0);
 static MADE: AtomicU64 = AtomicU64::new(0);
 /// How many sync streams exist (a teardown's fast path).
 static SYNC_STREAMS: AtomicU64 = AtomicU64::new(0);
+/// How many bounce rings' memory is allocated ([`make_bounce`] to [`free_rings`]), for the
+/// crate's tests (`hidden::live_rings`).
+static LIVE_RINGS: AtomicU64 = AtomicU64::new(0);
 
 /// The book, locked: refused inside a host function (a driver thread), whose every driver
 /// call is refused anyway, so that no host function can ever wait for the lock while its
@@ -177,8 +180,10 @@ fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
 }
 
 /// Makes a bounce ring in the current context ([`Bounce`]): host memory ([`RING_LAYOUT`])
-/// and one event per slot; nothing kept where any part fails.
-fn make_bounce() -> Result<Bounce<usize>> {
+/// and one event per slot; nothing kept where any part fails. `register`: page-lock the
+/// memory in the context (one the crate destroys itself, [`Book::owns`]); where that
+/// fails, the ring is made of plain memory, which the driver stages.
+fn make_bounce(register: bool) -> Result<Bounce<usize>> {
     // SAFETY: the layout has a non-zero size.
     let host = unsafe { std::alloc::alloc(RING_LAYOUT) };
     if host.is_null() {
@@ -188,6 +193,15 @@ fn make_bounce() -> Result<Bounce<usize>> {
             "no host memory for the sync stream's bounce ring",
         ));
     }
+    LIVE_RINGS.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the crate's own memory of `RING_LAYOUT.size()` bytes, freed only after it is
+    // unregistered (`free_rings`, `on_context_destroy`) or its context destroyed.
+    let registered = register
+        && unsafe { driver::mem_host_register(host.cast(), RING_LAYOUT.size(), 0) }.is_ok();
+    let ring = RingMemory {
+        host: host as usize,
+        registered,
+    };
     let mut events = [0usize; BOUNCE_SLOTS];
     for k in 0..BOUNCE_SLOTS {
         match driver::event_create(DISABLE_TIMING) {
@@ -197,7 +211,7 @@ fn make_bounce() -> Result<Bounce<usize>> {
                     // SAFETY: just made, never recorded.
                     let _ = unsafe { driver::event_destroy(made as CUevent) };
                 }
-                free_rings([host as usize]);
+                free_rings([ring]);
                 return Err(e);
             }
         }
@@ -207,40 +221,51 @@ fn make_bounce() -> Result<Bounce<usize>> {
         events,
         next: 0,
         in_flight: 0,
+        registered,
     })
 }
 
-/// The bounce ring's memory: plain host memory of the crate's own (`std::alloc`), not
-/// page-locked. Making page-locked memory is cheap, but freeing it waits for the device's
-/// queued work: `cuMemFreeHost` waited 336.7 ms for another stream's work on an H100
-/// (`docs/c/facts/host_alloc_while_busy.out`), and `cuMemHostUnregister` of registered
-/// memory 238.6 ms on an H200 (`host_alloc_while_busy.h200.out`), so every sync stream's
-/// end, at every teardown that gives up its context, would wait for the whole device. (A
-/// registered ring was built and measured: the buffers style's round 1.03-1.10 of
-/// cudarc's instead of 0.88-0.95, since the driver then stages nothing itself;
-/// `docs/design/ordering.md`, "Fourth step".) The driver copies from the ring as from
-/// any pageable memory (staging it, perhaps waiting for the sync stream first): the copy
-/// is correct whenever the driver reads the slot, since a slot is rewritten only after the
-/// event recorded behind its copy is waited for or known complete (`Bounce::in_flight`);
-/// where that record failed and the sync stream could not be waited for either, the ring
-/// is given up (`Book::give_up_ring`).
+/// The bounce ring's memory: host memory of the crate's own (`std::alloc`). In a context
+/// the crate destroys itself (`with_context`, `OwnedContext::new`) it is page-locked there
+/// (`cuMemHostRegister`, [`make_bounce`]), so that the copy out of a slot is a DMA the
+/// driver does not stage; at its sync stream's end it is kept for the context's next sync
+/// stream ([`Book::park`]), and unregistered only when the context is destroyed, after its
+/// teardown synchronized it ([`on_context_destroy`]): `cuMemHostUnregister` waits for
+/// every work queued in its context (238.6 ms behind about a second of memsets on an
+/// H200, `docs/c/facts/host_alloc_while_busy.h200.out`; 0.1-0.3 ms with only another
+/// context busy, `register_until_destroy.out`), so unregistering at every sync stream's
+/// end would make every such scope's teardown wait for its context's other threads. In
+/// any other context (a primary context, one another library made) the ring is plain
+/// memory, which the driver stages, since no teardown of the crate's knows the context
+/// idle. Either way the copy is correct whenever the driver reads the slot, since a slot
+/// is rewritten only after the event recorded behind its copy is waited for or known
+/// complete (`Bounce::in_flight`); where that record failed and the sync stream could not
+/// be waited for either, the ring is given up (`Book::give_up_ring`).
 const RING_LAYOUT: std::alloc::Layout =
     match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
         Ok(layout) => layout,
         Err(_) => panic!("the ring's layout"),
     };
 
+/// A ring's memory to free ([`free_rings`]).
+struct RingMemory {
+    host: usize,
+    /// Page-locked in the current context: unregistered before it is freed.
+    registered: bool,
+}
+
 /// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
-/// its events and stream destroyed. Its context is alive and current. Returns its bounce
-/// ring's memory, which the caller frees with [`free_rings`] once the book's lock is
-/// released (every thread's synchronous operations take that lock).
+/// its events and stream destroyed. Its context is alive and current. A page-locked ring
+/// of a context the crate owns is kept for the context's next sync stream ([`Book::park`]);
+/// any other ring is returned, for the caller to free with [`free_rings`] once the book's
+/// lock is released (every thread's synchronous operations take that lock).
 #[must_use]
-fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
+fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<RingMemory> {
     let e = book.entries.swap_remove(i);
     // A failure here is the context's sticky error, which its own teardown reports. SAFETY:
     // the sync stream's handles were made in its context, which is alive; out of the book,
     // nothing else uses them.
-    let _ = unsafe { driver::stream_wait_idle(e.stream as CUstream) };
+    let idle = unsafe { driver::stream_wait_idle(e.stream as CUstream) };
     // SAFETY: as above.
     let _ = unsafe { driver::event_destroy(e.own as CUevent) };
     // SAFETY: as above.
@@ -248,23 +273,71 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<usize> {
     let Ring::Made(b) = e.ring else {
         return None;
     };
-    for event in b.events {
-        // SAFETY: as above; every copy out of the ring ran on the stream, now idle.
-        let _ = unsafe { driver::event_destroy(event as CUevent) };
+    if b.registered && idle.is_ok() && book.owns(e.ctx) {
+        // every copy out of it ran on the stream, now idle
+        book.park(e.ctx, b);
+        return None;
     }
-    Some(b.host)
+    Some(retire(b))
 }
 
-/// Frees the bounce rings [`end_sync_stream`] (or a failed [`make_bounce`]) returned, with
-/// the book's lock released: no copy out of them is pending (their streams were idle, or
-/// none was queued) and no slot is lent (their sync streams were not busy, or their own
-/// operation ended them).
-fn free_rings(rings: impl IntoIterator<Item = usize>) {
-    for host in rings {
+/// Destroys a ring's events (every copy out of it ran: its stream is idle or ended, its
+/// context current) and returns its memory, to free with [`free_rings`].
+fn retire(b: Bounce<usize>) -> RingMemory {
+    for event in b.events {
+        // SAFETY: the events were made in the current context, alive; no record of them
+        // is pending (the caller's promise) and nothing else holds them.
+        let _ = unsafe { driver::event_destroy(event as CUevent) };
+    }
+    RingMemory {
+        host: b.host,
+        registered: b.registered,
+    }
+}
+
+/// Frees bounce rings' memory ([`end_sync_stream`], [`on_context_destroy`], a failed
+/// [`make_bounce`]), with the book's lock released and their context current: no copy out
+/// of them is pending (their streams were idle, or none was queued) and no slot is lent
+/// (their sync streams were not busy, or their own operation ended them). A page-locked
+/// ring is unregistered first; where that fails it is left allocated (a freed page the
+/// driver still counts as registered would make a later registration of it fail), until
+/// the process ends.
+fn free_rings(rings: impl IntoIterator<Item = RingMemory>) {
+    for ring in rings {
+        // SAFETY: registered in the current context (the caller's promise), no copy queued.
+        if ring.registered && unsafe { driver::mem_host_unregister(ring.host as *mut _) }.is_err() {
+            continue;
+        }
         // SAFETY: as above; the memory came from `std::alloc::alloc(RING_LAYOUT)`
         // (`make_bounce`) and is freed once.
-        unsafe { std::alloc::dealloc(host as *mut u8, RING_LAYOUT) };
+        unsafe { std::alloc::dealloc(ring.host as *mut u8, RING_LAYOUT) };
+        LIVE_RINGS.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// The crate just created `raw` (`with_context`, `OwnedContext::new`) and destroys it
+/// itself, with a teardown that calls [`on_context_destroy`]: the bounce rings of its sync
+/// streams are page-locked ([`RING_LAYOUT`]).
+pub(crate) fn adopt(raw: CUcontext) {
+    if let Ok(mut book) = book() {
+        book.adopt(raw as usize);
+    }
+}
+
+/// The teardown that destroys `raw` (alive, current and synchronized, every sync stream of
+/// it ended by [`on_context_end`] with mark 0): its kept page-locked rings are unregistered
+/// and freed, and it is no longer the crate's ([`adopt`]). Where that teardown cannot
+/// reach this (a host function), the context is not destroyed either.
+///
+/// # Safety
+/// `raw` is alive and current on the calling thread; no work is queued in it.
+pub(crate) unsafe fn on_context_destroy(raw: CUcontext) {
+    let Ok(mut book) = book() else {
+        return;
+    };
+    let rings: Vec<RingMemory> = book.disown(raw as usize).into_iter().map(retire).collect();
+    drop(book);
+    free_rings(rings);
 }
 
 /// A synchronous operation's use of the calling thread's sync stream in the current
@@ -279,6 +352,9 @@ pub(crate) struct SyncStream {
     /// `begin` was asked for a slot, and the sync stream has no bounce ring yet: the first
     /// [`SyncStream::slot`] makes it.
     needs_ring: bool,
+    /// The ring it makes is page-locked: the context is one the crate destroys
+    /// ([`Book::owns`]).
+    register: bool,
 }
 
 /// A slot of a sync stream's bounce ring, lent to one small upload.
@@ -352,7 +428,9 @@ impl SyncStream {
         });
         publish(&book);
         waited?;
-        let needs_ring = slot && book.needs_ring(i);
+        // a ring kept from an ended sync stream of the context first
+        let needs_ring = slot && book.needs_ring(i) && !book.reuse_ring(i);
+        let register = needs_ring && book.owns(ctx as usize);
         let slot = match slot {
             true => book.take_slot(i).map(Slot::new),
             false => None,
@@ -364,6 +442,7 @@ impl SyncStream {
             stream: stream as CUstream,
             slot,
             needs_ring,
+            register,
         }))
     }
 
@@ -383,7 +462,7 @@ impl SyncStream {
             self.needs_ring = false;
             // the context is current (`begin`'s promise); the sync stream is busy, so its
             // entry stays in the book until this operation ends
-            let made = make_bounce();
+            let made = make_bounce(self.register);
             let mut book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
             let Some(i) = book.find(self.ctx, self.thread) else {
                 unreachable!("a busy sync stream stays in the book")
@@ -623,6 +702,47 @@ unsafe fn end_sync_streams_since(raw: CUcontext, mark: u64) {
     publish(&book);
     drop(book);
     free_rings(rings);
+}
+
+// ---- for the crate's tests ----------------------------------------------------------------
+
+/// What `cuda_brand::__order` exports (hidden): the bounce rings, for the crate's GPU
+/// tests. Not an API: it may change at any time.
+pub mod hidden {
+    use super::{BOOK, LIVE_RINGS, Ordering, PoisonError, Ring, thread_token};
+    use crate::context::ContextGuard;
+
+    /// How many bounce rings' memory is allocated, in every context.
+    pub fn live_rings() -> u64 {
+        LIVE_RINGS.load(Ordering::Relaxed)
+    }
+
+    /// The bounce ring of the calling thread's sync stream in `ctx`, as (host address,
+    /// page-locked), if it has one.
+    pub fn ring_of_this_thread(ctx: ContextGuard<'_>) -> Option<(usize, bool)> {
+        let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+        let i = book.find(ctx.raw() as usize, thread_token())?;
+        match &book.entries[i].ring {
+            Ring::Made(b) => Some((b.host, b.registered)),
+            _ => None,
+        }
+    }
+
+    /// The bounce rings of `ctx`, as (host address, page-locked): those of its sync
+    /// streams, then those kept for its next sync streams.
+    pub fn rings_of(ctx: ContextGuard<'_>) -> Vec<(usize, bool)> {
+        let raw = ctx.raw() as usize;
+        let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+        let in_use = book.entries.iter().filter(|e| e.ctx == raw);
+        let in_use = in_use.filter_map(|e| match &e.ring {
+            Ring::Made(b) => Some((b.host, b.registered)),
+            _ => None,
+        });
+        let spare = book.spare.iter().filter(|(c, _)| *c == raw);
+        in_use
+            .chain(spare.map(|(_, b)| (b.host, b.registered)))
+            .collect()
+    }
 }
 
 #[cfg(test)]
