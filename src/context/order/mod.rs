@@ -16,7 +16,8 @@
 //!   afterwards.
 //! * A write of device memory alone (a fill, a device-to-device copy, and an upload of up to
 //!   [`BOUNCE_SLOT`] bytes, copied on the host into a slot of the sync stream's
-//!   bounce ring first, [`Bounce`]) records the sync stream's event instead: the sync
+//!   bounce ring first, [`Bounce`]; page-locked in a context the crate destroys itself,
+//!   [`RING_LAYOUT`]) records the sync stream's event instead: the sync
 //!   stream's *record*, with the spans of memory the operation touched (its *accesses*).
 //!   Every later user of device memory that is not ordered after that sync stream orders
 //!   itself after the records whose accesses conflict with what it touches (shared bytes,
