@@ -369,8 +369,8 @@ fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
     // SAFETY: `raw` is alive and on top of this thread's stack (current).
     unsafe { teardown::run_before_release(raw, mark) };
     if let Held::Destroy = owned {
-        // SAFETY: as above, and synchronized; its sync streams ended just now (mark 0).
-        unsafe { super::order::on_context_destroy(raw) };
+        // its sync streams (and their page-locked rings) ended just now (mark 0)
+        super::order::disown(raw);
     }
     let released = match pop_exact(raw) {
         Err(e) => Err(Error::with_detail(
@@ -382,10 +382,17 @@ fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
             ),
         )),
         Ok(()) => match owned {
-            // SAFETY: every value branded with this context is gone (the brand cannot leave
-            // the closure), this is the context `with_context` created, and it is off the
-            // stack.
-            Held::Destroy => unsafe { driver::ctx_destroy(raw) },
+            Held::Destroy => {
+                // SAFETY: every value branded with this context is gone (the brand cannot
+                // leave the closure), this is the context `with_context` created, and it is
+                // off the stack.
+                let destroyed = unsafe { driver::ctx_destroy(raw) };
+                if destroyed.is_ok() {
+                    // its registrations are gone: rings whose unregistering failed are freed
+                    super::order::after_destroy(raw);
+                }
+                destroyed
+            }
             Held::Release(device) => {
                 // SAFETY: balances the retain in `with_primary_context`; nothing branded
                 // remains.
@@ -654,15 +661,18 @@ where
 pub(crate) fn create_held(device: &Device, flags: ContextFlags) -> Result<NonNull<CUctx_st>> {
     let raw = create(device, flags)?;
     // on failure it is still on this thread's stack somewhere: destroying it would leave a
-    // dangling entry, so it is leaked, as the teardown does
-    pop_exact(raw.as_ptr())?;
+    // dangling entry, so it is leaked, as the teardown does, and no longer the crate's
+    if let Err(e) = pop_exact(raw.as_ptr()) {
+        super::order::disown(raw.as_ptr());
+        return Err(e);
+    }
     Ok(raw)
 }
 
 /// Creates a context on `device` (`cuCtxCreate`, which pushes it on the calling thread's
 /// stack) that the crate destroys itself, through [`tear_down_fully`] with
 /// [`Held::Destroy`]; the order of synchronous operations knows it as the crate's
-/// ([`order::adopt`](super::order::adopt): its bounce rings are page-locked until then).
+/// ([`order::adopt`](super::order::adopt): its bounce rings are page-locked).
 fn create(device: &Device, flags: ContextFlags) -> Result<NonNull<CUctx_st>> {
     let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;

@@ -29,8 +29,8 @@ pub(super) struct Bounce<E> {
     /// a slot outside it needs no wait before it is rewritten.
     pub(super) in_flight: u8,
     /// The memory is page-locked in the sync stream's context (`cuMemHostRegister`): only
-    /// in a context the crate destroys itself ([`Book::owns`]), whose rings are
-    /// unregistered at its destruction, when the context is idle ([`Book::disown`]).
+    /// in a context the crate destroys itself, whose sync streams end at its destroying
+    /// teardown, when the context is idle (`RING_LAYOUT` in `order`).
     pub(super) registered: bool,
 }
 
@@ -96,15 +96,6 @@ pub(super) struct Book<E> {
     pub(super) made: u64,
     /// The latest epoch handed out (0: none yet).
     pub(super) last: u64,
-    /// The contexts the crate created and destroys itself (`with_context`, the owning
-    /// layer's `OwnedContext::new`), from their making to their teardown: their bounce
-    /// rings are page-locked, and kept until the context's destruction.
-    pub(super) owned: Vec<usize>,
-    /// Page-locked rings of ended sync streams, kept for the next sync stream of their
-    /// context (first field): unregistering waits for every queued work of the context,
-    /// so a ring is unregistered only at its context's destruction, when nothing is queued.
-    /// At most as many per context as it had sync streams at once.
-    pub(super) spare: Vec<(usize, Bounce<E>)>,
 }
 
 impl<E: Copy> Book<E> {
@@ -113,59 +104,17 @@ impl<E: Copy> Book<E> {
             entries: Vec::new(),
             made: 0,
             last: 0,
-            owned: Vec::new(),
-            spare: Vec::new(),
         }
     }
 
-    /// `ctx` was just created by the crate, which destroys it at its teardown (which calls
-    /// [`disown`](Book::disown) first).
-    pub(super) fn adopt(&mut self, ctx: usize) {
-        self.owned.push(ctx);
-    }
-
-    /// Whether the crate destroys `ctx` itself ([`adopt`](Book::adopt)).
-    pub(super) fn owns(&self, ctx: usize) -> bool {
-        self.owned.contains(&ctx)
-    }
-
-    /// Keeps the page-locked ring of an ended sync stream of `ctx` (which the crate owns)
-    /// for the next sync stream of the context: its stream was idle, so no copy out of it
-    /// is queued, and every slot is free.
-    pub(super) fn park(&mut self, ctx: usize, mut ring: Bounce<E>) {
-        debug_assert!(ring.registered && self.owns(ctx));
-        ring.next = 0;
-        ring.in_flight = 0;
-        self.spare.push((ctx, ring));
-    }
-
-    /// Gives sync stream `i` a kept ring of its context, if there is one: whether it got
-    /// one (else it [`needs_ring`](Book::needs_ring) still).
-    pub(super) fn reuse_ring(&mut self, i: usize) -> bool {
-        let ctx = self.entries[i].ctx;
-        let Some(at) = self.spare.iter().position(|(c, _)| *c == ctx) else {
-            return false;
-        };
-        let (_, ring) = self.spare.swap_remove(at);
-        self.install_ring(i, Ok(ring));
-        true
-    }
-
-    /// The teardown that destroys `ctx` (after every sync stream of it ended): it is no
-    /// longer the crate's, and its kept rings are returned, to be unregistered and freed
-    /// while it is current and idle.
-    pub(super) fn disown(&mut self, ctx: usize) -> Vec<Bounce<E>> {
-        self.owned.retain(|&c| c != ctx);
-        let mut rings = Vec::new();
-        let mut k = 0;
-        while k < self.spare.len() {
-            if self.spare[k].0 == ctx {
-                rings.push(self.spare.swap_remove(k).1);
-            } else {
-                k += 1;
-            }
-        }
-        rings
+    /// How many sync streams of `ctx` have a page-locked ring.
+    pub(super) fn registered_rings(&self, ctx: usize) -> usize {
+        let registered = |e: &&Entry<E>| matches!(&e.ring, Ring::Made(b) if b.registered);
+        self.entries
+            .iter()
+            .filter(|e| e.ctx == ctx)
+            .filter(registered)
+            .count()
     }
 
     pub(super) fn find(&self, ctx: usize, thread: usize) -> Option<usize> {
@@ -747,55 +696,31 @@ mod tests {
         assert_eq!(on, [11], "no ring: its own event");
     }
 
-    /// A page-locked ring of context 1 (`sync_streams`' context), at `host`.
-    fn registered_ring(base: u32, host: usize) -> Bounce<u32> {
-        Bounce {
-            host,
+    #[test]
+    fn page_locked_rings_are_counted_per_context() {
+        let mut book = sync_streams(3);
+        book.add(2, 7, || Ok((70, 71))).unwrap();
+        let registered = |base| Bounce {
             registered: true,
             ..new_ring(base)
-        }
-    }
-
-    #[test]
-    fn a_kept_ring_goes_to_the_next_sync_stream_of_its_context_with_every_slot_free() {
-        let mut book = sync_streams(2);
-        book.adopt(1);
-        let mut ring = registered_ring(100, 1 << 20);
-        ring.next = 3;
-        ring.in_flight = 0b1010;
-        book.park(1, ring);
-        // another context's sync stream finds nothing kept for it
-        book.add(2, 9, || Ok((90, 91))).unwrap();
-        assert!(!book.reuse_ring(2), "a ring serves its own context only");
-        assert!(book.needs_ring(2));
-        assert!(book.reuse_ring(0));
-        assert!(!book.needs_ring(0));
+        };
+        book.install_ring(0, Ok(registered(100)));
+        book.install_ring(1, Ok(new_ring(200)));
+        book.install_ring(3, Ok(registered(300)));
         assert_eq!(
-            book.take_slot(0),
-            Some((0, 1 << 20, 100, false)),
-            "the first slot, with no wait: its old stream was idle"
+            book.registered_rings(1),
+            1,
+            "plain and missing rings not counted"
         );
-        assert!(!book.reuse_ring(1), "one ring, one sync stream");
-        assert!(book.needs_ring(1), "the second makes its own");
-        assert!(book.spare.is_empty());
-    }
-
-    #[test]
-    fn the_destroying_teardown_takes_every_kept_ring_of_its_context_and_no_other() {
-        let mut book = Book::<u32>::new();
-        book.adopt(1);
-        book.adopt(2);
-        assert!(book.owns(1) && book.owns(2) && !book.owns(3));
-        book.park(1, registered_ring(100, 1 << 20));
-        book.park(2, registered_ring(200, 2 << 20));
-        book.park(1, registered_ring(300, 3 << 20));
-        let mut taken: Vec<usize> = book.disown(1).iter().map(|b| b.host).collect();
-        taken.sort();
-        assert_eq!(taken, [1 << 20, 3 << 20]);
-        assert!(!book.owns(1), "not the crate's once destroyed");
-        assert!(book.owns(2));
-        assert_eq!(book.spare.len(), 1);
-        assert_eq!(book.spare[0].0, 2, "the other context keeps its ring");
-        assert!(book.disown(1).is_empty(), "nothing twice");
+        assert_eq!(book.registered_rings(2), 1);
+        book.install_ring(2, Ok(registered(400)));
+        assert_eq!(book.registered_rings(1), 2);
+        book.give_up_ring(0);
+        assert_eq!(
+            book.registered_rings(1),
+            1,
+            "a given-up ring is not counted"
+        );
+        assert_eq!(book.registered_rings(3), 0);
     }
 }

@@ -180,14 +180,25 @@ fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
     }
 }
 
-/// Makes a bounce ring in the current context ([`Bounce`]): host memory ([`RING_LAYOUT`])
-/// and one event per slot; nothing kept where any part fails. `register`: page-lock the
-/// memory in the context (one the crate destroys itself, [`Book::owns`]); where that
+/// Makes a bounce ring in the current context ([`Bounce`]): one event per slot, then host
+/// memory ([`RING_LAYOUT`]); nothing kept where any part fails. `register`: page-lock the
+/// memory in the context (one the crate destroys itself, [`may_register`]); where that
 /// fails, the ring is made of plain memory, which the driver stages.
 fn make_bounce(register: bool) -> Result<Bounce<usize>> {
+    let mut events = [0usize; BOUNCE_SLOTS];
+    for k in 0..BOUNCE_SLOTS {
+        match driver::event_create(DISABLE_TIMING) {
+            Ok(event) => events[k] = event as usize,
+            Err(e) => {
+                destroy_events(&events[..k]);
+                return Err(e);
+            }
+        }
+    }
     // SAFETY: the layout has a non-zero size.
     let host = unsafe { std::alloc::alloc(RING_LAYOUT) };
     if host.is_null() {
+        destroy_events(&events);
         return Err(Error::with_detail(
             "bounce ring",
             ErrorCode::OutOfMemory,
@@ -196,27 +207,10 @@ fn make_bounce(register: bool) -> Result<Bounce<usize>> {
     }
     LIVE_RINGS.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the crate's own memory of `RING_LAYOUT.size()` bytes, freed only after it is
-    // unregistered (`free_rings`, `on_context_destroy`) or its context destroyed.
+    // unregistered (`free_rings`) or, where that fails, its context destroyed
+    // (`after_destroy`).
     let registered = register
         && unsafe { driver::mem_host_register(host.cast(), RING_LAYOUT.size(), 0) }.is_ok();
-    let ring = RingMemory {
-        host: host as usize,
-        registered,
-    };
-    let mut events = [0usize; BOUNCE_SLOTS];
-    for k in 0..BOUNCE_SLOTS {
-        match driver::event_create(DISABLE_TIMING) {
-            Ok(event) => events[k] = event as usize,
-            Err(e) => {
-                for &made in &events[..k] {
-                    // SAFETY: just made, never recorded.
-                    let _ = unsafe { driver::event_destroy(made as CUevent) };
-                }
-                free_rings([ring]);
-                return Err(e);
-            }
-        }
-    }
     Ok(Bounce {
         host: host as usize,
         events,
@@ -226,47 +220,100 @@ fn make_bounce(register: bool) -> Result<Bounce<usize>> {
     })
 }
 
+/// Destroys events of a ring: made in the current context, no record of them pending (just
+/// made, or every copy out of the ring ran), nothing else holding them.
+fn destroy_events(events: &[usize]) {
+    for &event in events {
+        // SAFETY: as above.
+        let _ = unsafe { driver::event_destroy(event as CUevent) };
+    }
+}
+
 /// The bounce ring's memory: host memory of the crate's own (`std::alloc`). In a context
-/// the crate destroys itself (`with_context`, `OwnedContext::new`) it is page-locked there
-/// (`cuMemHostRegister`, [`make_bounce`]), so that the copy out of a slot is a DMA the
-/// driver does not stage; at its sync stream's end it is kept for the context's next sync
-/// stream ([`Book::park`]), and unregistered only when the context is destroyed, after its
-/// teardown synchronized it ([`on_context_destroy`]): `cuMemHostUnregister` waits for
-/// every work queued in its context (238.6 ms behind about a second of memsets on an
-/// H200, `docs/c/facts/host_alloc_while_busy.h200.out`; 0.1-0.3 ms with only another
-/// context busy, `register_until_destroy.out`), so unregistering at every sync stream's
-/// end would make every such scope's teardown wait for its context's other threads. In
-/// any other context (a primary context, one another library made) the ring is plain
-/// memory, which the driver stages, since no teardown of the crate's knows the context
-/// idle. Either way the copy is correct whenever the driver reads the slot, since a slot
-/// is rewritten only after the event recorded behind its copy is waited for or known
-/// complete (`Bounce::in_flight`); where that record failed and the sync stream could not
-/// be waited for either, the ring is given up (`Book::give_up_ring`).
+/// the crate destroys itself (`with_context`, `with_phases`, `OwnedContext::new`:
+/// [`adopt`]) it is page-locked there (`cuMemHostRegister`, [`make_bounce`]), so that the
+/// copy out of a slot is a DMA the driver does not stage. Such a context's sync streams,
+/// and their rings, end at its destroying teardown, after that teardown synchronized the
+/// context, so `cuMemHostUnregister`, which waits for every work queued in its context
+/// (238.6 ms behind about a second of memsets on an H200,
+/// `docs/c/facts/host_alloc_while_busy.h200.out`; 0.1-0.3 ms with only another context
+/// busy, `register_until_destroy.out`), finds nothing to wait for. (Entries of
+/// `SharedContext::enter` and of the owning layer keep their thread's sync stream; a
+/// `with_raw_context` scope on such a context ends the sync streams it made, and may wait
+/// there for the context's other work.) At most [`MAX_REGISTERED_RINGS`] per context are
+/// page-locked. In any other context (a primary context, one another library made) the
+/// ring is plain memory, which the driver stages, since no teardown of the crate's knows
+/// such a context idle. Either way the copy is correct whenever the driver reads the slot,
+/// since a slot is rewritten only after the event recorded behind its copy is waited for
+/// or known complete (`Bounce::in_flight`); where that record failed and the sync stream
+/// could not be waited for either, the ring is given up (`Book::give_up_ring`).
 const RING_LAYOUT: std::alloc::Layout =
     match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
         Ok(layout) => layout,
         Err(_) => panic!("the ring's layout"),
     };
 
+/// The most page-locked rings one context has (one per thread that made synchronous
+/// uploads in it; the sync streams of threads that ended stay until the context's
+/// teardown, unless a new thread takes their token): 16 MiB. Later rings are plain memory.
+const MAX_REGISTERED_RINGS: usize = 16;
+
+/// The contexts the crate created and destroys itself ([`adopt`]), from their making to
+/// their destroying teardown ([`disown`]). Its own lock, never held across a driver call,
+/// so that making a context never waits for the book (held across waits for the GPU).
+static OWNED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Page-locked rings whose unregistering failed (a context with a sticky error), with their
+/// context: the context's destruction takes the registration away, then [`after_destroy`]
+/// frees them.
+static STRANDED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+/// How many rings [`STRANDED`] holds (a destroying teardown's fast path).
+static STRANDED_RINGS: AtomicU64 = AtomicU64::new(0);
+
+fn owned() -> MutexGuard<'static, Vec<usize>> {
+    // every critical section is one push, search or removal
+    OWNED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The crate just created `raw` (`with_context`, `OwnedContext::new`) and destroys it
+/// itself, with a teardown that ends its sync streams after synchronizing it, then calls
+/// [`disown`]: the bounce rings of its sync streams are page-locked ([`RING_LAYOUT`]).
+pub(crate) fn adopt(raw: CUcontext) {
+    owned().push(raw as usize);
+}
+
+/// `raw` is about to be destroyed (or was left alive by a failed pop, the crate no longer
+/// holding it): no ring made in it from now on is page-locked.
+pub(crate) fn disown(raw: CUcontext) {
+    owned().retain(|&c| c != raw as usize);
+}
+
+/// Whether a new ring of sync stream `i` is page-locked: its context is one the crate
+/// destroys itself, with fewer than [`MAX_REGISTERED_RINGS`] page-locked rings.
+fn may_register(book: &Book<usize>, i: usize) -> bool {
+    let ctx = book.entries[i].ctx;
+    owned().contains(&ctx) && book.registered_rings(ctx) < MAX_REGISTERED_RINGS
+}
+
 /// A ring's memory to free ([`free_rings`]).
 struct RingMemory {
+    ctx: usize,
     host: usize,
     /// Page-locked in the current context: unregistered before it is freed.
     registered: bool,
 }
 
 /// Ends sync stream `i` (taken out of the book): its work is waited for on the host, then
-/// its events and stream destroyed. Its context is alive and current. A page-locked ring
-/// of a context the crate owns is kept for the context's next sync stream ([`Book::park`]);
-/// any other ring is returned, for the caller to free with [`free_rings`] once the book's
-/// lock is released (every thread's synchronous operations take that lock).
+/// its events and stream destroyed. Its context is alive and current. Returns its bounce
+/// ring's memory, which the caller frees with [`free_rings`] once the book's lock is
+/// released (every thread's synchronous operations take that lock).
 #[must_use]
 fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<RingMemory> {
     let e = book.entries.swap_remove(i);
     // A failure here is the context's sticky error, which its own teardown reports. SAFETY:
     // the sync stream's handles were made in its context, which is alive; out of the book,
     // nothing else uses them.
-    let idle = unsafe { driver::stream_wait_idle(e.stream as CUstream) };
+    let _ = unsafe { driver::stream_wait_idle(e.stream as CUstream) };
     // SAFETY: as above.
     let _ = unsafe { driver::event_destroy(e.own as CUevent) };
     // SAFETY: as above.
@@ -274,71 +321,62 @@ fn end_sync_stream(book: &mut Book<usize>, i: usize) -> Option<RingMemory> {
     let Ring::Made(b) = e.ring else {
         return None;
     };
-    if b.registered && idle.is_ok() && book.owns(e.ctx) {
-        // every copy out of it ran on the stream, now idle
-        book.park(e.ctx, b);
-        return None;
-    }
-    Some(retire(b))
-}
-
-/// Destroys a ring's events (every copy out of it ran: its stream is idle or ended, its
-/// context current) and returns its memory, to free with [`free_rings`].
-fn retire(b: Bounce<usize>) -> RingMemory {
-    for event in b.events {
-        // SAFETY: the events were made in the current context, alive; no record of them
-        // is pending (the caller's promise) and nothing else holds them.
-        let _ = unsafe { driver::event_destroy(event as CUevent) };
-    }
-    RingMemory {
+    // every copy out of the ring ran on the stream, now idle
+    destroy_events(&b.events);
+    Some(RingMemory {
+        ctx: e.ctx,
         host: b.host,
         registered: b.registered,
-    }
+    })
 }
 
-/// Frees bounce rings' memory ([`end_sync_stream`], [`on_context_destroy`], a failed
-/// [`make_bounce`]), with the book's lock released and their context current: no copy out
-/// of them is pending (their streams were idle, or none was queued) and no slot is lent
-/// (their sync streams were not busy, or their own operation ended them). A page-locked
-/// ring is unregistered first; where that fails it is left allocated (a freed page the
-/// driver still counts as registered would make a later registration of it fail), until
-/// the process ends.
+/// Frees bounce rings' memory ([`end_sync_stream`]), with the book's lock released and
+/// their context current: no copy out of them is pending (their streams were idle, or none
+/// was queued) and no slot is lent (their sync streams were not busy, or their own
+/// operation ended them). A page-locked ring is unregistered first; where that fails (a
+/// context with a sticky error), it is freed only after its context's destruction takes
+/// the registration away ([`after_destroy`]): a freed page the driver still counted as
+/// registered would make a later registration of it fail.
 fn free_rings(rings: impl IntoIterator<Item = RingMemory>) {
     for ring in rings {
         // SAFETY: registered in the current context (the caller's promise), no copy queued.
         if ring.registered && unsafe { driver::mem_host_unregister(ring.host as *mut _) }.is_err() {
+            STRANDED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((ring.ctx, ring.host));
+            STRANDED_RINGS.fetch_add(1, Ordering::Release);
             continue;
         }
-        // SAFETY: as above; the memory came from `std::alloc::alloc(RING_LAYOUT)`
-        // (`make_bounce`) and is freed once.
-        unsafe { std::alloc::dealloc(ring.host as *mut u8, RING_LAYOUT) };
-        LIVE_RINGS.fetch_sub(1, Ordering::Relaxed);
+        dealloc_ring(ring.host);
     }
 }
 
-/// The crate just created `raw` (`with_context`, `OwnedContext::new`) and destroys it
-/// itself, with a teardown that calls [`on_context_destroy`]: the bounce rings of its sync
-/// streams are page-locked ([`RING_LAYOUT`]).
-pub(crate) fn adopt(raw: CUcontext) {
-    if let Ok(mut book) = book() {
-        book.adopt(raw as usize);
-    }
+fn dealloc_ring(host: usize) {
+    // SAFETY: the memory came from `std::alloc::alloc(RING_LAYOUT)` (`make_bounce`), is
+    // neither registered nor read by any copy (`free_rings`, `after_destroy`), and is freed
+    // once.
+    unsafe { std::alloc::dealloc(host as *mut u8, RING_LAYOUT) };
+    LIVE_RINGS.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// The teardown that destroys `raw` (alive, current and synchronized, every sync stream of
-/// it ended by [`on_context_end`] with mark 0): its kept page-locked rings are unregistered
-/// and freed, and it is no longer the crate's ([`adopt`]). Where that teardown cannot
-/// reach this (a host function), the context is not destroyed either.
-///
-/// # Safety
-/// `raw` is alive and current on the calling thread; no work is queued in it.
-pub(crate) unsafe fn on_context_destroy(raw: CUcontext) {
-    let Ok(mut book) = book() else {
+/// `raw` was destroyed by the crate (`cuCtxDestroy` succeeded, which takes its
+/// registrations away): frees its rings whose unregistering failed. One atomic load where
+/// there are none.
+pub(crate) fn after_destroy(raw: CUcontext) {
+    if STRANDED_RINGS.load(Ordering::Acquire) == 0 {
         return;
-    };
-    let rings: Vec<RingMemory> = book.disown(raw as usize).into_iter().map(retire).collect();
-    drop(book);
-    free_rings(rings);
+    }
+    let mut stranded = STRANDED.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut k = 0;
+    while k < stranded.len() {
+        if stranded[k].0 == raw as usize {
+            dealloc_ring(stranded.swap_remove(k).1);
+            STRANDED_RINGS.fetch_sub(1, Ordering::Release);
+        } else {
+            k += 1;
+        }
+    }
 }
 
 /// A synchronous operation's use of the calling thread's sync stream in the current
@@ -353,8 +391,7 @@ pub(crate) struct SyncStream {
     /// `begin` was asked for a slot, and the sync stream has no bounce ring yet: the first
     /// [`SyncStream::slot`] makes it.
     needs_ring: bool,
-    /// The ring it makes is page-locked: the context is one the crate destroys
-    /// ([`Book::owns`]).
+    /// The ring it makes is page-locked ([`may_register`]).
     register: bool,
 }
 
@@ -429,9 +466,8 @@ impl SyncStream {
         });
         publish(&book);
         waited?;
-        // a ring kept from an ended sync stream of the context first
-        let needs_ring = slot && book.needs_ring(i) && !book.reuse_ring(i);
-        let register = needs_ring && book.owns(ctx as usize);
+        let needs_ring = slot && book.needs_ring(i);
+        let register = needs_ring && may_register(&book, i);
         let slot = match slot {
             true => book.take_slot(i).map(Slot::new),
             false => None,
@@ -729,21 +765,21 @@ pub mod hidden {
         }
     }
 
-    /// The bounce rings of `ctx`, as (host address, page-locked): those of its sync
-    /// streams, then those kept for its next sync streams.
+    /// The bounce rings of `ctx`'s sync streams, as (host address, page-locked).
     pub fn rings_of(ctx: ContextGuard<'_>) -> Vec<(usize, bool)> {
         let raw = ctx.raw() as usize;
         let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
-        let in_use = book.entries.iter().filter(|e| e.ctx == raw);
-        let in_use = in_use.filter_map(|e| match &e.ring {
-            Ring::Made(b) => Some((b.host, b.registered)),
-            _ => None,
-        });
-        let spare = book.spare.iter().filter(|(c, _)| *c == raw);
-        in_use
-            .chain(spare.map(|(_, b)| (b.host, b.registered)))
+        let rings = book.entries.iter().filter(|e| e.ctx == raw);
+        rings
+            .filter_map(|e| match &e.ring {
+                Ring::Made(b) => Some((b.host, b.registered)),
+                _ => None,
+            })
             .collect()
     }
+
+    /// The most page-locked rings one context has.
+    pub const MAX_REGISTERED_RINGS: usize = super::MAX_REGISTERED_RINGS;
 }
 
 #[cfg(test)]
