@@ -38,6 +38,12 @@ pub(super) struct Bounce<E> {
 pub(super) enum Ring<E> {
     /// Not yet: made at the first small upload.
     NotYet,
+    /// The sync stream's operation makes it now, outside the book's lock; `registered`: it
+    /// is to be page-locked (counted against the context's page-locked rings already, so
+    /// that two threads making rings at once do not both take the last place).
+    Coming {
+        registered: bool,
+    },
     /// Making it failed (no host memory or no event left): small uploads wait on the host, as
     /// the others do.
     Failed,
@@ -109,7 +115,11 @@ impl<E: Copy> Book<E> {
 
     /// How many sync streams of `ctx` have a page-locked ring.
     pub(super) fn registered_rings(&self, ctx: usize) -> usize {
-        let registered = |e: &&Entry<E>| matches!(&e.ring, Ring::Made(b) if b.registered);
+        let registered = |e: &&Entry<E>| match &e.ring {
+            Ring::Made(b) => b.registered,
+            Ring::Coming { registered } => *registered,
+            Ring::NotYet | Ring::Failed => false,
+        };
         self.entries
             .iter()
             .filter(|e| e.ctx == ctx)
@@ -211,11 +221,26 @@ impl<E: Copy> Book<E> {
         matches!(self.entries[i].ring, Ring::NotYet)
     }
 
+    /// Sync stream `i` (which [`needs_ring`](Book::needs_ring)) makes its ring now, outside
+    /// the lock: page-locked where `registered`.
+    pub(super) fn reserve_ring(&mut self, i: usize, registered: bool) {
+        debug_assert!(matches!(self.entries[i].ring, Ring::NotYet));
+        self.entries[i].ring = Ring::Coming { registered };
+    }
+
+    /// The operation that reserved sync stream `i`'s ring ended without making it: the
+    /// next one makes it.
+    pub(super) fn unreserve_ring(&mut self, i: usize) {
+        if let Ring::Coming { .. } = self.entries[i].ring {
+            self.entries[i].ring = Ring::NotYet;
+        }
+    }
+
     /// Gives sync stream `i` the bounce ring `made` (or, where making it failed, none for
     /// good: small uploads then wait on the host).
     pub(super) fn install_ring(&mut self, i: usize, made: Result<Bounce<E>>) {
         debug_assert!(
-            matches!(self.entries[i].ring, Ring::NotYet),
+            matches!(self.entries[i].ring, Ring::NotYet | Ring::Coming { .. }),
             "a ring is installed once (another would leak)"
         );
         self.entries[i].ring = match made {
@@ -722,5 +747,32 @@ mod tests {
             "a given-up ring is not counted"
         );
         assert_eq!(book.registered_rings(3), 0);
+    }
+
+    #[test]
+    fn a_ring_being_made_counts_until_it_is_made_or_its_operation_ends() {
+        let mut book = sync_streams(3);
+        book.reserve_ring(0, true);
+        book.reserve_ring(1, false);
+        assert!(!book.needs_ring(0), "one operation makes it");
+        assert_eq!(
+            book.registered_rings(1),
+            1,
+            "a page-locked ring being made takes its place"
+        );
+        assert_eq!(book.take_slot(0), None, "no slot before it is made");
+        book.install_ring(
+            0,
+            Ok(Bounce {
+                registered: true,
+                ..new_ring(100)
+            }),
+        );
+        assert_eq!(book.registered_rings(1), 1, "counted once");
+        book.unreserve_ring(0);
+        assert!(book.take_slot(0).is_some(), "a made ring stays");
+        book.unreserve_ring(1);
+        assert!(book.needs_ring(1), "the next operation makes it");
+        assert_eq!(book.registered_rings(1), 1);
     }
 }

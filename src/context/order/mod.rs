@@ -468,6 +468,9 @@ impl SyncStream {
         waited?;
         let needs_ring = slot && book.needs_ring(i);
         let register = needs_ring && may_register(&book, i);
+        if needs_ring {
+            book.reserve_ring(i, register);
+        }
         let slot = match slot {
             true => book.take_slot(i).map(Slot::new),
             false => None,
@@ -535,6 +538,10 @@ impl SyncStream {
             unreachable!("a busy sync stream stays in the book")
         };
         book.entries[i].busy = false;
+        if self.needs_ring {
+            // `slot` was never asked for: the ring is made by a later operation
+            book.unreserve_ring(i);
+        }
         if synced {
             book.entries[i].settled();
         }
