@@ -384,8 +384,9 @@ fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
         Ok(()) => match owned {
             Held::Destroy => {
                 // SAFETY: every value branded with this context is gone (the brand cannot
-                // leave the closure), this is the context `with_context` created, and it is
-                // off the stack.
+                // leave the closure, and the owning layer gives a context up with its last
+                // handle), this is a context the crate created (`create`: `with_context`,
+                // `with_phases`, `OwnedContext::new`), and it is off the stack.
                 let destroyed = unsafe { driver::ctx_destroy(raw) };
                 if destroyed.is_ok() {
                     // its registrations are gone: rings whose unregistering failed are freed

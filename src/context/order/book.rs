@@ -30,7 +30,8 @@ pub(super) struct Bounce<E> {
     pub(super) in_flight: u8,
     /// The memory is page-locked in the sync stream's context (`cuMemHostRegister`): only
     /// in a context the crate destroys itself, whose sync streams end at its destroying
-    /// teardown, when the context is idle (`RING_LAYOUT` in `order`).
+    /// teardown, when the context is idle, or at the end of a `with_raw_context` scope on
+    /// it (`RING_LAYOUT` in `order`).
     pub(super) registered: bool,
 }
 

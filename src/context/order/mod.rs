@@ -238,9 +238,12 @@ fn destroy_events(events: &[usize]) {
 /// (238.6 ms behind about a second of memsets on an H200,
 /// `docs/c/facts/host_alloc_while_busy.h200.out`; 0.1-0.3 ms with only another context
 /// busy, `register_until_destroy.out`), finds nothing to wait for. (Entries of
-/// `SharedContext::enter` and of the owning layer keep their thread's sync stream; a
-/// `with_raw_context` scope on such a context ends the sync streams it made, and may wait
-/// there for the context's other work.) At most [`MAX_REGISTERED_RINGS`] per context are
+/// `SharedContext::enter` and of the owning layer keep their thread's sync stream. A
+/// `with_raw_context` scope on such a context, which needs its raw handle, ends the sync
+/// streams made during it, of any thread, and unregistering their rings may wait for the
+/// context's other work there, or, for a sync stream busy at that moment, in that
+/// thread's synchronous operation, which ends it: work that waits for either thread would
+/// then never finish.) At most [`MAX_REGISTERED_RINGS`] per context are
 /// page-locked. In any other context (a primary context, one another library made) the
 /// ring is plain memory, which the driver stages, since no teardown of the crate's knows
 /// such a context idle. Either way the copy is correct whenever the driver reads the slot,
@@ -499,7 +502,6 @@ impl SyncStream {
     /// synchronous operations take that lock).
     pub(crate) fn slot(&mut self) -> Option<Slot> {
         if self.needs_ring {
-            self.needs_ring = false;
             // the context is current (`begin`'s promise); the sync stream is busy, so its
             // entry stays in the book until this operation ends
             let made = make_bounce(self.register);
@@ -508,6 +510,10 @@ impl SyncStream {
                 unreachable!("a busy sync stream stays in the book")
             };
             book.install_ring(i, made);
+            // only now: an operation that unwound before this point still releases its
+            // reservation (`Ring::Coming`) in `Drop`, so that no sync stream is left without
+            // a ring, and no place of the cap taken, for good
+            self.needs_ring = false;
             self.slot = book.take_slot(i).map(Slot::new);
         }
         self.slot
