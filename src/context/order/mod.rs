@@ -270,8 +270,6 @@ static OWNED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// context: the context's destruction takes the registration away, then [`after_destroy`]
 /// frees them.
 static STRANDED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
-/// How many rings [`STRANDED`] holds (a destroying teardown's fast path).
-static STRANDED_RINGS: AtomicU64 = AtomicU64::new(0);
 
 fn owned() -> MutexGuard<'static, Vec<usize>> {
     // every critical section is one push, search or removal
@@ -348,7 +346,6 @@ fn free_rings(rings: impl IntoIterator<Item = RingMemory>) {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push((ring.ctx, ring.host));
-            STRANDED_RINGS.fetch_add(1, Ordering::Release);
             continue;
         }
         dealloc_ring(ring.host);
@@ -364,22 +361,17 @@ fn dealloc_ring(host: usize) {
 }
 
 /// `raw` was destroyed by the crate (`cuCtxDestroy` succeeded, which takes its
-/// registrations away): frees its rings whose unregistering failed. One atomic load where
-/// there are none.
+/// registrations away): frees its rings whose unregistering failed. One uncontended lock
+/// beside the destroy's milliseconds.
 pub(crate) fn after_destroy(raw: CUcontext) {
-    if STRANDED_RINGS.load(Ordering::Acquire) == 0 {
-        return;
-    }
     let mut stranded = STRANDED.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut k = 0;
-    while k < stranded.len() {
-        if stranded[k].0 == raw as usize {
-            dealloc_ring(stranded.swap_remove(k).1);
-            STRANDED_RINGS.fetch_sub(1, Ordering::Release);
-        } else {
-            k += 1;
+    stranded.retain(|&(ctx, host)| {
+        let its = ctx == raw as usize;
+        if its {
+            dealloc_ring(host);
         }
-    }
+        !its
+    });
 }
 
 /// A synchronous operation's use of the calling thread's sync stream in the current
@@ -759,8 +751,17 @@ unsafe fn end_sync_streams_since(raw: CUcontext, mark: u64) {
 /// What `cuda_brand::__order` exports (hidden): the bounce rings, for the crate's GPU
 /// tests. Not an API: it may change at any time.
 pub mod hidden {
+    use super::book::Entry;
     use super::{BOOK, LIVE_RINGS, Ordering, PoisonError, Ring, thread_token};
     use crate::context::ContextGuard;
+
+    /// A sync stream's ring, as (host address, page-locked), if it has one.
+    fn ring(e: &Entry<usize>) -> Option<(usize, bool)> {
+        match &e.ring {
+            Ring::Made(b) => Some((b.host, b.registered)),
+            _ => None,
+        }
+    }
 
     /// How many bounce rings' memory is allocated, in every context.
     pub fn live_rings() -> u64 {
@@ -772,23 +773,15 @@ pub mod hidden {
     pub fn ring_of_this_thread(ctx: ContextGuard<'_>) -> Option<(usize, bool)> {
         let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
         let i = book.find(ctx.raw() as usize, thread_token())?;
-        match &book.entries[i].ring {
-            Ring::Made(b) => Some((b.host, b.registered)),
-            _ => None,
-        }
+        ring(&book.entries[i])
     }
 
     /// The bounce rings of `ctx`'s sync streams, as (host address, page-locked).
     pub fn rings_of(ctx: ContextGuard<'_>) -> Vec<(usize, bool)> {
         let raw = ctx.raw() as usize;
         let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
-        let rings = book.entries.iter().filter(|e| e.ctx == raw);
-        rings
-            .filter_map(|e| match &e.ring {
-                Ring::Made(b) => Some((b.host, b.registered)),
-                _ => None,
-            })
-            .collect()
+        let of_ctx = book.entries.iter().filter(|e| e.ctx == raw);
+        of_ctx.filter_map(ring).collect()
     }
 
     /// The most page-locked rings one context has.
