@@ -15,6 +15,12 @@
  *      driver). Device to host into a reused and into a new buffer, host to device; sizes
  *      1 to 256 MiB; T = 4, 8, 12.
  *
+ * PROBE_COPY=nt in the environment makes the worker threads copy with non-temporal
+ * (streaming) 16-byte stores and an sfence per chunk instead of memcpy (sections 1 and 3:
+ * does the host copy's read-for-ownership of the destination limit the pipeline?);
+ * PROBE_SECTIONS=13 runs only the sections named. docs/c/facts/staged_pipeline.nt.out is
+ * the H200 run of both copies, sections 1 and 3.
+ *
  * Each line is the median of 7 timed copies after one untimed one, timed with
  * CLOCK_MONOTONIC from the call until the data is complete (host to device: until the
  * legacy stream is idle). Every staged copy is checked byte for byte once per line.
@@ -32,6 +38,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <emmintrin.h>
 
 #define CK(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { \
     fprintf(stderr, "%s failed: %d (line %d)\n", #x, (int)r_, __LINE__); exit(1); } } while (0)
@@ -40,6 +47,31 @@
 #define MAXT 16
 #define MAXSLOTS 40
 #define REPS 7
+
+/* memcpy, or (PROBE_COPY=nt) loads and non-temporal 16-byte stores, 64 bytes a step, with
+ * an sfence at the end so that the stores are visible before the chunk is handed on */
+static void copy_nt(void *dst, const void *src, size_t n) {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    size_t head = (16 - ((size_t)d & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(d, s, head);
+    d += head; s += head; n -= head;
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, a);
+        _mm_stream_si128((__m128i *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    memcpy(d, s, n);
+    _mm_sfence();
+}
+static void *(*copy)(void *, const void *, size_t) = memcpy;
+static void *copy_nt_fn(void *d, const void *s, size_t n) { copy_nt(d, s, n); return d; }
+static const char *sections = "1234";
+#define SECTION(c) (strchr(sections, c) != NULL)
 
 static double now_s(void) {
     struct timespec t;
@@ -115,7 +147,7 @@ static void *worker(void *arg) {
                 k = P.ready_chunk[P.nready];
                 pthread_mutex_unlock(&P.m);
                 chunk_of(k, &off, &len);
-                memcpy(P.host + off, staging + (size_t)slot * SLOT, len);
+                copy(P.host + off, staging + (size_t)slot * SLOT, len);
                 pthread_mutex_lock(&P.m);
                 P.free_[P.nfree++] = slot;
                 P.copied++;
@@ -128,7 +160,7 @@ static void *worker(void *arg) {
                 k = P.next_claim++;
                 pthread_mutex_unlock(&P.m);
                 chunk_of(k, &off, &len);
-                memcpy(staging + (size_t)slot * SLOT, P.host + off, len);
+                copy(staging + (size_t)slot * SLOT, P.host + off, len);
                 pthread_mutex_lock(&P.m);
                 P.ready_slot[P.nready] = slot;
                 P.ready_chunk[P.nready] = k;
@@ -151,7 +183,7 @@ static void *worker(void *arg) {
                 k = P.next_claim++;
                 pthread_mutex_unlock(&P.m);
                 chunk_of(k, &off, &len);
-                memcpy(P.host + off, P.other + off, len);
+                copy(P.host + off, P.other + off, len);
                 pthread_mutex_lock(&P.m);
                 P.copied++;
             }
@@ -316,6 +348,10 @@ static size_t chunk_for(size_t bytes, int t) {
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *pc = getenv("PROBE_COPY"), *ps = getenv("PROBE_SECTIONS");
+    if (pc && !strcmp(pc, "nt")) copy = copy_nt_fn;
+    if (ps) sections = ps;
+    printf("copy: %s, sections %s\n", copy == memcpy ? "memcpy" : "non-temporal stores", sections);
     char buf[256];
     for (int i = 0; i < 2; i++) {
         const char *f = i ? "/sys/kernel/mm/transparent_hugepage/defrag"
@@ -351,8 +387,8 @@ int main(void) {
 
     double v[REPS], t0;
     int ts[] = {1, 2, 4, 8, 12, 15};
-    printf("1. host memcpy of 256 MiB by T threads (2 MiB chunks), GB/s:\n");
-    for (int i = 0; i < 6; i++) {
+    if (SECTION('1')) printf("1. host memcpy of 256 MiB by T threads (2 MiB chunks), GB/s:\n");
+    for (int i = 0; i < 6 && SECTION('1'); i++) {
         int t = ts[i];
         plain_memcpy(warm, pattern, big, t);
         for (int r = 0; r < REPS; r++) { t0 = now_s(); plain_memcpy(warm, pattern, big, t); v[r] = now_s() - t0; }
@@ -366,8 +402,8 @@ int main(void) {
     }
 
     size_t sizes[] = {1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB};
-    printf("2. the driver's paths (GB/s):\n");
-    for (int i = 0; i < 5; i++) {
+    if (SECTION('2')) printf("2. the driver's paths (GB/s):\n");
+    for (int i = 0; i < 5 && SECTION('2'); i++) {
         size_t b = sizes[i];
         double a[4];
         CK(cuMemcpyDtoH(warm, dev, b));
@@ -387,9 +423,9 @@ int main(void) {
     }
     CK(cuMemcpyHtoD(dev, pattern, big));
 
-    printf("3. staged with kept threads, async DMA + an event per slot (GB/s; chunk):\n");
+    if (SECTION('3')) printf("3. staged with kept threads, async DMA + an event per slot (GB/s; chunk):\n");
     int tt[] = {8, 12};
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 2 && SECTION('3'); j++) {
         int t = tt[j];
         for (int i = 0; i < 5; i++) {
             size_t b = sizes[i], c = chunk_for(b, t);
@@ -416,8 +452,8 @@ int main(void) {
                    t, b / MIB, c >> 10, a[0], a[1], a[2]);
         }
     }
-    printf("4. straight into the range: page faults by T threads, cuMemHostRegister per piece, DMA, unregister\n");
-    {
+    if (SECTION('4')) {
+        printf("4. straight into the range: page faults by T threads, cuMemHostRegister per piece, DMA, unregister\n");
         double reg, unreg, regs[REPS], unregs[REPS];
         for (int i = 0; i < 6; i++) {
             int t = ts[i];
