@@ -95,6 +95,7 @@ use crate::error::{Error, ErrorCode, Result};
 // The rooms: the thresholds, counters and staging memory here; `registry.rs` (the
 // stagings of each context, leases, what a context's end frees), `pipeline.rs` (the
 // copies: chunks, DMA and worker threads).
+mod pipe;
 mod pipeline;
 mod registry;
 mod workers;

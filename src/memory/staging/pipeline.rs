@@ -1,23 +1,20 @@
 //! The copies: a copy cut into chunks ([`Chunks`]); the calling thread queues each
 //! chunk's DMA between the device and a slot of a staging (asynchronously, on the legacy
 //! stream, an event after each) and waits for the slot's event; the staging's kept threads
-//! ([`Workers`](super::workers::Workers)) move chunks between the slots and the host memory ([`Pipe`]); the calling
-//! thread does that work itself wherever it would otherwise wait for them.
+//! ([`Workers`](super::workers::Workers)) move each chunk between its slot and the host
+//! memory in pieces ([`Pipe`]); the calling thread copies pieces itself wherever it would
+//! otherwise wait for them.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::Duration;
+use std::sync::OnceLock;
 
 use cuda_driver_sys::CUctx_st;
 
+use super::pipe::{Chunks, PIECE, Piece, Pipe, StopOnDrop, WHOLE_CHUNK, Wake};
 use super::registry::{Lease, acquire};
-use super::workers::spin_until;
-use super::{
-    HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, MIN_CHUNK, SLOT_BYTES, SLOTS, Staging, thp,
-};
+use super::{HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOTS, Staging, thp};
 use crate::driver::{self, CUdeviceptr, CUevent};
 use crate::error::Result;
 
@@ -65,7 +62,7 @@ pub(crate) unsafe fn device_to_host(
     // only and drops `dma` before the lease; `dma` copies from the source (the caller's
     // guarantee) into the slots it is given.
     staged(ctx, src, true, bytes, |staging, workers, dma| unsafe {
-        pipeline_to_host(staging, dst, bytes, workers, dma)
+        pipeline_to_host(staging, dst, bytes, workers, fresh, dma)
     })
 }
 
@@ -246,268 +243,7 @@ fn workers_for_copy(bytes: usize, threads: usize) -> usize {
     threads.min(bytes.div_ceil(MIN_BYTES_PER_WORKER))
 }
 
-/// Doublings from [`MIN_CHUNK`] to a slot: the first chunks of a copy are 256 KiB, 256 KiB,
-/// 512 KiB, 512 KiB, 1 MiB, 1 MiB, then up to 2 MiB.
-const RAMP_STEPS: usize = 3;
-
-/// The chunks of a host range `[start, start + bytes)`, in order (guided, as OpenMP's
-/// schedule of that name): each about `1 / (2 (workers + 1))` of what is left, a power of
-/// two between [`MIN_CHUNK`] and a slot, ending at a multiple of its size in the address
-/// space; the first few smaller ([`RAMP_STEPS`]). So a large copy moves slots of 2 MiB,
-/// each filling one 2 MiB-aligned block (with huge pages, no two threads fault the same
-/// page), starts with short chunks, and its last chunks, copied while little else is left
-/// to do, are short.
-#[derive(Debug)]
-struct Chunks {
-    /// Offset from `start` and length (not zero) of each chunk.
-    list: Vec<(usize, usize)>,
-}
-
-impl Chunks {
-    fn new(start: usize, bytes: usize, workers: usize) -> Chunks {
-        let end = start + bytes;
-        let mut list = Vec::new();
-        let mut at = start;
-        while at < end {
-            let share = ((end - at) / (2 * (workers + 1))).max(1);
-            // the first chunks grow from the smallest, so that the copy engine and the
-            // threads start at once instead of after a whole slot's copy
-            let ramp = MIN_CHUNK << (list.len() / 2).min(RAMP_STEPS);
-            let size = (1usize << share.ilog2())
-                .min(ramp)
-                .clamp(MIN_CHUNK, SLOT_BYTES);
-            let hi = ((at / size + 1) * size).min(end);
-            list.push((at - start, hi - at));
-            at = hi;
-        }
-        Chunks { list }
-    }
-
-    fn count(&self) -> usize {
-        self.list.len()
-    }
-
-    /// Chunk `k < count()`: its offset from the range's start and its length (not zero, at
-    /// most [`SLOT_BYTES`]).
-    fn get(&self, k: usize) -> (usize, usize) {
-        self.list[k]
-    }
-}
-
-/// The hand-over between the calling thread (DMA) and the kept threads (`memcpy`): free
-/// slots, slots holding a chunk (`ready`), the next chunk to claim, the chunks copied out,
-/// and whether the calling thread has stopped. Every slot is owned by exactly one party at
-/// a time: in `free`, in `ready`, or taken by one thread; it changes hands only under the
-/// mutex, which orders each owner's accesses before the next owner's.
-struct Pipe {
-    state: Mutex<PipeState>,
-    /// Bumped (under the mutex) by every hand-over and the stop: what a spinning waiter
-    /// watches.
-    changes: AtomicU64,
-    /// The calling thread waits here (a slot freed or filled, a chunk copied out).
-    to_main: Condvar,
-    /// The kept threads wait here (a slot filled or freed, the stop).
-    to_workers: Condvar,
-}
-
-struct PipeState {
-    free: Vec<usize>,
-    ready: VecDeque<(usize, usize)>,
-    /// The next chunk to claim (host to device).
-    next: usize,
-    /// Chunks copied out of their slot (device to host).
-    done: usize,
-    stop: bool,
-    /// The calling thread is asleep on `to_main`.
-    main_asleep: bool,
-    /// Kept threads asleep on `to_workers`.
-    workers_asleep: usize,
-}
-
-/// How long a waiter of the pipe spins before it sleeps: a hand-over usually comes within
-/// microseconds, and waking a sleeping thread costs tens of them.
-const PIPE_SPIN: Duration = Duration::from_micros(50);
-/// How long the calling thread spins before it sleeps: it runs the copy engine, and every
-/// time it sleeps the engine may run dry for a wake-up's time.
-const MAIN_SPIN: Duration = Duration::from_millis(1);
-
-impl Pipe {
-    fn new(slots: usize) -> Pipe {
-        Pipe {
-            state: Mutex::new(PipeState {
-                free: (0..slots).rev().collect(),
-                ready: VecDeque::with_capacity(slots),
-                next: 0,
-                done: 0,
-                stop: false,
-                main_asleep: false,
-                workers_asleep: 0,
-            }),
-            changes: AtomicU64::new(0),
-            to_main: Condvar::new(),
-            to_workers: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, PipeState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Waits for the next hand-over (`main`: the calling thread, else a kept thread):
-    /// spins a while, then sleeps until woken.
-    fn wait<'a>(&'a self, st: MutexGuard<'a, PipeState>, main: bool) -> MutexGuard<'a, PipeState> {
-        let seen = self.changes.load(Ordering::Relaxed);
-        drop(st);
-        let budget = if main { MAIN_SPIN } else { PIPE_SPIN };
-        let changed = spin_until(budget, || self.changes.load(Ordering::Acquire) != seen);
-        let mut st = self.lock();
-        if changed || self.changes.load(Ordering::Relaxed) != seen {
-            return st;
-        }
-        if main {
-            st.main_asleep = true;
-            st = self
-                .to_main
-                .wait(st)
-                .unwrap_or_else(PoisonError::into_inner);
-            st.main_asleep = false;
-        } else {
-            st.workers_asleep += 1;
-            st = self
-                .to_workers
-                .wait(st)
-                .unwrap_or_else(PoisonError::into_inner);
-            st.workers_asleep -= 1;
-        }
-        st
-    }
-
-    /// The calling thread waits until `until` holds.
-    fn wait_main(&self, until: impl Fn(&PipeState) -> bool) {
-        let mut st = self.lock();
-        while !until(&st) {
-            st = self.wait(st, true);
-        }
-    }
-
-    fn try_free(&self) -> Option<usize> {
-        self.lock().free.pop()
-    }
-
-    fn try_ready(&self) -> Option<(usize, usize)> {
-        self.lock().ready.pop_front()
-    }
-
-    /// The first ready slot if its chunk is one `small` accepts.
-    fn try_ready_if(&self, small: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
-        let mut st = self.lock();
-        let &(chunk, _) = st.ready.front()?;
-        if small(chunk) {
-            st.ready.pop_front()
-        } else {
-            #[cfg(test)]
-            tests::REFUSED.fetch_add(1, Ordering::Relaxed);
-            None
-        }
-    }
-
-    /// The next of `count` chunks and a free slot for it, if both are there and `small`
-    /// accepts the chunk.
-    fn try_claim_if(&self, count: usize, small: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
-        let mut st = self.lock();
-        if st.next >= count || !small(st.next) {
-            return None;
-        }
-        let slot = st.free.pop()?;
-        st.next += 1;
-        Some((st.next - 1, slot))
-    }
-
-    /// A kept thread, device to host: a filled slot, `None` once the calling thread has
-    /// stopped and none is left.
-    fn take_ready(&self) -> Option<(usize, usize)> {
-        let mut st = self.lock();
-        loop {
-            if let Some(item) = st.ready.pop_front() {
-                return Some(item);
-            }
-            if st.stop {
-                return None;
-            }
-            st = self.wait(st, false);
-        }
-    }
-
-    /// A kept thread, host to device: the next of `count` chunks and a free slot for it;
-    /// `None` once every chunk is claimed or the calling thread has stopped.
-    fn claim(&self, count: usize) -> Option<(usize, usize)> {
-        let mut st = self.lock();
-        loop {
-            if st.stop || st.next >= count {
-                return None;
-            }
-            if let Some(slot) = st.free.pop() {
-                st.next += 1;
-                return Some((st.next - 1, slot));
-            }
-            st = self.wait(st, false);
-        }
-    }
-
-    /// A slot holding `chunk`, for the side `wake` names.
-    fn put_ready(&self, chunk: usize, slot: usize, wake: Wake) {
-        let mut st = self.lock();
-        st.ready.push_back((chunk, slot));
-        self.changed(st, wake);
-    }
-
-    /// A slot free again, for the side `wake` names; `copied_out`: its chunk was copied
-    /// into the host range.
-    fn put_free(&self, slot: usize, copied_out: bool, wake: Wake) {
-        let mut st = self.lock();
-        st.free.push(slot);
-        st.done += usize::from(copied_out);
-        self.changed(st, wake);
-    }
-
-    /// Publishes a hand-over made under `st` to the spinning waiters, and wakes a sleeping
-    /// one of the side `wake` names.
-    fn changed(&self, st: MutexGuard<'_, PipeState>, wake: Wake) {
-        self.changes.fetch_add(1, Ordering::Release);
-        let (main_asleep, workers_asleep) = (st.main_asleep, st.workers_asleep);
-        drop(st);
-        match wake {
-            Wake::Main if main_asleep => self.to_main.notify_one(),
-            Wake::Worker if workers_asleep > 0 => self.to_workers.notify_one(),
-            _ => {}
-        }
-    }
-}
-
-/// Whom a hand-over is for: the calling thread, a kept thread, or the calling thread
-/// itself (which looks again without waiting).
-#[derive(Clone, Copy)]
-enum Wake {
-    Main,
-    Worker,
-    Nobody,
-}
-
-/// Stops the pipe when the calling thread leaves the copy (done, failed or panicking), so
-/// that the kept threads return from the job.
-struct StopOnDrop<'a>(&'a Pipe);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        let mut st = self.0.lock();
-        st.stop = true;
-        self.0.changes.fetch_add(1, Ordering::Release);
-        drop(st);
-        self.0.to_workers.notify_all();
-    }
-}
-
-/// A host address that kept threads use: each chunk of the range is touched by one
+/// A host address that kept threads use: each piece of the range is touched by one
 /// thread only (see [`Pipe`]).
 #[derive(Clone, Copy)]
 struct HostRange(*mut u8);
@@ -520,16 +256,17 @@ impl HostRange {
     }
 }
 
-// SAFETY: only an address; the pipeline gives each chunk of the range to one thread at a
+// SAFETY: only an address; the pipeline gives each piece of the range to one thread at a
 // time, and the range outlives the job that uses it (`Workers::lend` takes it back).
 unsafe impl Send for HostRange {}
 // SAFETY: as above.
 unsafe impl Sync for HostRange {}
 
 /// Device to host through `staging`: the calling thread queues each chunk's DMA into a
-/// free slot and, once the slot's DMA is complete, puts it ready; a kept thread (or the
-/// calling thread, when it has nothing else to do) copies the slot into the chunk's place
-/// in `dst` and frees it.
+/// free slot and, once the slot's DMA is complete, puts it ready; the kept threads (and
+/// the calling thread, when it has nothing else to do) copy the slot into the chunk's
+/// place in `dst` by pieces, and the last piece frees it. `fresh`: `dst` was never written
+/// (whole chunks as pieces, see [`WHOLE_CHUNK`]).
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of writes (it may be uninitialised) and nothing else uses it
@@ -540,30 +277,36 @@ unsafe fn pipeline_to_host(
     dst: *mut u8,
     bytes: usize,
     workers: usize,
+    fresh: bool,
     dma: &mut impl Dma,
 ) -> Result<()> {
-    let chunks = Chunks::new(dst as usize, bytes, workers);
+    let chunks = Chunks::new(dst as usize, bytes);
     let count = chunks.count();
-    let pipe = Pipe::new(staging.slots().min(count));
+    let piece = if fresh { WHOLE_CHUNK } else { PIECE };
+    let pipe = Pipe::new(staging.slots().min(count), piece);
     let host = HostRange(dst);
-    let copy_out = |chunk: usize, slot: usize, wake: Wake| {
-        let (offset, len) = chunks.get(chunk);
-        // SAFETY: the slot holds the chunk's `len <= SLOT_BYTES` bytes (its DMA was complete
-        // before it was put ready) and is this thread's until it is put back; `[at, at +
-        // len)` lies in `dst` (the chunks cover it exactly), is written by this thread only
-        // (each chunk is handed out once), and nobody else uses `dst` during the copy (the
-        // caller's guarantee).
-        unsafe { std::ptr::copy_nonoverlapping(staging.slot(slot), host.at(offset), len) };
-        pipe.put_free(slot, true, wake);
+    let copy_out = |piece: Piece, wake: Wake| {
+        let offset = chunks.get(piece.chunk).0 + piece.at;
+        // SAFETY: the slot holds the chunk's bytes (its DMA was complete before it was put
+        // ready) and is not freed before this piece is finished; `[at, at + len)` lies in
+        // the chunk (at most `SLOT_BYTES`), its place in `dst` too (the chunks cover `dst`
+        // exactly), and that place is written by this thread only (each piece is handed
+        // out once); nobody else uses `dst` during the copy (the caller's guarantee).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                staging.slot(piece.slot).wrapping_add(piece.at),
+                host.at(offset),
+                piece.len,
+            );
+        };
+        pipe.finish(piece, true, wake);
     };
     let job = || {
-        while let Some((chunk, slot)) = pipe.take_ready() {
-            copy_out(chunk, slot, Wake::Main);
+        while let Some(piece) = pipe.take_piece(&chunks, true) {
+            copy_out(piece, Wake::Main);
         }
     };
-    staging.workers.lend(workers, &job, |lent| {
-        // alone, this thread copies every chunk; with help, only short ones (see below)
-        let short = |chunk: usize| lent == 0 || chunks.get(chunk).1 <= MIN_CHUNK;
+    staging.workers.lend(workers, &job, |_| {
         // first, before anything that may fail or panic: the kept threads' part ends on
         // every exit, so that `lend`'s take-back, which waits for them, returns
         let _stop = StopOnDrop(&pipe);
@@ -581,35 +324,32 @@ unsafe fn pipeline_to_host(
             }
             if let Some((chunk, slot)) = in_flight.pop_front() {
                 dma.wait(slot)?;
-                pipe.put_ready(chunk, slot, Wake::Worker);
+                pipe.put_ready(chunk, slot, chunks.get(chunk).1);
                 continue;
             }
             if next == count {
                 break;
             }
-            // every slot is ready or being copied out: copy a short one out here (a long
-            // one would keep this thread from queueing the slots the others free), or wait
-            match pipe.try_ready_if(short) {
-                Some((chunk, slot)) => copy_out(chunk, slot, Wake::Nobody),
-                // (a long chunk at the front of `ready` is a kept thread's to take: wait
-                // for a free slot or a short chunk, rather than look again at once)
-                None => pipe.wait_main(|st| {
-                    !st.free.is_empty() || st.ready.front().is_some_and(|&(c, _)| short(c))
-                }),
+            // every slot is ready or being copied out: copy a piece here (one piece, so
+            // that this thread soon queues the slots the others free), or wait
+            match pipe.try_piece(&chunks, true) {
+                Some(piece) => copy_out(piece, Wake::Nobody),
+                None => pipe.wait_main(|st| !st.free.is_empty() || !st.ready.is_empty()),
             }
         }
-        while let Some((chunk, slot)) = pipe.try_ready() {
-            copy_out(chunk, slot, Wake::Nobody);
+        while let Some(piece) = pipe.try_piece(&chunks, true) {
+            copy_out(piece, Wake::Nobody);
         }
         pipe.wait_main(|st| st.done == count);
         Ok(())
     })
 }
 
-/// Host to device through `staging`: kept threads (or the calling thread, while the copy
-/// engine has nothing to do) copy chunks of `src` into free slots and put them ready; the
-/// calling thread queues each ready slot's DMA and frees the slot once it is complete.
-/// Complete when it returns: every DMA was waited for.
+/// Host to device through `staging`: the kept threads (and the calling thread, while the
+/// copy engine has nothing to do) copy chunks of `src` into free slots by pieces, and the
+/// last piece of a chunk puts its slot ready; the calling thread queues each ready slot's
+/// DMA and frees the slot once it is complete. Complete when it returns: every DMA was
+/// waited for.
 ///
 /// # Safety
 /// `src` is valid for `bytes` of reads and nothing writes it during the call; `staging` is
@@ -621,26 +361,32 @@ unsafe fn pipeline_from_host(
     workers: usize,
     dma: &mut impl Dma,
 ) -> Result<()> {
-    let chunks = Chunks::new(src as usize, bytes, workers);
+    let chunks = Chunks::new(src as usize, bytes);
     let count = chunks.count();
-    let pipe = Pipe::new(staging.slots().min(count));
+    let pipe = Pipe::new(staging.slots().min(count), PIECE);
     let host = HostRange(src.cast_mut());
-    let copy_in = |chunk: usize, slot: usize, wake: Wake| {
-        let (offset, len) = chunks.get(chunk);
-        // SAFETY: `[from, from + len)` lies in `src`, which nobody writes during the copy
-        // (the caller's guarantee); the slot is this thread's (claimed from `free`) until it
-        // is put ready, with room for `len <= SLOT_BYTES` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(host.at(offset), staging.slot(slot), len) };
-        pipe.put_ready(chunk, slot, wake);
+    let copy_in = |piece: Piece, wake: Wake| {
+        let offset = chunks.get(piece.chunk).0 + piece.at;
+        // SAFETY: `[offset, offset + len)` lies in `src`, which nobody writes during the
+        // copy (the caller's guarantee); the slot was taken from `free` for this chunk and
+        // is not put ready before this piece is finished; `[at, at + len)` lies in the
+        // chunk (at most `SLOT_BYTES`) and is written by this thread only (each piece is
+        // handed out once).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                host.at(offset),
+                staging.slot(piece.slot).wrapping_add(piece.at),
+                piece.len,
+            );
+        };
+        pipe.finish(piece, false, wake);
     };
     let job = || {
-        while let Some((chunk, slot)) = pipe.claim(count) {
-            copy_in(chunk, slot, Wake::Main);
+        while let Some(piece) = pipe.take_piece(&chunks, false) {
+            copy_in(piece, Wake::Main);
         }
     };
-    staging.workers.lend(workers, &job, |lent| {
-        // alone, this thread copies every chunk; with help, only short ones (see below)
-        let short = |chunk: usize| lent == 0 || chunks.get(chunk).1 <= MIN_CHUNK;
+    staging.workers.lend(workers, &job, |_| {
         // first, before anything that may fail or panic: the kept threads' part ends on
         // every exit, so that `lend`'s take-back, which waits for them, returns
         let _stop = StopOnDrop(&pipe);
@@ -662,12 +408,12 @@ unsafe fn pipeline_from_host(
             match in_flight.pop_front() {
                 Some(slot) => {
                     dma.wait(slot)?;
-                    pipe.put_free(slot, false, Wake::Worker);
+                    pipe.put_free(slot);
                 }
-                // the copy engine is idle: fill a short chunk's slot here (a long one would
-                // keep this thread from queueing the others' slots), or wait for a thread's
-                None => match pipe.try_claim_if(count, short) {
-                    Some((chunk, slot)) => copy_in(chunk, slot, Wake::Nobody),
+                // the copy engine is idle: copy a piece here (one piece, so that this
+                // thread soon queues the slots the others fill), or wait for a thread's
+                None => match pipe.try_piece(&chunks, false) {
+                    Some(piece) => copy_in(piece, Wake::Nobody),
                     None => pipe.wait_main(|st| !st.ready.is_empty()),
                 },
             }
@@ -686,52 +432,13 @@ pub(super) fn workers_for(bytes: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::STAGING_BYTES;
+    use std::sync::atomic::Ordering;
+
+    use super::super::pipe::LOOKS;
     use super::super::workers::Workers;
+    use super::super::{SLOT_BYTES, STAGING_BYTES};
     use super::*;
     use crate::error::{Error, ErrorCode};
-
-    #[test]
-    fn chunks_cover_the_range_exactly_at_aligned_boundaries() {
-        for (start, bytes, workers) in [
-            (0x1000_0000usize, 1usize, 8usize),
-            (0x1000_0001, 3 << 20, 1),
-            (0x2000_0000, 8 << 20, 8),
-            (0x2000_0010, (64 << 10) * 5 - 17, 0),
-            (0x3fff_fff0, 7, 4),
-            (0x4000_1000, 256 << 20, 8),
-            (0x5000_0000, 64 << 20, 15),
-        ] {
-            let c = Chunks::new(start, bytes, workers);
-            let mut at = 0;
-            for k in 0..c.count() {
-                let (offset, len) = c.get(k);
-                assert_eq!(offset, at, "chunk {k} follows the previous one");
-                assert!(len > 0 && len <= SLOT_BYTES);
-                let (lo, hi) = (start + offset, start + offset + len);
-                // the block of the chunk's size it lies in: a power of two
-                let size = len.next_power_of_two().max(MIN_CHUNK);
-                assert_eq!(
-                    lo / size,
-                    (hi - 1) / size,
-                    "a chunk stays inside one aligned block"
-                );
-                at += len;
-            }
-            assert_eq!(at, bytes, "{start:#x} + {bytes}");
-        }
-        // a large copy starts short, moves whole 2 MiB slots, and ends short
-        let c = Chunks::new(0x4000_0000, 256 << 20, 8);
-        assert_eq!(c.get(0).1, MIN_CHUNK);
-        assert!((0..10).any(|k| c.get(k).1 == SLOT_BYTES));
-        let whole: usize = (0..c.count())
-            .map(|k| c.get(k).1)
-            .filter(|&l| l == SLOT_BYTES)
-            .sum();
-        assert!(whole > 200 << 20, "{whole} bytes in whole slots");
-        assert_eq!(c.get(c.count() - 1).1, MIN_CHUNK);
-        assert!(c.count() < 200, "{} chunks", c.count());
-    }
 
     #[test]
     fn workers_are_bounded() {
@@ -812,10 +519,6 @@ mod tests {
         }
     }
 
-    /// Chunks the calling thread looked at and left to a kept thread (`try_ready_if`).
-    pub(super) static REFUSED: std::sync::atomic::AtomicUsize =
-        std::sync::atomic::AtomicUsize::new(0);
-
     /// With a kept thread slower than the copy engine, the calling thread waits for it
     /// instead of looking at the ready queue again and again (before the fix: millions of
     /// looks per copy, each taking the mutex the kept thread needs).
@@ -825,15 +528,16 @@ mod tests {
         let mut device = vec![5u8; bytes];
         let mut host = vec![0u8; bytes];
         let staging = staging_with(1);
-        let before = REFUSED.load(Ordering::Relaxed);
+        let before = LOOKS.load(Ordering::Relaxed);
         let mut dma = FakeDma::new(device.as_mut_ptr(), true);
         // SAFETY: `host` has room for `bytes`; the staging is this test's.
-        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, 1, &mut dma) }.unwrap();
+        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, 1, false, &mut dma) }
+            .unwrap();
         drop(dma);
         assert!(host.iter().all(|&b| b == 5));
         // other tests may run meanwhile and add their few; a poll loop adds millions
-        let refused = REFUSED.load(Ordering::Relaxed) - before;
-        assert!(refused < 100_000, "{refused} looks at the ready queue");
+        let looks = LOOKS.load(Ordering::Relaxed) - before;
+        assert!(looks < 100_000, "{looks} looks for a piece that found none");
     }
 
     fn staging_with(threads: usize) -> Staging {
@@ -843,7 +547,8 @@ mod tests {
     }
 
     /// The pipelines with a fake device: every byte arrives, for odd starts and lengths,
-    /// with no kept thread, one or several, and nothing around the destination is touched.
+    /// with no kept thread, one or several, in pieces or whole chunks (`fresh`: the odd
+    /// lengths), and nothing around the destination is touched.
     #[test]
     fn staged_copies_move_every_byte_through_a_fake_device() {
         let mut device: Vec<u8> = (0..(9usize << 20) + 4099)
@@ -862,6 +567,7 @@ mod tests {
                 (17, 9 << 20),
             ] {
                 let workers = workers_for_copy(bytes, threads);
+                let fresh = bytes % 2 == 1;
                 let source = &pattern[start..start + bytes];
                 // device to host, into a range at an odd offset of a zeroed buffer
                 let mut host = vec![0u8; bytes + 64];
@@ -869,7 +575,14 @@ mod tests {
                 let mut dma = FakeDma::new(device[start..].as_mut_ptr(), true);
                 // SAFETY: `host` has room for `bytes` after `at`; the staging is this test's.
                 let done = unsafe {
-                    pipeline_to_host(&staging, host[at..].as_mut_ptr(), bytes, workers, &mut dma)
+                    pipeline_to_host(
+                        &staging,
+                        host[at..].as_mut_ptr(),
+                        bytes,
+                        workers,
+                        fresh,
+                        &mut dma,
+                    )
                 };
                 drop(dma);
                 done.unwrap();
@@ -917,8 +630,9 @@ mod tests {
             let mut dma = FakeDma::new(device.as_mut_ptr(), true);
             dma.fail_at = fail_at;
             // SAFETY: `host` has room for `bytes`; the staging is this test's.
-            let e =
-                unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) };
+            let e = unsafe {
+                pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, false, &mut dma)
+            };
             assert_eq!(e.unwrap_err().call(), "fake DMA");
             let mut dma = FakeDma::new(sink.as_mut_ptr(), false);
             dma.fail_at = fail_at;
@@ -930,7 +644,8 @@ mod tests {
         // the kept threads serve the next copy
         let mut dma = FakeDma::new(device.as_mut_ptr(), true);
         // SAFETY: as above.
-        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, &mut dma) }.unwrap();
+        unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, false, &mut dma) }
+            .unwrap();
         drop(dma);
         assert!(host.iter().all(|&b| b == 7));
     }
