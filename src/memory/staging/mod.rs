@@ -98,6 +98,7 @@ use crate::error::{Error, ErrorCode, Result};
 mod pipe;
 mod pipeline;
 mod registry;
+mod streaming;
 mod workers;
 
 pub(crate) use pipeline::{device_to_host, host_to_device};

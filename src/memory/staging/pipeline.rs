@@ -14,6 +14,7 @@ use cuda_driver_sys::CUctx_st;
 
 use super::pipe::{Chunks, PIECE, Piece, Pipe, StopOnDrop, WHOLE_CHUNK, Wake};
 use super::registry::{Lease, acquire};
+use super::streaming::copy_streaming;
 use super::{HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOTS, Staging, thp};
 use crate::driver::{self, CUdeviceptr, CUevent};
 use crate::error::Result;
@@ -266,7 +267,8 @@ unsafe impl Sync for HostRange {}
 /// free slot and, once the slot's DMA is complete, puts it ready; the kept threads (and
 /// the calling thread, when it has nothing else to do) copy the slot into the chunk's
 /// place in `dst` by pieces, and the last piece frees it. `fresh`: `dst` was never written
-/// (whole chunks as pieces, see [`WHOLE_CHUNK`]).
+/// (whole chunks as pieces, see [`WHOLE_CHUNK`], copied with `memcpy`; else with streaming
+/// stores, see [`copy_streaming`]).
 ///
 /// # Safety
 /// `dst` is valid for `bytes` of writes (it may be uninitialised) and nothing else uses it
@@ -287,18 +289,23 @@ unsafe fn pipeline_to_host(
     let host = HostRange(dst);
     let copy_out = |piece: Piece, wake: Wake| {
         let offset = chunks.get(piece.chunk).0 + piece.at;
-        // SAFETY: the slot holds the chunk's bytes (its DMA was complete before it was put
-        // ready) and is not freed before this piece is finished; `[at, at + len)` lies in
-        // the chunk (at most `SLOT_BYTES`), its place in `dst` too (the chunks cover `dst`
-        // exactly), and that place is written by this thread only (each piece is handed
-        // out once); nobody else uses `dst` during the copy (the caller's guarantee).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                staging.slot(piece.slot).wrapping_add(piece.at),
-                host.at(offset),
-                piece.len,
-            );
-        };
+        let (from, to) = (
+            staging.slot(piece.slot).wrapping_add(piece.at),
+            host.at(offset),
+        );
+        // SAFETY (of both copies): the slot holds the chunk's bytes (its DMA was complete
+        // before it was put ready) and is not freed before this piece is finished; `[at, at
+        // + len)` lies in the chunk (at most `SLOT_BYTES`), its place in `dst` too (the
+        // chunks cover `dst` exactly), and that place is written by this thread only (each
+        // piece is handed out once); nobody else uses `dst` during the copy (the caller's
+        // guarantee).
+        if fresh {
+            // SAFETY: above.
+            unsafe { std::ptr::copy_nonoverlapping(from, to, piece.len) };
+        } else {
+            // SAFETY: above.
+            unsafe { copy_streaming(from, to, piece.len) };
+        }
         pipe.finish(piece, true, wake);
     };
     let job = || {
