@@ -146,9 +146,9 @@ unsafe fn free_buffer_memory(
 ///   to the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk copies");
 /// * the calling thread queues the DMA of each chunk (up to 2 MiB) between the device and a
 ///   slot of the staging on the legacy stream, an event after each, while up to 8 threads
-///   that the staging keeps (one fewer than the cores) copy chunks between the slots and
-///   the host memory: the copy engine and the threads work at once, and the driver never
-///   handles the pageable memory;
+///   that the staging keeps (one fewer than the cores) copy each chunk between its slot
+///   and the host memory in pieces of 256 KiB: the copy engine and the threads work at
+///   once, and the driver never handles the pageable memory;
 /// * a new `Vec` of 4 MiB or more is advised to the kernel as huge-page memory
 ///   (`madvise(MADV_HUGEPAGE)`, on Linux), so that its first touch maps 2 MiB at a time.
 ///

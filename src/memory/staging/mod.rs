@@ -11,18 +11,21 @@
 //!
 //! # How
 //!
-//! A copy of at least a threshold's bytes ([`Kind`], [`threshold`]) is cut into chunks
-//! (guided: each a power of two of about `1 / (2 (threads + 1))` of what is left, from
-//! 256 KiB to [`SLOT_BYTES`], inside one block of its size in the host range, the first
-//! few growing from 256 KiB; so the 2 MiB chunks of a large copy each fill one huge page,
-//! and its first and last chunks are short). The
-//! calling thread queues each chunk's DMA between the device and one slot of a page-locked
-//! staging buffer with `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the legacy stream, an
-//! event after each, and waits for a slot's event before the slot changes hands. Up to
-//! [`MAX_WORKERS`] threads that the staging keeps move chunks between the slots and the
-//! host range with `memcpy`; the calling thread does that work too whenever it has
-//! nothing to queue or wait for. The copy engine and the threads overlap: while it fills
-//! or drains some slots, the threads work on others.
+//! A copy of at least a threshold's bytes ([`Kind`], [`threshold`]) is cut into chunks,
+//! the DMA's units: powers of two from 256 KiB to [`SLOT_BYTES`], each inside one block
+//! of its size in the host range and at most half of what is left, the first few growing
+//! from 256 KiB; so a large copy moves 2 MiB chunks that each fill one huge page, and its
+//! first and last chunks are short. The calling thread queues each chunk's DMA between
+//! the device and one slot of a page-locked staging buffer with
+//! `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the legacy stream, an event after each, and
+//! waits for a slot's event before the slot changes hands. Up to [`MAX_WORKERS`] threads
+//! that the staging keeps copy each chunk between its slot and the host range in pieces
+//! of 256 KiB, several threads on one chunk (a new `Vec`: a whole chunk per thread, so
+//! that each huge page is faulted in by one thread); the calling thread copies pieces too
+//! whenever it has nothing to queue or wait for. The copy engine and the threads overlap:
+//! while it fills or drains some slots, the threads work on others. Pieces copied out into
+//! memory written before use streaming stores (x86-64), which do not read the
+//! destination's cache lines first.
 //!
 //! * Device to host: the DMA writes a slot, a thread copies the slot into the
 //!   destination. The destination's pages are first touched by several threads at once,
@@ -94,7 +97,8 @@ use crate::error::{Error, ErrorCode, Result};
 
 // The rooms: the thresholds, counters and staging memory here; `registry.rs` (the
 // stagings of each context, leases, what a context's end frees), `pipeline.rs` (the
-// copies: chunks, DMA and worker threads).
+// copies: DMA and worker threads), `pipe.rs` (chunks, pieces and their hand-over),
+// `streaming.rs` (the copy with streaming stores), `workers.rs` (the kept threads).
 mod pipe;
 mod pipeline;
 mod registry;
