@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::workers::spin_until;
 use super::{MIN_CHUNK, SLOT_BYTES, SLOTS};
+use crate::error::{Error, ErrorCode, Result};
 
 /// Doublings from [`MIN_CHUNK`] to a slot: the first chunks of a copy are 256 KiB, 256 KiB,
 /// 512 KiB, 512 KiB, 1 MiB, 1 MiB, then up to 2 MiB.
@@ -80,12 +81,14 @@ pub(super) struct Piece {
 
 /// The hand-over between the calling thread (DMA) and the kept threads (`memcpy`): free
 /// slots, slots holding a whole chunk (`ready`), the pieces handed out, the chunks done,
-/// and whether the calling thread has stopped. Every slot is owned by exactly one party at
-/// a time: in `free`, in `ready`, with the calling thread (its DMA), or being copied by
-/// pieces, each piece by one thread; it changes hands only under the mutex, which orders
-/// each owner's accesses before the next owner's. A slot copied by pieces changes hands
-/// when its last piece is finished: every piece's thread finishes under the mutex after its
-/// copy.
+/// and whether the calling thread has stopped. Every byte of a slot has one owner at a
+/// time: the slot is in `free`, with the DMA (queued and not yet waited for: also after a
+/// stop, until the DMA is dropped), in `ready` waiting for the DMA (host to device), or
+/// being copied by pieces, each piece's bytes by one thread (device to host, the front of
+/// `ready` may be partly handed out). It changes hands only under the mutex, which orders
+/// each owner's accesses before the next owner's; a slot copied by pieces changes hands
+/// when its last piece is finished: every piece's thread finishes under the mutex after
+/// its copy.
 pub(super) struct Pipe {
     state: Mutex<PipeState>,
     /// Bumped (under the mutex) by every hand-over and the stop: what a spinning waiter
@@ -116,6 +119,9 @@ pub(super) struct PipeState {
     /// Chunks copied out of their slot (device to host).
     pub(super) done: usize,
     stop: bool,
+    /// A kept thread panicked while it held a piece ([`BreakOnUnwind`]): its slot will
+    /// never change hands, so the copy cannot complete.
+    broken: bool,
     /// The calling thread is asleep on `to_main`.
     main_asleep: bool,
     /// Kept threads asleep on `to_workers`.
@@ -144,8 +150,12 @@ impl PipeState {
     /// Host to device: the next piece of the chunk being handed out, or of the next chunk
     /// (taking a free slot for it).
     fn piece_in(&mut self, chunks: &Chunks) -> Option<Piece> {
+        if self.stop {
+            // the copy is ending: its slots are not needed any more
+            return None;
+        }
         if self.filling.is_none() {
-            if self.stop || self.next >= chunks.count() {
+            if self.next >= chunks.count() {
                 return None;
             }
             let slot = self.free.pop()?;
@@ -188,6 +198,7 @@ impl Pipe {
                 next: 0,
                 done: 0,
                 stop: false,
+                broken: false,
                 main_asleep: false,
                 workers_asleep: 0,
             }),
@@ -230,10 +241,21 @@ impl Pipe {
         st
     }
 
-    /// The calling thread waits until `until` holds.
-    pub(super) fn wait_main(&self, until: impl Fn(&PipeState) -> bool) {
+    /// The calling thread waits until `until` holds; an error if a kept thread panicked
+    /// holding a piece (the copy cannot complete).
+    pub(super) fn wait_main(&self, until: impl Fn(&PipeState) -> bool) -> Result<()> {
         let mut st = self.lock();
-        while !until(&st) {
+        loop {
+            if st.broken {
+                return Err(Error::with_detail(
+                    "staged copy",
+                    ErrorCode::Unknown,
+                    "a copying thread panicked: the copy is incomplete",
+                ));
+            }
+            if until(&st) {
+                return Ok(());
+            }
             st = self.wait(st, true);
         }
     }
@@ -362,6 +384,28 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
+/// Breaks the pipe if its kept thread unwinds from the job (a panic while it may hold a
+/// piece, which would then never be finished): the calling thread's wait returns an
+/// error instead of waiting for good, and the other kept threads stop. Nothing of the
+/// dead thread's piece is used again: the calling thread leaves the copy, and `lend`
+/// takes the job back from the threads still in it before the staging is reused.
+pub(super) struct BreakOnUnwind<'a>(pub(super) &'a Pipe);
+
+impl Drop for BreakOnUnwind<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let mut st = self.0.lock();
+        st.broken = true;
+        st.stop = true;
+        self.0.changes.fetch_add(1, Ordering::Release);
+        drop(st);
+        self.0.to_main.notify_all();
+        self.0.to_workers.notify_all();
+    }
+}
+
 /// Looks for a piece that found none ([`Pipe::try_piece`]), for a test that the calling
 /// thread does not poll.
 #[cfg(test)]
@@ -470,5 +514,37 @@ mod tests {
             let expected: Vec<usize> = (0..4).filter(|&k| finished(k)).collect();
             assert_eq!(ready, expected, "after {} pieces", i + 1);
         }
+    }
+
+    /// A kept thread that panics while it holds a piece never finishes it, so its slot
+    /// never changes hands: the calling thread's wait returns an error instead of waiting
+    /// for good (found by review; before, this test timed out).
+    #[test]
+    fn a_panic_holding_a_piece_breaks_the_wait_of_the_calling_thread() {
+        use std::sync::{Arc, mpsc};
+        let chunks = Arc::new(Chunks::new(0, 512 << 10));
+        let pipe = Arc::new(Pipe::new(2, PIECE));
+        let slot = pipe.try_free().unwrap();
+        pipe.put_ready(0, slot, chunks.get(0).1);
+        let (p, c) = (Arc::clone(&pipe), Arc::clone(&chunks));
+        let worker = std::thread::spawn(move || {
+            let _break = BreakOnUnwind(&p);
+            let _piece = p.take_piece(&c, true).unwrap();
+            panic!("a job's bug while holding a piece");
+        });
+        assert!(worker.join().is_err());
+        let (tx, rx) = mpsc::channel();
+        let p = Arc::clone(&pipe);
+        std::thread::spawn(move || {
+            let _ = tx.send(p.wait_main(|st| st.done == 1));
+        });
+        let waited = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the calling thread still waits for the dead thread's piece");
+        assert!(waited.is_err());
+        // a thread that returns normally breaks nothing
+        let pipe = Pipe::new(2, PIECE);
+        drop(BreakOnUnwind(&pipe));
+        assert!(pipe.wait_main(|_| true).is_ok());
     }
 }

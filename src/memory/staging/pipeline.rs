@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::pipe::{Chunks, PIECE, Piece, Pipe, StopOnDrop, WHOLE_CHUNK, Wake};
+use super::pipe::{BreakOnUnwind, Chunks, PIECE, Piece, Pipe, StopOnDrop, WHOLE_CHUNK, Wake};
 use super::registry::{Lease, acquire};
 use super::streaming::copy_streaming;
 use super::{HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOTS, Staging, thp};
@@ -309,6 +309,7 @@ unsafe fn pipeline_to_host(
         pipe.finish(piece, true, wake);
     };
     let job = || {
+        let _break = BreakOnUnwind(&pipe);
         while let Some(piece) = pipe.take_piece(&chunks, true) {
             copy_out(piece, Wake::Main);
         }
@@ -341,13 +342,13 @@ unsafe fn pipeline_to_host(
             // that this thread soon queues the slots the others free), or wait
             match pipe.try_piece(&chunks, true) {
                 Some(piece) => copy_out(piece, Wake::Nobody),
-                None => pipe.wait_main(|st| !st.free.is_empty() || !st.ready.is_empty()),
+                None => pipe.wait_main(|st| !st.free.is_empty() || !st.ready.is_empty())?,
             }
         }
         while let Some(piece) = pipe.try_piece(&chunks, true) {
             copy_out(piece, Wake::Nobody);
         }
-        pipe.wait_main(|st| st.done == count);
+        pipe.wait_main(|st| st.done == count)?;
         Ok(())
     })
 }
@@ -389,6 +390,7 @@ unsafe fn pipeline_from_host(
         pipe.finish(piece, false, wake);
     };
     let job = || {
+        let _break = BreakOnUnwind(&pipe);
         while let Some(piece) = pipe.take_piece(&chunks, false) {
             copy_in(piece, Wake::Main);
         }
@@ -421,7 +423,7 @@ unsafe fn pipeline_from_host(
                 // thread soon queues the slots the others fill), or wait for a thread's
                 None => match pipe.try_piece(&chunks, false) {
                     Some(piece) => copy_in(piece, Wake::Nobody),
-                    None => pipe.wait_main(|st| !st.ready.is_empty()),
+                    None => pipe.wait_main(|st| !st.ready.is_empty())?,
                 },
             }
         }
@@ -657,3 +659,8 @@ mod tests {
         assert!(host.iter().all(|&b| b == 7));
     }
 }
+
+/// The pipelines against a stricter fake device: every size and thread count, and an
+/// error or a panic at every DMA (from an adversarial review).
+#[cfg(test)]
+mod strict_tests;

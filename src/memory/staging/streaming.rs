@@ -9,8 +9,9 @@
 
 /// Copies `len` bytes from `src` to `dst`, like `ptr::copy_nonoverlapping`, with 16-byte
 /// streaming stores on x86-64 (SSE2, which every x86-64 processor has), followed by a
-/// store fence, so that the bytes are visible to every thread (and device) that is
-/// ordered after the call, as after a plain copy. Elsewhere a plain copy.
+/// store fence, so that the bytes are visible to every thread ordered after the call (by a
+/// lock or an atomic), as after a plain copy. Not for memory a device reads next (it is
+/// used only for copies out into host memory). Elsewhere a plain copy.
 ///
 /// # Safety
 /// As `ptr::copy_nonoverlapping`: `src` valid for `len` bytes of reads, `dst` for `len`
