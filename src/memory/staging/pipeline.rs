@@ -549,7 +549,8 @@ mod tests {
         assert!(looks < 100_000, "{looks} looks for a piece that found none");
     }
 
-    fn staging_with(threads: usize) -> Staging {
+    /// A staging of the test's own with `threads` kept threads.
+    pub(super) fn staging_with(threads: usize) -> Staging {
         let mut staging = Staging::allocate(STAGING_BYTES).unwrap();
         staging.workers = Workers::spawn(threads);
         staging

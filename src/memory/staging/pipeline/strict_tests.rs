@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::super::workers::Workers;
-use super::super::{SLOT_BYTES, STAGING_BYTES};
+use super::super::SLOT_BYTES;
+use super::tests::staging_with;
 use super::*;
 use crate::error::{Error, ErrorCode};
 
@@ -114,12 +114,6 @@ impl Drop for StrictDma {
             let _ = self.wait(slot);
         }
     }
-}
-
-fn staging_with(threads: usize) -> Staging {
-    let mut staging = Staging::allocate(STAGING_BYTES).unwrap();
-    staging.workers = Workers::spawn(threads);
-    staging
 }
 
 /// Whether every byte of `out` is 0 or the byte of `source` at its place (4 KiB blocks
