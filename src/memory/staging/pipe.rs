@@ -287,7 +287,7 @@ impl Pipe {
     /// A kept thread: the next piece to copy, waiting for one; `None` once the calling
     /// thread has stopped (device to host: and no ready slot is left) or, host to device,
     /// every chunk is handed out.
-    pub(super) fn take_piece(&self, chunks: &Chunks, to_host: bool) -> Option<Piece> {
+    fn take_piece(&self, chunks: &Chunks, to_host: bool) -> Option<Piece> {
         let mut st = self.lock();
         loop {
             if to_host {
@@ -324,6 +324,30 @@ impl Pipe {
             st.ready.push_back((piece.chunk, piece.slot));
         }
         self.changed(st, wake);
+    }
+
+    /// A kept thread's part of a copy: copies pieces with `copy` (which finishes each, see
+    /// [`Pipe::finish`], for the calling thread: [`Wake::Main`]) until [`Pipe::take_piece`]
+    /// has none left; a panic in it breaks the pipe ([`BreakOnUnwind`]).
+    pub(super) fn serve(&self, chunks: &Chunks, to_host: bool, copy: impl Fn(Piece, Wake)) {
+        let _break = BreakOnUnwind(self);
+        while let Some(piece) = self.take_piece(chunks, to_host) {
+            copy(piece, Wake::Main);
+        }
+    }
+
+    /// Stops the pipe (`broken`: it cannot complete, see [`BreakOnUnwind`]) and wakes the
+    /// kept threads (and, broken, the calling thread) to see it.
+    fn halt(&self, broken: bool) {
+        let mut st = self.lock();
+        st.stop = true;
+        st.broken |= broken;
+        self.changes.fetch_add(1, Ordering::Release);
+        drop(st);
+        if broken {
+            self.to_main.notify_all();
+        }
+        self.to_workers.notify_all();
     }
 
     /// A slot holding `chunk`, filled by the DMA: its pieces are for the kept threads.
@@ -376,11 +400,7 @@ pub(super) struct StopOnDrop<'a>(pub(super) &'a Pipe);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
-        let mut st = self.0.lock();
-        st.stop = true;
-        self.0.changes.fetch_add(1, Ordering::Release);
-        drop(st);
-        self.0.to_workers.notify_all();
+        self.0.halt(false);
     }
 }
 
@@ -389,20 +409,13 @@ impl Drop for StopOnDrop<'_> {
 /// error instead of waiting for good, and the other kept threads stop. Nothing of the
 /// dead thread's piece is used again: the calling thread leaves the copy, and `lend`
 /// takes the job back from the threads still in it before the staging is reused.
-pub(super) struct BreakOnUnwind<'a>(pub(super) &'a Pipe);
+struct BreakOnUnwind<'a>(&'a Pipe);
 
 impl Drop for BreakOnUnwind<'_> {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            return;
+        if std::thread::panicking() {
+            self.0.halt(true);
         }
-        let mut st = self.0.lock();
-        st.broken = true;
-        st.stop = true;
-        self.0.changes.fetch_add(1, Ordering::Release);
-        drop(st);
-        self.0.to_main.notify_all();
-        self.0.to_workers.notify_all();
     }
 }
 
@@ -528,9 +541,9 @@ mod tests {
         pipe.put_ready(0, slot, chunks.get(0).1);
         let (p, c) = (Arc::clone(&pipe), Arc::clone(&chunks));
         let worker = std::thread::spawn(move || {
-            let _break = BreakOnUnwind(&p);
-            let _piece = p.take_piece(&c, true).unwrap();
-            panic!("a job's bug while holding a piece");
+            p.serve(&c, true, |_piece, _| {
+                panic!("a job's bug while holding a piece")
+            });
         });
         assert!(worker.join().is_err());
         let (tx, rx) = mpsc::channel();

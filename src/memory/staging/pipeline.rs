@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::pipe::{BreakOnUnwind, Chunks, PIECE, Piece, Pipe, StopOnDrop, WHOLE_CHUNK, Wake};
+use super::pipe::{Chunks, PIECE, Piece, Pipe, StopOnDrop, WHOLE_CHUNK, Wake};
 use super::registry::{Lease, acquire};
 use super::streaming::copy_streaming;
 use super::{HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOTS, Staging, thp};
@@ -308,12 +308,7 @@ unsafe fn pipeline_to_host(
         }
         pipe.finish(piece, true, wake);
     };
-    let job = || {
-        let _break = BreakOnUnwind(&pipe);
-        while let Some(piece) = pipe.take_piece(&chunks, true) {
-            copy_out(piece, Wake::Main);
-        }
-    };
+    let job = || pipe.serve(&chunks, true, copy_out);
     staging.workers.lend(workers, &job, |_| {
         // first, before anything that may fail or panic: the kept threads' part ends on
         // every exit, so that `lend`'s take-back, which waits for them, returns
@@ -389,12 +384,7 @@ unsafe fn pipeline_from_host(
         };
         pipe.finish(piece, false, wake);
     };
-    let job = || {
-        let _break = BreakOnUnwind(&pipe);
-        while let Some(piece) = pipe.take_piece(&chunks, false) {
-            copy_in(piece, Wake::Main);
-        }
-    };
+    let job = || pipe.serve(&chunks, false, copy_in);
     staging.workers.lend(workers, &job, |_| {
         // first, before anything that may fail or panic: the kept threads' part ends on
         // every exit, so that `lend`'s take-back, which waits for them, returns
