@@ -144,8 +144,9 @@ unsafe fn free_buffer_memory(
 ///   [`from_slice_in`](DeviceBuffer::from_slice_in) and
 ///   [`copy_from_host`](DeviceSlice::copy_from_host) from 4 MiB (below that, handing chunks
 ///   to the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk copies");
-/// * the calling thread queues the DMA of each chunk (up to 2 MiB) between the device and a
-///   slot of the staging on the legacy stream, an event after each, while up to 8 threads
+/// * the calling thread queues the DMA of each chunk (up to 2 MiB; an upload's filled
+///   chunks that follow each other in the staging as one DMA of up to 8 MiB) between the
+///   device and the staging on the legacy stream, an event after each, while up to 8 threads
 ///   that the staging keeps (one fewer than the cores) copy each chunk between its slot
 ///   and the host memory in pieces of 256 KiB: the copy engine and the threads work at
 ///   once, and the driver never handles the pageable memory;

@@ -33,7 +33,9 @@
 //!   advised to the kernel as huge-page memory (`madvise(MADV_HUGEPAGE)`, Linux) where it
 //!   spans whole 2 MiB pages, so a fault maps 2 MiB instead of 4 KiB.
 //! * Host to device: threads copy chunks of the source into slots, the calling thread
-//!   queues each filled slot's DMA and frees the slot when its event completes.
+//!   queues each filled slot's DMA (filled slots that follow each other in the staging
+//!   and in the copy as one DMA of up to 8 MiB) and frees the slots when its event
+//!   completes. The slots are handed out in turn, so that filled ones follow each other.
 //!
 //! The copies stay synchronous, on the calling thread's current context and its legacy
 //! stream, as without staging: the call returns after every DMA's event completed and

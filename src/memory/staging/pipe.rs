@@ -101,7 +101,7 @@ pub(super) struct Pipe {
 }
 
 pub(super) struct PipeState {
-    pub(super) free: Vec<usize>,
+    pub(super) free: VecDeque<usize>,
     /// Device to host: slots the DMA filled, their pieces to copy out (from `claimed` bytes
     /// into the front one). Host to device: slots filled, for the DMA.
     pub(super) ready: VecDeque<(usize, usize)>,
@@ -158,7 +158,7 @@ impl PipeState {
             if self.next >= chunks.count() {
                 return None;
             }
-            let slot = self.free.pop()?;
+            let slot = self.free.pop_front()?;
             self.left[slot] = chunks.get(self.next).1;
             self.filling = Some((self.next, slot, 0));
             self.next += 1;
@@ -189,7 +189,7 @@ impl Pipe {
     pub(super) fn new(slots: usize, piece: usize) -> Pipe {
         Pipe {
             state: Mutex::new(PipeState {
-                free: (0..slots).rev().collect(),
+                free: (0..slots).collect(),
                 ready: VecDeque::with_capacity(slots),
                 claimed: 0,
                 filling: None,
@@ -261,11 +261,29 @@ impl Pipe {
     }
 
     pub(super) fn try_free(&self) -> Option<usize> {
-        self.lock().free.pop()
+        self.lock().free.pop_front()
     }
 
-    pub(super) fn try_ready(&self) -> Option<(usize, usize)> {
-        self.lock().ready.pop_front()
+    /// The front of `ready` and up to `most - 1` ready slots after it in one run: the
+    /// chunks after its chunk, each in the slot after the one before, every chunk but the
+    /// last a whole slot (so the run is one range of the staging and of the copy). Returns
+    /// the first chunk, its slot and the run's length in slots.
+    pub(super) fn try_ready_run(
+        &self,
+        chunks: &Chunks,
+        most: usize,
+    ) -> Option<(usize, usize, usize)> {
+        let mut st = self.lock();
+        let (chunk, slot) = st.ready.pop_front()?;
+        let mut n = 1;
+        while n < most && chunks.get(chunk + n - 1).1 == SLOT_BYTES {
+            let Some(i) = st.ready.iter().position(|&e| e == (chunk + n, slot + n)) else {
+                break;
+            };
+            st.ready.remove(i);
+            n += 1;
+        }
+        Some((chunk, slot, n))
     }
 
     /// The next piece to copy, if one is there now (`to_host`: out of a ready slot; else
@@ -318,7 +336,7 @@ impl Pipe {
             return;
         }
         if to_host {
-            st.free.push(piece.slot);
+            st.free.push_back(piece.slot);
             st.done += 1;
         } else {
             st.ready.push_back((piece.chunk, piece.slot));
@@ -360,10 +378,10 @@ impl Pipe {
     }
 
     /// A slot free again after its DMA: the next chunk's pieces are for the kept threads.
-    pub(super) fn put_free(&self, slot: usize) {
+    pub(super) fn put_free(&self, slot: usize, n: usize) {
         let mut st = self.lock();
-        st.free.push(slot);
-        let pieces = SLOT_BYTES / st.piece;
+        st.free.extend(slot..slot + n);
+        let pieces = n * SLOT_BYTES / st.piece;
         self.changed(st, Wake::Workers(pieces));
     }
 
@@ -472,6 +490,66 @@ mod tests {
 
     /// A slot changes hands only when the last of its chunk's pieces is finished, and the
     /// pieces of a chunk cover it exactly, each handed out once.
+    #[test]
+    fn ready_slots_that_follow_each_other_leave_as_one_run() {
+        let chunks = Chunks::new(0, 64 << 20);
+        let whole = |k: usize| chunks.get(k).1 == SLOT_BYTES;
+        let w = (0..chunks.count()).find(|&k| whole(k)).unwrap();
+        let last = (0..chunks.count()).rev().find(|&k| whole(k)).unwrap();
+        assert!(!whole(w - 1) && !whole(last + 1) && last > w + 6);
+        let pipe = Pipe::new(SLOTS, PIECE);
+        let run = |ready: &[(usize, usize)], most: usize| {
+            pipe.lock().ready = ready.iter().copied().collect();
+            let runs: Vec<_> = std::iter::from_fn(|| pipe.try_ready_run(&chunks, most)).collect();
+            assert!(pipe.lock().ready.is_empty());
+            runs
+        };
+        // the next chunk in the next slot joins, wherever it is in `ready`, up to `most`
+        assert_eq!(
+            run(
+                &[
+                    (w + 1, 5),
+                    (w, 4),
+                    (w + 2, 6),
+                    (w + 3, 7),
+                    (w + 4, 8),
+                    (w + 5, 10)
+                ],
+                4
+            ),
+            [(w + 1, 5, 4), (w, 4, 1), (w + 5, 10, 1)]
+        );
+        assert_eq!(run(&[(w, 4), (w + 1, 5)], 1), [(w, 4, 1), (w + 1, 5, 1)]);
+        // a chunk shorter than a slot ends a run: the next one's bytes would not follow it
+        assert_eq!(run(&[(w - 1, 0), (w, 1)], 4), [(w - 1, 0, 1), (w, 1, 1)]);
+        assert_eq!(run(&[(last, 2), (last + 1, 3)], 4), [(last, 2, 2)]);
+        assert_eq!(
+            run(&[(last + 1, 3), (last + 2, 4)], 4),
+            [(last + 1, 3, 1), (last + 2, 4, 1)]
+        );
+        // the next chunk in another slot, or another chunk in the next slot: no run
+        assert_eq!(run(&[(w, 4), (w + 1, 6)], 4), [(w, 4, 1), (w + 1, 6, 1)]);
+        assert_eq!(run(&[(w, 4), (w + 2, 5)], 4), [(w, 4, 1), (w + 2, 5, 1)]);
+    }
+
+    #[test]
+    fn freed_slots_are_handed_out_in_turn() {
+        let chunks = Chunks::new(0, 64 << 20);
+        let pipe = Pipe::new(SLOTS, PIECE);
+        let order: Vec<usize> = std::iter::from_fn(|| pipe.try_free()).collect();
+        assert_eq!(order, (0..SLOTS).collect::<Vec<_>>());
+        pipe.put_free(6, 3);
+        pipe.put_free(2, 1);
+        assert_eq!(pipe.lock().free, [6, 7, 8, 2]);
+        let filling: Vec<usize> = std::iter::from_fn(|| {
+            let piece = pipe.try_piece(&chunks, false)?;
+            pipe.lock().filling = None;
+            Some(piece.slot)
+        })
+        .collect();
+        assert_eq!(filling, [6, 7, 8, 2]);
+    }
+
     #[test]
     fn a_slot_changes_hands_only_when_its_last_piece_is_finished() {
         let chunks = Chunks::new(0, 64 << 20);

@@ -61,8 +61,21 @@ unsafe impl Dma for StrictDma {
             return Err(Error::new("fake DMA", ErrorCode::IllegalAddress));
         }
         assert!(self.calls != self.panic_at, "fake DMA panics");
-        assert!(len <= SLOT_BYTES);
-        assert!(self.pending[slot].is_none(), "slot {slot} queued twice");
+        // a run of slots from `slot` on, inside the staging, none of them queued
+        let covered = slot..slot + len.div_ceil(SLOT_BYTES);
+        assert!(
+            len > 0 && covered.end <= SLOTS,
+            "{len} bytes from slot {slot}"
+        );
+        for s in covered {
+            assert!(
+                self.pending[..=s]
+                    .iter()
+                    .enumerate()
+                    .all(|(q, p)| { p.as_ref().is_none_or(|p| q + p.2.div_ceil(SLOT_BYTES) <= s) }),
+                "slot {s} queued twice without a wait"
+            );
+        }
         let mut seen = Vec::new();
         if self.to_host {
             // SAFETY: the slot is the DMA's until the wait.
