@@ -142,7 +142,7 @@ unsafe fn free_buffer_memory(
 /// * [`to_vec`](DeviceSlice::to_vec) and [`copy_to_host`](DeviceSlice::copy_to_host) from
 ///   1 MiB, [`from_slice`](DeviceBuffer::from_slice),
 ///   [`from_slice_in`](DeviceBuffer::from_slice_in) and
-///   [`copy_from_host`](DeviceSlice::copy_from_host) from 4 MiB (below that, handing chunks
+///   [`copy_from_host`](DeviceSlice::copy_from_host) from 1 MiB (below that, handing chunks
 ///   to the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk copies");
 /// * the calling thread queues the DMA of each chunk (up to 2 MiB; an upload's filled
 ///   chunks that follow each other in the staging as one DMA of up to 8 MiB) between the
@@ -395,7 +395,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(ctx, zero) }
     }
 
-    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 4 MiB,
+    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 1 MiB,
     /// pageable memory is staged: see
     /// [the type's documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {

@@ -154,12 +154,12 @@ impl Kind {
     /// win; `docs`: BENCHMARKS.md, "Bulk copies".
     pub const fn default_threshold(self) -> usize {
         match self {
-            // measured on an H100 (BENCHMARKS.md, "Bulk copies"): with the kept threads,
-            // staging wins from 1 MiB on out of the device; into it, it only ties the
-            // driver's path at 1 MiB and wins from 4 MiB on
+            // measured on an H100 and H200s (BENCHMARKS.md, "Bulk copies"): with the kept
+            // threads, staging wins from 1 MiB on both ways (into the device by less: a
+            // median of 0.94 of the driver's time at 1 MiB over fifteen sweeps)
             Kind::ToNewHost => 1 << 20,
             Kind::ToHost => 1 << 20,
-            Kind::FromHost => 4 << 20,
+            Kind::FromHost => 1 << 20,
         }
     }
 }
