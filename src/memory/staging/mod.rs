@@ -155,8 +155,9 @@ impl Kind {
     pub const fn default_threshold(self) -> usize {
         match self {
             // measured on an H100 and H200s (BENCHMARKS.md, "Bulk copies"): with the kept
-            // threads, staging wins from 1 MiB on both ways (into the device by less: a
-            // median of 0.94 of the driver's time at 1 MiB over fifteen sweeps)
+            // threads, staging wins from 1 MiB on both ways (into the device by less:
+            // 0.85-0.98 of the driver's time at 1 MiB in ten H200 sweeps, median 0.94;
+            // 0.89-1.04 in seven earlier ones)
             Kind::ToNewHost => 1 << 20,
             Kind::ToHost => 1 << 20,
             Kind::FromHost => 1 << 20,
