@@ -494,20 +494,7 @@ mod tests {
             if self.calls == self.fail_at {
                 return Err(Error::new("fake DMA", ErrorCode::IllegalAddress));
             }
-            // a run of slots from `slot` on, inside the staging, none of them queued
-            let covered = slot..slot + len.div_ceil(SLOT_BYTES);
-            assert!(
-                len > 0 && covered.end <= SLOTS,
-                "{len} bytes from slot {slot}"
-            );
-            for s in covered {
-                assert!(
-                    self.pending[..=s].iter().enumerate().all(|(q, p)| {
-                        p.as_ref().is_none_or(|p| q + p.2.div_ceil(SLOT_BYTES) <= s)
-                    }),
-                    "slot {s} queued twice without a wait"
-                );
-            }
+            assert_run_is_free(self.pending.iter().map(|p| p.map(|p| p.2)), slot, len);
             self.pending[slot] = Some((host, offset, len));
             Ok(())
         }
@@ -555,6 +542,26 @@ mod tests {
         // other tests may run meanwhile and add their few; a poll loop adds millions
         let looks = LOOKS.load(Ordering::Relaxed) - before;
         assert!(looks < 100_000, "{looks} looks for a piece that found none");
+    }
+
+    /// Asserts that a DMA of `len` bytes from slot `slot` on (a run of slots) stays inside
+    /// the staging and covers no slot of a DMA still queued: `queued[q]` is the length of
+    /// the DMA queued from slot `q`, if any.
+    pub(super) fn assert_run_is_free(
+        queued: impl Iterator<Item = Option<usize>>,
+        slot: usize,
+        len: usize,
+    ) {
+        let run = slot..slot + len.div_ceil(SLOT_BYTES);
+        assert!(len > 0 && run.end <= SLOTS, "{len} bytes from slot {slot}");
+        for (q, queued) in queued.enumerate() {
+            if let Some(other) = queued.map(|l| q..q + l.div_ceil(SLOT_BYTES)) {
+                assert!(
+                    other.end <= run.start || run.end <= other.start,
+                    "slots {run:?} queued over slots {other:?} without a wait"
+                );
+            }
+        }
     }
 
     /// A staging of the test's own with `threads` kept threads.

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::super::SLOT_BYTES;
-use super::tests::staging_with;
+use super::tests::{assert_run_is_free, staging_with};
 use super::*;
 use crate::error::{Error, ErrorCode};
 
@@ -61,21 +61,11 @@ unsafe impl Dma for StrictDma {
             return Err(Error::new("fake DMA", ErrorCode::IllegalAddress));
         }
         assert!(self.calls != self.panic_at, "fake DMA panics");
-        // a run of slots from `slot` on, inside the staging, none of them queued
-        let covered = slot..slot + len.div_ceil(SLOT_BYTES);
-        assert!(
-            len > 0 && covered.end <= SLOTS,
-            "{len} bytes from slot {slot}"
+        assert_run_is_free(
+            self.pending.iter().map(|p| p.as_ref().map(|p| p.2)),
+            slot,
+            len,
         );
-        for s in covered {
-            assert!(
-                self.pending[..=s]
-                    .iter()
-                    .enumerate()
-                    .all(|(q, p)| { p.as_ref().is_none_or(|p| q + p.2.div_ceil(SLOT_BYTES) <= s) }),
-                "slot {s} queued twice without a wait"
-            );
-        }
         let mut seen = Vec::new();
         if self.to_host {
             // SAFETY: the slot is the DMA's until the wait.
