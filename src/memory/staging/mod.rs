@@ -17,8 +17,9 @@
 //! from 256 KiB; so a large copy moves 2 MiB chunks that each fill one huge page, and its
 //! first and last chunks are short. The calling thread queues each chunk's DMA between
 //! the device and one slot of a page-locked staging buffer with
-//! `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the legacy stream, an event after each, and
-//! waits for a slot's event before the slot changes hands. Up to [`MAX_WORKERS`] threads
+//! `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the legacy stream (an upload: a run of up to
+//! four filled slots as one DMA), an event after each, and waits for the event before the
+//! slots change hands. Up to [`MAX_WORKERS`] threads
 //! that the staging keeps copy each chunk between its slot and the host range in pieces
 //! of 256 KiB, several threads on one chunk (a new `Vec`: a whole chunk per thread, so
 //! that each huge page is faulted in by one thread); the calling thread copies pieces too
@@ -155,9 +156,9 @@ impl Kind {
     pub const fn default_threshold(self) -> usize {
         match self {
             // measured on an H100 and H200s (BENCHMARKS.md, "Bulk copies"): with the kept
-            // threads, staging wins from 1 MiB on both ways (into the device by less:
-            // 0.85-0.98 of the driver's time at 1 MiB in ten H200 sweeps, median 0.94;
-            // 0.89-1.04 in seven earlier ones)
+            // threads, staging wins from 1 MiB on out of the device; into it, it wins at
+            // 1 MiB by less and not in every run (0.85-0.98 of the driver's time in ten
+            // H200 sweeps, median 0.94; 0.89-1.04 in seven earlier ones)
             Kind::ToNewHost => 1 << 20,
             Kind::ToHost => 1 << 20,
             Kind::FromHost => 1 << 20,

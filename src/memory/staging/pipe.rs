@@ -264,6 +264,12 @@ impl Pipe {
         self.lock().free.pop_front()
     }
 
+    /// Slots in the free list (a test's check that every slot came back).
+    #[cfg(test)]
+    pub(super) fn free_count(&self) -> usize {
+        self.lock().free.len()
+    }
+
     /// The front of `ready` and up to `most - 1` ready slots after it in one run: the
     /// chunks after its chunk, each in the slot after the one before, every chunk but the
     /// last a whole slot (so the run is one range of the staging and of the copy). Returns
@@ -377,7 +383,8 @@ impl Pipe {
         self.changed(st, Wake::Workers(pieces));
     }
 
-    /// A slot free again after its DMA: the next chunk's pieces are for the kept threads.
+    /// The `n` slots from `slot` on free again after their DMA: the next chunks' pieces are
+    /// for the kept threads.
     pub(super) fn put_free(&self, slot: usize, n: usize) {
         let mut st = self.lock();
         st.free.extend(slot..slot + n);
@@ -488,8 +495,8 @@ mod tests {
         assert!(c.count() < 200, "{} chunks", c.count());
     }
 
-    /// A slot changes hands only when the last of its chunk's pieces is finished, and the
-    /// pieces of a chunk cover it exactly, each handed out once.
+    /// A run is the front of `ready` and the entries of the next chunks in the next slots,
+    /// all but the last chunk a whole slot, at most `most` of them.
     #[test]
     fn ready_slots_that_follow_each_other_leave_as_one_run() {
         let chunks = Chunks::new(0, 64 << 20);
@@ -521,6 +528,7 @@ mod tests {
         );
         assert_eq!(run(&[(w, 4), (w + 1, 5)], 1), [(w, 4, 1), (w + 1, 5, 1)]);
         // a chunk shorter than a slot ends a run: the next one's bytes would not follow it
+        // in the staging
         assert_eq!(run(&[(w - 1, 0), (w, 1)], 4), [(w - 1, 0, 1), (w, 1, 1)]);
         assert_eq!(run(&[(last, 2), (last + 1, 3)], 4), [(last, 2, 2)]);
         assert_eq!(
@@ -530,6 +538,54 @@ mod tests {
         // the next chunk in another slot, or another chunk in the next slot: no run
         assert_eq!(run(&[(w, 4), (w + 1, 6)], 4), [(w, 4, 1), (w + 1, 6, 1)]);
         assert_eq!(run(&[(w, 4), (w + 2, 5)], 4), [(w, 4, 1), (w + 2, 5, 1)]);
+    }
+
+    /// Runs out of any ready queue (random, from the review): each entry leaves once, in a
+    /// run of the next chunks in the next slots, all but the last whole, at most `most`.
+    #[test]
+    fn runs_out_of_random_ready_queues_take_each_entry_once() {
+        let chunks = Chunks::new(SLOT_BYTES - (256 << 10), 60 << 20);
+        let count = chunks.count();
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let pipe = Pipe::new(SLOTS, PIECE);
+        let mut longest = 0;
+        for _ in 0..20_000 {
+            // distinct chunks in distinct slots, often following each other, shuffled
+            let (first, s0) = (rnd(count), rnd(SLOTS));
+            let mut entries: Vec<(usize, usize)> = Vec::new();
+            for i in 0..=rnd(SLOTS) {
+                let (c, s) = if rnd(3) > 0 {
+                    (first + i, (s0 + i) % SLOTS)
+                } else {
+                    (rnd(count), rnd(SLOTS))
+                };
+                if c < count && entries.iter().all(|&(d, t)| d != c && t != s) {
+                    entries.push((c, s));
+                }
+            }
+            for i in (1..entries.len()).rev() {
+                entries.swap(i, rnd(i + 1));
+            }
+            let most = 1 + rnd(4);
+            pipe.lock().ready = entries.iter().copied().collect();
+            while let Some((c, s, n)) = pipe.try_ready_run(&chunks, most) {
+                assert!((1..=most).contains(&n));
+                longest = longest.max(n);
+                for i in 0..n {
+                    let at = entries.iter().position(|&e| e == (c + i, s + i));
+                    entries.remove(at.expect("each entry leaves once"));
+                    assert!(i + 1 == n || chunks.get(c + i).1 == SLOT_BYTES);
+                }
+            }
+            assert!(entries.is_empty());
+        }
+        assert_eq!(longest, 4, "runs of every length up to 4");
     }
 
     #[test]
@@ -550,6 +606,8 @@ mod tests {
         assert_eq!(filling, [6, 7, 8, 2]);
     }
 
+    /// A slot changes hands only when the last of its chunk's pieces is finished, and the
+    /// pieces of a chunk cover it exactly, each handed out once.
     #[test]
     fn a_slot_changes_hands_only_when_its_last_piece_is_finished() {
         let chunks = Chunks::new(0, 64 << 20);

@@ -121,8 +121,8 @@ pub(crate) unsafe fn host_to_device(
 ///
 /// # Safety
 /// An implementation's `queue` reads or writes at most `len` bytes at the address it is given,
-/// and only until `wait` for that slot returned or the implementation is dropped (which
-/// waits for everything it queued).
+/// and only until `wait` for the DMA's first slot returned or the implementation is dropped
+/// (which waits for everything it queued).
 unsafe trait Dma {
     /// Queues the DMA of the `len` bytes at `offset` in the copy between the device and the
     /// staging from slot `slot` on, at `host` (one slot, or a run of slots that follow each
@@ -133,14 +133,16 @@ unsafe trait Dma {
     /// `wait(slot)` returned; `offset + len` lies in the copy.
     unsafe fn queue(&mut self, slot: usize, host: *mut u8, offset: usize, len: usize)
     -> Result<()>;
-    /// Waits until the DMA last queued for `slot` is complete.
+    /// Waits until the DMA last queued from `slot` is complete; `slot` is the first slot of
+    /// a DMA queued and not yet waited for (never one inside a run).
     fn wait(&mut self, slot: usize) -> Result<()>;
 }
 
 /// The DMA of a staged copy through the driver: `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on
-/// the current context's legacy stream between a slot (page-locked) and the device, and
-/// the slot's event recorded after it. The events are made for this copy (at a slot's
-/// first DMA) and destroyed at its end: the crate keeps no driver handle between copies.
+/// the current context's legacy stream between a slot or a run of slots (page-locked) and
+/// the device, and the event of its first slot recorded after it. The events are made for
+/// this copy (when a DMA first starts at a slot) and destroyed at its end: the crate keeps
+/// no driver handle between copies.
 /// Every slot may have a DMA in flight (a smaller queue measured slower: the copy engine
 /// ran dry while the calling thread handed slots over).
 struct DriverDma {
@@ -162,8 +164,9 @@ impl DriverDma {
     }
 }
 
-// SAFETY: a queued copy touches the slot until its event completes: `wait` waits for it,
-// and `Drop` waits for the legacy stream while any is pending.
+// SAFETY: a queued copy touches its slot, or its run of slots, until the event of its first
+// slot completes: `wait` waits for it, and `Drop` waits for the legacy stream while any is
+// pending.
 unsafe impl Dma for DriverDma {
     unsafe fn queue(
         &mut self,
@@ -197,6 +200,10 @@ unsafe impl Dma for DriverDma {
 
     fn wait(&mut self, slot: usize) -> Result<()> {
         let event = self.events[slot];
+        debug_assert!(
+            !event.is_null(),
+            "a wait for slot {slot}, where no DMA started"
+        );
         if event.is_null() {
             return Ok(());
         }
@@ -426,6 +433,13 @@ unsafe fn pipeline_from_host(
                 },
             }
         }
+        // every slot is free or in flight: a run gave back all of its slots
+        #[cfg(test)]
+        assert_eq!(
+            pipe.free_count() + in_flight.iter().map(|&(_, n)| n).sum::<usize>(),
+            staging.slots().min(count),
+            "slots lost"
+        );
         for (slot, _) in in_flight {
             dma.wait(slot)?;
         }
@@ -553,7 +567,10 @@ mod tests {
         len: usize,
     ) {
         let run = slot..slot + len.div_ceil(SLOT_BYTES);
-        assert!(len > 0 && run.end <= SLOTS, "{len} bytes from slot {slot}");
+        assert!(
+            len > 0 && run.len() <= RUN_SLOTS && run.end <= SLOTS,
+            "{len} bytes from slot {slot}"
+        );
         for (q, queued) in queued.enumerate() {
             if let Some(other) = queued.map(|l| q..q + l.div_ceil(SLOT_BYTES)) {
                 assert!(

@@ -88,8 +88,8 @@ unsafe impl Dma for StrictDma {
             if !self.delay.is_zero() {
                 std::thread::sleep(self.delay);
             }
-            // SAFETY: the slot holds `len` bytes (at most a slot's), the DMA's until this
-            // wait returns.
+            // SAFETY: the slot, or the run of slots from it, holds `len` bytes, the DMA's
+            // until this wait returns.
             let slot_bytes = unsafe { std::slice::from_raw_parts(host, len) };
             if self.to_host {
                 if slot_bytes.iter().any(|&b| b != POISON) {
@@ -103,8 +103,10 @@ unsafe impl Dma for StrictDma {
                 if slot_bytes != seen.as_slice() {
                     self.violations += 1;
                 }
-                // SAFETY: a slot is `SLOT_BYTES` long, and the DMA's until this wait returns.
-                unsafe { std::ptr::write_bytes(host, POISON, SLOT_BYTES) };
+                // SAFETY: the run's whole slots are the DMA's until this wait returns.
+                unsafe {
+                    std::ptr::write_bytes(host, POISON, len.div_ceil(SLOT_BYTES) * SLOT_BYTES)
+                };
             }
         }
         Ok(())
@@ -210,7 +212,13 @@ fn every_size_and_thread_count_moves_exactly_its_bytes_through_a_strict_device()
 /// the threads serve the next copy.
 #[test]
 fn a_failure_or_panic_at_any_dma_returns_and_leaves_no_wrong_byte() {
-    let bytes = (3 << 20) + 12345;
+    // 3 MiB: no two whole chunks; 12 MiB: uploads fail and panic with runs of slots queued
+    for bytes in [(3 << 20) + 12345, (12 << 20) + 12345] {
+        failure_or_panic_at_any_dma(bytes);
+    }
+}
+
+fn failure_or_panic_at_any_dma(bytes: usize) {
     let count = Chunks::new(0, bytes).count() + 20; // starts vary: a few more
     let mut device = pattern(bytes + 64);
     let source = device.clone();
