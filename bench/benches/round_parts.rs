@@ -1,6 +1,9 @@
-//! Where a round of `workload`'s buffers style spends its time, step by step, on 1 thread,
-//! against the same steps of cudarc's round: microseconds per step, medians of 5 runs of
-//! `ROUNDS` rounds, per size. Written to find the 1-thread buffers row's loss (issue 28).
+//! Where a round of `workload`'s buffers style and of its one-scope style spends its time,
+//! step by step, on 1 thread, against the same steps of cudarc's round: microseconds per
+//! step, medians of 5 runs of `ROUNDS` rounds, per size. Written to find the 1-thread
+//! losses (issue 28). In the one-scope round every step up to the download is a call inside
+//! the scope's closure ("upload a" includes opening the scope), and "free" is the scope's
+//! end (its synchronization and frees).
 //!
 //! `cd bench && cargo bench --bench round_parts [-- --out FILE.md]`.
 
@@ -62,7 +65,7 @@ fn main() {
     let rmodule = rctx.load_module(cudarc::nvrtc::Ptx::from_src(PTX)).unwrap();
     let radd = rmodule.load_function("vector_add").unwrap();
     let mut table = String::from(
-        "µs per step, 1 thread, medians of 5 runs of 2000 rounds\n\n| n (f32) | step | cuda-brand | cudarc |\n|---:|---|---:|---:|\n",
+        "µs per step, 1 thread, medians of 5 runs of 2000 rounds\n\n| n (f32) | step | cuda-brand, buffers | cuda-brand, one scope | cudarc |\n|---:|---|---:|---:|---:|\n",
     );
     let result = with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
@@ -91,6 +94,29 @@ fn main() {
                 let t6 = Instant::now();
                 verify(&ha, &hb, &out);
                 add_steps(t, [t0, t1, t2, t3, t4, t5, t6]);
+            });
+            let one_scope = measure(|t| {
+                let mut ts = [Instant::now(); 7];
+                let mut out = Vec::new();
+                ts[0] = Instant::now();
+                stream
+                    .scope(|s| {
+                        let a = s.alloc_from_slice(&ha)?;
+                        ts[1] = Instant::now();
+                        let b = s.alloc_from_slice(&hb)?;
+                        ts[2] = Instant::now();
+                        let c = s.alloc_zeroed::<f32>(n)?;
+                        ts[3] = Instant::now();
+                        s.launch(&add, config, (a, b, c))?;
+                        ts[4] = Instant::now();
+                        s.copy_to_vec(&mut out, c)?;
+                        ts[5] = Instant::now();
+                        Ok::<_, Error>(())
+                    })
+                    .unwrap();
+                ts[6] = Instant::now();
+                verify(&ha, &hb, &out);
+                add_steps(t, ts);
             });
             // cudarc binds its context to the calling thread (cuCtxSetCurrent): on a
             // thread of its own, as in `workload`
@@ -130,8 +156,8 @@ fn main() {
             });
             for (i, step) in STEPS.iter().enumerate() {
                 table.push_str(&format!(
-                    "| {n} | {step} | {:.2} | {:.2} |\n",
-                    ours[i], theirs[i]
+                    "| {n} | {step} | {:.2} | {:.2} | {:.2} |\n",
+                    ours[i], one_scope[i], theirs[i]
                 ));
             }
         }
