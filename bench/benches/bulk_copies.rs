@@ -43,12 +43,14 @@ use cuda_brand::{ContextGuard, Device, DeviceBuffer, Error, with_primary_context
 use cuda_driver_sys as sys;
 use cudarc::driver as rc;
 
-const SIZES: [usize; 9] = [
+const SIZES: [usize; 11] = [
     4,
     64,
     4 << 10,
     64 << 10,
+    512 << 10,
     1 << 20,
+    2 << 20,
     4 << 20,
     16 << 20,
     64 << 20,
