@@ -157,9 +157,9 @@ impl Kind {
         match self {
             // measured on an H100 and H200s (BENCHMARKS.md, "Bulk copies"): with the kept
             // threads, staging wins from 1 MiB on out of the device; into it, it wins at
-            // 1 MiB by less and not in every run (0.85-0.99 of the driver's time in twelve
-            // H200 sweeps, median 0.94, and 0.87-0.93 at 2 MiB; 0.89-1.04 at 1 MiB in seven
-            // earlier ones), and loses at 512 KiB (1.15)
+            // 1 MiB by less and not in every run (0.85-0.99 of the driver's time in fourteen
+            // H200 sweeps, median 0.94, and 0.87-0.98 at 2 MiB; 0.89-1.04 at 1 MiB in seven
+            // earlier ones), and loses at 512 KiB (1.15-1.21)
             Kind::ToNewHost => 1 << 20,
             Kind::ToHost => 1 << 20,
             Kind::FromHost => 1 << 20,
