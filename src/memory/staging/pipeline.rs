@@ -455,6 +455,7 @@ pub(super) fn workers_for(bytes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
+    use std::time::Duration;
 
     use super::super::STAGING_BYTES;
     use super::super::pipe::LOOKS;
@@ -472,30 +473,47 @@ mod tests {
         assert!(threads_to_keep() <= MAX_WORKERS);
     }
 
-    /// A fake device: a host buffer. Like the copy engine, a queued DMA moves its bytes
-    /// only later (here: when its slot is waited for), so a pipeline that used a slot
-    /// before waiting for it would copy stale bytes. Fails its `fail_at`-th queue.
-    struct FakeDma {
+    /// What the fake device writes into a slot it owns.
+    const POISON: u8 = 0xEE;
+
+    /// A queued DMA: the slot, the offset in the copy, the length, and (host to device) the
+    /// slot's bytes when it was queued.
+    type Queued = (*mut u8, usize, usize, Vec<u8>);
+
+    /// A fake device: a host buffer. Like the copy engine, a queued DMA moves its bytes only
+    /// later: device to host, a queued DMA poisons its slot at once (the copy engine may write
+    /// the slot any time before the wait) and writes the real bytes only at the wait; host to
+    /// device, a queued DMA reads the slot at once, and the wait checks that nobody wrote the
+    /// slot meanwhile (else `violations`), then poisons it (so a piece skipped by the next
+    /// chunk shows). `fail_at`/`panic_at`: the k-th queue fails/panics; `delay`: each queue and
+    /// wait sleeps that long.
+    pub(super) struct FakeDma {
         device: *mut u8,
         to_host: bool,
-        pending: [Option<(*mut u8, usize, usize)>; SLOTS],
-        calls: usize,
-        fail_at: usize,
+        pending: [Option<Queued>; SLOTS],
+        pub(super) calls: usize,
+        pub(super) fail_at: usize,
+        pub(super) panic_at: usize,
+        pub(super) delay: Duration,
+        pub(super) violations: usize,
     }
 
     impl FakeDma {
-        fn new(device: *mut u8, to_host: bool) -> FakeDma {
+        pub(super) fn new(device: *mut u8, to_host: bool) -> FakeDma {
             FakeDma {
                 device,
                 to_host,
-                pending: [None; SLOTS],
+                pending: std::array::from_fn(|_| None),
                 calls: 0,
                 fail_at: usize::MAX,
+                panic_at: usize::MAX,
+                delay: Duration::ZERO,
+                violations: 0,
             }
         }
     }
 
-    // SAFETY: moves `len` bytes of the slot when the slot is waited for (or dropped).
+    // SAFETY: touches `len` bytes of the slot between its queue and its wait (or drop).
     unsafe impl Dma for FakeDma {
         unsafe fn queue(
             &mut self,
@@ -508,22 +526,56 @@ mod tests {
             if self.calls == self.fail_at {
                 return Err(Error::new("fake DMA", ErrorCode::IllegalAddress));
             }
-            assert_run_is_free(self.pending.iter().map(|p| p.map(|p| p.2)), slot, len);
-            self.pending[slot] = Some((host, offset, len));
+            assert!(self.calls != self.panic_at, "fake DMA panics");
+            assert_run_is_free(
+                self.pending.iter().map(|p| p.as_ref().map(|p| p.2)),
+                slot,
+                len,
+            );
+            let mut seen = Vec::new();
+            if self.to_host {
+                // SAFETY: the slot is the DMA's until the wait.
+                unsafe { std::ptr::write_bytes(host, POISON, len) };
+            } else {
+                // SAFETY: the slot holds `len` bytes, the pipeline's until the wait.
+                seen.extend_from_slice(unsafe { std::slice::from_raw_parts(host, len) });
+                // SAFETY: as above; the test's device buffer holds the copy's range.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(host, self.device.wrapping_add(offset), len)
+                };
+            }
+            self.pending[slot] = Some((host, offset, len, seen));
+            if !self.delay.is_zero() {
+                std::thread::sleep(self.delay);
+            }
             Ok(())
         }
 
         fn wait(&mut self, slot: usize) -> Result<()> {
-            if let Some((host, offset, len)) = self.pending[slot].take() {
-                let device = self.device.wrapping_add(offset);
-                let (from, to) = if self.to_host {
-                    (device, host)
+            if let Some((host, offset, len, seen)) = self.pending[slot].take() {
+                if !self.delay.is_zero() {
+                    std::thread::sleep(self.delay);
+                }
+                // SAFETY: the slot, or the run of slots from it, holds `len` bytes, the DMA's
+                // until this wait returns.
+                let slot_bytes = unsafe { std::slice::from_raw_parts(host, len) };
+                if self.to_host {
+                    if slot_bytes.iter().any(|&b| b != POISON) {
+                        self.violations += 1;
+                    }
+                    // SAFETY: as above; the test's device buffer holds the copy's range.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(self.device.wrapping_add(offset), host, len)
+                    };
                 } else {
-                    (host, device)
-                };
-                // SAFETY: the test's device buffer holds the copy's range, the slot `len`
-                // bytes (asserted in `queue`).
-                unsafe { std::ptr::copy_nonoverlapping(from.cast_const(), to, len) };
+                    if slot_bytes != seen.as_slice() {
+                        self.violations += 1;
+                    }
+                    // SAFETY: the run's whole slots are the DMA's until this wait returns.
+                    unsafe {
+                        std::ptr::write_bytes(host, POISON, len.div_ceil(SLOT_BYTES) * SLOT_BYTES)
+                    };
+                }
             }
             Ok(())
         }
@@ -626,6 +678,7 @@ mod tests {
                         &mut dma,
                     )
                 };
+                assert_eq!(dma.violations, 0, "a slot used during its DMA");
                 drop(dma);
                 done.unwrap();
                 assert!(
@@ -645,6 +698,7 @@ mod tests {
                 let done = unsafe {
                     pipeline_from_host(&staging, source.as_ptr(), bytes, workers, &mut dma)
                 };
+                assert_eq!(dma.violations, 0, "a slot written during its DMA");
                 drop(dma);
                 done.unwrap();
                 assert!(

@@ -1,125 +1,12 @@
-//! The staged pipelines against a stricter fake device than the unit tests' (from an
-//! adversarial review): a DMA's bytes move only at its wait, a slot read or written by a
-//! thread while its DMA is queued is counted as a violation, and the k-th DMA fails or
-//! panics, for every k.
+//! The staged pipelines' strictest sweeps (from an adversarial review), with the unit
+//! tests' fake device ([`FakeDma`]): a DMA's bytes move only at its wait, a slot read or
+//! written by a thread while its DMA is queued is counted as a violation, and the k-th DMA
+//! fails or panics, for every k.
 
 use std::time::{Duration, Instant};
 
-use super::super::SLOT_BYTES;
-use super::tests::{assert_run_is_free, staging_with};
+use super::tests::{FakeDma, staging_with};
 use super::*;
-use crate::error::{Error, ErrorCode};
-
-const POISON: u8 = 0xEE;
-
-/// Stricter than `FakeDma`: device to host, a queued DMA poisons its slot at once (the
-/// copy engine may write the slot any time before the wait) and writes the real bytes
-/// only at the wait; host to device, a queued DMA reads the slot at once, and the wait
-/// checks that nobody wrote the slot meanwhile, then poisons it (so a piece skipped by
-/// the next chunk shows). `fail_at`/`panic_at`: the k-th queue fails/panics.
-/// A queued DMA: the slot, the offset in the copy, the length, and (host to device) the
-/// slot's bytes when it was queued.
-type Queued = (*mut u8, usize, usize, Vec<u8>);
-
-struct StrictDma {
-    device: *mut u8,
-    to_host: bool,
-    pending: [Option<Queued>; SLOTS],
-    calls: usize,
-    fail_at: usize,
-    panic_at: usize,
-    delay: Duration,
-    violations: usize,
-}
-
-impl StrictDma {
-    fn new(device: *mut u8, to_host: bool) -> StrictDma {
-        StrictDma {
-            device,
-            to_host,
-            pending: std::array::from_fn(|_| None),
-            calls: 0,
-            fail_at: usize::MAX,
-            panic_at: usize::MAX,
-            delay: Duration::ZERO,
-            violations: 0,
-        }
-    }
-}
-
-// SAFETY: touches `len` bytes of the slot between its queue and its wait (or drop).
-unsafe impl Dma for StrictDma {
-    unsafe fn queue(
-        &mut self,
-        slot: usize,
-        host: *mut u8,
-        offset: usize,
-        len: usize,
-    ) -> Result<()> {
-        self.calls += 1;
-        if self.calls == self.fail_at {
-            return Err(Error::new("fake DMA", ErrorCode::IllegalAddress));
-        }
-        assert!(self.calls != self.panic_at, "fake DMA panics");
-        assert_run_is_free(
-            self.pending.iter().map(|p| p.as_ref().map(|p| p.2)),
-            slot,
-            len,
-        );
-        let mut seen = Vec::new();
-        if self.to_host {
-            // SAFETY: the slot is the DMA's until the wait.
-            unsafe { std::ptr::write_bytes(host, POISON, len) };
-        } else {
-            // SAFETY: the slot holds `len` bytes, the pipeline's until the wait.
-            seen.extend_from_slice(unsafe { std::slice::from_raw_parts(host, len) });
-            // SAFETY: as above; the test's device buffer holds the copy's range.
-            unsafe { std::ptr::copy_nonoverlapping(host, self.device.wrapping_add(offset), len) };
-        }
-        self.pending[slot] = Some((host, offset, len, seen));
-        if !self.delay.is_zero() {
-            std::thread::sleep(self.delay);
-        }
-        Ok(())
-    }
-
-    fn wait(&mut self, slot: usize) -> Result<()> {
-        if let Some((host, offset, len, seen)) = self.pending[slot].take() {
-            if !self.delay.is_zero() {
-                std::thread::sleep(self.delay);
-            }
-            // SAFETY: the slot, or the run of slots from it, holds `len` bytes, the DMA's
-            // until this wait returns.
-            let slot_bytes = unsafe { std::slice::from_raw_parts(host, len) };
-            if self.to_host {
-                if slot_bytes.iter().any(|&b| b != POISON) {
-                    self.violations += 1;
-                }
-                // SAFETY: as above; the test's device buffer holds the copy's range.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(self.device.wrapping_add(offset), host, len)
-                };
-            } else {
-                if slot_bytes != seen.as_slice() {
-                    self.violations += 1;
-                }
-                // SAFETY: the run's whole slots are the DMA's until this wait returns.
-                unsafe {
-                    std::ptr::write_bytes(host, POISON, len.div_ceil(SLOT_BYTES) * SLOT_BYTES)
-                };
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for StrictDma {
-    fn drop(&mut self) {
-        for slot in 0..SLOTS {
-            let _ = self.wait(slot);
-        }
-    }
-}
 
 /// Whether every byte of `out` is 0 or the byte of `source` at its place (4 KiB blocks
 /// compared whole first, so that a debug build checks megabytes quickly).
@@ -133,7 +20,7 @@ fn zero_or_source(out: &[u8], source: &[u8]) -> bool {
 }
 
 fn pattern(n: usize) -> Vec<u8> {
-    // never POISON, so that a poisoned byte is always wrong
+    // never the fake device's poison (0xEE), so that a poisoned byte is always wrong
     (0..n)
         .map(|i| ((i.wrapping_mul(2_654_435_761) >> 13) as u8) % 0xE0)
         .collect()
@@ -163,7 +50,7 @@ fn every_size_and_thread_count_moves_exactly_its_bytes_through_a_strict_device()
                     for lent in [threads, 1.min(threads)] {
                         let mut host = vec![0u8; bytes + 64];
                         let at = 3;
-                        let mut dma = StrictDma::new(device[start..].as_mut_ptr(), true);
+                        let mut dma = FakeDma::new(device[start..].as_mut_ptr(), true);
                         // SAFETY: `host` has room; the staging is this test's.
                         let r = unsafe {
                             pipeline_to_host(
@@ -190,7 +77,7 @@ fn every_size_and_thread_count_moves_exactly_its_bytes_through_a_strict_device()
                         );
                     }
                     let mut out = vec![0u8; bytes + 64];
-                    let mut dma = StrictDma::new(out[3..].as_mut_ptr(), false);
+                    let mut dma = FakeDma::new(out[3..].as_mut_ptr(), false);
                     let src = &source[start..start + bytes];
                     // SAFETY: `src` has `bytes`; the staging is this test's.
                     let r = unsafe {
@@ -228,7 +115,7 @@ fn failure_or_panic_at_any_dma(bytes: usize) {
             for panic in [false, true] {
                 for fresh in [false, true] {
                     let mut host = vec![0u8; bytes];
-                    let mut dma = StrictDma::new(device.as_mut_ptr(), true);
+                    let mut dma = FakeDma::new(device.as_mut_ptr(), true);
                     dma.delay = Duration::from_micros(if k % 3 == 0 { 200 } else { 0 });
                     if panic {
                         dma.panic_at = k;
@@ -263,7 +150,7 @@ fn failure_or_panic_at_any_dma(bytes: usize) {
                     assert!(zero_or_source(&host, &source), "k={k}");
                     // host to device
                     let mut out = vec![0u8; bytes];
-                    let mut dma = StrictDma::new(out.as_mut_ptr(), false);
+                    let mut dma = FakeDma::new(out.as_mut_ptr(), false);
                     if panic {
                         dma.panic_at = k;
                     } else {
@@ -286,7 +173,7 @@ fn failure_or_panic_at_any_dma(bytes: usize) {
         }
         // the threads serve the next copy
         let mut host = vec![0u8; bytes];
-        let mut dma = StrictDma::new(device.as_mut_ptr(), true);
+        let mut dma = FakeDma::new(device.as_mut_ptr(), true);
         // SAFETY: as above.
         unsafe { pipeline_to_host(&staging, host.as_mut_ptr(), bytes, threads, false, &mut dma) }
             .unwrap();
