@@ -147,6 +147,16 @@ impl PipeState {
         Some(piece)
     }
 
+    /// The next piece to copy now (`to_host`: [`piece_out`](PipeState::piece_out), else
+    /// [`piece_in`](PipeState::piece_in)).
+    fn piece(&mut self, chunks: &Chunks, to_host: bool) -> Option<Piece> {
+        if to_host {
+            self.piece_out(chunks)
+        } else {
+            self.piece_in(chunks)
+        }
+    }
+
     /// Host to device: the next piece of the chunk being handed out, or of the next chunk
     /// (taking a free slot for it).
     fn piece_in(&mut self, chunks: &Chunks) -> Option<Piece> {
@@ -295,12 +305,7 @@ impl Pipe {
     /// The next piece to copy, if one is there now (`to_host`: out of a ready slot; else
     /// into a slot, from the next chunk).
     pub(super) fn try_piece(&self, chunks: &Chunks, to_host: bool) -> Option<Piece> {
-        let mut st = self.lock();
-        let piece = if to_host {
-            st.piece_out(chunks)
-        } else {
-            st.piece_in(chunks)
-        };
+        let piece = self.lock().piece(chunks, to_host);
         #[cfg(test)]
         if piece.is_none() {
             LOOKS.fetch_add(1, Ordering::Relaxed);
@@ -314,20 +319,12 @@ impl Pipe {
     fn take_piece(&self, chunks: &Chunks, to_host: bool) -> Option<Piece> {
         let mut st = self.lock();
         loop {
-            if to_host {
-                if let Some(piece) = st.piece_out(chunks) {
-                    return Some(piece);
-                }
-                if st.stop {
-                    return None;
-                }
-            } else {
-                if let Some(piece) = st.piece_in(chunks) {
-                    return Some(piece);
-                }
-                if st.stop || (st.next >= chunks.count() && st.filling.is_none()) {
-                    return None;
-                }
+            if let Some(piece) = st.piece(chunks, to_host) {
+                return Some(piece);
+            }
+            let handed_out = !to_host && st.next >= chunks.count() && st.filling.is_none();
+            if st.stop || handed_out {
+                return None;
             }
             st = self.wait(st, false);
         }
