@@ -594,6 +594,14 @@ mod tests {
         }
     }
 
+    /// [`new_ring`], page-locked.
+    fn registered_ring(base: u32) -> Bounce<u32> {
+        Bounce {
+            registered: true,
+            ..new_ring(base)
+        }
+    }
+
     /// The in-flight bits of sync stream `i`'s ring.
     fn bits(book: &Book<u32>, i: usize) -> u8 {
         let Ring::Made(b) = &book.entries[i].ring else {
@@ -726,20 +734,16 @@ mod tests {
     fn page_locked_rings_are_counted_per_context() {
         let mut book = sync_streams(3);
         book.add(2, 7, || Ok((70, 71))).unwrap();
-        let registered = |base| Bounce {
-            registered: true,
-            ..new_ring(base)
-        };
-        book.install_ring(0, Ok(registered(100)));
+        book.install_ring(0, Ok(registered_ring(100)));
         book.install_ring(1, Ok(new_ring(200)));
-        book.install_ring(3, Ok(registered(300)));
+        book.install_ring(3, Ok(registered_ring(300)));
         assert_eq!(
             book.registered_rings(1),
             1,
             "plain and missing rings not counted"
         );
         assert_eq!(book.registered_rings(2), 1);
-        book.install_ring(2, Ok(registered(400)));
+        book.install_ring(2, Ok(registered_ring(400)));
         assert_eq!(book.registered_rings(1), 2);
         book.give_up_ring(0);
         assert_eq!(
@@ -762,13 +766,7 @@ mod tests {
             "a page-locked ring being made takes its place"
         );
         assert_eq!(book.take_slot(0), None, "no slot before it is made");
-        book.install_ring(
-            0,
-            Ok(Bounce {
-                registered: true,
-                ..new_ring(100)
-            }),
-        );
+        book.install_ring(0, Ok(registered_ring(100)));
         assert_eq!(book.registered_rings(1), 1, "counted once");
         book.unreserve_ring(0);
         assert!(book.take_slot(0).is_some(), "a made ring stays");

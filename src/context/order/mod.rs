@@ -271,6 +271,11 @@ static OWNED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// frees them.
 static STRANDED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
+fn stranded() -> MutexGuard<'static, Vec<(usize, usize)>> {
+    // every critical section is one push or one pass over the list, no driver call
+    STRANDED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn owned() -> MutexGuard<'static, Vec<usize>> {
     // every critical section is one push, search or removal
     OWNED.lock().unwrap_or_else(PoisonError::into_inner)
@@ -342,10 +347,7 @@ fn free_rings(rings: impl IntoIterator<Item = RingMemory>) {
     for ring in rings {
         // SAFETY: registered in the current context (the caller's promise), no copy queued.
         if ring.registered && unsafe { driver::mem_host_unregister(ring.host as *mut _) }.is_err() {
-            STRANDED
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((ring.ctx, ring.host));
+            stranded().push((ring.ctx, ring.host));
             continue;
         }
         dealloc_ring(ring.host);
@@ -364,8 +366,7 @@ fn dealloc_ring(host: usize) {
 /// registrations away): frees its rings whose unregistering failed. One uncontended lock
 /// beside the destroy's milliseconds.
 pub(crate) fn after_destroy(raw: CUcontext) {
-    let mut stranded = STRANDED.lock().unwrap_or_else(PoisonError::into_inner);
-    stranded.retain(|&(ctx, host)| {
+    stranded().retain(|&(ctx, host)| {
         let its = ctx == raw as usize;
         if its {
             dealloc_ring(host);
