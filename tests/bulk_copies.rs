@@ -346,6 +346,78 @@ fn with_raw_context_frees_the_staging_before_it_returns() {
     });
 }
 
+/// Pool memory (the crate's pool holds a `DeviceBuffer`'s memory) is tied to no context:
+/// its copies run in whatever context is current. Where another library made a context
+/// current that no scope of the crate holds (here the primary context, retained and pushed
+/// with raw calls, as cudarc's `bind_to_thread` does), no teardown of the crate would free
+/// a staging made for it, so its copies take the driver's path, exact, and keep nothing.
+/// Under `with_primary_context`, which holds the same primary context, they are staged.
+fn pool_memory_copied_in_a_context_no_scope_holds_keeps_no_staging() {
+    let device = gpu_or_skip!();
+    let driver = common::driver();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let host = pattern(2 << 20, |x| x as u32); // 8 MiB: every kind is staged
+        let mut buf = DeviceBuffer::from_slice(ctx, &host)?;
+        // SAFETY: only given to the driver's attribute query while `buf` is alive.
+        assert_ne!(
+            common::mempool_of(unsafe { buf.as_device_ptr() }),
+            0,
+            "pool memory"
+        );
+        let before = staging::live_bytes();
+        let mut primary = std::ptr::null_mut();
+        // SAFETY (of the test): retains and pushes the primary context, undone below.
+        unsafe {
+            assert_eq!(
+                (driver.cuDevicePrimaryCtxRetain)(&mut primary, device.as_raw()),
+                0
+            );
+            assert_eq!((driver.cuCtxPushCurrent_v2)(primary), 0);
+        }
+        let copied = (|| {
+            assert_eq!(common::current(), primary);
+            let got = buf.to_vec()?;
+            let mut out = vec![0u32; host.len()];
+            buf.copy_to_host(&mut out)?;
+            let reversed: Vec<u32> = host.iter().rev().copied().collect();
+            buf.copy_from_host(&reversed)?;
+            Ok::<_, Error>((got, out, reversed, staging::live_bytes()))
+        })();
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: undoes the push and the retain (the primary context is destroyed, nobody
+        // else holds it).
+        unsafe {
+            assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+            assert_eq!((driver.cuDevicePrimaryCtxRelease_v2)(device.as_raw()), 0);
+        }
+        let (got, out, reversed, during) = copied?;
+        assert_same(&got, &host, "to_vec in a foreign context");
+        assert_same(&out, &host, "copy_to_host in a foreign context");
+        assert_eq!(
+            during, before,
+            "no staging kept for a context no scope holds"
+        );
+        assert_same(
+            &buf.to_vec()?,
+            &reversed,
+            "copy_from_host in a foreign context",
+        );
+        // the same primary context, held by the crate: staged, and freed at its end
+        with_primary_context(&device, |held| {
+            assert_same(
+                &buf.to_vec()?,
+                &reversed,
+                "to_vec under with_primary_context",
+            );
+            assert_eq!(staging::bytes_of(held), STAGING_BYTES, "staged");
+            Ok::<_, Error>(())
+        })?;
+        assert_eq!(staging::live_bytes(), before);
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
 /// A frozen context allocates no staging: with none reserved its copies take the driver's
 /// path; with one reserved, four threads copying at once share that one.
 fn a_frozen_context_never_allocates_and_uses_its_reservation() {
@@ -583,6 +655,10 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         gpu(
             "with_raw_context_frees_the_staging_before_it_returns",
             with_raw_context_frees_the_staging_before_it_returns,
+        ),
+        gpu(
+            "pool_memory_copied_in_a_context_no_scope_holds_keeps_no_staging",
+            pool_memory_copied_in_a_context_no_scope_holds_keeps_no_staging,
         ),
         gpu(
             "a_frozen_context_never_allocates_and_uses_its_reservation",

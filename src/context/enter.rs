@@ -3,6 +3,7 @@
 //! makes a context current for an operation ([`in_context`]).
 
 use std::ptr::NonNull;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
@@ -357,6 +358,12 @@ fn put_back(other: CUcontext) -> Error {
 /// `with_primary_context` made (an enclosing one, on this thread or another, ends its own).
 #[inline(never)]
 fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
+    // no longer held (`held`), before anything kept for it is freed, so that nothing is
+    // kept for it again: no staging, and no page-locked ring (`order::disown`)
+    match owned {
+        Held::Destroy => super::order::disown(raw),
+        Held::Release(_) => unhold_primary(raw),
+    }
     let synced = driver::ctx_synchronize();
     // The bulk-copy staging is page-locked for this context: unregistered and freed while
     // the context is current, before it is destroyed or released. A primary context may
@@ -368,10 +375,6 @@ fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
     // `teardown::register_end_hooks`.)
     // SAFETY: `raw` is alive and on top of this thread's stack (current).
     unsafe { teardown::run_before_release(raw, mark) };
-    if let Held::Destroy = owned {
-        // its sync streams (and their page-locked rings) ended just now (mark 0)
-        super::order::disown(raw);
-    }
     let released = match pop_exact(raw) {
         Err(e) => Err(Error::with_detail(
             e.call(),
@@ -545,6 +548,7 @@ where
         }
         .into());
     }
+    hold_primary(raw.as_ptr());
     // SAFETY: the retain keeps the context alive until `run_scoped` releases it after `f`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
     let teardown = Finish(
@@ -684,7 +688,50 @@ fn create(device: &Device, flags: ContextFlags) -> Result<NonNull<CUctx_st>> {
 /// Retains the primary context of `device` for the owning layer (balanced by [`give_up`]).
 pub(crate) fn retain_held(device: &Device) -> Result<NonNull<CUctx_st>> {
     let raw = driver::primary_ctx_retain(device.as_raw())?;
-    driver::non_null("cuDevicePrimaryCtxRetain", raw)
+    let raw = driver::non_null("cuDevicePrimaryCtxRetain", raw)?;
+    hold_primary(raw.as_ptr());
+    Ok(raw)
+}
+
+/// The primary contexts the crate holds now (`with_primary_context`, the owning layer's
+/// [`retain_held`]), once per hold, from the retain to the start of the teardown that
+/// releases it ([`tear_down_fully`]). Its own lock, never held across a driver call.
+static HELD_PRIMARIES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn held_primaries() -> MutexGuard<'static, Vec<usize>> {
+    // every critical section is one push, search or removal
+    HELD_PRIMARIES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+fn hold_primary(raw: CUcontext) {
+    held_primaries().push(raw as usize);
+}
+
+/// Ends one hold of the primary context `raw` ([`hold_primary`]).
+fn unhold_primary(raw: CUcontext) {
+    let mut held = held_primaries();
+    if let Some(i) = held.iter().position(|&c| c == raw as usize) {
+        held.swap_remove(i);
+    }
+}
+
+/// Whether a scope of the crate holds `raw` now, so that its teardown frees what the
+/// layers above keep for the context (`teardown::run_before_give_up`): a context the crate
+/// created, or one with a sync stream of a scope not yet torn down (`order::holds`), a
+/// primary context the crate retained, or an SM partition. A context another library made
+/// current (cudarc's `bind_to_thread`, the runtime API) is not, unless one of those holds
+/// it too; neither is a `with_raw_context`'s with no sync stream yet (its teardown frees
+/// what is kept anyway, but the crate cannot tell its context from a foreign one without a
+/// record on every entry). The answer stays true until such a teardown begins: a created
+/// or primary context is taken out of these lists, and its sync streams are ended, before
+/// anything kept for it is freed (a partition's context is current on its own thread only,
+/// whose teardown it is).
+pub(crate) fn held(raw: CUcontext) -> bool {
+    super::order::holds(raw)
+        || held_primaries().contains(&(raw as usize))
+        || super::partition::is_partition(raw)
 }
 
 /// Enters a context that the owning layer holds: pushes it, runs `f` with a guard, pops it

@@ -95,6 +95,12 @@ fn thread_token() -> usize {
     TOKEN.with(|t| std::ptr::from_ref(t) as usize)
 }
 
+/// Whether `ctx` is the `CUcontext` form of a partition alive now (its `SmGroup::enter`
+/// takes it out of the list before it is destroyed). One atomic load while none lives.
+pub(crate) fn is_partition(ctx: CUcontext) -> bool {
+    !OWNERS.is_empty() && OWNERS.lock().iter().any(|&(raw, _)| raw == ctx as usize)
+}
+
 /// `Err` if `ctx` is the `CUcontext` form of a partition entered on another thread: the
 /// crate is about to make it current here (`in_context`), where the driver would have one
 /// green context current on two threads. Called where a context is pushed for an

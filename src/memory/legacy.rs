@@ -38,6 +38,19 @@ pub(crate) enum Completion {
     /// The legacy stream and a wait on the host: memory the host can read directly (managed
     /// or host memory), or a context retained for one operation.
     HostWait,
+    /// As `HostWait`, in the context current on the thread (as `RecordIfKnown`: perhaps
+    /// made current by another library).
+    HostWaitIfKnown,
+}
+
+impl Completion {
+    /// Whether a scope of the crate holds the context (`Record`, `HostWait`), so that its
+    /// teardown frees what the crate keeps for it (a bulk copy's staging); else the
+    /// context is merely current, and the crate keeps something for it only where it
+    /// finds it held after all (`context::held`).
+    pub(crate) fn held(self) -> bool {
+        matches!(self, Completion::Record | Completion::HostWait)
+    }
 }
 
 /// What a synchronous operation touches besides device memory.
@@ -162,7 +175,7 @@ pub(crate) unsafe fn upload(
     if let (true, Some(ctx)) = (staging::wanted(staging::Kind::FromHost, bytes), ctx) {
         order::before_legacy_op(touched)?;
         // SAFETY: the caller's promises; the staged copy is complete when it returns.
-        if unsafe { staging::host_to_device(ctx, dst, src.cast(), bytes) }? {
+        if unsafe { staging::host_to_device(ctx, completion.held(), dst, src.cast(), bytes) }? {
             return Ok(());
         }
     }
@@ -242,9 +255,9 @@ pub(crate) unsafe fn download(
 ) -> Result<()> {
     if let (true, Some(ctx)) = (staging::wanted(kind, bytes), ctx) {
         order::before_legacy_op(touched)?;
-        let fresh = kind == staging::Kind::ToNewHost;
+        let (fresh, held) = (kind == staging::Kind::ToNewHost, completion.held());
         // SAFETY: the caller's promises; the staged copy is complete when it returns.
-        if unsafe { staging::device_to_host(ctx, dst.cast(), src, bytes, fresh) }? {
+        if unsafe { staging::device_to_host(ctx, held, dst.cast(), src, bytes, fresh) }? {
             return Ok(());
         }
     }

@@ -574,7 +574,8 @@ fn out_of_range(len: usize) -> ! {
 /// completed: a record of the memory's own context, a record of the current context only
 /// where it has an event already (another library may have made it current), a wait on the
 /// host where the host can read the memory directly (managed or host memory) or the context
-/// is retained for `op` alone; and whether the memory can be placed (memory of a pool,
+/// is retained for `op` alone (in the current context, a staging is kept only where a scope
+/// of the crate holds it: `Completion::held`); and whether the memory can be placed (memory of a pool,
 /// never a module global: its accesses are then ordered by their spans, else as touching
 /// anything, `context::order::Touched`).
 #[inline]
@@ -598,7 +599,7 @@ fn in_memory_context_with<T>(
     let current = driver::ctx_get_current()?;
     if !current.is_null() && (!info.known || driver::ctx_get_device()? == info.device) {
         let completion = match info.host_visible {
-            true => Completion::HostWait,
+            true => Completion::HostWaitIfKnown,
             false => Completion::RecordIfKnown,
         };
         return op(NonNull::new(current), completion, placed);

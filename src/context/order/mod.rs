@@ -294,6 +294,13 @@ pub(crate) fn disown(raw: CUcontext) {
     owned().retain(|&c| c != raw as usize);
 }
 
+/// Whether a scope of the crate holds `raw`, as far as the order knows: the crate created
+/// it ([`adopt`], until [`disown`]), or it has a sync stream that is not doomed
+/// (`Book::holds`: made under a scope that has not torn down yet).
+pub(crate) fn holds(raw: CUcontext) -> bool {
+    owned().contains(&(raw as usize)) || book().is_ok_and(|book| book.holds(raw as usize))
+}
+
 /// Whether a new ring of sync stream `i` is page-locked: its context is one the crate
 /// destroys itself, with fewer than [`MAX_REGISTERED_RINGS`] page-locked rings.
 fn may_register(book: &Book<usize>, i: usize) -> bool {

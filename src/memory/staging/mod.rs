@@ -66,15 +66,26 @@
 //!   while the context is still current, before it is destroyed;
 //! * [`with_raw_context`](crate::with_raw_context): before the pop at the end of every
 //!   call (the owner may destroy the context afterwards);
-//! * [`with_primary_context`](crate::with_primary_context): the primary context can be
-//!   held by others (the runtime API, another crate, an outer or concurrent
-//!   `with_primary_context`), so its stagings stay while it stays active; after a release
-//!   that leaves it inactive (the driver destroyed it, unregistering its memory) the
-//!   crate frees them. A program that uses the runtime API's context for the whole run
-//!   keeps one or two stagings for the whole run.
+//! * [`with_primary_context`](crate::with_primary_context): before the release at the
+//!   end of every call (the crate cannot tell which release destroys the primary context,
+//!   which others may hold: the runtime API, another crate, an outer or concurrent
+//!   `with_primary_context`), so a later staged copy pins a staging again;
+//! * an [`OwnedContext`](crate::OwnedContext): when its last handle is dropped or closed.
 //!
 //! A staging in use by a copy when its context's entry is freed is freed by that copy
-//! when it is done. Failing to page-lock memory (`cuMemHostRegister` refused) is no
+//! when it is done.
+//!
+//! Memory of a pool (a [`DeviceBuffer`](crate::DeviceBuffer)'s, from the crate's pool) is
+//! tied to no context, so its copies run in whatever context is current. A context that
+//! no scope of the crate holds may be current there (another library made it current,
+//! such as cudarc's `bind_to_thread` or the runtime API), and no teardown of the crate
+//! would free a staging made for it: such a copy takes the driver's path and keeps
+//! nothing. A context counts as held when the crate created it, retained it as the
+//! primary context (`with_primary_context`, [`OwnedContext::primary`](crate::OwnedContext::primary)),
+//! entered it as an SM partition, or has a sync stream in it of a scope not yet ended, or
+//! when the context has a staging already (made by one of those, or for memory allocated
+//! in the context). So inside `with_raw_context` a copy of pool memory is staged only
+//! after something was staged or synchronously written in the context. Failing to page-lock memory (`cuMemHostRegister` refused) is no
 //! error: the copy takes the driver's path, and so do the context's later copies until
 //! [`reserve`] succeeds or the context ends.
 //!

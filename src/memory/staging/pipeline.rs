@@ -16,6 +16,7 @@ use super::pipe::{Chunks, PIECE, Piece, Pipe, StopOnDrop, WHOLE_CHUNK, Wake};
 use super::registry::{Lease, acquire};
 use super::streaming::copy_streaming;
 use super::{HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOT_BYTES, SLOTS, Staging, thp};
+use crate::context;
 use crate::driver::{self, CUdeviceptr, CUevent};
 use crate::error::Result;
 
@@ -26,18 +27,23 @@ pub(super) fn host_is_known(p: *const u8) -> Result<bool> {
 }
 
 /// A staging for a copy in `ctx` (current), with at least one kept thread (alone, the
-/// calling thread copies slower than the driver's path).
-fn lease(ctx: NonNull<CUctx_st>) -> Option<Lease> {
+/// calling thread copies slower than the driver's path). `held`: a scope of the crate holds
+/// `ctx` (the memory's own context); else `ctx` is merely current, perhaps made so by
+/// another library, and is given a first staging only where the crate holds it after all
+/// (`context::held`): a staging of a context no teardown of the crate ends would be kept
+/// page-locked until the process ends.
+fn lease(ctx: NonNull<CUctx_st>, held: bool) -> Option<Lease> {
     if threads_to_keep() == 0 {
         // one core: no staging is made at all (it would be page-locked for nothing)
         return None;
     }
+    let held = || held || context::held(ctx.as_ptr());
     // `Staging::create` refuses a staging that could start no thread
-    acquire(ctx.as_ptr() as usize, Staging::create)
+    acquire(ctx.as_ptr() as usize, held, Staging::create)
 }
 
 /// Copies `bytes` from the device at `src` into host memory at `dst` through a staging of
-/// `ctx`: `Ok(true)` when done, `Ok(false)` when nothing was copied and the caller takes
+/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done, `Ok(false)` when nothing was copied and the caller takes
 /// the driver's path (no staging to be had, or host memory the driver knows). `fresh`:
 /// `dst` is a new allocation of the caller's (advised as huge-page memory when large).
 ///
@@ -48,6 +54,7 @@ fn lease(ctx: NonNull<CUctx_st>) -> Option<Lease> {
 /// reads or writes during the call.
 pub(crate) unsafe fn device_to_host(
     ctx: NonNull<CUctx_st>,
+    held: bool,
     dst: *mut u8,
     src: CUdeviceptr,
     bytes: usize,
@@ -62,9 +69,16 @@ pub(crate) unsafe fn device_to_host(
     // SAFETY: the caller's guarantees for `dst`; `staged` leases the staging for this copy
     // only and drops `dma` before the lease; `dma` copies from the source (the caller's
     // guarantee) into the slots it is given.
-    staged(ctx, src, true, bytes, |staging, workers, dma| unsafe {
-        pipeline_to_host(staging, dst, bytes, workers, fresh, dma)
-    })
+    staged(
+        ctx,
+        held,
+        src,
+        true,
+        bytes,
+        |staging, workers, dma| unsafe {
+            pipeline_to_host(staging, dst, bytes, workers, fresh, dma)
+        },
+    )
 }
 
 /// Runs `copy` with a staging of `ctx` (leased for this copy only), the kept threads to
@@ -73,12 +87,13 @@ pub(crate) unsafe fn device_to_host(
 /// `Ok(false)`: no staging with threads to be had, nothing was copied.
 fn staged(
     ctx: NonNull<CUctx_st>,
+    held: bool,
     device: CUdeviceptr,
     to_host: bool,
     bytes: usize,
     copy: impl FnOnce(&Staging, usize, &mut DriverDma) -> Result<()>,
 ) -> Result<bool> {
-    let Some(lease) = lease(ctx) else {
+    let Some(lease) = lease(ctx, held) else {
         return Ok(false);
     };
     let Some(staging) = lease.staging() else {
@@ -93,7 +108,7 @@ fn staged(
 }
 
 /// Copies `bytes` from host memory at `src` to the device at `dst` through a staging of
-/// `ctx`: `Ok(true)` when done (complete: every DMA waited for), `Ok(false)` when nothing
+/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done (complete: every DMA waited for), `Ok(false)` when nothing
 /// was copied and the caller takes the driver's path.
 ///
 /// # Safety
@@ -102,6 +117,7 @@ fn staged(
 /// `src` is host memory valid for `bytes` of reads that nothing writes during the call.
 pub(crate) unsafe fn host_to_device(
     ctx: NonNull<CUctx_st>,
+    held: bool,
     dst: CUdeviceptr,
     src: *const u8,
     bytes: usize,
@@ -112,9 +128,14 @@ pub(crate) unsafe fn host_to_device(
     // SAFETY: the caller's guarantees for `src`; `staged` leases the staging for this copy
     // only and drops `dma` before the lease; `dma` copies the slots it is given into the
     // destination (the caller's guarantee).
-    staged(ctx, dst, false, bytes, |staging, workers, dma| unsafe {
-        pipeline_from_host(staging, src, bytes, workers, dma)
-    })
+    staged(
+        ctx,
+        held,
+        dst,
+        false,
+        bytes,
+        |staging, workers, dma| unsafe { pipeline_from_host(staging, src, bytes, workers, dma) },
+    )
 }
 
 /// The device side of a staged copy: the driver's ([`DriverDma`]) or a test's fake.

@@ -111,9 +111,28 @@ impl Drop for Lease {
 
 /// A staging for a copy in context `key`: an idle one, a new one from `create` (if the
 /// context may have another), or one another thread gives back (waiting for it). `None`:
-/// the copy takes the driver's path (frozen with none, or allocation failed).
-pub(super) fn acquire(key: usize, create: impl FnOnce() -> Result<Staging>) -> Option<Lease> {
+/// the copy takes the driver's path (frozen with none, allocation failed, or the context
+/// has no entry and `held` says no scope of the crate holds it, so that no teardown would
+/// free what it is given).
+///
+/// `held` is asked with the entry already made (and counted in `ENTRIES`), under the
+/// registry's lock: a teardown stops holding its context (under the lock `held` reads)
+/// before [`on_context_end`] reads `ENTRIES`, so either `held` saw it stop and the entry is
+/// taken out again here, or that teardown sees the entry and takes it out (waiting for the
+/// registry's lock).
+pub(super) fn acquire(
+    key: usize,
+    held: impl FnOnce() -> bool,
+    create: impl FnOnce() -> Result<Staging>,
+) -> Option<Lease> {
     let mut reg = registry();
+    if reg.position(key).is_none() {
+        reg.entry(key);
+        if !held() {
+            reg.remove(key);
+            return None;
+        }
+    }
     loop {
         let e = reg.entry(key);
         if let Some(staging) = e.idle.pop() {
@@ -326,25 +345,32 @@ mod tests {
         Err(Error::new("fake", ErrorCode::OutOfMemory))
     }
 
+    fn held() -> bool {
+        true
+    }
+
     // Keys no real context has (and distinct per test: the registry is shared).
     const A: usize = 0xdead_0001;
     const B: usize = 0xdead_0002;
     const C: usize = 0xdead_0003;
     const D: usize = 0xdead_0004;
+    const E: usize = 0xdead_0005;
 
     #[test]
     fn a_context_reuses_its_staging_and_has_at_most_the_maximum() {
-        let first = acquire(A, fake(SLOT_BYTES)).expect("created");
+        let first = acquire(A, held, fake(SLOT_BYTES)).expect("created");
         let base = first.staging().unwrap().base.as_ptr() as usize;
         drop(first);
-        let again = acquire(A, failing).expect("the idle one, nothing created");
+        let again = acquire(A, held, failing).expect("the idle one, nothing created");
         assert_eq!(again.staging().unwrap().base.as_ptr() as usize, base);
-        let second = acquire(A, fake(SLOT_BYTES)).expect("a second one while the first is busy");
+        let second =
+            acquire(A, held, fake(SLOT_BYTES)).expect("a second one while the first is busy");
         assert_eq!(live_of(A), MAX_STAGINGS_PER_CONTEXT);
         // a third copy waits until one comes back, and gets that one
         std::thread::scope(|s| {
-            let waiter = s
-                .spawn(|| acquire(A, failing).map(|l| l.staging().unwrap().base.as_ptr() as usize));
+            let waiter = s.spawn(|| {
+                acquire(A, held, failing).map(|l| l.staging().unwrap().base.as_ptr() as usize)
+            });
             std::thread::sleep(std::time::Duration::from_millis(50));
             assert!(!waiter.is_finished(), "waits for a staging");
             drop(again);
@@ -360,16 +386,16 @@ mod tests {
     fn a_frozen_context_never_allocates_and_uses_its_reservation() {
         freeze_key(B, true);
         assert!(
-            acquire(B, fake(SLOT_BYTES)).is_none(),
+            acquire(B, held, fake(SLOT_BYTES)).is_none(),
             "frozen with none: driver path"
         );
         assert_eq!(live_of(B), 0);
         reserve_with(B, fake(SLOT_BYTES)).unwrap();
         reserve_with(B, failing).expect("already reserved: nothing to do");
         assert_eq!(live_of(B), 1);
-        let lease = acquire(B, failing).expect("the reserved one");
+        let lease = acquire(B, held, failing).expect("the reserved one");
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| acquire(B, failing).is_some());
+            let waiter = s.spawn(|| acquire(B, held, failing).is_some());
             std::thread::sleep(std::time::Duration::from_millis(50));
             assert!(!waiter.is_finished(), "frozen: waits for the reserved one");
             drop(lease);
@@ -381,23 +407,36 @@ mod tests {
 
     #[test]
     fn a_failed_allocation_falls_back_and_is_not_retried() {
-        assert!(acquire(C, failing).is_none());
+        assert!(acquire(C, held, failing).is_none());
         assert_eq!(live_of(C), 0);
-        assert!(acquire(C, fake(SLOT_BYTES)).is_none(), "not retried");
+        assert!(acquire(C, held, fake(SLOT_BYTES)).is_none(), "not retried");
         assert!(reserve_with(C, failing).is_err());
         reserve_with(C, fake(SLOT_BYTES)).expect("a reservation tries again");
-        assert!(acquire(C, failing).is_some());
+        assert!(acquire(C, held, failing).is_some());
         drop(retire(C));
     }
 
     #[test]
+    fn a_context_no_scope_holds_gets_no_first_staging() {
+        assert!(acquire(E, || false, fake(SLOT_BYTES)).is_none());
+        assert_eq!(live_of(E), 0);
+        assert!(registry().position(E).is_none(), "no entry left behind");
+        // once the context has an entry (made while held), `held` is not asked again
+        reserve_with(E, fake(SLOT_BYTES)).unwrap();
+        let lease = acquire(E, || panic!("asked"), failing).expect("the reserved one");
+        drop(lease);
+        drop(retire(E));
+        assert!(acquire(E, || false, fake(SLOT_BYTES)).is_none(), "retired: asked again");
+    }
+
+    #[test]
     fn a_staging_in_use_when_its_context_ends_is_freed_by_its_copy() {
-        let lease = acquire(D, fake(SLOT_BYTES)).unwrap();
+        let lease = acquire(D, held, fake(SLOT_BYTES)).unwrap();
         assert!(retire(D).is_empty(), "the only staging is in use");
         drop(lease); // its entry is gone: freed
         assert_eq!(live_of(D), 0);
         // a new entry for the same key starts afresh
-        let lease = acquire(D, fake(SLOT_BYTES)).unwrap();
+        let lease = acquire(D, held, fake(SLOT_BYTES)).unwrap();
         drop(lease);
         assert_eq!(live_of(D), 1);
         drop(retire(D));
