@@ -564,16 +564,28 @@ fn the_readme_has_one_rule_per_folder_of_the_compile_fail_suite() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// `"16 MiB"` (the start of `text`) in bytes.
-fn mebibytes(text: &str) -> Option<usize> {
+/// `"16 MiB"` or `"512 KiB"` (the start of `text`) in bytes.
+fn stated_size(text: &str) -> Option<usize> {
     let digits: String = text
         .trim()
         .chars()
         .take_while(char::is_ascii_digit)
         .collect();
+    let n = digits.parse::<usize>().ok()?;
     let rest = text.trim()[digits.len()..].trim_start();
-    rest.starts_with("MiB")
-        .then(|| digits.parse::<usize>().ok().map(|n| n << 20))?
+    match () {
+        _ if rest.starts_with("MiB") => Some(n << 20),
+        _ if rest.starts_with("KiB") => Some(n << 10),
+        _ => None,
+    }
+}
+
+/// `bytes` as the docs write a threshold: `"1 MiB"`, or `"512 KiB"` below a MiB.
+fn size_text(bytes: usize) -> String {
+    match bytes % (1 << 20) {
+        0 => format!("{} MiB", bytes >> 20),
+        _ => format!("{} KiB", bytes >> 10),
+    }
 }
 
 /// The staging kind of a copy method: the one whose threshold decides whether it stages.
@@ -608,8 +620,8 @@ fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
         let [copies, size] = cells[..] else {
             panic!("README.md: a row of the thresholds' table has not two cells: {line}");
         };
-        let bytes = mebibytes(size)
-            .unwrap_or_else(|| panic!("README.md: {size:?} is not a size in MiB ({line})"));
+        let bytes = stated_size(size)
+            .unwrap_or_else(|| panic!("README.md: {size:?} is not a size in MiB or KiB ({line})"));
         // the methods, before the parenthesis that says what they copy
         let names = copies.split('(').next().unwrap_or("");
         let methods: Vec<&str> = names.split('`').skip(1).step_by(2).collect();
@@ -624,8 +636,8 @@ fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
             seen.push(kind);
             if bytes != kind.default_threshold() {
                 problems.push(format!(
-                    "README.md: `{method}` staged from {size}; the code's threshold ({kind:?}) is {} MiB",
-                    kind.default_threshold() >> 20
+                    "README.md: `{method}` staged from {size}; the code's threshold ({kind:?}) is {}",
+                    size_text(kind.default_threshold())
                 ));
             }
         }
@@ -695,7 +707,7 @@ fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
                     let start = item[..at].rfind('(').map_or(0, |p| p + 1);
                     &item[start..at + " MiB".len()]
                 };
-                if let Some(bytes) = mebibytes(text) {
+                if let Some(bytes) = stated_size(text) {
                     found.push(bytes);
                 }
             }
@@ -716,8 +728,8 @@ fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
                 ("copy_from_host", Kind::FromHost),
             ] {
                 let claim = format!(
-                    "[`{method}`](DeviceSlice::{method}) from {} MiB",
-                    kind.default_threshold() >> 20
+                    "[`{method}`](DeviceSlice::{method}) from {}",
+                    size_text(kind.default_threshold())
                 );
                 if !item.contains(&claim) {
                     problems.push(format!(
@@ -749,9 +761,9 @@ fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
         for bytes in stated {
             if bytes != kind.default_threshold() {
                 problems.push(format!(
-                    "{file}: `{name}`'s docs say staged from {} MiB; {kind:?}'s threshold is {} MiB",
-                    bytes >> 20,
-                    kind.default_threshold() >> 20
+                    "{file}: `{name}`'s docs say staged from {}; {kind:?}'s threshold is {}",
+                    size_text(bytes),
+                    size_text(kind.default_threshold())
                 ));
             }
         }

@@ -142,14 +142,16 @@ unsafe fn free_buffer_memory(
 /// * [`to_vec`](DeviceSlice::to_vec) and [`copy_to_host`](DeviceSlice::copy_to_host) from
 ///   1 MiB, [`from_slice`](DeviceBuffer::from_slice),
 ///   [`from_slice_in`](DeviceBuffer::from_slice_in) and
-///   [`copy_from_host`](DeviceSlice::copy_from_host) from 1 MiB (below that, handing chunks
-///   to the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk copies");
+///   [`copy_from_host`](DeviceSlice::copy_from_host) from 512 KiB (below that, handing
+///   chunks to the copy threads costs more than staging saves: `BENCHMARKS.md`, "Bulk
+///   copies");
 /// * the calling thread queues the DMA of each chunk (up to 2 MiB; an upload's filled
 ///   chunks that follow each other in the staging as one DMA of up to 8 MiB) between the
 ///   device and the staging on the legacy stream, an event after each, while up to 8 threads
 ///   that the staging keeps (one fewer than the cores) copy each chunk between its slot
 ///   and the host memory in pieces of 256 KiB: the copy engine and the threads work at
-///   once, and the driver never handles the pageable memory;
+///   once, and the driver never handles the pageable memory (an upload of up to 16 MiB is
+///   written into the staging with streaming stores, which the copy engine reads sooner);
 /// * a new `Vec` of 4 MiB or more is advised to the kernel as huge-page memory
 ///   (`madvise(MADV_HUGEPAGE)`, on Linux), so that its first touch maps 2 MiB at a time.
 ///
@@ -165,10 +167,13 @@ unsafe fn free_buffer_memory(
 /// third copy waits for one to be free). The stagings are unregistered and freed, and
 /// their threads ended, at the end of [`with_context`](crate::with_context) (before the
 /// context is destroyed) and at the end of every
-/// [`with_raw_context`](crate::with_raw_context); a primary context
-/// ([`with_primary_context`](crate::with_primary_context)) may be held by others, so it
-/// keeps them while it stays active and they are freed after the release that ends it. If
-/// memory cannot be page-locked, the copies take the driver's path.
+/// [`with_raw_context`](crate::with_raw_context) and
+/// [`with_primary_context`](crate::with_primary_context) (before the release: the crate
+/// cannot tell which release destroys the primary context). A copy of a buffer's memory
+/// (the crate's pool ties it to no context) runs in the current context; where another
+/// library made a context current that no scope of the crate holds, the crate keeps
+/// nothing for it and the copy takes the driver's path. If memory cannot be page-locked,
+/// the copies take the driver's path.
 /// Measurements: `BENCHMARKS.md`, "Bulk copies".
 pub struct DeviceBuffer<'ctx, T: DeviceCopy> {
     ptr: CUdeviceptr,
@@ -395,7 +400,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         unsafe { context::in_context(ctx, zero) }
     }
 
-    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 1 MiB,
+    /// Allocates a buffer holding a copy of `src`; complete when it returns. From 512 KiB,
     /// pageable memory is staged: see
     /// [the type's documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {

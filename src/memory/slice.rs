@@ -334,7 +334,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     }
 
     /// Copies `src` from the host into this view (`cuMemcpyHtoD`); done when it returns.
-    /// From 1 MiB, pageable memory is staged: see
+    /// From 512 KiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
     /// # Panics

@@ -33,10 +33,13 @@
 //!   and the driver never sees them. A new `Vec` ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec)) is also
 //!   advised to the kernel as huge-page memory (`madvise(MADV_HUGEPAGE)`, Linux) where it
 //!   spans whole 2 MiB pages, so a fault maps 2 MiB instead of 4 KiB.
-//! * Host to device: threads copy chunks of the source into slots, the calling thread
-//!   queues each filled slot's DMA (filled slots that follow each other in the staging
-//!   and in the copy as one DMA of up to 8 MiB) and frees the slots when its event
-//!   completes. The slots are handed out in turn, so that filled ones follow each other.
+//! * Host to device: threads copy chunks of the source into slots (at most 8 slots, so
+//!   16 MiB of the staging; a copy of up to 16 MiB with streaming stores, so that the
+//!   copy engine reads the slots from memory instead of out of the copying cores'
+//!   caches), the calling thread queues each filled slot's DMA (filled slots that follow
+//!   each other in the staging and in the copy as one DMA of up to 8 MiB) and frees the
+//!   slots when its event completes, watching for filled slots meanwhile. The slots are
+//!   handed out in turn, so that filled ones follow each other.
 //!
 //! The copies stay synchronous, on the calling thread's current context and its legacy
 //! stream, as without staging: the call returns after every DMA's event completed and
@@ -167,13 +170,13 @@ impl Kind {
     pub const fn default_threshold(self) -> usize {
         match self {
             // measured on an H100 and H200s (BENCHMARKS.md, "Bulk copies"): with the kept
-            // threads, staging wins from 1 MiB on out of the device; into it, it wins at
-            // 1 MiB by less and not in every run (0.85-0.99 of the driver's time in fourteen
-            // H200 sweeps, median 0.94, and 0.87-0.98 at 2 MiB; 0.89-1.04 at 1 MiB in seven
-            // earlier ones), and loses at 512 KiB (1.15-1.21)
+            // threads, staging wins from 1 MiB on out of the device (at 512 KiB too in
+            // most runs, but not all: up to 1.04 of the driver's time); into it, with
+            // streaming stores into the slots, from 512 KiB (0.76-0.83 in six H200 sweeps;
+            // with plain copies it lost there, 1.03-1.35)
             Kind::ToNewHost => 1 << 20,
             Kind::ToHost => 1 << 20,
-            Kind::FromHost => 1 << 20,
+            Kind::FromHost => 512 << 10,
         }
     }
 }

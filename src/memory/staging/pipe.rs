@@ -270,6 +270,12 @@ impl Pipe {
         }
     }
 
+    /// A number that every hand-over changes: the calling thread, watching it, learns of a
+    /// slot filled (or the stop) without the lock.
+    pub(super) fn version(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
     pub(super) fn try_free(&self) -> Option<usize> {
         self.lock().free.pop_front()
     }

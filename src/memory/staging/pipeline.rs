@@ -142,8 +142,8 @@ pub(crate) unsafe fn host_to_device(
 ///
 /// # Safety
 /// An implementation's `queue` reads or writes at most `len` bytes at the address it is given,
-/// and only until `wait` for the DMA's first slot returned or the implementation is dropped
-/// (which waits for everything it queued).
+/// and only until `wait` for the DMA's first slot returned (or `wait_or` returned `true`) or
+/// the implementation is dropped (which waits for everything it queued).
 unsafe trait Dma {
     /// Queues the DMA of the `len` bytes at `offset` in the copy between the device and the
     /// staging from slot `slot` on, at `host` (one slot, or a run of slots that follow each
@@ -151,12 +151,16 @@ unsafe trait Dma {
     ///
     /// # Safety
     /// `host` is valid for `len` bytes (of writes, device to host) and the pipeline's until
-    /// `wait(slot)` returned; `offset + len` lies in the copy.
+    /// `wait(slot)` returned (or `wait_or(slot, ..)` returned `true`); `offset + len` lies
+    /// in the copy.
     unsafe fn queue(&mut self, slot: usize, host: *mut u8, offset: usize, len: usize)
     -> Result<()>;
     /// Waits until the DMA last queued from `slot` is complete; `slot` is the first slot of
     /// a DMA queued and not yet waited for (never one inside a run).
     fn wait(&mut self, slot: usize) -> Result<()>;
+    /// As [`Dma::wait`], or until `stop` holds, whichever comes first: `true` when the DMA
+    /// is complete (as after `wait`), `false` when it may still run (`wait` for it later).
+    fn wait_or(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool>;
 }
 
 /// The DMA of a staged copy through the driver: `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on
@@ -186,8 +190,8 @@ impl DriverDma {
 }
 
 // SAFETY: a queued copy touches its slot, or its run of slots, until the event of its first
-// slot completes: `wait` waits for it, and `Drop` waits for the legacy stream while any is
-// pending.
+// slot completes: `wait` waits for it, `wait_or` returns `true` only once it has, and `Drop`
+// waits for the legacy stream while any is pending.
 unsafe impl Dma for DriverDma {
     unsafe fn queue(
         &mut self,
@@ -233,6 +237,28 @@ unsafe impl Dma for DriverDma {
         self.pending = self.pending.saturating_sub(1);
         Ok(())
     }
+
+    fn wait_or(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool> {
+        let event = self.events[slot];
+        debug_assert!(
+            !event.is_null(),
+            "a wait for slot {slot}, where no DMA started"
+        );
+        if event.is_null() {
+            return Ok(true);
+        }
+        loop {
+            // SAFETY: an event of this copy's, alive until `Drop`.
+            if unsafe { driver::event_query(event) }? {
+                self.pending = self.pending.saturating_sub(1);
+                return Ok(true);
+            }
+            if stop() {
+                return Ok(false);
+            }
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// The most slots one DMA of an upload covers: ready slots that follow each other in the
@@ -240,6 +266,24 @@ unsafe impl Dma for DriverDma {
 /// events; 64 MiB uploads measured 38.7 GB/s on average against 37.2 with a DMA per slot,
 /// within the spread of runs: `bench/results/2026-11-28-28-seventh/`).
 const RUN_SLOTS: usize = 4;
+
+/// The most slots an upload uses (of the staging's [`SLOTS`]): 16 MiB of staging in use at
+/// once. Measured on two H200s against all 16 (`bench/results/2026-11-28-28-eighth/`, six
+/// runs of plain copies): 64 MiB uploads 35.4-39.6 GB/s against 29.8-38.3, 256 MiB
+/// 44.4-46.8 against 39.3-44.4.
+const UPLOAD_SLOTS: usize = SLOTS / 2;
+
+/// An upload of at most this many bytes writes the slots with streaming stores
+/// ([`copy_streaming`]): the copy engine then reads them from memory, not out of the
+/// copying cores' caches, and a short copy's DMAs run sooner and faster. Measured on H200s
+/// (`bench/results/2026-11-28-28-eighth/`, six runs against seven with plain copies):
+/// staged uploads of 512 KiB took 0.76-0.83 of the driver's time against 1.03-1.35, of
+/// 2 MiB 0.50-0.61 against 0.91-1.09, of 16 MiB 0.28-0.42 against 0.37-0.52. A longer
+/// upload copies plainly: streaming stores into the first 16 or 32 MiB of 64 MiB uploads
+/// made them slower (31.3-33.9 GB/s in four runs on one machine, where plain copies
+/// through 8 slots ran 35.4-39.6), and into all of 256 MiB ones too (38.6-41.4 in two
+/// runs against 44.4-46.8).
+const STREAMING_UPLOAD_MAX: usize = 16 << 20;
 
 /// `CU_EVENT_DISABLE_TIMING`: completion only.
 const EVENT_DISABLE_TIMING: u32 = 0x2;
@@ -402,22 +446,26 @@ unsafe fn pipeline_from_host(
 ) -> Result<()> {
     let chunks = Chunks::new(src as usize, bytes);
     let count = chunks.count();
-    let pipe = Pipe::new(staging.slots().min(count), PIECE);
+    let slots = staging.slots().min(count).min(UPLOAD_SLOTS);
+    let pipe = Pipe::new(slots, PIECE);
+    let streaming = bytes <= STREAMING_UPLOAD_MAX;
     let host = HostRange(src.cast_mut());
     let copy_in = |piece: Piece, wake: Wake| {
         let offset = chunks.get(piece.chunk).0 + piece.at;
-        // SAFETY: `[offset, offset + len)` lies in `src`, which nobody writes during the
-        // copy (the caller's guarantee); the slot was taken from `free` for this chunk and
-        // is not put ready before this piece is finished; `[at, at + len)` lies in the
-        // chunk (at most `SLOT_BYTES`) and is written by this thread only (each piece is
-        // handed out once).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                host.at(offset),
-                staging.slot(piece.slot).wrapping_add(piece.at),
-                piece.len,
-            );
-        };
+        let (from, to) = (
+            host.at(offset),
+            staging.slot(piece.slot).wrapping_add(piece.at),
+        );
+        match streaming {
+            // SAFETY: `[offset, offset + len)` lies in `src`, which nobody writes during the
+            // copy (the caller's guarantee); the slot was taken from `free` for this chunk
+            // and is not put ready before this piece is finished; `[at, at + len)` lies in
+            // the chunk (at most `SLOT_BYTES`) and is written by this thread only (each
+            // piece is handed out once).
+            true => unsafe { copy_streaming(from, to, piece.len) },
+            // SAFETY: as above.
+            false => unsafe { std::ptr::copy_nonoverlapping(from, to, piece.len) },
+        }
         pipe.finish(piece, false, wake);
     };
     let job = || pipe.serve(&chunks, false, copy_in);
@@ -428,6 +476,7 @@ unsafe fn pipeline_from_host(
         let mut in_flight = VecDeque::with_capacity(SLOTS);
         let mut sent = 0;
         while sent < count {
+            let seen = pipe.version();
             while let Some((chunk, slot, n)) = pipe.try_ready_run(&chunks, RUN_SLOTS) {
                 let offset = chunks.get(chunk).0;
                 let len = (n - 1) * SLOT_BYTES + chunks.get(chunk + n - 1).1;
@@ -441,10 +490,14 @@ unsafe fn pipeline_from_host(
             if sent == count {
                 break;
             }
-            match in_flight.pop_front() {
-                Some((slot, n)) => {
-                    dma.wait(slot)?;
-                    pipe.put_free(slot, n);
+            match in_flight.front() {
+                // the copy engine is busy: its oldest DMA completing frees slots, a thread
+                // filling one gives it more work; whichever comes first
+                Some(&(slot, n)) => {
+                    if dma.wait_or(slot, &|| pipe.version() != seen)? {
+                        in_flight.pop_front();
+                        pipe.put_free(slot, n);
+                    }
                 }
                 // the copy engine is idle: copy a piece here (one piece, so that this
                 // thread soon queues the slots the others fill), or wait for a thread's
@@ -458,7 +511,7 @@ unsafe fn pipeline_from_host(
         #[cfg(test)]
         assert_eq!(
             pipe.free_count() + in_flight.iter().map(|&(_, n)| n).sum::<usize>(),
-            staging.slots().min(count),
+            slots,
             "slots lost"
         );
         for (slot, _) in in_flight {
@@ -517,6 +570,8 @@ mod tests {
         pub(super) panic_at: usize,
         pub(super) delay: Duration,
         pub(super) violations: usize,
+        /// Calls of `wait_or`.
+        polls: usize,
     }
 
     impl FakeDma {
@@ -530,6 +585,7 @@ mod tests {
                 panic_at: usize::MAX,
                 delay: Duration::ZERO,
                 violations: 0,
+                polls: 0,
             }
         }
     }
@@ -599,6 +655,21 @@ mod tests {
                 }
             }
             Ok(())
+        }
+
+        fn wait_or(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool> {
+            self.wait_or_fake(slot, stop)
+        }
+    }
+
+    impl FakeDma {
+        /// [`Dma::wait_or`]: every other call finds `stop` first where it holds.
+        fn wait_or_fake(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool> {
+            self.polls += 1;
+            if self.polls % 2 == 0 && stop() {
+                return Ok(false);
+            }
+            self.wait(slot).map(|()| true)
         }
     }
 

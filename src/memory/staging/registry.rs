@@ -426,7 +426,10 @@ mod tests {
         let lease = acquire(E, || panic!("asked"), failing).expect("the reserved one");
         drop(lease);
         drop(retire(E));
-        assert!(acquire(E, || false, fake(SLOT_BYTES)).is_none(), "retired: asked again");
+        assert!(
+            acquire(E, || false, fake(SLOT_BYTES)).is_none(),
+            "retired: asked again"
+        );
     }
 
     #[test]

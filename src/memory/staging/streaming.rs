@@ -1,17 +1,20 @@
 //! A copy with streaming (non-temporal) stores, for copying a slot out into a `Vec` that
-//! was written before: the stores go to memory without reading the destination's cache
-//! lines first, leaving the memory bandwidth to the copy engine and the other threads.
-//! Measured on an H200 (`bench/results/2026-11-28-28-sixth/`): `copy_to_host` of 64 MiB
-//! 47.4-47.7 GB/s against 42.9-44.4 with `memcpy`, of 256 MiB 50.7 against 46.3-46.7. Not
-//! used into a new `Vec` (slower there: each huge page's fault dominates) nor into the slots
-//! (the copy engine then reads them from memory: `copy_from_host` of 256 MiB fell from 44-45
-//! to 35-38 GB/s).
+//! was written before, and into the slots of a short upload. Out of a slot, the stores go
+//! to memory without reading the destination's cache lines first, leaving the memory
+//! bandwidth to the copy engine and the other threads: measured on an H200
+//! (`bench/results/2026-11-28-28-sixth/`), `copy_to_host` of 64 MiB 47.4-47.7 GB/s against
+//! 42.9-44.4 with `memcpy`, of 256 MiB 50.7 against 46.3-46.7. Into a slot of an upload of
+//! up to 16 MiB (`pipeline::STREAMING_UPLOAD_MAX`), the copy engine then reads the slot
+//! from memory instead of out of the copying cores' caches, and the short copy's DMAs run
+//! sooner. Not used into a new `Vec` (slower there: each huge page's fault dominates) nor
+//! into the slots of a longer upload (`copy_from_host` of 256 MiB fell from 44-45 to
+//! 35-38 GB/s).
 
 /// Copies `len` bytes from `src` to `dst`, like `ptr::copy_nonoverlapping`, with 16-byte
 /// streaming stores on x86-64 (SSE2, which every x86-64 processor has), followed by a
 /// store fence, so that the bytes are visible to every thread ordered after the call (by a
-/// lock or an atomic), as after a plain copy. Not for memory a device reads next (it is
-/// used only for copies out into host memory). Elsewhere a plain copy.
+/// lock or an atomic), as after a plain copy, and to a DMA queued after that. Elsewhere a
+/// plain copy.
 ///
 /// # Safety
 /// As `ptr::copy_nonoverlapping`: `src` valid for `len` bytes of reads, `dst` for `len`
