@@ -694,8 +694,9 @@ pub(crate) fn retain_held(device: &Device) -> Result<NonNull<CUctx_st>> {
 }
 
 /// The primary contexts the crate holds now (`with_primary_context`, the owning layer's
-/// [`retain_held`]), once per hold, from the retain to the start of the teardown that
-/// releases it ([`tear_down_fully`]). Its own lock, never held across a driver call.
+/// [`retain_held`]; not `with_partitions`, whose teardown frees nothing kept for the primary
+/// context), once per hold, from the retain to the start of the teardown that releases it
+/// ([`tear_down_fully`]). Its own lock, never held across a driver call.
 static HELD_PRIMARIES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 fn held_primaries() -> MutexGuard<'static, Vec<usize>> {
@@ -729,9 +730,10 @@ fn unhold_primary(raw: CUcontext) {
 /// anything kept for it is freed (a partition's context is current on its own thread only,
 /// whose teardown it is).
 pub(crate) fn held(raw: CUcontext) -> bool {
-    super::order::holds(raw)
-        || held_primaries().contains(&(raw as usize))
+    // the order's book last: its lock may be held across a wait for the GPU
+    held_primaries().contains(&(raw as usize))
         || super::partition::is_partition(raw)
+        || super::order::holds(raw)
 }
 
 /// Enters a context that the owning layer holds: pushes it, runs `f` with a guard, pops it
@@ -764,6 +766,12 @@ where
 /// its own: this releases only the caller's.
 pub(crate) unsafe fn give_up(raw: NonNull<CUctx_st>, held: Held) -> Result<()> {
     // SAFETY: the caller's promise: alive.
-    unsafe { driver::ctx_push(raw.as_ptr()) }?;
+    if let Err(e) = unsafe { driver::ctx_push(raw.as_ptr()) } {
+        // left retained, but no teardown of the crate's will free what is kept for it
+        if let Held::Release(_) = held {
+            unhold_primary(raw.as_ptr());
+        }
+        return Err(e);
+    }
     tear_down_fully(raw.as_ptr(), held, 0)
 }

@@ -408,7 +408,10 @@ fn begin<'d>(device: &Device) -> Result<Sms<'d>> {
         driver::device_sm_resource(device.as_raw()).map_err(|e| no_green_contexts(device, e))?;
     let cc = device.compute_capability()?;
     let limits = SmLimits::of(&resource, driver::loaded_version()?, cc);
-    super::retain_held(device)?;
+    // a plain retain: the partitions' contexts are held (`is_partition`), not the primary
+    // context, whose teardown (`with_partitions`' own) frees nothing kept for it
+    let raw = driver::primary_ctx_retain(device.as_raw())?;
+    driver::non_null("cuDevicePrimaryCtxRetain", raw)?;
     Ok(Sms {
         device: device.as_raw(),
         resource,

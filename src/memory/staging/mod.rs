@@ -84,13 +84,16 @@
 //! such as cudarc's `bind_to_thread` or the runtime API), and no teardown of the crate
 //! would free a staging made for it: such a copy takes the driver's path and keeps
 //! nothing. A context counts as held when the crate created it, retained it as the
-//! primary context (`with_primary_context`, [`OwnedContext::primary`](crate::OwnedContext::primary)),
-//! entered it as an SM partition, or has a sync stream in it of a scope not yet ended, or
-//! when the context has a staging already (made by one of those, or for memory allocated
-//! in the context). So inside `with_raw_context` a copy of pool memory is staged only
-//! after something was staged or synchronously written in the context. Failing to page-lock memory (`cuMemHostRegister` refused) is no
-//! error: the copy takes the driver's path, and so do the context's later copies until
-//! [`reserve`] succeeds or the context ends.
+//! primary context (`with_primary_context`,
+//! [`OwnedContext::primary`](crate::OwnedContext::primary)), entered it as an SM
+//! partition, or has a sync stream in it of a scope not yet ended, or when the context has
+//! a staging already (made by one of those, or for memory allocated in the context). So
+//! inside `with_raw_context` a copy of pool memory is staged only after something was
+//! staged or synchronously written in the context.
+//!
+//! Failing to page-lock memory (`cuMemHostRegister` refused) is no error: the copy takes
+//! the driver's path, and so do the context's later copies until [`reserve`] succeeds or
+//! the context ends.
 //!
 //! The staging memory is the crate's own allocation, not the driver's: if a context
 //! vanished without the crate's teardown (destroyed by code outside the crate while it

@@ -270,8 +270,9 @@ impl Pipe {
         }
     }
 
-    /// A number that every hand-over changes: the calling thread, watching it, learns of a
-    /// slot filled (or the stop) without the lock.
+    /// A number that every slot filled or freed and the stop change (not the calling
+    /// thread's taking a slot or a ready run): the calling thread, watching it, learns of a
+    /// slot filled without the lock.
     pub(super) fn version(&self) -> u64 {
         self.changes.load(Ordering::Acquire)
     }

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use cuda_driver_sys::CUctx_st;
 
@@ -43,8 +44,9 @@ fn lease(ctx: NonNull<CUctx_st>, held: bool) -> Option<Lease> {
 }
 
 /// Copies `bytes` from the device at `src` into host memory at `dst` through a staging of
-/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done, `Ok(false)` when nothing was copied and the caller takes
-/// the driver's path (no staging to be had, or host memory the driver knows). `fresh`:
+/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done, `Ok(false)` when nothing was copied
+/// and the caller takes the driver's path (no staging to be had, or host memory the driver
+/// knows). `fresh`:
 /// `dst` is a new allocation of the caller's (advised as huge-page memory when large).
 ///
 /// # Safety
@@ -108,8 +110,8 @@ fn staged(
 }
 
 /// Copies `bytes` from host memory at `src` to the device at `dst` through a staging of
-/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done (complete: every DMA waited for), `Ok(false)` when nothing
-/// was copied and the caller takes the driver's path.
+/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done (complete: every DMA waited for),
+/// `Ok(false)` when nothing was copied and the caller takes the driver's path.
 ///
 /// # Safety
 /// `ctx` is alive and current on the calling thread; `dst` is device memory writable in it
@@ -168,8 +170,8 @@ unsafe trait Dma {
 /// the device, and the event of its first slot recorded after it. The events are made for
 /// this copy (when a DMA first starts at a slot) and destroyed at its end: the crate keeps
 /// no driver handle between copies.
-/// Every slot may have a DMA in flight (a smaller queue measured slower: the copy engine
-/// ran dry while the calling thread handed slots over).
+/// Every slot the copy uses may have a DMA in flight (a smaller queue measured slower: the
+/// copy engine ran dry while the calling thread handed slots over).
 struct DriverDma {
     device: CUdeviceptr,
     to_host: bool,
@@ -247,6 +249,7 @@ unsafe impl Dma for DriverDma {
         if event.is_null() {
             return Ok(true);
         }
+        let start = Instant::now();
         loop {
             // SAFETY: an event of this copy's, alive until `Drop`.
             if unsafe { driver::event_query(event) }? {
@@ -255,6 +258,11 @@ unsafe impl Dma for DriverDma {
             }
             if stop() {
                 return Ok(false);
+            }
+            // the DMA queued behind other work of the legacy stream, and nothing filled:
+            // wait as the driver waits instead of spinning on
+            if start.elapsed() > POLL_FOR {
+                return self.wait(slot).map(|()| true);
             }
             std::hint::spin_loop();
         }
@@ -284,6 +292,11 @@ const UPLOAD_SLOTS: usize = SLOTS / 2;
 /// through 8 slots ran 35.4-39.6), and into all of 256 MiB ones too (38.6-41.4 in two
 /// runs against 44.4-46.8).
 const STREAMING_UPLOAD_MAX: usize = 16 << 20;
+
+/// How long [`DriverDma::wait_or`] polls before it waits for the event as the driver waits
+/// (a DMA of a run of 8 MiB takes about 170 µs at the copy engine's speed; one that takes
+/// longer waits behind other work of the legacy stream).
+const POLL_FOR: Duration = Duration::from_millis(1);
 
 /// `CU_EVENT_DISABLE_TIMING`: completion only.
 const EVENT_DISABLE_TIMING: u32 = 0x2;

@@ -182,3 +182,102 @@ fn failure_or_panic_at_any_dma(bytes: usize) {
     }
     assert!(device == source);
 }
+
+/// A fake device whose DMA completes only after `k` polls of [`Dma::wait_or`], which
+/// answers `false` whenever `stop` holds first (the driver's `wait_or` at its most eager);
+/// `early`: a mutation that answers `true` then, as if the DMA were done, which the sweep
+/// must catch.
+struct SlowDma {
+    inner: FakeDma,
+    /// Polls of each slot's DMA so far.
+    polls: [usize; SLOTS],
+    k: usize,
+    early: bool,
+}
+
+// SAFETY: `inner`'s (for `early: false`; `early: true` is the mutation the test catches).
+unsafe impl Dma for SlowDma {
+    unsafe fn queue(
+        &mut self,
+        slot: usize,
+        host: *mut u8,
+        offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.polls[slot] = 0;
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.inner.queue(slot, host, offset, len) }
+    }
+
+    fn wait(&mut self, slot: usize) -> Result<()> {
+        self.inner.wait(slot)
+    }
+
+    fn wait_or(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool> {
+        loop {
+            self.polls[slot] += 1;
+            if self.polls[slot] >= self.k {
+                self.inner.wait(slot)?;
+                return Ok(true);
+            }
+            if stop() {
+                return Ok(self.early);
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Uploads (streaming stores and plain, 0 to 8 threads) against [`SlowDma`]: how many went
+/// wrong (failed, wrote a slot during its DMA, or moved a wrong byte), counting also what
+/// the waits of `Drop` find.
+fn slow_dma_uploads(early: bool) -> usize {
+    let mut bad = 0;
+    for threads in [0usize, 1, 3, 8] {
+        let staging = staging_with(threads);
+        for bytes in [
+            512 << 10,
+            (1 << 20) + 3,
+            (9 << 20) + 1,
+            (17 << 20) + 5,
+            37 << 20,
+        ] {
+            for k in [1usize, 3, 200, 20_000] {
+                let source = pattern(bytes);
+                let mut out = vec![0u8; bytes];
+                let mut dma = SlowDma {
+                    inner: FakeDma::new(out.as_mut_ptr(), false),
+                    polls: [0; SLOTS],
+                    k,
+                    early,
+                };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    // SAFETY: `source` holds `bytes`; the staging is this test's.
+                    unsafe {
+                        pipeline_from_host(&staging, source.as_ptr(), bytes, threads, &mut dma)
+                    }
+                }));
+                for slot in 0..SLOTS {
+                    dma.inner.wait(slot).unwrap();
+                }
+                if !matches!(r, Ok(Ok(()))) || dma.inner.violations != 0 || out != source {
+                    bad += 1;
+                }
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn uploads_against_an_eager_wait_or_keep_every_slot_until_its_dma_is_done() {
+    assert_eq!(slow_dma_uploads(false), 0);
+}
+
+#[test]
+fn a_wait_or_that_answers_done_too_early_is_caught() {
+    assert!(
+        slow_dma_uploads(true) > 0,
+        "a wait_or that lies went unnoticed"
+    );
+}
