@@ -687,9 +687,15 @@ mod tests {
     }
 
     impl Drop for FakeDma {
+        /// Waits for every DMA still queued, as the driver's drop does; a slot used during
+        /// one of them fails the test here (the tests assert `violations` before the drop).
         fn drop(&mut self) {
+            let before = self.violations;
             for slot in 0..SLOTS {
                 let _ = self.wait(slot);
+            }
+            if self.violations > before && !std::thread::panicking() {
+                panic!("a slot used during its DMA, found by the waits of the drop");
             }
         }
     }
@@ -835,12 +841,16 @@ mod tests {
                 pipeline_to_host(&staging, host.as_mut_ptr(), bytes, workers, false, &mut dma)
             };
             assert_eq!(e.unwrap_err().call(), "fake DMA");
+            // dropped (its DMAs waited for) before the staging serves another copy, as
+            // `staged` drops the driver's before the lease
+            drop(dma);
             let mut dma = FakeDma::new(sink.as_mut_ptr(), false);
             dma.fail_at = fail_at;
             // SAFETY: `host` has `bytes`; the staging is this test's.
             let e =
                 unsafe { pipeline_from_host(&staging, host.as_ptr(), bytes, workers, &mut dma) };
             assert_eq!(e.unwrap_err().call(), "fake DMA");
+            drop(dma);
         }
         // the kept threads serve the next copy
         let mut dma = FakeDma::new(device.as_mut_ptr(), true);
