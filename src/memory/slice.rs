@@ -575,9 +575,9 @@ fn out_of_range(len: usize) -> ! {
 /// where it has an event already (another library may have made it current), a wait on the
 /// host where the host can read the memory directly (managed or host memory) or the context
 /// is retained for `op` alone (in the current context, a staging is kept only where a scope
-/// of the crate holds it: `Completion::held`); and whether the memory can be placed (memory of a pool,
-/// never a module global: its accesses are then ordered by their spans, else as touching
-/// anything, `context::order::Touched`).
+/// of the crate holds it: `Completion::held`); and whether the memory can be placed (memory
+/// of a pool, never a module global: its accesses are then ordered by their spans, else as
+/// touching anything, `context::order::Touched`).
 #[inline]
 fn in_memory_context_with<T>(
     ptr: CUdeviceptr,

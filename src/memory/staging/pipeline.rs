@@ -189,6 +189,16 @@ impl DriverDma {
             pending: 0,
         }
     }
+
+    /// The event of the DMAs from `slot`; `None` where none started (nothing to wait for).
+    fn event(&self, slot: usize) -> Option<CUevent> {
+        let event = self.events[slot];
+        debug_assert!(
+            !event.is_null(),
+            "a wait for slot {slot}, where no DMA started"
+        );
+        (!event.is_null()).then_some(event)
+    }
 }
 
 // SAFETY: a queued copy touches its slot, or its run of slots, until the event of its first
@@ -226,14 +236,9 @@ unsafe impl Dma for DriverDma {
     }
 
     fn wait(&mut self, slot: usize) -> Result<()> {
-        let event = self.events[slot];
-        debug_assert!(
-            !event.is_null(),
-            "a wait for slot {slot}, where no DMA started"
-        );
-        if event.is_null() {
+        let Some(event) = self.event(slot) else {
             return Ok(());
-        }
+        };
         // SAFETY: an event of this copy's, alive until `Drop`.
         unsafe { driver::event_synchronize(event) }?;
         self.pending = self.pending.saturating_sub(1);
@@ -241,14 +246,9 @@ unsafe impl Dma for DriverDma {
     }
 
     fn wait_or(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool> {
-        let event = self.events[slot];
-        debug_assert!(
-            !event.is_null(),
-            "a wait for slot {slot}, where no DMA started"
-        );
-        if event.is_null() {
+        let Some(event) = self.event(slot) else {
             return Ok(true);
-        }
+        };
         let start = Instant::now();
         loop {
             // SAFETY: an event of this copy's, alive until `Drop`.
@@ -283,7 +283,8 @@ const UPLOAD_SLOTS: usize = SLOTS / 2;
 
 /// An upload of at most this many bytes writes the slots with streaming stores
 /// ([`copy_streaming`]): the copy engine then reads them from memory, not out of the
-/// copying cores' caches, and a short copy's DMAs run sooner and faster. Measured on H200s
+/// copying cores' caches (the likely reason why a short copy's DMAs then run sooner and
+/// faster). Measured on H200s
 /// (`bench/results/2026-11-28-28-eighth/`, six runs against seven with plain copies):
 /// staged uploads of 512 KiB took 0.76-0.83 of the driver's time against 1.03-1.35, of
 /// 2 MiB 0.50-0.61 against 0.91-1.09, of 16 MiB 0.28-0.42 against 0.37-0.52. A longer
