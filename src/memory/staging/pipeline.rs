@@ -671,14 +671,8 @@ mod tests {
             Ok(())
         }
 
+        /// Every other call finds `stop` first where it holds.
         fn wait_or(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool> {
-            self.wait_or_fake(slot, stop)
-        }
-    }
-
-    impl FakeDma {
-        /// [`Dma::wait_or`]: every other call finds `stop` first where it holds.
-        fn wait_or_fake(&mut self, slot: usize, stop: &dyn Fn() -> bool) -> Result<bool> {
             self.polls += 1;
             if self.polls % 2 == 0 && stop() {
                 return Ok(false);
@@ -746,6 +740,18 @@ mod tests {
     }
 
     /// A staging of the test's own with `threads` kept threads.
+    /// Asserts that `buf` holds `want` at `at` and zeros everywhere else (`what`: the copy).
+    pub(super) fn assert_only_at(buf: &[u8], at: usize, want: &[u8], what: &str) {
+        assert!(buf[at..at + want.len()] == *want, "{what}");
+        assert!(
+            buf[..at]
+                .iter()
+                .chain(&buf[at + want.len()..])
+                .all(|&b| b == 0),
+            "{what}: a byte written outside the range"
+        );
+    }
+
     pub(super) fn staging_with(threads: usize) -> Staging {
         let mut staging = Staging::allocate(STAGING_BYTES).unwrap();
         staging.workers = Workers::spawn(threads);
@@ -793,15 +799,11 @@ mod tests {
                 assert_eq!(dma.violations, 0, "a slot used during its DMA");
                 drop(dma);
                 done.unwrap();
-                assert!(
-                    host[at..at + bytes] == *source,
-                    "{bytes} bytes at {start}, {threads} threads"
-                );
-                assert!(
-                    host[..at]
-                        .iter()
-                        .chain(&host[at + bytes..])
-                        .all(|&b| b == 0)
+                assert_only_at(
+                    &host,
+                    at,
+                    source,
+                    &format!("{bytes} bytes at {start}, {threads} threads"),
                 );
                 // host to device, into a zeroed device at an odd offset
                 let mut out = vec![0u8; bytes + 64];
@@ -813,11 +815,12 @@ mod tests {
                 assert_eq!(dma.violations, 0, "a slot written during its DMA");
                 drop(dma);
                 done.unwrap();
-                assert!(
-                    out[at..at + bytes] == *source,
-                    "{bytes} bytes up, {threads} threads"
+                assert_only_at(
+                    &out,
+                    at,
+                    source,
+                    &format!("{bytes} bytes up, {threads} threads"),
                 );
-                assert!(out[..at].iter().chain(&out[at + bytes..]).all(|&b| b == 0));
             }
         }
         assert!(

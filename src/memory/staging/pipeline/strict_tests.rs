@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::tests::{FakeDma, staging_with};
+use super::tests::{FakeDma, assert_only_at, staging_with};
 use super::*;
 
 /// Whether every byte of `out` is 0 or the byte of `source` at its place (4 KiB blocks
@@ -65,15 +65,11 @@ fn every_size_and_thread_count_moves_exactly_its_bytes_through_a_strict_device()
                         r.unwrap();
                         assert_eq!(dma.violations, 0);
                         drop(dma);
-                        assert!(
-                            host[at..at + bytes] == source[start..start + bytes],
-                            "down {bytes} {start} {threads}/{lent} {fresh}"
-                        );
-                        assert!(
-                            host[..at]
-                                .iter()
-                                .chain(&host[at + bytes..])
-                                .all(|&b| b == 0)
+                        assert_only_at(
+                            &host,
+                            at,
+                            &source[start..start + bytes],
+                            &format!("down {bytes} {start} {threads}/{lent} {fresh}"),
                         );
                     }
                     let mut out = vec![0u8; bytes + 64];
