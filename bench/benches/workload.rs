@@ -13,8 +13,12 @@
 //! On 1 thread, and on 16 threads sharing two contexts (cuda-brand: two contexts of device
 //! 0, eight threads each entering one through `SharedContext::enter`, each thread with its
 //! own stream; cudarc: its context of device 0, each thread with its own stream). Rounds
-//! per second over `SECONDS` per measurement, the three styles interleaved, `REPEATS`
-//! times; medians. Every round's result is verified.
+//! per second over `SECONDS` per measurement. A repeat measures the three styles one after
+//! the other, in an order that rotates from repeat to repeat; `REPEATS` repeats. The table
+//! gives each style's median rate and, as the ratios, the median over the repeats of each
+//! repeat's own ratio: a paired comparison, so that a drift of the machine between repeats
+//! (rates of one style differ by up to a fifth between runs of one process) moves both
+//! sides of a ratio alike. Every round's result is verified.
 //!
 //! `cd bench && cargo bench --bench workload [-- --out FILE.md]`.
 
@@ -30,8 +34,8 @@ mod harness;
 
 const PTX: &str = include_str!("../../kernels/kernels.ptx");
 const SIZES: [usize; 4] = [1 << 10, 1 << 12, 1 << 14, 1 << 16];
-const SECONDS: f64 = 1.5;
-const REPEATS: usize = 5;
+const SECONDS: f64 = 0.5;
+const REPEATS: usize = 15;
 
 /// Rounds per second of `threads` threads, each running `work(thread, keep_going, count)`:
 /// it sets itself up, then runs rounds while `keep_going()`, calling `count()` after each.
@@ -229,22 +233,33 @@ fn run(
     let mut table = String::new();
     let name = Device::get(0)?.name()?;
     table.push_str(&format!(
-        "{name} (driver CUDA {}), rounds/s, medians of {REPEATS} interleaved measurements of {SECONDS} s; n cycles through 1 Ki, 4 Ki, 16 Ki, 64 Ki f32; every result verified\n\n",
+        "{name} (driver CUDA {}), rounds/s, medians of {REPEATS} repeats of {SECONDS} s per style (the order rotating); ratios: medians of each repeat's own ratio; n cycles through 1 Ki, 4 Ki, 16 Ki, 64 Ki f32; every result verified\n\n",
         cuda_brand::driver_version()?
     ));
     table.push_str("| threads | cuda-brand, buffers | cuda-brand, one scope | cudarc | buffers / cudarc | one scope / cudarc |\n|---:|---:|---:|---:|---:|---:|\n");
     for threads in [1, 16] {
-        let (mut b, mut o, mut c) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..REPEATS {
-            b.push(ours(c0, c1, threads, hosts, false));
-            o.push(ours(c0, c1, threads, hosts, true));
-            c.push(theirs(rctx, threads, hosts));
+        // rates of buffers, one scope, cudarc, per repeat
+        let mut rates = Vec::with_capacity(REPEATS);
+        for repeat in 0..REPEATS {
+            let mut r = [0.0; 3];
+            for k in 0..3 {
+                let style = (repeat + k) % 3;
+                r[style] = match style {
+                    0 => ours(c0, c1, threads, hosts, false),
+                    1 => ours(c0, c1, threads, hosts, true),
+                    _ => theirs(rctx, threads, hosts),
+                };
+            }
+            rates.push(r);
         }
-        let (b, o, c) = (median(b), median(o), median(c));
+        let med = |f: &dyn Fn(&[f64; 3]) -> f64| median(rates.iter().map(f).collect());
         let row = format!(
-            "| {threads} | {b:.0} | {o:.0} | {c:.0} | {:.3} | {:.3} |\n",
-            b / c,
-            o / c
+            "| {threads} | {:.0} | {:.0} | {:.0} | {:.3} | {:.3} |\n",
+            med(&|r| r[0]),
+            med(&|r| r[1]),
+            med(&|r| r[2]),
+            med(&|r| r[0] / r[2]),
+            med(&|r| r[1] / r[2]),
         );
         print!("{row}");
         table.push_str(&row);
