@@ -47,7 +47,7 @@ use crate::error::{Error, ErrorCode, Result};
 // `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
 // `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
 // of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the
-// teardown frees), `order.rs` (synchronous device writes ordered on the GPU),
+// teardown frees), `order/` (synchronous device writes ordered on the GPU),
 // `partition.rs` (SM partitions: `with_partitions`, the split).
 pub(crate) mod deferred;
 mod device;

@@ -13,30 +13,49 @@
 /// Copies `len` bytes from `src` to `dst`, like `ptr::copy_nonoverlapping`, with 16-byte
 /// streaming stores on x86-64 (SSE2, which every x86-64 processor has), followed by a
 /// store fence, so that the bytes are visible to every thread ordered after the call (by a
-/// lock or an atomic), as after a plain copy, and to a DMA queued after that. Elsewhere a
-/// plain copy.
+/// lock or an atomic), as after a plain copy, and to a DMA queued after that. Elsewhere
+/// (and under Miri, which runs no assembly) a plain copy. Like `memcpy`, it moves bytes:
+/// the source may hold uninitialised ones (a padded type's padding).
 ///
 /// # Safety
 /// As `ptr::copy_nonoverlapping`: `src` valid for `len` bytes of reads, `dst` for `len`
 /// bytes of writes, the two not overlapping.
 pub(super) unsafe fn copy_streaming(src: *const u8, dst: *mut u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        use std::arch::x86_64::{__m128i, _mm_sfence, _mm_stream_si128};
         // the head, up to a 16-byte boundary of `dst`, with a plain copy
         let head = dst.align_offset(16).min(len);
         // SAFETY: the first `head <= len` bytes of both ranges (the caller's guarantee).
         unsafe { std::ptr::copy_nonoverlapping(src, dst, head) };
         let (mut s, mut d, mut left) = (src.wrapping_add(head), dst.wrapping_add(head), len - head);
         while left >= 64 {
-            // SAFETY: 64 bytes at `s` lie in the source (`left` of them remain); an
-            // unaligned read.
-            let block = unsafe { s.cast::<[__m128i; 4]>().read_unaligned() };
-            for (i, v) in block.into_iter().enumerate() {
-                // SAFETY: 16 bytes at `d + 16 i` lie in the destination (`left >= 64`
-                // remain from `d`), 16-byte aligned (`d` is, from `head` on, in steps of
-                // 64), as the streaming store needs; SSE2 is part of x86-64.
-                unsafe { _mm_stream_si128(d.cast::<__m128i>().wrapping_add(i), v) };
+            // Bytes, never Rust values: the source may hold uninitialised bytes (the padding
+            // of a `DeviceCopy` type such as `(u8, u32)`), and reading them as a typed value
+            // (an `__m128i`) would be undefined behaviour; the assembly moves them through
+            // registers the compiler does not see, as `memcpy` does.
+            // SAFETY: 64 bytes at `s` lie in the source (`left` of them remain), read
+            // unaligned (`movdqu`); 64 bytes at `d` lie in the destination, 16-byte aligned
+            // (`d` is, from `head` on, in steps of 64), as the streaming stores (`movntdq`)
+            // need; SSE2 is part of x86-64. The four registers are declared clobbered, no
+            // stack or flags are touched.
+            unsafe {
+                std::arch::asm!(
+                    "movdqu {x0}, xmmword ptr [{s}]",
+                    "movdqu {x1}, xmmword ptr [{s} + 16]",
+                    "movdqu {x2}, xmmword ptr [{s} + 32]",
+                    "movdqu {x3}, xmmword ptr [{s} + 48]",
+                    "movntdq xmmword ptr [{d}], {x0}",
+                    "movntdq xmmword ptr [{d} + 16], {x1}",
+                    "movntdq xmmword ptr [{d} + 32], {x2}",
+                    "movntdq xmmword ptr [{d} + 48], {x3}",
+                    s = in(reg) s,
+                    d = in(reg) d,
+                    x0 = out(xmm_reg) _,
+                    x1 = out(xmm_reg) _,
+                    x2 = out(xmm_reg) _,
+                    x3 = out(xmm_reg) _,
+                    options(nostack, preserves_flags),
+                );
             }
             s = s.wrapping_add(64);
             d = d.wrapping_add(64);
@@ -47,9 +66,9 @@ pub(super) unsafe fn copy_streaming(src: *const u8, dst: *mut u8, len: usize) {
         // streaming stores are weakly ordered: the fence makes them visible before any
         // later store, such as the release of the lock that hands the piece over
         // SAFETY: SSE2 is part of x86-64.
-        unsafe { _mm_sfence() };
+        unsafe { std::arch::x86_64::_mm_sfence() };
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
     // SAFETY: the caller's guarantee.
     unsafe {
         std::ptr::copy_nonoverlapping(src, dst, len)
@@ -82,6 +101,28 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// A source with uninitialised bytes, the padding of `(u8, u32)` (three bytes an
+    /// element; `DeviceCopy` through the crate's tuple impl): every element arrives. The
+    /// copy moves bytes, never typed values of them (reading uninitialised bytes as an
+    /// integer or SIMD value would be undefined behaviour).
+    #[test]
+    fn a_padded_source_is_copied_as_bytes() {
+        let source = vec![(7u8, 0xDEAD_BEEFu32); 1000];
+        let bytes = std::mem::size_of_val(source.as_slice());
+        // at element 0 (the 16-byte steps aligned as the allocation is) and at element 1
+        // (a head of plain copy first)
+        for at in [0, 1] {
+            let mut out = vec![(0u8, 0u32); source.len() + 1];
+            let dst = out[at..].as_mut_ptr().cast::<u8>();
+            // SAFETY: `source` has `bytes` bytes; `out` has room for them from element `at`
+            // (`len + 1` elements); what arrives are the bytes of valid elements.
+            unsafe { copy_streaming(source.as_ptr().cast::<u8>(), dst, bytes) };
+            assert_eq!(&out[at..at + source.len()], &source[..], "at element {at}");
+            let around = if at == 0 { source.len() } else { 0 };
+            assert_eq!(out[around], (0, 0), "the element beside the copy, at {at}");
         }
     }
 }
