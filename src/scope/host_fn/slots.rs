@@ -264,10 +264,12 @@ impl HostFns {
     /// Finishes every queued function, once the scope's streams have been waited for (also
     /// after a failed wait). A chunk whose functions all counted themselves done is freed
     /// without reading its slots. In any other chunk each function that has not started is
-    /// abandoned (its closure dropped here), the others are waited for until they have
-    /// counted themselves done, and the chunk is freed only if none was abandoned (the
-    /// driver may still hold an abandoned slot's address): else it is leaked. Keeps the
-    /// first panic, in queue order, for [`HostFns::take_panic`].
+    /// abandoned, the others are waited for until they have counted themselves done, and
+    /// then the abandoned closures are dropped here (after every slot's state is settled, so
+    /// that a drop that panics strands none); the chunk is freed only if none was abandoned
+    /// (the driver may still hold an abandoned slot's address): else it is leaked. Keeps
+    /// the first panic found, chunk by chunk (a host function's, then an abandoned
+    /// closure's drop's), for [`HostFns::take_panic`].
     pub(crate) fn finish(&self) {
         if !self.used.load(Ordering::Relaxed) {
             return;
@@ -276,9 +278,12 @@ impl HostFns {
         for entry in chunks {
             // SAFETY: a live chunk (freed only below, once).
             let chunk = unsafe { entry.base.as_ref() };
-            let mut abandoned = 0;
+            // the slots this call abandoned: first all of them (no user code runs while the
+            // states move), then their closures dropped, so that a closure whose drop panics
+            // leaves no slot of the scope `PENDING` behind
+            let mut abandoned = Vec::new();
             if chunk.done.load(Ordering::Acquire) != entry.queued {
-                for SlotPtr(h) in &slots[entry.first..entry.first + entry.queued] {
+                for &SlotPtr(h) in &slots[entry.first..entry.first + entry.queued] {
                     // SAFETY: a live slot in a live chunk.
                     let header = unsafe { h.as_ref() };
                     let won = header.state.compare_exchange(
@@ -288,35 +293,50 @@ impl HostFns {
                         Ordering::Acquire,
                     );
                     if won.is_ok() {
-                        // SAFETY: this call moved the state out of `PENDING`; the chunk is
-                        // leaked (the driver may still hold the slot's address, and the
-                        // trampoline reads the state first).
-                        unsafe { (header.drop_closure)(*h) };
-                        abandoned += 1;
+                        abandoned.push(h);
                     }
                 }
                 // every other function started: wait until each has counted itself done
-                while chunk.done.load(Ordering::Acquire) != entry.queued - abandoned {
+                while chunk.done.load(Ordering::Acquire) != entry.queued - abandoned.len() {
                     std::thread::yield_now();
                 }
             }
             // the count (acquire) says the trampolines wrote the panic before and touch
             // nothing of the chunk after
             if let Some(p) = lock(&chunk.panic).take() {
-                let mut first = lock(&self.panic);
-                match *first {
-                    None => *first = Some(p),
-                    // dropping a payload may panic, maybe while a panic unwinds
-                    Some(_) => std::mem::forget(p),
+                self.keep_first_panic(p);
+            }
+            for &h in &abandoned {
+                // SAFETY: a live slot whose state this call moved out of `PENDING`, so no
+                // trampoline takes its closure; the chunk is leaked below (the driver may
+                // still hold the slot's address, and the trampoline reads the state first).
+                let header = unsafe { h.as_ref() };
+                // a captured value's drop may panic: kept as the scope's panic (resumed at
+                // its end), and the other closures are still dropped
+                // SAFETY: as above; each abandoned closure is dropped once.
+                let dropped =
+                    catch_unwind(AssertUnwindSafe(|| unsafe { (header.drop_closure)(h) }));
+                if let Err(p) = dropped {
+                    self.keep_first_panic(p);
                 }
             }
-            if abandoned == 0 {
+            if abandoned.is_empty() {
                 // SAFETY: every closure was taken by its trampoline, which is done with the
                 // chunk; the head's drop is its lock's (the payload was taken above).
                 unsafe { std::ptr::drop_in_place(entry.base.as_ptr()) };
                 // SAFETY: allocated with this layout in `place`; nothing uses it any more.
                 unsafe { std::alloc::dealloc(entry.base.as_ptr().cast(), entry.layout) };
             }
+        }
+    }
+
+    /// Keeps `p` as the scope's panic if it is the first; a later one is forgotten (dropping
+    /// a payload may run code that panics, maybe while a panic unwinds).
+    fn keep_first_panic(&self, p: Box<dyn Any + Send>) {
+        let mut first = lock(&self.panic);
+        match *first {
+            None => *first = Some(p),
+            Some(_) => std::mem::forget(p),
         }
     }
 

@@ -248,6 +248,57 @@ fn a_chunk_with_functions_run_and_abandoned_is_finished_and_kept() {
     assert!(fns.take_panic().is_none());
 }
 
+/// A captured value whose drop panics, in an abandoned closure: `finish` still abandons
+/// every slot after it (none stays `PENDING` for a late call to run with data the scope
+/// has let go), drops every other closure once, and keeps the drop's panic as the scope's.
+#[test]
+fn an_abandoned_closure_whose_drop_panics_strands_no_slot() {
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("a captured value's drop");
+        }
+    }
+    let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let (ran, dropped) = (&ran, &dropped);
+    let fns = HostFns::new();
+    let bad = PanicsOnDrop;
+    let first = placed(&fns, move || {
+        let _bad = bad;
+        ran.fetch_add(1, Ordering::Relaxed);
+    });
+    // after it in the same chunk, and enough to fill further chunks
+    let rest: Vec<_> = (0..300)
+        .map(|_| {
+            let owned = Dropped(dropped);
+            placed(&fns, move || {
+                let _owned = owned;
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    let finished = catch_unwind(AssertUnwindSafe(|| fns.finish()));
+    assert!(finished.is_ok(), "the drop's panic does not leave `finish`");
+    assert_eq!(
+        dropped.load(Ordering::Relaxed),
+        300,
+        "every other closure dropped"
+    );
+    for &p in std::iter::once(&first).chain(&rest) {
+        // SAFETY: chunks with an abandoned slot are leaked, so still allocated.
+        let state = unsafe { p.h.as_ref() }.state.load(Ordering::Relaxed);
+        assert_eq!(state, ABANDONED);
+        // SAFETY: as above; a late call of an abandoned slot runs nothing.
+        unsafe { call(p) };
+    }
+    assert_eq!(ran.load(Ordering::Relaxed), 0, "no closure ran");
+    let panic = fns.take_panic().expect("the drop's panic is the scope's");
+    assert_eq!(
+        panic.downcast_ref::<&str>(),
+        Some(&"a captured value's drop")
+    );
+}
+
 /// A function still running when the scope ends (another thread here) is waited for:
 /// `finish` returns only after it has counted itself done.
 #[test]
