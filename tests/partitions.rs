@@ -380,6 +380,109 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
     .unwrap();
 }
 
+/// A batch's closure panics while another thread has partitioned the device: the wait for
+/// its stream, which enters the batch's context again, is refused (no other context is
+/// entered while the device is partitioned), so the work may still run. The batch is then
+/// leaked, never dropped by the unwind while the GPU may write it: its buffer stays
+/// allocated in the pool. (Before the fix the unwind dropped the batch and freed the
+/// buffer, which a next allocation could get while the batch's fills still wrote it.)
+fn a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch() {
+    use cuda_brand::owned::OwnedContext;
+    use std::panic::{self, AssertUnwindSafe};
+    use std::sync::{Arc, mpsc};
+    let Some(device) = partitionable() else {
+        return;
+    };
+    let home = OwnedContext::primary(&device).unwrap();
+    let bytes = 64 << 20;
+    let (stream, buf) = home
+        .enter(|ctx| {
+            let stream = home.unbind(ctx, ctx.stream()?)?;
+            let buf = home.unbind(ctx, ctx.zeroed::<u32>(bytes / 4)?)?;
+            Ok::<_, Error>((Arc::new(stream), buf))
+        })
+        .unwrap();
+    let used = || {
+        home.enter(|ctx| cuda_brand::MemoryPool::of_device(ctx)?.used_bytes())
+            .unwrap()
+    };
+    let before = used();
+    let (to_b, from_a) = mpsc::channel::<()>();
+    let (to_a, from_b) = mpsc::channel::<()>();
+    let (unwound, wait_unwound) = mpsc::channel::<()>();
+    std::thread::scope(|t| {
+        let device = &device;
+        t.spawn(move || {
+            from_a.recv().unwrap(); // the batch's closure is running
+            with_partitions(device, |_sms| {
+                to_a.send(()).unwrap();
+                wait_unwound.recv().unwrap();
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        });
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            let _work = stream.submit(buf, move |s, d| {
+                for _ in 0..100 {
+                    s.fill(d, 7u32)?;
+                }
+                to_b.send(()).unwrap();
+                from_b.recv().unwrap(); // the device is partitioned now
+                panic!("a batch's closure panics");
+            });
+        }));
+        let payload = caught.expect_err("the closure's panic is resumed by submit");
+        assert_eq!(
+            payload.downcast_ref::<&str>().copied(),
+            Some("a batch's closure panics")
+        );
+        unwound.send(()).unwrap();
+    });
+    // the partition has ended: entering works again
+    home.enter(|ctx| ctx.synchronize()).unwrap();
+    assert_eq!(
+        used(),
+        before,
+        "the batch whose work could not be waited for is leaked, its buffer still allocated"
+    );
+}
+
+/// A batch submitted while another thread has partitioned the device: its context cannot
+/// be entered, so nothing is queued, and the future is ready at once with the error and
+/// the batch (it used to be marked lost: `wait` panicked and the batch was leaked).
+fn a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch() {
+    use cuda_brand::owned::OwnedContext;
+    use std::sync::{Arc, mpsc};
+    let Some(device) = partitionable() else {
+        return;
+    };
+    let home = OwnedContext::primary(&device).unwrap();
+    let stream = home
+        .enter(|ctx| Ok::<_, Error>(Arc::new(home.unbind(ctx, ctx.stream()?)?)))
+        .unwrap();
+    let (to_a, from_b) = mpsc::channel::<()>();
+    let (done, wait_done) = mpsc::channel::<()>();
+    std::thread::scope(|t| {
+        let device = &device;
+        t.spawn(move || {
+            with_partitions(device, |_sms| {
+                to_a.send(()).unwrap();
+                wait_done.recv().unwrap();
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        });
+        from_b.recv().unwrap();
+        let work = stream.submit(vec![1u32, 2, 3, 4], |_s, _host| Ok(()));
+        assert!(work.is_done(), "refused before anything was queued");
+        let (result, batch) = work.wait();
+        done.send(()).unwrap();
+        let e = result.expect_err("the entry is refused while the device is partitioned");
+        assert_eq!(e.code(), ErrorCode::NotPermitted, "{e}");
+        assert_eq!(batch, [1, 2, 3, 4], "the batch comes back as it went in");
+    });
+}
+
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
@@ -397,5 +500,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         no_other_context_is_entered_inside_a_partitioned_closure,
         a_partitions_context_is_made_current_on_its_own_thread_only,
         a_part_is_not_entered_on_a_thread_with_a_plain_context_current,
+        a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch,
+        a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch,
     ]
 }

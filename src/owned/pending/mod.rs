@@ -105,8 +105,8 @@ struct Op<B> {
 
 // SAFETY: the scope's non-`Send` parts are for its user-facing rule (a scope stays on the
 // thread that opened it while its closure runs); once the closure has returned, its state
-// is locks, the list of what it allocated (device pointers) and its host functions (boxed
-// `Send` closures), all usable from the thread that ends it. The batch is `Send`; the
+// is locks, the list of what it allocated (device pointers) and its host functions (`Send`
+// closures placed in the scope's chunks), all usable from the thread that ends it. The batch is `Send`; the
 // event is a handle any thread may use with its context current. (The bound is `B: Send`
 // rather than `B: Batch`: rustc checks an `async` block's `Send` with its lifetimes
 // erased (rust-lang/rust#110338), where `Batch`, implemented for `'static` forms only,
@@ -125,7 +125,11 @@ impl Owned<Stream<'static>> {
     /// higher-ranked): everything the work touches is in the batch, which the future hands
     /// back with the result once the GPU is done. A part of another context than the
     /// stream's is refused before anything is queued (the future is then ready at once,
-    /// with the error and the batch).
+    /// with the error and the batch); so is a batch whose context cannot be entered (while
+    /// another thread's [`with_partitions`](crate::with_partitions) closure has the device).
+    /// If `f` panics, the panic is resumed once the stream has been waited for; where that
+    /// wait cannot enter the context (the device partitioned meanwhile), the batch is leaked
+    /// rather than dropped while its work may still run.
     ///
     /// ```no_run
     /// use std::sync::Arc;
@@ -186,11 +190,35 @@ impl Owned<Stream<'static>> {
             stream: Arc::clone(self),
             home: home.clone(),
         });
+        let mut entered = false;
+        let mut panicked = None;
         let queued = home.enter(|_ctx| -> Result<()> {
-            op.run(f);
+            entered = true;
+            if let Err(payload) = op.run(f) {
+                panicked = Some(payload);
+                return Ok(());
+            }
             op.queue_completion()
         });
+        if let Some(payload) = panicked {
+            // the closure panicked; `run` waited for the stream, unless it could not enter
+            // the context (another thread partitioned the device meanwhile): then the work
+            // may still use the batch, which is leaked with the op rather than dropped by
+            // the unwind
+            if op.lost {
+                std::mem::forget(op);
+            }
+            panic::resume_unwind(payload);
+        }
         if let Err(e) = queued {
+            if !entered {
+                // refused before the closure ran (the device is partitioned, for one):
+                // nothing was queued, so the batch goes back with the error
+                let batch = op.batch.take().expect("the batch is still the op's");
+                return Pending {
+                    state: State::Refused(e, batch),
+                };
+            }
             // nothing can tell the future when the work ends: wait for it here
             op.outcome = teardown::keep_both(std::mem::replace(&mut op.outcome, Ok(())), Err(e));
             op.wait_without_event();
@@ -202,9 +230,10 @@ impl Owned<Stream<'static>> {
 }
 
 impl<B: Batch> Op<B> {
-    /// Runs the batch's closure with the scope and the batch's views. A panic is resumed
-    /// after the stream has been waited for, as by every scope.
-    fn run<F>(&mut self, f: F)
+    /// Runs the batch's closure with the scope and the batch's views. A panic's payload is
+    /// returned after the stream has been waited for (as by every scope), for the caller
+    /// to resume once it knows whether the op may be dropped (`lost`).
+    fn run<F>(&mut self, f: F) -> std::result::Result<(), Box<dyn std::any::Any + Send>>
     where
         F: for<'scope, 'ctx> FnOnce(
             &'scope StreamScope<'scope, 'scope, 'ctx>,
@@ -226,10 +255,13 @@ impl<B: Batch> Op<B> {
             panic::catch_unwind(AssertUnwindSafe(|| f(scope, views)))
         };
         match ran {
-            Ok(outcome) => self.outcome = outcome,
+            Ok(outcome) => {
+                self.outcome = outcome;
+                Ok(())
+            }
             Err(payload) => {
                 self.wait_without_event();
-                panic::resume_unwind(payload);
+                Err(payload)
             }
         }
     }
