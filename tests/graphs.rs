@@ -174,6 +174,42 @@ fn a_panic_inside_a_capture_ends_it_and_leaves_everything_usable() {
     });
 }
 
+/// A capture made in a `Drop` that runs while an unrelated panic unwinds (a cleanup guard)
+/// makes its graph like any other: only a panic of the capture's own closure destroys it
+/// (the capture used to read "a panic unwinds" as "the closure panicked" and returned
+/// `StreamCaptureInvalidated`).
+fn a_capture_made_while_another_panic_unwinds_makes_its_graph() {
+    struct Cleanup<'a, 'ctx> {
+        ctx: ContextGuard<'ctx>,
+        x: &'a mut DeviceBuffer<'ctx, u32>,
+        nodes: &'a mut Option<Result<usize, Error>>,
+    }
+    impl Drop for Cleanup<'_, '_> {
+        fn drop(&mut self) {
+            let x = &mut *self.x;
+            let made = self.ctx.capture(|g| g.fill(&mut *x, 5));
+            *self.nodes = Some(made.and_then(|(graph, ())| graph.node_count()));
+        }
+    }
+    common::in_context(|ctx| {
+        let mut x = ctx.zeroed::<u32>(N)?;
+        let mut nodes = None;
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            let _cleanup = Cleanup {
+                ctx,
+                x: &mut x,
+                nodes: &mut nodes,
+            };
+            panic!("unrelated");
+        }));
+        assert!(caught.is_err());
+        let nodes = nodes.expect("the cleanup ran")?;
+        assert_eq!(nodes, 1, "the captured fill is the graph's one node");
+        ctx.synchronize()?;
+        Ok(())
+    });
+}
+
 /// An error inside a capture makes no graph: returned by the closure, refused before the
 /// driver and ignored by the closure, or an operation the driver does not allow while a
 /// stream captures. Afterwards everything works.
@@ -617,6 +653,7 @@ gpu_tests!(
     a_captured_pipeline_replays_a_thousand_times_with_the_right_answer,
     a_graph_replays_on_any_stream_of_its_context_any_number_of_times,
     a_panic_inside_a_capture_ends_it_and_leaves_everything_usable,
+    a_capture_made_while_another_panic_unwinds_makes_its_graph,
     an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable,
     work_outside_the_capture_inside_its_closure_runs_at_once_and_is_not_captured,
     pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused,

@@ -72,6 +72,9 @@ pub struct Capture<'c, 'g: 'c, 'ctx: 'g> {
     ctx: Handle<CUctx_st>,
     id: u64,
     state: Mutex<CaptureState>,
+    /// Whether a panic was already unwinding when the capture began (one made in a `Drop`
+    /// during an unwind): only a panic that starts after it is the closure's.
+    began_unwinding: bool,
     /// Invariant in `'c`, the capture's brand: its views cannot leave it or reach another
     /// capture.
     _capture: PhantomData<&'c mut &'c ()>,
@@ -133,6 +136,7 @@ impl<'ctx> ContextGuard<'ctx> {
             ctx: Handle(self.as_non_null()),
             id: CAPTURES.fetch_add(1, Ordering::Relaxed),
             state: Mutex::new(CaptureState::default()),
+            began_unwinding: std::thread::panicking(),
             _capture: PhantomData,
             _graph: PhantomData,
             _brand: PhantomData,
@@ -188,7 +192,8 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         if graph.is_null() {
             return Ok(()); // invalidated: reported by `capture`
         }
-        if std::thread::panicking() {
+        if std::thread::panicking() && !self.began_unwinding {
+            // the closure panicked (a panic inside it while another unwinds would abort)
             // SAFETY: the graph was just made and nothing else has it.
             let _ = in_ctx(self.ctx, || unsafe { driver::graph_destroy(graph) });
         } else {
