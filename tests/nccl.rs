@@ -297,6 +297,29 @@ fn one_rank_avg_of_65539_f64_is_the_input_in_every_element() {
     });
 }
 
+/// A group's operation waits for the pending synchronous writes of its memory, as an
+/// operation queued at once does: fills of the destination (recorded on the thread's sync
+/// stream, not waited for on the host) come before the group's all-reduce, which copies
+/// the source over them. Without the wait, NCCL's copy ran beside the fills and the later
+/// fills overwrote it (the review of issue 28's ninth step).
+fn a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        let n = 16 << 20; // 64 MiB of f32
+        let src = ctx.from_slice(&vec![1.0f32; n])?;
+        let mut dst = ctx.zeroed::<f32>(n)?;
+        // tens of milliseconds of pending writes of `dst`
+        for _ in 0..500 {
+            dst.fill(7.0)?;
+        }
+        stream.scope(|s| group(|g| g.on(s).all_reduce(comm, &src, &mut dst, ReduceOp::Sum)))?;
+        let got = dst.to_vec()?;
+        let wrong = got.iter().filter(|&&v| v != 1.0).count();
+        assert_eq!(wrong, 0, "elements not the source's after the group's copy");
+        comm.async_error()
+    });
+}
+
 fn send_and_receive_to_itself_inside_a_group() {
     one_rank(|ctx, comm| {
         let stream = ctx.stream()?;
@@ -1592,6 +1615,11 @@ fn main() -> std::process::ExitCode {
             name: "one_rank_avg_of_65539_f64_is_the_input_in_every_element",
             needs: Needs::Gpu,
             body: one_rank_avg_of_65539_f64_is_the_input_in_every_element,
+        },
+        Test {
+            name: "a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory",
+            needs: Needs::Gpu,
+            body: a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory,
         },
         Test {
             name: "send_and_receive_to_itself_inside_a_group",

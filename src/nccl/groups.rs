@@ -424,7 +424,9 @@ impl<'outer> Group<'outer> {
             // synchronizes its stream after `ncclGroupEnd` below; lengths, roots, peers and
             // overlaps checked when the operation was recorded, the peers admitted just
             // above; the scope is one of a single stream (`Grouped::defer`), and no two
-            // operations of the group touch memory one of them writes (checked above).
+            // operations of the group touch memory one of them writes (checked above); the
+            // stream waits for the pending synchronous operations on that memory (queued
+            // when the operation was recorded, `Grouped::defer`).
             queued = unsafe { p.comm.launch(&p.prepared.call, p.stream, p.what) };
             if queued.is_err() {
                 break;
@@ -500,6 +502,12 @@ where
                 "a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_pair",
             ));
         }
+        // the stream waits now for the pending synchronous operations on the memory the
+        // operation touches (`context::order`), as every operation of a scope does: the
+        // group's launch, queued later on this stream, comes after that wait. Waiting at
+        // record time is enough: the memory is borrowed for `'scope` from here on, so no
+        // synchronous write of it can begin before the launch.
+        self.scope.ordered(prepared.spans(), None, || Ok(()))?;
         self.group.pending.borrow_mut().push(Pending {
             comm,
             stream: self.scope.stream().raw(),
