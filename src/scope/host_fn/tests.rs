@@ -33,6 +33,25 @@ unsafe fn call(p: Placed) {
     unsafe { (p.run)(p.h.as_ptr().cast()) }
 }
 
+/// Places `n` functions that count their runs in `ran`, each owning a value that counts its
+/// drop in `dropped`.
+fn place_counted<'a>(
+    fns: &HostFns,
+    n: usize,
+    ran: &'a AtomicUsize,
+    dropped: &'a AtomicUsize,
+) -> Vec<Placed> {
+    (0..n)
+        .map(|_| {
+            let owned = Dropped(dropped);
+            placed(fns, move || {
+                let _owned = owned;
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+        })
+        .collect()
+}
+
 /// Counts its drops.
 struct Dropped<'a>(&'a AtomicUsize);
 impl Drop for Dropped<'_> {
@@ -220,15 +239,7 @@ fn a_chunk_with_functions_run_and_abandoned_is_finished_and_kept() {
     let (ran, dropped) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let (ran, dropped) = (&ran, &dropped);
     let fns = HostFns::new();
-    let all: Vec<_> = (0..600)
-        .map(|_| {
-            let owned = Dropped(dropped);
-            placed(&fns, move || {
-                let _owned = owned;
-                ran.fetch_add(1, Ordering::Relaxed);
-            })
-        })
-        .collect();
+    let all = place_counted(&fns, 600, ran, dropped);
     for &p in &all[..250] {
         // SAFETY: live slots, called once each
         unsafe { call(p) };
@@ -268,15 +279,7 @@ fn an_abandoned_closure_whose_drop_panics_strands_no_slot() {
         ran.fetch_add(1, Ordering::Relaxed);
     });
     // after it in the same chunk, and enough to fill further chunks
-    let rest: Vec<_> = (0..300)
-        .map(|_| {
-            let owned = Dropped(dropped);
-            placed(&fns, move || {
-                let _owned = owned;
-                ran.fetch_add(1, Ordering::Relaxed);
-            })
-        })
-        .collect();
+    let rest = place_counted(&fns, 300, ran, dropped);
     let finished = catch_unwind(AssertUnwindSafe(|| fns.finish()));
     assert!(finished.is_ok(), "the drop's panic does not leave `finish`");
     assert_eq!(
