@@ -77,6 +77,8 @@ impl Library {
     /// Loads PTX text as a library (`cuLibraryLoadData`). If the PTX does not compile, the
     /// error's [`detail`](Error::detail) is the JIT compiler's log. (The driver may compile
     /// it only when a kernel of it is first taken for a context: then that call fails.)
+    /// Text that starts like a binary image (byte 0x7F) or holds a NUL byte is refused
+    /// first, as by [`Module::from_ptx`](crate::Module::from_ptx).
     pub fn from_ptx(ptx: &str) -> Result<Library> {
         Self::from_ptx_with(ptx, &JitOptions::default()).map(|(library, _)| library)
     }
@@ -87,7 +89,8 @@ impl Library {
         const CALL: &str = "Library::from_ptx";
         let text = ptx_text(CALL, ptx)?;
         let jit = options.to_args(CALL)?;
-        // SAFETY: NUL-terminated text that outlives the call.
+        // SAFETY: NUL-terminated text that outlives the call, PTX as the driver reads it
+        // (`ptx_text` refused text that starts like a binary image).
         unsafe { Self::load(text.as_ptr().cast(), jit, Source::Ptx(ptx)) }
     }
 

@@ -96,10 +96,13 @@ unsafe impl Sync for Module<'_> {}
 impl<'ctx> Module<'ctx> {
     /// JIT-compiles and loads PTX text (`cuModuleLoadDataEx`). If the PTX does not
     /// compile, the error's [`detail`](Error::detail) is the JIT compiler's log, which names
-    /// the offending line.
+    /// the offending line. Text the driver would take for a binary image (its first byte
+    /// 0x7F: the ELF or Tile IR magic) and text with a NUL byte are refused before the
+    /// driver (`InvalidPtx`).
     pub fn from_ptx<P: Allocating>(ctx: ContextGuard<'ctx, P>, ptx: &str) -> Result<Self> {
         let text = ptx_text("Module::from_ptx", ptx)?;
-        // SAFETY: NUL-terminated text that outlives the call.
+        // SAFETY: NUL-terminated text that outlives the call, PTX as the driver reads it
+        // (`ptx_text` refused text that starts like a binary image).
         unsafe { Self::load(ctx, text.as_ptr().cast(), Source::Ptx(ptx)) }
     }
 
@@ -131,7 +134,8 @@ impl<'ctx> Module<'ctx> {
         const CALL: &str = "Module::from_ptx_with";
         let text = ptx_text(CALL, ptx)?;
         let jit = options.to_args(CALL)?;
-        // SAFETY: NUL-terminated text that outlives the call.
+        // SAFETY: NUL-terminated text that outlives the call, PTX as the driver reads it
+        // (`ptx_text` refused text that starts like a binary image).
         unsafe { Self::load_with(ctx, text.as_ptr().cast(), jit, Source::Ptx(ptx)) }
     }
 
@@ -428,17 +432,26 @@ fn global_len<T>(name: &str, ptr: CUdeviceptr, bytes: usize) -> Result<usize> {
 }
 
 /// PTX text as the driver takes it (NUL-terminated), refused where the driver would
-/// misread it: text starting with the ELF magic would be parsed as a cubin, offsets and
-/// all, without the check `from_binary` makes.
+/// misread it: text whose first byte is 0x7F (DEL, which no PTX starts with) would be
+/// parsed as a binary image, offsets and all, without the check `from_binary` makes. Both
+/// binary formats the driver takes whose magic is text start so: ELF (`\x7fELF`, a cubin)
+/// and, since CUDA 13, Tile IR bytecode (`\x7fTileIR\0`: the 7-byte `&str` `"\x7fTileIR"`
+/// with its NUL is the whole magic, and the driver would read the sections after it
+/// beyond the allocation). The fatbin magics are not valid UTF-8, so no `&str` starts with
+/// them.
 pub(crate) fn ptx_text(call: &'static str, ptx: &str) -> Result<CString> {
     let kind = call.split("::").next().unwrap_or(call);
-    if ptx.as_bytes().starts_with(b"\x7fELF") {
+    if ptx.as_bytes().first() == Some(&0x7f) {
+        let what = match ptx.as_bytes().starts_with(b"\x7fELF") {
+            true => format!("the ELF magic: it is a cubin, load it with {kind}::from_binary"),
+            false => "byte 0x7F, as binary images do (Tile IR bytecode, for one), never PTX: \
+                      the driver would parse it as one"
+                .to_owned(),
+        };
         return Err(Error::with_detail(
             call,
             ErrorCode::InvalidPtx,
-            format!(
-                "the text starts with the ELF magic: it is a cubin, load it with {kind}::from_binary"
-            ),
+            format!("the text starts with {what}"),
         ));
     }
     CString::new(ptx).map_err(|e| {
@@ -601,7 +614,26 @@ impl fmt::Debug for Module<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::global_len;
+    use super::{global_len, ptx_text};
+    use crate::error::ErrorCode;
+
+    /// Text the driver would parse as a binary image is refused before any driver call:
+    /// the ELF magic, the Tile IR magic (whose NUL the `CString` would add), any text whose
+    /// first byte is 0x7F; PTX, and 0x7F later in the text, pass.
+    #[test]
+    fn ptx_text_that_starts_like_a_binary_image_is_refused() {
+        for text in ["\x7fELF\x02\x01", "\x7fTileIR", "\x7f", "\x7fanything"] {
+            let e = ptx_text("Module::from_ptx", text).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidPtx, "{text:?}: {e}");
+        }
+        let e = ptx_text("Library::from_ptx", "\x7fELF").unwrap_err();
+        assert!(e.detail().unwrap().contains("Library::from_binary"), "{e}");
+        let ptx = ".version 8.0\n.target sm_90\n// \x7f in a comment\n";
+        let text = ptx_text("Module::from_ptx", ptx).unwrap();
+        assert_eq!(text.as_bytes(), ptx.as_bytes());
+        let e = ptx_text("Module::from_ptx", ".version 8.0\0").unwrap_err();
+        assert!(e.detail().unwrap().contains("NUL byte at offset 12"), "{e}");
+    }
 
     #[test]
     fn a_global_view_must_be_aligned_and_a_whole_number_of_elements() {
