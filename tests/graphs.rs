@@ -210,6 +210,23 @@ fn a_capture_made_while_another_panic_unwinds_makes_its_graph() {
     });
 }
 
+/// A launch with attributes (here a priority) is refused inside a capture, since its node
+/// would run without them: the capture makes no graph and returns `NotSupported`; the same
+/// launch without the attribute is captured.
+fn a_launch_with_attributes_is_refused_inside_a_capture() {
+    common::in_context(|ctx| {
+        let module = Module::from_ptx(ctx, PTX)?;
+        let k = kernels(&module)?;
+        let mut z = ctx.zeroed::<u32>(N)?;
+        let refused = ctx.capture(|g| g.launch(&k.square, config().with_priority(0), (&mut z,)));
+        let e = refused.map(|_| ()).expect_err("the attribute is refused");
+        assert_eq!(e.code(), ErrorCode::NotSupported, "{e}");
+        let (graph, ()) = ctx.capture(|g| g.launch(&k.square, config(), (&mut z,)))?;
+        assert_eq!(graph.node_count()?, 1);
+        Ok(())
+    });
+}
+
 /// An error inside a capture makes no graph: returned by the closure, refused before the
 /// driver and ignored by the closure, or an operation the driver does not allow while a
 /// stream captures. Afterwards everything works.
@@ -654,6 +671,7 @@ gpu_tests!(
     a_graph_replays_on_any_stream_of_its_context_any_number_of_times,
     a_panic_inside_a_capture_ends_it_and_leaves_everything_usable,
     a_capture_made_while_another_panic_unwinds_makes_its_graph,
+    a_launch_with_attributes_is_refused_inside_a_capture,
     an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable,
     work_outside_the_capture_inside_its_closure_runs_at_once_and_is_not_captured,
     pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused,

@@ -418,7 +418,10 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
     /// [`StreamScope::launch`] checks a launch: the configuration against the kernel's
     /// limits, and that no `Out` argument overlaps another slice argument, before the
     /// driver sees it. The arguments' values are copied into the graph; the memory they
-    /// name is held for the graph's life.
+    /// name is held for the graph's life. A configuration with
+    /// [launch attributes](LaunchConfig#launch-attributes) (a cluster, a cooperative launch,
+    /// a priority) is refused (`NotSupported`, and the capture makes no graph): the
+    /// captured node would run without them.
     pub fn launch<P: KernelParams>(
         &'c self,
         kernel: impl Launch<'c, 'ctx, P>,
@@ -427,6 +430,17 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
     ) -> Result<()> {
         let target = launch::sealed::Launch::target(&kernel);
         self.op(|| launch::check_config(&config, &target))?;
+        if config.has_attributes() {
+            return self.op(|| {
+                Err(Error::with_detail(
+                    "Capture::launch",
+                    ErrorCode::NotSupported,
+                    "a launch with attributes (a cluster, cooperative, a priority) is not \
+                     captured, since the graph's node would run without them: launch it in a \
+                     stream scope",
+                ))
+            });
+        }
         launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
             if let Some((i, j)) = first_overlap(spans) {
                 return self.op(|| Err(launch::launch_overlap(spans, i, j)));
