@@ -111,7 +111,9 @@ impl Library {
         let aligned = aligned_image(CALL, image)?;
         let jit = options.to_args(CALL)?;
         // SAFETY: every offset and size the image holds was checked against its length;
-        // the copy outlives the call (the driver keeps its own copy of a library's image).
+        // the copy outlives the call, and the driver is taken to keep what it needs of an
+        // image by the load's end (an assumption, not a documented guarantee: SOUNDNESS.md,
+        // "Assumptions about the driver").
         unsafe { Self::load(aligned.as_ptr().cast(), jit, Source::Image(image)) }
     }
 
@@ -121,11 +123,13 @@ impl Library {
     /// # Safety
     ///
     /// As for [`Module::from_binary_unchecked`](crate::Module::from_binary_unchecked):
-    /// `image` is a complete, undamaged image as `nvcc` or `nvlink` wrote it.
+    /// every offset and size the driver follows inside `image` lies inside the slice (as in
+    /// a complete, undamaged image as `nvcc` or `nvlink` wrote it).
     pub unsafe fn from_binary_unchecked(image: &[u8]) -> Result<Library> {
         let aligned = aligned_image("Library::from_binary", image)?;
         let jit = JitOptions::default().to_args("Library::from_binary")?;
-        // SAFETY: the caller promises a complete image; the copy outlives the call.
+        // SAFETY: the caller promises the offsets lie inside the image; the copy outlives
+        // the call (the driver is taken to keep what it needs by the load's end).
         unsafe { Self::load(aligned.as_ptr().cast(), jit, Source::Image(image)) }
             .map(|(library, _)| library)
     }

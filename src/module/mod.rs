@@ -153,7 +153,8 @@ impl<'ctx> Module<'ctx> {
     /// [`Module::from_binary_unchecked`] skips the check.
     pub fn from_binary<P: Allocating>(ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
         check_image("Module::from_binary", image)?;
-        // SAFETY: every offset and size the image holds was checked against its length.
+        // SAFETY: every offset and size the image holds was checked against its length
+        // (`check_image`), which is what `from_binary_unchecked` requires.
         unsafe { Self::from_binary_unchecked(ctx, image) }
     }
 
@@ -172,7 +173,8 @@ impl<'ctx> Module<'ctx> {
         let aligned = aligned_image(CALL, image)?;
         let jit = options.to_args(CALL)?;
         // SAFETY: every offset and size the image holds was checked against its length;
-        // the copy outlives the call.
+        // the copy outlives the call (the driver is taken to keep what it needs by the
+        // load's end: SOUNDNESS.md, "Assumptions about the driver").
         unsafe { Self::load_with(ctx, aligned.as_ptr().cast(), jit, Source::Image(image)) }
     }
 
@@ -182,15 +184,18 @@ impl<'ctx> Module<'ctx> {
     ///
     /// # Safety
     ///
-    /// `image` is a complete, undamaged image as `nvcc` or `nvlink` wrote it: the driver
-    /// follows the offsets and sizes inside it without knowing the slice's length, so a
-    /// truncated or corrupted image can make it read (and crash) outside the slice.
+    /// Every offset and size the driver follows inside `image` lies inside the slice, as in
+    /// a complete, undamaged image as `nvcc` or `nvlink` wrote it (or one that
+    /// [`Module::from_binary`]'s check passed): the driver follows them without knowing the
+    /// slice's length, so a truncated or corrupted image can make it read (and crash)
+    /// outside the slice.
     pub unsafe fn from_binary_unchecked<P: Allocating>(
         ctx: ContextGuard<'ctx, P>,
         image: &[u8],
     ) -> Result<Self> {
         let aligned = aligned_image("Module::from_binary", image)?;
-        // SAFETY: the caller promises a complete image; the copy outlives the call.
+        // SAFETY: the caller promises the offsets lie inside the image; the copy outlives
+        // the call (the driver is taken to keep what it needs by the load's end).
         unsafe { Self::load(ctx, aligned.as_ptr().cast(), Source::Image(image)) }
     }
 
