@@ -863,6 +863,56 @@ fn pool_memory_handed_out_is_adopted_by_another_context_of_its_device() {
     .unwrap();
 }
 
+/// Holds a stream of "another library" for 300 ms, as a long kernel would.
+unsafe extern "C" fn hold_the_stream(_: *mut std::ffi::c_void) {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+/// A buffer from the device's default pool, which other libraries share, is valid for
+/// every stream when it is made: "another library" (raw driver calls, as cudarc's safe
+/// allocations do) queues a late write into default-pool memory on its own non-blocking
+/// stream and frees it in that stream's order; the driver may hand the block to the
+/// crate's next allocation from that pool while the write is still queued, ordering only
+/// the allocating (legacy) stream after it. `zeroed_in` waits for the legacy stream, so
+/// its zeros come after the other library's write, and stay (review of issue 28's ninth
+/// step: the zeroing on the thread's sync stream used to run before it).
+fn a_default_pool_buffer_is_ordered_after_another_librarys_pending_work() {
+    const N: usize = 1 << 20;
+    let d = common::driver();
+    common::in_context(|ctx| {
+        let mut theirs: cuda_driver_sys::CUstream = std::ptr::null_mut();
+        let mut p: cuda_driver_sys::CUdeviceptr = 0;
+        // SAFETY (the other library's side, raw calls): a new non-blocking stream of the
+        // current context; memory of the default pool used and freed in its order; the host
+        // function touches nothing.
+        unsafe {
+            assert_eq!((d.cuStreamCreate)(&mut theirs, 1), 0);
+            assert_eq!((d.cuMemAllocAsync)(&mut p, N * 4, theirs), 0);
+            assert_eq!(
+                (d.cuLaunchHostFunc)(theirs, hold_the_stream, std::ptr::null_mut()),
+                0
+            );
+            assert_eq!((d.cuMemsetD32Async)(p, 0xdead_beef, N, theirs), 0);
+            assert_eq!((d.cuMemFreeAsync)(p, theirs), 0);
+        }
+        let pool = cuda_brand::MemoryPool::device_default(ctx)?;
+        let buf = DeviceBuffer::<u32>::zeroed_in(ctx, &pool, N)?;
+        // SAFETY: the address is only compared, never used.
+        let reused = unsafe { buf.as_device_ptr() } == p;
+        // SAFETY: the other library's stream, waited for and destroyed by it.
+        unsafe {
+            assert_eq!((d.cuStreamSynchronize)(theirs), 0);
+            assert_eq!((d.cuStreamDestroy_v2)(theirs), 0);
+        }
+        let foreign = buf.to_vec()?.iter().filter(|&&x| x != 0).count();
+        assert_eq!(
+            foreign, 0,
+            "elements of a zeroed buffer written after zeroed_in returned (block reused: {reused})"
+        );
+        Ok(())
+    });
+}
+
 fn memory_of_raw_driver_calls_is_adopted_and_freed_by_its_buffer() {
     use cuda_brand::{ManagedBuffer, MemoryPool};
     common::in_context(|ctx| {
@@ -1177,6 +1227,7 @@ fn raw_parts_of_setup_buffers_leave_their_teardown() {
 }
 
 gpu_tests!(
+    a_default_pool_buffer_is_ordered_after_another_librarys_pending_work,
     pitched_2d_buffers_copy_windows_of_host_images_both_ways,
     pitched_3d_buffers_copy_volumes_and_boxes_both_ways,
     a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly,

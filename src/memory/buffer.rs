@@ -280,6 +280,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// [`with_phases`](crate::with_phases) the buffer is freed only by the teardown, like
     /// every setup buffer, and a run-phase guard does not compile here.
     ///
+    /// From the device's default pool ([`MemoryPool::device_default`]), which other
+    /// libraries allocate and free in stream order too, the call also waits for the
+    /// context's legacy stream: the driver may hand out a block whose earlier owner's work
+    /// is still queued, ordering only the allocating stream after it.
+    ///
     /// # Safety
     /// As for [`DeviceBuffer::uninitialized`].
     pub unsafe fn uninitialized_in<P: Allocating>(
@@ -287,7 +292,19 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         pool: &MemoryPool<'ctx>,
         len: usize,
     ) -> Result<Self> {
-        Self::allocate_in_phase(ctx, Some(pool.raw()), len)
+        let buf = Self::allocate_in_phase(ctx, Some(pool.raw()), len)?;
+        if pool.is_shared() && buf.size_in_bytes() != 0 {
+            // The default pool reuses blocks with internal dependencies: a block another
+            // library freed (`cuMemFreeAsync` on its stream) may come back with that stream's
+            // work still queued, and the driver makes only the allocating stream, the legacy
+            // one here, wait for it. The crate's later uses (the thread's sync stream, any
+            // scope's) do not wait for the legacy stream, so the host waits for it now: then
+            // the memory is valid for every stream. (On failure `buf` is dropped, freeing
+            // the block in order on the legacy stream.)
+            // SAFETY: null is the current context's legacy stream.
+            ctx.with_current(|| unsafe { driver::stream_wait_idle(std::ptr::null_mut()) })?;
+        }
+        Ok(buf)
     }
 
     /// Allocates `len` elements from `pool` (`None`: the crate's pool) with a guard of

@@ -24,7 +24,12 @@
 //! Your own pools ([`MemoryPool::new`]) serve buffers and scope allocations through the
 //! `_in` constructors ([`DeviceBuffer::zeroed_in`](crate::DeviceBuffer::zeroed_in),
 //! [`StreamScope::alloc_zeroed_in`](crate::StreamScope::alloc_zeroed_in)); a pool is branded
-//! with its context, so it cannot outlive it or serve another context. Devices without
+//! with its context, so it cannot outlive it or serve another context. The device's default
+//! pool ([`MemoryPool::device_default`]) serves them too; since other libraries free into
+//! it in stream order, a buffer from it waits for the context's legacy stream when it is
+//! made ([`DeviceBuffer::uninitialized_in`](crate::DeviceBuffer::uninitialized_in)), and a
+//! scope allocation from it is ordered after the block's earlier work by the driver, on
+//! the scope's stream. Devices without
 //! memory pools (`MEMORY_POOLS_SUPPORTED` = 0) allocate with `cuMemAlloc` instead;
 //! `CUDA_BRAND_NO_MEMORY_POOLS=1` forces that path (for tests).
 //!
@@ -98,6 +103,9 @@ use crate::error::{Error, ErrorCode, Result};
 pub struct MemoryPool<'ctx> {
     raw: CUmemoryPool,
     owned: bool,
+    /// The device's default pool: other libraries of the process allocate from it and free
+    /// into it in stream order (see `DeviceBuffer::uninitialized_in`).
+    shared: bool,
     /// The pool's context. A guard is invariant in `'ctx`, so this field alone makes the
     /// pool invariant too; `_brand` says so where a reader looks for the brand.
     ctx: ContextGuard<'ctx>,
@@ -168,6 +176,7 @@ impl<'ctx> MemoryPool<'ctx> {
         Ok(MemoryPool {
             raw,
             owned: true,
+            shared: false,
             ctx: ctx.unphased(),
             _brand: PhantomData,
         })
@@ -183,6 +192,7 @@ impl<'ctx> MemoryPool<'ctx> {
             Some(raw) => Ok(MemoryPool {
                 raw,
                 owned: false,
+                shared: false,
                 ctx: ctx.unphased(),
                 _brand: PhantomData,
             }),
@@ -191,7 +201,8 @@ impl<'ctx> MemoryPool<'ctx> {
     }
 
     /// The device's default pool (`cuDeviceGetDefaultMemPool`), which the runtime API and
-    /// other libraries of the process allocate from too.
+    /// other libraries of the process allocate from too. A buffer made from it waits for the
+    /// context's legacy stream (see [`DeviceBuffer::uninitialized_in`](crate::DeviceBuffer::uninitialized_in)).
     pub fn device_default<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {
         let device = ctx.with_current(driver::ctx_get_device)?;
         let raw = driver::device_default_mem_pool(device)?;
@@ -199,6 +210,7 @@ impl<'ctx> MemoryPool<'ctx> {
         Ok(MemoryPool {
             raw,
             owned: false,
+            shared: true,
             ctx: ctx.unphased(),
             _brand: PhantomData,
         })
@@ -208,6 +220,12 @@ impl<'ctx> MemoryPool<'ctx> {
     #[inline]
     pub(crate) fn raw(&self) -> CUmemoryPool {
         self.raw
+    }
+
+    /// Whether other libraries allocate from it too (the device's default pool).
+    #[inline]
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
     }
 
     /// The driver's handle (`CUmemoryPool`), for calls this crate does not wrap.

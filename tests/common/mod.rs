@@ -85,6 +85,12 @@ pub struct Driver {
     pub cuMemcpyDtoH_v2: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> u32,
     pub cuMemsetD32_v2: unsafe extern "C" fn(CUdeviceptr, c_uint, usize) -> u32,
     pub cuDeviceGetDefaultMemPool: unsafe extern "C" fn(*mut CUmemoryPool, CUdevice) -> u32,
+    pub cuStreamCreate: unsafe extern "C" fn(*mut CUstream, c_uint) -> u32,
+    pub cuStreamDestroy_v2: unsafe extern "C" fn(CUstream) -> u32,
+    pub cuStreamSynchronize: unsafe extern "C" fn(CUstream) -> u32,
+    pub cuLaunchHostFunc:
+        unsafe extern "C" fn(CUstream, unsafe extern "C" fn(*mut c_void), *mut c_void) -> u32,
+    pub cuMemsetD32Async: unsafe extern "C" fn(CUdeviceptr, c_uint, usize, CUstream) -> u32,
 }
 
 /// The driver library as the crate finds it: the file `CUDA_BRAND_DRIVER_LIBRARY` names,
@@ -147,6 +153,11 @@ pub fn driver() -> &'static Driver {
             cuMemcpyDtoH_v2: entry!("cuMemcpyDtoH_v2"),
             cuMemsetD32_v2: entry!("cuMemsetD32_v2"),
             cuDeviceGetDefaultMemPool: entry!("cuDeviceGetDefaultMemPool"),
+            cuStreamCreate: entry!("cuStreamCreate"),
+            cuStreamDestroy_v2: entry!("cuStreamDestroy_v2"),
+            cuStreamSynchronize: entry!("cuStreamSynchronize"),
+            cuLaunchHostFunc: entry!("cuLaunchHostFunc"),
+            cuMemsetD32Async: entry!("cuMemsetD32Async"),
         }
     })
 }
