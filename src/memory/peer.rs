@@ -114,13 +114,26 @@ impl<'ctx> ContextGuard<'ctx> {
     /// without a driver call. Devices without a peer path give
     /// `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED` (see
     /// [`Device::can_access_peer`](crate::Device::can_access_peer)).
+    ///
+    /// Memory of a pool is reachable from another device only where the pool grants it
+    /// (`cuMemPoolSetAccess`), whatever `cuCtxEnablePeerAccess` says: this also grants this
+    /// context's device access to the crate's pool of `peer`'s device, which every
+    /// [`DeviceBuffer`] of the default constructors comes from. A buffer of a pool of your
+    /// own ([`MemoryPool::new`](crate::MemoryPool::new)) or of the device's default pool is
+    /// not covered: a kernel reaching it through a view faults.
     pub fn enable_peer_access<'peer>(
         self,
         peer: ContextGuard<'peer>,
     ) -> Result<PeerAccess<'ctx, 'peer>> {
-        if self.device()? != peer.device()? {
+        let (device, peer_device) = (self.device()?, peer.device()?);
+        if device != peer_device {
             // SAFETY: the peer's guard proves it alive; self is made current for the call.
             self.with_current(|| unsafe { driver::ctx_enable_peer_access(peer.raw()) })?;
+            if let Some(pool) = super::pool::crate_pool(peer_device.as_raw())? {
+                // SAFETY: the crate's pool of the peer's device, alive for the whole process;
+                // the two devices have a peer path (the call above succeeded).
+                unsafe { driver::mem_pool_allow_device(pool, device.as_raw()) }?;
+            }
         }
         Ok(PeerAccess {
             _ctx: PhantomData,
@@ -144,8 +157,10 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
     ) -> &'v DeviceSlice<'ctx, T> {
         // SAFETY: the buffer's own device memory (allocated in the context `'peer`),
         // borrowed from it for 'v; the token proves that the context `'ctx` may access
-        // memory of `'peer` (peer access enabled, or the same device), and the brands keep
-        // both contexts alive for 'v.
+        // memory of `'peer` (peer access enabled, the crate's pool of the peer's device
+        // granted to this device, or the same device; memory of another pool that does not
+        // grant it faults on the GPU, an error, never another allocation's bytes), and the
+        // brands keep both contexts alive for 'v.
         unsafe { DeviceSlice::from_raw_parts(buffer.device_ptr(), buffer.len()) }
     }
 
