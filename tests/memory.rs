@@ -368,6 +368,22 @@ fn pitched_2d_buffers_copy_windows_of_host_images_both_ways() {
     });
 }
 
+/// A 2D buffer of zero-sized elements whose element count does not fit a `usize`:
+/// `to_vec` is an error naming the shape, not an overflow (a panic in debug builds, a
+/// wrapped length in release ones); a shape that fits gives that many elements.
+fn a_2d_buffer_of_zero_sized_elements_too_many_to_count_is_an_error_in_to_vec() {
+    use cuda_brand::DeviceBuffer2D;
+    common::in_context(|ctx| {
+        let huge = DeviceBuffer2D::<[u32; 0]>::zeroed(ctx, usize::MAX, 2)?;
+        let e = huge.to_vec().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert!(e.to_string().contains("do not fit a usize"), "{e}");
+        let fits = DeviceBuffer2D::<[u32; 0]>::zeroed(ctx, usize::MAX / 2, 2)?;
+        assert_eq!(fits.to_vec()?.len(), usize::MAX / 2 * 2);
+        Ok(())
+    });
+}
+
 fn pitched_3d_buffers_copy_volumes_and_boxes_both_ways() {
     use cuda_brand::{DeviceBuffer3D, Region3D};
     common::in_context(|ctx| {
@@ -1229,6 +1245,7 @@ fn raw_parts_of_setup_buffers_leave_their_teardown() {
 gpu_tests!(
     a_default_pool_buffer_is_ordered_after_another_librarys_pending_work,
     pitched_2d_buffers_copy_windows_of_host_images_both_ways,
+    a_2d_buffer_of_zero_sized_elements_too_many_to_count_is_an_error_in_to_vec,
     pitched_3d_buffers_copy_volumes_and_boxes_both_ways,
     a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly,
     empty_3d_buffers_allocate_nothing_and_copy_nothing,

@@ -470,9 +470,19 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         self.copy_from_device(src)
     }
 
-    /// The rows, packed (`width * height` elements), in a new `Vec`.
+    /// The rows, packed (`width * height` elements), in a new `Vec`; an error where that
+    /// count does not fit a `usize` (zero-sized elements only: other shapes fit in memory).
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let n = self.width * self.height;
+        let Some(n) = self.width.checked_mul(self.height) else {
+            return Err(Error::with_detail(
+                "DeviceBuffer2D::to_vec",
+                ErrorCode::InvalidValue,
+                format!(
+                    "{} x {} elements do not fit a usize",
+                    self.width, self.height
+                ),
+            ));
+        };
         let mut v = Vec::with_capacity(n);
         if self.row_bytes() != 0 && self.height != 0 {
             let (w, h) = self.extent();
