@@ -301,8 +301,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
             // scope's) do not wait for the legacy stream, so the host waits for it now: then
             // the memory is valid for every stream. (On failure `buf` is dropped, freeing
             // the block in order on the legacy stream.)
-            // SAFETY: null is the current context's legacy stream.
-            ctx.with_current(|| unsafe { driver::stream_wait_idle(std::ptr::null_mut()) })?;
+            ctx.with_current(crate::context::order::legacy_wait)?;
         }
         Ok(buf)
     }

@@ -108,12 +108,7 @@ pub(super) unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut c_void) {
     // (the scope waits for the count before it frees the chunk).
     let chunk = unsafe { chunk.as_ref() };
     if let Err(payload) = outcome {
-        let mut first = lock(&chunk.panic);
-        match *first {
-            None => *first = Some(payload),
-            // dropping a payload may panic, and this frame must not unwind
-            Some(_) => std::mem::forget(payload),
-        }
+        keep_first_panic(&chunk.panic, payload);
     }
     chunk.done.fetch_add(1, Ordering::Release);
     // the scope may free the chunk from here on: no access after the count
@@ -149,6 +144,17 @@ pub(super) struct Queued {
 // SAFETY: as `SlotPtr`: the chunks are shared with the driver's threads only through their
 // atomic count and their lock.
 unsafe impl Send for Queued {}
+
+/// Keeps `p` in `first` if it holds no panic yet; a later one is forgotten (dropping a
+/// payload may run code that panics, maybe while a panic unwinds or in a frame that must
+/// not unwind).
+fn keep_first_panic(first: &Mutex<Option<Box<dyn Any + Send>>>, p: Box<dyn Any + Send>) {
+    let mut first = lock(first);
+    match *first {
+        None => *first = Some(p),
+        Some(_) => std::mem::forget(p),
+    }
+}
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -304,7 +310,7 @@ impl HostFns {
             // the count (acquire) says the trampolines wrote the panic before and touch
             // nothing of the chunk after
             if let Some(p) = lock(&chunk.panic).take() {
-                self.keep_first_panic(p);
+                keep_first_panic(&self.panic, p);
             }
             for &h in &abandoned {
                 // SAFETY: a live slot whose state this call moved out of `PENDING`, so no
@@ -317,7 +323,7 @@ impl HostFns {
                 let dropped =
                     catch_unwind(AssertUnwindSafe(|| unsafe { (header.drop_closure)(h) }));
                 if let Err(p) = dropped {
-                    self.keep_first_panic(p);
+                    keep_first_panic(&self.panic, p);
                 }
             }
             if abandoned.is_empty() {
@@ -327,16 +333,6 @@ impl HostFns {
                 // SAFETY: allocated with this layout in `place`; nothing uses it any more.
                 unsafe { std::alloc::dealloc(entry.base.as_ptr().cast(), entry.layout) };
             }
-        }
-    }
-
-    /// Keeps `p` as the scope's panic if it is the first; a later one is forgotten (dropping
-    /// a payload may run code that panics, maybe while a panic unwinds).
-    fn keep_first_panic(&self, p: Box<dyn Any + Send>) {
-        let mut first = lock(&self.panic);
-        match *first {
-            None => *first = Some(p),
-            Some(_) => std::mem::forget(p),
         }
     }
 
