@@ -102,16 +102,26 @@ use crate::error::{Error, ErrorCode, Result};
 /// ```
 pub struct MemoryPool<'ctx> {
     raw: CUmemoryPool,
-    owned: bool,
-    /// The device's default pool: other libraries of the process allocate from it and free
-    /// into it in stream order (see `DeviceBuffer::uninitialized_in`).
-    shared: bool,
+    origin: Origin,
     /// The pool's context. A guard is invariant in `'ctx`, so this field alone makes the
     /// pool invariant too; `_brand` says so where a reader looks for the brand.
     ctx: ContextGuard<'ctx>,
     /// Invariant in `'ctx` (the crate's `Brand`), as `ctx` already is. Were both covariant,
     /// pools of two contexts could be shortened to one brand and pass for one another.
     _brand: Brand<'ctx>,
+}
+
+/// Where a [`MemoryPool`] comes from, and so who destroys it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Made by [`MemoryPool::new`]: destroyed when the handle goes.
+    Own,
+    /// The crate's pool of the device ([`MemoryPool::of_device`]), kept for the process.
+    Crate,
+    /// The device's default pool ([`MemoryPool::device_default`]): other libraries of the
+    /// process allocate from it and free into it in stream order (see
+    /// `DeviceBuffer::uninitialized_in`).
+    DeviceDefault,
 }
 
 /// How a pool may reuse memory freed in stream order (`CU_MEMPOOL_ATTR_REUSE_*`); all three
@@ -175,8 +185,7 @@ impl<'ctx> MemoryPool<'ctx> {
         let raw = driver::non_null("cuMemPoolCreate", raw)?.as_ptr();
         Ok(MemoryPool {
             raw,
-            owned: true,
-            shared: false,
+            origin: Origin::Own,
             ctx: ctx.unphased(),
             _brand: PhantomData,
         })
@@ -191,8 +200,7 @@ impl<'ctx> MemoryPool<'ctx> {
         match crate_pool(device)? {
             Some(raw) => Ok(MemoryPool {
                 raw,
-                owned: false,
-                shared: false,
+                origin: Origin::Crate,
                 ctx: ctx.unphased(),
                 _brand: PhantomData,
             }),
@@ -209,8 +217,7 @@ impl<'ctx> MemoryPool<'ctx> {
         let raw = driver::non_null("cuDeviceGetDefaultMemPool", raw)?.as_ptr();
         Ok(MemoryPool {
             raw,
-            owned: false,
-            shared: true,
+            origin: Origin::DeviceDefault,
             ctx: ctx.unphased(),
             _brand: PhantomData,
         })
@@ -225,7 +232,7 @@ impl<'ctx> MemoryPool<'ctx> {
     /// Whether other libraries allocate from it too (the device's default pool).
     #[inline]
     pub(crate) fn is_shared(&self) -> bool {
-        self.shared
+        self.origin == Origin::DeviceDefault
     }
 
     /// The driver's handle (`CUmemoryPool`), for calls this crate does not wrap.
@@ -346,7 +353,7 @@ impl MemoryPool<'_> {
 
     /// What `drop` and `close` run.
     fn release(&self) -> Result<()> {
-        if !self.owned {
+        if self.origin != Origin::Own {
             return Ok(());
         }
         // SAFETY: an owned pool, never used again by this handle (dropped, or forgotten by
@@ -370,7 +377,7 @@ impl fmt::Debug for MemoryPool<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemoryPool")
             .field("raw", &self.raw)
-            .field("owned", &self.owned)
+            .field("owned", &(self.origin == Origin::Own))
             .finish()
     }
 }
