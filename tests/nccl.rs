@@ -635,6 +635,11 @@ const CHILD: &str = "CUDA_BRAND_NCCL_TEST_CHILD";
 /// Starts this test binary's test `name` alone in a child process with `env`, its output
 /// going to `out` with the extensions `.out` and `.err`.
 fn run_child(name: &str, env: &[(&str, &str)], out: &Path) -> Child {
+    child_command(name, env, out).spawn().unwrap()
+}
+
+/// The command [`run_child`] spawns.
+fn child_command(name: &str, env: &[(&str, &str)], out: &Path) -> Command {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
@@ -648,7 +653,7 @@ fn run_child(name: &str, env: &[(&str, &str)], out: &Path) -> Child {
     for (k, v) in env {
         command.env(k, v);
     }
-    command.spawn().unwrap()
+    command
 }
 
 /// Waits for every child, killing them all once `limit` has passed; panics with their
@@ -1156,6 +1161,66 @@ fn from_env_under_torchrun_variables_makes_a_world_of_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A launcher's variable set to bytes that are not UTF-8 (in a child process's real
+/// environment, which the test harness's threads must not see changed): `World::from_env`
+/// is an error naming the variable, never a world of one (as `std::env::var(..).ok()`
+/// read it, for every rank of the job). No GPU needed.
+#[cfg(unix)]
+fn a_launcher_variable_that_is_not_utf8_is_an_error_not_a_world_of_one() {
+    const GARBLED: &str = "CUDA_BRAND_NCCL_TEST_GARBLED";
+    if std::env::var_os(CHILD).is_some() {
+        let name = std::env::var(GARBLED).unwrap();
+        let e = World::from_env().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        let detail = e.detail().unwrap();
+        assert!(
+            detail.starts_with(&format!("{name} is set to bytes that are not UTF-8")),
+            "{detail}"
+        );
+        return;
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let dir = std::env::temp_dir().join(format!("cuda-brand-nccl-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sets: [&[(&str, &str)]; 3] = [
+        &[("RANK", "1"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")],
+        &[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+        ],
+        &[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_LOCALID", "1"),
+        ],
+    ];
+    let mut children = Vec::new();
+    for (i, set) in sets.iter().enumerate() {
+        for (j, &(name, _)) in set.iter().enumerate() {
+            let out = dir.join(format!("child-{i}-{j}"));
+            let mut env: Vec<(&str, &str)> =
+                set.iter().copied().filter(|(k, _)| *k != name).collect();
+            env.push((GARBLED, name));
+            let mut command = child_command(
+                "a_launcher_variable_that_is_not_utf8_is_an_error_not_a_world_of_one",
+                &env,
+                &out,
+            );
+            // the launchers' other variables, which the parent may have, stay out
+            for other in ["RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"] {
+                if other != name && !env.iter().any(|(k, _)| *k == other) {
+                    command.env_remove(other);
+                }
+            }
+            command.env(name, std::ffi::OsStr::from_bytes(b"1\xff"));
+            children.push((command.spawn().unwrap(), out));
+        }
+    }
+    wait_all(children, Duration::from_secs(60));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Rank 0 of a world of two, and no rank 1: an error naming the missing rank within the
 /// deadline, not a hang. And rank 1 of two with no rank 0: the same.
 fn a_world_of_two_with_one_process_fails_within_the_deadline() {
@@ -1596,6 +1661,12 @@ fn two_processes_from_torchrun_variables_all_reduce_and_split() {
 fn main() -> std::process::ExitCode {
     use common::harness::{Needs, Test, run_serial};
     run_serial(vec![
+        #[cfg(unix)]
+        Test {
+            name: "a_launcher_variable_that_is_not_utf8_is_an_error_not_a_world_of_one",
+            needs: Needs::Nothing,
+            body: a_launcher_variable_that_is_not_utf8_is_an_error_not_a_world_of_one,
+        },
         Test {
             name: "one_rank_communicator_reports_its_rank_and_device",
             needs: Needs::Gpu,

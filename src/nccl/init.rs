@@ -163,7 +163,7 @@ impl<'ctx> Communicator<'ctx> {
         let device = ctx.device()?;
         check_primary(ctx, &device, CALL)?;
         let _one = one_at_a_time(deadline, within)?;
-        let id = match nccl_comm_id() {
+        let id = match nccl_comm_id(CALL)? {
             Some(_) => UniqueId::new()?,
             None => UniqueId::from_bytes(rendezvous::exchange(world, deadline, within, || {
                 Ok(UniqueId::new()?.to_bytes())

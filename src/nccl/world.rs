@@ -65,8 +65,8 @@ pub enum Launcher {
 /// Open MPI comes before Slurm because `mpirun` inside a Slurm allocation starts its
 /// processes with the allocation's `SLURM_PROCID` (0, or the daemon's node), which is not
 /// the rank. A variable that is set but wrong (not a number, a rank not below the size, a
-/// size of 0, PyTorch's set given in part) is an error naming the variable and its value,
-/// never a silent world of one.
+/// size of 0, PyTorch's set given in part, a value that is not UTF-8) is an error naming
+/// the variable and its value, never a silent world of one.
 ///
 /// ```
 /// use cuda_brand::nccl::{Launcher, World};
@@ -105,8 +105,11 @@ const FROM_ENV: &str = "World::from_env";
 impl World {
     /// The world the launcher of this process describes in its environment (see the
     /// [table](World)); a world of one process when no launcher's variables are set.
+    ///
+    /// A variable the parser reads whose value is not UTF-8 is an error naming it, never
+    /// taken for unset (which would make every process of the job a world of one).
     pub fn from_env() -> Result<World> {
-        World::from_vars(|name| std::env::var(name).ok())
+        from_lookup(|name| std::env::var_os(name))
     }
 
     /// The world that `lookup` (a variable's name to its value, `None` when unset)
@@ -507,13 +510,55 @@ pub(crate) fn first_host(list: &str) -> Option<String> {
     (!host.is_empty()).then_some(host)
 }
 
+/// [`World::from_env`] with the variables read by `lookup` (the environment's bytes): the
+/// first variable the parser reads whose value is not UTF-8 is an error naming it,
+/// whatever the parser made of it (it sees a value with replacement characters, so it
+/// never takes the variable for unset).
+fn from_lookup(lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<World> {
+    let not_utf8: std::cell::RefCell<Option<(String, std::ffi::OsString)>> = Default::default();
+    let parsed = World::from_vars(|name| {
+        let value = lookup(name)?;
+        match value.into_string() {
+            Ok(text) => Some(text),
+            Err(raw) => {
+                let lossy = raw.to_string_lossy().into_owned();
+                not_utf8.borrow_mut().get_or_insert((name.to_owned(), raw));
+                Some(lossy)
+            }
+        }
+    });
+    match not_utf8.into_inner() {
+        Some((name, raw)) => Err(not_utf8_error(FROM_ENV, &name, &raw)),
+        None => parsed,
+    }
+}
+
+/// The error for a variable whose value is not UTF-8.
+fn not_utf8_error(call: &'static str, name: &str, raw: &std::ffi::OsStr) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::InvalidValue,
+        format!(
+            "{name} is set to bytes that are not UTF-8 ({raw:?}): the launcher's variables are text"
+        ),
+    )
+}
+
 /// Whether NCCL will find `NCCL_COMM_ID` in this process's environment, where NCCL reads
 /// it: then every rank derives the same unique id from it (`ncclGetUniqueId`), and rank
-/// 0's NCCL serves the bootstrap at that address itself.
-pub(crate) fn nccl_comm_id() -> Option<String> {
-    std::env::var("NCCL_COMM_ID")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
+/// 0's NCCL serves the bootstrap at that address itself. A value that is not UTF-8 is an
+/// error (NCCL would read its bytes while the crate took it for unset).
+pub(crate) fn nccl_comm_id(call: &'static str) -> Result<Option<String>> {
+    comm_id_of(call, std::env::var_os("NCCL_COMM_ID"))
+}
+
+/// [`nccl_comm_id`] of the value `raw`.
+fn comm_id_of(call: &'static str, raw: Option<std::ffi::OsString>) -> Result<Option<String>> {
+    match raw.map(std::ffi::OsString::into_string) {
+        None => Ok(None),
+        Some(Ok(text)) => Ok(Some(text).filter(|v| !v.trim().is_empty())),
+        Some(Err(raw)) => Err(not_utf8_error(call, "NCCL_COMM_ID", &raw)),
+    }
 }
 
 #[cfg(test)]
@@ -808,5 +853,57 @@ mod tests {
         assert_eq!(pick_device(3, 1), Some(0), "one visible device per process");
         assert_eq!(pick_device(3, 2), None, "more local ranks than devices");
         assert_eq!(pick_device(0, 0), None);
+    }
+
+    /// Every variable the parser reads is read as text: bytes that are not UTF-8 are an
+    /// error naming the variable, for each launcher's variables and for `NCCL_COMM_ID`,
+    /// never a world of one (as `std::env::var(name).ok()` read them).
+    #[test]
+    #[cfg(unix)]
+    fn a_variable_that_is_not_utf8_is_an_error_naming_it() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        let garbled = || OsString::from_vec(vec![b'1', 0xff]);
+        let sets: [&[(&str, &str)]; 3] = [TORCHRUN, OMPI, SLURM];
+        for set in sets {
+            for &(name, _) in set {
+                let lookup = |n: &str| match set.iter().find(|(k, _)| *k == n) {
+                    Some(_) if n == name => Some(garbled()),
+                    Some((_, v)) => Some(OsString::from(v)),
+                    None => None,
+                };
+                let e = from_lookup(lookup).unwrap_err();
+                assert_eq!((e.call(), e.code()), (FROM_ENV, ErrorCode::InvalidValue));
+                let detail = e.detail().unwrap();
+                assert!(
+                    detail.starts_with(&format!("{name} is set to bytes that are not UTF-8")),
+                    "{detail}"
+                );
+            }
+        }
+        // alone, a launcher's rank variable is still a launcher's, not a world of one
+        let e = from_lookup(|n| (n == "RANK").then(garbled)).unwrap_err();
+        assert!(e.detail().unwrap().starts_with("RANK is set"), "{e}");
+        // text is read as before
+        let w = from_lookup(|n| {
+            TORCHRUN
+                .iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| OsString::from(v))
+        })
+        .unwrap();
+        assert_eq!(w, world(TORCHRUN).unwrap());
+        assert_eq!(from_lookup(|_| None).unwrap(), World::single());
+        let e = comm_id_of("x", Some(garbled())).unwrap_err();
+        assert!(
+            e.detail().unwrap().starts_with("NCCL_COMM_ID is set"),
+            "{e}"
+        );
+        assert_eq!(comm_id_of("x", None).unwrap(), None);
+        assert_eq!(comm_id_of("x", Some(" ".into())).unwrap(), None);
+        assert_eq!(
+            comm_id_of("x", Some("h:1".into())).unwrap().as_deref(),
+            Some("h:1")
+        );
     }
 }
