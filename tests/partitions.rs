@@ -485,6 +485,125 @@ fn a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch()
 
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
+/// `err`'s code is `NotPermitted`, and its text says why (`words`).
+fn not_permitted(err: Error, words: &str) {
+    assert_eq!(err.code(), ErrorCode::NotPermitted, "{err}");
+    assert!(err.to_string().contains(words), "{err}");
+}
+
+/// A scoped thread spawned in a partition's closure, which entered no partition, holding a
+/// partition's buffer (pool memory, tied to no context): its synchronous operations would
+/// retain the device's primary context and run there, on any SM, outside every partition.
+/// They are refused while the device is partitioned, and the buffer keeps its values.
+fn a_scoped_thread_makes_no_synchronous_operation_outside_the_partitions() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let mut buf = p.from_slice(&[1u32; 4096])?;
+            let mut host = vec![0u32; 4096];
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    const WHY: &str = "the device is partitioned";
+                    not_permitted(buf.fill(7).unwrap_err(), WHY);
+                    not_permitted(buf.copy_from_host(&[9; 4096]).unwrap_err(), WHY);
+                    not_permitted(buf.to_vec().unwrap_err(), WHY);
+                    not_permitted(buf.copy_to_host(&mut host).unwrap_err(), WHY);
+                });
+            });
+            assert_eq!(buf.to_vec()?, [1; 4096], "nothing was written");
+            // on the partition's thread, as before
+            buf.fill(3)?;
+            assert_eq!(buf.to_vec()?, [3; 4096]);
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+/// A partition's stream, event, module and function on a scoped thread (they are `Send`),
+/// while the partition's thread uses its green context: the driver has "no internal
+/// synchronization to make API calls accessing the same green context from multiple
+/// threads work". Every call that would reach the driver there is refused; on the
+/// partition's thread they work as before.
+fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let stream = p.stream()?;
+            let mut event = p.event_without_timing()?;
+            let mut other = p.event_without_timing()?;
+            let module = p.load_ptx(PTX)?;
+            let function = module.function("scale")?;
+            let recorded = event.record(&stream)?;
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    const WHY: &str = "one thread at a time";
+                    not_permitted(stream.synchronize().unwrap_err(), WHY);
+                    not_permitted(stream.is_idle().unwrap_err(), WHY);
+                    not_permitted(stream.priority().unwrap_err(), WHY);
+                    not_permitted(stream.scope(|_| Ok(())).unwrap_err(), WHY);
+                    not_permitted(other.record(&stream).map(drop).unwrap_err(), WHY);
+                    not_permitted(stream.wait_event(&recorded).unwrap_err(), WHY);
+                    not_permitted(recorded.synchronize().unwrap_err(), WHY);
+                    not_permitted(recorded.is_complete().unwrap_err(), WHY);
+                    not_permitted(function.max_threads_per_block().unwrap_err(), WHY);
+                    not_permitted(function.params().map(drop).unwrap_err(), WHY);
+                    not_permitted(module.function("scale").map(drop).unwrap_err(), WHY);
+                    not_permitted(module.global::<u32>("nothing").map(drop).unwrap_err(), WHY);
+                });
+            });
+            // the partition's own thread
+            recorded.synchronize()?;
+            assert!(stream.is_idle()?);
+            assert!(function.max_threads_per_block()? > 0);
+            stream.scope(|_| Ok::<_, Error>(()))?;
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+/// A partition's buffer, stream, event and module dropped on a scoped thread: the drop
+/// cannot reach the driver there (the green context is the partition's thread's), so the
+/// partition's thread releases them when the partition ends. Nothing is reported as a
+/// failed release, and the buffer's pool block is back in the pool afterwards (it used to
+/// be refused and leaked for the process).
+fn a_partitions_values_dropped_on_another_thread_are_released_by_its_own() {
+    let Some(device) = partitionable() else {
+        return;
+    };
+    let bytes = 64usize << 20;
+    with_partitions(&device, |sms| {
+        let each = sms.min_partition().max(8);
+        let (first, second) = sms.split(each)?;
+        let before = first.enter(|p| {
+            let pool = cuda_brand::MemoryPool::of_device(p)?;
+            let before = pool.used_bytes()?;
+            let buf = p.zeroed::<u8>(bytes)?;
+            assert_eq!(pool.used_bytes()?, before + bytes as u64);
+            let (stream, event, module) = (p.stream()?, p.event()?, p.load_ptx(PTX)?);
+            std::thread::scope(|t| {
+                t.spawn(move || drop((buf, stream, event, module)));
+            });
+            // still the partition's until it ends
+            assert_eq!(pool.used_bytes()?, before + bytes as u64);
+            Ok::<_, Error>(before)
+        })?; // a failed release would be this closure's error
+        second.enter(|p| {
+            let used = cuda_brand::MemoryPool::of_device(p)?.used_bytes()?;
+            assert_eq!(used, before, "the dropped buffer went back to the pool");
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
 pub fn tests_alone() -> Vec<common::harness::Test> {
     use common::harness::{Needs, Test};
     macro_rules! alone {
@@ -502,5 +621,8 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         a_part_is_not_entered_on_a_thread_with_a_plain_context_current,
         a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch,
         a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch,
+        a_scoped_thread_makes_no_synchronous_operation_outside_the_partitions,
+        a_partitions_stream_event_and_function_are_refused_on_another_thread,
+        a_partitions_values_dropped_on_another_thread_are_released_by_its_own,
     ]
 }
