@@ -32,7 +32,7 @@ pub(crate) unsafe fn in_context<T>(
     }
     // a partition's context is current on its own thread only (one atomic load while no
     // partition lives)
-    super::partition::refuse_foreign(raw)?;
+    super::confined::refuse_foreign(raw)?;
     // SAFETY: the caller guarantees the context; it is popped again below (or by the
     // guard while a panic of `op` unwinds).
     unsafe { driver::ctx_push(raw) }?;
@@ -732,7 +732,7 @@ fn unhold_primary(raw: CUcontext) {
 pub(crate) fn held(raw: CUcontext) -> bool {
     // the order's book last: its lock may be held across a wait for the GPU
     held_primaries().contains(&(raw as usize))
-        || super::partition::is_partition(raw)
+        || super::confined::is_partition(raw)
         || super::order::holds(raw)
 }
 

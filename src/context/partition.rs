@@ -18,11 +18,10 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
+use super::confined::{Listed, OWNERS, refuse_foreign, thread_token};
 use super::enter::{pop_exact, run_then};
 use super::phase::Partitioned;
 use super::{Brand, ComputeCapability, ContextGuard, Device, teardown};
@@ -33,106 +32,13 @@ use crate::error::{Error, ErrorCode, Result};
 // thread is counted in the driver layer's thread-local word, beside the host-function flag
 // (`driver::partitioned_closures`), so that entering a context checks both in one load.
 thread_local! {
-    /// Its address is this thread's [`thread_token`].
-    static TOKEN: u8 = const { 0 };
     /// The partitions entered on this thread: (`CUcontext` form, green context).
     static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A process-wide list behind a lock, with its length kept beside it for the fast path:
-/// `is_empty` is one atomic load, so the checks made on every entry into a context cost
-/// that alone while the list is empty. The length is set from the list's own, under the
-/// lock, by every change ([`Listed::change`]).
-struct Listed<T> {
-    list: Mutex<Vec<T>>,
-    len: AtomicUsize,
-}
-
-impl<T> Listed<T> {
-    const fn new() -> Self {
-        Listed {
-            list: Mutex::new(Vec::new()),
-            len: AtomicUsize::new(0),
-        }
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.len.load(Ordering::Acquire) == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
-        self.list.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `f` on the list under its lock, then records its length.
-    fn change<R>(&self, f: impl FnOnce(&mut Vec<T>) -> R) -> R {
-        let mut list = self.lock();
-        let r = f(&mut list);
-        self.len.store(list.len(), Ordering::Release);
-        r
-    }
 }
 
 /// The devices a `with_partitions` closure is splitting, process-wide
 /// ([`refuse_partitioned`] reads whether there are any alone while there are none).
 static PARTITIONED: Listed<CUdevice> = Listed::new();
-
-/// The partitions alive in the process: (`CUcontext` form, [`thread_token`] of the thread
-/// that entered it) ([`refuse_foreign`] reads whether there are any alone while there are
-/// none). A partition's values (streams, buffers, events, modules) are `Send` and `Sync`,
-/// so they reach scoped threads; the driver lets a green context be current on one thread
-/// at a time ("There is no internal synchronization to make API calls accessing the same
-/// green context from multiple threads work", `cuGreenCtxCreate`), and the partition's
-/// thread has it current for the whole of `SmGroup::enter`.
-static OWNERS: Listed<(usize, usize)> = Listed::new();
-
-/// This thread, as a number no other live thread has: the address of its `TOKEN` (a
-/// `const` thread-local without a destructor, so readable at any time, also while other
-/// thread-locals are destroyed). A record holding it is removed before its thread leaves
-/// `SmGroup::enter`, so an address reused by a later thread is never mistaken for it.
-fn thread_token() -> usize {
-    TOKEN.with(|t| std::ptr::from_ref(t) as usize)
-}
-
-/// Whether `ctx` is the `CUcontext` form of a partition alive now (its `SmGroup::enter`
-/// takes it out of the list before it is destroyed). One atomic load while none lives.
-pub(crate) fn is_partition(ctx: CUcontext) -> bool {
-    !OWNERS.is_empty() && OWNERS.lock().iter().any(|&(raw, _)| raw == ctx as usize)
-}
-
-/// `Err` if `ctx` is the `CUcontext` form of a partition entered on another thread: the
-/// crate is about to make it current here (`in_context`), where the driver would have one
-/// green context current on two threads. Called where a context is pushed for an
-/// operation; one atomic load while no partition lives.
-#[inline]
-pub(crate) fn refuse_foreign(ctx: CUcontext) -> Result<()> {
-    if OWNERS.is_empty() {
-        Ok(())
-    } else {
-        refuse_foreign_slow(ctx)
-    }
-}
-
-#[inline(never)]
-fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
-    let me = thread_token();
-    let foreign = OWNERS
-        .lock()
-        .iter()
-        .any(|&(raw, owner)| raw == ctx as usize && owner != me);
-    if foreign {
-        return Err(Error::with_detail(
-            "cuCtxPushCurrent_v2",
-            ErrorCode::NotPermitted,
-            "the context of an SM partition is made current on the thread that entered it \
-             only (the driver lets a green context be current on one thread at a time, with \
-             no internal synchronization): use the partition's streams, buffers, events and \
-             modules on that thread, or give this thread a partition of its own",
-        ));
-    }
-    Ok(())
-}
 
 /// `Err` naming `call` if a partitioned closure runs on this thread: inside one, no
 /// context but the partitions may be entered, so that no work is queued outside every
@@ -716,6 +622,11 @@ fn make_partition(
 /// The teardown of a partition: synchronize, free what the layers above keep for the
 /// context, pop, destroy the green context, report failed releases of its handles.
 fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
+    // what scoped threads dropped of the partition's values (they are joined: `f` has
+    // returned), released here, on the partition's thread, before the synchronization
+    for (what, e) in super::confined::run_parked(raw) {
+        teardown::record_failed_release(NonNull::new(raw), what, e);
+    }
     let synced = driver::ctx_synchronize();
     // SAFETY: `raw` is alive and current (on top of this thread's stack).
     unsafe { teardown::run_before_give_up(raw) };

@@ -134,6 +134,14 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         self.raw.as_ptr()
     }
 
+    /// `Err` (`NotPermitted`, naming `call`) where this is a function of a partition's
+    /// module and the calling thread not the partition's (`context::confined`). One atomic
+    /// load while no partition has a handle listed.
+    #[inline]
+    fn on_its_thread(&self, call: &'static str) -> Result<()> {
+        crate::context::confined::refuse_foreign_handle(call, self.raw() as usize)
+    }
+
     /// The driver's handle (`CUfunction`), for calls this crate does not wrap.
     ///
     /// # Safety
@@ -151,7 +159,12 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     }
 
     /// One attribute's value (`cuFuncGetAttribute`).
+    ///
+    /// A partition's function is used on the partition's thread only: on another thread
+    /// this, and every method of the function, is [`ErrorCode::NotPermitted`]
+    /// ([`crate::partition`]).
     pub fn attribute(&self, attribute: FunctionAttribute) -> Result<i32> {
+        self.on_its_thread("Function::attribute")?;
         // SAFETY: the function is alive (it borrows its module).
         unsafe { driver::func_get_attribute(self.raw(), attribute as i32) }
     }
@@ -180,6 +193,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`); beyond 48 KiB only on devices
     /// that allow it, up to their opt-in maximum.
     pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<()> {
+        self.on_its_thread("Function::set_max_dynamic_shared_bytes")?;
         // SAFETY: the function is alive.
         unsafe {
             driver::func_set_attribute(
@@ -203,6 +217,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
 
     /// Sets this function's preference between L1 cache and shared memory.
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
+        self.on_its_thread("Function::set_cache_config")?;
         // SAFETY: the function is alive.
         unsafe { driver::func_set_cache_config(self.raw(), config.raw()) }
     }
@@ -210,6 +225,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// The block size that maximises occupancy for `dynamic_shared_bytes` of dynamic
     /// shared memory per block (`cuOccupancyMaxPotentialBlockSize`).
     pub fn suggested_block_size(&self, dynamic_shared_bytes: u32) -> Result<u32> {
+        self.on_its_thread("Function::suggested_block_size")?;
         // SAFETY: the function is alive.
         let (_, block) =
             unsafe { driver::occupancy_block_size(self.raw(), dynamic_shared_bytes as usize) }?;
@@ -221,6 +237,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// H100). Set it before the scopes that launch such clusters: a scope keeps the
     /// cluster limit it looked up for a kernel.
     pub fn set_non_portable_cluster_size_allowed(&self, allowed: bool) -> Result<()> {
+        self.on_its_thread("Function::set_non_portable_cluster_size_allowed")?;
         // SAFETY: the function is alive.
         unsafe {
             driver::func_set_attribute(
@@ -257,6 +274,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// # }
     /// ```
     pub fn params(&self) -> Result<Vec<ParamInfo>> {
+        self.on_its_thread("Function::params")?;
         driver_params(*self)
     }
 
@@ -269,6 +287,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         block_threads: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<u32> {
+        self.on_its_thread("Function::max_active_blocks_per_multiprocessor")?;
         // SAFETY: the function is alive.
         let blocks = unsafe {
             driver::occupancy_max_active_blocks(
@@ -307,6 +326,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         self,
         call: &'static str,
     ) -> Result<Kernel<'m, 'ctx, P>> {
+        self.on_its_thread(call)?;
         check_declaration::<P>(call, self)?;
         // SAFETY: the caller's promise.
         unsafe { Kernel::new(self) }

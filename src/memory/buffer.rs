@@ -668,13 +668,18 @@ impl<T: DeviceCopy> DeviceBuffer<'_, T> {
             return Ok(());
         }
         let (ctx, bytes) = (self.owner.context(), self.size_in_bytes());
-        // SAFETY: the buffer owns `ptr`, `bytes` long (from `cuMemAlloc` in its own context where it is
-        // plain, else from a pool), and no queued work can still use it: asynchronous work
-        // only runs inside a stream scope, which borrows the buffer until its stream has
-        // finished, so a pool gets back a block with nothing pending on it. The brand keeps
-        // the context alive; the buffer is not used again (dropped, or forgotten by
-        // `close`).
-        unsafe { free_buffer_memory(ctx, ptr, bytes, self.owner.is_plain()) }
+        let plain = self.owner.is_plain();
+        let free = move |ctx| {
+            // SAFETY: the buffer owns `ptr`, `bytes` long (from `cuMemAlloc` in its own context
+            // where it is plain, else from a pool), and no queued work can still use it:
+            // asynchronous work only runs inside a stream scope, which borrows the buffer until
+            // its stream has finished, so a pool gets back a block with nothing pending on it.
+            // The brand keeps the context alive (a release parked for a partition's thread runs
+            // before the partition ends: `context::confined`); the buffer is not used again
+            // (dropped, or forgotten by `close`).
+            unsafe { free_buffer_memory(ctx, ptr, bytes, plain) }
+        };
+        context::confined::release_in(ctx, "DeviceBuffer", free).unwrap_or(Ok(()))
     }
 }
 

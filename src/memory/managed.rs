@@ -411,10 +411,16 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
             // memory of a setup phase: its context's teardown frees it
             return Ok(());
         }
-        // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged) in its context, which the brand
-        // keeps alive; no queued work uses it (scopes borrow the buffer until their streams
-        // are idle); the buffer is not used again (dropped, or forgotten by `close`).
-        unsafe { super::free_plain(self.ctx, self.ptr) }
+        let ptr = self.ptr;
+        let free = move |ctx| {
+            // SAFETY: the buffer owns `ptr` (from cuMemAllocManaged) in its context, which the brand
+            // keeps alive (a release parked for a partition's thread runs before the
+            // partition ends: `context::confined`); no queued work uses it (scopes borrow
+            // the buffer until their streams are idle); the buffer is not used again
+            // (dropped, or forgotten by `close`).
+            unsafe { super::free_plain(ctx, ptr) }
+        };
+        crate::context::confined::release_in(self.ctx, "ManagedBuffer", free).unwrap_or(Ok(()))
     }
 }
 

@@ -343,15 +343,20 @@ impl<T: DeviceCopy> PinnedBuffer<'_, T> {
             // memory of a setup phase: its context's teardown frees it
             return Ok(());
         }
-        let p = self.ptr.as_ptr().cast::<c_void>();
-        let free = || {
-            // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps alive; no
-            // copy can still use it (they only run inside a scope that borrows the buffer),
-            // and the buffer is not used again (dropped, or forgotten by `close`).
-            unsafe { driver::mem_free_host(p) }
+        let p = self.ptr.as_ptr() as usize;
+        let free = move |ctx| {
+            let free = || {
+                // SAFETY: `p` came from cuMemHostAlloc in `ctx`, which the brand keeps
+                // alive; no copy can still use it (they only run inside a scope that
+                // borrows the buffer), and the buffer is not used again (dropped, or
+                // forgotten by `close`).
+                unsafe { driver::mem_free_host(p as *mut c_void) }
+            };
+            // SAFETY: the brand keeps the context alive (a release parked for a
+            // partition's thread runs before the partition ends: `context::confined`).
+            unsafe { context::in_context(ctx, free) }
         };
-        // SAFETY: the brand keeps the context alive.
-        unsafe { context::in_context(self.ctx, free) }
+        context::confined::release_in(self.ctx, "PinnedBuffer", free).unwrap_or(Ok(()))
     }
 }
 

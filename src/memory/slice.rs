@@ -578,6 +578,10 @@ fn out_of_range(len: usize) -> ! {
 /// of the crate holds it: `Completion::held`); and whether the memory can be placed (memory
 /// of a pool, never a module global: its accesses are then ordered by their spans, else as
 /// touching anything, `context::order::Touched`).
+/// The call named when the primary-context fallback of [`in_memory_context_with`] is
+/// refused.
+const CALL_PRIMARY: &str = "DeviceSlice (the device's primary context)";
+
 #[inline]
 fn in_memory_context_with<T>(
     ptr: CUdeviceptr,
@@ -611,8 +615,12 @@ fn in_memory_context_with<T>(
             "this memory belongs to no context the driver names (a module global): make its context current first (SharedContext::enter)",
         ));
     }
-    // No context of the memory's device is current: use the device's primary context.
+    // No context of the memory's device is current: use the device's primary context,
+    // except while the device is partitioned (a scoped thread of a partitioned closure
+    // that entered no partition, holding a partition's buffer): the primary context's
+    // work would run on any SM, outside every partition.
     let device = info.device;
+    context::partition::refuse_partitioned(CALL_PRIMARY, device)?;
     let primary = driver::primary_ctx_retain(device)?;
     let primary = driver::non_null("cuDevicePrimaryCtxRetain", primary);
     // SAFETY: just retained, released below.

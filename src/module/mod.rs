@@ -268,7 +268,12 @@ impl<'ctx> Module<'ctx> {
 
     /// The function `name` (`cuModuleGetFunction`); a name the module does not have is
     /// `CUDA_ERROR_NOT_FOUND`, with the name in the error.
+    ///
+    /// A partition's module is used on the partition's thread only: on another thread this
+    /// and [`global`](Self::global) are [`ErrorCode::NotPermitted`], and so is every
+    /// method of a function looked up in it ([`crate::partition`]).
     pub fn function(&self, name: &str) -> Result<Function<'_, 'ctx>> {
+        crate::context::confined::refuse_foreign(self.ctx.as_ptr())?;
         let c_name = c_name("Module::function", name)?;
         // SAFETY: the module is alive (borrowed).
         let raw = unsafe { driver::module_get_function(self.raw(), &c_name) }.map_err(|e| {
@@ -280,6 +285,9 @@ impl<'ctx> Module<'ctx> {
         })?;
         let raw = driver::non_null("cuModuleGetFunction", raw)?;
         counts::note_function(self.raw.as_ptr() as usize, name, raw.as_ptr());
+        // used on the partition's thread only, for a partition's module
+        let (function, module) = (raw.as_ptr() as usize, self.raw.as_ptr() as usize);
+        crate::context::confined::register_function(function, module, self.ctx.as_ptr());
         // SAFETY: a function of this module, which the result borrows.
         Ok(unsafe { Function::from_raw(raw) })
     }
@@ -397,6 +405,7 @@ impl<'ctx> Module<'ctx> {
     }
 
     fn global_parts<T>(&self, name: &str) -> Result<(CUdeviceptr, usize)> {
+        crate::context::confined::refuse_foreign(self.ctx.as_ptr())?;
         let c_name = c_name("Module::global", name)?;
         // SAFETY: the module is alive (borrowed).
         let (ptr, bytes) =
@@ -580,25 +589,33 @@ impl Module<'_> {
         this.release()
     }
 
-    /// What `drop` and `close` run: unloads the module in its own context.
+    /// What `drop` and `close` run: unloads the module in its own context (a partition's
+    /// module dropped on another thread: on the partition's thread, at its end,
+    /// `context::confined`).
     fn release(&self) -> Result<()> {
-        let raw = self.raw();
-        // A global written synchronously may still be written on a sync stream (recorded
-        // as touching any memory, and waited for only by later users of the book): the
-        // unload frees the global's memory, and `cuModuleUnload` is not documented to wait
-        // for other streams' work on it. Waited for on the host first, as before a
-        // `cuMemFree` (one atomic load while nothing is pending).
-        // SAFETY: the brand keeps the context alive.
-        unsafe { ContextGuard::new_unchecked(self.ctx) }
-            .with_current(crate::context::order::wait_on_host)?;
-        // before the unload, while no other module can have this module's handles
-        counts::forget(raw as usize);
-        // SAFETY: the brand keeps the context alive; nothing uses the module any more (its
-        // functions and kernels borrow it, and launches keep that borrow until their
-        // scope's stream is idle; synchronous writes of its globals are complete, above),
-        // and the module is not used again (dropped, or forgotten by `close`).
-        unsafe { ContextGuard::new_unchecked(self.ctx) }
-            .with_current(|| unsafe { driver::module_unload(raw) })
+        let raw = self.raw() as usize;
+        let unload = move |ctx| {
+            let raw = raw as CUmodule;
+            // A global written synchronously may still be written on a sync stream
+            // (recorded as touching any memory, and waited for only by later users of the
+            // book): the unload frees the global's memory, and `cuModuleUnload` is not
+            // documented to wait for other streams' work on it. Waited for on the host
+            // first, as before a `cuMemFree` (one atomic load while nothing is pending).
+            // SAFETY: the brand keeps the context alive (a parked release runs before the
+            // partition ends).
+            unsafe { ContextGuard::new_unchecked(ctx) }
+                .with_current(crate::context::order::wait_on_host)?;
+            // before the unload, while no other module can have this module's handles
+            counts::forget(raw as usize);
+            crate::context::confined::forget_functions_of(raw as usize);
+            // SAFETY: the brand keeps the context alive; nothing uses the module any more
+            // (its functions and kernels borrow it, and launches keep that borrow until
+            // their scope's stream is idle; synchronous writes of its globals are complete,
+            // above), and the module is not used again (dropped, or forgotten by `close`).
+            unsafe { ContextGuard::new_unchecked(ctx) }
+                .with_current(|| unsafe { driver::module_unload(raw) })
+        };
+        crate::context::confined::release_in(self.ctx, "Module", unload).unwrap_or(Ok(()))
     }
 }
 

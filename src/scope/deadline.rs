@@ -100,7 +100,7 @@ impl<'ctx> Stream<'ctx> {
     {
         let opened = Instant::now();
         let stream = self.raw();
-        let scope = StreamScope::open(self, None);
+        let scope = StreamScope::open(self, None)?;
         let scopes = OpenScopes {
             scopes: std::slice::from_ref(&scope),
             lanes: None,
@@ -167,7 +167,7 @@ impl<'ctx> Stream<'ctx> {
             .iter()
             .enumerate()
             .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
-            .collect();
+            .collect::<Result<_>>()?;
         let open = OpenScopes {
             scopes: &scopes,
             lanes: Some(&lanes),

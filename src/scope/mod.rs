@@ -326,11 +326,15 @@ pub(crate) mod sealed {
 }
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
+    /// Opens a scope on `stream`: refused (`NotPermitted`) for a partition's stream on
+    /// another thread than the partition's (`context::confined`), so that every operation
+    /// of the scope (which stays on its thread) is made on the partition's thread.
     pub(crate) fn open(
         stream: &'env Stream<'ctx, K>,
         lanes: Option<(&'scope Lanes, usize)>,
-    ) -> Self {
-        StreamScope {
+    ) -> Result<Self> {
+        stream.on_its_thread("Stream::scope")?;
+        Ok(StreamScope {
             stream,
             allocations: Mutex::new(Allocations::default()),
             launch_cache: Mutex::new(LaunchCache::default()),
@@ -339,7 +343,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             _scope: PhantomData,
             _env: PhantomData,
             _thread: PhantomData,
-        }
+        })
     }
 
     /// The scope's stream.

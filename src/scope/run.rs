@@ -52,7 +52,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         F: for<'scope> FnOnce(&'scope StreamScope<'scope, 'env, 'ctx, K>) -> Result<R, E>,
         E: From<Error>,
     {
-        let scope = StreamScope::open(self, None);
+        let scope = StreamScope::open(self, None)?;
         let scopes = OpenScopes {
             scopes: std::slice::from_ref(&scope),
             lanes: None,
@@ -135,7 +135,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
             .iter()
             .enumerate()
             .map(|(i, s)| StreamScope::open(s, Some((&lanes, i))))
-            .collect();
+            .collect::<Result<_>>()?;
         let open = OpenScopes {
             scopes: &scopes,
             lanes: Some(&lanes),

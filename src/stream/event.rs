@@ -28,7 +28,7 @@ use cuda_driver_sys::CUevent_st;
 
 use super::Stream;
 use super::deadline::poll_until;
-use crate::context::{Allocating, Brand, ContextGuard, Phase, StreamKind};
+use crate::context::{Allocating, Brand, ContextGuard, Phase, StreamKind, confined};
 use crate::driver::{self, CUevent};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -204,6 +204,10 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
         let bits = flags.bits() | <K as sealed::Kind>::FLAGS;
         let raw = ctx.with_current(|| driver::event_create(bits))?;
         let raw = driver::non_null("cuEventCreate", raw)?;
+        if P::PARTITION {
+            // used on the partition's thread only (`context::confined`)
+            confined::register_handle(raw.as_ptr() as usize, ctx.raw());
+        }
         Ok(Event {
             raw,
             _brand: PhantomData,
@@ -242,6 +246,8 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
         &mut self,
         stream: &Stream<'ctx, S>,
     ) -> Result<Recorded<'_, 'ctx, K>> {
+        stream.on_its_thread("Event::record")?;
+        self.on_its_thread("Event::record")?;
         // SAFETY: both handles are alive and branded with the same context.
         unsafe { driver::event_record(self.raw(), stream.raw()) }?;
         Ok(Recorded { event: self })
@@ -346,13 +352,19 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
 
     /// Waits until the record has completed (`cuEventSynchronize`): the work queued on its
     /// stream before it is done.
+    ///
+    /// A partition's event is used on the partition's thread only: on another thread this,
+    /// and every method of the event, is [`ErrorCode::NotPermitted`]
+    /// ([`crate::partition`]).
     pub fn synchronize(&self) -> Result<()> {
+        self.event.on_its_thread("Recorded::synchronize")?;
         // SAFETY: the event is alive: borrowed by `self`.
         unsafe { driver::event_synchronize(self.raw()) }
     }
 
     /// Whether the record has completed (`cuEventQuery`).
     pub fn is_complete(&self) -> Result<bool> {
+        self.event.on_its_thread("Recorded::is_complete")?;
         // SAFETY: the event is alive.
         unsafe { driver::event_query(self.raw()) }
     }
@@ -385,6 +397,7 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     /// # }
     /// ```
     pub fn synchronize_within(&self, within: Duration) -> Result<bool> {
+        self.event.on_its_thread("Recorded::synchronize_within")?;
         let start = Instant::now();
         let query = || {
             // SAFETY: the event is alive.
@@ -410,6 +423,8 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     where
         K: Timed,
     {
+        self.event.on_its_thread("Recorded::elapsed")?;
+        end.event.on_its_thread("Recorded::elapsed")?;
         // SAFETY: both events are alive and of one context.
         let ms = unsafe { driver::event_elapsed_ms(self.raw(), end.raw()) }?;
         duration_of_ms(ms)
@@ -458,6 +473,8 @@ impl<'ctx, S: StreamKind> Stream<'ctx, S> {
     /// has completed (`cuStreamWaitEvent`). The event must be of the same context, and
     /// recorded: only [`Event::record`] makes a [`Recorded`].
     pub fn wait_event<K: EventKind>(&self, event: &Recorded<'_, 'ctx, K>) -> Result<()> {
+        self.on_its_thread("Stream::wait_event")?;
+        event.event.on_its_thread("Stream::wait_event")?;
         // SAFETY: both handles are alive and branded with the same context.
         unsafe { driver::stream_wait_event(self.raw(), event.raw()) }
     }
@@ -478,17 +495,38 @@ impl<K: EventKind> Event<'_, K> {
     /// })
     /// # }
     /// ```
+    ///
+    /// A partition's event closed on another thread than the partition's is destroyed by
+    /// the partition's thread when the partition ends, and `close` returns `Ok`.
     pub fn close(self) -> crate::error::Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the event is ours and never used again (`this` is not dropped).
-        unsafe { driver::event_destroy(this.raw()) }
+        // the event is ours and never used again (`this` is not dropped)
+        this.release().unwrap_or(Ok(()))
+    }
+
+    /// Destroys the event, now or (a partition's, on another thread) at the partition's
+    /// end (`None`: `context::confined`).
+    fn release(&self) -> Option<Result<()>> {
+        let raw = self.raw() as usize;
+        confined::release_handle(raw, "Event", move || {
+            // SAFETY: the event is ours and unused from now on (the caller drops or forgets
+            // it; no proof of a record outlives it). A parked release runs on the
+            // partition's thread, before its green context is destroyed.
+            unsafe { driver::event_destroy(raw as CUevent) }
+        })
+    }
+
+    /// `Err` (`NotPermitted`, naming `call`) where this is a partition's event and the
+    /// calling thread not the partition's (`context::confined`).
+    #[inline]
+    fn on_its_thread(&self, call: &'static str) -> Result<()> {
+        confined::refuse_foreign_handle(call, self.raw() as usize)
     }
 }
 
 impl<K: EventKind> Drop for Event<'_, K> {
     fn drop(&mut self) {
-        // SAFETY: the event is ours and unused from now on.
-        if let Err(e) = unsafe { driver::event_destroy(self.raw()) } {
+        if let Some(Err(e)) = self.release() {
             // the context's destruction reclaims the event; its teardown reports this. An
             // event does not know its context: the one current here is charged (see the
             // `teardown` module)

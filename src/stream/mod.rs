@@ -7,7 +7,9 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUstream_st;
 
-use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, partition};
+use crate::context::{
+    Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, confined, partition,
+};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -194,7 +196,18 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         })?;
         // SAFETY: the guard proves the partition, so its green context, alive.
         let raw = unsafe { driver::green_stream_create(green, flags.bits(), priority) }?;
-        driver::non_null("cuGreenCtxStreamCreate", raw)
+        let raw = driver::non_null("cuGreenCtxStreamCreate", raw)?;
+        // used on this thread only (`context::confined`)
+        confined::register_handle(raw.as_ptr() as usize, ctx.raw());
+        Ok(raw)
+    }
+
+    /// `Err` (`NotPermitted`, naming `call`) where this is a partition's stream and the
+    /// calling thread not the partition's (`context::confined`). One atomic load while no
+    /// partition has a stream or event.
+    #[inline]
+    pub(crate) fn on_its_thread(&self, call: &'static str) -> Result<()> {
+        confined::refuse_foreign_handle(call, self.raw() as usize)
     }
 
     /// The handle, for the crate's own calls.
@@ -221,25 +234,33 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
 
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).
     #[inline]
+    ///
+    /// A partition's stream is used on the partition's thread only: on another thread
+    /// this, and every method and scope of the stream, is [`ErrorCode::NotPermitted`]
+    /// ([`crate::partition`]).
     pub fn synchronize(&self) -> Result<()> {
+        self.on_its_thread("Stream::synchronize")?;
         // SAFETY: the brand keeps the stream's context, and `self` the stream, alive.
         unsafe { driver::stream_synchronize(self.raw()) }
     }
 
     /// Whether all queued work has finished (`cuStreamQuery`): `true` idle, `false` busy.
     pub fn is_idle(&self) -> Result<bool> {
+        self.on_its_thread("Stream::is_idle")?;
         // SAFETY: as in `synchronize`.
         unsafe { driver::stream_query(self.raw()) }
     }
 
     /// The stream's priority.
     pub fn priority(&self) -> Result<i32> {
+        self.on_its_thread("Stream::priority")?;
         // SAFETY: as in `synchronize`.
         unsafe { driver::stream_priority(self.raw()) }
     }
 
     /// The stream's flags.
     pub fn flags(&self) -> Result<StreamFlags> {
+        self.on_its_thread("Stream::flags")?;
         // SAFETY: as in `synchronize`.
         let bits = unsafe { driver::stream_flags(self.raw()) }?;
         Ok(if bits & 1 != 0 {
@@ -279,20 +300,32 @@ impl<K: StreamKind> Stream<'_, K> {
     /// })
     /// # }
     /// ```
+    ///
+    /// A partition's stream closed on another thread than the partition's is destroyed
+    /// by the partition's thread when the partition ends, and `close` returns `Ok`.
     pub fn close(self) -> Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the stream is ours and never used again (`this` is not dropped); no scope
-        // is open (scopes borrow the stream). Work still queued completes before the driver
-        // releases the stream.
-        unsafe { driver::stream_destroy(this.raw()) }
+        // the stream is ours and never used again (`this` is not dropped)
+        this.release().unwrap_or(Ok(()))
+    }
+
+    /// Destroys the stream, now or (a partition's, on another thread) at the partition's
+    /// end (`None`: `context::confined`).
+    fn release(&self) -> Option<Result<()>> {
+        let raw = self.raw() as usize;
+        confined::release_handle(raw, "Stream", move || {
+            // SAFETY: the stream is ours and unused from now on (scopes borrow it, so none
+            // is open; the caller drops or forgets it). Work still queued completes before
+            // the driver releases the stream. A parked release runs on the partition's
+            // thread, before its green context is destroyed.
+            unsafe { driver::stream_destroy(raw as CUstream) }
+        })
     }
 }
 
 impl<K: StreamKind> Drop for Stream<'_, K> {
     fn drop(&mut self) {
-        // SAFETY: the stream is ours and unused from now on (scopes borrow it, so none is
-        // open). Work still queued completes before the driver releases the stream.
-        if let Err(e) = unsafe { driver::stream_destroy(self.raw()) } {
+        if let Some(Err(e)) = self.release() {
             // the context's destruction reclaims the stream; its teardown reports this. A
             // stream does not know its context without a driver call: the one current
             // here is charged (see the `teardown` module)

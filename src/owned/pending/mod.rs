@@ -178,8 +178,17 @@ impl Owned<Stream<'static>> {
         let stream: *const Stream<'static> = unsafe { self.value() };
         // SAFETY: as above.
         let stream: &'static Stream<'static> = unsafe { &*stream };
+        // an owned stream is never a partition's, which `open` refuses on other threads
+        let scope = match StreamScope::open(stream, None) {
+            Ok(scope) => scope,
+            Err(e) => {
+                return Pending {
+                    state: State::Refused(e, batch),
+                };
+            }
+        };
         let mut op = Box::new(Op {
-            scope: StreamScope::open(stream, None),
+            scope,
             batch: Some(batch),
             outcome: Ok(()),
             event: None,

@@ -1,0 +1,447 @@
+//! Which thread each partition is entered on, and what its values may do on the others. The driver lets a green context be used from one
+//! thread at a time ("a green context can be current to only one thread at a time. There
+//! is no internal synchronization to make API calls accessing the same green context from
+//! multiple threads work", `cuGreenCtxCreate`; "This handle can be used safely from only
+//! one CPU thread at a time", `CUgreenCtx`), and a partition's thread uses it for the whole
+//! of `SmGroup::enter`. Its streams, events, buffers and modules are `Send` all the same
+//! (what a partition makes has the types of what a plain context makes), so they reach
+//! scoped threads spawned inside the partition's closure. On such a thread:
+//!
+//! * an operation on a partition's stream or event is refused
+//!   ([`refuse_foreign_handle`]: `ErrorCode::NotPermitted`), as pushing the partition's
+//!   context is ([`refuse_foreign`], which every operation on its memory and modules
+//!   meets through `in_context`);
+//! * a drop of a partition's stream, event, buffer or module does not reach the driver
+//!   either: its release is parked ([`release_handle`], [`release_in`]) and run by the
+//!   partition's own thread when the partition ends ([`run_parked`], from its teardown,
+//!   with its context current), where it used to be refused and leaked.
+//!
+//! Nothing is parked after that: a value of a partition is branded `'p`, which no code
+//! outside `SmGroup::enter`'s closure can name, so every thread that holds one is a scoped
+//! thread joined before the closure returns, and the teardown runs after it.
+//!
+//! Both checks are one atomic load while no partition lives (the process-wide lists are
+//! empty).
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use std::ptr::NonNull;
+
+use cuda_driver_sys::CUctx_st;
+
+use crate::driver::CUcontext;
+use crate::error::{Error, ErrorCode, Result};
+
+thread_local! {
+    /// Its address is this thread's [`thread_token`].
+    static TOKEN: u8 = const { 0 };
+    /// The entries of [`HANDLES`] this thread made (of partitions it entered), so that the
+    /// partition's own thread passes [`refuse_foreign_handle`] without the list's lock.
+    static MINE: RefCell<Vec<(usize, usize, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A process-wide list behind a lock, with its length kept beside it for the fast path:
+/// `is_empty` is one atomic load, so the checks made on every entry into a context cost
+/// that alone while the list is empty. The length is set from the list's own, under the
+/// lock, by every change ([`Listed::change`]).
+pub(super) struct Listed<T> {
+    list: Mutex<Vec<T>>,
+    len: AtomicUsize,
+}
+
+impl<T> Listed<T> {
+    pub(super) const fn new() -> Self {
+        Listed {
+            list: Mutex::new(Vec::new()),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.len.load(Ordering::Acquire) == 0
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.list.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the list under its lock, then records its length.
+    pub(super) fn change<R>(&self, f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+        let mut list = self.lock();
+        let r = f(&mut list);
+        self.len.store(list.len(), Ordering::Release);
+        r
+    }
+}
+
+/// The partitions alive in the process: (`CUcontext` form, [`thread_token`] of the thread
+/// that entered it) ([`refuse_foreign`] reads whether there are any alone while there are
+/// none). A partition's values (streams, buffers, events, modules) are `Send` and `Sync`,
+/// so they reach scoped threads; the driver lets a green context be current on one thread
+/// at a time ("There is no internal synchronization to make API calls accessing the same
+/// green context from multiple threads work", `cuGreenCtxCreate`), and the partition's
+/// thread has it current for the whole of `SmGroup::enter`.
+pub(super) static OWNERS: Listed<(usize, usize)> = Listed::new();
+
+/// This thread, as a number no other live thread has: the address of its `TOKEN` (a
+/// `const` thread-local without a destructor, so readable at any time, also while other
+/// thread-locals are destroyed). A record holding it is removed before its thread leaves
+/// `SmGroup::enter`, so an address reused by a later thread is never mistaken for it.
+pub(super) fn thread_token() -> usize {
+    TOKEN.with(|t| std::ptr::from_ref(t) as usize)
+}
+
+/// Whether `ctx` is the `CUcontext` form of a partition alive now (its `SmGroup::enter`
+/// takes it out of the list before it is destroyed). One atomic load while none lives.
+pub(crate) fn is_partition(ctx: CUcontext) -> bool {
+    !OWNERS.is_empty() && OWNERS.lock().iter().any(|&(raw, _)| raw == ctx as usize)
+}
+
+/// `Err` if `ctx` is the `CUcontext` form of a partition entered on another thread: the
+/// crate is about to make it current here (`in_context`), where the driver would have one
+/// green context current on two threads. Called where a context is pushed for an
+/// operation; one atomic load while no partition lives.
+#[inline]
+pub(crate) fn refuse_foreign(ctx: CUcontext) -> Result<()> {
+    if OWNERS.is_empty() {
+        Ok(())
+    } else {
+        refuse_foreign_slow(ctx)
+    }
+}
+
+/// Whether no partition is alive in the process (one atomic load).
+#[inline]
+pub(super) fn none_alive() -> bool {
+    OWNERS.is_empty()
+}
+
+/// Whether `ctx` is the `CUcontext` form of a partition alive now that another thread
+/// entered (its values are refused here: `confined`).
+pub(super) fn is_foreign(ctx: CUcontext) -> bool {
+    let me = thread_token();
+    OWNERS
+        .lock()
+        .iter()
+        .any(|&(raw, owner)| raw == ctx as usize && owner != me)
+}
+
+/// Records `ctx` (a made-up `CUcontext` form) as a partition entered on this thread, for
+/// the unit tests of `confined`.
+#[cfg(test)]
+pub(super) fn enter_for_test(ctx: CUcontext) {
+    OWNERS.change(|owners| owners.push((ctx as usize, thread_token())));
+}
+
+/// Ends what [`enter_for_test`] began.
+#[cfg(test)]
+pub(super) fn leave_for_test(ctx: CUcontext) {
+    OWNERS.change(|owners| owners.retain(|&(c, _)| c != ctx as usize));
+}
+
+#[inline(never)]
+fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
+    if is_foreign(ctx) {
+        return Err(Error::with_detail(
+            "cuCtxPushCurrent_v2",
+            ErrorCode::NotPermitted,
+            "the context of an SM partition is made current on the thread that entered it \
+             only (the driver lets a green context be current on one thread at a time, with \
+             no internal synchronization): use the partition's streams, buffers, events and \
+             modules on that thread, or give this thread a partition of its own",
+        ));
+    }
+    Ok(())
+}
+
+/// The streams, events and functions of the partitions alive now: (handle, the
+/// partition's `CUcontext` form, the module of a function or 0). A stream or event is
+/// listed from its creation (on the partition's thread) until its destruction, which
+/// removes it before the driver call, so that a handle of the same address made later is
+/// never mistaken for it; a function from its lookup until its module's unload.
+static HANDLES: Listed<(usize, usize, usize)> = Listed::new();
+
+/// A release parked for a partition's thread: what to release, and the driver calls.
+type Release = (&'static str, Box<dyn FnOnce() -> Result<()> + Send>);
+
+/// Releases parked by other threads, with the `CUcontext` form of their partition.
+static PARKED: Mutex<Vec<(usize, Release)>> = Mutex::new(Vec::new());
+
+/// Records `handle`, a stream or event just made in the partition whose `CUcontext` form
+/// is `ctx` (on the partition's thread).
+pub(crate) fn register_handle(handle: usize, ctx: CUcontext) {
+    let entry = (handle, ctx as usize, 0);
+    HANDLES.change(|handles| handles.push(entry));
+    MINE.with(|mine| mine.borrow_mut().push(entry));
+}
+
+/// Whether this thread made `handle`'s entry.
+fn is_mine(handle: usize) -> bool {
+    MINE.with(|mine| mine.borrow().iter().any(|&(h, _, _)| h == handle))
+}
+
+/// Forgets this thread's entries that `keep` refuses.
+fn forget_mine(keep: impl Fn(&(usize, usize, usize)) -> bool) {
+    MINE.with(|mine| mine.borrow_mut().retain(keep));
+}
+
+/// Records `function`, just looked up in `module` of the context `ctx`, where `ctx` is a
+/// partition's (once per function). One atomic load while no partition lives.
+#[inline]
+pub(crate) fn register_function(function: usize, module: usize, ctx: CUcontext) {
+    if !is_partition(ctx) {
+        return;
+    }
+    let entry = (function, ctx as usize, module);
+    let new = HANDLES.change(|handles| {
+        let new = !handles.iter().any(|&(h, _, _)| h == function);
+        if new {
+            handles.push(entry);
+        }
+        new
+    });
+    if new {
+        MINE.with(|mine| mine.borrow_mut().push(entry));
+    }
+}
+
+/// Forgets the functions of `module` (before its unload). One atomic load while no
+/// partition has a handle listed.
+#[inline]
+pub(crate) fn forget_functions_of(module: usize) {
+    if !HANDLES.is_empty() {
+        HANDLES.change(|handles| handles.retain(|&(_, _, m)| m != module));
+        forget_mine(|&(_, _, m)| m != module);
+    }
+}
+
+/// The partition `handle` was made in, where it is a listed handle.
+fn partition_of(handle: usize) -> Option<usize> {
+    HANDLES
+        .lock()
+        .iter()
+        .find(|&&(h, _, _)| h == handle)
+        .map(|&(_, ctx, _)| ctx)
+}
+
+/// `Err` (`NotPermitted`, naming `call`) where `handle` is a stream or event of a partition
+/// entered on another thread. One atomic load while no partition has a stream or event.
+#[inline]
+pub(crate) fn refuse_foreign_handle(call: &'static str, handle: usize) -> Result<()> {
+    if HANDLES.is_empty() || is_mine(handle) {
+        Ok(())
+    } else {
+        refuse_foreign_handle_slow(call, handle)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refuse_foreign_handle_slow(call: &'static str, handle: usize) -> Result<()> {
+    match partition_of(handle) {
+        Some(ctx) if is_foreign(ctx as CUcontext) => Err(Error::with_detail(
+            call,
+            ErrorCode::NotPermitted,
+            "a stream, event or function of an SM partition is used on the thread that \
+             entered the partition only (the driver lets a green context be used from one thread at a \
+             time, with no internal synchronization): use it on that thread, or give this \
+             thread a partition of its own",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Releases `handle` (a stream or event; `release` makes the driver call): now, unless it
+/// is a partition's and this thread is not the partition's, which then runs `release` at
+/// the partition's end (`None` here). The handle leaves the list before `release` runs.
+#[inline]
+pub(crate) fn release_handle<F>(handle: usize, what: &'static str, release: F) -> Option<Result<()>>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
+    if HANDLES.is_empty() {
+        return Some(release());
+    }
+    release_handle_slow(handle, what, release)
+}
+
+#[cold]
+#[inline(never)]
+fn release_handle_slow<F>(handle: usize, what: &'static str, release: F) -> Option<Result<()>>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
+    let parked = HANDLES.change(|handles| {
+        let i = handles.iter().position(|&(h, _, _)| h == handle)?;
+        let ctx = handles[i].1;
+        if is_foreign(ctx as CUcontext) {
+            Some(ctx)
+        } else {
+            handles.swap_remove(i);
+            None
+        }
+    });
+    if parked.is_none() {
+        forget_mine(|&(h, _, _)| h != handle);
+    }
+    match parked {
+        Some(ctx) => {
+            // stays listed until the partition's thread releases it: its address is not
+            // reused before, and other threads are still refused its use
+            park(ctx, what, Box::new(release));
+            None
+        }
+        None => Some(release()),
+    }
+}
+
+/// Releases a value of the context `ctx` (a buffer's memory, a module; `release` makes
+/// the driver calls, given `ctx`, which it makes current through `in_context`): now,
+/// unless `ctx` is a partition entered on another thread, whose thread then runs `release`
+/// at the partition's end (`None` here).
+#[inline]
+pub(crate) fn release_in<F>(
+    ctx: NonNull<CUctx_st>,
+    what: &'static str,
+    release: F,
+) -> Option<Result<()>>
+where
+    F: FnOnce(NonNull<CUctx_st>) -> Result<()> + Send + 'static,
+{
+    if none_alive() || !is_foreign(ctx.as_ptr()) {
+        return Some(release(ctx));
+    }
+    let raw = ctx.as_ptr() as usize;
+    let parked = move || {
+        // the partition's context, as it was given (non-null), alive until its end
+        let ctx = NonNull::new(raw as CUcontext)
+            .ok_or(Error::new("release_in", ErrorCode::InvalidContext))?;
+        release(ctx)
+    };
+    park(raw, what, Box::new(parked));
+    None
+}
+
+#[cold]
+fn park(ctx: usize, what: &'static str, release: Box<dyn FnOnce() -> Result<()> + Send>) {
+    PARKED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((ctx, (what, release)));
+}
+
+/// Runs the releases other threads parked for the partition whose `CUcontext` form is
+/// `ctx`, on its own thread with `ctx` current (its teardown, before the synchronization),
+/// and forgets its handles left listed (forgotten with `mem::forget`: the green context's
+/// destruction reclaims them). Returns each failed release, for the teardown to record.
+pub(crate) fn run_parked(ctx: CUcontext) -> Vec<(&'static str, Error)> {
+    let mine: Vec<Release> = {
+        let mut parked = PARKED.lock().unwrap_or_else(PoisonError::into_inner);
+        if parked.is_empty() {
+            Vec::new()
+        } else {
+            let (mine, others) = std::mem::take(&mut *parked)
+                .into_iter()
+                .partition(|&(c, _)| c == ctx as usize);
+            *parked = others;
+            mine.into_iter().map(|(_, release)| release).collect()
+        }
+    };
+    // outside the lock: a release takes other locks (the order book's)
+    let failed = mine
+        .into_iter()
+        .filter_map(|(what, release)| release().err().map(|e| (what, e)))
+        .collect();
+    if !HANDLES.is_empty() {
+        HANDLES.change(|handles| handles.retain(|&(_, c, _)| c != ctx as usize));
+        forget_mine(|&(_, c, _)| c != ctx as usize);
+    }
+    failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A partition's handle is refused and its release parked on every thread but the
+    /// partition's; the partition's own thread releases it at once; the parked release
+    /// runs when the partition's thread ends the partition, which also forgets its handles.
+    /// (Handles here are made-up numbers: nothing reaches the driver.)
+    fn nn(ctx: CUcontext) -> NonNull<CUctx_st> {
+        NonNull::new(ctx).unwrap()
+    }
+
+    #[test]
+    fn a_partitions_handle_is_parked_on_other_threads_and_released_by_its_own() {
+        let ctx = || 0x7a_5000 as CUcontext;
+        let (stream, event) = (0x7a_5100_usize, 0x7a_5200_usize);
+        enter_for_test(ctx());
+        register_handle(stream, ctx());
+        register_handle(event, ctx());
+        let released = Arc::new(AtomicUsize::new(0));
+        assert!(refuse_foreign_handle("here", stream).is_ok());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let e = refuse_foreign_handle("Stream::synchronize", stream).unwrap_err();
+                assert_eq!(
+                    (e.call(), e.code()),
+                    ("Stream::synchronize", ErrorCode::NotPermitted)
+                );
+                assert!(
+                    refuse_foreign_handle("other", 0x7a_5300).is_ok(),
+                    "not listed"
+                );
+                let r = Arc::clone(&released);
+                let parked = release_handle(stream, "Stream", move || {
+                    r.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                });
+                assert!(parked.is_none(), "a foreign drop is parked");
+                let r = Arc::clone(&released);
+                let parked = release_in(nn(ctx()), "DeviceBuffer", move |_| {
+                    r.fetch_add(10, Ordering::SeqCst);
+                    Err(Error::new("cuMemFreeAsync", ErrorCode::InvalidValue))
+                });
+                assert!(parked.is_none());
+                // another thread is still refused the parked stream
+                assert!(refuse_foreign_handle("again", stream).is_err());
+            });
+        });
+        assert_eq!(released.load(Ordering::SeqCst), 0, "nothing released yet");
+        // the partition's own thread releases its event now
+        let r = Arc::clone(&released);
+        let now = release_handle(event, "Event", move || {
+            r.fetch_add(100, Ordering::SeqCst);
+            Ok(())
+        });
+        assert!(matches!(now, Some(Ok(()))));
+        assert_eq!(released.load(Ordering::SeqCst), 100);
+        assert_eq!(partition_of(event), None, "delisted before its release");
+        let failed = run_parked(ctx());
+        assert_eq!(released.load(Ordering::SeqCst), 111);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].0, "DeviceBuffer");
+        assert_eq!(
+            partition_of(stream),
+            None,
+            "the partition's handles are forgotten"
+        );
+        assert!(run_parked(ctx()).is_empty(), "each release runs once");
+        leave_for_test(ctx());
+        // no partition: released at once on any thread
+        let r = Arc::clone(&released);
+        assert!(
+            release_in(nn(ctx()), "DeviceBuffer", move |_| {
+                r.fetch_add(1000, Ordering::SeqCst);
+                Ok(())
+            })
+            .is_some()
+        );
+        assert_eq!(released.load(Ordering::SeqCst), 1111);
+    }
+}
