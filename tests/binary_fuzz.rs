@@ -32,8 +32,8 @@
 //! `CUDA_BRAND_FUZZ_CHILD=crash-NAME-N.bin` a child loads one saved crashing image), `CUDA_BRAND_FUZZ_STANDIN=1` (no GPU: children answer `driver StandIn`,
 //! except that one image in 997 aborts its child, to exercise this harness itself).
 //!
-//! Skips without a device (fails with `CUDA_BRAND_REQUIRE_GPU=1`) and under
-//! compute-sanitizer (the driver errors it provokes are the point). Alone:
+//! Ignored, with the reason, without a device (fails with `CUDA_BRAND_REQUIRE_GPU=1`) and
+//! under compute-sanitizer (the driver errors it provokes are the point). Alone:
 //! `cargo test --release --test gpu -- --exact mutated_images_never_kill_the_process`.
 
 use crate::common;
@@ -707,9 +707,8 @@ fn mutated_images_never_kill_the_process() {
     let standin = std::env::var_os(STANDIN_VAR).is_some();
     // never under compute-sanitizer, whatever its options (a `fault` line of
     // tests/DRIVER_ERRORS): thousands of child processes, each loading malformed images
-    if !standin && std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some() {
-        eprintln!("skipped under compute-sanitizer: the binary fuzz run loads malformed images");
-        return;
+    if !standin && common::under_sanitizer() {
+        common::skip("under compute-sanitizer: the binary fuzz run loads malformed images");
     }
     let count: usize = std::env::var("CUDA_BRAND_FUZZ_COUNT")
         .ok()
@@ -1018,11 +1017,13 @@ fn targeted(cubin: &[u8]) -> Vec<(String, Vec<u8>)> {
 /// that it reaches the driver) and load, be refused by the driver, or fail later, but never
 /// kill or hang its process. Crashing images are saved like the fuzz run's.
 fn targeted_images_that_pass_the_check_never_kill_the_process() {
-    if std::env::var_os(STANDIN_VAR).is_some()
-        || std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
-    {
-        eprintln!("skipped: stand-in or compute-sanitizer run");
-        return;
+    if std::env::var_os(STANDIN_VAR).is_some() {
+        common::skip(format!(
+            "{STANDIN_VAR} is set: its children load nothing, and the targeted images need the driver"
+        ));
+    }
+    if common::under_sanitizer() {
+        common::skip("under compute-sanitizer: the targeted images are malformed on purpose");
     }
     let dir = std::env::temp_dir().join(format!("cuda-brand-targeted-{}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();

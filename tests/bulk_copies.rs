@@ -268,7 +268,7 @@ fn several_threads_copy_at_once_through_one_shared_context() {
 /// A context's staging is page-locked for it while it lives, freed by `release`, and freed
 /// when `with_context` returns: the process's staging memory is back where it was.
 fn the_staging_is_page_locked_and_freed_with_its_context() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = staging::live_bytes();
     with_context(&device, ContextFlags::default(), |ctx| {
         assert_eq!(
@@ -307,7 +307,7 @@ fn the_staging_is_page_locked_and_freed_with_its_context() {
 /// release (the crate cannot tell which release destroys the context), also a nested one;
 /// a later staged copy makes it again.
 fn the_primary_context_keeps_its_staging_while_held_and_frees_it_after() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = staging::live_bytes();
     assert!(
         !device.primary_context_state().unwrap().1,
@@ -367,7 +367,7 @@ fn with_raw_context_frees_the_staging_before_it_returns() {
 /// (`with_partitions` retains the primary context too, but its teardown frees nothing kept
 /// for it: one ran before, and must not count as a hold.)
 fn pool_memory_copied_in_a_context_no_scope_holds_keeps_no_staging() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let driver = common::driver();
     if let Err(e) = cuda_brand::with_partitions(&device, |_| Ok::<_, Error>(())) {
         eprintln!("(no partitions here: {e})");

@@ -2,8 +2,9 @@
 //! that pin it. These tests check that every one of them exists (a UI case as its file, a
 //! test as `tests/FILE.rs::FUNCTION` with `fn FUNCTION` in the file), that every rule of
 //! NVIDIA's guideline has its row, and that the page's counts are its rows' counts; and
-//! that every file of `tests/` is built, so that a test the page names also runs.
-//! No GPU, no driver: they read files.
+//! that every file of `tests/` is built, so that a test the page names also runs; and that
+//! no test file reports a skip as a pass (`common::skip` reports it ignored, with the
+//! reason). No GPU, no driver: they read files.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -302,4 +303,217 @@ fn the_counts_are_the_rows_counts() {
         };
         assert_eq!(numbers, [a, b, a + b], "counts of {:?}", row[0]);
     }
+}
+
+// ---- skips that say they are skips ------------------------------------------------------
+
+/// What the test files may not do: pass a test that did not run. A test that cannot run
+/// here calls `common::skip(reason)` (`tests/common/harness.rs`), which the harness reports
+/// as `ignored (reason)`; these are the old ways of reporting `ok` instead, each with what
+/// to do. Lines are 1-based; comments are not read.
+fn skips_reported_as_passes(source: &str) -> Vec<(usize, &'static str)> {
+    const PRINTS: [&str; 4] = ["eprintln!(", "println!(", "eprint!(", "print!("];
+    const BARE: [&str; 4] = ["return;", "return", "return Ok(());", "return Ok(())"];
+    let lines: Vec<&str> = source.lines().map(str::trim).collect();
+    let at = |i: usize| lines.get(i).copied().unwrap_or_default();
+    let mut found = Vec::new();
+    for (i, &line) in lines.iter().enumerate() {
+        if line.starts_with("//") {
+            continue;
+        }
+        // a print of a skip (the text on the macro's line or the next), and a return
+        if let Some(rest) = PRINTS.iter().find_map(|p| Some(line.split_once(p)?.1)) {
+            let args = if rest.is_empty() { at(i + 1) } else { rest };
+            let text = args
+                .strip_prefix('"')
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            let end = (i..i + 6).find(|&j| at(j).ends_with(");")).unwrap_or(i);
+            let next = at(end + 1);
+            let returns = next.starts_with("return") || next == "None" || next == "false";
+            if text.starts_with("skipped") || text.starts_with("skipping") {
+                found.push((i + 1, "prints a skip: call common::skip(reason) instead"));
+            } else if returns
+                && (text.contains("skipped")
+                    || text.contains("skipping")
+                    || text.starts_with("inconclusive"))
+            {
+                found.push((
+                    i + 1,
+                    "prints a skip and returns: call common::skip(reason) instead",
+                ));
+            }
+        }
+        // a probe for the caller to return on
+        if let Some((_, signature)) = line.split_once("fn ") {
+            let name = signature.split('(').next().unwrap_or_default();
+            if name.contains("skip") && (line.contains("-> bool") || line.contains("-> Option<")) {
+                found.push((
+                    i + 1,
+                    "a skip probe that returns a value for the caller to return on: make it \
+                     call common::skip(reason)",
+                ));
+            }
+        }
+        // a bare return out of a `let .. else` or a `None` arm
+        let let_else = BARE.iter().any(|r| {
+            line.ends_with(&format!("else {{ {r} }};"))
+                || line.ends_with(&format!("else {{ {r} }}"))
+        }) || (line.ends_with("else {")
+            && BARE.contains(&at(i + 1))
+            && at(i + 2).starts_with('}'));
+        let none_arm = ["=> return,", "=> return Ok(()),", "=> return }"]
+            .iter()
+            .any(|r| line.ends_with(r));
+        if let_else || none_arm {
+            found.push((
+                i + 1,
+                "returns, passing, where a value is missing: call common::skip(reason) \
+                 (or make the probe skip)",
+            ));
+        }
+        // `if PROBE { return; }` on a probe: a skip helper, `is_none()`, a negated call
+        if let Some(condition) = line.strip_prefix("if ").and_then(|l| l.strip_suffix(" {")) {
+            let probe = condition.contains("skip")
+                || condition.contains(".is_none()")
+                || (condition.starts_with('!') && condition.contains('('));
+            if probe && BARE.contains(&at(i + 1)) && at(i + 2) == "}" {
+                found.push((
+                    i + 1,
+                    "returns, passing, on a probe: call common::skip(reason) instead",
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A GPU test that cannot run here (a driver entry point, a library, a second GPU, green
+/// contexts, compute-sanitizer in the way of the driver error it provokes, a driver too
+/// old) is reported `ignored` with the reason, never `ok`: no file of `tests/` (but this
+/// one, whose strings below show the old forms) prints a skip and returns.
+#[test]
+fn no_test_prints_a_skip_and_passes() {
+    let mut files = Vec::new();
+    rust_files(&root().join("tests"), &mut files);
+    files.sort();
+    assert!(files.len() > 30, "found only {files:?}");
+    let mut report = String::new();
+    for path in files {
+        let relative = path.strip_prefix(root()).unwrap();
+        if relative == Path::new("tests/compliance.rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        for (line, what) in skips_reported_as_passes(&source) {
+            report += &format!("{}:{line}: {what}\n", relative.display());
+        }
+    }
+    assert!(report.is_empty(), "skips reported as passes:\n{report}");
+}
+
+/// The scanner finds each old form (as the test files had them before `common::skip`) at
+/// its line, and none of the forms that stay: a child process's branch, a helper's normal
+/// return, a print of a partial check, `common::skip` itself.
+#[test]
+fn the_skip_scanner_finds_the_old_forms_and_passes_the_new() {
+    let old = r#"
+fn a() {
+    if common::under_sanitizer_skip("an illegal address") {
+        return;
+    }
+    let Some(device) = common::gpu() else { return };
+    let Some(device) = partitionable() else {
+        return;
+    };
+    if !without_nccl_comm_id() {
+        return;
+    }
+    if driver() < 12000 {
+        eprintln!("skipped: launch priorities need a CUDA 12.0 driver");
+        return;
+    }
+    common::in_context(|ctx| {
+        let Some(module) = launch_ex_module(ctx) else {
+            return Ok(());
+        };
+        if !has_clusters(ctx, &module) {
+            return Ok(());
+        }
+        Ok(())
+    });
+    if mine != freed_at {
+        eprintln!(
+            "inconclusive: the default pool gave another block ({mine:#x})"
+        );
+        return;
+    }
+    match outcome {
+        Err(e) if e.code() == ErrorCode::DriverTooOld => eprintln!("skipped: {e}"),
+        other => other.unwrap(),
+    }
+}
+pub fn under_sanitizer_skip(what: &str) -> bool {
+    false
+}
+pub fn nvrtc_or_skip() -> Option<(i32, i32)> {
+    None
+}
+macro_rules! gpu_or_skip {
+    () => {
+        match common::gpu() {
+            Some(device) => device,
+            None => return,
+        }
+    };
+}
+"#;
+    let lines: Vec<usize> = skips_reported_as_passes(old)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(lines, [3, 6, 7, 10, 14, 18, 21, 27, 33, 37, 40, 47]);
+    let new = r#"
+fn b() {
+    if std::env::var_os(CHILD).is_some() {
+        let e = nccl::version().unwrap_err();
+        println!("child saw: {e}");
+        return;
+    }
+    common::skip_under_sanitizer("an illegal address");
+    let device = common::gpu();
+    if cc.major >= 9 && driver() >= 11080 {
+        return;
+    }
+    if driver() < 12000 {
+        common::skip(format!("needs a CUDA 12.0 driver, this one is {}", driver()));
+    }
+    if rc == 801 {
+        println!(
+            "no memory pools here (CUDA_ERROR_NOT_SUPPORTED): stream-ordered memory skipped"
+        );
+    } else {
+        assert_eq!(rc, 0, "cuMemAllocAsync");
+    }
+    // eprintln!("skipped: a comment is not read");
+    match exec.update(new) {
+        Ok(exec) => exec,
+        Err(e) => return Err(e),
+    };
+}
+pub fn skip_under_sanitizer(what: &str) {}
+"#;
+    assert_eq!(skips_reported_as_passes(new), []);
 }

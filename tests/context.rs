@@ -1,6 +1,7 @@
 //! Contexts on a real GPU: creation and teardown, the current-context discipline, panics,
-//! shared contexts on scoped threads, and every getter and setter. Each test skips with a
-//! notice when there is no device, and fails instead with `CUDA_BRAND_REQUIRE_GPU=1`.
+//! shared contexts on scoped threads, and every getter and setter. Each test is ignored
+//! (the harness says why) when there is no device, and fails instead with
+//! `CUDA_BRAND_REQUIRE_GPU=1`.
 
 use crate::common;
 
@@ -12,7 +13,7 @@ use cuda_brand::{
 };
 
 fn device_properties_are_plausible() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let n = Device::count().unwrap();
     assert!(n >= 1);
     assert_eq!(Device::all().unwrap().len(), n);
@@ -48,7 +49,7 @@ fn device_properties_are_plausible() {
 }
 
 fn an_out_of_range_ordinal_is_a_clear_error() {
-    let _ = gpu_or_skip!();
+    let _ = common::gpu();
     let n = Device::count().unwrap();
     let e = Device::get(n).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidDevice);
@@ -61,10 +62,8 @@ fn an_out_of_range_ordinal_is_a_clear_error() {
 }
 
 fn an_unknown_attribute_is_an_error() {
-    let device = gpu_or_skip!();
-    if common::under_sanitizer_skip("an unknown attribute") {
-        return;
-    }
+    let device = common::gpu();
+    common::skip_under_sanitizer("an unknown attribute");
     let e = device
         .attribute(DeviceAttribute::Other(100_000))
         .unwrap_err();
@@ -73,7 +72,7 @@ fn an_unknown_attribute_is_an_error() {
 }
 
 fn with_context_makes_its_context_current_and_restores_the_previous_one() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = common::current();
     let raw = with_context(&device, ContextFlags::default(), |ctx| {
         assert_eq!(
@@ -94,7 +93,7 @@ fn with_context_makes_its_context_current_and_restores_the_previous_one() {
 }
 
 fn primary_context_is_one_context_retained_twice_when_nested() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let version = with_primary_context(&device, |ctx| {
         assert_eq!(common::current(), common::handle(ctx));
         assert!(device.primary_context_state()?.1, "retained inside");
@@ -116,7 +115,7 @@ fn primary_context_is_one_context_retained_twice_when_nested() {
 }
 
 fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     assert!(
         common::current().is_null(),
         "a test thread starts with no current context"
@@ -149,7 +148,7 @@ fn nesting_restores_the_previous_current_context_and_the_outer_guard_still_works
 }
 
 fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_primary_context(&device, |outer| {
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
             let _ = with_context(
@@ -177,7 +176,7 @@ fn a_panic_in_the_closure_tears_down_and_restores_the_stack() {
 }
 
 fn a_closure_error_is_returned_and_the_context_still_torn_down() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = common::current();
     #[derive(Debug, PartialEq)]
     enum AppError {
@@ -197,7 +196,7 @@ fn a_closure_error_is_returned_and_the_context_still_torn_down() {
 }
 
 fn a_shared_context_is_entered_from_four_scoped_threads() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         let main_raw = common::handle(ctx) as usize;
@@ -237,7 +236,7 @@ fn a_shared_context_is_entered_from_four_scoped_threads() {
 }
 
 fn a_panic_inside_enter_restores_the_worker_stack() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         std::thread::scope(|s| {
@@ -257,7 +256,7 @@ fn a_panic_inside_enter_restores_the_worker_stack() {
 }
 
 fn flags_given_at_creation_are_read_back() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let flags = ContextFlags::new()
         .schedule(Scheduling::BlockingSync)
         .keep_local_memory(true);
@@ -267,7 +266,7 @@ fn flags_given_at_creation_are_read_back() {
 }
 
 fn every_getter_and_setter_round_trips() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         assert!(ctx.api_version()? >= 3020);
         assert_eq!(ctx.device()?, device);
@@ -312,10 +311,8 @@ fn every_getter_and_setter_round_trips() {
 }
 
 fn an_impossible_limit_is_an_error() {
-    let device = gpu_or_skip!();
-    if common::under_sanitizer_skip("an impossible limit") {
-        return;
-    }
+    let device = common::gpu();
+    common::skip_under_sanitizer("an impossible limit");
     let e = with_context(&device, ContextFlags::default(), |ctx| {
         ctx.set_limit(ResourceLimit::StackSize, usize::MAX)
     })
@@ -324,7 +321,7 @@ fn an_impossible_limit_is_an_error() {
 }
 
 fn a_raw_context_is_branded_and_not_destroyed() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |owner| {
         let raw = common::handle(owner);
         with_primary_context(&device, |_| {
@@ -346,7 +343,7 @@ fn a_raw_context_is_branded_and_not_destroyed() {
 }
 
 fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let driver = common::driver();
     let before = common::current();
     let mut primary = std::ptr::null_mut();
@@ -389,7 +386,7 @@ fn unsafe_code_that_leaves_a_context_pushed_is_reported_at_teardown() {
 /// the crate puts it back on top, and the closure's error comes first with the pop's
 /// attached. The test then undoes its push and the crate's unpopped push.
 fn a_context_left_pushed_in_enter_or_a_raw_context_is_put_back_and_reported() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let driver = common::driver();
     let before = common::current();
     let mut primary = std::ptr::null_mut();

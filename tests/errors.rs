@@ -104,7 +104,7 @@ fn undo_forgotten_push(
 /// pushed): with `E = Error` the plain `with_context` returns the closure's error with the
 /// pop's attached; with another error type `with_context_and_teardown` returns both.
 fn a_closure_error_and_a_failed_pop_both_reach_the_caller() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = common::current();
 
     let mut pushed = (std::ptr::null_mut(), std::ptr::null_mut());

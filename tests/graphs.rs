@@ -401,7 +401,9 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
             Err(e) => {
                 assert!(cuda_brand::driver_version()? < 12000, "{e}");
                 assert_eq!(e.code(), ErrorCode::DriverTooOld, "{e}");
-                return Ok(());
+                common::skip(format!(
+                    "updating a graph in place needs a CUDA 12.0 driver ({e})"
+                ))
             }
         };
         assert_eq!(

@@ -215,7 +215,7 @@ fn buffers_work_and_drop_on_a_scoped_thread_without_a_current_context() {
 }
 
 fn buffers_of_an_outer_context_work_inside_a_nested_one() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |outer| {
         let mut kept = DeviceBuffer::from_slice(outer, &[1i32, 2, 3])?;
         with_context(&device, ContextFlags::default(), |inner| {
@@ -253,6 +253,7 @@ fn buffers_of_an_outer_context_work_inside_a_nested_one() {
 
 fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
     use cuda_brand::{MemoryPool, ReusePolicy};
+    common::skip_under_sanitizer("an exhausted pool");
     common::in_context(|ctx| {
         let pool = MemoryPool::new(ctx)?;
         // SAFETY: only compared with what the driver says a pointer's pool is.
@@ -293,9 +294,7 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
         pool.reset_high_watermarks()?;
         assert_eq!(pool.used_high_watermark()?, 0);
         // a bounded pool: allocations beyond its size fail cleanly (CUDA 12.2 drivers on)
-        if cuda_brand::driver_version()? >= 12020
-            && !common::under_sanitizer_skip("an exhausted pool")
-        {
+        if cuda_brand::driver_version()? >= 12020 {
             let arena = MemoryPool::with_max_size(ctx, 64 << 20)?;
             let a = DeviceBuffer::<u8>::zeroed_in(ctx, &arena, 40 << 20)?;
             let second = DeviceBuffer::<u8>::zeroed_in(ctx, &arena, 40 << 20);
@@ -584,8 +583,7 @@ fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
             Ok(data) => data,
             Err(e) if e.code() == ErrorCode::NotSupported => {
                 // a device without concurrent managed access: refused, as documented
-                println!("managed memory refused here: {e}");
-                return Ok(());
+                common::skip(format!("no concurrent managed access here ({e})"))
             }
             Err(e) => return Err(e),
         };
@@ -845,7 +843,7 @@ fn buffers_round_trip_through_raw_parts() {
 }
 
 fn pool_memory_handed_out_is_adopted_by_another_context_of_its_device() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |a| {
         let buf = DeviceBuffer::from_slice(a, &[1u64, 2, 3])?;
         // SAFETY: taken back below, in one context or the other; unused meanwhile.
@@ -1018,7 +1016,7 @@ fn memory_of_raw_driver_calls_is_adopted_and_freed_by_its_buffer() {
 
 fn bad_raw_parts_are_refused_naming_the_argument() {
     use cuda_brand::ManagedBuffer;
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         const DEVICE: &str = "DeviceBuffer::from_raw_parts";
         const PINNED: &str = "PinnedBuffer::from_raw_parts";
@@ -1200,7 +1198,7 @@ fn bad_raw_parts_are_refused_naming_the_argument() {
 
 fn raw_parts_of_setup_buffers_leave_their_teardown() {
     use cuda_brand::{ManagedBuffer, with_phases};
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_phases(&device, ContextFlags::default(), |phases| {
         let ((dev, pinned, managed), run) = phases.setup(|ctx| {
             let managed = match ManagedBuffer::from_slice(ctx, &[5u32, 6]) {

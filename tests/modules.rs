@@ -114,9 +114,7 @@ fn a_fatbin_loads_with_options_and_uses_its_exact_binary() {
 }
 
 fn a_broken_ptx_with_options_reports_the_error_log_naming_the_line() {
-    if common::under_sanitizer_skip("a broken PTX") {
-        return;
-    }
+    common::skip_under_sanitizer("a broken PTX");
     common::in_context(|ctx| {
         let broken = ".version 7.4\n.target sm_52\n.address_size 64\n\n.visible .entry broken()\n{\n\tthis_is_not_an_instruction;\n\tret;\n}\n";
         let e =
@@ -142,8 +140,9 @@ fn jit_values_the_driver_would_misread_are_refused_before_it() {
 // ---- libraries -----------------------------------------------------------------------
 
 fn a_library_is_loaded_once_and_used_by_two_contexts() {
-    let Some(device) = common::gpu() else { return };
+    let device = common::gpu();
     if driver() < 12000 {
+        // refused, as it should be; what the test is about cannot run
         let e = Library::from_ptx(PTX).unwrap_err();
         assert_eq!(e.code(), ErrorCode::DriverTooOld, "{e}");
         assert!(
@@ -152,7 +151,10 @@ fn a_library_is_loaded_once_and_used_by_two_contexts() {
                 .starts_with("cuLibraryLoadData needs a CUDA 12.0 driver (R525 or newer)"),
             "{e}"
         );
-        return;
+        common::skip(format!(
+            "needs a CUDA 12.0 driver (cuLibraryLoadData), this one is {}",
+            driver()
+        ));
     }
     // loaded before any context, outside every with_context
     let library = Library::from_ptx(PTX).unwrap();
@@ -188,8 +190,11 @@ fn a_library_from_a_checked_cubin_runs_on_hopper() {
     common::in_context(|ctx| {
         let cc = ctx.device()?.compute_capability()?;
         if driver() < 12000 || (cc.major, cc.minor) != (9, 0) {
-            eprintln!("skipped: needs a CUDA 12.0 driver and an sm_90 device (the cubin's)");
-            return Ok(());
+            common::skip(format!(
+                "needs a CUDA 12.0 driver and an sm_90 device (the cubin's); here driver {} \
+                 and compute capability {cc}",
+                driver()
+            ));
         }
         let library = Library::from_binary(CUBIN)?;
         // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
@@ -204,8 +209,12 @@ fn a_library_from_a_checked_cubin_runs_on_hopper() {
 }
 
 fn a_missing_library_kernel_is_an_error_naming_it() {
-    if common::under_sanitizer_skip("a missing kernel") || driver() < 12000 {
-        return;
+    common::skip_under_sanitizer("a missing kernel");
+    if driver() < 12000 {
+        common::skip(format!(
+            "needs a CUDA 12.0 driver (cuLibraryLoadData), this one is {}",
+            driver()
+        ));
     }
     common::in_context(|ctx| {
         let library = Library::from_ptx(PTX)?;
@@ -265,8 +274,10 @@ fn declarations_are_checked_against_the_kernels_parameters() {
             assert_eq!(e.code(), ErrorCode::DriverTooOld, "{e}");
             // SAFETY: never launched.
             assert!(unsafe { module.kernel::<(Out<f32>, f64)>("scale") }.is_ok());
-            eprintln!("skipped: the driver is older than CUDA 12.4 (no cuFuncGetParamInfo)");
-            return Ok(());
+            common::skip(format!(
+                "needs a CUDA 12.4 driver (cuFuncGetParamInfo), this one is {}",
+                driver()
+            ));
         }
         let layout: Vec<(usize, usize)> =
             scale.params()?.iter().map(|p| (p.offset, p.size)).collect();
@@ -456,8 +467,10 @@ fn layout(f: cuda_brand::Function<'_, '_>) -> cuda_brand::Result<Vec<(usize, usi
 fn every_load_path_reads_each_kernels_parameters_without_a_driver_error() {
     common::in_context(|ctx| {
         if driver() < 12040 {
-            eprintln!("skipped: the driver is older than CUDA 12.4 (no cuFuncGetParamInfo)");
-            return Ok(());
+            common::skip(format!(
+                "needs a CUDA 12.4 driver (cuFuncGetParamInfo), this one is {}",
+                driver()
+            ));
         }
         let cc = ctx.device()?.compute_capability()?;
         let module = Module::from_ptx(ctx, PTX)?;
@@ -504,11 +517,12 @@ fn every_load_path_reads_each_kernels_parameters_without_a_driver_error() {
 // ---- launch attributes ---------------------------------------------------------------
 // ---- launch attributes ---------------------------------------------------------------
 
-/// Whether the device launches clusters; if not, checks that a cluster launch says so.
-fn has_clusters<'ctx>(ctx: cuda_brand::ContextGuard<'ctx>, module: &Module<'ctx>) -> bool {
+/// Returns if the device launches clusters; otherwise checks that a cluster launch says so,
+/// and skips the test.
+fn needs_clusters<'ctx>(ctx: cuda_brand::ContextGuard<'ctx>, module: &Module<'ctx>) {
     let cc = ctx.device().unwrap().compute_capability().unwrap();
     if cc.major >= 9 && driver() >= 11080 {
-        return true;
+        return;
     }
     // SAFETY: cluster_info(unsigned*, size_t) writes out[4b..4b+4] below out_len only.
     let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }.unwrap();
@@ -523,28 +537,24 @@ fn has_clusters<'ctx>(ctx: cuda_brand::ContextGuard<'ctx>, module: &Module<'ctx>
         matches!(e.code(), ErrorCode::NotSupported | ErrorCode::DriverTooOld),
         "{e}"
     );
-    eprintln!("skipped: no thread-block clusters here ({e})");
-    false
+    common::skip(format!("no thread-block clusters here ({e})"))
 }
 
-/// Loads the sm_90 kernels, or `None` (with a notice) on a device that cannot run them.
-fn launch_ex_module(ctx: cuda_brand::ContextGuard<'_>) -> Option<Module<'_>> {
+/// Loads the sm_90 kernels; skips the test on a device that cannot run them.
+fn launch_ex_module(ctx: cuda_brand::ContextGuard<'_>) -> Module<'_> {
     let cc = ctx.device().unwrap().compute_capability().unwrap();
     if cc.major < 9 {
-        eprintln!("skipped: kernels/launch_ex_sm90.ptx needs compute capability 9.0 ({cc})");
-        return None;
+        common::skip(format!(
+            "kernels/launch_ex_sm90.ptx needs compute capability 9.0, this device has {cc}"
+        ));
     }
-    Some(Module::from_ptx(ctx, LAUNCH_EX_PTX).unwrap())
+    Module::from_ptx(ctx, LAUNCH_EX_PTX).unwrap()
 }
 
 fn a_cluster_launch_gives_each_block_its_rank_in_the_cluster() {
     common::in_context(|ctx| {
-        let Some(module) = launch_ex_module(ctx) else {
-            return Ok(());
-        };
-        if !has_clusters(ctx, &module) {
-            return Ok(());
-        }
+        let module = launch_ex_module(ctx);
+        needs_clusters(ctx, &module);
         // SAFETY: cluster_info(unsigned*, size_t) writes out[4b..4b+4] below out_len only.
         let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }?;
         let stream = ctx.stream()?;
@@ -572,12 +582,8 @@ fn a_cluster_launch_gives_each_block_its_rank_in_the_cluster() {
 
 fn cluster_launches_are_checked_before_the_driver() {
     common::in_context(|ctx| {
-        let Some(module) = launch_ex_module(ctx) else {
-            return Ok(());
-        };
-        if !has_clusters(ctx, &module) {
-            return Ok(());
-        }
+        let module = launch_ex_module(ctx);
+        needs_clusters(ctx, &module);
         // SAFETY: as above.
         let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }?;
         let stream = ctx.stream()?;
@@ -657,9 +663,7 @@ fn cluster_launches_are_checked_before_the_driver() {
 
 fn a_cooperative_launch_synchronizes_its_whole_grid() {
     common::in_context(|ctx| {
-        let Some(module) = launch_ex_module(ctx) else {
-            return Ok(());
-        };
+        let module = launch_ex_module(ctx);
         // SAFETY: grid_sum(const unsigned*, size_t, unsigned*, size_t) reads in[i < in_len],
         // writes out[b < out_len] only, and synchronizes the grid only when launched
         // cooperatively (`is_valid()`), returning at once otherwise.
@@ -697,9 +701,7 @@ fn a_cooperative_launch_synchronizes_its_whole_grid() {
 
 fn a_cooperative_grid_too_large_is_refused_before_the_driver() {
     common::in_context(|ctx| {
-        let Some(module) = launch_ex_module(ctx) else {
-            return Ok(());
-        };
+        let module = launch_ex_module(ctx);
         // SAFETY: as above.
         let sum = unsafe { module.kernel::<(In<u32>, Out<u32>)>("grid_sum") }?;
         let sms = ctx
@@ -747,7 +749,10 @@ fn a_launch_priority_is_accepted_and_one_out_of_range_refused() {
                 .scope(|s| s.launch(&scale, config, (&mut x, 2.0f32)))
                 .unwrap_err();
             assert_eq!(e.code(), ErrorCode::DriverTooOld, "{e}");
-            return Ok(());
+            common::skip(format!(
+                "launch priorities need a CUDA 12.0 driver, this one is {}",
+                driver()
+            ));
         }
         stream.scope(|s| {
             let x = s.bind_mut(&mut x);
@@ -779,8 +784,10 @@ fn a_launch_priority_is_accepted_and_one_out_of_range_refused() {
 
 fn attribute_launches_are_ordered_like_others_in_a_two_stream_scope() {
     if driver() < 12000 {
-        eprintln!("skipped: launch priorities need a CUDA 12.0 driver");
-        return;
+        common::skip(format!(
+            "launch priorities need a CUDA 12.0 driver, this one is {}",
+            driver()
+        ));
     }
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
@@ -865,23 +872,17 @@ __global__ void fill(T *x, size_t x_len, T v) {
             .name_expression("fill<int>")
     }
 
-    /// NVRTC, or `None` after printing why the test is skipped (no library here).
-    pub fn nvrtc_or_skip() -> Option<(i32, i32)> {
-        match cuda_brand::nvrtc::version() {
-            Ok(v) => Some(v),
-            Err(e) => {
-                assert_eq!(e.code(), ErrorCode::NvrtcNotFound, "{e}");
-                eprintln!("skipped: no NVRTC library ({e})");
-                None
-            }
+    /// Returns if NVRTC loads; otherwise skips the test, naming the loader's error.
+    pub fn needs_nvrtc() {
+        if let Err(e) = cuda_brand::nvrtc::version() {
+            assert_eq!(e.code(), ErrorCode::NvrtcNotFound, "{e}");
+            common::skip(format!("no NVRTC library ({e})"));
         }
     }
 
     /// Runs everywhere NVRTC is installed: compiling needs no GPU.
     pub fn nvrtc_compiles_source_to_ptx_without_a_context() {
-        if nvrtc_or_skip().is_none() {
-            return;
-        }
+        needs_nvrtc();
         let program = Program::compile(
             SOURCE,
             &options().arch(ComputeCapability { major: 7, minor: 5 }),
@@ -908,9 +909,7 @@ __global__ void fill(T *x, size_t x_len, T v) {
 
     /// Runs everywhere NVRTC is installed.
     pub fn nvrtc_a_syntax_error_returns_the_log_naming_the_line() {
-        if nvrtc_or_skip().is_none() {
-            return;
-        }
+        needs_nvrtc();
         let broken = "extern \"C\" __global__ void k(float *x, size_t n) {\n    x[0] = 1.0f\n}\n";
         let e = Program::compile(broken, &CompileOptions::new().name("broken.cu")).unwrap_err();
         assert_eq!(e.code(), ErrorCode::Nvrtc(6), "{e}");
@@ -977,9 +976,7 @@ __global__ void fill(T *x, size_t x_len, T v) {
     }
 
     pub fn nvrtc_compiled_kernels_run_from_ptx_and_from_a_cubin() {
-        if nvrtc_or_skip().is_none() {
-            return;
-        }
+        needs_nvrtc();
         common::in_context(|ctx| {
             // compiled for this context's device and loaded
             let (module, program) = ctx.compile_and_load(SOURCE, &options())?;

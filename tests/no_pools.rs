@@ -9,7 +9,7 @@ use cuda_brand::{ContextFlags, DeviceBuffer, Error, Stream, StreamFlags, with_co
 fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
     // SAFETY: the only test of this binary sets it before any thread reads the environment.
     unsafe { std::env::set_var("CUDA_BRAND_NO_MEMORY_POOLS", "1") };
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |outer| {
         let stream = Stream::new(outer, StreamFlags::NonBlocking)?;
         let mut out = vec![1u32; 1 << 16];

@@ -25,7 +25,7 @@ const SIZES: [usize; 4] = [1, 1024, 1 << 18, 16 << 20];
 const ROUNDS: usize = 20;
 
 fn a_synchronous_fill_is_seen_by_the_next_scope_at_every_size() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
         for n in SIZES {
@@ -44,7 +44,7 @@ fn a_synchronous_fill_is_seen_by_the_next_scope_at_every_size() {
 }
 
 fn a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
         for n in SIZES {
@@ -79,7 +79,7 @@ fn a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size() {
 }
 
 fn a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
         let n = 16 << 20;
@@ -99,7 +99,7 @@ fn a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations() {
 }
 
 fn two_streams_of_one_scope_see_a_synchronous_write_made_before_it() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let (a, b) = (ctx.stream()?, ctx.stream()?);
         let n = 16 << 20;
@@ -133,7 +133,7 @@ fn hand_over(
     ) -> Result<(), Error>
     + Send,
 ) {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared: SharedContext<'_> = ctx.share();
         std::thread::scope(|t| {
@@ -194,7 +194,7 @@ fn a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy() 
 }
 
 fn a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |a| {
         let stream_a = a.stream()?;
         let n = 16 << 20;
@@ -220,7 +220,7 @@ fn a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope() {
 }
 
 fn synchronous_2d_and_3d_copies_are_seen_by_the_next_scope() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
         let (w, h) = (4096usize, 1024usize);
@@ -249,9 +249,7 @@ fn synchronous_2d_and_3d_copies_are_seen_by_the_next_scope() {
 }
 
 fn a_partitions_green_stream_sees_a_synchronous_write_of_the_partition() {
-    let Some(device) = common::gpu() else {
-        return;
-    };
+    let device = common::gpu();
     let outcome = with_partitions(&device, |sms| {
         let count = sms.min_partition().max(8);
         let (part, _rest) = sms.split(count)?;
@@ -269,7 +267,9 @@ fn a_partitions_green_stream_sees_a_synchronous_write_of_the_partition() {
         })
     });
     match outcome {
-        Err(e) if e.code() == ErrorCode::DriverTooOld => eprintln!("skipped: {e}"),
+        Err(e) if e.code() == ErrorCode::DriverTooOld => {
+            common::skip(format!("no green contexts ({e})"))
+        }
         other => other.unwrap(),
     }
 }
@@ -304,7 +304,7 @@ fn a_peer_gpu_sees_a_synchronous_write_on_the_other_gpu() {
 /// checking every read against a model: the attack the issue asks for before calling the
 /// change done. Deterministic (a linear congruential generator per thread).
 fn mixed_synchronous_and_scope_work_on_four_threads_matches_a_model() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         std::thread::scope(|t| {
@@ -410,7 +410,7 @@ fn pair<'a, 'ctx>(
 /// of it is left in the book once the library destroys the context (a later scope would
 /// otherwise wait on a destroyed event).
 fn a_context_another_library_made_current_leaves_no_event_behind() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let driver = common::driver();
     with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
@@ -454,7 +454,7 @@ const PTX: &str = include_str!("../kernels/kernels.ptx");
 /// pending) is read by a kernel whose arguments name no memory at all (`bump(int)`): memory
 /// the crate cannot place orders every later user, so the launch waits for the upload.
 fn a_module_global_written_synchronously_is_seen_by_a_launch_that_names_no_buffer() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut module = Module::from_ptx(ctx, PTX)?;
         let mut slow = ctx.zeroed::<u32>(1 << 28)?;
@@ -491,7 +491,7 @@ fn a_module_global_written_synchronously_is_seen_by_a_launch_that_names_no_buffe
 /// before the fills do. Runs alone: another test's write of memory the crate cannot place
 /// (a pitched buffer, a module global) would rightly make this thread wait.
 fn unrelated_synchronous_work_of_another_thread_is_not_waited_for() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         let mut slow = ctx.zeroed::<u32>(1 << 28)?;

@@ -56,13 +56,12 @@ fn raw_read(ctx: cuda_brand::sys::CUcontext, ptr: u64, n: usize) -> Vec<u32> {
 /// device memory) reads what the host wrote after the call. Failed before the review's fix
 /// (the destination alone decided how the copy completes).
 fn copy_from_device_has_read_a_managed_source_when_it_returns() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut src = match ManagedBuffer::<u32>::zeroed(ctx, N) {
             Ok(src) => src,
             Err(e) if e.code() == ErrorCode::NotSupported => {
-                eprintln!("skipped: {e}");
-                return Ok(());
+                common::skip(format!("no concurrent managed access here ({e})"))
             }
             Err(e) => return Err(e),
         };
@@ -92,7 +91,7 @@ fn copy_from_device_has_read_a_managed_source_when_it_returns() {
 /// wait for. Failed before the review's fix (`synchronize` now also waits for every
 /// pending synchronous write, of any context).
 fn context_synchronize_covers_a_pool_write_made_while_another_context_was_current() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |a| {
         let mut buf = a.zeroed::<u32>(N)?;
         let raw_a = common::handle(a);
@@ -127,7 +126,7 @@ fn context_synchronize_covers_a_pool_write_made_while_another_context_was_curren
 /// raw allocation standing for another library). Failed before the review's fix (the
 /// teardown synchronized only its own context). Runs alone: it watches the default pool.
 fn setup_pool_memory_is_freed_after_another_contexts_pending_write() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let driver = common::driver();
     let mut default_pool = std::ptr::null_mut();
     let mut primary = std::ptr::null_mut();
@@ -199,10 +198,9 @@ fn setup_pool_memory_is_freed_after_another_contexts_pending_write() {
     })
     .unwrap();
     if mine != freed_at {
-        eprintln!(
+        common::skip(format!(
             "inconclusive: the default pool gave another block ({mine:#x}, the setup buffer was at {freed_at:#x})"
-        );
-        return;
+        ));
     }
     assert_all(&first, 7, "another library's allocation, at once");
     assert_all(&later, 7, "another library's allocation, 1.5 s later");
@@ -216,7 +214,7 @@ fn setup_pool_memory_is_freed_after_another_contexts_pending_write() {
 /// context; the crate assumes the wait, already satisfied, is harmless. A hang or an error
 /// here says otherwise. Run on a thread of its own, so that a hang fails the test.
 fn a_queued_wait_on_a_record_of_a_destroyed_context_completes() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let outcome = with_context(&device, ContextFlags::default(), |a| {
@@ -258,7 +256,7 @@ fn a_queued_wait_on_a_record_of_a_destroyed_context_completes() {
 /// that operation to end). The other thread keeps writing and reading synchronously and
 /// in scopes, 200 teardowns long. Runs alone: it enters the primary context.
 fn teardowns_on_one_thread_end_another_threads_sync_streams_safely() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let stop = AtomicBool::new(false);
     std::thread::scope(|t| {
         let worker = t.spawn(|| {
@@ -294,7 +292,7 @@ fn teardowns_on_one_thread_end_another_threads_sync_streams_safely() {
 /// ended thread's token and its sync stream. Each round a new thread leaves a fill pending
 /// (behind slow fills) and ends; the buffer is read in a scope on the first thread.
 fn a_pending_write_of_an_ended_thread_is_seen() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         let stream = ctx.stream()?;
@@ -329,13 +327,12 @@ fn a_pending_write_of_an_ended_thread_is_seen() {
 /// memory whose fill is still pending on the sync stream: the copy runs on the legacy
 /// stream after every pending record, then waits on the host.
 fn a_copy_into_managed_memory_follows_a_pending_fill() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut managed = match ManagedBuffer::<u32>::zeroed(ctx, N) {
             Ok(m) => m,
             Err(e) if e.code() == ErrorCode::NotSupported => {
-                eprintln!("skipped: {e}");
-                return Ok(());
+                common::skip(format!("no concurrent managed access here ({e})"))
             }
             Err(e) => return Err(e),
         };
@@ -355,7 +352,7 @@ fn a_copy_into_managed_memory_follows_a_pending_fill() {
 /// `into_raw_parts` hands the memory to another library, which reads it with raw calls on
 /// its own (legacy) stream: the pending fill is waited for first.
 fn into_raw_parts_waits_for_a_pending_fill() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let raw = common::handle(ctx);
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
@@ -380,7 +377,7 @@ fn into_raw_parts_waits_for_a_pending_fill() {
 /// block, and must see zeros: its sync stream waits for the first thread's record before
 /// its memset.
 fn a_block_freed_with_a_pending_fill_is_zeroed_for_the_next_thread() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         std::thread::scope(|t| {
@@ -424,7 +421,7 @@ fn a_block_freed_with_a_pending_fill_is_zeroed_for_the_next_thread() {
 /// A synchronous copy leaves its read of the source pending; the source is handed to
 /// another thread, whose scope overwrites it: the copy must have read the old values.
 fn a_scope_write_on_another_thread_follows_a_pending_synchronous_read() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         std::thread::scope(|t| {
@@ -468,7 +465,7 @@ fn a_scope_write_on_another_thread_follows_a_pending_synchronous_read() {
 /// A graph's lent buffer written synchronously between replays (behind slow fills), then
 /// replayed in a scope: the replay is a scope operation and waits for the write.
 fn a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let stream = ctx.stream()?;
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;

@@ -44,7 +44,7 @@ fn upload_on_a_thread(shared: SharedContext<'_>, value: u32) -> Result<(usize, b
 }
 
 fn a_ring_is_page_locked_where_the_crate_destroys_the_context_and_freed_with_it() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = order::live_rings();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
@@ -72,7 +72,7 @@ fn a_ring_is_page_locked_where_the_crate_destroys_the_context_and_freed_with_it(
 }
 
 fn a_ring_in_a_primary_context_is_plain_memory_freed_with_its_sync_stream() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = order::live_rings();
     with_primary_context(&device, |ctx| {
         let mut buf = ctx.zeroed::<u32>(SMALL)?;
@@ -98,7 +98,7 @@ fn a_ring_in_a_primary_context_is_plain_memory_freed_with_its_sync_stream() {
 /// uploading behind slow fills: the first `MAX_REGISTERED_RINGS` rings are page-locked,
 /// the rest plain memory, every value arrives, and every ring is freed with the context.
 fn a_context_page_locks_at_most_its_share_of_rings() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let threads = order::MAX_REGISTERED_RINGS + 4;
     let before = order::live_rings();
     with_context(&device, ContextFlags::default(), |ctx| {
@@ -141,7 +141,7 @@ fn a_context_page_locks_at_most_its_share_of_rings() {
 }
 
 fn an_owned_context_frees_its_rings_with_its_last_handle() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = order::live_rings();
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     for value in [5u32, 6] {

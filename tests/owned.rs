@@ -56,10 +56,6 @@ fn block_on<F: Future>(future: F) -> (F::Output, usize) {
     }
 }
 
-fn device() -> Option<Device> {
-    common::gpu()
-}
-
 /// A created context with the sample kernels' module and a stream, owned.
 fn owned_setup(device: &Device) -> (OwnedContext, Arc<OwnedModule>, Arc<OwnedStream>) {
     let home = OwnedContext::new(device, ContextFlags::default()).unwrap();
@@ -100,7 +96,7 @@ fn cycles(ms: i64) -> i64 {
 }
 
 fn an_owned_buffer_made_in_one_entry_is_read_in_another_on_another_thread() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let before = common::current();
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     assert_eq!(common::current(), before, "creating leaves nothing current");
@@ -124,7 +120,7 @@ fn an_owned_buffer_made_in_one_entry_is_read_in_another_on_another_thread() {
 }
 
 fn a_guard_of_another_context_is_refused_naming_both() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let a = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let b = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let mut on_a = owned_buffer(&a, &[1.0, 2.0]);
@@ -172,7 +168,7 @@ fn a_guard_of_another_context_is_refused_naming_both() {
 }
 
 fn an_owned_handle_of_the_primary_context_binds_inside_with_primary_context() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let home = OwnedContext::primary(&device).unwrap();
     let mut buf = owned_buffer(&home, &[3.0; 8]);
     with_primary_context(&device, |ctx| {
@@ -193,7 +189,7 @@ fn an_owned_handle_of_the_primary_context_binds_inside_with_primary_context() {
 }
 
 fn close_tears_down_only_with_the_last_handle() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let buf = owned_buffer(&home, &[1.0; 16]);
     let other = home.clone();
@@ -208,7 +204,7 @@ fn close_tears_down_only_with_the_last_handle() {
 }
 
 fn handles_dropped_on_another_thread_while_the_context_is_entered_here() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let bufs: Vec<_> = (0..8)
         .map(|i| owned_buffer(&home, &[i as f32; 1024]))
@@ -238,7 +234,7 @@ fn handles_dropped_on_another_thread_while_the_context_is_entered_here() {
 }
 
 fn an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_point() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let bytes = 8 << 20;
     let buf = owned_buffer(&home, &vec![1.0f32; bytes / 4]);
@@ -263,7 +259,7 @@ fn an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_po
 }
 
 fn an_awaited_batch_hands_back_its_buffers_with_the_results() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, module, stream) = owned_setup(&device);
     let (scale, spin) = (scale_kernel(&module), spin_kernel(&module));
     let n = 1 << 16;
@@ -304,7 +300,7 @@ fn an_awaited_batch_hands_back_its_buffers_with_the_results() {
 }
 
 fn many_batches_in_flight_on_several_streams_all_complete_with_their_values() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, module, _stream) = owned_setup(&device);
     let scale = scale_kernel(&module);
     let streams: Vec<Arc<OwnedStream>> = (0..4)
@@ -330,7 +326,7 @@ fn many_batches_in_flight_on_several_streams_all_complete_with_their_values() {
 }
 
 fn a_pending_future_dropped_mid_flight_waits_for_its_work() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, module, stream) = owned_setup(&device);
     let spin = spin_kernel(&module);
     let buf = owned_buffer(&home, &[7.0; 1 << 20]);
@@ -364,7 +360,7 @@ fn a_pending_future_dropped_mid_flight_waits_for_its_work() {
 }
 
 fn a_forgotten_pending_future_leaks_its_batch_and_frees_nothing_early() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, module, stream) = owned_setup(&device);
     let spin = spin_kernel(&module);
     let bytes = 4 << 20;
@@ -395,7 +391,7 @@ fn a_forgotten_pending_future_leaks_its_batch_and_frees_nothing_early() {
 }
 
 fn a_panic_in_a_host_function_of_a_batch_surfaces_from_the_future() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, _module, stream) = owned_setup(&device);
     let buf = owned_buffer(&home, &[1.0; 256]);
     let work = stream.submit((buf, vec![0.0f32; 256]), |s, (d, h)| {
@@ -414,7 +410,7 @@ fn a_panic_in_a_host_function_of_a_batch_surfaces_from_the_future() {
 }
 
 fn a_panic_in_a_batch_closure_resumes_after_its_work_is_done() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, module, stream) = owned_setup(&device);
     let spin = spin_kernel(&module);
     let buf = owned_buffer(&home, &[1.0; 256]);
@@ -434,7 +430,7 @@ fn a_panic_in_a_batch_closure_resumes_after_its_work_is_done() {
 }
 
 fn a_batch_with_a_part_of_another_context_is_refused_before_any_work() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (_home, _module, stream) = owned_setup(&device);
     let other = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let foreign = owned_buffer(&other, &[2.0; 4]);
@@ -452,7 +448,7 @@ fn a_batch_with_a_part_of_another_context_is_refused_before_any_work() {
 }
 
 fn a_batch_may_allocate_scratch_and_queue_host_functions() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, _module, stream) = owned_setup(&device);
     let out = owned_buffer(&home, &[0.0; 512]);
     let seen = Arc::new(AtomicUsize::new(0));
@@ -477,7 +473,7 @@ fn a_batch_may_allocate_scratch_and_queue_host_functions() {
 }
 
 fn waiting_for_a_batch_inside_a_host_function_panics_and_leaks_the_batch() {
-    let Some(device) = device() else { return };
+    let device = common::gpu();
     let (home, module, stream) = owned_setup(&device);
     let spin = spin_kernel(&module);
     let host = home
@@ -526,7 +522,7 @@ const STICKY_CHILD: &str = "CUDA_BRAND_TEST_OWNED_STICKY_CHILD";
 
 fn a_failed_context_wakes_every_pending_batch_with_its_error() {
     if std::env::var_os(STICKY_CHILD).is_some() {
-        let Some(device) = device() else { return };
+        let device = common::gpu();
         let (home, module, stream) = owned_setup(&device);
         // SAFETY: NOT true: write_wild writes through a wild pointer; this child process
         // exists to see the crate report the fault to every pending batch.
@@ -555,9 +551,8 @@ fn a_failed_context_wakes_every_pending_batch_with_its_error() {
         eprintln!("child: both batches failed");
         return;
     }
-    if device().is_none() || common::under_sanitizer_skip("an illegal address") {
-        return;
-    }
+    common::gpu();
+    common::skip_under_sanitizer("an illegal address");
     let name = "a_failed_context_wakes_every_pending_batch_with_its_error";
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--nocapture", "--test-threads=1"])

@@ -51,14 +51,14 @@ $L__BB0_2:
 }
 "#;
 
-/// The device, or `None` (the test skips) when it or its driver has no green contexts.
-fn partitionable() -> Option<Device> {
-    let device = common::gpu()?;
+/// The device; the test is skipped (see [`common::gpu`]) where there is none, or where it
+/// or its driver has no green contexts.
+fn partitionable() -> Device {
+    let device = common::gpu();
     match with_partitions(&device, |sms| Ok::<_, Error>(sms.count())) {
-        Ok(_) => Some(device),
+        Ok(_) => device,
         Err(e) if e.code() == ErrorCode::DriverTooOld => {
-            eprintln!("skipped: no green contexts ({e})");
-            None
+            common::skip(format!("no green contexts ({e})"))
         }
         Err(e) => panic!("with_partitions on device 0: {e}"),
     }
@@ -77,9 +77,7 @@ fn sms_used(p: PartitionGuard<'_>) -> Result<BTreeSet<u32>, Error> {
 }
 
 fn a_split_gives_two_partitions_of_the_sizes_asked_on_disjoint_sms() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     with_partitions(&device, |sms| {
         let (total, min, align) = (sms.count(), sms.min_partition(), sms.alignment());
         eprintln!("{total} SMs, partitions of at least {min}, multiples of {align}");
@@ -126,9 +124,7 @@ fn a_split_gives_two_partitions_of_the_sizes_asked_on_disjoint_sms() {
 }
 
 fn each_partition_computes_with_its_own_module_memory_and_stream() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     let n = 1 << 20;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let (sum_a, sum_b) = with_partitions(&device, |sms| {
@@ -165,9 +161,7 @@ fn each_partition_computes_with_its_own_module_memory_and_stream() {
 }
 
 fn a_short_kernel_finishes_while_the_other_partition_is_saturated() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     // kHz: the clock that `clock64()` counts
     let cycles_per_second = i64::from(device.attribute(DeviceAttribute::ClockRate).unwrap()) * 1000;
     with_partitions(&device, |sms| {
@@ -216,9 +210,7 @@ fn a_short_kernel_finishes_while_the_other_partition_is_saturated() {
 }
 
 fn splits_the_device_cannot_give_are_errors_naming_the_numbers() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     let total = with_partitions(&device, |sms| Ok::<_, Error>(sms.count())).unwrap();
     for (ask, words) in [
         (0, "a partition of 0 SMs".to_owned()),
@@ -250,9 +242,7 @@ fn splits_the_device_cannot_give_are_errors_naming_the_numbers() {
 }
 
 fn no_other_context_is_entered_inside_a_partitioned_closure() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     let refused = |r: Result<(), Error>, call: &str| {
         let e = r.unwrap_err();
         assert_eq!((e.call(), e.code()), (call, ErrorCode::NotPermitted), "{e}");
@@ -311,9 +301,7 @@ fn a_partitions_context_is_made_current_on_its_own_thread_only() {
     // multiple threads work." A partition's stream and buffers are `Send` and `Sync`; an
     // operation that makes their context current (a scope's allocation, a buffer's drop)
     // on a scoped thread, while the partition's thread has it current, is refused.
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     with_partitions(&device, |sms| {
         let (part, _) = sms.split(1)?;
         part.enter(|p| {
@@ -343,9 +331,7 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
     // outside every partition. The device is partitioned, so the plain context is refused
     // already (`with_context`); `SmGroup::enter` makes the same check as `with_partitions`
     // (no context current) behind it, for a context of another device.
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     with_partitions(&device, |sms| {
         let (part, rest) = sms.split(1)?;
         let entered = std::thread::scope(|t| {
@@ -390,9 +376,7 @@ fn a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch() {
     use cuda_brand::owned::OwnedContext;
     use std::panic::{self, AssertUnwindSafe};
     use std::sync::{Arc, mpsc};
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     let home = OwnedContext::primary(&device).unwrap();
     let bytes = 64 << 20;
     let (stream, buf) = home
@@ -453,9 +437,7 @@ fn a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch() {
 fn a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch() {
     use cuda_brand::owned::OwnedContext;
     use std::sync::{Arc, mpsc};
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     let home = OwnedContext::primary(&device).unwrap();
     let stream = home
         .enter(|ctx| Ok::<_, Error>(Arc::new(home.unbind(ctx, ctx.stream()?)?)))

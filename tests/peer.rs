@@ -1,5 +1,5 @@
 //! Several contexts at once: peer access, peer copies and peer views. Tests that need two
-//! GPUs skip with a notice on one; the same-device tests run on any GPU.
+//! GPUs are ignored (the harness says why) on one; the same-device tests run on any GPU.
 
 use crate::common;
 
@@ -12,14 +12,14 @@ const PTX: &str = include_str!("../kernels/kernels.ptx");
 
 /// Devices 0 and 1. The harness runs a two-GPU test only where there are two (or with
 /// `CUDA_BRAND_REQUIRE_GPUS=2`, where their absence is this panic: a failure).
-fn two_gpus() -> Option<(Device, Device)> {
+fn two_gpus() -> (Device, Device) {
     let n = Device::count().expect("a device count");
     assert!(n >= 2, "needs two GPUs, this machine has {n}");
-    Some((Device::get(0).unwrap(), Device::get(1).unwrap()))
+    (Device::get(0).unwrap(), Device::get(1).unwrap())
 }
 
 fn peer_copies_between_two_contexts_of_one_device() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |a| {
         let src: Vec<u32> = (0..100_000).collect();
         let in_a = DeviceBuffer::from_slice(a, &src)?;
@@ -43,7 +43,7 @@ fn peer_copies_between_two_contexts_of_one_device() {
 }
 
 fn a_kernel_writes_another_contexts_memory_only_through_a_peer_view() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |a| {
         let mut in_a = DeviceBuffer::from_slice(a, &[1.0f32, 2.0, 3.0])?;
         with_context(&device, ContextFlags::default(), |b| {
@@ -63,7 +63,7 @@ fn a_kernel_writes_another_contexts_memory_only_through_a_peer_view() {
 }
 
 fn peer_access_between_two_gpus_is_idempotent() {
-    let Some((d0, d1)) = two_gpus() else { return };
+    let (d0, d1) = two_gpus();
     assert!(
         d0.can_access_peer(&d1).unwrap(),
         "the two GPUs of this machine have a peer path"
@@ -81,7 +81,7 @@ fn peer_access_between_two_gpus_is_idempotent() {
 }
 
 fn peer_copies_between_two_gpus_preserve_every_byte() {
-    let Some((d0, d1)) = two_gpus() else { return };
+    let (d0, d1) = two_gpus();
     with_context(&d0, ContextFlags::default(), |c0| {
         let n = 16 << 20; // 64 MiB of u32
         let src: Vec<u32> = (0..n as u32)
@@ -109,7 +109,7 @@ fn peer_copies_between_two_gpus_preserve_every_byte() {
 }
 
 fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
-    let Some((d0, d1)) = two_gpus() else { return };
+    let (d0, d1) = two_gpus();
     with_context(&d0, ContextFlags::default(), |c0| {
         let mut on0 = DeviceBuffer::from_slice(c0, &vec![2.0f32; 1 << 20])?;
         with_context(&d1, ContextFlags::default(), |c1| {
@@ -135,7 +135,7 @@ fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
 /// which a non-blocking stream of the memory's context (not ordered after the legacy
 /// stream) then observes.
 fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context() {
-    let Some((d0, d1)) = two_gpus() else { return };
+    let (d0, d1) = two_gpus();
     with_context(&d0, ContextFlags::default(), |c0| {
         let n = 64 << 20;
         let mut buf = DeviceBuffer::<u8>::zeroed(c0, n)?;

@@ -44,7 +44,7 @@ fn allocation_size(ptr: u64) -> usize {
 }
 
 fn a_phased_program_computes_with_setup_memory_and_bounded_scratch() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let n = 100_000;
     let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let out = with_phases(&device, ContextFlags::default(), |phases| {
@@ -80,7 +80,7 @@ fn a_phased_program_computes_with_setup_memory_and_bounded_scratch() {
 }
 
 fn buffers_of_the_setup_phase_are_freed_only_by_the_teardown() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = crate_pool_used(&device);
     let mib = 1usize << 20;
     with_phases(&device, ContextFlags::default(), |phases| {
@@ -102,7 +102,7 @@ fn buffers_of_the_setup_phase_are_freed_only_by_the_teardown() {
 }
 
 fn an_exhausted_scratch_pool_is_a_clear_error() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_phases(&device, ContextFlags::default(), |phases| {
         let ((stream, scratch), _run) = phases.setup(|ctx| {
             Ok::<_, Error>((ctx.stream()?, MemoryPool::with_max_size(ctx, 2 << 20)?))
@@ -127,7 +127,7 @@ fn an_exhausted_scratch_pool_is_a_clear_error() {
 /// teardown gives it back. The device's default pool outlives the context, so its use is
 /// read before, during and after.
 fn pool_buffers_of_the_setup_phase_are_freed_only_by_the_teardown() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let before = default_pool_used(&device);
     let mib = 1usize << 20;
     let host: Vec<u32> = (0..mib as u32).collect(); // 4 MiB
@@ -194,7 +194,7 @@ fn pool_buffers_of_the_setup_phase_are_freed_only_by_the_teardown() {
 /// back when the scope ends. The pool is destroyed (dropped) before the teardown frees the
 /// buffer; the driver releases its memory then, which the device's free memory shows.
 fn a_setup_pool_keeps_setup_buffers_until_the_teardown_and_scope_scratch_until_the_scope_ends() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let mib = 1usize << 20;
     let free_before = device_free(&device);
     with_phases(&device, ContextFlags::default(), |phases| {
@@ -241,7 +241,7 @@ fn a_setup_pool_keeps_setup_buffers_until_the_teardown_and_scope_scratch_until_t
 /// free memory does not grow); the teardown frees it (compute-sanitizer's leak check
 /// would name it otherwise).
 fn managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let mib = 1usize << 20;
     with_phases(&device, ContextFlags::default(), |phases| {
         let ((managed, flat, volume), run) = phases.setup(|ctx| {

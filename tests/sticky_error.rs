@@ -7,10 +7,8 @@ use cuda_brand::{ContextFlags, Error, with_context};
 
 fn a_kernel_that_traps_makes_teardown_return_err_without_a_panic() {
     use cuda_brand::{LaunchConfig, Module, Out, Stream, StreamFlags};
-    let device = gpu_or_skip!();
-    if common::under_sanitizer_skip("an illegal address") {
-        return;
-    }
+    let device = common::gpu();
+    common::skip_under_sanitizer("an illegal address");
     let before = common::current();
     let result = with_context(&device, ContextFlags::default(), |ctx| {
         let module = Module::from_ptx(ctx, include_str!("../kernels/kernels.ptx"))?;

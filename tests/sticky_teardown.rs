@@ -20,10 +20,8 @@ use cuda_brand::{
 };
 
 fn every_error_after_an_illegal_address_reaches_the_caller() {
-    let device = gpu_or_skip!();
-    if common::under_sanitizer_skip("an illegal address") {
-        return;
-    }
+    let device = common::gpu();
+    common::skip_under_sanitizer("an illegal address");
     let before = common::current();
     // what the inner closure saw, checked after it
     let mut probe_closed: Option<cuda_brand::Result<()>> = None;

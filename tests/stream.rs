@@ -215,7 +215,7 @@ fn two_streams_are_ordered_by_an_event() {
 }
 
 fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |outer| {
         let stream = Stream::new(outer, StreamFlags::NonBlocking)?;
         let mut buf = DeviceBuffer::<u32>::zeroed(outer, 1000)?;

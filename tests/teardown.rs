@@ -8,7 +8,7 @@ use crate::common;
 use cuda_brand::{ContextFlags, Error, with_context, with_primary_context};
 
 fn a_destroyed_context_gives_its_memory_back() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_primary_context(&device, |_| {
         let free_before = common::free_memory();
         with_context(&device, ContextFlags::default(), |_| {
@@ -32,7 +32,7 @@ fn a_destroyed_context_gives_its_memory_back() {
 }
 
 fn the_primary_context_is_released_after_the_closure() {
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     let (_, active) = device.primary_context_state().unwrap();
     assert!(
         !active,

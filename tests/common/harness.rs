@@ -1,7 +1,7 @@
 //! The harness of the GPU test binaries (`harness = false` in `Cargo.toml`), on
-//! `libtest-mimic`: it decides at run time which tests can run here, so a test that needs a
-//! GPU shows as **ignored**, with the reason printed once at the top, in `cargo test`'s
-//! normal output and counts, instead of passing without having run.
+//! `libtest-mimic`: it decides at run time which tests can run here, so a test that cannot
+//! shows as **ignored**, with the reason, in `cargo test`'s normal output and counts,
+//! instead of passing without having run.
 //!
 //! Most GPU test files are modules of one binary, `gpu` (`tests/gpu.rs`, linked once): each
 //! lists its tests with `gpu_tests!` (or by hand as `tests_alone()`, for tests that must run
@@ -10,18 +10,25 @@
 //! whose `fn main` is `gpu_test_main!`.
 //!
 //! * A test that needs a GPU is ignored where `Device::get(0)` fails (no driver library, no
-//!   device); with `CUDA_BRAND_REQUIRE_GPU=1` it runs anyway, and fails.
+//!   device), with the reason printed once at the top; with `CUDA_BRAND_REQUIRE_GPU=1` it
+//!   runs anyway, and fails.
 //! * A test that needs two GPUs is ignored where there are fewer; with
 //!   `CUDA_BRAND_REQUIRE_GPUS=2` it runs anyway, and fails.
+//! * A test that finds, once running, that it cannot run here (a driver too old for what it
+//!   checks, a library or a device feature missing, compute-sanitizer in the way of the
+//!   driver error it provokes on purpose) calls [`skip`] with the reason: it is reported
+//!   `ignored (reason)`, never `ok`. `tests/compliance.rs` keeps the test files from
+//!   printing a skip and returning instead.
 //! * `--include-ignored` and `--ignored` (which the GPU bundle passes to every test
 //!   binary) are accepted but do not run a test that cannot run here: no test of this
 //!   suite is ignored by choice, only by what the machine lacks.
 
+use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::sync::{PoisonError, RwLock};
 
 use cuda_brand::Device;
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::{Arguments, Completion, Trial};
 
 /// What a test needs from the machine.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,11 +43,41 @@ pub enum Needs {
     NoGpu,
 }
 
-/// One test: a name, what it needs, and a body that panics on failure.
+/// One test: a name, what it needs, and a body that panics on failure and calls [`skip`]
+/// where it finds it cannot run here.
 pub struct Test {
     pub name: &'static str,
     pub needs: Needs,
     pub body: fn(),
+}
+
+/// Why a running test did not run to its end here: the payload [`skip`] unwinds with, which
+/// the harness reports as `ignored (reason)`.
+pub struct Skip(pub String);
+
+/// Ends the running test as skipped, reported `ignored (reason)`: for a test that finds it
+/// cannot run here (see the module's doc). It unwinds with a [`Skip`] payload through
+/// `std::panic::resume_unwind`, which calls no panic hook, so nothing is printed as a
+/// panic; the crate's closures (contexts, scopes, owned entries) tear down and pass the
+/// payload on unchanged, as they do a panic's.
+///
+/// Call it on the test's own thread, best at the top, before any context or thread: on a
+/// spawned thread the payload reaches `join` as a panic's, where `join().unwrap()` (or the
+/// end of a `std::thread::scope`) turns it into a failure.
+pub fn skip(reason: impl Into<String>) -> ! {
+    panic::resume_unwind(Box::new(Skip(reason.into())))
+}
+
+/// Runs a test's body: `Ignored` with the reason of a [`skip`], `Completed` when it
+/// returns; any other panic goes on, and libtest-mimic reports it as the test's failure.
+fn run_body(body: fn()) -> Completion {
+    match panic::catch_unwind(AssertUnwindSafe(body)) {
+        Ok(()) => Completion::Completed,
+        Err(payload) => match payload.downcast::<Skip>() {
+            Ok(skip) => Completion::ignored_with(skip.0),
+            Err(payload) => panic::resume_unwind(payload),
+        },
+    }
 }
 
 fn env_is(name: &str, value: &str) -> bool {
@@ -134,7 +171,7 @@ fn run_with(tests: Vec<Test>, alone: Vec<Test>, mut args: Arguments) -> ExitCode
             };
             let ignored = missing(t.needs).is_some();
             let body = t.body;
-            Trial::test(t.name, move || {
+            Trial::ignorable_test(t.name, move || {
                 // a panicking test poisons the lock; the next one takes its turn all the same
                 let _turn = if alone {
                     (
@@ -147,8 +184,7 @@ fn run_with(tests: Vec<Test>, alone: Vec<Test>, mut args: Arguments) -> ExitCode
                         None,
                     )
                 };
-                body();
-                Ok(())
+                Ok(run_body(body))
             })
             .with_kind(kind)
             .with_ignored_flag(ignored)

@@ -1,11 +1,13 @@
-//! Shared by the GPU tests: their harness, the device, and the driver calls tests make
-//! directly. `tests/gpu.rs` declares it `#[macro_use]`, so that its modules (the test files)
-//! have `gpu_or_skip!` and the harness's `gpu_tests!`.
+//! Shared by the GPU tests: their harness, the device, the skips, and the driver calls tests
+//! make directly. `tests/gpu.rs` declares it `#[macro_use]`, so that its modules (the test
+//! files) have the harness's `gpu_tests!`.
 #![allow(dead_code)]
 
 #[macro_use]
 pub mod harness;
 pub mod ordering;
+
+pub use harness::skip;
 
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
@@ -17,11 +19,11 @@ use cuda_brand::sys::CUmemoryPool;
 use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
 use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr, CUstream};
 
-/// Device 0, or `None` after printing why the test is skipped. With
-/// `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.
-pub fn gpu() -> Option<Device> {
+/// Device 0. Where there is none the test is skipped (reported `ignored`, with the
+/// driver's error); with `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.
+pub fn gpu() -> Device {
     match Device::get(0) {
-        Ok(device) => Some(device),
+        Ok(device) => device,
         Err(e) => {
             let required = std::env::var("CUDA_BRAND_REQUIRE_GPU").is_ok_and(|v| v == "1");
             assert!(
@@ -38,21 +40,9 @@ pub fn gpu() -> Option<Device> {
                 ),
                 "unexpected error looking for a GPU: {e}"
             );
-            eprintln!("skipped: no CUDA device ({e})");
-            None
+            skip(format!("no CUDA device ({e})"))
         }
     }
-}
-
-/// Returns from the test (skipping it) when there is no GPU.
-#[macro_export]
-macro_rules! gpu_or_skip {
-    () => {
-        match common::gpu() {
-            Some(device) => device,
-            None => return,
-        }
-    };
 }
 
 /// The driver entry points that tests call directly, loaded from the library the crate
@@ -189,20 +179,21 @@ pub fn free_memory() -> usize {
     free
 }
 
-/// True (after printing a notice) when the test runs under compute-sanitizer with its
-/// default options: tests that provoke a driver error on purpose skip there, because
-/// memcheck counts every failed API call as an error. They run, and assert the error, in
-/// the plain GPU run, and under compute-sanitizer with `--report-api-errors no`, which
-/// `scripts/sanitize` says with `CUDA_BRAND_SANITIZER_API_ERRORS=no` (it runs the tests that
-/// fault on purpose, the `fault` lines of `tests/DRIVER_ERRORS`, never under
-/// compute-sanitizer).
-pub fn under_sanitizer_skip(what: &str) -> bool {
+/// Skips the test (reported `ignored`: "under compute-sanitizer: {what} provokes a driver
+/// error on purpose") when it runs under compute-sanitizer with its default options, which
+/// count every failed API call as an error; returns otherwise. The tests that call it run,
+/// and assert the error, in the plain GPU run, and under compute-sanitizer with
+/// `--report-api-errors no`, which `scripts/sanitize` says with
+/// `CUDA_BRAND_SANITIZER_API_ERRORS=no` (it runs the tests that fault on purpose, the
+/// `fault` lines of `tests/DRIVER_ERRORS`, never under compute-sanitizer).
+pub fn skip_under_sanitizer(what: &str) {
     let under = std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
         && std::env::var_os("CUDA_BRAND_SANITIZER_API_ERRORS").is_none_or(|v| v != "no");
     if under {
-        eprintln!("skipped under compute-sanitizer: {what} provokes a driver error on purpose");
+        skip(format!(
+            "under compute-sanitizer: {what} provokes a driver error on purpose"
+        ));
     }
-    under
 }
 
 /// True when the test runs under compute-sanitizer (any options). Its tools run one kernel
@@ -214,8 +205,7 @@ pub fn under_sanitizer() -> bool {
 
 /// Runs `f` in a fresh context of device 0, or skips (see [`gpu`]); a failure panics.
 pub fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
-    let Some(device) = gpu() else { return };
-    with_context(&device, ContextFlags::default(), f).unwrap();
+    with_context(&gpu(), ContextFlags::default(), f).unwrap();
 }
 
 /// The memory pool an allocation came from (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`, 17;

@@ -439,7 +439,7 @@ pub fn calls_the_driver_may_make_wait_for_a_running_host_function() {
 /// the `with_context` that made it returns `CUDA_ERROR_NOT_PERMITTED`, naming
 /// `DeviceBuffer::drop`, although its closure returned `Ok`.
 pub fn a_buffer_dropped_inside_a_host_function_is_reported_by_its_contexts_teardown() {
-    let Some(device) = common::gpu() else { return };
+    let device = common::gpu();
     let result = cuda_brand::with_context(&device, cuda_brand::ContextFlags::default(), |ctx| {
         let buf = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
         ctx.stream()?.scope(|s| s.host_fn(move || drop(buf)))?;
