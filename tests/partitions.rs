@@ -478,9 +478,7 @@ fn not_permitted(err: Error, words: &str) {
 /// retain the device's primary context and run there, on any SM, outside every partition.
 /// They are refused while the device is partitioned, and the buffer keeps its values.
 fn a_scoped_thread_makes_no_synchronous_operation_outside_the_partitions() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     with_partitions(&device, |sms| {
         let (part, _) = sms.split(1)?;
         part.enter(|p| {
@@ -511,9 +509,7 @@ fn a_scoped_thread_makes_no_synchronous_operation_outside_the_partitions() {
 /// threads work". Every call that would reach the driver there is refused; on the
 /// partition's thread they work as before.
 fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     with_partitions(&device, |sms| {
         let (part, _) = sms.split(1)?;
         part.enter(|p| {
@@ -557,9 +553,7 @@ fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
 /// failed release, and the buffer's pool block is back in the pool afterwards (it used to
 /// be refused and leaked for the process).
 fn a_partitions_values_dropped_on_another_thread_are_released_by_its_own() {
-    let Some(device) = partitionable() else {
-        return;
-    };
+    let device = partitionable();
     let bytes = 64usize << 20;
     with_partitions(&device, |sms| {
         let each = sms.min_partition().max(8);
