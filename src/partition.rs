@@ -55,16 +55,20 @@
 //!   streams, events, modules, kernels, pools) carries `'p`: one partition's kernel,
 //!   buffer or event on another partition's stream is a compile error, and nothing of a
 //!   partition outlives it.
-//! * **A partition's context is current on its thread only.** The driver lets a green
-//!   context be current on one thread at a time, "with no internal synchronization" for
-//!   calls from several. A partition's guard stays on its thread; its streams, buffers,
-//!   events and modules are `Send` and `Sync` like any context's, but an operation that
-//!   would make the partition's context current on another thread (a scoped thread's
-//!   scope allocation, synchronous copy or drop) is refused with
-//!   [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted) (a drop refused there
-//!   leaks the value's memory or handle, and the partition's teardown reports it). Give each thread a
-//!   partition of its own: a part ([`SmGroup`]) is `Send` and may be entered on a scoped
-//!   thread.
+//! * **A partition is used on its thread only.** The driver lets a green context be
+//!   current on one thread at a time, "with no internal synchronization" for calls from
+//!   several. A partition's guard stays on its thread; its streams, buffers, events,
+//!   modules and functions are `Send` and `Sync` like any context's, but on another thread
+//!   (a scoped thread spawned in the partition's closure) every call of them that would
+//!   reach the driver is refused with
+//!   [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted): a scope on a partition's
+//!   stream, the stream's and an event's methods, a function's attributes and
+//!   declarations, a module's lookups, and an operation that would make the partition's
+//!   context current (a synchronous copy or fill of its memory). Dropped there, such a
+//!   value is released by the partition's own thread when the partition ends (before its
+//!   synchronization), so nothing leaks. Give each thread a partition of its own: a part
+//!   ([`SmGroup`]) is `Send` and may be entered on a scoped thread. Each check is one
+//!   atomic load while no partition lives.
 //! * **Every stream is the partition's.** A partition's guard creates its streams with
 //!   `cuGreenCtxStreamCreate`, the driver's one documented way to a stream whose work runs
 //!   on the green context's SMs; `stream()` and `Stream::new` do this for it.
@@ -81,8 +85,10 @@
 //!   layer's `enter`) with [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted).
 //!   The same ways into a context *of the partitioned device* are refused on every other
 //!   thread of the process while the closure runs (a scoped thread spawned inside it, a
-//!   thread of a pool holding an owned context): one atomic load while no device is
-//!   partitioned.
+//!   thread of a pool holding an owned context), and so is the device's primary context,
+//!   which a synchronous operation on memory tied to no context (a partition's buffer, of
+//!   a pool) takes on a thread with no context current: one atomic load while no device
+//!   is partitioned.
 //!
 //! # Per partition, and shared
 //!
