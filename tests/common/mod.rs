@@ -3,6 +3,7 @@
 //! have `gpu_or_skip!` and the harness's `gpu_tests!`.
 #![allow(dead_code)]
 
+pub mod child;
 #[macro_use]
 pub mod harness;
 pub mod ordering;

@@ -756,11 +756,12 @@ unsafe fn end_sync_streams_since(raw: CUcontext, mark: u64) {
 
 // ---- for the crate's tests ----------------------------------------------------------------
 
-/// What `cuda_brand::__order` exports (hidden): the bounce rings, for the crate's GPU
-/// tests. Not an API: it may change at any time.
+/// What `cuda_brand::__order` exports (hidden): the bounce rings and the pending writes,
+/// for the crate's GPU tests. Not an API: it may change at any time.
 pub mod hidden {
+    use super::access::conflicts;
     use super::book::Entry;
-    use super::{BOOK, LIVE_RINGS, Ordering, PoisonError, Ring, thread_token};
+    use super::{BOOK, LIVE_RINGS, Ordering, PoisonError, Ring, Span, Touched, thread_token};
     use crate::context::ContextGuard;
 
     /// A sync stream's ring, as (host address, page-locked), if it has one.
@@ -794,6 +795,29 @@ pub mod hidden {
 
     /// The most page-locked rings one context has.
     pub const MAX_REGISTERED_RINGS: usize = super::MAX_REGISTERED_RINGS;
+
+    /// How many sync streams have a pending write of the `bytes` at device address `start`
+    /// whose latest record is not complete yet (`cuEventQuery`; the book is left as it is):
+    /// a read of that memory queued now would have to wait for them.
+    pub fn incomplete_writes_of(start: u64, bytes: u64) -> crate::error::Result<usize> {
+        let read = [Span {
+            start,
+            bytes,
+            write: false,
+        }];
+        let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut incomplete = 0;
+        for e in &book.entries {
+            if e.pending
+                .iter()
+                .any(|a| conflicts(Touched::Spans(&read), a))
+                && !super::event_done(e.event)?
+            {
+                incomplete += 1;
+            }
+        }
+        Ok(incomplete)
+    }
 }
 
 #[cfg(test)]
