@@ -68,7 +68,7 @@ unsafe fn free_buffer_memory(
             bytes: bytes as u64,
             write: true,
         }];
-        crate::context::order::before_legacy_op(Touched::Spans(&freed))?;
+        crate::context::order::before_legacy_op(Touched::Spans(&freed), true)?;
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
         unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };

@@ -139,7 +139,7 @@ fn on_sync_stream<T>(
 /// Runs `op`, touching `touched`, on the legacy stream of the current context after every
 /// pending access it conflicts with, and waits for the legacy stream on the host.
 fn on_legacy_stream<T>(touched: Touched<'_>, op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
-    order::before_legacy_op(touched)?;
+    order::before_legacy_op(touched, false)?;
     queue_on_legacy_stream(op)
 }
 
@@ -185,7 +185,7 @@ fn staged_on_legacy_stream(
     stage: Option<Stage<'_>>,
     op: impl FnOnce(CUstream) -> Result<()>,
 ) -> Result<()> {
-    order::before_legacy_op(touched)?;
+    order::before_legacy_op(touched, false)?;
     if let Some(stage) = stage {
         if stage(std::ptr::null_mut())? {
             return Ok(());

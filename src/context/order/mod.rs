@@ -78,10 +78,12 @@ const NON_BLOCKING: u32 = 0x1;
 
 mod access;
 mod book;
+mod outside;
 
 pub(crate) use access::{Span, Touched};
 pub(crate) use book::BOUNCE_SLOT;
 use book::{BOUNCE_SLOTS, Book, Bounce, Ring};
+pub(crate) use outside::{before_legacy_op, stream_after_writes};
 
 /// The process's book; handles as numbers (`CUevent` and `CUstream` are raw pointers, not
 /// `Send`).
@@ -642,39 +644,10 @@ pub(crate) unsafe fn prepare(ctx: CUcontext) {
     }
 }
 
-/// Orders the legacy stream of the current context after every pending access that work
-/// touching `touched` conflicts with, before that work is queued there (a staged copy, a
-/// free on the legacy stream, a synchronous operation without a sync stream). One atomic
-/// load while nothing is pending.
-pub(crate) fn before_legacy_op(touched: Touched<'_>) -> Result<()> {
-    // SAFETY: null is the current context's legacy stream.
-    unsafe { stream_after_writes(std::ptr::null_mut(), touched) }
-}
-
 /// Whether nothing is pending: no work needs to wait for any sync stream. One atomic load.
 #[inline(always)]
 pub(crate) fn is_settled() -> bool {
     PENDING.load(Ordering::Acquire) == 0
-}
-
-/// Makes `stream` wait for every pending access that work touching `touched` conflicts
-/// with, before that work is queued on it (an operation of a scope). One atomic load while
-/// nothing is pending.
-///
-/// # Safety
-/// The stream is alive (null: the current context's legacy stream).
-pub(crate) unsafe fn stream_after_writes(stream: CUstream, touched: Touched<'_>) -> Result<()> {
-    if is_settled() {
-        return Ok(());
-    }
-    let mut book = book()?;
-    let waited = book.wait_conflicting(touched, None, event_done, |event| {
-        // SAFETY: the caller's promise for the stream; the event is alive while its entry
-        // is in the book, under the lock held here.
-        unsafe { driver::stream_wait_event(stream, event as CUevent) }
-    });
-    publish(&book);
-    waited
 }
 
 /// Waits on the host for every pending record (before `cuMemFree`, which the driver does
