@@ -6,10 +6,14 @@
 //! stream's event, which every later stream scope, sync stream and legacy-stream operation
 //! waits for on the GPU. An upload of up to 256 KiB is copied into the sync stream's
 //! bounce ring (host memory of the crate's own) on the host first, and then needs no wait
-//! either: it is a write of device memory alone from the moment the host copy is done. Where no sync stream is used (memory the host can read directly, a
-//! context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the operation runs
-//! on the legacy stream after every pending record and is waited for on the host, as before
-//! the sync streams.
+//! either: it is a write of device memory alone from the moment the host copy is done.
+//! Staged bulk copies (`memory::staging`) queue their DMAs on the same sync stream and are
+//! complete when they return. Where no sync stream is used (memory the host can read
+//! directly, a context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the
+//! operation, staged or not, runs on the legacy stream after every pending record and is
+//! waited for on the host, as before the sync streams: only these wait for a
+//! `StreamFlags::Default` stream of the context (`docs/design/ordering.md`, seventh step,
+//! has the exact list).
 
 use std::ffi::c_void;
 use std::ptr::NonNull;

@@ -25,9 +25,12 @@
 //!   stream, before it is queued ([`stream_after_writes`]; a scope may bind memory written
 //!   synchronously after it opened, so a wait when it opens would not be enough); each
 //!   synchronous operation of another sync stream, on that sync stream
-//!   ([`SyncStream::begin`]); work on a legacy stream ([`before_legacy_op`]: a free, a
-//!   staged copy); and, waiting on the host for every record, a free the driver does not
-//!   order and `ContextGuard::synchronize` ([`wait_on_host`]).
+//!   ([`SyncStream::begin`]); work on a legacy stream ([`before_legacy_op`]: a free, an
+//!   operation that may use no sync stream); and, waiting on the host for every record, a
+//!   free the driver does not order and `ContextGuard::synchronize` ([`wait_on_host`]).
+//!   Nothing is queued on a stream the crate does not own (a scope's, a legacy stream)
+//!   while the book's lock is held: the waits go through the calling thread's sync stream
+//!   (`outside.rs`).
 //!
 //! # Accesses
 //!
