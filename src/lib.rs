@@ -468,8 +468,9 @@ pub mod __staging {
     pub use crate::memory::staging::hidden::*;
 }
 
-/// The bounce rings of the order of synchronous operations (`src/context/order/`), for the
-/// crate's GPU tests. Not part of the API: it may change in any release.
+/// The bounce rings and pending writes of the order of synchronous operations
+/// (`src/context/order/`), for the crate's GPU tests. Not part of the API: it may change in
+/// any release.
 #[doc(hidden)]
 pub mod __order {
     pub use crate::context::order::hidden::*;

@@ -699,4 +699,6 @@ gpu_tests!(
     calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs,
     calls_the_driver_may_make_wait_for_a_running_host_function,
     a_buffer_dropped_inside_a_host_function_is_reported_by_its_contexts_teardown,
+    staged_copies_return_while_a_default_streams_host_function_waits_for_them,
+    a_pool_buffer_freed_while_a_default_streams_host_function_waits_returns,
 );

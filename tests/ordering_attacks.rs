@@ -14,7 +14,8 @@
 //! `ContextGuard::synchronize`, the teardown of `with_phases`), the others pin behaviour the
 //! review found sound.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -492,6 +493,291 @@ fn a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer() {
     .unwrap();
 }
 
+// ---- the book's lock and a stream whose queue is full (issue 46, item 5) ----------------------
+
+/// How long the child of the deadlock test may take before the parent kills it and fails.
+const DEADLOCK_LIMIT: Duration = Duration::from_secs(60);
+/// How long the test's host function waits for the mutex: longer than [`DEADLOCK_LIMIT`],
+/// so that a deadlock holds until the parent kills the child.
+const PATIENCE: Duration = Duration::from_secs(120);
+/// The most raw operations the filling thread queues on the scope's stream.
+const FILL_CAP: usize = 1_000_000;
+/// The filling thread is taken to be blocked in the driver (the stream's queue full) when
+/// it has queued nothing for this long.
+const STALLED_FOR: Duration = Duration::from_millis(500);
+
+/// What the holder of the mutex is told once the scope's stream is full.
+enum Next {
+    /// Make a synchronous operation, then release the mutex.
+    Go,
+    /// The scenario cannot arise here: release the mutex.
+    GiveUp,
+}
+
+/// A scope's stream whose queue is full behind a host function that waits for a mutex,
+/// while the mutex's holder makes a synchronous operation (which takes the book's lock),
+/// and the scope's next operation must wait for a pending synchronous write of another
+/// thread (the slow path of `StreamScope::ordered`). Before the fix (issue 46, item 5)
+/// that operation queued its `cuStreamWaitEvent` on the full stream while holding the
+/// book's lock: the driver blocked it until the host function returned, the holder waited
+/// for the lock, the host function for the holder: a deadlock. Now the wait on the user's
+/// stream is queued outside the lock (through the thread's own sync stream), the holder's
+/// fill returns, and everything completes with the right values.
+///
+/// The queue is filled by a thread queueing raw `cuMemsetD32Async` calls on the stream
+/// until the driver blocks it (nothing queued for 500 ms); a probe then checks that
+/// another stream still takes work (else the driver blocks every enqueue, and no crate
+/// could help). Where the queue never fills, the probe blocks, or the pending write ends
+/// too soon, the child says `skipped:` and passes: the scenario did not arise. Runs in a
+/// child process (a deadlock is a failure, not a hung binary).
+fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
+    const NAME: &str = "a_scope_operation_waits_for_a_pending_write_outside_the_books_lock";
+    if !common::child::is_child() {
+        return common::child::run_within(
+            NAME,
+            DEADLOCK_LIMIT,
+            "a scope operation queued a wait on its full stream under the book's lock, which the holder of the host function's mutex waits for",
+        );
+    }
+    let device = gpu_or_skip!();
+    with_context(&device, ContextFlags::default(), |ctx| {
+        let shared = ctx.share();
+        let (len, fills) = slow_fills();
+        let mut slow = ctx.zeroed::<u32>(len)?;
+        let mut pending = ctx.zeroed::<u32>(1024)?;
+        let mut other = ctx.zeroed::<u32>(1024)?;
+        let stream = ctx.stream()?;
+        // another thread's sync stream busy for seconds, and a fill of `pending` behind
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                shared.enter(|_| {
+                    keep_busy(&mut slow, fills)?;
+                    pending.fill(5)
+                })
+            })
+            .join()
+            .unwrap()
+        })?;
+        eprintln!("step: a fill of `pending` is queued behind {fills} fills of {len} words");
+        let words = RawWords::new();
+        let m = Mutex::new(());
+        let got_lock = AtomicBool::new(false);
+        let mut out = vec![0u32; 1024];
+        let (tell, told) = mpsc::channel::<Next>();
+        let (locked, is_locked) = mpsc::channel::<()>();
+        let (reproduced, held) = std::thread::scope(|t| {
+            let (m, other) = (&m, &mut other);
+            let holder = t.spawn(move || {
+                let guard = m.lock().unwrap();
+                locked.send(()).unwrap();
+                let made = match told.recv() {
+                    Ok(Next::Go) => {
+                        std::thread::sleep(Duration::from_millis(300));
+                        eprintln!("step: the mutex's holder makes a synchronous fill");
+                        let made = shared.enter(|_| other.fill(9));
+                        eprintln!("step: the holder's fill returned");
+                        made
+                    }
+                    _ => Ok(()),
+                };
+                drop(guard);
+                made
+            });
+            is_locked.recv().unwrap();
+            let reproduced = stream.scope(|s| {
+                // moved in: dropped when the closure returns (or unwinds) without `Go`,
+                // which the holder takes as `GiveUp`
+                let tell = tell;
+                s.host_fn(|| got_lock.store(lock_within(m, PATIENCE), Ordering::SeqCst))?;
+                let raw = Raw {
+                    ctx: common::handle(ctx) as usize,
+                    // SAFETY (of the test): only raw memsets of the test's own memory are
+                    // queued through the handle, inside the scope, which waits for them
+                    stream: unsafe { stream.as_raw() } as usize,
+                };
+                if !fill_and_probe(raw, &words, &tell)? {
+                    return Ok(false);
+                }
+                // SAFETY (of the test): only the address is taken.
+                let at = unsafe { pending.as_device_ptr() };
+                if cuda_brand::__order::incomplete_writes_of(at, 4096)? == 0 {
+                    eprintln!("skipped: the pending fill completed before the scope's operation");
+                    tell.send(Next::GiveUp).unwrap();
+                    return Ok(false);
+                }
+                tell.send(Next::Go).unwrap();
+                eprintln!(
+                    "step: the stream is full; its next operation waits for the pending fill"
+                );
+                s.copy_to_host(&mut out, &pending)?;
+                eprintln!("step: the scope's operation returned");
+                Ok::<_, Error>(true)
+            });
+            (reproduced, holder.join().unwrap())
+        });
+        let reproduced = reproduced?;
+        held?;
+        words.free();
+        if reproduced {
+            assert!(
+                got_lock.load(Ordering::SeqCst),
+                "the host function got the mutex in time"
+            );
+            assert_all(&out, 5, "the scope's copy of the pending fill");
+            assert_all(&other.to_vec()?, 9, "the holder's fill");
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
+/// The length of the slow buffer (`u32`s) and how many fills of it keep a sync stream busy
+/// for seconds: up to 16 GiB (a quarter of the free memory at most), about 16 TB written.
+fn slow_fills() -> (usize, usize) {
+    let bytes = (common::free_memory() / 4).min(16 << 30) & !0xfff;
+    let fills = (16_000_000_000_000 / bytes).clamp(32, 1024);
+    (bytes / 4, fills)
+}
+
+/// The raw handles the filling thread and the probe use (as numbers: they cross threads).
+#[derive(Clone, Copy)]
+struct Raw {
+    ctx: usize,
+    stream: usize,
+}
+
+/// Two words of device memory from `cuMemAlloc`, which raw memsets write.
+struct RawWords(u64);
+
+impl RawWords {
+    fn new() -> RawWords {
+        let mut ptr = 0;
+        // SAFETY (of the test): a context is current; the out-pointer is a live local.
+        assert_eq!(unsafe { (common::driver().cuMemAlloc_v2)(&mut ptr, 8) }, 0);
+        RawWords(ptr)
+    }
+
+    fn free(self) {
+        // SAFETY (of the test): allocated above; the scope that wrote it has waited.
+        assert_eq!(unsafe { (common::driver().cuMemFree_v2)(self.0) }, 0);
+    }
+}
+
+/// Runs `f` with the raw context pushed on this thread.
+fn pushed<T>(ctx: usize, f: impl FnOnce() -> T) -> T {
+    let driver = common::driver();
+    let mut popped = std::ptr::null_mut();
+    // SAFETY (of the test): the context is alive (its guard is in scope); popped below.
+    assert_eq!(unsafe { (driver.cuCtxPushCurrent_v2)(ctx as _) }, 0);
+    let value = f();
+    // SAFETY (of the test): pops the push above.
+    assert_eq!(unsafe { (driver.cuCtxPopCurrent_v2)(&mut popped) }, 0);
+    value
+}
+
+/// Fills `raw.stream`'s queue (blocked behind the scope's host function) from another
+/// thread until the driver blocks that thread, then probes another stream. `Ok(true)`: the
+/// stream is full and other streams take work; `Ok(false)`: the scenario cannot arise here
+/// (said, and the holder told to give up). The filling thread is told to stop before this
+/// returns, and is joined once the stream drains.
+fn fill_and_probe(raw: Raw, words: &RawWords, tell: &mpsc::Sender<Next>) -> Result<bool, Error> {
+    let (count, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let word = words.0;
+    std::thread::scope(|t| {
+        let filler = t.spawn(|| {
+            pushed(raw.ctx, || {
+                for i in 0..FILL_CAP {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    // SAFETY (of the test): a word of the test's memory, on the live stream.
+                    let rc = unsafe {
+                        (common::driver().cuMemsetD32Async)(word, i as u32, 1, raw.stream as _)
+                    };
+                    assert_eq!(rc, 0, "cuMemsetD32Async");
+                    count.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        });
+        let full = wait_until_stalled(&count, &filler);
+        stop.store(true, Ordering::SeqCst);
+        if !full {
+            eprintln!(
+                "skipped: the driver queued {FILL_CAP} operations behind the host function without blocking"
+            );
+            tell.send(Next::GiveUp).unwrap();
+            return Ok(false);
+        }
+        eprintln!(
+            "step: the driver blocked the filling thread after {} operations",
+            count.load(Ordering::SeqCst)
+        );
+        let (probed, probe) = mpsc::channel();
+        t.spawn(move || {
+            pushed(raw.ctx, || probe_another_stream(word + 4));
+            let _ = probed.send(());
+        });
+        match probe.recv_timeout(Duration::from_secs(5)) {
+            Ok(()) => Ok(true),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                eprintln!(
+                    "skipped: the driver blocks work on every stream while one stream is full"
+                );
+                tell.send(Next::GiveUp).unwrap();
+                Ok(false)
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => panic!("the probe failed"),
+        }
+    })
+}
+
+/// Waits until the filling thread has queued nothing for [`STALLED_FOR`] (`true`) or has
+/// finished (`false`).
+fn wait_until_stalled(count: &AtomicUsize, filler: &std::thread::ScopedJoinHandle<'_, ()>) -> bool {
+    let (mut seen, mut since) = (0, std::time::Instant::now());
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        if filler.is_finished() {
+            return false;
+        }
+        let now = count.load(Ordering::SeqCst);
+        if now != seen {
+            (seen, since) = (now, std::time::Instant::now());
+        } else if now > 0 && since.elapsed() > STALLED_FOR {
+            return true;
+        }
+    }
+}
+
+/// A memset on a new non-blocking stream, waited for: returns at once unless the driver
+/// blocks every stream.
+fn probe_another_stream(word: u64) {
+    let driver = common::driver();
+    let mut z = std::ptr::null_mut();
+    // SAFETY (of the test): a context is pushed; the stream is made, used, waited for and
+    // destroyed here; the word is the test's memory.
+    unsafe {
+        assert_eq!((driver.cuStreamCreate)(&mut z, 1), 0);
+        assert_eq!((driver.cuMemsetD32Async)(word, 1, 1, z), 0);
+        assert_eq!((driver.cuStreamSynchronize)(z), 0);
+        assert_eq!((driver.cuStreamDestroy_v2)(z), 0);
+    }
+}
+
+/// Takes and releases `m` (polling), or gives up after `patience`: whether it got it.
+fn lock_within(m: &Mutex<()>, patience: Duration) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if m.try_lock().is_ok() {
+            return true;
+        }
+        if start.elapsed() > patience {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 gpu_tests!(
     copy_from_device_has_read_a_managed_source_when_it_returns,
     context_synchronize_covers_a_pool_write_made_while_another_context_was_current,
@@ -502,6 +788,7 @@ gpu_tests!(
     a_block_freed_with_a_pending_fill_is_zeroed_for_the_next_thread,
     a_scope_write_on_another_thread_follows_a_pending_synchronous_read,
     a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer,
+    a_scope_operation_waits_for_a_pending_write_outside_the_books_lock,
 );
 
 /// Tests that run alone: the default pool's blocks, the primary context.

@@ -43,7 +43,10 @@ pub(crate) unsafe fn free_plain(
 
 /// Frees the memory of a device buffer made in `ctx`, `bytes` long: `cuMemFree` for
 /// `plain` memory ([`free_plain`]), else `cuMemFreeAsync` on the legacy stream, with `ctx`
-/// current.
+/// current. The latter is queued, not waited for: it returns while the legacy stream waits
+/// for a `StreamFlags::Default` stream (one whose host function runs, say), and so does the
+/// wait for the memory's pending synchronous accesses queued before it, which goes through
+/// the thread's sync stream with the book's lock released (`context::order`).
 ///
 /// # Safety
 /// `ptr` is such an allocation of the live context `ctx`, given up by its owner, and no
@@ -68,7 +71,7 @@ unsafe fn free_buffer_memory(
             bytes: bytes as u64,
             write: true,
         }];
-        crate::context::order::before_legacy_op(Touched::Spans(&freed))?;
+        crate::context::order::before_legacy_op(Touched::Spans(&freed), true)?;
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
         unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };
@@ -147,7 +150,8 @@ unsafe fn free_buffer_memory(
 ///   copies");
 /// * the calling thread queues the DMA of each chunk (up to 2 MiB; an upload's filled
 ///   chunks that follow each other in the staging as one DMA of up to 8 MiB) between the
-///   device and the staging on the legacy stream, an event after each, while up to 8 threads
+///   device and the staging on its sync stream, where its other synchronous operations run
+///   (the legacy stream where they do), an event after each, while up to 8 threads
 ///   that the staging keeps (one fewer than the cores) copy each chunk between its slot
 ///   and the host memory in pieces of 256 KiB: the copy engine and the threads work at
 ///   once, and the driver never handles the pageable memory (an upload of up to 16 MiB is

@@ -6,10 +6,14 @@
 //! stream's event, which every later stream scope, sync stream and legacy-stream operation
 //! waits for on the GPU. An upload of up to 256 KiB is copied into the sync stream's
 //! bounce ring (host memory of the crate's own) on the host first, and then needs no wait
-//! either: it is a write of device memory alone from the moment the host copy is done. Where no sync stream is used (memory the host can read directly, a
-//! context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the operation runs
-//! on the legacy stream after every pending record and is waited for on the host, as before
-//! the sync streams.
+//! either: it is a write of device memory alone from the moment the host copy is done.
+//! Staged bulk copies (`memory::staging`) queue their DMAs on the same sync stream and are
+//! complete when they return. Where no sync stream is used (memory the host can read
+//! directly, a context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the
+//! operation, staged or not, runs on the legacy stream after every pending record and is
+//! waited for on the host, as before the sync streams: only these wait for a
+//! `StreamFlags::Default` stream of the context (`docs/design/ordering.md`, seventh step,
+//! has the exact list).
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -139,7 +143,12 @@ fn on_sync_stream<T>(
 /// Runs `op`, touching `touched`, on the legacy stream of the current context after every
 /// pending access it conflicts with, and waits for the legacy stream on the host.
 fn on_legacy_stream<T>(touched: Touched<'_>, op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
-    order::before_legacy_op(touched)?;
+    order::before_legacy_op(touched, false)?;
+    queue_on_legacy_stream(op)
+}
+
+/// Runs `op` on the legacy stream of the current context and waits for it on the host.
+fn queue_on_legacy_stream<T>(op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
     match op(std::ptr::null_mut()) {
         Ok(out) => order::legacy_wait().map(|()| out),
         Err(e) => {
@@ -151,14 +160,52 @@ fn on_legacy_stream<T>(touched: Touched<'_>, op: impl FnOnce(CUstream) -> Result
     }
 }
 
+/// A staged bulk copy (`memory::staging`), run on the stream it is given: `Ok(true)` where
+/// it copied (complete: every DMA waited for), `Ok(false)` where it copied nothing and the
+/// driver's path is to be taken.
+type Stage<'a> = &'a mut dyn FnMut(CUstream) -> Result<bool>;
+
+/// Runs `stage` on `sync`'s stream, where the other synchronous operations of the thread
+/// run (a non-blocking stream: no `StreamFlags::Default` stream holds it back), and ends
+/// the operation as complete (`Access::Host`: the sync stream is synchronized): `None`.
+/// Where the staging copied nothing, hands `sync` back for the driver's path.
+fn staged_on_sync_stream(sync: SyncStream, stage: Stage<'_>) -> Result<Option<SyncStream>> {
+    match stage(sync.stream()) {
+        Ok(true) => sync.end_after_sync().map(|()| None),
+        Ok(false) => Ok(Some(sync)),
+        Err(e) => {
+            sync.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// Runs `stage` (where given), else `op`, on the legacy stream of the current context after
+/// every pending access `touched` conflicts with: where no sync stream may be used, as for
+/// every other synchronous operation. The staged copy is complete when it returns; `op` is
+/// waited for on the host.
+fn staged_on_legacy_stream(
+    touched: Touched<'_>,
+    stage: Option<Stage<'_>>,
+    op: impl FnOnce(CUstream) -> Result<()>,
+) -> Result<()> {
+    order::before_legacy_op(touched, false)?;
+    if let Some(stage) = stage {
+        if stage(std::ptr::null_mut())? {
+            return Ok(());
+        }
+    }
+    queue_on_legacy_stream(op)
+}
+
 /// Copies `bytes` from host memory at `src` into device memory at `dst`, in `ctx` (current;
-/// `None`: one the crate keeps no order for), completed as `completion` says: staged where
-/// `staging::wanted` says so (after every pending record, on the legacy stream; in the
-/// memory's context); up to [`BOUNCE_SLOT`] bytes through the sync stream's bounce ring
-/// ([`bounced`]); else on the thread's sync stream, waited for. Complete when it returns:
-/// the host memory is not read afterwards, and every later user of the device memory is
-/// ordered after the copy. `touched`: the device memory it writes (`Anything` for memory
-/// the crate cannot place).
+/// `None`: one the crate keeps no order for), completed as `completion` says, on the
+/// thread's sync stream (else the legacy stream, after every pending access it conflicts
+/// with): staged where `staging::wanted` says so (in the memory's context); up to
+/// [`BOUNCE_SLOT`] bytes through the sync stream's bounce ring ([`bounced`]); else
+/// queued there and waited for. Complete when it returns: the host memory is not read
+/// afterwards, and every later user of the device memory is ordered after the copy.
+/// `touched`: the device memory it writes (`Anything` for memory the crate cannot place).
 ///
 /// # Safety
 /// As [`run`] for `ctx`; `dst` is device memory valid for `bytes` of writes that nothing
@@ -172,24 +219,35 @@ pub(crate) unsafe fn upload(
     src: *const c_void,
     bytes: usize,
 ) -> Result<()> {
-    if let (true, Some(ctx)) = (staging::wanted(staging::Kind::FromHost, bytes), ctx) {
-        order::before_legacy_op(touched)?;
-        // SAFETY: the caller's promises; the staged copy is complete when it returns.
-        if unsafe { staging::host_to_device(ctx, completion.held(), dst, src.cast(), bytes) }? {
-            return Ok(());
+    let staged = ctx.filter(|_| staging::wanted(staging::Kind::FromHost, bytes));
+    let held = completion.held();
+    let mut stage = staged.map(|ctx| {
+        // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given
+        // (the thread's sync stream, busy for this operation alone, or the legacy stream),
+        // after the pending accesses `touched` conflicts with; complete when it returns.
+        move |stream: CUstream| unsafe {
+            staging::host_to_device(ctx, held, stream, dst, src.cast(), bytes)
         }
-    }
+    });
+    let stage = stage.as_mut().map(|f| f as Stage<'_>);
     // SAFETY: the caller's promises, on the stream given; complete when `run` returns
     // (`Access::Host`).
     let op = |stream| unsafe { driver::memcpy_htod_async(dst, src, bytes, stream) };
     // SAFETY: the caller's promise for `ctx`.
-    match unsafe { begin(ctx, completion, bytes <= BOUNCE_SLOT, touched) }? {
-        Some(mut sync) => match sync.slot() {
-            // SAFETY: the caller's promises; the slot is the operation's.
-            Some(slot) => unsafe { bounced(sync, slot, touched, dst, src, bytes) },
-            None => on_sync_stream(sync, Access::Host, touched, op),
+    let Some(sync) = unsafe { begin(ctx, completion, bytes <= BOUNCE_SLOT, touched) }? else {
+        return staged_on_legacy_stream(touched, stage, op);
+    };
+    let mut sync = match stage {
+        Some(stage) => match staged_on_sync_stream(sync, stage)? {
+            Some(sync) => sync,
+            None => return Ok(()),
         },
-        None => on_legacy_stream(touched, op),
+        None => sync,
+    };
+    match sync.slot() {
+        // SAFETY: the caller's promises; the slot is the operation's.
+        Some(slot) => unsafe { bounced(sync, slot, touched, dst, src, bytes) },
+        None => on_sync_stream(sync, Access::Host, touched, op),
     }
 }
 
@@ -238,7 +296,8 @@ unsafe fn bounced(
 
 /// Copies `bytes` from device memory at `src` into host memory at `dst`, in `ctx` (as
 /// [`upload`]): staged where `kind` (`ToHost`, or `ToNewHost` for a new `Vec`'s room) says
-/// so, else on the thread's sync stream. Complete when it returns.
+/// so, on the thread's sync stream where it has one (else the legacy stream). Complete when
+/// it returns.
 ///
 /// # Safety
 /// As [`run`] for `ctx`; `src` is device memory valid for `bytes` of reads that nothing
@@ -253,17 +312,30 @@ pub(crate) unsafe fn download(
     src: CUdeviceptr,
     bytes: usize,
 ) -> Result<()> {
-    if let (true, Some(ctx)) = (staging::wanted(kind, bytes), ctx) {
-        order::before_legacy_op(touched)?;
-        let (fresh, held) = (kind == staging::Kind::ToNewHost, completion.held());
-        // SAFETY: the caller's promises; the staged copy is complete when it returns.
-        if unsafe { staging::device_to_host(ctx, held, dst.cast(), src, bytes, fresh) }? {
-            return Ok(());
+    let staged = ctx.filter(|_| staging::wanted(kind, bytes));
+    let (fresh, held) = (kind == staging::Kind::ToNewHost, completion.held());
+    let mut stage = staged.map(|ctx| {
+        // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given (as
+        // in `upload`), after the pending accesses `touched` conflicts with; complete when
+        // it returns.
+        move |stream: CUstream| unsafe {
+            staging::device_to_host(ctx, held, stream, dst.cast(), src, bytes, fresh)
         }
-    }
-    // SAFETY: the caller's promises, on the stream `run` gives; complete when `run`
-    // returns (`Access::Host`).
+    });
+    let stage = stage.as_mut().map(|f| f as Stage<'_>);
+    // SAFETY: the caller's promises, on the stream given; complete when it returns
+    // (`Access::Host`).
     let op = |stream| unsafe { driver::memcpy_dtoh_async(dst, src, bytes, stream) };
-    // SAFETY: the caller's promise for `ctx`; `op`'s ranges are the caller's borrows.
-    unsafe { run(ctx, completion, Access::Host, touched, op) }
+    // SAFETY: the caller's promise for `ctx`.
+    let Some(sync) = unsafe { begin(ctx, completion, false, touched) }? else {
+        return staged_on_legacy_stream(touched, stage, op);
+    };
+    let sync = match stage {
+        Some(stage) => match staged_on_sync_stream(sync, stage)? {
+            Some(sync) => sync,
+            None => return Ok(()),
+        },
+        None => sync,
+    };
+    on_sync_stream(sync, Access::Host, touched, op)
 }

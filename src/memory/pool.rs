@@ -10,8 +10,9 @@
 //! * only this crate allocates from it, and it frees a block only once no GPU work uses it
 //!   (a scope's allocations after its streams are synchronized, a buffer when it is
 //!   dropped, which the borrow checker allows only after every scope that used it), except
-//!   a synchronous write still running on the legacy stream, which the free follows on that
-//!   stream and every later scope operation waits for on the GPU (`docs/design/ordering.md`).
+//!   a synchronous write still running on a sync stream, which the free on the legacy stream
+//!   follows (it waits for it on the GPU) and every later scope operation waits for on the
+//!   GPU (`docs/design/ordering.md`).
 //!   So no block of the pool ever has work pending on it that a later user is not ordered
 //!   after, and memory taken from it is valid for every stream at once: there is no
 //!   cross-stream hazard of reuse, as there would be in the device's default pool, which

@@ -3,6 +3,7 @@
 //! files) have the harness's `gpu_tests!`.
 #![allow(dead_code)]
 
+pub mod child;
 #[macro_use]
 pub mod harness;
 pub mod ordering;

@@ -449,3 +449,141 @@ pub fn a_buffer_dropped_inside_a_host_function_is_reported_by_its_contexts_teard
     assert_eq!(e.code(), cuda_brand::ErrorCode::NotPermitted, "{e}");
     assert!(e.to_string().contains("`DeviceBuffer::drop` failed"), "{e}");
 }
+
+// ---- a StreamFlags::Default stream's host function and the staged copies (issue 46) --------
+
+/// How long the child of a deadlock test may take before the parent kills it and fails.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long a host function of a deadlock test waits for the test's thread: longer than
+/// [`DEADLINE`], so that a deadlock holds until the parent kills the child (the bound only
+/// keeps a child run by hand from hanging for good).
+const HOST_FN_PATIENCE: Duration = Duration::from_secs(90);
+
+/// Sets its flag when dropped: the host function of a deadlock test is released when the
+/// scope's closure returns, also on an error path (which would otherwise look like a
+/// deadlock).
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Waits (polling) until `flag` is set or `patience` has passed: whether it was set.
+fn wait_for(flag: &AtomicBool, patience: Duration) -> bool {
+    let start = std::time::Instant::now();
+    while !flag.load(Ordering::SeqCst) {
+        if start.elapsed() > patience {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
+/// Staged bulk copies (downloads from 1 MiB, uploads from 512 KiB, pageable memory) queue
+/// their DMA on the calling thread's sync stream, a non-blocking stream: they return while
+/// a host function of a `StreamFlags::Default` stream waits, here for a flag that the
+/// test's thread sets only after the copies returned. Before the fix (issue 46, item 4)
+/// they queued it on the legacy stream, which waits for every `StreamFlags::Default`
+/// stream of the context: the first copy never returned. Runs in a child process (a
+/// deadlock is a failure, not a hung binary); asserts every copied value, and that the
+/// copies were staged.
+pub fn staged_copies_return_while_a_default_streams_host_function_waits_for_them() {
+    const NAME: &str = "staged_copies_return_while_a_default_streams_host_function_waits_for_them";
+    if !common::child::is_child() {
+        return common::child::run_within(
+            NAME,
+            DEADLINE,
+            "a staged copy waited for the StreamFlags::Default stream whose host function waits for the copy to return",
+        );
+    }
+    common::in_context(|ctx| {
+        let n = (4 << 20) / 4; // 4 MiB of u32: staged both ways
+        let pattern: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let up: Vec<u32> = pattern.iter().map(|&x| !x).collect();
+        // staged too, before the scope: the context's staging exists when the scope's copies
+        // come, so that they page-lock nothing while the host function waits
+        let src = DeviceBuffer::from_slice(ctx, &pattern)?;
+        if cuda_brand::__staging::bytes_of(ctx) == 0 {
+            eprintln!("skipped: this machine stages no copy (one core)");
+            return Ok(());
+        }
+        let mut dst = ctx.zeroed::<u32>(n)?;
+        let mut back = vec![0u32; n];
+        let blocking = Stream::new(ctx, StreamFlags::Default)?;
+        let released = AtomicBool::new(false);
+        let in_time = AtomicBool::new(false);
+        let down = blocking.scope(|s| {
+            s.host_fn(|| in_time.store(wait_for(&released, HOST_FN_PATIENCE), Ordering::SeqCst))?;
+            let _release = SetOnDrop(&released); // after the copies, or on an error
+            eprintln!("step: a host function waits on the StreamFlags::Default stream");
+            let down = src.to_vec()?; // into a new Vec, 4 MiB
+            eprintln!("step: a staged to_vec returned");
+            src.copy_to_host(&mut back)?; // into a Vec written before
+            eprintln!("step: a staged copy_to_host returned");
+            dst.copy_from_host(&up)?;
+            eprintln!("step: a staged copy_from_host returned");
+            Ok(down)
+        })?;
+        assert!(
+            in_time.load(Ordering::SeqCst),
+            "the host function stopped waiting: a staged copy waited for it"
+        );
+        assert!(down == pattern, "to_vec's values");
+        assert!(back == pattern, "copy_to_host's values");
+        assert!(dst.to_vec()? == up, "copy_from_host's values");
+        Ok(())
+    });
+}
+
+/// A pool buffer dropped while a host function of a `StreamFlags::Default` stream waits
+/// returns at once, with and without a pending synchronous write of the buffer (which the
+/// free is ordered after, through the thread's sync stream): the free is `cuMemFreeAsync`
+/// on the legacy stream, queued behind the Default stream's work but not waited for on the
+/// host. The host function waits for a flag the test's thread sets after both drops; the
+/// memory is usable afterwards. Runs in a child process, as the test above.
+pub fn a_pool_buffer_freed_while_a_default_streams_host_function_waits_returns() {
+    const NAME: &str = "a_pool_buffer_freed_while_a_default_streams_host_function_waits_returns";
+    if !common::child::is_child() {
+        return common::child::run_within(
+            NAME,
+            DEADLINE,
+            "a buffer's free waited for the StreamFlags::Default stream whose host function waits for the free to return",
+        );
+    }
+    common::in_context(|ctx| {
+        let n = (4 << 20) / 4;
+        let quiet = ctx.zeroed::<u32>(n)?;
+        let mut written = ctx.zeroed::<u32>(n)?;
+        ctx.synchronize()?; // nothing pending: the first drop takes the fast path
+        let blocking = Stream::new(ctx, StreamFlags::Default)?;
+        let released = AtomicBool::new(false);
+        let in_time = AtomicBool::new(false);
+        blocking.scope(|s| {
+            s.host_fn(|| in_time.store(wait_for(&released, HOST_FN_PATIENCE), Ordering::SeqCst))?;
+            let _release = SetOnDrop(&released); // after the drops, or on an error
+            eprintln!("step: a host function waits on the StreamFlags::Default stream");
+            drop(quiet);
+            eprintln!("step: a buffer with nothing pending was dropped");
+            written.fill(7)?; // pending on this thread's sync stream
+            drop(written);
+            eprintln!("step: a buffer with a pending write was dropped");
+            Ok(())
+        })?;
+        assert!(
+            in_time.load(Ordering::SeqCst),
+            "the host function stopped waiting: a free waited for it"
+        );
+        let again = ctx.zeroed::<u32>(n)?;
+        assert!(
+            again.to_vec()?.iter().all(|&x| x == 0),
+            "memory usable afterwards"
+        );
+        Ok(())
+    });
+}

@@ -294,6 +294,67 @@ impl<E: Copy> Book<E> {
         Ok(())
     }
 
+    /// Orders work that touches `reader`, to be queued on a stream the crate does not own,
+    /// after every pending access it conflicts with, through sync stream `r` (the calling
+    /// thread's, in that stream's context, and not busy), so that nothing is queued on that
+    /// stream under the book's lock: for each conflicting sync stream, `done(event)` says
+    /// whether its latest record is complete (then its accesses are dropped); the others'
+    /// latest records are waited for on `r` (`wait(event)`, queued on `r`'s stream, which
+    /// holds the crate's own work alone), and then `r`'s own event is recorded on it
+    /// (`record(event, stream)`, as [`Book::record`] of nothing: it covers `r`'s pending
+    /// accesses as well as its earlier record). Returns the event the caller's stream then
+    /// waits for, `r`'s latest record: `None` where nothing conflicting is pending; no wait
+    /// and no record on `r` where only `r`'s own accesses conflict.
+    pub(super) fn order_through(
+        &mut self,
+        r: usize,
+        reader: Touched<'_>,
+        mut done: impl FnMut(E) -> Result<bool>,
+        mut wait: impl FnMut(E) -> Result<()>,
+        record: impl FnOnce(E, E) -> Result<()>,
+    ) -> Result<Option<E>> {
+        let (mut waited, mut own) = (false, false);
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if !e.pending.iter().any(|a| conflicts(reader, a)) {
+                continue;
+            }
+            if done(e.event)? {
+                e.settled();
+            } else if i == r {
+                own = true;
+            } else {
+                wait(e.event)?;
+                waited = true;
+            }
+        }
+        if waited {
+            self.record(r, None, Touched::Spans(&[]), record)?;
+        }
+        Ok((waited || own).then(|| self.entries[r].event))
+    }
+
+    /// Orders work that touches `reader` after every pending access it conflicts with by
+    /// waiting on the host (`sync(event)`), where no sync stream can carry the wait
+    /// ([`Book::order_through`]): the same queries first (`done`), and each sync stream
+    /// waited for has every record complete afterwards (its latest one was).
+    pub(super) fn wait_conflicting_on_host(
+        &mut self,
+        reader: Touched<'_>,
+        mut done: impl FnMut(E) -> Result<bool>,
+        mut sync: impl FnMut(E) -> Result<()>,
+    ) -> Result<()> {
+        for e in &mut self.entries {
+            if !e.pending.iter().any(|a| conflicts(reader, a)) {
+                continue;
+            }
+            if !done(e.event)? {
+                sync(e.event)?;
+            }
+            e.settled();
+        }
+        Ok(())
+    }
+
     /// How many accesses are pending, over every sync stream.
     pub(super) fn pending(&self) -> usize {
         self.entries.iter().map(|e| e.pending.len()).sum()
@@ -773,5 +834,144 @@ mod tests {
         book.unreserve_ring(1);
         assert!(book.needs_ring(1), "the next operation makes it");
         assert_eq!(book.registered_rings(1), 1);
+    }
+
+    /// The order of a stream the crate does not own goes through the calling thread's sync
+    /// stream: the other sync streams' conflicting records are waited for there, its own
+    /// event is recorded once after them, and that event is what the stream waits for; a
+    /// record known complete is forgotten instead; nothing conflicting, nothing queued.
+    #[test]
+    fn a_foreign_stream_is_ordered_through_the_callers_sync_stream() {
+        let mut book = sync_streams(3); // 0: the caller's (stream 10, event 11)
+        let a = [span(0x1000, 16, true)];
+        let b = [span(0x2000, 16, true)];
+        wrote(&mut book, 1, Touched::Spans(&a));
+        wrote(&mut book, 2, Touched::Spans(&b));
+        let (mut waits, mut records) = (Vec::new(), Vec::new());
+        let via = book.order_through(
+            0,
+            Touched::Anything,
+            |_| Ok(false),
+            |e| {
+                waits.push(e);
+                Ok(())
+            },
+            |e, s| {
+                records.push((e, s));
+                Ok(())
+            },
+        );
+        assert_eq!(
+            via.unwrap(),
+            Some(11),
+            "the caller's stream waits for its own event"
+        );
+        assert_eq!(
+            waits,
+            [21, 31],
+            "the others' records, waited for on the sync stream"
+        );
+        assert_eq!(
+            records,
+            [(11, 10)],
+            "one record, its own event on its own stream"
+        );
+        assert_eq!(book.entries[0].event, 11);
+        assert!(book.entries[0].pending.is_empty(), "it touched nothing");
+        assert_eq!(book.pending(), 2, "the others' accesses stay pending");
+        let untouched = [span(0x9000, 4, false)];
+        let via = book.order_through(
+            0,
+            Touched::Spans(&untouched),
+            |_| Ok(false),
+            |_| panic!("no conflicting record"),
+            |_, _| panic!("nothing to record"),
+        );
+        assert_eq!(via.unwrap(), None, "nothing conflicting: no wait at all");
+        let via = book.order_through(
+            0,
+            Touched::Spans(&a),
+            |e| Ok(e == 21),
+            |_| panic!("a complete record is not waited for"),
+            |_, _| panic!("nothing waited for, nothing to record"),
+        );
+        assert_eq!(via.unwrap(), None);
+        assert!(book.entries[1].pending.is_empty(), "and is forgotten");
+    }
+
+    /// Where only the caller's own sync stream has conflicting records, its latest record
+    /// (a bounce slot's event here) is what the stream waits for: no wait is queued on the
+    /// sync stream and nothing recorded. A failure of a wait or of the record is the
+    /// caller's error and lends nothing.
+    #[test]
+    fn a_foreign_stream_waits_for_the_callers_own_record_without_a_new_one() {
+        let mut book = sync_streams(2);
+        book.install_ring(0, Ok(new_ring(100)));
+        let a = [span(0x1000, 16, true)];
+        book.take_slot(0);
+        book.record(0, Some(0), Touched::Spans(&a), |_, _| Ok(()))
+            .unwrap();
+        let via = book.order_through(
+            0,
+            Touched::Spans(&a),
+            |_| Ok(false),
+            |_| panic!("its own stream is ordered"),
+            |_, _| panic!("its latest record covers it"),
+        );
+        assert_eq!(
+            via.unwrap(),
+            Some(100),
+            "the slot's event, its latest record"
+        );
+        wrote(&mut book, 1, Touched::Spans(&a));
+        let fail = |_| Err(Error::new("cuStreamWaitEvent", ErrorCode::InvalidHandle));
+        let r = book.order_through(0, Touched::Spans(&a), |_| Ok(false), fail, |_, _| Ok(()));
+        assert!(r.is_err(), "a failed wait is the caller's error");
+        let fail = |_, _| Err(Error::new("cuEventRecord", ErrorCode::InvalidHandle));
+        let r = book.order_through(0, Touched::Spans(&a), |_| Ok(false), |_| Ok(()), fail);
+        assert!(r.is_err(), "a failed record too");
+        assert_eq!(book.entries[0].event, 100, "and changes nothing");
+    }
+
+    /// Where no sync stream can carry the wait, the conflicting records are waited for on
+    /// the host, each sync stream waited for is known complete afterwards, and the others
+    /// keep their accesses.
+    #[test]
+    fn conflicting_records_waited_for_on_the_host_are_known_complete() {
+        let mut book = sync_streams(3);
+        book.install_ring(1, Ok(new_ring(200)));
+        let a = [span(0x1000, 16, true)];
+        let b = [span(0x2000, 16, true)];
+        wrote(&mut book, 0, Touched::Spans(&a));
+        book.take_slot(1);
+        book.record(1, Some(0), Touched::Spans(&a), |_, _| Ok(()))
+            .unwrap();
+        wrote(&mut book, 2, Touched::Spans(&b));
+        let mut synced = Vec::new();
+        book.wait_conflicting_on_host(
+            Touched::Spans(&a),
+            |e| Ok(e == 11),
+            |e| {
+                synced.push(e);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(synced, [200], "sync stream 0's record was complete");
+        assert!(book.entries[0].pending.is_empty() && book.entries[1].pending.is_empty());
+        assert_eq!(bits(&book, 1), 0, "its slot is free again");
+        assert_eq!(
+            book.entries[2].pending.len(),
+            1,
+            "no conflict, still pending"
+        );
+        let fail = |_| Err(Error::new("cuEventSynchronize", ErrorCode::IllegalAddress));
+        let r = book.wait_conflicting_on_host(Touched::Anything, |_| Ok(false), fail);
+        assert!(r.is_err());
+        assert_eq!(
+            book.entries[2].pending.len(),
+            1,
+            "a failed wait forgets nothing"
+        );
     }
 }

@@ -25,9 +25,12 @@
 //!   stream, before it is queued ([`stream_after_writes`]; a scope may bind memory written
 //!   synchronously after it opened, so a wait when it opens would not be enough); each
 //!   synchronous operation of another sync stream, on that sync stream
-//!   ([`SyncStream::begin`]); work on a legacy stream ([`before_legacy_op`]: a free, a
-//!   staged copy); and, waiting on the host for every record, a free the driver does not
-//!   order and `ContextGuard::synchronize` ([`wait_on_host`]).
+//!   ([`SyncStream::begin`]); work on a legacy stream ([`before_legacy_op`]: a free, an
+//!   operation that may use no sync stream); and, waiting on the host for every record, a
+//!   free the driver does not order and `ContextGuard::synchronize` ([`wait_on_host`]).
+//!   Nothing is queued on a stream the crate does not own (a scope's, a legacy stream)
+//!   while the book's lock is held: the waits go through the calling thread's sync stream
+//!   (`outside.rs`).
 //!
 //! # Accesses
 //!
@@ -78,10 +81,12 @@ const NON_BLOCKING: u32 = 0x1;
 
 mod access;
 mod book;
+mod outside;
 
 pub(crate) use access::{Span, Touched};
 pub(crate) use book::BOUNCE_SLOT;
 use book::{BOUNCE_SLOTS, Book, Bounce, Ring};
+pub(crate) use outside::{before_legacy_op, stream_after_writes};
 
 /// The process's book; handles as numbers (`CUevent` and `CUstream` are raw pointers, not
 /// `Send`).
@@ -642,39 +647,10 @@ pub(crate) unsafe fn prepare(ctx: CUcontext) {
     }
 }
 
-/// Orders the legacy stream of the current context after every pending access that work
-/// touching `touched` conflicts with, before that work is queued there (a staged copy, a
-/// free on the legacy stream, a synchronous operation without a sync stream). One atomic
-/// load while nothing is pending.
-pub(crate) fn before_legacy_op(touched: Touched<'_>) -> Result<()> {
-    // SAFETY: null is the current context's legacy stream.
-    unsafe { stream_after_writes(std::ptr::null_mut(), touched) }
-}
-
 /// Whether nothing is pending: no work needs to wait for any sync stream. One atomic load.
 #[inline(always)]
 pub(crate) fn is_settled() -> bool {
     PENDING.load(Ordering::Acquire) == 0
-}
-
-/// Makes `stream` wait for every pending access that work touching `touched` conflicts
-/// with, before that work is queued on it (an operation of a scope). One atomic load while
-/// nothing is pending.
-///
-/// # Safety
-/// The stream is alive (null: the current context's legacy stream).
-pub(crate) unsafe fn stream_after_writes(stream: CUstream, touched: Touched<'_>) -> Result<()> {
-    if is_settled() {
-        return Ok(());
-    }
-    let mut book = book()?;
-    let waited = book.wait_conflicting(touched, None, event_done, |event| {
-        // SAFETY: the caller's promise for the stream; the event is alive while its entry
-        // is in the book, under the lock held here.
-        unsafe { driver::stream_wait_event(stream, event as CUevent) }
-    });
-    publish(&book);
-    waited
 }
 
 /// Waits on the host for every pending record (before `cuMemFree`, which the driver does
@@ -756,11 +732,12 @@ unsafe fn end_sync_streams_since(raw: CUcontext, mark: u64) {
 
 // ---- for the crate's tests ----------------------------------------------------------------
 
-/// What `cuda_brand::__order` exports (hidden): the bounce rings, for the crate's GPU
-/// tests. Not an API: it may change at any time.
+/// What `cuda_brand::__order` exports (hidden): the bounce rings and the pending writes,
+/// for the crate's GPU tests. Not an API: it may change at any time.
 pub mod hidden {
+    use super::access::conflicts;
     use super::book::Entry;
-    use super::{BOOK, LIVE_RINGS, Ordering, PoisonError, Ring, thread_token};
+    use super::{BOOK, LIVE_RINGS, Ordering, PoisonError, Ring, Span, Touched, thread_token};
     use crate::context::ContextGuard;
 
     /// A sync stream's ring, as (host address, page-locked), if it has one.
@@ -794,6 +771,29 @@ pub mod hidden {
 
     /// The most page-locked rings one context has.
     pub const MAX_REGISTERED_RINGS: usize = super::MAX_REGISTERED_RINGS;
+
+    /// How many sync streams have a pending write of the `bytes` at device address `start`
+    /// whose latest record is not complete yet (`cuEventQuery`; the book is left as it is):
+    /// a read of that memory queued now would have to wait for them.
+    pub fn incomplete_writes_of(start: u64, bytes: u64) -> crate::error::Result<usize> {
+        let read = [Span {
+            start,
+            bytes,
+            write: false,
+        }];
+        let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut incomplete = 0;
+        for e in &book.entries {
+            if e.pending
+                .iter()
+                .any(|a| conflicts(Touched::Spans(&read), a))
+                && !super::event_done(e.event)?
+            {
+                incomplete += 1;
+            }
+        }
+        Ok(incomplete)
+    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@
 //! from 256 KiB; so a large copy moves 2 MiB chunks that each fill one huge page, and its
 //! first and last chunks are short. The calling thread queues each chunk's DMA between
 //! the device and one slot of a page-locked staging buffer with
-//! `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the legacy stream (an upload: a run of up to
-//! four filled slots as one DMA), an event after each, and waits for the event before the
+//! `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on the copy's stream (below; an upload: a run
+//! of up to four filled slots as one DMA), an event after each, and waits for the event before the
 //! slots change hands. Up to [`MAX_WORKERS`] threads
 //! that the staging keeps copy each chunk between its slot and the host range in pieces
 //! of 256 KiB, several threads on one chunk (a new `Vec`: a whole chunk per thread, so
@@ -41,10 +41,20 @@
 //!   slots when its event completes, watching for filled slots meanwhile. The slots are
 //!   handed out in turn, so that filled ones follow each other.
 //!
-//! The copies stay synchronous, on the calling thread's current context and its legacy
-//! stream, as without staging: the call returns after every DMA's event completed and
-//! every byte was copied on the host. The events are made for the copy and destroyed at
-//! its end. Host memory the driver already knows (page-locked or registered: a
+//! The copies stay synchronous, in the calling thread's current context: the call returns
+//! after every DMA's event completed and every byte was copied on the host. Their stream is
+//! the one every other synchronous operation of the thread uses there
+//! (`memory::legacy`): the thread's sync stream, a non-blocking stream that waits for no
+//! `StreamFlags::Default` stream (so a staged copy returns while such a stream's host
+//! function waits, issue 46), ordered after the pending accesses the copy conflicts with
+//! and synchronized at the end, as any operation that touches host memory; the legacy
+//! stream, after those accesses, only where no synchronous operation may use a sync stream
+//! (memory the host reads directly, pool memory in a context with no sync stream of the
+//! crate, no context of the memory's device current, `CUDA_BRAND_SYNC_WRITES=wait`: the
+//! list is in `docs/design/ordering.md`, seventh step), which waits for every
+//! `StreamFlags::Default` stream of the context. A copy that finds every staging of its
+//! context held by other threads' copies waits for one of them to end. The events are made
+//! for the copy and destroyed at its end. Host memory the driver already knows (page-locked or registered: a
 //! [`PinnedBuffer`](crate::PinnedBuffer)'s contents) is copied directly, without staging.
 //!
 //! The kept threads spin for up to 100 µs after a copy before they sleep (the next copy

@@ -1,6 +1,7 @@
 //! The copies: a copy cut into chunks ([`Chunks`]); the calling thread queues each
-//! chunk's DMA between the device and a slot of a staging (asynchronously, on the legacy
-//! stream, an event after each) and waits for the slot's event; the staging's kept threads
+//! chunk's DMA between the device and a slot of a staging (asynchronously, on the stream
+//! the copy is given: the thread's sync stream, or the legacy stream where it has none; an
+//! event after each) and waits for the slot's event; the staging's kept threads
 //! ([`Workers`](super::workers::Workers)) move each chunk between its slot and the host
 //! memory in pieces ([`Pipe`]); the calling thread copies pieces itself wherever it would
 //! otherwise wait for them.
@@ -18,7 +19,7 @@ use super::registry::{Lease, acquire};
 use super::streaming::copy_streaming;
 use super::{HUGE_PAGE_MIN, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOT_BYTES, SLOTS, Staging, thp};
 use crate::context;
-use crate::driver::{self, CUdeviceptr, CUevent};
+use crate::driver::{self, CUdeviceptr, CUevent, CUstream};
 use crate::error::Result;
 
 /// Whether the driver knows the host address (page-locked, registered or managed memory),
@@ -44,19 +45,21 @@ fn lease(ctx: NonNull<CUctx_st>, held: bool) -> Option<Lease> {
 }
 
 /// Copies `bytes` from the device at `src` into host memory at `dst` through a staging of
-/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done, `Ok(false)` when nothing was copied
-/// and the caller takes the driver's path (no staging to be had, or host memory the driver
-/// knows). `fresh`:
-/// `dst` is a new allocation of the caller's (advised as huge-page memory when large).
+/// `ctx` (`held`: as [`lease`]), the DMAs queued on `stream`: `Ok(true)` when done,
+/// `Ok(false)` when nothing was copied and the caller takes the driver's path (no staging
+/// to be had, or host memory the driver knows). `fresh`: `dst` is a new allocation of the
+/// caller's (advised as huge-page memory when large).
 ///
 /// # Safety
-/// `ctx` is alive and current on the calling thread; `src` is device memory readable in
-/// it for `bytes`, ordered on the legacy stream after every write the copy must see; `dst`
-/// is host memory valid for `bytes` of writes (it may be uninitialised) that nothing else
-/// reads or writes during the call.
+/// `ctx` is alive and current on the calling thread; `stream` is a live stream of `ctx`
+/// that only this call uses meanwhile (the thread's sync stream) or null (its legacy
+/// stream); `src` is device memory readable in it for `bytes`, ordered on `stream` after
+/// every write the copy must see; `dst` is host memory valid for `bytes` of writes (it may
+/// be uninitialised) that nothing else reads or writes during the call.
 pub(crate) unsafe fn device_to_host(
     ctx: NonNull<CUctx_st>,
     held: bool,
+    stream: CUstream,
     dst: *mut u8,
     src: CUdeviceptr,
     bytes: usize,
@@ -74,8 +77,7 @@ pub(crate) unsafe fn device_to_host(
     staged(
         ctx,
         held,
-        src,
-        true,
+        DriverDma::new(stream, src, true),
         bytes,
         |staging, workers, dma| unsafe {
             pipeline_to_host(staging, dst, bytes, workers, fresh, dma)
@@ -84,14 +86,13 @@ pub(crate) unsafe fn device_to_host(
 }
 
 /// Runs `copy` with a staging of `ctx` (leased for this copy only), the kept threads to
-/// lend it, and the DMA between its slots and the device at `device` (`to_host`: out of
-/// the device); the DMA is dropped (waiting for what it queued) before the lease.
-/// `Ok(false)`: no staging with threads to be had, nothing was copied.
+/// lend it, and `dma`, the DMA between its slots and the device; the DMA is dropped
+/// (waiting for what it queued) before the lease. `Ok(false)`: no staging with threads to
+/// be had, nothing was copied.
 fn staged(
     ctx: NonNull<CUctx_st>,
     held: bool,
-    device: CUdeviceptr,
-    to_host: bool,
+    mut dma: DriverDma,
     bytes: usize,
     copy: impl FnOnce(&Staging, usize, &mut DriverDma) -> Result<()>,
 ) -> Result<bool> {
@@ -102,7 +103,6 @@ fn staged(
         return Ok(false);
     };
     let workers = workers_for_copy(bytes, staging.workers.count());
-    let mut dma = DriverDma::new(device, to_host);
     let copied = copy(staging, workers, &mut dma);
     drop(dma);
     drop(lease);
@@ -110,16 +110,19 @@ fn staged(
 }
 
 /// Copies `bytes` from host memory at `src` to the device at `dst` through a staging of
-/// `ctx` (`held`: as [`lease`]): `Ok(true)` when done (complete: every DMA waited for),
-/// `Ok(false)` when nothing was copied and the caller takes the driver's path.
+/// `ctx` (`held`: as [`lease`]), the DMAs queued on `stream`: `Ok(true)` when done
+/// (complete: every DMA waited for), `Ok(false)` when nothing was copied and the caller
+/// takes the driver's path.
 ///
 /// # Safety
-/// `ctx` is alive and current on the calling thread; `dst` is device memory writable in it
-/// for `bytes`, ordered on the legacy stream after every earlier use the copy must follow;
-/// `src` is host memory valid for `bytes` of reads that nothing writes during the call.
+/// `ctx` is alive and current on the calling thread; `stream` as for [`device_to_host`];
+/// `dst` is device memory writable in it for `bytes`, ordered on `stream` after every
+/// earlier use the copy must follow; `src` is host memory valid for `bytes` of reads that
+/// nothing writes during the call.
 pub(crate) unsafe fn host_to_device(
     ctx: NonNull<CUctx_st>,
     held: bool,
+    stream: CUstream,
     dst: CUdeviceptr,
     src: *const u8,
     bytes: usize,
@@ -133,8 +136,7 @@ pub(crate) unsafe fn host_to_device(
     staged(
         ctx,
         held,
-        dst,
-        false,
+        DriverDma::new(stream, dst, false),
         bytes,
         |staging, workers, dma| unsafe { pipeline_from_host(staging, src, bytes, workers, dma) },
     )
@@ -166,13 +168,18 @@ unsafe trait Dma {
 }
 
 /// The DMA of a staged copy through the driver: `cuMemcpyDtoHAsync`/`cuMemcpyHtoDAsync` on
-/// the current context's legacy stream between a slot or a run of slots (page-locked) and
-/// the device, and the event of its first slot recorded after it. The events are made for
+/// the copy's stream (the calling thread's sync stream, a non-blocking stream that waits for
+/// no `StreamFlags::Default` stream; the current context's legacy stream where the thread
+/// has none) between a slot or a run of slots (page-locked) and the device, and the event
+/// of its first slot recorded after it. The events are made for
 /// this copy (when a DMA first starts at a slot) and destroyed at its end: the crate keeps
 /// no driver handle between copies.
 /// Every slot the copy uses may have a DMA in flight (a smaller queue measured slower: the
 /// copy engine ran dry while the calling thread handed slots over).
 struct DriverDma {
+    /// A live stream of the current context, only this copy's meanwhile, or null (the
+    /// legacy stream).
+    stream: CUstream,
     device: CUdeviceptr,
     to_host: bool,
     events: [CUevent; SLOTS],
@@ -181,8 +188,9 @@ struct DriverDma {
 }
 
 impl DriverDma {
-    fn new(device: CUdeviceptr, to_host: bool) -> DriverDma {
+    fn new(stream: CUstream, device: CUdeviceptr, to_host: bool) -> DriverDma {
         DriverDma {
+            stream,
             device,
             to_host,
             events: [std::ptr::null_mut(); SLOTS],
@@ -203,7 +211,7 @@ impl DriverDma {
 
 // SAFETY: a queued copy touches its slot, or its run of slots, until the event of its first
 // slot completes: `wait` waits for it, `wait_or` returns `true` only once it has, and `Drop`
-// waits for the legacy stream while any is pending.
+// waits for the copy's stream while any is pending.
 unsafe impl Dma for DriverDma {
     unsafe fn queue(
         &mut self,
@@ -217,22 +225,23 @@ unsafe impl Dma for DriverDma {
         }
         let device = self.device + offset as u64;
         self.pending += 1;
-        let null = std::ptr::null_mut();
+        let stream = self.stream;
         if self.to_host {
             // SAFETY: the slot is valid for `len` bytes of writes until it is waited for
             // (the caller's promise) and page-locked (a staging's; were its context gone
             // behind the crate's back, merely pageable: then the driver completes the copy
             // before it returns, still correct); the device range lies
-            // in the copy's source (the pipeline's callers' promise); null is the current
-            // context's legacy stream.
-            unsafe { driver::memcpy_dtoh_async(host.cast::<c_void>(), device, len, null) }?;
+            // in the copy's source (the pipeline's callers' promise); the stream is a live
+            // stream of the current context, or null, its legacy stream (the promise of
+            // `device_to_host`'s and `host_to_device`'s callers).
+            unsafe { driver::memcpy_dtoh_async(host.cast::<c_void>(), device, len, stream) }?;
         } else {
             let host = host.cast_const().cast::<c_void>();
             // SAFETY: as above, for reads of the slot and writes of the destination.
-            unsafe { driver::memcpy_htod_async(device, host, len, null) }?;
+            unsafe { driver::memcpy_htod_async(device, host, len, stream) }?;
         }
-        // SAFETY: the event was made in the current context, whose legacy stream this is.
-        unsafe { driver::event_record(self.events[slot], null) }
+        // SAFETY: the event was made in the current context, the stream's.
+        unsafe { driver::event_record(self.events[slot], stream) }
     }
 
     fn wait(&mut self, slot: usize) -> Result<()> {
@@ -259,7 +268,7 @@ unsafe impl Dma for DriverDma {
             if stop() {
                 return Ok(false);
             }
-            // the DMA queued behind other work of the legacy stream, and nothing filled:
+            // the DMA queued behind other work of its stream, and nothing filled:
             // wait as the driver waits instead of spinning on
             if start.elapsed() > POLL_FOR {
                 return self.wait(slot).map(|()| true);
@@ -296,19 +305,19 @@ const STREAMING_UPLOAD_MAX: usize = 16 << 20;
 
 /// How long [`DriverDma::wait_or`] polls before it waits for the event as the driver waits
 /// (a DMA of a run of 8 MiB takes about 170 µs at the copy engine's speed; one that takes
-/// longer waits behind other work of the legacy stream).
+/// longer waits behind other work of its stream).
 const POLL_FOR: Duration = Duration::from_millis(1);
 
 /// `CU_EVENT_DISABLE_TIMING`: completion only.
 const EVENT_DISABLE_TIMING: u32 = 0x2;
 
 impl Drop for DriverDma {
-    /// Waits for the legacy stream if a DMA may still run (an error path), then destroys the
+    /// Waits for the copy's stream if a DMA may still run (an error path), then destroys the
     /// copy's events.
     fn drop(&mut self) {
         if self.pending > 0 {
-            // SAFETY: null is the current context's legacy stream.
-            let _ = unsafe { driver::stream_wait_idle(std::ptr::null_mut()) };
+            // SAFETY: a live stream of the current context, or null, its legacy stream.
+            let _ = unsafe { driver::stream_wait_idle(self.stream) };
         }
         for event in self.events {
             if !event.is_null() {

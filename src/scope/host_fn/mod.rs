@@ -81,10 +81,19 @@
 //!     [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) (the whole context);
 //!   - when the host function's stream was made with
 //!     [`StreamFlags::Default`](crate::StreamFlags::Default): the crate's synchronous
-//!     copies and fills ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec),
-//!     [`DeviceSlice::fill`](crate::DeviceSlice::fill), ...), which run on the context's
-//!     legacy default stream, and that stream waits for every `StreamFlags::Default`
-//!     stream of its context.
+//!     copies and fills that cannot use the calling thread's sync stream, which run on the
+//!     context's legacy default stream, and that stream waits for every
+//!     `StreamFlags::Default` stream of its context: operations on managed or host memory,
+//!     on pool memory while the current context has no sync stream of the crate (another
+//!     library's, or the crate's own before its first one), with no context of the
+//!     memory's device current, or under `CUDA_BRAND_SYNC_WRITES=wait`
+//!     (`docs/design/ordering.md`, seventh step, has the list). Every other synchronous
+//!     operation ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec),
+//!     [`DeviceSlice::fill`](crate::DeviceSlice::fill), staged bulk copies, ...) runs on
+//!     the calling thread's non-blocking sync stream and returns; so does the drop of a
+//!     [`DeviceBuffer`](crate::DeviceBuffer) of pool memory (its free is queued, not
+//!     waited for). Tested: `to_vec`, a fill, staged copies of 4 MiB both ways and two
+//!     drops, each returning while the host function waits for it.
 //!
 //!   The driver may make more calls wait for it, so a host function must not wait for
 //!   these either: freeing memory that is not from a pool (`close` or drop of a
@@ -422,9 +431,11 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// its stream: such a call does not return before the host function does, so the two
     /// deadlock. Those calls are `synchronize` of its stream or context, the end of a scope
     /// on its stream, and, when its stream is a [`StreamFlags::Default`](crate::StreamFlags)
-    /// stream, the crate's synchronous copies and fills (they run on the legacy default
-    /// stream, which waits for it); the driver may also make frees of memory not from a
-    /// pool, and scopes that queue host functions of their own, wait for it. See [Host
+    /// stream, the crate's synchronous copies and fills that cannot use the calling
+    /// thread's sync stream (managed memory, a context with no sync stream of the crate's:
+    /// they run on the legacy default stream, which waits for it); the driver may also make
+    /// frees of memory not from a pool, and scopes that queue host functions of their own,
+    /// wait for it. See [Host
     /// functions and other threads](crate::scope::host_fn#host-functions-and-other-threads).
     ///
     /// ```no_run
