@@ -380,13 +380,14 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
     .unwrap();
 }
 
-/// A batch's closure panics while another thread has partitioned the device: the wait for
-/// its stream, which enters the batch's context again, is refused (no other context is
-/// entered while the device is partitioned), so the work may still run. The batch is then
-/// leaked, never dropped by the unwind while the GPU may write it: its buffer stays
-/// allocated in the pool. (Before the fix the unwind dropped the batch and freed the
-/// buffer, which a next allocation could get while the batch's fills still wrote it.)
-fn a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch() {
+/// A batch's closure panics while another thread has partitioned the device: `submit`
+/// waits for the batch's stream before it resumes the panic, with the batch's context still
+/// current (the wait makes it current for its own calls, which no partition refuses), so
+/// the work is over when the unwind drops the batch, and its buffer goes back to the pool.
+/// (Before the first fix the unwind dropped the batch without the wait, freeing the buffer
+/// while the batch's fills still wrote it; after it, the wait entered the context again,
+/// was refused, and the batch was leaked: its buffer stayed allocated.)
+fn a_panicking_batch_is_waited_for_then_freed_while_another_thread_partitions_the_device() {
     use cuda_brand::owned::OwnedContext;
     use std::panic::{self, AssertUnwindSafe};
     use std::sync::{Arc, mpsc};
@@ -441,9 +442,9 @@ fn a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch() {
     // the partition has ended: entering works again
     home.enter(|ctx| ctx.synchronize()).unwrap();
     assert_eq!(
-        used(),
+        used() + bytes as u64,
         before,
-        "the batch whose work could not be waited for is leaked, its buffer still allocated"
+        "the batch, waited for, is dropped by the unwind: its buffer is back in the pool"
     );
 }
 
@@ -632,7 +633,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         no_other_context_is_entered_inside_a_partitioned_closure,
         a_partitions_context_is_made_current_on_its_own_thread_only,
         a_part_is_not_entered_on_a_thread_with_a_plain_context_current,
-        a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch,
+        a_panicking_batch_is_waited_for_then_freed_while_another_thread_partitions_the_device,
         a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch,
         a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values,
         a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values,
