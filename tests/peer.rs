@@ -4,8 +4,8 @@
 use crate::common;
 
 use cuda_brand::{
-    ContextFlags, Device, DeviceBuffer, Error, LaunchConfig, Module, Out, Stream, StreamFlags,
-    copy_peer, with_context,
+    ContextFlags, Device, DeviceBuffer, Error, ErrorCode, LaunchConfig, Module, Out, Stream,
+    StreamFlags, copy_peer, with_context,
 };
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
@@ -177,6 +177,15 @@ fn a_peer_view_of_a_buffer_of_a_pool_the_crate_did_not_grant_is_refused_naming_t
             });
             assert!(text.contains(&format!("{default_raw:#x}")), "{text}");
             assert!(text.contains("default pool"), "{text}");
+            // the `try_` forms return the error
+            let e = access.try_view(&of_own).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled, "{e}");
+            assert_eq!(e.call(), "PeerAccess::view");
+            let e = access.try_view_mut(&mut of_default).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled, "{e}");
+            assert_eq!(e.call(), "PeerAccess::view_mut");
+            assert_eq!(access.try_view(&of_the_crate)?.len(), n);
+            assert_eq!(access.try_view(&plain)?.len(), n);
             // the views that are made reach their memory
             let module = Module::from_ptx(c1, PTX)?;
             // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
