@@ -492,9 +492,10 @@ enum Finish {
 }
 
 /// Whether `e`, the failure to make a batch's context current, is temporary: a refusal of
-/// the crate (`NotPermitted`, as while a partition is entered on another thread), which is
-/// tried again. Any other is the driver's failure to make a live context current (a driver
-/// shut down), after which the batch is leaked.
+/// the crate (`NotPermitted`), which ends with what caused it, and is tried again. (None
+/// reaches an owned context today: `in_context` refuses only a partition's context on
+/// another thread than the partition's.) Any other is the driver's failure to make a live
+/// context current (a driver shut down), after which the batch is leaked.
 fn is_temporary(e: &Error) -> bool {
     e.code() == ErrorCode::NotPermitted
 }
