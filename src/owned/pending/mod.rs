@@ -115,6 +115,10 @@ struct Op<B> {
     unwaited: bool,
     /// Whether a poll has armed the wake-up ([`Op::arm`]).
     armed: bool,
+    /// Set once a poll has found the work's end due (the event complete, or no wake-up
+    /// could be armed): later polls go straight to [`finish`](Op::finish), which one that
+    /// could not make the context current tries again.
+    finishing: bool,
     watch: Option<Arc<Watch>>,
     signal: Arc<Signal>,
     stream: Arc<Owned<Stream<'static>>>,
@@ -204,6 +208,7 @@ impl Owned<Stream<'static>> {
             event: None,
             unwaited: false,
             armed: false,
+            finishing: false,
             watch: None,
             signal: Arc::new(Signal::default()),
             stream: Arc::clone(self),
@@ -332,16 +337,11 @@ impl<B> Op<B> {
             unsafe { wake::queue_host_fn(notifier, signal) }?;
             Ok(false)
         });
-        match armed {
-            Current::Ran(Ok(false)) => {
-                let watch = Watch::new(Arc::clone(&self.signal), event, &self.home);
-                self.watch = Some(Arc::clone(&watch));
-                wake::watch(watch);
-                self.armed = true;
-            }
-            Current::Ran(_) => self.armed = true,
-            // nothing ran: the next poll tries again
-            Current::Not(_) => {}
+        if let Current::Ran(Ok(false)) = armed {
+            let watch = Watch::new(Arc::clone(&self.signal), event, &self.home);
+            self.watch = Some(Arc::clone(&watch));
+            wake::watch(watch);
+            self.armed = true;
         }
         armed
     }
@@ -559,7 +559,7 @@ impl<B> Future for Pending<B> {
                 wake::wake_later(cx.waker());
                 return Poll::Pending;
             }
-            if !op.signal.is_done() {
+            if !op.signal.is_done() && !op.finishing {
                 op.signal.register(cx.waker());
                 let ended = match op.armed {
                     true => false,
@@ -573,14 +573,20 @@ impl<B> Future for Pending<B> {
                             );
                             true
                         }
-                        // the context could not be made current: `finish` finds the same
-                        // and says what to do
+                        // the context could not be made current, nothing ran: armed at
+                        // the next poll, the watchdog's next tick
+                        Current::Not(e) if is_temporary(&e) => {
+                            wake::wake_later(cx.waker());
+                            return Poll::Pending;
+                        }
+                        // `finish` finds the same failure, and leaks the batch
                         Current::Not(_) => true,
                     },
                 };
                 if !ended && !op.signal.is_done() {
                     return Poll::Pending;
                 }
+                op.finishing = true;
             }
             release::release_deferred();
             match op.finish() {
