@@ -543,7 +543,7 @@ mod facts {
     assert_impl_all!(Kernel<'static, 'static, (In<f32>, Out<f32>, u32)>: Send, Sync);
     assert_impl_all!(Module<'static>: Send, Sync);
     assert_impl_all!(Library: Send, Sync);
-    assert_eq_size!(PeerAccess<'static, 'static>, ());
+    assert_eq_size!(PeerAccess<'static, 'static>, [sys::CUdevice; 2]);
     assert_impl_all!(Stream<'static>: Send, Sync);
     assert_impl_all!(Event<'static>: Send, Sync);
     assert_impl_all!(Event<'static, NoTiming>: Send, Sync);

@@ -767,6 +767,58 @@ fn refused<B>(adopted: Result<B, Error>, call: &str, names: &[&str]) -> Error {
     e
 }
 
+/// `ManagedBuffer::from_raw_parts` adopts managed memory only from the start of its
+/// allocation (`cuMemFree` frees nothing else: a buffer given an interior pointer would fail
+/// its free and leak the allocation), and no more of it than the allocation holds. Each
+/// refusal leaves the memory to the test, which frees the allocation itself at the end
+/// (`cuMemFree` succeeds: nothing freed it before, and compute-sanitizer's leak check finds
+/// nothing left).
+fn a_managed_pointer_inside_its_allocation_is_refused_and_its_start_accepted() {
+    use cuda_brand::ManagedBuffer;
+    const MANAGED: &str = "ManagedBuffer::from_raw_parts";
+    common::in_context(|ctx| {
+        if !managed_supported(ctx)? {
+            common::skip("managed memory is refused on this device");
+        }
+        let m = raw::alloc_managed(1 << 16);
+        let size = raw::range_size(m);
+        assert!(size >= 1 << 16, "the driver reports the allocation's range");
+        // SAFETY (every call below): refused before anything is taken over, or (accepted)
+        // managed memory of this context, zeroed, given over and taken back at once.
+        unsafe {
+            for interior in [m + 256, m + 4, m + (1 << 15)] {
+                let e = refused(
+                    ManagedBuffer::<u32>::from_raw_parts(ctx, interior, 4),
+                    MANAGED,
+                    &["`ptr`", "inside an allocation that starts at", "cuMemFree"],
+                );
+                assert_eq!(e.code(), ErrorCode::InvalidValue);
+            }
+            // from the start: a part, and the whole
+            let part = ManagedBuffer::<u32>::from_raw_parts(ctx, m, 4)?;
+            assert_eq!(&part[..], [0; 4]);
+            assert_eq!(
+                part.into_raw_parts(),
+                (m, 4),
+                "a part from the start is accepted"
+            );
+            let whole = ManagedBuffer::<u32>::from_raw_parts(ctx, m, size / 4)?;
+            assert_eq!(
+                whole.into_raw_parts(),
+                (m, size / 4),
+                "the whole is accepted"
+            );
+            refused(
+                ManagedBuffer::<u32>::from_raw_parts(ctx, m, size / 4 + 1),
+                MANAGED,
+                &["`len`", "passes the end of the allocation"],
+            );
+        }
+        raw::free(m);
+        Ok(())
+    });
+}
+
 fn buffers_round_trip_through_raw_parts() {
     use cuda_brand::ManagedBuffer;
     common::in_context(|ctx| {
@@ -1262,5 +1314,6 @@ gpu_tests!(
     pool_memory_handed_out_is_adopted_by_another_context_of_its_device,
     memory_of_raw_driver_calls_is_adopted_and_freed_by_its_buffer,
     bad_raw_parts_are_refused_naming_the_argument,
+    a_managed_pointer_inside_its_allocation_is_refused_and_its_start_accepted,
     raw_parts_of_setup_buffers_leave_their_teardown,
 );

@@ -528,7 +528,7 @@ enum Next {
 /// until the driver blocks it (nothing queued for 500 ms); a probe then checks that
 /// another stream still takes work (else the driver blocks every enqueue, and no crate
 /// could help). Where the queue never fills, the probe blocks, or the pending write ends
-/// too soon, the child says `skipped:` and passes: the scenario did not arise. Runs in a
+/// too soon, the scenario did not arise: the test reports itself ignored, with the reason. Runs in a
 /// child process (a deadlock is a failure, not a hung binary).
 fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
     const NAME: &str = "a_scope_operation_waits_for_a_pending_write_outside_the_books_lock";
@@ -539,7 +539,7 @@ fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
             "a scope operation queued a wait on its full stream under the book's lock, which the holder of the host function's mutex waits for",
         );
     }
-    let device = gpu_or_skip!();
+    let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
         let (len, fills) = slow_fills();
@@ -601,7 +601,9 @@ fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
                 // SAFETY (of the test): only the address is taken.
                 let at = unsafe { pending.as_device_ptr() };
                 if cuda_brand::__order::incomplete_writes_of(at, 4096)? == 0 {
-                    eprintln!("skipped: the pending fill completed before the scope's operation");
+                    common::child::not_arisen(
+                        "the pending fill completed before the scope's operation",
+                    );
                     tell.send(Next::GiveUp).unwrap();
                     return Ok(false);
                 }
@@ -629,6 +631,7 @@ fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
         Ok::<_, Error>(())
     })
     .unwrap();
+    common::child::end_child();
 }
 
 /// The length of the slow buffer (`u32`s) and how many fills of it keep a sync stream busy
@@ -702,9 +705,9 @@ fn fill_and_probe(raw: Raw, words: &RawWords, tell: &mpsc::Sender<Next>) -> Resu
         let full = wait_until_stalled(&count, &filler);
         stop.store(true, Ordering::SeqCst);
         if !full {
-            eprintln!(
-                "skipped: the driver queued {FILL_CAP} operations behind the host function without blocking"
-            );
+            common::child::not_arisen(format!(
+                "the driver queued {FILL_CAP} operations behind the host function without blocking"
+            ));
             tell.send(Next::GiveUp).unwrap();
             return Ok(false);
         }
@@ -720,8 +723,8 @@ fn fill_and_probe(raw: Raw, words: &RawWords, tell: &mpsc::Sender<Next>) -> Resu
         match probe.recv_timeout(Duration::from_secs(5)) {
             Ok(()) => Ok(true),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                eprintln!(
-                    "skipped: the driver blocks work on every stream while one stream is full"
+                common::child::not_arisen(
+                    "the driver blocks work on every stream while one stream is full",
                 );
                 tell.send(Next::GiveUp).unwrap();
                 Ok(false)

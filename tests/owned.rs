@@ -40,7 +40,7 @@ impl Wake for Unpark {
 
 /// Polls `future` to its end on this thread, parking between polls (the smallest
 /// executor: no runtime); returns the output and how many times it was woken.
-fn block_on<F: Future>(future: F) -> (F::Output, usize) {
+pub(crate) fn block_on<F: Future>(future: F) -> (F::Output, usize) {
     let unpark = Arc::new(Unpark {
         thread: std::thread::current(),
         wakes: AtomicUsize::new(0),

@@ -366,13 +366,14 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
     .unwrap();
 }
 
-/// A batch's closure panics while another thread has partitioned the device: the wait for
-/// its stream, which enters the batch's context again, is refused (no other context is
-/// entered while the device is partitioned), so the work may still run. The batch is then
-/// leaked, never dropped by the unwind while the GPU may write it: its buffer stays
-/// allocated in the pool. (Before the fix the unwind dropped the batch and freed the
-/// buffer, which a next allocation could get while the batch's fills still wrote it.)
-fn a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch() {
+/// A batch's closure panics while another thread has partitioned the device: `submit`
+/// waits for the batch's stream before it resumes the panic, with the batch's context still
+/// current (the wait makes it current for its own calls, which no partition refuses), so
+/// the work is over when the unwind drops the batch, and its buffer goes back to the pool.
+/// (Before the first fix the unwind dropped the batch without the wait, freeing the buffer
+/// while the batch's fills still wrote it; after it, the wait entered the context again,
+/// was refused, and the batch was leaked: its buffer stayed allocated.)
+fn a_panicking_batch_is_waited_for_then_freed_while_another_thread_partitions_the_device() {
     use cuda_brand::owned::OwnedContext;
     use std::panic::{self, AssertUnwindSafe};
     use std::sync::{Arc, mpsc};
@@ -425,9 +426,9 @@ fn a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch() {
     // the partition has ended: entering works again
     home.enter(|ctx| ctx.synchronize()).unwrap();
     assert_eq!(
-        used(),
+        used() + bytes as u64,
         before,
-        "the batch whose work could not be waited for is leaked, its buffer still allocated"
+        "the batch, waited for, is dropped by the unwind: its buffer is back in the pool"
     );
 }
 
@@ -463,6 +464,134 @@ fn a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch()
         assert_eq!(e.code(), ErrorCode::NotPermitted, "{e}");
         assert_eq!(batch, [1, 2, 3, 4], "the batch comes back as it went in");
     });
+}
+
+/// An owned primary context of `device`, a stream of it and the sample `spin` kernel, for
+/// the batches below.
+fn owned_spinner(
+    device: &Device,
+) -> (
+    cuda_brand::owned::OwnedContext,
+    std::sync::Arc<cuda_brand::owned::OwnedStream>,
+    std::sync::Arc<cuda_brand::owned::OwnedKernel<(i64,)>>,
+) {
+    use cuda_brand::owned::{OwnedContext, OwnedKernel};
+    use std::sync::Arc;
+    let home = OwnedContext::primary(device).unwrap();
+    let (stream, module) = home
+        .enter(|ctx| {
+            let stream = home.unbind(ctx, ctx.stream()?)?;
+            let module = home.unbind(ctx, ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
+            Ok::<_, Error>((Arc::new(stream), Arc::new(module)))
+        })
+        .unwrap();
+    // SAFETY: spin(long long) busy-waits and touches no memory.
+    let spin = Arc::new(unsafe { OwnedKernel::<(i64,)>::new(&module, "spin") }.unwrap());
+    (home, stream, spin)
+}
+
+/// Runs `during` on this thread while another thread's `with_partitions` closure has
+/// `device`, and returns its result once that closure has ended. Asserts that `home` cannot
+/// be entered before `during` runs and after it returns (so `during` ran while the device
+/// was partitioned from beginning to end).
+fn while_another_thread_partitions<R>(
+    device: &Device,
+    home: &cuda_brand::owned::OwnedContext,
+    during: impl FnOnce() -> R,
+) -> R {
+    use std::sync::mpsc;
+    let refused = || {
+        let e = home.enter(|_| Ok::<_, Error>(())).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NotPermitted, "{e}");
+    };
+    let (partitioned, wait_partitioned) = mpsc::channel::<()>();
+    let (end, wait_end) = mpsc::channel::<()>();
+    std::thread::scope(|t| {
+        t.spawn(move || {
+            with_partitions(device, |_sms| {
+                partitioned.send(()).unwrap();
+                // (an `Err` when this thread's test panicked: the partition ends then too)
+                let _ = wait_end.recv();
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        });
+        wait_partitioned.recv().unwrap();
+        refused();
+        let r = during();
+        refused();
+        end.send(()).unwrap();
+        r
+    })
+}
+
+/// About `ms` milliseconds of GPU time for `spin` (an H100 runs near 2 GHz; only its length
+/// against the host calls matters).
+fn spin_cycles(ms: i64) -> i64 {
+    ms * 2_000_000
+}
+
+/// A batch waited for ([`Pending::wait`]) while another thread's `with_partitions` closure
+/// has the device: waiting needs no entry into the batch's context, which the partition
+/// refuses (the event is waited for, and the scope ended, with the context made current
+/// for those calls alone), so `wait` returns the batch with its values while the device is
+/// still partitioned. (It used to enter the context, was refused, leaked the batch and
+/// panicked.)
+///
+/// [`Pending::wait`]: cuda_brand::owned::Pending::wait
+fn a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values() {
+    let device = partitionable();
+    let (home, stream, spin) = owned_spinner(&device);
+    let n = 1 << 20;
+    let buf = home
+        .enter(|ctx| home.unbind(ctx, ctx.zeroed::<u32>(n)?))
+        .unwrap();
+    let work = stream.submit((buf, spin), |s, (d, spin)| {
+        s.launch(spin, LaunchConfig::linear(1, 1), (spin_cycles(300),))?;
+        s.fill(d, 7u32)
+    });
+    let (result, (buf, _spin)) = while_another_thread_partitions(&device, &home, || work.wait());
+    result.unwrap();
+    // the partition has ended: the batch's buffer is bound and read again
+    let values = home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap();
+    assert!(
+        values.len() == n && values.iter().all(|&x| x == 7),
+        "the fill arrived"
+    );
+}
+
+/// As above, for a batch awaited (polled by an executor) while another thread partitions
+/// the device: the first poll finds the work running and arms the wake-up without an
+/// entry (it used to be refused and end in a leaked batch and a panic); the driver's wake
+/// comes, and the future is ready with the batch while the device is still partitioned.
+fn a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let device = partitionable();
+    let (home, stream, spin) = owned_spinner(&device);
+    let n = 1 << 20;
+    let buf = home
+        .enter(|ctx| home.unbind(ctx, ctx.zeroed::<u32>(n)?))
+        .unwrap();
+    let mut work = stream.submit((buf, spin), |s, (d, spin)| {
+        s.launch(spin, LaunchConfig::linear(1, 1), (spin_cycles(500),))?;
+        s.fill(d, 9u32)
+    });
+    let ((result, (buf, _spin)), first) = while_another_thread_partitions(&device, &home, || {
+        let mut cx = Context::from_waker(Waker::noop());
+        let first = std::pin::Pin::new(&mut work).poll(&mut cx).is_pending();
+        (crate::owned::block_on(work).0, first)
+    });
+    assert!(
+        first,
+        "the first poll found the work still running (500 ms of spin)"
+    );
+    result.unwrap();
+    let values = home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap();
+    assert!(
+        values.len() == n && values.iter().all(|&x| x == 9),
+        "the fill arrived"
+    );
 }
 
 /// This file's tests, each to run with no other test of its binary beside it (see the
@@ -595,10 +724,12 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         no_other_context_is_entered_inside_a_partitioned_closure,
         a_partitions_context_is_made_current_on_its_own_thread_only,
         a_part_is_not_entered_on_a_thread_with_a_plain_context_current,
-        a_panicking_batch_whose_wait_a_partition_refuses_leaks_its_batch,
+        a_panicking_batch_is_waited_for_then_freed_while_another_thread_partitions_the_device,
         a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch,
         a_scoped_thread_makes_no_synchronous_operation_outside_the_partitions,
         a_partitions_stream_event_and_function_are_refused_on_another_thread,
         a_partitions_values_dropped_on_another_thread_are_released_by_its_own,
+        a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values,
+        a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values,
     ]
 }

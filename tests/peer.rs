@@ -4,8 +4,8 @@
 use crate::common;
 
 use cuda_brand::{
-    ContextFlags, Device, DeviceBuffer, Error, LaunchConfig, Module, Out, Stream, StreamFlags,
-    copy_peer, with_context,
+    ContextFlags, Device, DeviceBuffer, Error, ErrorCode, LaunchConfig, Module, Out, Stream,
+    StreamFlags, copy_peer, with_context,
 };
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
@@ -128,6 +128,86 @@ fn a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view() {
     .unwrap();
 }
 
+/// A peer view reaches pool memory only where the pool grants the viewing device access:
+/// `enable_peer_access` grants it the crate's pool of the peer's device (which the default
+/// constructors allocate from), and `cuCtxEnablePeerAccess` maps memory of no pool
+/// (`cuMemAlloc`). A view of a buffer of any other pool (a pool of the program's own, the
+/// device's default pool) is refused, naming the pool, before a kernel could fault on it;
+/// the views that are made reach their memory.
+fn a_peer_view_of_a_buffer_of_a_pool_the_crate_did_not_grant_is_refused_naming_the_pool() {
+    use cuda_brand::MemoryPool;
+    use std::panic::{self, AssertUnwindSafe};
+    let (d0, d1) = two_gpus();
+    let n = 1 << 16;
+    let ones = vec![1.0f32; n];
+    with_context(&d0, ContextFlags::default(), |c0| {
+        let mut of_the_crate = DeviceBuffer::from_slice(c0, &ones)?;
+        let own = MemoryPool::new(c0)?;
+        let of_own = DeviceBuffer::from_slice_in(c0, &own, &ones)?;
+        let default = MemoryPool::device_default(c0)?;
+        let mut of_default = DeviceBuffer::from_slice_in(c0, &default, &ones)?;
+        // memory of no pool, adopted
+        let mut p = 0;
+        // SAFETY: the out-pointer is a live local; `c0` is current.
+        let rc = unsafe { (common::driver().cuMemAlloc_v2)(&mut p, n * 4) };
+        assert_eq!(rc, 0, "cuMemAlloc_v2");
+        // SAFETY: allocated in `c0` just now, given over whole; written below before use.
+        let mut plain = unsafe { DeviceBuffer::<f32>::from_raw_parts(c0, p, n) }?;
+        plain.copy_from_host(&ones)?;
+        // SAFETY: the handles are only compared.
+        let (own_raw, default_raw) = unsafe { (own.as_raw() as usize, default.as_raw() as usize) };
+        with_context(&d1, ContextFlags::default(), |c1| {
+            let access = c1.enable_peer_access(c0)?;
+            // refused, naming the pool, before anything reaches the GPU
+            let panic_text = |f: &mut dyn FnMut()| {
+                let payload = panic::catch_unwind(AssertUnwindSafe(f))
+                    .expect_err("a view of a buffer of a pool not granted to device 1 panics");
+                payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let text = panic_text(&mut || {
+                let _ = access.view(&of_own);
+            });
+            assert!(text.contains(&format!("{own_raw:#x}")), "{text}");
+            assert!(text.contains("PeerAccess::view"), "{text}");
+            let text = panic_text(&mut || {
+                let _ = access.view_mut(&mut of_default);
+            });
+            assert!(text.contains(&format!("{default_raw:#x}")), "{text}");
+            assert!(text.contains("default pool"), "{text}");
+            // the `try_` forms return the error
+            let e = access.try_view(&of_own).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled, "{e}");
+            assert_eq!(e.call(), "PeerAccess::view");
+            let e = access.try_view_mut(&mut of_default).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled, "{e}");
+            assert_eq!(e.call(), "PeerAccess::view_mut");
+            assert_eq!(access.try_view(&of_the_crate)?.len(), n);
+            assert_eq!(access.try_view(&plain)?.len(), n);
+            // the views that are made reach their memory
+            let module = Module::from_ptx(c1, PTX)?;
+            // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
+            let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+            let config = scale.config_for(n)?;
+            Stream::new(c1, StreamFlags::NonBlocking)?.scope(|s| {
+                s.launch(&scale, config, (access.view_mut(&mut of_the_crate), 2.0f32))?;
+                s.launch(&scale, config, (access.view_mut(&mut plain), 3.0f32))
+            })?;
+            c1.synchronize()
+        })?;
+        assert!(of_the_crate.to_vec()?.iter().all(|&x| x == 2.0));
+        assert!(plain.to_vec()?.iter().all(|&x| x == 3.0));
+        assert!(
+            of_own.to_vec()? == ones && of_default.to_vec()? == ones,
+            "untouched"
+        );
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+}
+
 /// The driver queues a "synchronous" fill or device copy on the current context's legacy
 /// stream and returns before the GPU has finished; the crate waits. When the memory belongs
 /// to an outer context of another device, the crate runs the operation in the memory's own
@@ -172,5 +252,5 @@ fn synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_neste
 gpu_tests!(
     peer_copies_between_two_contexts_of_one_device,
     a_kernel_writes_another_contexts_memory_only_through_a_peer_view,
-    ; two_gpus: [peer_access_between_two_gpus_is_idempotent, peer_copies_between_two_gpus_preserve_every_byte, a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view, synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context]
+    ; two_gpus: [peer_access_between_two_gpus_is_idempotent, peer_copies_between_two_gpus_preserve_every_byte, a_kernel_on_gpu_1_reads_and_writes_gpu_0_through_a_peer_view, a_peer_view_of_a_buffer_of_a_pool_the_crate_did_not_grant_is_refused_naming_the_pool, synchronous_operations_on_an_outer_devices_memory_are_complete_inside_a_nested_context]
 );

@@ -187,14 +187,10 @@ pub(crate) fn check_device(
         Release::FreeAsync
     };
     let (start, size) = driver::address_range(ptr)?;
+    if release == Release::Free {
+        return from_the_start(call, ptr, len, bytes, start, size).map(|()| release);
+    }
     if size == 0 {
-        if release == Release::Free {
-            return Err(refused(
-                call,
-                ErrorCode::InvalidValue,
-                format!("the driver reports no allocation at `ptr` {ptr:#x}"),
-            ));
-        }
         // a pool allocation whose range the driver does not report: its last byte at least
         // is memory of the same pool
         let pool = a.pool;
@@ -203,21 +199,14 @@ pub(crate) fn check_device(
         })
         .map(|()| release);
     }
-    if release == Release::Free && start != ptr {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
-                "`ptr` {ptr:#x} lies inside an allocation that starts at {start:#x}: cuMemFree frees only the start of an allocation (memory handed out by a caching allocator, such as PyTorch's, is part of a larger allocation)"
-            ),
-        ));
-    }
     within(call, ptr, len, bytes, start, size).map(|()| release)
 }
 
 /// The checks of `ManagedBuffer::from_raw_parts` through the driver (run with `ctx`
-/// current): `bytes` at `ptr` are managed memory of `ctx`, inside the allocation the
-/// driver reports (or, where it reports none, ending in managed memory of `ctx`).
+/// current): `bytes` at `ptr` are managed memory of `ctx`, from the start of the allocation
+/// the driver reports and inside it ([`from_the_start`]: the buffer frees `ptr` with
+/// `cuMemFree`, which frees only an allocation's start, so an interior pointer's free would
+/// fail and leak the memory).
 pub(crate) fn check_managed(
     call: &'static str,
     ctx: ContextGuard<'_>,
@@ -242,11 +231,40 @@ pub(crate) fn check_managed(
     }
     same_context(call, ctx, ptr, &a)?;
     let (start, size) = driver::address_range(ptr)?;
+    from_the_start(call, ptr, len, bytes, start, size)
+}
+
+/// What memory freed with `cuMemFree(ptr)` needs of `ptr`, given the range the driver
+/// reports for it (`size` bytes at `start`; `(0, 0)` where it reports none): `ptr` is the
+/// start of its allocation (`cuMemFree` frees only that: given an address inside one, it
+/// fails, and the buffer would leak what it owns), and `bytes` from it end inside the
+/// allocation ([`within`]). An allocation the driver reports no range for cannot be
+/// confirmed to start at `ptr`, and is refused. Errors name `ptr` or `len`.
+fn from_the_start(
+    call: &'static str,
+    ptr: u64,
+    len: usize,
+    bytes: usize,
+    start: u64,
+    size: usize,
+) -> Result<()> {
     if size == 0 {
-        let context = a.context;
-        return last_byte_alike(call, ptr, len, bytes, "managed memory", |l| {
-            l.managed && l.context == context
-        });
+        return Err(refused(
+            call,
+            ErrorCode::InvalidValue,
+            format!(
+                "the driver reports no allocation at `ptr` {ptr:#x}, so it cannot be confirmed to be an allocation's start, the only address cuMemFree frees"
+            ),
+        ));
+    }
+    if start != ptr {
+        return Err(refused(
+            call,
+            ErrorCode::InvalidValue,
+            format!(
+                "`ptr` {ptr:#x} lies inside an allocation that starts at {start:#x}: cuMemFree frees only the start of an allocation (memory handed out by a caching allocator, such as PyTorch's, is part of a larger allocation)"
+            ),
+        ));
     }
     within(call, ptr, len, bytes, start, size)
 }
@@ -349,5 +367,39 @@ mod tests {
         assert!(d.contains("`ptr` ") && d.contains("`len` 8"), "{d}");
         assert!(d.contains("pass the end of the address space"), "{d}");
         assert_eq!(check_parts::<u8>("c", u64::MAX - 8, 8).unwrap(), Some(8));
+    }
+
+    #[test]
+    fn memory_freed_with_cu_mem_free_is_adopted_only_from_its_allocations_start() {
+        const CALL: &str = "ManagedBuffer::from_raw_parts";
+        let (start, size) = (0x7000_0000u64, 4096usize);
+        let refusal = |ptr: u64, len: usize, bytes: usize, start: u64, size: usize| {
+            let e = from_the_start(CALL, ptr, len, bytes, start, size).unwrap_err();
+            assert_eq!((e.call(), e.code()), (CALL, ErrorCode::InvalidValue));
+            e.detail().unwrap().to_owned()
+        };
+        // the start: a part, and the whole
+        assert_eq!(from_the_start(CALL, start, 4, 16, start, size), Ok(()));
+        assert_eq!(from_the_start(CALL, start, 1024, 4096, start, size), Ok(()));
+        // an address inside the allocation, however little it asks
+        for interior in [start + 4, start + 256, start + 4095] {
+            let d = refusal(interior, 1, 1, start, size);
+            assert!(
+                d.contains(&format!(
+                    "`ptr` {interior:#x} lies inside an allocation that starts at {start:#x}"
+                )),
+                "{d}"
+            );
+            assert!(d.contains("cuMemFree frees only the start"), "{d}");
+        }
+        // more than the allocation holds
+        let d = refusal(start, 1025, 4100, start, size);
+        assert!(
+            d.contains("`len` 1025") && d.contains("passes the end of the allocation"),
+            "{d}"
+        );
+        // no range reported: the start cannot be confirmed
+        let d = refusal(start, 4, 16, 0, 0);
+        assert!(d.contains("reports no allocation at `ptr`"), "{d}");
     }
 }

@@ -217,8 +217,14 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     /// * that the device has concurrent managed access, as [`ManagedBuffer::zeroed`] does
     ///   (`CUDA_ERROR_NOT_SUPPORTED` otherwise);
     /// * through the driver (`cuPointerGetAttributes`, which makes no driver error of an
-    ///   unknown address): that `ptr` is managed memory allocated in `ctx`'s own context,
-    ///   and that `len` elements from it end inside the allocation the driver reports.
+    ///   unknown address): that `ptr` is managed memory allocated in `ctx`'s own context;
+    ///   that it is the start of the allocation the driver reports
+    ///   (`CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`): the buffer frees it with `cuMemFree`,
+    ///   which frees nothing else, so a buffer of an address inside an allocation would fail
+    ///   its free and leak it (memory the driver reports no range for is refused, its start
+    ///   unconfirmed); and that `len` elements from it end inside that allocation
+    ///   (`CU_POINTER_ATTRIBUTE_RANGE_SIZE`). A part from the start is accepted: its free
+    ///   frees the whole allocation.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -242,8 +248,11 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     ///
     /// The buffer lends `&mut [T]` of the memory to the host and device views to GPU work,
     /// and frees it. The caller gives the memory over and promises:
-    /// * `ptr` is the address the allocation call returned (`cuMemFree` frees only that),
-    ///   and `len` elements of `T` from it lie in that allocation;
+    /// * `ptr` is the address an allocation call (`cuMemAllocManaged`, `cudaMallocManaged`)
+    ///   returned, or `into_raw_parts` gave: that it starts the range the driver reports,
+    ///   and that `len` elements fit, is checked; which call made the memory is not (a
+    ///   module's `__managed__` variable is managed memory of the context too, and its
+    ///   module, not `cuMemFree`, releases it);
     /// * the `len` elements are initialised (written by the host, a copy or a kernel; as
     ///   for [`std::slice::from_raw_parts`], every bit pattern of a `DeviceCopy` type is a
     ///   value, but bytes never written are none);

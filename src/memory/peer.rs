@@ -28,17 +28,20 @@
 //! reads or writes another context's memory only through a view made by [`PeerAccess`],
 //! which exists only once peer access is enabled.
 
+use std::ffi::c_uint;
 use std::marker::PhantomData;
 
 use super::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths, lengths_match};
 use crate::context::{Brand, ContextGuard};
-use crate::driver;
-use crate::error::Result;
+use crate::driver::{self, CUdevice, CUdeviceptr};
+use crate::error::{Error, ErrorCode, Result};
 
 /// Proof that contexts of the brand `'ctx` may access the memory of the context `'peer`
-/// (`cuCtxEnablePeerAccess`). Zero-sized and `Copy`; it cannot outlive either context.
-/// Peer access is never disabled by this crate, so the proof holds until one of the two
-/// contexts is destroyed, which the brands place after every use of the token.
+/// (`cuCtxEnablePeerAccess`). `Copy`, the two contexts' device numbers (8 bytes); it cannot
+/// outlive either context. Peer access is never disabled by this crate, so the proof holds
+/// until one of the two contexts is destroyed, which the brands place after every use of
+/// the token. Between two devices it covers memory of no pool and the crate's pool of the
+/// peer's device, not other pools: see [`try_view`](PeerAccess::try_view).
 ///
 /// ```no_run
 /// use cuda_brand::prelude::*;
@@ -85,6 +88,10 @@ use crate::error::Result;
 /// # }
 /// ```
 pub struct PeerAccess<'ctx, 'peer> {
+    /// The device of the context `'ctx`, whose kernels and streams use the views.
+    device: CUdevice,
+    /// The device of the context `'peer`, whose memory is viewed.
+    peer_device: CUdevice,
     /// Invariant in `'ctx`, the context whose kernels and streams may use the peer's memory
     /// (the crate's `Brand`), and in `'peer` below. Were either covariant, tokens of two
     /// pairs of contexts could be shortened to one type and pass for one another: a grant
@@ -103,7 +110,10 @@ impl Copy for PeerAccess<'_, '_> {}
 
 impl std::fmt::Debug for PeerAccess<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PeerAccess")
+        f.debug_struct("PeerAccess")
+            .field("device", &self.device)
+            .field("peer_device", &self.peer_device)
+            .finish()
     }
 }
 
@@ -120,7 +130,8 @@ impl<'ctx> ContextGuard<'ctx> {
     /// context's device access to the crate's pool of `peer`'s device, which every
     /// [`DeviceBuffer`] of the default constructors comes from. A buffer of a pool of your
     /// own ([`MemoryPool::new`](crate::MemoryPool::new)) or of the device's default pool is
-    /// not covered: a kernel reaching it through a view faults.
+    /// not covered: its view is refused ([`PeerAccess::try_view`] says why the crate does
+    /// not grant such pools too).
     pub fn enable_peer_access<'peer>(
         self,
         peer: ContextGuard<'peer>,
@@ -136,6 +147,8 @@ impl<'ctx> ContextGuard<'ctx> {
             }
         }
         Ok(PeerAccess {
+            device: device.as_raw(),
+            peer_device: peer_device.as_raw(),
             _ctx: PhantomData,
             _peer: PhantomData,
         })
@@ -151,27 +164,204 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
     /// contexts would combine two grants (c0 may access c1, c1 may access c2) into one the
     /// driver never gave (c0 accessing c2). Sub-slice the view instead:
     /// `access.view(&buffer)[10..20]`.
+    ///
+    /// # Panics
+    /// Between two devices, if the buffer is memory of a pool that does not grant this
+    /// context's device access (a pool of your own, the device's default pool): see
+    /// [`try_view`](PeerAccess::try_view), which returns the error instead.
     pub fn view<'v, T: DeviceCopy>(
         self,
         buffer: &'v DeviceBuffer<'peer, T>,
     ) -> &'v DeviceSlice<'ctx, T> {
-        // SAFETY: the buffer's own device memory (allocated in the context `'peer`),
-        // borrowed from it for 'v; the token proves that the context `'ctx` may access
-        // memory of `'peer` (peer access enabled, the crate's pool of the peer's device
-        // granted to this device, or the same device; memory of another pool that does not
-        // grant it faults on the GPU, an error, never another allocation's bytes), and the
-        // brands keep both contexts alive for 'v.
-        unsafe { DeviceSlice::from_raw_parts(buffer.device_ptr(), buffer.len()) }
+        match self.try_view(buffer) {
+            Ok(view) => view,
+            Err(e) => panic!("{e}"),
+        }
     }
 
     /// As [`PeerAccess::view`], for writing: borrows the buffer exclusively.
+    ///
+    /// # Panics
+    /// As [`view`](PeerAccess::view); [`try_view_mut`](PeerAccess::try_view_mut) returns
+    /// the error instead.
     pub fn view_mut<'v, T: DeviceCopy>(
         self,
         buffer: &'v mut DeviceBuffer<'peer, T>,
     ) -> &'v mut DeviceSlice<'ctx, T> {
-        // SAFETY: as above, borrowed exclusively.
-        unsafe { DeviceSlice::from_raw_parts_mut(buffer.device_ptr(), buffer.len()) }
+        match self.try_view_mut(buffer) {
+            Ok(view) => view,
+            Err(e) => panic!("{e}"),
+        }
     }
+
+    /// [`view`](PeerAccess::view), with a buffer the view could not reach an error instead
+    /// of a panic.
+    ///
+    /// # Which memory a view reaches
+    ///
+    /// Between two devices, once peer access is enabled (`cuCtxEnablePeerAccess`), the
+    /// driver maps memory of no pool (`cuMemAlloc`) to the viewing device, but memory of a
+    /// pool only where the pool grants that device access (`cuMemPoolSetAccess`): a kernel
+    /// reaching other pool memory faults, a sticky error that ends the context.
+    /// [`enable_peer_access`](ContextGuard::enable_peer_access) grants the crate's pool of
+    /// the peer's device, which every buffer of the default constructors comes from. A
+    /// buffer of any other pool is refused here, before anything reaches the GPU: an error
+    /// (`CUDA_ERROR_PEER_ACCESS_NOT_ENABLED`) naming the pool, its device and this one. The
+    /// crate does not grant that pool itself when the view is made:
+    ///
+    /// * the device's default pool ([`MemoryPool::device_default`](crate::MemoryPool::device_default))
+    ///   is the runtime's (`cudaMallocAsync`) and every library's of the process: granting
+    ///   it would map all of its memory, present and future, to this device for all its
+    ///   users, who would pay for the second mapping at every later allocation, and change
+    ///   a setting other code made or counts on;
+    /// * a pool of your own ([`MemoryPool::new`](crate::MemoryPool::new)) is yours to grant
+    ///   (`cuMemPoolSetAccess` on [`MemoryPool::as_raw`](crate::MemoryPool::as_raw)), and a
+    ///   buffer does not keep its pool alive: when the view is made the pool may be
+    ///   destroyed already (the driver keeps its memory until the last allocation is freed),
+    ///   so the crate makes no driver call on the handle the memory reports, it only
+    ///   compares it with its own pool's. A pool you granted yourself is refused as well.
+    ///
+    /// Copy such memory with [`copy_peer`] instead, or allocate what a peer views from the
+    /// crate's pool. Between two contexts of one device every pool's memory is the
+    /// device's own: the view is made without a driver call. Between two devices making it
+    /// costs one `cuPointerGetAttributes`.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::{ErrorCode, MemoryPool};
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+    /// with_context(&d0, ContextFlags::default(), |c0| {
+    ///     let pool = MemoryPool::new(c0)?;
+    ///     let mine = DeviceBuffer::<f32>::zeroed_in(c0, &pool, 1024)?;
+    ///     let the_crates = c0.zeroed::<f32>(1024)?;
+    ///     with_context(&d1, ContextFlags::default(), |c1| {
+    ///         let access = c1.enable_peer_access(c0)?;
+    ///         let e = access.try_view(&mine).unwrap_err(); // a pool not granted to device 1
+    ///         assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled);
+    ///         assert_eq!(access.try_view(&the_crates)?.len(), 1024);
+    ///         Ok(())
+    ///     })
+    /// })
+    /// # }
+    /// ```
+    pub fn try_view<'v, T: DeviceCopy>(
+        self,
+        buffer: &'v DeviceBuffer<'peer, T>,
+    ) -> Result<&'v DeviceSlice<'ctx, T>> {
+        self.reaches(
+            "PeerAccess::view",
+            buffer.device_ptr(),
+            buffer.size_in_bytes(),
+        )?;
+        // SAFETY: the buffer's own device memory (allocated in the context `'peer`),
+        // borrowed from it for 'v; the token proves that the context `'ctx` may access
+        // memory of `'peer`, and `reaches` that this memory is of what it covers (the same
+        // device; memory of no pool, which peer access maps; the crate's pool of the peer's
+        // device, which `enable_peer_access` granted this device); the brands keep both
+        // contexts alive for 'v.
+        Ok(unsafe { DeviceSlice::from_raw_parts(buffer.device_ptr(), buffer.len()) })
+    }
+
+    /// [`view_mut`](PeerAccess::view_mut), with a buffer the view could not reach an error
+    /// instead of a panic: see [`try_view`](PeerAccess::try_view).
+    pub fn try_view_mut<'v, T: DeviceCopy>(
+        self,
+        buffer: &'v mut DeviceBuffer<'peer, T>,
+    ) -> Result<&'v mut DeviceSlice<'ctx, T>> {
+        self.reaches(
+            "PeerAccess::view_mut",
+            buffer.device_ptr(),
+            buffer.size_in_bytes(),
+        )?;
+        // SAFETY: as in `try_view`, borrowed exclusively.
+        Ok(unsafe { DeviceSlice::from_raw_parts_mut(buffer.device_ptr(), buffer.len()) })
+    }
+
+    /// `Ok` if this context's kernels reach the `bytes` of the peer's memory at `ptr`: the
+    /// two devices are one, there are no bytes, or the driver's record of the memory says
+    /// so ([`reach`]). Otherwise the error of `call`, naming the pool.
+    fn reaches(self, call: &'static str, ptr: CUdeviceptr, bytes: usize) -> Result<()> {
+        if self.device == self.peer_device || bytes == 0 {
+            return Ok(());
+        }
+        let memory = driver::allocation_of(ptr)?;
+        let granted = super::pool::crate_pool(self.peer_device)?;
+        let reached = reach(
+            memory.memory_type,
+            memory.pool as usize,
+            granted.map(|p| p as usize),
+        );
+        if reached == Reach::Mapped {
+            return Ok(());
+        }
+        // (for the message only: the device's default pool is never destroyed)
+        let default = driver::device_default_mem_pool(self.peer_device).ok();
+        Err(refusal(
+            call,
+            (self.device, self.peer_device),
+            ptr,
+            reached,
+            default.map(|p| p as usize),
+        ))
+    }
+}
+
+/// What a peer view between two devices reaches, by the driver's record of the memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// Memory of no pool, which peer access maps, or of the crate's pool of the peer's
+    /// device, which `enable_peer_access` granted.
+    Mapped,
+    /// Memory of another pool (its handle), which the crate never granted.
+    Ungranted(usize),
+    /// No memory the driver knows (never a live buffer's: refused rather than guessed).
+    Unknown,
+}
+
+/// [`Reach`] of memory of `memory_type` (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE`, 0 for
+/// unknown) and of the pool `pool` (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`, 0 for none),
+/// where the crate's pool of its device is `granted` (`None` where the device has no pools).
+fn reach(memory_type: c_uint, pool: usize, granted: Option<usize>) -> Reach {
+    if memory_type == 0 {
+        Reach::Unknown
+    } else if pool == 0 || Some(pool) == granted {
+        Reach::Mapped
+    } else {
+        Reach::Ungranted(pool)
+    }
+}
+
+/// The error of a view of `call` refused as `reached` (not [`Reach::Mapped`]), from the
+/// device `devices.0` of memory at `ptr` of the device `devices.1`, whose default pool is
+/// `default`.
+#[cold]
+fn refusal(
+    call: &'static str,
+    (device, peer_device): (CUdevice, CUdevice),
+    ptr: CUdeviceptr,
+    reached: Reach,
+    default: Option<usize>,
+) -> Error {
+    let Reach::Ungranted(pool) = reached else {
+        return Error::with_detail(
+            call,
+            ErrorCode::InvalidValue,
+            format!("the driver knows no memory at the buffer's address {ptr:#x}"),
+        );
+    };
+    let which = if Some(pool) == default {
+        "the device's default pool"
+    } else {
+        "a pool the crate does not own"
+    };
+    Error::with_detail(
+        call,
+        ErrorCode::PeerAccessNotEnabled,
+        format!(
+            "the buffer at {ptr:#x} is memory of {which} ({pool:#x}) of device {peer_device}, which does not grant device {device} access: `enable_peer_access` grants only the crate's pool of the peer's device (the default constructors allocate from it); copy it with `copy_peer`, or view a buffer of the crate's pool"
+        ),
+    )
 }
 
 /// Copies `src`, memory of the context `'s`, into `dst`, memory of the context `'d`
@@ -252,4 +442,62 @@ pub fn try_copy_peer<'d, 's, T: DeviceCopy>(
 ) -> Result<()> {
     lengths_match("copy_peer", dst.len(), src.len())?;
     copy_peer(dst, dst_ctx, src, src_ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_view_between_two_devices_reaches_only_memory_peer_access_maps_or_the_crate_granted() {
+        const DEVICE: c_uint = 2;
+        let (crates, own, default) = (0x1000usize, 0x2000usize, 0x3000usize);
+        // memory of no pool (`cuMemAlloc`): peer access maps it, pools or not
+        assert_eq!(reach(DEVICE, 0, Some(crates)), Reach::Mapped);
+        assert_eq!(reach(DEVICE, 0, None), Reach::Mapped);
+        // the crate's pool of the peer's device: granted by `enable_peer_access`
+        assert_eq!(reach(DEVICE, crates, Some(crates)), Reach::Mapped);
+        // any other pool, and unknown memory: refused
+        assert_eq!(reach(DEVICE, own, Some(crates)), Reach::Ungranted(own));
+        assert_eq!(reach(DEVICE, default, None), Reach::Ungranted(default));
+        assert_eq!(reach(0, 0, Some(crates)), Reach::Unknown);
+
+        let e = refusal(
+            "PeerAccess::view",
+            (1, 0),
+            0x7f00,
+            Reach::Ungranted(own),
+            Some(default),
+        );
+        assert_eq!(
+            (e.call(), e.code()),
+            ("PeerAccess::view", ErrorCode::PeerAccessNotEnabled)
+        );
+        let d = e.detail().unwrap();
+        assert!(
+            d.contains("a pool the crate does not own (0x2000) of device 0"),
+            "{d}"
+        );
+        assert!(d.contains("does not grant device 1 access"), "{d}");
+        let e = refusal(
+            "PeerAccess::view_mut",
+            (1, 0),
+            0x7f00,
+            Reach::Ungranted(default),
+            Some(default),
+        );
+        assert!(
+            e.detail()
+                .unwrap()
+                .contains("the device's default pool (0x3000)"),
+            "{e}"
+        );
+        let e = refusal("PeerAccess::view", (1, 0), 0x7f00, Reach::Unknown, None);
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert!(
+            e.to_string()
+                .contains("knows no memory at the buffer's address 0x7f00"),
+            "{e}"
+        );
+    }
 }

@@ -32,6 +32,23 @@
 //! scope would), then frees the batch. Inside a host function, where the crate can make no
 //! driver call, the batch is leaked instead. A panic of a host function of the batch is
 //! resumed from `poll` (or [`Pending::wait`]), as from a scope.
+//!
+//! # No entry after `submit`
+//!
+//! Only [`submit`](Owned::submit) enters the batch's context (its closure queues the work).
+//! Polling, waiting and dropping do not: the calls they make (the event's query and wait,
+//! arming the wake-up, ending the scope, which frees its allocations in stream order) run
+//! with the context made current for those calls alone (`in_context`, as a buffer's drop
+//! does), which runs no code of the user. So while another thread's
+//! [`with_partitions`](crate::with_partitions) closure has the device, which refuses every
+//! entry into another context of it, a batch queued before is still awaited, waited for and
+//! handed back: none of those calls queues work that runs on the device's SMs (a notifier
+//! stream's wait for the event and its host function, and a free, occupy none). Where the
+//! context cannot be made current even so, nothing is waited for and the batch stays the
+//! future's: a refusal of the crate (`NotPermitted`) is temporary, and `wait`, `poll` and the
+//! drop try again (`poll` returns `Pending` and has the watchdog wake it at its next tick);
+//! a failure of the driver to make a live context current is not, and the batch is leaked
+//! (never handed back or freed while its work may run), `wait` and `poll` then panicking.
 
 mod batch;
 pub(crate) mod wake;
@@ -49,9 +66,9 @@ use wake::{Signal, Watch};
 use super::handle::Owned;
 use super::home::OwnedContext;
 use super::release;
-use crate::context::teardown;
+use crate::context::{self, teardown};
 use crate::driver::{self, CUevent};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::launch::sealed::Crate;
 use crate::scope::StreamScope;
 use crate::stream::Stream;
@@ -92,11 +109,16 @@ struct Op<B> {
     outcome: Result<()>,
     /// `None` once the work has been waited for without an event (a failed queueing).
     event: Option<CUevent>,
-    /// Set when queued work could be neither tracked nor waited for: the batch is never
-    /// handed back or freed.
-    lost: bool,
+    /// Set while queued work is tracked by no event and has not been waited for (its wait
+    /// could not make the context current): [`finish`](Op::finish) waits for the stream
+    /// first, and until then the batch is neither handed back nor freed.
+    unwaited: bool,
     /// Whether a poll has armed the wake-up ([`Op::arm`]).
     armed: bool,
+    /// Set once a poll has found the work's end due (the event complete, or no wake-up
+    /// could be armed): later polls go straight to [`finish`](Op::finish), which one that
+    /// could not make the context current tries again.
+    finishing: bool,
     watch: Option<Arc<Watch>>,
     signal: Arc<Signal>,
     stream: Arc<Owned<Stream<'static>>>,
@@ -127,9 +149,10 @@ impl Owned<Stream<'static>> {
     /// stream's is refused before anything is queued (the future is then ready at once,
     /// with the error and the batch); so is a batch whose context cannot be entered (while
     /// another thread's [`with_partitions`](crate::with_partitions) closure has the device).
-    /// If `f` panics, the panic is resumed once the stream has been waited for; where that
-    /// wait cannot enter the context (the device partitioned meanwhile), the batch is leaked
-    /// rather than dropped while its work may still run.
+    /// If `f` panics, the panic is resumed once the stream has been waited for (with the
+    /// context still current, so also where another thread has partitioned the device
+    /// meanwhile) and the batch dropped. Awaiting, waiting for and dropping the future enter
+    /// no context (see the [module documentation](crate::owned::pending#no-entry-after-submit)).
     ///
     /// ```no_run
     /// use std::sync::Arc;
@@ -192,8 +215,9 @@ impl Owned<Stream<'static>> {
             batch: Some(batch),
             outcome: Ok(()),
             event: None,
-            lost: false,
+            unwaited: false,
             armed: false,
+            finishing: false,
             watch: None,
             signal: Arc::new(Signal::default()),
             stream: Arc::clone(self),
@@ -210,11 +234,11 @@ impl Owned<Stream<'static>> {
             op.queue_completion()
         });
         if let Some(payload) = panicked {
-            // the closure panicked; `run` waited for the stream, unless it could not enter
-            // the context (another thread partitioned the device meanwhile): then the work
-            // may still use the batch, which is leaked with the op rather than dropped by
-            // the unwind
-            if op.lost {
+            // the closure panicked; `run` waited for the stream, with the context current
+            // (so without a push, which nothing refuses). Were it not waited for, the work
+            // may still use the batch, which is then leaked with the op rather than dropped
+            // by the unwind
+            if op.unwaited {
                 std::mem::forget(op);
             }
             panic::resume_unwind(payload);
@@ -228,9 +252,10 @@ impl Owned<Stream<'static>> {
                     state: State::Refused(e, batch),
                 };
             }
-            // nothing can tell the future when the work ends: wait for it here
+            // nothing can tell the future when the work ends: wait for it here (or, where
+            // the context cannot be made current, in `finish`)
             op.outcome = teardown::keep_both(std::mem::replace(&mut op.outcome, Ok(())), Err(e));
-            op.wait_without_event();
+            let _ = op.wait_without_event();
         }
         Pending {
             state: State::Queued(op),
@@ -241,7 +266,7 @@ impl Owned<Stream<'static>> {
 impl<B: Batch> Op<B> {
     /// Runs the batch's closure with the scope and the batch's views. A panic's payload is
     /// returned after the stream has been waited for (as by every scope), for the caller
-    /// to resume once it knows whether the op may be dropped (`lost`).
+    /// to resume once it knows whether the op may be dropped (`unwaited`).
     fn run<F>(&mut self, f: F) -> std::result::Result<(), Box<dyn std::any::Any + Send>>
     where
         F: for<'scope, 'ctx> FnOnce(
@@ -269,7 +294,8 @@ impl<B: Batch> Op<B> {
                 Ok(())
             }
             Err(payload) => {
-                self.wait_without_event();
+                // `unwaited` says whether it could
+                let _ = self.wait_without_event();
                 Err(payload)
             }
         }
@@ -296,19 +322,20 @@ impl<B> Op<B> {
     }
 
     /// Called by a poll that finds the work not yet seen to end: if the event is complete
-    /// (or failed), returns `true`; otherwise makes one of the context's notifier streams
+    /// (or failed), gives `true`; otherwise makes one of the context's notifier streams
     /// wait for the event and queues the host function that wakes the future there (so
     /// that the batch's own stream never waits for a host function), and lists the batch
     /// for the watchdog (which wakes it if the context fails: the driver then runs no host
-    /// function). Returns `false` then. An error of this path is the batch's.
-    fn arm(&mut self) -> Result<bool> {
+    /// function), giving `false`. An error of these calls is the batch's. The calls run with
+    /// the context made current for them alone ([`in_home`]), never entered.
+    fn arm(&mut self) -> Current<bool> {
         let Some(event) = self.event else {
-            return Ok(true);
+            return Current::Ran(Ok(true));
         };
         let key = self.stream_raw() as usize;
-        let home = &self.home;
-        let armed = home.enter(|_| {
-            // SAFETY: the event is alive (the op's) and of the entered context.
+        let (home, signal) = (&self.home, &self.signal);
+        let armed = in_home(home, || {
+            // SAFETY: the event is alive (the op's) and of the current context.
             if !matches!(unsafe { driver::event_query(event) }, Ok(false)) {
                 return Ok(true); // done, or failed: `finish` reports which
             }
@@ -316,75 +343,99 @@ impl<B> Op<B> {
             // SAFETY: the notifier stream and the event are alive and of this context.
             unsafe { driver::stream_wait_event(notifier, event) }?;
             // SAFETY: the notifier stream is alive.
-            unsafe { wake::queue_host_fn(notifier, &self.signal) }?;
+            unsafe { wake::queue_host_fn(notifier, signal) }?;
             Ok(false)
-        })?;
-        if !armed {
+        });
+        if let Current::Ran(Ok(false)) = armed {
             let watch = Watch::new(Arc::clone(&self.signal), event, &self.home);
             self.watch = Some(Arc::clone(&watch));
             wake::watch(watch);
+            self.armed = true;
         }
-        self.armed = true;
-        Ok(armed)
+        armed
     }
 
-    /// Waits for the whole stream (no event to wait for), then ends the scope.
-    fn wait_without_event(&mut self) {
+    /// Waits for the whole stream (no event to wait for), then ends the scope. `Err` where
+    /// the context could not be made current: nothing was waited for, `unwaited` is set,
+    /// and [`finish`](Op::finish) tries again.
+    fn wait_without_event(&mut self) -> Result<()> {
         let stream_raw = self.stream_raw();
-        let home = &self.home;
-        let mut waited_for = false;
-        let ended = home.enter(|_| {
+        let scope = &self.scope;
+        let ended = in_home(&self.home, || {
             // SAFETY: the stream is alive.
             let waited = unsafe { driver::stream_wait_idle(stream_raw) };
-            waited_for = true; // idle, or confirmed not busy after an error
-            self.scope.end_after_wait(waited)
+            // idle, or confirmed not busy after an error
+            scope.end_after_wait(waited)
         });
+        let ended = match ended {
+            Current::Ran(ended) => ended,
+            Current::Not(e) => {
+                // work queued before may still run
+                self.unwaited = true;
+                return Err(e);
+            }
+        };
+        self.unwaited = false;
         self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
-        // the entry failed: work queued before may still run
-        self.lost = !waited_for;
-        if waited_for {
-            self.destroy_event();
-        } else if let Some(watch) = self.watch.take() {
-            wake::unwatch(&watch);
-        }
-        self.event = None;
+        self.destroy_event();
         self.signal.fire();
+        Ok(())
     }
 
-    /// Ends the scope once the event is complete (waiting for it if need be): the scope's
-    /// host functions finished, its allocations freed, the event given back to its
-    /// context's spares. Returns whether the work is known to be over (the event waited
-    /// for, or the stream confirmed idle after an error): only then may the batch be
-    /// handed back or dropped. Inside a host function nothing can be waited for (no driver
-    /// call), so it returns `false` there.
+    /// Ends the scope once the work is over, waiting for it if need be: the event waited
+    /// for (or, where there is none, the stream), the scope's host functions finished, its
+    /// allocations freed, the event given back to its context's spares. Only after
+    /// [`Finish::Over`] may the batch be handed back or dropped. Inside a host function
+    /// nothing can be waited for (no driver call); where the context cannot be made current,
+    /// nothing was: the op stays as it was, for another try.
     #[must_use]
-    fn finish(&mut self) -> bool {
+    fn finish(&mut self) -> Finish {
         if driver::in_host_fn() {
-            return false;
+            return Finish::NotHere;
         }
-        let Some(event) = self.event.take() else {
-            return !self.lost; // waited for already, without the event (or not possible)
+        if self.unwaited {
+            return match self.wait_without_event() {
+                Ok(()) => Finish::Over,
+                Err(e) => Finish::NotCurrent(e),
+            };
+        }
+        let Some(event) = self.event else {
+            return Finish::Over; // waited for already, without the event
         };
-        if let Some(watch) = self.watch.take() {
-            // unlisted first: the watchdog no longer queries the event
-            wake::unwatch(&watch);
-        }
-        let home = &self.home;
-        let mut proved = false;
-        let ended = home.enter(|_| {
-            // SAFETY: the event is alive and of the entered context.
+        let scope = &self.scope;
+        let ended = in_home(&self.home, || {
+            // SAFETY: the event is alive (the op's) and of the current context.
             let waited = unsafe { driver::event_synchronize(event) };
             // the wait returned: the work is done, or after an error `end_after_wait`
             // confirms the stream idle before it releases anything
-            proved = true;
-            let ended = self.scope.end_after_wait(waited);
-            // SAFETY: the op's event, unlisted, its work done (or failed: the context
-            // then destroys it with the rest).
-            unsafe { home.put_event(event) };
-            ended
+            scope.end_after_wait(waited)
         });
+        let ended = match ended {
+            Current::Ran(ended) => ended,
+            // the event and the watch stay the op's
+            Current::Not(e) => return Finish::NotCurrent(e),
+        };
+        self.event = None;
+        if let Some(watch) = self.watch.take() {
+            // unlisted under the watchdog's lock: it no longer queries the event
+            wake::unwatch(&watch);
+        }
+        // SAFETY: the op's event, unlisted, its work done (or failed: the context then
+        // destroys it with the rest).
+        unsafe { self.home.put_event(event) };
         self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
-        proved
+        Finish::Over
+    }
+
+    /// [`finish`](Op::finish), trying again (every [`TICK`](wake::TICK)) while the context's
+    /// refusal is temporary ([`is_temporary`]): for `wait` and the drop, which block anyway.
+    fn finish_blocking(&mut self) -> Finish {
+        loop {
+            match self.finish() {
+                Finish::NotCurrent(e) if is_temporary(&e) => std::thread::sleep(wake::TICK),
+                finished => return finished,
+            }
+        }
     }
 
     /// Gives the event back unused (its record failed, or the work was waited for without it).
@@ -412,30 +463,84 @@ impl<B> Op<B> {
     }
 }
 
-/// Finishes `op` and hands back its result and batch; if the work cannot be known to be
-/// over (called inside a host function, or the context could not be entered), the op is
-/// leaked (its batch is never freed or handed back) and this panics with `call` named.
-fn finish_or_leak<B>(mut op: Box<Op<B>>, call: &str) -> Done<B> {
-    if op.finish() {
-        return op.into_done();
+/// What driver calls run with a batch's context current gave ([`in_home`]).
+enum Current<T> {
+    /// They ran: their result (with a failed pop afterwards).
+    Ran(Result<T>),
+    /// The context could not be made current: nothing ran.
+    Not(Error),
+}
+
+/// Runs `calls` with `home`'s context current: `context::in_context`, which pushes it for
+/// them alone where another context is current. Not an entry: no code of the user runs, so
+/// nothing a `with_partitions` closure guards against can happen here, and it does not
+/// refuse it (as it does not refuse a buffer's drop).
+fn in_home<T>(home: &OwnedContext, calls: impl FnOnce() -> Result<T>) -> Current<T> {
+    let mut ran = false;
+    let run = || {
+        ran = true;
+        calls()
+    };
+    // SAFETY: `home` holds a count of the context, alive while `calls` run.
+    let result = unsafe { context::in_context(home.raw(), run) };
+    match (ran, result) {
+        (false, Err(e)) => Current::Not(e),
+        (_, result) => Current::Ran(result),
     }
+}
+
+/// What [`Op::finish`] found.
+enum Finish {
+    /// The work is over (the event or the stream waited for, or the stream confirmed idle
+    /// after an error): the batch may be handed back or dropped.
+    Over,
+    /// Inside a host function (the crate's, or a waker it runs): no driver call can wait.
+    NotHere,
+    /// The context could not be made current, so nothing was waited for.
+    NotCurrent(Error),
+}
+
+/// Whether `e`, the failure to make a batch's context current, is temporary: a refusal of
+/// the crate (`NotPermitted`), which ends with what caused it, and is tried again. (None
+/// reaches an owned context today: `in_context` refuses only a partition's context on
+/// another thread than the partition's.) Any other is the driver's failure to make a live
+/// context current (a driver shut down), after which the batch is leaked.
+fn is_temporary(e: &Error) -> bool {
+    e.code() == ErrorCode::NotPermitted
+}
+
+/// Leaks `op`, whose work is not known to be over (`why`: not [`Finish::Over`]), so that
+/// its batch is never handed back or freed while the GPU may use it, and panics naming
+/// `call`.
+fn leak_and_panic<B>(op: Box<Op<B>>, call: &str, why: Finish) -> ! {
     std::mem::forget(op);
+    let why = match why {
+        Finish::NotCurrent(e) => format!("its context could not be made current ({e})"),
+        Finish::NotHere | Finish::Over => "inside a host function no driver call can".into(),
+    };
     panic!(
-        "{call}: the batch's work cannot be waited for here (inside a host function, or its context could not be entered), so the batch is leaked rather than handed back while the GPU may still use it"
+        "{call}: the batch's work cannot be waited for here ({why}), so the batch is leaked rather than handed back while the GPU may still use it"
     )
 }
 
 impl<B> Pending<B> {
     /// Blocks the calling thread until the work is done: the same `(result, batch)` as
-    /// awaiting the future, for code without a runtime.
+    /// awaiting the future, for code without a runtime. Enters no context (see the [module
+    /// documentation](crate::owned::pending#no-entry-after-submit)): while another thread's
+    /// [`with_partitions`](crate::with_partitions) closure has the device, it still waits,
+    /// and hands the batch back.
     ///
     /// # Panics
     /// Inside a host function (the crate's, or a waker it runs), where no driver call can
-    /// wait: the batch is then leaked, never handed back early. A panic of a host function
-    /// of the batch is resumed here.
+    /// wait, and where the driver fails to make the batch's context current: the batch is
+    /// then leaked, never handed back early. A panic of a host function of the batch is
+    /// resumed here.
     pub fn wait(mut self) -> Done<B> {
         match std::mem::replace(&mut self.state, State::Taken) {
-            State::Queued(op) => finish_or_leak(op, "Pending::wait"),
+            State::Queued(mut op) => match op.finish_blocking() {
+                Finish::Over => op.into_done(),
+                why => leak_and_panic(op, "Pending::wait", why),
+            },
             State::Refused(e, batch) => (Err(e), batch),
             State::Taken => panic!("a `Pending` is waited for once"),
         }
@@ -454,6 +559,8 @@ impl<B> Future for Pending<B> {
     type Output = Done<B>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Done<B>> {
+        // where the work cannot be known to be over: why
+        let mut unfinished = None;
         if let State::Queued(op) = &mut self.state {
             if driver::in_host_fn() {
                 // an executor polling inside a host function: no driver call here; poll
@@ -461,13 +568,13 @@ impl<B> Future for Pending<B> {
                 wake::wake_later(cx.waker());
                 return Poll::Pending;
             }
-            if !op.signal.is_done() {
+            if !op.signal.is_done() && !op.finishing {
                 op.signal.register(cx.waker());
                 let ended = match op.armed {
                     true => false,
                     false => match op.arm() {
-                        Ok(ended) => ended,
-                        Err(e) => {
+                        Current::Ran(Ok(ended)) => ended,
+                        Current::Ran(Err(e)) => {
                             // no wake-up can be armed: finish by waiting, below
                             op.outcome = teardown::keep_both(
                                 std::mem::replace(&mut op.outcome, Ok(())),
@@ -475,19 +582,41 @@ impl<B> Future for Pending<B> {
                             );
                             true
                         }
+                        // the context could not be made current, nothing ran: armed at
+                        // the next poll, the watchdog's next tick
+                        Current::Not(e) if is_temporary(&e) => {
+                            wake::wake_later(cx.waker());
+                            return Poll::Pending;
+                        }
+                        // `finish` finds the same failure, and leaks the batch
+                        Current::Not(_) => true,
                     },
                 };
                 if !ended && !op.signal.is_done() {
                     return Poll::Pending;
                 }
+                op.finishing = true;
             }
             release::release_deferred();
+            match op.finish() {
+                Finish::Over => {}
+                Finish::NotCurrent(e) if is_temporary(&e) => {
+                    // nothing was waited for, the batch is still the op's: polled again at
+                    // the watchdog's next tick
+                    wake::wake_later(cx.waker());
+                    return Poll::Pending;
+                }
+                why => unfinished = Some(why),
+            }
         }
-        Poll::Ready(match std::mem::replace(&mut self.state, State::Taken) {
-            State::Queued(op) => finish_or_leak(op, "Pending::poll"),
-            State::Refused(e, batch) => (Err(e), batch),
-            State::Taken => panic!("a `Pending` polled after it was ready"),
-        })
+        Poll::Ready(
+            match (std::mem::replace(&mut self.state, State::Taken), unfinished) {
+                (State::Queued(op), None) => op.into_done(),
+                (State::Queued(op), Some(why)) => leak_and_panic(op, "Pending::poll", why),
+                (State::Refused(e, batch), _) => (Err(e), batch),
+                (State::Taken, _) => panic!("a `Pending` polled after it was ready"),
+            },
+        )
     }
 }
 
@@ -496,9 +625,10 @@ impl<B> Drop for Pending<B> {
         let State::Queued(mut op) = std::mem::replace(&mut self.state, State::Taken) else {
             return;
         };
-        if !op.finish() {
-            // not known to be over (inside a host function no driver call is possible):
-            // the work may still use the batch, so it is leaked
+        if !matches!(op.finish_blocking(), Finish::Over) {
+            // not known to be over (inside a host function no driver call is possible, or
+            // the driver could not make the context current): the work may still use the
+            // batch, so it is leaked
             std::mem::forget(op);
             return;
         }
