@@ -398,9 +398,10 @@ fn the_not_found_message_under_cargo_is_the_readmes_and_names_no_link_stub() {
         // build.rs always makes it: where it is missing, this binary was copied to another
         // machine (the GPU machine's bundle), which has no build directory to put on the path
         if !std::path::Path::new(dir).is_dir() {
-            common::skip(format!(
-                "the build's placeholder directory {dir} is not on this machine"
-            ));
+            common::skip(
+                "the build's placeholder directory (OUT_DIR/stub) is not on this machine: the \
+                 binary was copied from the machine that built it",
+            );
         }
         path.push(dir);
     }
