@@ -543,9 +543,7 @@ fn a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with
     let device = partitionable();
     let (home, stream, spin) = owned_spinner(&device);
     let n = 1 << 20;
-    let buf = home
-        .enter(|ctx| home.unbind(ctx, ctx.zeroed::<u32>(n)?))
-        .unwrap();
+    let buf = owned_zeroed(&home, n);
     let work = stream.submit((buf, spin), |s, (d, spin)| {
         s.launch(spin, LaunchConfig::linear(1, 1), (spin_cycles(300),))?;
         s.fill(d, 7u32)
@@ -553,10 +551,29 @@ fn a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with
     let (result, (buf, _spin)) = while_another_thread_partitions(&device, &home, || work.wait());
     result.unwrap();
     // the partition has ended: the batch's buffer is bound and read again
+    assert_filled(&home, &buf, n, 7);
+}
+
+/// `n` zeroed `u32`s of `home`, owned.
+fn owned_zeroed(
+    home: &cuda_brand::owned::OwnedContext,
+    n: usize,
+) -> cuda_brand::owned::OwnedDeviceBuffer<u32> {
+    home.enter(|ctx| home.unbind(ctx, ctx.zeroed::<u32>(n)?))
+        .unwrap()
+}
+
+/// `buf` (of `home`) holds `n` times `value`.
+fn assert_filled(
+    home: &cuda_brand::owned::OwnedContext,
+    buf: &cuda_brand::owned::OwnedDeviceBuffer<u32>,
+    n: usize,
+    value: u32,
+) {
     let values = home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap();
     assert!(
-        values.len() == n && values.iter().all(|&x| x == 7),
-        "the fill arrived"
+        values.len() == n && values.iter().all(|&x| x == value),
+        "the fill of {value} arrived"
     );
 }
 
@@ -570,9 +587,7 @@ fn a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its
     let device = partitionable();
     let (home, stream, spin) = owned_spinner(&device);
     let n = 1 << 20;
-    let buf = home
-        .enter(|ctx| home.unbind(ctx, ctx.zeroed::<u32>(n)?))
-        .unwrap();
+    let buf = owned_zeroed(&home, n);
     let mut work = stream.submit((buf, spin), |s, (d, spin)| {
         s.launch(spin, LaunchConfig::linear(1, 1), (spin_cycles(500),))?;
         s.fill(d, 9u32)
@@ -587,15 +602,9 @@ fn a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its
         "the first poll found the work still running (500 ms of spin)"
     );
     result.unwrap();
-    let values = home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap();
-    assert!(
-        values.len() == n && values.iter().all(|&x| x == 9),
-        "the fill arrived"
-    );
+    assert_filled(&home, &buf, n, 9);
 }
 
-/// This file's tests, each to run with no other test of its binary beside it (see the
-/// file's header; `tests/gpu.rs` runs them after the others).
 /// `err`'s code is `NotPermitted`, and its text says why (`words`).
 fn not_permitted(err: Error, words: &str) {
     assert_eq!(err.code(), ErrorCode::NotPermitted, "{err}");
@@ -709,6 +718,8 @@ fn a_partitions_values_dropped_on_another_thread_are_released_by_its_own() {
     .unwrap();
 }
 
+/// This file's tests, each to run with no other test of its binary beside it (see the
+/// file's header; `tests/gpu.rs` runs them after the others).
 pub fn tests_alone() -> Vec<common::harness::Test> {
     use common::harness::{Needs, Test};
     macro_rules! alone {
