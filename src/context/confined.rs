@@ -444,4 +444,82 @@ mod tests {
         );
         assert_eq!(released.load(Ordering::SeqCst), 1111);
     }
+
+    /// A parked handle leaves the list before its release runs (as an unparked one does):
+    /// once the driver has destroyed it, its address may be another's at once, and a
+    /// listing left behind would take the new handle for the old partition's. Here, while
+    /// the partition's thread runs its parked releases, the address of each released
+    /// handle is made again: by another partition's thread, which then drops its own
+    /// stream, and by a thread of no partition, which uses its own stream. Neither may be
+    /// refused or parked for the ending partition (a release parked then would never run,
+    /// or run at the end of a later partition that the old one's address is reused for).
+    #[test]
+    fn a_parked_handle_leaves_the_list_before_its_release_runs() {
+        let (a, b) = (0x7c_1000_usize, 0x7c_2000_usize);
+        let (stream, event) = (0x7c_1100_usize, 0x7c_1200_usize);
+        enter_for_test(a as CUcontext);
+        register_handle(stream, a as CUcontext);
+        register_handle(event, a as CUcontext);
+        // what the threads that reuse the addresses saw: (released now, refused)
+        let seen = Arc::new(Mutex::new(Vec::<(&str, bool)>::new()));
+        let late = Arc::new(AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // a scoped thread of the partition drops both: parked
+                let (seen_b, late_b) = (Arc::clone(&seen), Arc::clone(&late));
+                let parked = release_handle(stream, "Stream", move || {
+                    // destroyed: another partition's thread makes a stream at the address
+                    // and drops it while the partition `a` still ends
+                    std::thread::scope(|s| {
+                        s.spawn(|| {
+                            enter_for_test(b as CUcontext);
+                            register_handle(stream, b as CUcontext);
+                            let r = Arc::clone(&late_b);
+                            let now = release_handle(stream, "Stream", move || {
+                                r.fetch_add(1, Ordering::SeqCst);
+                                Ok(())
+                            });
+                            seen_b
+                                .lock()
+                                .unwrap()
+                                .push(("b's own stream released now", now.is_some()));
+                            leave_for_test(b as CUcontext);
+                        });
+                    });
+                    Ok(())
+                });
+                assert!(parked.is_none());
+                let seen_plain = Arc::clone(&seen);
+                let parked = release_handle(event, "Event", move || {
+                    // destroyed: a plain context's stream gets the address, used on its
+                    // own thread, which is in no partition
+                    std::thread::scope(|s| {
+                        s.spawn(|| {
+                            let ok = refuse_foreign_handle("Stream::synchronize", event).is_ok();
+                            seen_plain
+                                .lock()
+                                .unwrap()
+                                .push(("a plain stream used on its thread", ok));
+                        });
+                    });
+                    Ok(())
+                });
+                assert!(parked.is_none());
+            });
+        });
+        assert!(run_parked(a as CUcontext).is_empty());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("b's own stream released now", true),
+                ("a plain stream used on its thread", true)
+            ]
+        );
+        assert_eq!(late.load(Ordering::SeqCst), 1, "released by its own thread");
+        // nothing was parked for `a` meanwhile: a later partition at its address runs none
+        assert!(run_parked(a as CUcontext).is_empty());
+        assert_eq!(late.load(Ordering::SeqCst), 1);
+        leave_for_test(a as CUcontext);
+        assert_eq!(partition_of(stream), None);
+    }
 }
