@@ -289,8 +289,9 @@ where
     }
     match parked {
         Some(ctx) => {
-            // stays listed until the partition's thread releases it: its address is not
-            // reused before, and other threads are still refused its use
+            // stays listed until the partition's thread delists it at the partition's end,
+            // just before its release (`run_parked`): its address is not reused before,
+            // and other threads are still refused its use
             park(ctx, what, Box::new(release));
             None
         }
@@ -335,9 +336,18 @@ fn park(ctx: usize, what: &'static str, release: Box<dyn FnOnce() -> Result<()> 
 
 /// Runs the releases other threads parked for the partition whose `CUcontext` form is
 /// `ctx`, on its own thread with `ctx` current (its teardown, before the synchronization),
-/// and forgets its handles left listed (forgotten with `mem::forget`: the green context's
-/// destruction reclaims them). Returns each failed release, for the teardown to record.
+/// after forgetting every handle of it still listed: the parked ones (each leaves the list
+/// before its release runs, as an unparked one does, since once the driver destroyed it
+/// its address may be another handle's at once, which a listing left behind would take for
+/// this partition's: refused on its own thread, or parked for this partition after its
+/// releases were taken) and those forgotten with `mem::forget` (the green context's
+/// destruction reclaims them). No value of the partition is left to use or drop them: `f`
+/// has returned. Returns each failed release, for the teardown to record.
 pub(crate) fn run_parked(ctx: CUcontext) -> Vec<(&'static str, Error)> {
+    if !HANDLES.is_empty() {
+        HANDLES.change(|handles| handles.retain(|&(_, c, _)| c != ctx as usize));
+        forget_mine(|&(_, c, _)| c != ctx as usize);
+    }
     let mine: Vec<Release> = {
         let mut parked = PARKED.lock().unwrap_or_else(PoisonError::into_inner);
         if parked.is_empty() {
@@ -351,15 +361,9 @@ pub(crate) fn run_parked(ctx: CUcontext) -> Vec<(&'static str, Error)> {
         }
     };
     // outside the lock: a release takes other locks (the order book's)
-    let failed = mine
-        .into_iter()
+    mine.into_iter()
         .filter_map(|(what, release)| release().err().map(|e| (what, e)))
-        .collect();
-    if !HANDLES.is_empty() {
-        HANDLES.change(|handles| handles.retain(|&(_, c, _)| c != ctx as usize));
-        forget_mine(|&(_, c, _)| c != ctx as usize);
-    }
-    failed
+        .collect()
 }
 
 #[cfg(test)]
