@@ -676,6 +676,43 @@ fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
     .unwrap();
 }
 
+/// A partition's managed buffer on a scoped thread: advice (`cuMemAdvise`) reaches the
+/// driver with the green context's memory without making any context current, as a
+/// function's attributes do, so it is refused there like them; on the partition's thread
+/// it works as before.
+fn a_partitions_managed_buffer_takes_no_advice_on_another_thread() {
+    use cuda_brand::{Advice, ManagedBuffer, MemoryLocation};
+    let device = partitionable();
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let data = match ManagedBuffer::<u32>::zeroed(p, 4096) {
+                Ok(data) => data,
+                Err(e) if e.code() == ErrorCode::NotSupported => {
+                    common::skip(format!("no concurrent managed access here ({e})"))
+                }
+                Err(e) => return Err(e),
+            };
+            let here = MemoryLocation::Device(device);
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    const WHY: &str = "on the thread that entered it";
+                    not_permitted(data.advise(Advice::ReadMostly).unwrap_err(), WHY);
+                    not_permitted(
+                        data.advise(Advice::PreferredLocation(here)).unwrap_err(),
+                        WHY,
+                    );
+                });
+            });
+            // the partition's own thread
+            data.advise(Advice::PreferredLocation(here))?;
+            data.advise(Advice::NoPreferredLocation)?;
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
 /// A partition's buffer, stream, event and module dropped on a scoped thread: the drop
 /// cannot reach the driver there (the green context is the partition's thread's), so the
 /// partition's thread releases them when the partition ends. Nothing is reported as a
@@ -729,6 +766,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         a_scoped_thread_makes_no_synchronous_operation_outside_the_partitions,
         a_partitions_stream_event_and_function_are_refused_on_another_thread,
         a_partitions_values_dropped_on_another_thread_are_released_by_its_own,
+        a_partitions_managed_buffer_takes_no_advice_on_another_thread,
         a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values,
         a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values,
     ]
