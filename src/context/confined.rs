@@ -142,11 +142,28 @@ pub(super) fn leave_for_test(ctx: CUcontext) {
     OWNERS.change(|owners| owners.retain(|&(c, _)| c != ctx as usize));
 }
 
+/// [`refuse_foreign`] for a call (`call`) that reaches the driver with memory of the
+/// context `ctx` without making it current (`ManagedBuffer::advise`), as a function's
+/// attributes do ([`refuse_foreign_handle`]). One atomic load while no partition lives.
+#[inline]
+pub(crate) fn refuse_foreign_call(call: &'static str, ctx: CUcontext) -> Result<()> {
+    if OWNERS.is_empty() {
+        Ok(())
+    } else {
+        refuse_foreign_slow_in(call, ctx)
+    }
+}
+
 #[inline(never)]
 fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
+    refuse_foreign_slow_in("cuCtxPushCurrent_v2", ctx)
+}
+
+#[inline(never)]
+fn refuse_foreign_slow_in(call: &'static str, ctx: CUcontext) -> Result<()> {
     if is_foreign(ctx) {
         return Err(Error::with_detail(
-            "cuCtxPushCurrent_v2",
+            call,
             ErrorCode::NotPermitted,
             "the context of an SM partition is made current on the thread that entered it \
              only (the driver lets a green context be current on one thread at a time, with \
@@ -389,6 +406,7 @@ mod tests {
         register_handle(event, ctx());
         let released = Arc::new(AtomicUsize::new(0));
         assert!(refuse_foreign_handle("here", stream).is_ok());
+        assert!(refuse_foreign_call("here", ctx()).is_ok(), "its own thread");
         std::thread::scope(|s| {
             s.spawn(|| {
                 let e = refuse_foreign_handle("Stream::synchronize", stream).unwrap_err();
@@ -399,6 +417,12 @@ mod tests {
                 assert!(
                     refuse_foreign_handle("other", 0x7a_5300).is_ok(),
                     "not listed"
+                );
+                // a call on the partition's memory that makes no context current
+                let e = refuse_foreign_call("ManagedBuffer::advise", ctx()).unwrap_err();
+                assert_eq!(
+                    (e.call(), e.code()),
+                    ("ManagedBuffer::advise", ErrorCode::NotPermitted)
                 );
                 let r = Arc::clone(&released);
                 let parked = release_handle(stream, "Stream", move || {
