@@ -18,7 +18,77 @@
 //!
 //! Nothing is parked after that: a value of a partition is branded `'p`, which no code
 //! outside `SmGroup::enter`'s closure can name, so every thread that holds one is a scoped
-//! thread joined before the closure returns, and the teardown runs after it.
+//! thread joined before the closure returns, and the teardown runs after it. Pinned by
+//! the type checker for the ways out of the closure: a thread of a scope opened outside
+//! it (here in the partitioned closure),
+//!
+//! ```compile_fail,E0521
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::with_partitions;
+//!
+//! # fn main() -> cuda_brand::Result<()> {
+//! # let device = Device::get(0)?;
+//! with_partitions(&device, |sms| {
+//!     let (part, _) = sms.split(8)?;
+//!     std::thread::scope(|outer| {
+//!         part.enter(|p| {
+//!             let buf = p.zeroed::<u32>(4)?;
+//!             // dropped on a thread the partition's closure does not join: does not compile
+//!             outer.spawn(move || drop(buf));
+//!             Ok::<_, Error>(())
+//!         })
+//!     })
+//! })
+//! # }
+//! ```
+//!
+//! a channel made outside it,
+//!
+//! ```compile_fail,E0521
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::with_partitions;
+//!
+//! # fn main() -> cuda_brand::Result<()> {
+//! # let device = Device::get(0)?;
+//! with_partitions(&device, |sms| {
+//!     let (part, _) = sms.split(8)?;
+//!     let (send, receive) = std::sync::mpsc::channel();
+//!     part.enter(|p| {
+//!         // the buffer leaves the partition's closure: does not compile
+//!         send.send(p.zeroed::<u32>(4)?).unwrap();
+//!         Ok::<_, Error>(())
+//!     })?;
+//!     std::thread::scope(|t| {
+//!         t.spawn(move || drop(receive.recv()));
+//!     });
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! and a type-erased box kept outside it (the owning layer takes no partition's guard:
+//! `bind` and `unbind` take a plain one).
+//!
+//! ```compile_fail,E0521
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::with_partitions;
+//!
+//! # fn main() -> cuda_brand::Result<()> {
+//! # let device = Device::get(0)?;
+//! with_partitions(&device, |sms| {
+//!     let (part, _) = sms.split(8)?;
+//!     let mut kept: Vec<Box<dyn Send>> = Vec::new();
+//!     part.enter(|p| {
+//!         kept.push(Box::new(p.stream()?)); // outlives the partition: does not compile
+//!         Ok::<_, Error>(())
+//!     })?;
+//!     std::thread::scope(|t| {
+//!         t.spawn(move || drop(kept));
+//!     });
+//!     Ok(())
+//! })
+//! # }
+//! ```
 //!
 //! Both checks are one atomic load while no partition lives (the process-wide lists are
 //! empty).
