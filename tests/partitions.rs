@@ -676,6 +676,61 @@ fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
     .unwrap();
 }
 
+/// The context the driver reports for memory at `p` (`CU_POINTER_ATTRIBUTE_CONTEXT`).
+fn context_of(p: u64) -> cuda_brand::sys::CUcontext {
+    let mut owner: cuda_brand::sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: a live address; the out-pointer has the attribute's type.
+    let rc = unsafe {
+        (common::driver().cuPointerGetAttribute)(
+            (&mut owner as *mut cuda_brand::sys::CUcontext).cast(),
+            1, // CU_POINTER_ATTRIBUTE_CONTEXT
+            p,
+        )
+    };
+    assert_eq!(rc, 0, "cuPointerGetAttribute(CONTEXT)");
+    owner
+}
+
+/// Memory a partition allocates outside any pool (pitched, page-locked, managed) is, as
+/// the driver reports it, of the partition's context (its `CUcontext` form), which is what
+/// makes its synchronous operations run there (`in_memory_context_with` makes the
+/// memory's own context current) and be refused on other threads: the driver treats that
+/// form "as if it were a primary context" for what does not depend on SMs, and memory
+/// reported as the primary context's would be copied and filled in the primary context,
+/// on any SM and on any thread. A probe of the driver the crate's argument rests on.
+fn a_partitions_own_memory_is_of_its_context_as_the_driver_reports_it() {
+    use cuda_brand::{DeviceBuffer2D, ManagedBuffer, PinnedBuffer};
+    let device = partitionable();
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let here = common::handle(p);
+            let rows = DeviceBuffer2D::<u32>::zeroed(p, 64, 4)?;
+            // SAFETY: given to the driver's attribute query only, while `rows` lives.
+            let rows_at = unsafe { rows.as_device_ptr() };
+            assert_eq!(context_of(rows_at), here, "cuMemAllocPitch memory");
+            let pinned = PinnedBuffer::<u32>::zeroed(p, 64)?;
+            assert_eq!(
+                context_of(pinned.as_ptr() as u64),
+                here,
+                "cuMemHostAlloc memory"
+            );
+            match ManagedBuffer::<u32>::zeroed(p, 64) {
+                Ok(managed) => {
+                    // SAFETY: as above, while `managed` lives.
+                    let at = unsafe { managed.as_device().as_device_ptr() };
+                    assert_eq!(context_of(at), here, "cuMemAllocManaged memory");
+                }
+                // a device without concurrent managed access: the other two are checked
+                Err(e) if e.code() == ErrorCode::NotSupported => {}
+                Err(e) => return Err(e),
+            }
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
 /// The calls of a partition's values on a scoped thread that the test above leaves out,
 /// each of which reaches the driver with the green context's handles: a stream's flags,
 /// multi-stream and deadline scopes, timing and bounded waits of events, a function's
@@ -831,6 +886,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         a_partitions_stream_event_and_function_are_refused_on_another_thread,
         a_partitions_values_dropped_on_another_thread_are_released_by_its_own,
         a_partitions_managed_buffer_takes_no_advice_on_another_thread,
+        a_partitions_own_memory_is_of_its_context_as_the_driver_reports_it,
         the_other_calls_of_a_partitions_values_are_refused_on_another_thread,
         a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values,
         a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values,
