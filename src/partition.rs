@@ -63,8 +63,9 @@
 //!   reach the driver is refused with
 //!   [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted): a scope on a partition's
 //!   stream, the stream's and an event's methods, a function's attributes and
-//!   declarations, a module's lookups, and an operation that would make the partition's
-//!   context current (a synchronous copy or fill of its memory). Dropped there, such a
+//!   declarations, a module's lookups, a managed buffer's advice, and an operation that
+//!   would make the partition's context current (a synchronous copy or fill of its
+//!   memory). Dropped there, such a
 //!   value is released by the partition's own thread when the partition ends (before its
 //!   synchronization), so nothing leaks. Give each thread a partition of its own: a part
 //!   ([`SmGroup`]) is `Send` and may be entered on a scoped thread. Each check is one

@@ -685,6 +685,162 @@ fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
     .unwrap();
 }
 
+/// The context the driver reports for memory at `p` (`CU_POINTER_ATTRIBUTE_CONTEXT`).
+fn context_of(p: u64) -> cuda_brand::sys::CUcontext {
+    let mut owner: cuda_brand::sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: a live address; the out-pointer has the attribute's type.
+    let rc = unsafe {
+        (common::driver().cuPointerGetAttribute)(
+            (&mut owner as *mut cuda_brand::sys::CUcontext).cast(),
+            1, // CU_POINTER_ATTRIBUTE_CONTEXT
+            p,
+        )
+    };
+    assert_eq!(rc, 0, "cuPointerGetAttribute(CONTEXT)");
+    owner
+}
+
+/// Memory a partition allocates outside any pool (pitched, page-locked, managed) is, as
+/// the driver reports it, of the partition's context (its `CUcontext` form), which is what
+/// makes its synchronous operations run there (`in_memory_context_with` makes the
+/// memory's own context current) and be refused on other threads: the driver treats that
+/// form "as if it were a primary context" for what does not depend on SMs, and memory
+/// reported as the primary context's would be copied and filled in the primary context,
+/// on any SM and on any thread. A probe of the driver the crate's argument rests on.
+fn a_partitions_own_memory_is_of_its_context_as_the_driver_reports_it() {
+    use cuda_brand::{DeviceBuffer2D, ManagedBuffer, PinnedBuffer};
+    let device = partitionable();
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let here = common::handle(p);
+            let rows = DeviceBuffer2D::<u32>::zeroed(p, 64, 4)?;
+            // SAFETY: given to the driver's attribute query only, while `rows` lives.
+            let rows_at = unsafe { rows.as_device_ptr() };
+            assert_eq!(context_of(rows_at), here, "cuMemAllocPitch memory");
+            let pinned = PinnedBuffer::<u32>::zeroed(p, 64)?;
+            assert_eq!(
+                context_of(pinned.as_ptr() as u64),
+                here,
+                "cuMemHostAlloc memory"
+            );
+            match ManagedBuffer::<u32>::zeroed(p, 64) {
+                Ok(managed) => {
+                    // SAFETY: as above, while `managed` lives.
+                    let at = unsafe { managed.as_device().as_device_ptr() };
+                    assert_eq!(context_of(at), here, "cuMemAllocManaged memory");
+                }
+                // a device without concurrent managed access: the other two are checked
+                Err(e) if e.code() == ErrorCode::NotSupported => {}
+                Err(e) => return Err(e),
+            }
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
+/// The calls of a partition's values on a scoped thread that the test above leaves out,
+/// each of which reaches the driver with the green context's handles: a stream's flags,
+/// multi-stream and deadline scopes, timing and bounded waits of events, a function's
+/// attributes and cache preference, a kernel's configuration, and the synchronous
+/// operations of a pitched buffer (memory of the green context itself, made current for
+/// them). Each is refused there; an event closed there is released by the partition's
+/// thread (`close` returns `Ok`, and the partition ends without a failed release); on the
+/// partition's thread every call works as before.
+fn the_other_calls_of_a_partitions_values_are_refused_on_another_thread() {
+    use cuda_brand::{CacheConfig, DeviceBuffer2D, FunctionAttribute, KeepWaiting};
+    let device = partitionable();
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let (a, b) = (p.stream()?, p.stream()?);
+            let (mut start, mut end, closed) = (p.event()?, p.event()?, p.event()?);
+            let module = p.load_ptx(PTX)?;
+            // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
+            let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
+            let function = scale.function();
+            let mut rows = DeviceBuffer2D::<u32>::zeroed(p, 64, 4)?;
+            let first = start.record(&a)?;
+            let last = end.record(&a)?;
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    const WHY: &str = "one thread at a time";
+                    not_permitted(a.flags().unwrap_err(), WHY);
+                    let pair = a.scope_pair(&b, |_, _| Ok::<_, Error>(()));
+                    not_permitted(pair.unwrap_err(), WHY);
+                    let all = Stream::scope_all(&[&b, &a], |_| Ok::<_, Error>(()));
+                    not_permitted(all.unwrap_err(), WHY);
+                    let within = a.scope_within(
+                        Duration::from_secs(1),
+                        |_| KeepWaiting::until_idle(),
+                        |_| Ok::<_, Error>(()),
+                    );
+                    not_permitted(within.unwrap_err(), WHY);
+                    not_permitted(first.elapsed(&last).unwrap_err(), WHY);
+                    let bounded = last.synchronize_within(Duration::from_millis(1));
+                    not_permitted(bounded.unwrap_err(), WHY);
+                    let attribute = function.attribute(FunctionAttribute::MaxThreadsPerBlock);
+                    not_permitted(attribute.unwrap_err(), WHY);
+                    let cache = function.set_cache_config(CacheConfig::PreferL1);
+                    not_permitted(cache.unwrap_err(), WHY);
+                    not_permitted(scale.config_for(1024).unwrap_err(), WHY);
+                    not_permitted(rows.to_vec().unwrap_err(), WHY);
+                    not_permitted(rows.copy_from_host(&[5; 256], 64).unwrap_err(), WHY);
+                    // released by the partition's thread at its end
+                    assert_eq!(closed.close(), Ok(()));
+                });
+            });
+            // the partition's own thread
+            last.synchronize()?;
+            assert!(first.elapsed(&last).is_ok());
+            a.scope_pair(&b, |_, _| Ok::<_, Error>(()))?;
+            assert!(scale.config_for(1024).is_ok());
+            rows.copy_from_host(&[5; 256], 64)?;
+            assert_eq!(rows.to_vec()?, [5; 256]);
+            Ok::<_, Error>(())
+        }) // a failed release would be this closure's error
+    })
+    .unwrap();
+}
+
+/// A partition's managed buffer on a scoped thread: advice (`cuMemAdvise`) reaches the
+/// driver with the green context's memory without making any context current, as a
+/// function's attributes do, so it is refused there like them; on the partition's thread
+/// it works as before.
+fn a_partitions_managed_buffer_takes_no_advice_on_another_thread() {
+    use cuda_brand::{Advice, ManagedBuffer, MemoryLocation};
+    let device = partitionable();
+    with_partitions(&device, |sms| {
+        let (part, _) = sms.split(1)?;
+        part.enter(|p| {
+            let data = match ManagedBuffer::<u32>::zeroed(p, 4096) {
+                Ok(data) => data,
+                Err(e) if e.code() == ErrorCode::NotSupported => {
+                    common::skip(format!("no concurrent managed access here ({e})"))
+                }
+                Err(e) => return Err(e),
+            };
+            let here = MemoryLocation::Device(device);
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    const WHY: &str = "on the thread that entered it";
+                    not_permitted(data.advise(Advice::ReadMostly).unwrap_err(), WHY);
+                    not_permitted(
+                        data.advise(Advice::PreferredLocation(here)).unwrap_err(),
+                        WHY,
+                    );
+                });
+            });
+            // the partition's own thread
+            data.advise(Advice::PreferredLocation(here))?;
+            data.advise(Advice::NoPreferredLocation)?;
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+}
+
 /// A partition's buffer, stream, event and module dropped on a scoped thread: the drop
 /// cannot reach the driver there (the green context is the partition's thread's), so the
 /// partition's thread releases them when the partition ends. Nothing is reported as a
@@ -740,6 +896,9 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         a_scoped_thread_makes_no_synchronous_operation_outside_the_partitions,
         a_partitions_stream_event_and_function_are_refused_on_another_thread,
         a_partitions_values_dropped_on_another_thread_are_released_by_its_own,
+        a_partitions_managed_buffer_takes_no_advice_on_another_thread,
+        a_partitions_own_memory_is_of_its_context_as_the_driver_reports_it,
+        the_other_calls_of_a_partitions_values_are_refused_on_another_thread,
         a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values,
         a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values,
     ]

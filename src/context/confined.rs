@@ -18,7 +18,77 @@
 //!
 //! Nothing is parked after that: a value of a partition is branded `'p`, which no code
 //! outside `SmGroup::enter`'s closure can name, so every thread that holds one is a scoped
-//! thread joined before the closure returns, and the teardown runs after it.
+//! thread joined before the closure returns, and the teardown runs after it. Pinned by
+//! the type checker for the ways out of the closure: a thread of a scope opened outside
+//! it (here in the partitioned closure),
+//!
+//! ```compile_fail,E0521
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::with_partitions;
+//!
+//! # fn main() -> cuda_brand::Result<()> {
+//! # let device = Device::get(0)?;
+//! with_partitions(&device, |sms| {
+//!     let (part, _) = sms.split(8)?;
+//!     std::thread::scope(|outer| {
+//!         part.enter(|p| {
+//!             let buf = p.zeroed::<u32>(4)?;
+//!             // dropped on a thread the partition's closure does not join: does not compile
+//!             outer.spawn(move || drop(buf));
+//!             Ok::<_, Error>(())
+//!         })
+//!     })
+//! })
+//! # }
+//! ```
+//!
+//! a channel made outside it,
+//!
+//! ```compile_fail,E0521
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::with_partitions;
+//!
+//! # fn main() -> cuda_brand::Result<()> {
+//! # let device = Device::get(0)?;
+//! with_partitions(&device, |sms| {
+//!     let (part, _) = sms.split(8)?;
+//!     let (send, receive) = std::sync::mpsc::channel();
+//!     part.enter(|p| {
+//!         // the buffer leaves the partition's closure: does not compile
+//!         send.send(p.zeroed::<u32>(4)?).unwrap();
+//!         Ok::<_, Error>(())
+//!     })?;
+//!     std::thread::scope(|t| {
+//!         t.spawn(move || drop(receive.recv()));
+//!     });
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! and a type-erased box kept outside it (the owning layer takes no partition's guard:
+//! `bind` and `unbind` take a plain one).
+//!
+//! ```compile_fail,E0521
+//! use cuda_brand::prelude::*;
+//! use cuda_brand::with_partitions;
+//!
+//! # fn main() -> cuda_brand::Result<()> {
+//! # let device = Device::get(0)?;
+//! with_partitions(&device, |sms| {
+//!     let (part, _) = sms.split(8)?;
+//!     let mut kept: Vec<Box<dyn Send>> = Vec::new();
+//!     part.enter(|p| {
+//!         kept.push(Box::new(p.stream()?)); // outlives the partition: does not compile
+//!         Ok::<_, Error>(())
+//!     })?;
+//!     std::thread::scope(|t| {
+//!         t.spawn(move || drop(kept));
+//!     });
+//!     Ok(())
+//! })
+//! # }
+//! ```
 //!
 //! Both checks are one atomic load while no partition lives (the process-wide lists are
 //! empty).
@@ -142,11 +212,28 @@ pub(super) fn leave_for_test(ctx: CUcontext) {
     OWNERS.change(|owners| owners.retain(|&(c, _)| c != ctx as usize));
 }
 
+/// [`refuse_foreign`] for a call (`call`) that reaches the driver with memory of the
+/// context `ctx` without making it current (`ManagedBuffer::advise`), as a function's
+/// attributes do ([`refuse_foreign_handle`]). One atomic load while no partition lives.
+#[inline]
+pub(crate) fn refuse_foreign_call(call: &'static str, ctx: CUcontext) -> Result<()> {
+    if OWNERS.is_empty() {
+        Ok(())
+    } else {
+        refuse_foreign_slow_in(call, ctx)
+    }
+}
+
 #[inline(never)]
 fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
+    refuse_foreign_slow_in("cuCtxPushCurrent_v2", ctx)
+}
+
+#[inline(never)]
+fn refuse_foreign_slow_in(call: &'static str, ctx: CUcontext) -> Result<()> {
     if is_foreign(ctx) {
         return Err(Error::with_detail(
-            "cuCtxPushCurrent_v2",
+            call,
             ErrorCode::NotPermitted,
             "the context of an SM partition is made current on the thread that entered it \
              only (the driver lets a green context be current on one thread at a time, with \
@@ -289,8 +376,9 @@ where
     }
     match parked {
         Some(ctx) => {
-            // stays listed until the partition's thread releases it: its address is not
-            // reused before, and other threads are still refused its use
+            // stays listed until the partition's thread delists it at the partition's end,
+            // just before its release (`run_parked`): its address is not reused before,
+            // and other threads are still refused its use
             park(ctx, what, Box::new(release));
             None
         }
@@ -335,9 +423,18 @@ fn park(ctx: usize, what: &'static str, release: Box<dyn FnOnce() -> Result<()> 
 
 /// Runs the releases other threads parked for the partition whose `CUcontext` form is
 /// `ctx`, on its own thread with `ctx` current (its teardown, before the synchronization),
-/// and forgets its handles left listed (forgotten with `mem::forget`: the green context's
-/// destruction reclaims them). Returns each failed release, for the teardown to record.
+/// after forgetting every handle of it still listed: the parked ones (each leaves the list
+/// before its release runs, as an unparked one does, since once the driver destroyed it
+/// its address may be another handle's at once, which a listing left behind would take for
+/// this partition's: refused on its own thread, or parked for this partition after its
+/// releases were taken) and those forgotten with `mem::forget` (the green context's
+/// destruction reclaims them). No value of the partition is left to use or drop them: `f`
+/// has returned. Returns each failed release, for the teardown to record.
 pub(crate) fn run_parked(ctx: CUcontext) -> Vec<(&'static str, Error)> {
+    if !HANDLES.is_empty() {
+        HANDLES.change(|handles| handles.retain(|&(_, c, _)| c != ctx as usize));
+        forget_mine(|&(_, c, _)| c != ctx as usize);
+    }
     let mine: Vec<Release> = {
         let mut parked = PARKED.lock().unwrap_or_else(PoisonError::into_inner);
         if parked.is_empty() {
@@ -351,15 +448,9 @@ pub(crate) fn run_parked(ctx: CUcontext) -> Vec<(&'static str, Error)> {
         }
     };
     // outside the lock: a release takes other locks (the order book's)
-    let failed = mine
-        .into_iter()
+    mine.into_iter()
         .filter_map(|(what, release)| release().err().map(|e| (what, e)))
-        .collect();
-    if !HANDLES.is_empty() {
-        HANDLES.change(|handles| handles.retain(|&(_, c, _)| c != ctx as usize));
-        forget_mine(|&(_, c, _)| c != ctx as usize);
-    }
-    failed
+        .collect()
 }
 
 #[cfg(test)]
@@ -385,6 +476,7 @@ mod tests {
         register_handle(event, ctx());
         let released = Arc::new(AtomicUsize::new(0));
         assert!(refuse_foreign_handle("here", stream).is_ok());
+        assert!(refuse_foreign_call("here", ctx()).is_ok(), "its own thread");
         std::thread::scope(|s| {
             s.spawn(|| {
                 let e = refuse_foreign_handle("Stream::synchronize", stream).unwrap_err();
@@ -395,6 +487,12 @@ mod tests {
                 assert!(
                     refuse_foreign_handle("other", 0x7a_5300).is_ok(),
                     "not listed"
+                );
+                // a call on the partition's memory that makes no context current
+                let e = refuse_foreign_call("ManagedBuffer::advise", ctx()).unwrap_err();
+                assert_eq!(
+                    (e.call(), e.code()),
+                    ("ManagedBuffer::advise", ErrorCode::NotPermitted)
                 );
                 let r = Arc::clone(&released);
                 let parked = release_handle(stream, "Stream", move || {
@@ -443,5 +541,83 @@ mod tests {
             .is_some()
         );
         assert_eq!(released.load(Ordering::SeqCst), 1111);
+    }
+
+    /// A parked handle leaves the list before its release runs (as an unparked one does):
+    /// once the driver has destroyed it, its address may be another's at once, and a
+    /// listing left behind would take the new handle for the old partition's. Here, while
+    /// the partition's thread runs its parked releases, the address of each released
+    /// handle is made again: by another partition's thread, which then drops its own
+    /// stream, and by a thread of no partition, which uses its own stream. Neither may be
+    /// refused or parked for the ending partition (a release parked then would never run,
+    /// or run at the end of a later partition that the old one's address is reused for).
+    #[test]
+    fn a_parked_handle_leaves_the_list_before_its_release_runs() {
+        let (a, b) = (0x7c_1000_usize, 0x7c_2000_usize);
+        let (stream, event) = (0x7c_1100_usize, 0x7c_1200_usize);
+        enter_for_test(a as CUcontext);
+        register_handle(stream, a as CUcontext);
+        register_handle(event, a as CUcontext);
+        // what the threads that reuse the addresses saw: (released now, refused)
+        let seen = Arc::new(Mutex::new(Vec::<(&str, bool)>::new()));
+        let late = Arc::new(AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // a scoped thread of the partition drops both: parked
+                let (seen_b, late_b) = (Arc::clone(&seen), Arc::clone(&late));
+                let parked = release_handle(stream, "Stream", move || {
+                    // destroyed: another partition's thread makes a stream at the address
+                    // and drops it while the partition `a` still ends
+                    std::thread::scope(|s| {
+                        s.spawn(|| {
+                            enter_for_test(b as CUcontext);
+                            register_handle(stream, b as CUcontext);
+                            let r = Arc::clone(&late_b);
+                            let now = release_handle(stream, "Stream", move || {
+                                r.fetch_add(1, Ordering::SeqCst);
+                                Ok(())
+                            });
+                            seen_b
+                                .lock()
+                                .unwrap()
+                                .push(("b's own stream released now", now.is_some()));
+                            leave_for_test(b as CUcontext);
+                        });
+                    });
+                    Ok(())
+                });
+                assert!(parked.is_none());
+                let seen_plain = Arc::clone(&seen);
+                let parked = release_handle(event, "Event", move || {
+                    // destroyed: a plain context's stream gets the address, used on its
+                    // own thread, which is in no partition
+                    std::thread::scope(|s| {
+                        s.spawn(|| {
+                            let ok = refuse_foreign_handle("Stream::synchronize", event).is_ok();
+                            seen_plain
+                                .lock()
+                                .unwrap()
+                                .push(("a plain stream used on its thread", ok));
+                        });
+                    });
+                    Ok(())
+                });
+                assert!(parked.is_none());
+            });
+        });
+        assert!(run_parked(a as CUcontext).is_empty());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("b's own stream released now", true),
+                ("a plain stream used on its thread", true)
+            ]
+        );
+        assert_eq!(late.load(Ordering::SeqCst), 1, "released by its own thread");
+        // nothing was parked for `a` meanwhile: a later partition at its address runs none
+        assert!(run_parked(a as CUcontext).is_empty());
+        assert_eq!(late.load(Ordering::SeqCst), 1);
+        leave_for_test(a as CUcontext);
+        assert_eq!(partition_of(stream), None);
     }
 }

@@ -301,11 +301,18 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     }
 
     /// Gives the driver advice about how the memory will be used (`cuMemAdvise`).
+    ///
+    /// A partition's managed buffer takes advice on the partition's thread only: on another
+    /// thread this is [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted)
+    /// ([`crate::partition`]).
     pub fn advise(&self, advice: Advice) -> Result<()> {
         let bytes = self.len * size_of::<T>();
         if bytes == 0 {
             return Ok(());
         }
+        // the green context's memory, reached without making a context current: on the
+        // partition's thread only (`context::confined`; one atomic load while none lives)
+        crate::context::confined::refuse_foreign_call("ManagedBuffer::advise", self.ctx.as_ptr())?;
         let (code, location) = match advice {
             Advice::ReadMostly => (1, MemoryLocation::Host),
             Advice::NotReadMostly => (2, MemoryLocation::Host),
