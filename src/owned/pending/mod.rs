@@ -43,12 +43,11 @@
 //! [`with_partitions`](crate::with_partitions) closure has the device, which refuses every
 //! entry into another context of it, a batch queued before is still awaited, waited for and
 //! handed back: none of those calls queues work that runs on the device's SMs (a notifier
-//! stream's wait for the event and its host function, and a free, occupy none). Where the
-//! context cannot be made current even so, nothing is waited for and the batch stays the
-//! future's: a refusal of the crate (`NotPermitted`) is temporary, and `wait`, `poll` and the
-//! drop try again (`poll` returns `Pending` and has the watchdog wake it at its next tick);
-//! a failure of the driver to make a live context current is not, and the batch is leaked
-//! (never handed back or freed while its work may run), `wait` and `poll` then panicking.
+//! stream's wait for the event and its host function, and a free, occupy none). No refusal
+//! of the crate reaches those calls (`in_context` refuses only a partition's context off
+//! its thread, and an owned context is never a partition's). Where the driver fails to make
+//! the context current even so, nothing is waited for and the batch is leaked (never handed
+//! back or freed while its work may run), `wait` and `poll` then panicking.
 
 mod batch;
 pub(crate) mod wake;
@@ -68,7 +67,7 @@ use super::home::OwnedContext;
 use super::release;
 use crate::context::{self, teardown};
 use crate::driver::{self, CUevent};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::launch::sealed::Crate;
 use crate::scope::StreamScope;
 use crate::stream::Stream;
@@ -427,17 +426,6 @@ impl<B> Op<B> {
         Finish::Over
     }
 
-    /// [`finish`](Op::finish), trying again (every [`TICK`](wake::TICK)) while the context's
-    /// refusal is temporary ([`is_temporary`]): for `wait` and the drop, which block anyway.
-    fn finish_blocking(&mut self) -> Finish {
-        loop {
-            match self.finish() {
-                Finish::NotCurrent(e) if is_temporary(&e) => std::thread::sleep(wake::TICK),
-                finished => return finished,
-            }
-        }
-    }
-
     /// Gives the event back unused (its record failed, or the work was waited for without it).
     fn destroy_event(&mut self) {
         if let Some(watch) = self.watch.take() {
@@ -500,15 +488,6 @@ enum Finish {
     NotCurrent(Error),
 }
 
-/// Whether `e`, the failure to make a batch's context current, is temporary: a refusal of
-/// the crate (`NotPermitted`), which ends with what caused it, and is tried again. (None
-/// reaches an owned context today: `in_context` refuses only a partition's context on
-/// another thread than the partition's.) Any other is the driver's failure to make a live
-/// context current (a driver shut down), after which the batch is leaked.
-fn is_temporary(e: &Error) -> bool {
-    e.code() == ErrorCode::NotPermitted
-}
-
 /// Leaks `op`, whose work is not known to be over (`why`: not [`Finish::Over`]), so that
 /// its batch is never handed back or freed while the GPU may use it, and panics naming
 /// `call`.
@@ -537,7 +516,7 @@ impl<B> Pending<B> {
     /// resumed here.
     pub fn wait(mut self) -> Done<B> {
         match std::mem::replace(&mut self.state, State::Taken) {
-            State::Queued(mut op) => match op.finish_blocking() {
+            State::Queued(mut op) => match op.finish() {
                 Finish::Over => op.into_done(),
                 why => leak_and_panic(op, "Pending::wait", why),
             },
@@ -582,13 +561,10 @@ impl<B> Future for Pending<B> {
                             );
                             true
                         }
-                        // the context could not be made current, nothing ran: armed at
-                        // the next poll, the watchdog's next tick
-                        Current::Not(e) if is_temporary(&e) => {
-                            wake::wake_later(cx.waker());
-                            return Poll::Pending;
-                        }
-                        // `finish` finds the same failure, and leaks the batch
+                        // the context could not be made current (no refusal of the crate
+                        // reaches an owned context: `in_context` refuses only a partition's
+                        // context off its thread): `finish` finds the same failure, and
+                        // leaks the batch
                         Current::Not(_) => true,
                     },
                 };
@@ -600,12 +576,6 @@ impl<B> Future for Pending<B> {
             release::release_deferred();
             match op.finish() {
                 Finish::Over => {}
-                Finish::NotCurrent(e) if is_temporary(&e) => {
-                    // nothing was waited for, the batch is still the op's: polled again at
-                    // the watchdog's next tick
-                    wake::wake_later(cx.waker());
-                    return Poll::Pending;
-                }
                 why => unfinished = Some(why),
             }
         }
@@ -625,7 +595,7 @@ impl<B> Drop for Pending<B> {
         let State::Queued(mut op) = std::mem::replace(&mut self.state, State::Taken) else {
             return;
         };
-        if !matches!(op.finish_blocking(), Finish::Over) {
+        if !matches!(op.finish(), Finish::Over) {
             // not known to be over (inside a host function no driver call is possible, or
             // the driver could not make the context current): the work may still use the
             // batch, so it is leaked
