@@ -700,14 +700,17 @@ fn context_of(p: u64) -> cuda_brand::sys::CUcontext {
     owner
 }
 
-/// Memory a partition allocates outside any pool (pitched, page-locked, managed) is, as
-/// the driver reports it, of the partition's context (its `CUcontext` form), which is what
-/// makes its synchronous operations run there (`in_memory_context_with` makes the
-/// memory's own context current) and be refused on other threads: the driver treats that
-/// form "as if it were a primary context" for what does not depend on SMs, and memory
-/// reported as the primary context's would be copied and filled in the primary context,
-/// on any SM and on any thread. A probe of the driver the crate's argument rests on.
-fn a_partitions_own_memory_is_of_its_context_as_the_driver_reports_it() {
+/// Memory a partition allocates outside any pool (pitched, page-locked, managed): the
+/// driver does not report it as the partition's context (CUDA 13.0, H200: the first run of
+/// this probe found `cuMemAllocPitch` memory reported with another context, the green
+/// context's `CUcontext` form being treated "as if it were a primary context"). The crate
+/// relies on no such report: a managed buffer's view (a `DeviceSlice`, whose synchronous
+/// operations ask the driver for the memory's context) is filled and read in the partition
+/// on the partition's thread, and refused on a scoped thread (where it would run in the
+/// reported context, on any SM); a pitched buffer's own operations use the buffer's
+/// context, the partition's. What the driver reports is printed.
+fn a_partitions_memory_outside_pools_is_used_in_the_partition_whatever_context_the_driver_reports()
+{
     use cuda_brand::{DeviceBuffer2D, ManagedBuffer, PinnedBuffer};
     let device = partitionable();
     with_partitions(&device, |sms| {
@@ -717,23 +720,32 @@ fn a_partitions_own_memory_is_of_its_context_as_the_driver_reports_it() {
             let rows = DeviceBuffer2D::<u32>::zeroed(p, 64, 4)?;
             // SAFETY: given to the driver's attribute query only, while `rows` lives.
             let rows_at = unsafe { rows.as_device_ptr() };
-            assert_eq!(context_of(rows_at), here, "cuMemAllocPitch memory");
             let pinned = PinnedBuffer::<u32>::zeroed(p, 64)?;
-            assert_eq!(
-                context_of(pinned.as_ptr() as u64),
-                here,
-                "cuMemHostAlloc memory"
+            eprintln!(
+                "the partition is {here:?}; the driver reports pitched memory as {:?}, page-locked as {:?}",
+                context_of(rows_at),
+                context_of(pinned.as_ptr() as u64)
             );
-            match ManagedBuffer::<u32>::zeroed(p, 64) {
-                Ok(managed) => {
-                    // SAFETY: as above, while `managed` lives.
-                    let at = unsafe { managed.as_device().as_device_ptr() };
-                    assert_eq!(context_of(at), here, "cuMemAllocManaged memory");
+            assert_eq!(rows.to_vec()?, vec![0u32; 64 * 4], "the pitched buffer's own copy");
+            let mut managed = match ManagedBuffer::<u32>::zeroed(p, 4096) {
+                Ok(managed) => managed,
+                Err(e) if e.code() == ErrorCode::NotSupported => {
+                    common::skip("managed memory is refused on this device")
                 }
-                // a device without concurrent managed access: the other two are checked
-                Err(e) if e.code() == ErrorCode::NotSupported => {}
                 Err(e) => return Err(e),
-            }
+            };
+            // SAFETY: as above, while `managed` lives.
+            let at = unsafe { managed.as_device().as_device_ptr() };
+            eprintln!("managed memory as {:?}", context_of(at));
+            managed.as_device_mut().fill(7)?;
+            assert_eq!(managed.as_device().to_vec()?, vec![7u32; 4096]);
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    let view = managed.as_device();
+                    not_permitted(view.to_vec().unwrap_err(), "the device is partitioned");
+                });
+            });
+            assert_eq!(managed.as_device().to_vec()?, vec![7u32; 4096]);
             Ok::<_, Error>(())
         })
     })
@@ -897,7 +909,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         a_partitions_stream_event_and_function_are_refused_on_another_thread,
         a_partitions_values_dropped_on_another_thread_are_released_by_its_own,
         a_partitions_managed_buffer_takes_no_advice_on_another_thread,
-        a_partitions_own_memory_is_of_its_context_as_the_driver_reports_it,
+        a_partitions_memory_outside_pools_is_used_in_the_partition_whatever_context_the_driver_reports,
         the_other_calls_of_a_partitions_values_are_refused_on_another_thread,
         a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values,
         a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values,

@@ -69,6 +69,12 @@ pub(crate) fn refuse_partitioned(call: &'static str, device: CUdevice) -> Result
     }
 }
 
+/// Whether no device is being partitioned (one atomic load).
+#[inline]
+pub(crate) fn none_partitioned() -> bool {
+    PARTITIONED.is_empty()
+}
+
 /// Whether [`refuse_partitioned_context`] would pass without looking at the context, and
 /// the driver's push would pass its host-function check: no partitioned closure and no host
 /// function of the crate runs on this thread (one thread-local load for both,
