@@ -303,7 +303,7 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     /// Gives the driver advice about how the memory will be used (`cuMemAdvise`).
     ///
     /// A partition's managed buffer takes advice on the partition's thread only: on another
-    /// thread this is [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted)
+    /// thread this is [`ErrorCode::NotPermitted`]
     /// ([`crate::partition`]).
     pub fn advise(&self, advice: Advice) -> Result<()> {
         let bytes = self.len * size_of::<T>();
