@@ -321,14 +321,6 @@ driver_table! {
     required fn cuMemFreeHost(p: *mut c_void);
     required fn cuMemHostRegister_v2(p: *mut c_void, bytes: usize, flags: c_uint);
     required fn cuMemHostUnregister(p: *mut c_void);
-    required fn cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize);
-    required fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize);
-    required fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize);
-    required fn cuMemcpy2D_v2(copy: *const CUDA_MEMCPY2D);
-    required fn cuMemcpy3D_v2(copy: *const CUDA_MEMCPY3D);
-    required fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize);
-    required fn cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize);
-    required fn cuMemsetD32_v2(dst: CUdeviceptr, value: u32, n: usize);
     required fn cuMemcpyHtoDAsync_v2(
         dst: CUdeviceptr,
         src: *const c_void,
@@ -352,7 +344,6 @@ driver_table! {
     required fn cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, stream: CUstream);
     required fn cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, stream: CUstream);
     required fn cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream);
-    required fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr);
     required fn cuPointerGetAttributes(
         num_attributes: c_uint,
         attributes: *mut c_int,
@@ -361,7 +352,6 @@ driver_table! {
     );
 
     // Stream-ordered allocation and memory pools (CUDA 11.2: required under an 11.4 minimum).
-    required fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytes: usize, stream: CUstream);
     required fn cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream);
     required fn cuMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolProps);
     required fn cuMemPoolDestroy(pool: CUmemoryPool);
@@ -397,7 +387,6 @@ driver_table! {
     // Graphs and stream capture.
     required fn cuStreamBeginCapture_v2(stream: CUstream, mode: c_int);
     required fn cuStreamEndCapture(stream: CUstream, graph: *mut CUgraph);
-    required fn cuStreamIsCapturing(stream: CUstream, status: *mut c_int);
     required fn cuGraphInstantiateWithFlags(
         exec: *mut CUgraphExec,
         graph: CUgraph,
