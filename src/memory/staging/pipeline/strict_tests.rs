@@ -27,6 +27,7 @@ fn pattern(n: usize) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "a slow sweep (about 11 s on 2 cores): `cargo test --lib -- --ignored` runs it, as CI and the GPU run do"]
 fn every_size_and_thread_count_moves_exactly_its_bytes_through_a_strict_device() {
     let sizes = [
         1usize,
@@ -94,6 +95,7 @@ fn every_size_and_thread_count_moves_exactly_its_bytes_through_a_strict_device()
 /// error, no poisoned byte reaches the host, the host range is quiet afterwards, and
 /// the threads serve the next copy.
 #[test]
+#[ignore = "a slow sweep (about 37 s on 2 cores): `cargo test --lib -- --ignored` runs it, as CI and the GPU run do"]
 fn a_failure_or_panic_at_any_dma_returns_and_leaves_no_wrong_byte() {
     // 3 MiB: no two whole chunks; 12 MiB: uploads fail and panic with runs of slots queued
     for bytes in [(3 << 20) + 12345, (12 << 20) + 12345] {
@@ -266,11 +268,13 @@ fn slow_dma_uploads(early: bool) -> usize {
 }
 
 #[test]
+#[ignore = "a slow sweep (about 12 s on 2 cores): `cargo test --lib -- --ignored` runs it, as CI and the GPU run do"]
 fn uploads_against_an_eager_wait_or_keep_every_slot_until_its_dma_is_done() {
     assert_eq!(slow_dma_uploads(false), 0);
 }
 
 #[test]
+#[ignore = "a slow sweep (about 10 s on 2 cores): `cargo test --lib -- --ignored` runs it, as CI and the GPU run do"]
 fn a_wait_or_that_answers_done_too_early_is_caught() {
     assert!(
         slow_dma_uploads(true) > 0,
