@@ -147,7 +147,9 @@ fn code_only(source: &str) -> String {
             }
             while i < b.len() {
                 if !raw && b[i] == b'\\' {
-                    out.extend_from_slice(b"  ");
+                    // an escape; a line continuation keeps its line
+                    out.push(b' ');
+                    out.push(if b.get(i + 1) == Some(&b'\n') { b'\n' } else { b' ' });
                     i += 2;
                     continue;
                 }

@@ -101,7 +101,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use crate::driver::CUcontext;
+use crate::driver::{self, CUcontext, CUdevice, CUgreenCtx};
 use crate::error::{Error, ErrorCode, Result};
 
 thread_local! {
@@ -242,6 +242,126 @@ fn refuse_foreign_slow_in(call: &'static str, ctx: CUcontext) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+// How many partitioned closures (of `with_partitions` and of `SmGroup::enter`) run on this
+// thread is counted in the driver layer's thread-local word, beside the host-function flag
+// (`driver::partitioned_closures`), so that entering a context checks both in one load.
+thread_local! {
+    /// The partitions entered on this thread: (`CUcontext` form, green context).
+    pub(super) static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The devices a `with_partitions` closure is splitting, process-wide
+/// ([`refuse_partitioned`] reads whether there are any alone while there are none).
+static PARTITIONED: Listed<CUdevice> = Listed::new();
+
+/// `Err` naming `call` if a partitioned closure runs on this thread: inside one, no
+/// context but the partitions may be entered, so that no work is queued outside every
+/// partition (checked by `with_context` and its forms, `with_raw_context`,
+/// `SharedContext::enter` and the owning layer's `enter`). One thread-local load.
+#[inline]
+pub(crate) fn refuse_inside(call: &'static str) -> Result<()> {
+    if driver::partitioned_closures() == 0 {
+        Ok(())
+    } else {
+        Err(inside(call))
+    }
+}
+
+/// Where a context of `device` is about to be entered (`with_context` and its forms):
+/// [`refuse_inside`], and `Err` naming `call` if any thread's `with_partitions` closure is
+/// splitting `device`. A scoped thread spawned inside a partitioned closure is not inside
+/// it on its own thread, so the thread-local check alone would let it enter a plain context
+/// of the device and queue work on every SM. One thread-local load and one atomic load
+/// while no device is partitioned.
+#[inline]
+pub(crate) fn refuse_partitioned(call: &'static str, device: CUdevice) -> Result<()> {
+    refuse_inside(call)?;
+    if PARTITIONED.is_empty() {
+        Ok(())
+    } else {
+        refuse_device(call, device)
+    }
+}
+
+/// Whether no device is being partitioned (one atomic load).
+#[inline]
+pub(crate) fn none_partitioned() -> bool {
+    PARTITIONED.is_empty()
+}
+
+/// Whether [`refuse_partitioned_context`] would pass without looking at the context, and
+/// the driver's push would pass its host-function check: no partitioned closure and no host
+/// function of the crate runs on this thread (one thread-local load for both,
+/// [`driver::refuses_nothing`]), and no device is partitioned (one atomic load). The fast
+/// path of entering a context (`enter::push_to_enter`); when it is false, the full checks
+/// run.
+#[inline(always)]
+pub(crate) fn nothing_refused() -> bool {
+    driver::refuses_nothing() && PARTITIONED.is_empty()
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn refuse_device(call: &'static str, device: CUdevice) -> Result<()> {
+    if !PARTITIONED.lock().contains(&device) {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        call,
+        ErrorCode::NotPermitted,
+        "the device is partitioned (a `with_partitions` closure is running, on this thread or \
+         another): work of another context on it would run outside every partition, on SMs a \
+         partition counts on; make it a partition's work, or do it before `with_partitions` \
+         begins or after it returns",
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn inside(call: &'static str) -> Error {
+    Error::with_detail(
+        call,
+        ErrorCode::NotPermitted,
+        "called inside a partitioned closure (`with_partitions`): work of this context would \
+         run outside every partition, on SMs a partition counts on; make it a partition's \
+         work, or do it before `with_partitions` or after it returns",
+    )
+}
+
+/// The green context of the partition whose `CUcontext` form is `raw`, if it was entered
+/// on this thread (a partition's guard never leaves its thread).
+pub(crate) fn green_of(raw: CUcontext) -> Option<CUgreenCtx> {
+    ENTERED.with(|e| {
+        e.borrow()
+            .iter()
+            .find(|&&(ctx, _)| ctx == raw as usize)
+            .map(|&(_, green)| green as CUgreenCtx)
+    })
+}
+
+/// Records that `device` is being partitioned, or refuses if it already is.
+pub(super) fn claim(device: &super::Device) -> Result<()> {
+    PARTITIONED.change(|devices| {
+        if devices.contains(&device.as_raw()) {
+            return Err(Error::with_detail(
+                "with_partitions",
+                ErrorCode::NotPermitted,
+                format!(
+                    "device {} is being partitioned already (by another `with_partitions` of \
+                     this process): a second split would overlap the first's partitions",
+                    device.ordinal()
+                ),
+            ));
+        }
+        devices.push(device.as_raw());
+        Ok(())
+    })
+}
+
+pub(super) fn unclaim(dev: CUdevice) {
+    PARTITIONED.change(|devices| devices.retain(|&d| d != dev));
 }
 
 /// The streams, events and functions of the partitions alive now: (handle, the

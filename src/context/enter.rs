@@ -7,8 +7,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
-use super::teardown;
 use super::{ContextFlags, ContextGuard, Device, SharedContext};
+use super::{confined, teardown};
 use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::{Error, ErrorCode, Result, WithTeardown};
 
@@ -292,11 +292,32 @@ fn on_top(raw: CUcontext, popped: Result<CUcontext>) -> Result<()> {
     }
 }
 
+/// [`refuse_partitioned`] for an entry point that has a context, not a device
+/// (`with_raw_context`, `SharedContext::enter`, the owning layer's `enter`): while a device
+/// is partitioned, the context's device is asked of the driver (a push, `cuCtxGetDevice`,
+/// a pop).
+///
+/// # Safety
+/// `ctx` is a live context.
+#[inline]
+unsafe fn refuse_partitioned_context(call: &'static str, ctx: CUcontext) -> Result<()> {
+    confined::refuse_inside(call)?;
+    if confined::none_partitioned() {
+        return Ok(());
+    }
+    confined::refuse_foreign(ctx)?;
+    // SAFETY: the caller's promise; popped again right after.
+    unsafe { driver::ctx_push(ctx) }?;
+    let device = driver::ctx_get_device();
+    pop_exact(ctx)?;
+    confined::refuse_device(call, device?)
+}
+
 /// Pushes `raw` to enter it for a closure of the entry point `call`, after the checks every
-/// such entry makes ([`refuse_partitioned_context`](super::partition::refuse_partitioned_context):
+/// such entry makes ([`refuse_partitioned_context`](refuse_partitioned_context):
 /// no partitioned closure on this thread, no context of a partitioned device; and the push's
 /// own, no host function on this thread). While nothing can be refused
-/// ([`nothing_refused`](super::partition::nothing_refused): one thread-local load for the
+/// ([`nothing_refused`](super::confined::nothing_refused): one thread-local load for the
 /// thread's two rules, one atomic load for the devices) that is the push alone; otherwise
 /// the full checks run, out of line. The [`driver::Pushed`] pops it again.
 ///
@@ -304,7 +325,7 @@ fn on_top(raw: CUcontext, popped: Result<CUcontext>) -> Result<()> {
 /// `raw` is a live context, popped again before it goes away.
 #[inline(always)]
 unsafe fn push_to_enter(call: &'static str, raw: CUcontext) -> Result<driver::Pushed> {
-    if super::partition::nothing_refused() {
+    if super::confined::nothing_refused() {
         // SAFETY: the caller's promise; `nothing_refused` found no host function running on
         // this thread.
         unsafe { driver::ctx_push_unrefused(raw) }
@@ -323,7 +344,7 @@ unsafe fn push_to_enter(call: &'static str, raw: CUcontext) -> Result<driver::Pu
 #[inline(never)]
 unsafe fn push_to_enter_checked(call: &'static str, raw: CUcontext) -> Result<driver::Pushed> {
     // SAFETY: the caller's promise: `raw` is alive.
-    unsafe { super::partition::refuse_partitioned_context(call, raw) }?;
+    unsafe { refuse_partitioned_context(call, raw) }?;
     // SAFETY: the caller's promise.
     unsafe { driver::ctx_push_entering(raw) }
 }
@@ -478,7 +499,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_partitioned("with_context", device.as_raw())?;
+    super::confined::refuse_partitioned("with_context", device.as_raw())?;
     let raw = create(device, flags)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
@@ -500,7 +521,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_partitioned("with_phases", device.as_raw())?;
+    super::confined::refuse_partitioned("with_phases", device.as_raw())?;
     let raw = create(device, flags)?;
     // SAFETY: the context was just created and is destroyed only after `f` returns.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
@@ -535,7 +556,7 @@ where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
-    super::partition::refuse_partitioned("with_primary_context", device.as_raw())?;
+    super::confined::refuse_partitioned("with_primary_context", device.as_raw())?;
     let raw = driver::primary_ctx_retain(device.as_raw())?;
     let raw = driver::non_null("cuDevicePrimaryCtxRetain", raw)?;
     // SAFETY: just retained; the release comes after the pop below or in `run_scoped`.

@@ -15,136 +15,17 @@
 //! * the partitions entered on this thread (their `CUcontext` form and the green context),
 //!   from which the stream layer takes the green context for `cuGreenCtxStreamCreate`.
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::confined::{Listed, OWNERS, refuse_foreign, thread_token};
+use super::confined::{ENTERED, OWNERS, claim, green_of, refuse_inside, thread_token, unclaim};
 use super::enter::{pop_exact, run_then};
 use super::phase::Partitioned;
 use super::{Brand, ComputeCapability, ContextGuard, Device, teardown};
 use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
 use crate::error::{Error, ErrorCode, Result};
-
-// How many partitioned closures (of `with_partitions` and of `SmGroup::enter`) run on this
-// thread is counted in the driver layer's thread-local word, beside the host-function flag
-// (`driver::partitioned_closures`), so that entering a context checks both in one load.
-thread_local! {
-    /// The partitions entered on this thread: (`CUcontext` form, green context).
-    static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The devices a `with_partitions` closure is splitting, process-wide
-/// ([`refuse_partitioned`] reads whether there are any alone while there are none).
-static PARTITIONED: Listed<CUdevice> = Listed::new();
-
-/// `Err` naming `call` if a partitioned closure runs on this thread: inside one, no
-/// context but the partitions may be entered, so that no work is queued outside every
-/// partition (checked by `with_context` and its forms, `with_raw_context`,
-/// `SharedContext::enter` and the owning layer's `enter`). One thread-local load.
-#[inline]
-pub(crate) fn refuse_inside(call: &'static str) -> Result<()> {
-    if driver::partitioned_closures() == 0 {
-        Ok(())
-    } else {
-        Err(inside(call))
-    }
-}
-
-/// Where a context of `device` is about to be entered (`with_context` and its forms):
-/// [`refuse_inside`], and `Err` naming `call` if any thread's `with_partitions` closure is
-/// splitting `device`. A scoped thread spawned inside a partitioned closure is not inside
-/// it on its own thread, so the thread-local check alone would let it enter a plain context
-/// of the device and queue work on every SM. One thread-local load and one atomic load
-/// while no device is partitioned.
-#[inline]
-pub(crate) fn refuse_partitioned(call: &'static str, device: CUdevice) -> Result<()> {
-    refuse_inside(call)?;
-    if PARTITIONED.is_empty() {
-        Ok(())
-    } else {
-        refuse_device(call, device)
-    }
-}
-
-/// Whether no device is being partitioned (one atomic load).
-#[inline]
-pub(crate) fn none_partitioned() -> bool {
-    PARTITIONED.is_empty()
-}
-
-/// Whether [`refuse_partitioned_context`] would pass without looking at the context, and
-/// the driver's push would pass its host-function check: no partitioned closure and no host
-/// function of the crate runs on this thread (one thread-local load for both,
-/// [`driver::refuses_nothing`]), and no device is partitioned (one atomic load). The fast
-/// path of entering a context (`enter::push_to_enter`); when it is false, the full checks
-/// run.
-#[inline(always)]
-pub(crate) fn nothing_refused() -> bool {
-    driver::refuses_nothing() && PARTITIONED.is_empty()
-}
-
-/// [`refuse_partitioned`] for an entry point that has a context, not a device
-/// (`with_raw_context`, `SharedContext::enter`, the owning layer's `enter`): while a device
-/// is partitioned, the context's device is asked of the driver (a push, `cuCtxGetDevice`,
-/// a pop).
-///
-/// # Safety
-/// `ctx` is a live context.
-#[inline]
-pub(crate) unsafe fn refuse_partitioned_context(call: &'static str, ctx: CUcontext) -> Result<()> {
-    refuse_inside(call)?;
-    if PARTITIONED.is_empty() {
-        return Ok(());
-    }
-    refuse_foreign(ctx)?;
-    // SAFETY: the caller's promise; popped again right after.
-    unsafe { driver::ctx_push(ctx) }?;
-    let device = driver::ctx_get_device();
-    super::enter::pop_exact(ctx)?;
-    refuse_device(call, device?)
-}
-
-#[cold]
-#[inline(never)]
-fn refuse_device(call: &'static str, device: CUdevice) -> Result<()> {
-    if !PARTITIONED.lock().contains(&device) {
-        return Ok(());
-    }
-    Err(Error::with_detail(
-        call,
-        ErrorCode::NotPermitted,
-        "the device is partitioned (a `with_partitions` closure is running, on this thread or \
-         another): work of another context on it would run outside every partition, on SMs a \
-         partition counts on; make it a partition's work, or do it before `with_partitions` \
-         begins or after it returns",
-    ))
-}
-
-#[cold]
-#[inline(never)]
-fn inside(call: &'static str) -> Error {
-    Error::with_detail(
-        call,
-        ErrorCode::NotPermitted,
-        "called inside a partitioned closure (`with_partitions`): work of this context would \
-         run outside every partition, on SMs a partition counts on; make it a partition's \
-         work, or do it before `with_partitions` or after it returns",
-    )
-}
-
-/// The green context of the partition whose `CUcontext` form is `raw`, if it was entered
-/// on this thread (a partition's guard never leaves its thread).
-pub(crate) fn green_of(raw: CUcontext) -> Option<CUgreenCtx> {
-    ENTERED.with(|e| {
-        e.borrow()
-            .iter()
-            .find(|&&(ctx, _)| ctx == raw as usize)
-            .map(|&(_, green)| green as CUgreenCtx)
-    })
-}
 
 /// What a split of a device's SMs must respect: how many there are, the smallest part and
 /// the multiple each part's size is rounded up to.
@@ -289,29 +170,6 @@ where
             unsafe { driver::primary_ctx_release(dev) }
         },
     )
-}
-
-/// Records that `device` is being partitioned, or refuses if it already is.
-fn claim(device: &Device) -> Result<()> {
-    PARTITIONED.change(|devices| {
-        if devices.contains(&device.as_raw()) {
-            return Err(Error::with_detail(
-                "with_partitions",
-                ErrorCode::NotPermitted,
-                format!(
-                    "device {} is being partitioned already (by another `with_partitions` of \
-                     this process): a second split would overlap the first's partitions",
-                    device.ordinal()
-                ),
-            ));
-        }
-        devices.push(device.as_raw());
-        Ok(())
-    })
-}
-
-fn unclaim(dev: CUdevice) {
-    PARTITIONED.change(|devices| devices.retain(|&d| d != dev));
 }
 
 /// Reads the device's SM resource and limits, and retains its primary context.
@@ -680,6 +538,7 @@ impl ContextGuard<'_, Partitioned> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::confined::{refuse_foreign, refuse_partitioned};
 
     const HOPPER: ComputeCapability = ComputeCapability { major: 9, minor: 0 };
     const AMPERE: ComputeCapability = ComputeCapability { major: 8, minor: 6 };

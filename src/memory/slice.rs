@@ -598,7 +598,7 @@ fn partition_instead(
     if context::confined::is_partition(current) && driver::ctx_get_device()? == device {
         return Ok(NonNull::new(current));
     }
-    context::partition::refuse_partitioned(CALL_PRIMARY, device)?;
+    context::confined::refuse_partitioned(CALL_PRIMARY, device)?;
     Ok(None)
 }
 
@@ -622,7 +622,7 @@ fn in_memory_context_with<T>(
         };
         // while a device is partitioned (one atomic load otherwise): the driver reports the
         // device's primary context for memory a partition allocated outside its pools
-        if !context::partition::none_partitioned() {
+        if !context::confined::none_partitioned() {
             if let Some(here) = partition_instead(ctx, info.device)? {
                 return op(Some(here), completion, placed);
             }
@@ -651,7 +651,7 @@ fn in_memory_context_with<T>(
     // that entered no partition, holding a partition's buffer): the primary context's
     // work would run on any SM, outside every partition.
     let device = info.device;
-    context::partition::refuse_partitioned(CALL_PRIMARY, device)?;
+    context::confined::refuse_partitioned(CALL_PRIMARY, device)?;
     let primary = driver::primary_ctx_retain(device)?;
     let primary = driver::non_null("cuDevicePrimaryCtxRetain", primary);
     // SAFETY: just retained, released below.

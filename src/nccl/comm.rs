@@ -689,7 +689,7 @@ impl Clique {
         }
         // NCCL works in each device's primary context: not while one is partitioned
         for device in devices {
-            crate::context::partition::refuse_partitioned(CALL, device.as_raw())?;
+            crate::context::confined::refuse_partitioned(CALL, device.as_raw())?;
         }
         let mut retained: Vec<(Device, NonNull<CUctx_st>)> = Vec::with_capacity(devices.len());
         let release_all = |retained: &[(Device, NonNull<CUctx_st>)]| {

@@ -7,9 +7,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUstream_st;
 
-use crate::context::{
-    Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, confined, partition,
-};
+use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, confined};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -187,7 +185,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
                  CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does",
             ));
         }
-        let green = partition::green_of(ctx.raw()).ok_or_else(|| {
+        let green = confined::green_of(ctx.raw()).ok_or_else(|| {
             Error::with_detail(
                 "cuGreenCtxStreamCreate",
                 ErrorCode::InvalidContext,

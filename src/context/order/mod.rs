@@ -170,7 +170,7 @@ pub(crate) fn legacy_wait() -> Result<()> {
 /// Makes a stream and event in `ctx`, which is current: a green context's stream
 /// where `ctx` is a partition's (its work stays on the partition's SMs).
 fn make_sync_stream(ctx: CUcontext) -> Result<(usize, usize)> {
-    let stream = match super::partition::green_of(ctx) {
+    let stream = match super::confined::green_of(ctx) {
         // SAFETY: a partition entered on this thread is alive while it is current here.
         Some(green) => unsafe { driver::green_stream_create(green, NON_BLOCKING, 0) }?,
         None => driver::stream_create(NON_BLOCKING, 0)?,
