@@ -149,7 +149,11 @@ fn code_only(source: &str) -> String {
                 if !raw && b[i] == b'\\' {
                     // an escape; a line continuation keeps its line
                     out.push(b' ');
-                    out.push(if b.get(i + 1) == Some(&b'\n') { b'\n' } else { b' ' });
+                    out.push(if b.get(i + 1) == Some(&b'\n') {
+                        b'\n'
+                    } else {
+                        b' '
+                    });
                     i += 2;
                     continue;
                 }

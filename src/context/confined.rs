@@ -1,4 +1,11 @@
-//! Which thread each partition is entered on, and what its values may do on the others. The driver lets a green context be used from one
+//! The run-time rules of SM partitions, which every way into a context checks: which
+//! devices are being partitioned (a second split of one would overlap the first), what is
+//! refused inside a partitioned closure (every context but the partitions: `refuse_inside`)
+//! and on a partitioned device (`refuse_partitioned`), which partitions this thread entered
+//! (and their green contexts, for `cuGreenCtxStreamCreate`), which thread entered each
+//! partition, and what a partition's values may do on the other threads.
+//!
+//! A partition's values on other threads. The driver lets a green context be used from one
 //! thread at a time ("a green context can be current to only one thread at a time. There
 //! is no internal synchronization to make API calls accessing the same green context from
 //! multiple threads work", `cuGreenCtxCreate`; "This handle can be used safely from only

@@ -8,12 +8,13 @@
 //!   part is consumed by [`SmGroup::enter`], so no two partitions share an SM;
 //! * the brands: `'d` for the closure of [`with_partitions`] (nothing of the split leaves
 //!   it), `'p` for each partition, fresh per [`SmGroup::enter`];
-//! * the run-time guards the types cannot give: one process-wide record of the devices
-//!   being partitioned (a second split of the same device while the first lives would
-//!   overlap it), and a per-thread count of the partitioned closures running on the thread,
-//!   which the crate's other ways into a context check ([`refuse_inside`]);
-//! * the partitions entered on this thread (their `CUcontext` form and the green context),
-//!   from which the stream layer takes the green context for `cuGreenCtxStreamCreate`.
+//! * the entry into a part and its end (the green context made, pushed, synchronized,
+//!   destroyed), and the split's limits.
+//!
+//! The run-time guards the types cannot give (the devices being partitioned, the refusals
+//! inside a partitioned closure and on its device, which thread entered each partition,
+//! what its values may do on other threads) are in `confined.rs`, which the other ways
+//! into a context check without naming this file.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
