@@ -5,6 +5,10 @@
 //!   `use crate::{a, b::{c, d}}` lines and paths in the code) names a module of a lower
 //!   layer, or of its own module. A lower layer never names a higher one, and two modules
 //!   of one layer never name each other, so there is no import cycle between modules.
+//! * **No import circle inside a folder either.** Among the child modules of a folder (its
+//!   files and subfolders), none names another that names it back, directly or around
+//!   (a path through `super::`, `self::` or `crate::` to the other module's items); the
+//!   folder's `mod.rs` is the folder, which may name its children ([`folder_circles`]).
 //! * **Short rooms.** No source file is longer than [`MAX_FILE_LINES`] lines and no function
 //!   longer than [`MAX_FN_LINES`].
 //! * **Brands are argued where they are.** Every branded `pub struct` (one whose generics name
@@ -295,6 +299,214 @@ fn upward_imports() -> Result<(), Failed> {
     }
 }
 
+/// The module path of a file of `src/`: `src/context/order/book.rs` -> `[context, order,
+/// book]`, `src/context/order/mod.rs` -> `[context, order]`, `src/lib.rs` -> `[]`.
+fn module_path(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).unwrap();
+    let mut segs: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    if matches!(segs.last().map(String::as_str), Some("mod" | "lib")) {
+        segs.pop();
+    }
+    segs
+}
+
+/// Every path of `code` that starts with `crate::`, `super::` or `self::`, resolved against
+/// `here` (the file's module path) to the absolute module path of its first two segments
+/// after the prefix (enough to name a sibling module or an item of the parent), with its
+/// line: in `context/order/book.rs`, `super::access::conflicts` gives `[context, order,
+/// access, conflicts]` and `use super::{Book, access::X}` gives `[context, order, Book]` and
+/// `[context, order, access, X]`.
+fn resolved_paths(code: &str, here: &[String]) -> Vec<(usize, Vec<String>)> {
+    let bytes = code.as_bytes();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let boundary = i == 0
+            || !(bytes[i - 1].is_ascii_alphanumeric()
+                || matches!(bytes[i - 1], b'_' | b'$' | b':'));
+        let start = ["crate::", "super::", "self::"]
+            .into_iter()
+            .find(|p| rest.starts_with(p));
+        let (Some(prefix), true) = (start, boundary) else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        let line = code[..i].matches('\n').count() + 1;
+        let mut base: Vec<String> = match prefix {
+            "crate::" => Vec::new(),
+            "self::" => here.to_vec(),
+            _ => here[..here.len().saturating_sub(1)].to_vec(),
+        };
+        let mut j = i + prefix.len();
+        while code[j..].starts_with("super::") {
+            base.pop();
+            j += "super::".len();
+        }
+        let tail = &code[j..];
+        let mut items: Vec<String> = Vec::new();
+        if let Some(group) = tail.strip_prefix('{') {
+            // the group's top-level items, each up to its first two segments
+            let (mut depth, mut item) = (1, String::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => items.push(std::mem::take(&mut item)),
+                    _ if depth == 1 => item.push(c),
+                    _ => {}
+                }
+            }
+            items.push(item);
+        } else {
+            items.push(tail.to_string());
+        }
+        for item in items {
+            let item = item.trim();
+            let first = ident(item);
+            if first.is_empty() || item[first.len()..].starts_with('!') {
+                continue;
+            }
+            let mut path = base.clone();
+            path.push(first.clone());
+            if let Some(after) = item[first.len()..].strip_prefix("::") {
+                let second = ident(after);
+                if !second.is_empty() {
+                    path.push(second);
+                }
+            }
+            out.push((line, path));
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// The folders of `src/` (their module paths) with their child modules.
+fn folders() -> BTreeMap<Vec<String>, Vec<String>> {
+    let mut out: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
+    for file in rust_files(&src()) {
+        let path = module_path(&file);
+        if let Some((name, parent)) = path.split_last() {
+            let children = out.entry(parent.to_vec()).or_default();
+            if !children.contains(name) {
+                children.push(name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Where each child module of a folder names another child (the first place).
+type Edges = BTreeMap<(Vec<String>, String), BTreeMap<String, (PathBuf, usize)>>;
+
+/// The import circles among the child modules of each folder: `context/{enter, teardown}`
+/// when `enter` names `teardown` and `teardown` names `enter` (a path through `super::`,
+/// `self::` or `crate::` to the other module). A folder's `mod.rs` is the folder, not a
+/// child: it may name its children, and naming an item of it (a re-export) names the
+/// folder.
+fn folder_circles() -> Vec<String> {
+    let folders = folders();
+    let mut edges = Edges::new();
+    for file in rust_files(&src()) {
+        let here = module_path(&file);
+        let code = code_only(&fs::read_to_string(&file).unwrap());
+        for (line, path) in resolved_paths(&code, &here) {
+            // every folder above this file in which the file is inside one child and the
+            // path names another
+            for depth in 0..here.len() {
+                let (folder, child) = (&here[..depth], &here[depth]);
+                if path.len() <= depth || path[..depth] != *folder || &path[depth] == child {
+                    continue;
+                }
+                let Some(children) = folders.get(folder) else {
+                    continue;
+                };
+                if children.contains(&path[depth]) {
+                    edges
+                        .entry((folder.to_vec(), child.clone()))
+                        .or_default()
+                        .entry(path[depth].clone())
+                        .or_insert((file.clone(), line));
+                }
+            }
+        }
+    }
+    let mut circles = Vec::new();
+    for (folder, children) in &folders {
+        // a circle: a child that reaches itself again (each circle reported from its
+        // smallest member, once)
+        for start in children {
+            let mut seen = vec![start.clone()];
+            let mut stack = vec![(start.clone(), vec![start.clone()])];
+            while let Some((at, trail)) = stack.pop() {
+                let Some(next) = edges.get(&(folder.clone(), at.clone())) else {
+                    continue;
+                };
+                for (to, (file, line)) in next {
+                    if to == start && trail.iter().all(|m| m >= start) {
+                        let names = trail.join(" -> ");
+                        circles.push(format!(
+                            "{}/{{{names} -> {start}}} (the last step at {}:{line})",
+                            if folder.is_empty() {
+                                "src".into()
+                            } else {
+                                format!("src/{}", folder.join("/"))
+                            },
+                            file.strip_prefix(src().parent().unwrap())
+                                .unwrap_or(file)
+                                .display()
+                        ));
+                    } else if !seen.contains(to) && to > start {
+                        seen.push(to.clone());
+                        let mut t = trail.clone();
+                        t.push(to.clone());
+                        stack.push((to.clone(), t));
+                    }
+                }
+            }
+        }
+    }
+    circles.sort();
+    circles.dedup();
+    circles
+}
+
+/// No import circle inside a folder of `src/` ([`folder_circles`]).
+fn no_folder_has_an_import_circle() -> Result<(), Failed> {
+    let circles = folder_circles();
+    if circles.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} import circles inside folders (a child module names another that names it \
+             back, directly or around): move what both need into one of them, or into a leaf \
+             both may name\n{}",
+            circles.len(),
+            circles.join("\n")
+        )
+        .into())
+    }
+}
+
 /// Every file over [`MAX_FILE_LINES`] and every function over [`MAX_FN_LINES`].
 fn short_rooms() -> Result<(), Failed> {
     let mut problems = Vec::new();
@@ -545,6 +757,28 @@ fn self_test() -> Result<(), Failed> {
     if names != ["a", "d", "h"] {
         return Err(format!("crate_paths read {names:?}, not [a, d, h]").into());
     }
+    let here: Vec<String> = ["context", "order", "book"].map(String::from).to_vec();
+    let paths: Vec<Vec<String>> = resolved_paths(
+        &code_only(
+            "use super::{access::X, Book};\nuse super::super::enter::f;\ncrate::memory::Span;\n",
+        ),
+        &here,
+    )
+    .into_iter()
+    .map(|(_, p)| p)
+    .collect();
+    let want: Vec<Vec<String>> = [
+        &["context", "order", "access", "X"][..],
+        &["context", "order", "Book"],
+        &["context", "enter", "f"],
+        &["memory", "Span"],
+    ]
+    .iter()
+    .map(|p| p.iter().map(|s| s.to_string()).collect())
+    .collect();
+    if paths != want {
+        return Err(format!("resolved_paths read {paths:?}, not {want:?}").into());
+    }
     let fns = functions(&code_only(
         "fn a() {\n    if x { y }\n}\nfn b(f: fn(u8) -> u8) -> Vec<u8> where T: Fn() {\n}\n",
     ));
@@ -573,6 +807,10 @@ fn main() -> ExitCode {
         Trial::test("the_checker_reads_paths_functions_and_brands", self_test),
         trial("layers_import_only_from_the_layers_below", upward_imports),
         trial("no_file_or_function_is_too_long", short_rooms),
+        trial(
+            "no_folder_has_an_import_circle",
+            no_folder_has_an_import_circle,
+        ),
         trial(
             "every_branded_type_argues_its_invariance",
             brands_are_argued,

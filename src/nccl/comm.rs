@@ -8,13 +8,12 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use cuda_driver_sys::CUctx_st;
 
 use super::book::Book;
-use super::state::{Ended, Handle};
-use super::sys::{self, Call, Kind, Status, ncclComm, ncclComm_t};
+use super::state::{CliqueState, Core, Handle, Origin, Slot};
+use super::sys::{self, Call, Kind, Status, ncclComm_t};
 use super::{NcclCode, ReduceOp};
 use crate::context::{Brand, ContextGuard, Device};
 use crate::driver::{self, CUstream};
@@ -202,60 +201,6 @@ pub struct Communicator<'ctx> {
     _brand: Brand<'ctx>,
     _one_thread: PhantomData<OneThreadAtATimePerCommunicator>,
 }
-
-/// What a [`Communicator`] is, without its brand.
-pub(crate) struct Core {
-    /// NCCL's handle: valid while `ended` is empty, freed by NCCL once it is set (an
-    /// abort), so every use goes through [`Core::live`].
-    pub(super) raw: NonNull<ncclComm>,
-    /// The primary context of `device`, which NCCL uses (see [`sys::keep_stack`]).
-    pub(super) ctx: NonNull<CUctx_st>,
-    pub(super) rank: usize,
-    pub(super) ranks: usize,
-    pub(super) device: Device,
-    pub(super) origin: Origin,
-    /// The non-blocking control communicator of a pair (made by `from_world`, or split
-    /// from one; see `pair.rs`), beside `raw`, the blocking one that runs the
-    /// operations; `None` for a clique's and `init_rank`'s (blocking, one communicator).
-    pub(super) control: Option<Control>,
-    /// Set once, when the communicator is aborted or finalized: from then on the handle is
-    /// not NCCL's any more, and every call is refused ([`Core::live`]).
-    pub(super) ended: OnceCell<Ended>,
-}
-
-/// The control communicator of a pair: non-blocking, used for what must be bounded by a
-/// deadline (its initialisation, splits, finalize), never for an operation.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Control {
-    /// NCCL's handle: valid while the owning [`Core`]'s `ended` is empty. Equal to the
-    /// core's `raw` only while a pair is being made (before its operations communicator
-    /// exists).
-    pub(super) raw: NonNull<ncclComm>,
-    /// The longest NCCL's background work of one call (the initialisation's rest, a
-    /// split, a finalize) may take before the communicator is aborted.
-    pub(super) limit: Duration,
-}
-
-pub(super) enum Origin {
-    /// Rank `rank` of a clique: handed back to it when dropped.
-    Clique(Arc<CliqueState>),
-    /// From `ncclCommInitRank`, or split from such a communicator: destroyed when dropped.
-    Rank,
-    /// From `from_world` (one rank per process, a control and operations pair), or split
-    /// from such a communicator: both destroyed when dropped.
-    World,
-}
-
-// SAFETY: an NCCL communicator may be used from any thread, one at a time (the
-// `Communicator` that owns a `Core` is not `Sync`, and the group that borrows one stays on
-// its thread); the context handle is a process-wide value; `ended` is plain data.
-unsafe impl Send for Core {}
-// SAFETY: the crate shares a `&Core` only through a `Communicator`, which is not `Sync`
-// (its marker), or inside a group, which stays on its thread: `ended` (a `OnceCell`, set
-// through `&Core` by an abort) is only ever reached from the one thread that holds the
-// communicator. This impl only keeps the raw pointers and the cell out of the compiler's
-// explanation of that rule.
-unsafe impl Sync for Core {}
 
 impl fmt::Debug for Communicator<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -641,33 +586,6 @@ pub struct Clique {
     state: Arc<CliqueState>,
 }
 
-pub(super) struct CliqueState {
-    devices: Vec<Device>,
-    /// The primary context of each rank's device, retained for the clique's lifetime.
-    primaries: Vec<NonNull<CUctx_st>>,
-    comms: Vec<NonNull<ncclComm>>,
-    /// Each rank's communicator: free to claim, claimed, or aborted.
-    slots: Mutex<Vec<Slot>>,
-    book: Mutex<Book>,
-}
-
-/// A rank of a clique, as [`Clique::communicator`] finds it.
-enum Slot {
-    /// Not claimed at the moment.
-    Free(NonNull<ncclComm>),
-    /// Held by a [`Communicator`].
-    Claimed,
-    /// Aborted by the communicator that held it: NCCL has freed it.
-    Aborted,
-}
-
-// SAFETY: handles only, whose use is serialized: a communicator is used by the one
-// `Communicator` that claimed it (not `Sync`) or, unclaimed, by nobody until the state's
-// drop destroys it; the slots and the book are behind locks.
-unsafe impl Send for CliqueState {}
-// SAFETY: as above: `&CliqueState` only reaches the locked slots and book.
-unsafe impl Sync for CliqueState {}
-
 impl fmt::Debug for Clique {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let devices: Vec<usize> = self.state.devices.iter().map(Device::ordinal).collect();
@@ -805,29 +723,6 @@ impl Clique {
                 ErrorCode::InvalidDevice,
                 format!("device {} has no rank in this clique", device.ordinal()),
             ))
-        }
-    }
-}
-
-impl Drop for CliqueState {
-    fn drop(&mut self) {
-        // Every communicator is back (each holds an `Arc` of the state), and none is in use:
-        // their scopes have synchronized. An aborted one is NCCL's no more.
-        let slots = std::mem::take(&mut *lock(&self.slots));
-        for ((comm, primary), slot) in self.comms.iter().zip(&self.primaries).zip(slots) {
-            if matches!(slot, Slot::Aborted) {
-                continue;
-            }
-            let destroy = || {
-                // SAFETY: the communicator is ours and unused.
-                unsafe { sys::comm_destroy(comm.as_ptr()) }
-            };
-            // SAFETY: the primary context is retained by the clique until below.
-            let _ = unsafe { sys::keep_stack(Some(*primary), destroy) };
-        }
-        for device in &self.devices {
-            // SAFETY: balances the retain of `Clique::new`; the communicators are gone.
-            let _ = unsafe { driver::primary_ctx_release(device.as_raw()) };
         }
     }
 }

@@ -5,7 +5,8 @@ use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::comm::{Communicator, Core};
+use super::comm::Communicator;
+use super::state::Core;
 use super::state::Handle;
 use super::sys;
 use super::{NcclType, ReduceOp};

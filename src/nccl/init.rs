@@ -8,7 +8,8 @@ use std::cell::{OnceCell, RefCell};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use super::comm::{Communicator, Control, Core, Origin, check_primary};
+use super::comm::{Communicator, check_primary};
+use super::state::{Control, Core, Origin};
 use super::state::{Handle, poll_until};
 use super::sys::{self, Status};
 use super::world::{World, nccl_comm_id};

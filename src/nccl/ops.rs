@@ -5,7 +5,8 @@
 use std::ffi::c_int;
 use std::mem::size_of;
 
-use super::comm::{Communicator, Core};
+use super::comm::Communicator;
+use super::state::Core;
 use super::sys::{Call, Kind};
 use super::{NcclType, ReduceOp};
 use crate::context::StreamKind;

@@ -51,7 +51,7 @@ use std::ptr::NonNull;
 use std::time::Instant;
 
 use super::NcclCode;
-use super::comm::Core;
+use super::state::Core;
 use super::state::{Ended, Handle};
 use super::sys::{self, ncclComm, ncclConfig};
 use crate::error::{Error, ErrorCode, Result};

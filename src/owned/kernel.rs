@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::handle::OwnedContext;
 use super::handle::OwnedModule;
-use super::home::OwnedContext;
 use crate::context::ContextGuard;
 use crate::error::Result;
 use crate::launch::{Kernel, KernelParams, ScopedKernel};

@@ -62,11 +62,10 @@
 //! # Ok(()) }
 //! ```
 
-// The rooms: `home.rs` (`OwnedContext`), `handle.rs` (`Owned<B>` and its aliases),
+// The rooms: `handle.rs` (`OwnedContext`, and `Owned<B>` and its aliases),
 // `kernel.rs` (`OwnedKernel`), `release.rs` (releases parked by host functions),
 // `pending/` (awaited batches: `batch.rs` what they own, `wake.rs` how they are woken).
 mod handle;
-mod home;
 mod kernel;
 pub mod pending;
 mod release;
@@ -74,6 +73,8 @@ mod release;
 #[cfg(feature = "cublas")]
 #[doc(inline)]
 pub use handle::OwnedBlas;
+#[doc(inline)]
+pub use handle::OwnedContext;
 #[cfg(feature = "cufft")]
 #[doc(inline)]
 pub use handle::OwnedFftPlan;
@@ -85,8 +86,6 @@ pub use handle::{
     Owned, OwnedDeviceBuffer, OwnedEvent, OwnedManagedBuffer, OwnedMemoryPool, OwnedModule,
     OwnedPinnedBuffer, OwnedStream,
 };
-#[doc(inline)]
-pub use home::OwnedContext;
 #[doc(inline)]
 pub use kernel::OwnedKernel;
 #[doc(inline)]

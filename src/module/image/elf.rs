@@ -4,11 +4,6 @@
 
 use std::ops::Range;
 
-use super::sections::{
-    check_section, check_string_tables, name_sections, place_sections, read_section_headers,
-    section_names,
-};
-use super::symbols::check_symbols;
 use super::{R, span, u16_at, u32_at, u64_at};
 
 pub(super) const SHT_NULL: u32 = 0;
@@ -86,44 +81,18 @@ impl Elf<'_> {
 }
 
 /// The ELF header's fields that locate the rest of the image.
-struct Header {
+pub(super) struct Header {
     phoff: u64,
     shoff: u64,
     phentsize: u16,
-    phnum: u16,
+    pub(super) phnum: u16,
     shentsize: u16,
-    shnum: u16,
-    shstrndx: u16,
-}
-
-/// Checks a cubin; the ELF may be followed by unrelated bytes (a fatbin's padding).
-pub(super) fn check_elf(b: &[u8]) -> R {
-    let len = b.len();
-    check_identification(b)?;
-    let h = check_header(b)?;
-    let shtab = section_header_table(&h, len)?;
-    let phtab = program_header_table(&h, len)?;
-    let raw = read_section_headers(&b[shtab], h.shnum)?;
-    let names = section_names(b, &raw, h.shstrndx, h.shnum)?;
-    let mut elf = Elf {
-        sections: name_sections(&raw, names)?,
-        symtab: 0,
-        symbols: Vec::new(),
-    };
-    place_sections(b, &raw, &mut elf)?;
-    check_string_tables(&elf)?;
-    check_symbols(&mut elf)?;
-    for i in 1..elf.sections.len() {
-        check_section(&elf, i)?;
-    }
-    if let Some(phtab) = phtab {
-        check_program_headers(&b[phtab], usize::from(h.phnum), len)?;
-    }
-    Ok(())
+    pub(super) shnum: u16,
+    pub(super) shstrndx: u16,
 }
 
 /// The 64-byte header is there, and its identification bytes are a CUDA ELF64's.
-fn check_identification(b: &[u8]) -> R {
+pub(super) fn check_identification(b: &[u8]) -> R {
     let len = b.len();
     if len < 64 {
         return Err(format!(
@@ -158,7 +127,7 @@ fn check_identification(b: &[u8]) -> R {
 }
 
 /// An executable cubin for `EM_CUDA` with a 64-byte header; returns where its tables are.
-fn check_header(b: &[u8]) -> R<Header> {
+pub(super) fn check_header(b: &[u8]) -> R<Header> {
     let hdr = "the ELF header";
     let e_type = u16_at(b, 16, hdr)?;
     let e_machine = u16_at(b, 18, hdr)?;
@@ -202,7 +171,7 @@ fn check_header(b: &[u8]) -> R<Header> {
 
 /// The section header table: 64-byte entries, at least one, inside the image and 8-byte
 /// aligned.
-fn section_header_table(h: &Header, len: usize) -> R<Range<usize>> {
+pub(super) fn section_header_table(h: &Header, len: usize) -> R<Range<usize>> {
     let &Header {
         shoff,
         shentsize,
@@ -235,7 +204,7 @@ fn section_header_table(h: &Header, len: usize) -> R<Range<usize>> {
 
 /// The program header table, if there is one: 56-byte entries inside the image and 8-byte
 /// aligned.
-fn program_header_table(h: &Header, len: usize) -> R<Option<Range<usize>>> {
+pub(super) fn program_header_table(h: &Header, len: usize) -> R<Option<Range<usize>>> {
     let &Header {
         phoff,
         phentsize,
@@ -268,7 +237,7 @@ fn program_header_table(h: &Header, len: usize) -> R<Option<Range<usize>>> {
 
 /// Every program header: a known type, its segment inside the image, no more bytes in the
 /// file than in memory, sizes and addresses at most 2^40, alignment a power of two.
-fn check_program_headers(table: &[u8], phnum: usize, len: usize) -> R {
+pub(super) fn check_program_headers(table: &[u8], phnum: usize, len: usize) -> R {
     for n in 0..phnum {
         let at = n * 56;
         let w = "the program header table";

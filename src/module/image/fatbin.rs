@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::elf::check_elf;
+use super::cubin::check_elf;
 use super::{R, le, span, u16_at, u32_at, u64_at};
 
 pub(super) const FATBIN_PTX: u16 = 1;

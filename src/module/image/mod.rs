@@ -94,9 +94,9 @@
 //!
 //! # Where each check lives
 //!
-//! This file holds the entry point ([`check`]) and the bounded reads every check uses; the
-//! ELF container (header, section and program header tables) is checked in `elf` and
-//! `sections`, the symbol table in `symbols`, relocations and `.nv.rel.action` in
+//! This file holds the entry point ([`check`]) and the bounded reads every check uses; a
+//! cubin's checks run in order from `cubin`; the ELF container (header, section and program
+//! header tables) is checked in `elf` and `sections`, the symbol table in `symbols`, relocations and `.nv.rel.action` in
 //! `relocations`, `.nv.info` records in `nv_info` (split by record kind), `.nv.callgraph`
 //! in `callgraph`, notes in `notes`, `.debug_frame` in `debug_frame`, and fatbins in
 //! `fatbin`. `params` reads each kernel's parameter list from an image or PTX text.
@@ -107,6 +107,7 @@ use std::fmt;
 use std::ops::Range;
 
 mod callgraph;
+mod cubin;
 mod debug_frame;
 mod elf;
 mod fatbin;
@@ -152,7 +153,7 @@ const FATBIN_WRAPPER_MAGIC: [u8; 4] = 0x4662_43B1u32.to_le_bytes();
 pub(crate) fn check(image: &[u8]) -> Result<Kind, ImageError> {
     let kind = match image.get(..4) {
         Some(m) if m == ELF_MAGIC => {
-            elf::check_elf(image).map_err(ImageError)?;
+            cubin::check_elf(image).map_err(ImageError)?;
             Kind::Cubin
         }
         Some(m) if m == FATBIN_MAGIC => {

@@ -7,7 +7,7 @@ use crate::launch::sealed::Crate;
 use crate::launch::{KernelParams, ScopedKernel};
 use crate::memory::{DeviceBuffer, DeviceCopy, PinnedBuffer};
 use crate::owned::handle::Owned;
-use crate::owned::home::OwnedContext;
+use crate::owned::handle::OwnedContext;
 use crate::owned::kernel::OwnedKernel;
 use crate::scope::{DeviceMut, DeviceRef, HostMut};
 
@@ -184,7 +184,7 @@ fn same_home(part: &OwnedContext, home: &OwnedContext) -> CheckResult {
     if part.same_context(home) {
         Ok(())
     } else {
-        Err(crate::owned::home::wrong_context(
+        Err(crate::owned::handle::wrong_context(
             "Owned::submit",
             part.raw(),
             home.raw(),

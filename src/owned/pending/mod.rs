@@ -63,7 +63,7 @@ pub use batch::Batch;
 use wake::{Signal, Watch};
 
 use super::handle::Owned;
-use super::home::OwnedContext;
+use super::handle::OwnedContext;
 use super::release;
 use crate::context::{self, teardown};
 use crate::driver::{self, CUevent};

@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::context;
 use crate::driver::{self, CUevent, CUstream, HostFnFlag};
 use crate::error::Result;
-use crate::owned::home::OwnedContext;
+use crate::owned::handle::OwnedContext;
 
 /// How often the watchdog looks at pending batches.
 pub(crate) const TICK: Duration = Duration::from_millis(5);
