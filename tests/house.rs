@@ -194,59 +194,10 @@ fn code_only(source: &str) -> String {
 /// The first path segment of every `crate::` path in `code`, with its line: `crate::a::b`
 /// gives `a`; `crate::{a::b, c}` gives `a` and `c` (nested groups included).
 fn crate_paths(code: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let bytes = code.as_bytes();
-    let mut search = 0;
-    while let Some(found) = code[search..].find("crate::") {
-        let at = search + found;
-        search = at + 7;
-        // `crate` must be a whole word (not `cuda_crate::` or `$crate::`)
-        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || matches!(bytes[at - 1], b'_' | b'$'))
-        {
-            continue;
-        }
-        let line = code[..at].matches('\n').count() + 1;
-        let rest = &code[at + 7..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // the group's top-level names, up to its closing brace
-            let mut depth = 1;
-            let mut name = String::new();
-            let mut expecting = true;
-            for c in group.chars() {
-                match c {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    ',' if depth == 1 => expecting = true,
-                    c if depth == 1 && expecting && (c.is_alphanumeric() || c == '_') => {
-                        name.push(c)
-                    }
-                    _ if depth == 1 && expecting && !name.is_empty() => {
-                        out.push((line, std::mem::take(&mut name)));
-                        expecting = false;
-                    }
-                    _ => {}
-                }
-            }
-            if !name.is_empty() {
-                out.push((line, name));
-            }
-        } else {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            // `crate::name!` is a macro of the crate's root, exported for every layer
-            if !name.is_empty() && !rest[name.len()..].starts_with('!') {
-                out.push((line, name));
-            }
-        }
-    }
-    out
+    resolved_paths(code, &[], &["crate::"])
+        .into_iter()
+        .map(|(line, path)| (line, path[0].clone()))
+        .collect()
 }
 
 /// Every import of a module of a layer above or beside the importing module's.
@@ -318,13 +269,16 @@ fn module_path(file: &Path) -> Vec<String> {
     segs
 }
 
-/// Every path of `code` that starts with `crate::`, `super::` or `self::`, resolved against
+/// Every path of `code` that starts with one of `prefixes` (`crate::`, `super::`,
+/// `self::`), resolved against
 /// `here` (the file's module path) to the absolute module path of its first two segments
 /// after the prefix (enough to name a sibling module or an item of the parent), with its
 /// line: in `context/order/book.rs`, `super::access::conflicts` gives `[context, order,
 /// access, conflicts]` and `use super::{Book, access::X}` gives `[context, order, Book]` and
-/// `[context, order, access, X]`.
-fn resolved_paths(code: &str, here: &[String]) -> Vec<(usize, Vec<String>)> {
+/// `[context, order, access, X]`. An inline `mod` inside a file is read as the file (its
+/// `super::` resolves one level too high): the crate's inline modules are `tests` and
+/// `hidden` ones, whose paths name their own file's items.
+fn resolved_paths(code: &str, here: &[String], prefixes: &[&str]) -> Vec<(usize, Vec<String>)> {
     let bytes = code.as_bytes();
     let ident = |s: &str| -> String {
         s.chars()
@@ -338,9 +292,7 @@ fn resolved_paths(code: &str, here: &[String]) -> Vec<(usize, Vec<String>)> {
         let boundary = i == 0
             || !(bytes[i - 1].is_ascii_alphanumeric()
                 || matches!(bytes[i - 1], b'_' | b'$' | b':'));
-        let start = ["crate::", "super::", "self::"]
-            .into_iter()
-            .find(|p| rest.starts_with(p));
+        let start = prefixes.iter().copied().find(|p| rest.starts_with(p));
         let (Some(prefix), true) = (start, boundary) else {
             i += rest.chars().next().map_or(1, char::len_utf8);
             continue;
@@ -429,7 +381,7 @@ fn folder_circles() -> Vec<String> {
     for file in rust_files(&src()) {
         let here = module_path(&file);
         let code = code_only(&fs::read_to_string(&file).unwrap());
-        for (line, path) in resolved_paths(&code, &here) {
+        for (line, path) in resolved_paths(&code, &here, &["crate::", "super::", "self::"]) {
             // every folder above this file in which the file is inside one child and the
             // path names another
             for depth in 0..here.len() {
@@ -763,6 +715,7 @@ fn self_test() -> Result<(), Failed> {
             "use super::{access::X, Book};\nuse super::super::enter::f;\ncrate::memory::Span;\n",
         ),
         &here,
+        &["crate::", "super::", "self::"],
     )
     .into_iter()
     .map(|(_, p)| p)
