@@ -463,6 +463,7 @@ pub mod sys {
 /// The thresholds and counters of the bulk-copy staging (`src/memory/staging/`), for the
 /// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not part of the API: it may
 /// change in any release.
+#[cfg(feature = "staging")]
 #[doc(hidden)]
 pub mod __staging {
     pub use crate::memory::staging::hidden::*;

@@ -200,7 +200,8 @@ impl ContextGuard<'_, Setup<'_>> {
     /// Reserves the page-locked staging memory that bulk copies between the device and
     /// pageable host memory use (see [`DeviceBuffer`](crate::DeviceBuffer)'s documentation):
     /// in the run phase such copies use it instead of allocating; without it they take the
-    /// driver's plain path.
+    /// driver's plain path. Without the `staging` feature (on by default) no copy is staged
+    /// and this reserves nothing.
     pub fn reserve_staging(self) -> Result<()> {
         crate::memory::staging::reserve(self.unphased())
     }

@@ -739,6 +739,7 @@ fn unhold_primary(raw: CUcontext) {
     }
 }
 
+#[cfg(feature = "staging")] // used by the bulk-copy staging alone
 /// Whether a scope of the crate holds `raw` now, so that its teardown frees what the
 /// layers above keep for the context (`teardown::run_before_give_up`): a context the crate
 /// created, or one with a sync stream of a scope not yet torn down (`order::holds`), a

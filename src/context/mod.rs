@@ -62,9 +62,10 @@ pub(crate) mod teardown;
 
 #[doc(inline)]
 pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
+#[cfg(feature = "staging")]
+pub(crate) use enter::held;
 pub(crate) use enter::{
-    Held, create_held, enter_held, give_up, held, in_context, retain_held, run_then,
-    with_context_then,
+    Held, create_held, enter_held, give_up, in_context, retain_held, run_then, with_context_then,
 };
 #[doc(inline)]
 pub use enter::{

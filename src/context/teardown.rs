@@ -145,11 +145,13 @@ static END_HOOKS: OnceLock<EndHooks> = OnceLock::new();
 /// once end hooks are registered, and above it, in units of [`ONE_FAILED`], how many entries
 /// `FAILED` has (a teardown takes the lock only when there are some).
 static KEPT: AtomicUsize = AtomicUsize::new(0);
+#[cfg(feature = "staging")]
 /// The bit of [`KEPT`] set once [`END_HOOKS`] is.
 const HOOKS: usize = 1;
 /// One entry of `FAILED` in [`KEPT`]'s count.
 const ONE_FAILED: usize = 2;
 
+#[cfg(feature = "staging")] // used by the bulk-copy staging alone
 /// Registers the end hooks of the layer above (once: later calls change nothing). Called
 /// before that layer keeps anything for a context, so that every teardown after it frees it.
 pub(crate) fn register_end_hooks(hooks: EndHooks) {

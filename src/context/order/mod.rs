@@ -299,6 +299,7 @@ pub(crate) fn disown(raw: CUcontext) {
     owned().retain(|&c| c != raw as usize);
 }
 
+#[cfg(feature = "staging")] // used by the bulk-copy staging alone
 /// Whether a scope of the crate holds `raw`, as far as the order knows: the crate created
 /// it ([`adopt`], until [`disown`]), or it has a sync stream that is not doomed
 /// (`Book::holds`: made under a scope that has not torn down yet).

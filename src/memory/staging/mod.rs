@@ -118,51 +118,117 @@
 //! stagings it has (waiting for one if another thread is using it) or, if it has none,
 //! the driver's path.
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::driver;
-use crate::error::{Error, ErrorCode, Result};
+use cuda_driver_sys::CUctx_st;
 
-// The rooms: the thresholds, counters and staging memory here; `registry.rs` (the
-// stagings of each context, leases, what a context's end frees), `pipeline.rs` (the
-// copies: DMA and worker threads), `pipe.rs` (chunks, pieces and their hand-over),
-// `streaming.rs` (the copy with streaming stores), `workers.rs` (the kept threads).
+use crate::context::ContextGuard;
+use crate::driver::{CUdeviceptr, CUstream};
+use crate::error::Result;
+
+// The rooms: the kinds and their thresholds here, in every build; with the `staging`
+// feature, `kept.rs` (the sizes, counters and staging memory, the test hooks),
+// `registry.rs` (the stagings of each context, leases, what a context's end frees),
+// `pipeline.rs` (the copies: DMA and worker threads), `pipe.rs` (chunks, pieces and their
+// hand-over), `streaming.rs` (the copy with streaming stores), `workers.rs` (the kept
+// threads). Without the feature none of them is built: `wanted` is false, and every copy
+// takes the driver's path.
+#[cfg(feature = "staging")]
+mod kept;
+#[cfg(feature = "staging")]
 mod pipe;
+#[cfg(feature = "staging")]
 mod pipeline;
+#[cfg(feature = "staging")]
 mod registry;
+#[cfg(feature = "staging")]
 mod streaming;
+#[cfg(feature = "staging")]
 mod workers;
 
-pub(crate) use pipeline::{device_to_host, host_to_device};
-pub(crate) use registry::{freeze, release, reserve};
+#[cfg(feature = "staging")]
+use kept::*;
+#[cfg(feature = "staging")]
+pub(crate) use registry::release;
 
-/// Bytes of one slot of a staging: the largest chunk one DMA moves, and the huge-page size
-/// the largest chunks are aligned to.
-pub const SLOT_BYTES: usize = 2 << 20;
-/// Slots in one staging: enough for [`MAX_WORKERS`] threads each holding one while the DMA
-/// fills or drains as many more.
-pub const SLOTS: usize = 2 * MAX_WORKERS;
-/// Bytes of page-locked host memory in one staging (32 MiB).
-pub const STAGING_BYTES: usize = SLOT_BYTES * SLOTS;
-/// The alignment of a staging: a 2 MiB huge page.
-const STAGING_ALIGN: usize = 2 << 20;
-/// The most stagings one context has at once (so at most 64 MiB page-locked per context):
-/// two threads copying at once each get one, a third waits.
-pub const MAX_STAGINGS_PER_CONTEXT: usize = 2;
-/// The most threads a staging keeps to move chunks between the host range and the slots
-/// (one fewer than the cores on a smaller machine; a smaller copy uses fewer).
-pub const MAX_WORKERS: usize = 8;
-/// A staged copy uses one kept thread for every this many bytes (at least one).
-pub const MIN_BYTES_PER_WORKER: usize = 256 << 10;
-/// The smallest chunk.
-const MIN_CHUNK: usize = 256 << 10;
-/// A new `Vec` of at least this size is advised as huge-page memory.
-const HUGE_PAGE_MIN: usize = 4 << 20;
+// The front the rest of the crate calls, in every build. Without the `staging` feature no
+// copy is staged (`wanted` is false, so the copies below are never asked for), nothing is
+// reserved and nothing is frozen.
+
+/// Copies `bytes` from the device at `src` into host memory at `dst` through a staging of
+/// `ctx`: the pipeline's [`device_to_host`](pipeline::device_to_host), whose answer and
+/// contract it has (`Ok(false)`: nothing copied, the caller takes the driver's path).
+///
+/// # Safety
+/// As `pipeline::device_to_host`.
+#[inline]
+pub(crate) unsafe fn device_to_host(
+    ctx: NonNull<CUctx_st>,
+    held: bool,
+    stream: CUstream,
+    dst: *mut u8,
+    src: CUdeviceptr,
+    bytes: usize,
+    fresh: bool,
+) -> Result<bool> {
+    #[cfg(feature = "staging")]
+    // SAFETY: the caller's promises.
+    return unsafe { pipeline::device_to_host(ctx, held, stream, dst, src, bytes, fresh) };
+    #[allow(unreachable_code)]
+    {
+        let _ = (ctx, held, stream, dst, src, bytes, fresh);
+        Ok(false)
+    }
+}
+
+/// Copies `bytes` from host memory at `src` to the device at `dst` through a staging of
+/// `ctx`: the pipeline's [`host_to_device`](pipeline::host_to_device), as
+/// [`device_to_host`].
+///
+/// # Safety
+/// As `pipeline::host_to_device`.
+#[inline]
+pub(crate) unsafe fn host_to_device(
+    ctx: NonNull<CUctx_st>,
+    held: bool,
+    stream: CUstream,
+    dst: CUdeviceptr,
+    src: *const u8,
+    bytes: usize,
+) -> Result<bool> {
+    #[cfg(feature = "staging")]
+    // SAFETY: the caller's promises.
+    return unsafe { pipeline::host_to_device(ctx, held, stream, dst, src, bytes) };
+    #[allow(unreachable_code)]
+    {
+        let _ = (ctx, held, stream, dst, src, bytes);
+        Ok(false)
+    }
+}
+
+/// Allocates the first staging of `ctx` now, unless it has one (a setup phase:
+/// `ContextGuard::reserve_staging`); nothing without the `staging` feature.
+pub(crate) fn reserve(ctx: ContextGuard<'_>) -> Result<()> {
+    #[cfg(feature = "staging")]
+    registry::reserve(ctx)?;
+    let _ = ctx;
+    Ok(())
+}
+
+/// Stops `ctx` from allocating more stagings (`frozen`), or lets it again (a run phase);
+/// nothing without the `staging` feature.
+pub(crate) fn freeze(ctx: ContextGuard<'_>, frozen: bool) {
+    #[cfg(feature = "staging")]
+    registry::freeze(ctx, frozen);
+    let _ = (ctx, frozen);
+}
 
 /// The kinds of bulk copy, each with its own threshold (see [`threshold`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+// the copies' directions are named by where the host side is (crate-private without the
+// `staging` feature, where clippy would ask for other names)
+#[allow(clippy::enum_variant_names)]
 pub enum Kind {
     /// Device to a new `Vec`: [`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec).
     ToNewHost = 0,
@@ -175,6 +241,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in order.
+    #[cfg(feature = "staging")]
     pub const ALL: [Kind; 3] = [Kind::ToNewHost, Kind::ToHost, Kind::FromHost];
 
     /// The built-in threshold in bytes: copies of at least this size are staged. Picked
@@ -200,205 +267,11 @@ static THRESHOLDS: [AtomicUsize; 3] = [
     AtomicUsize::new(Kind::FromHost.default_threshold()),
 ];
 
-/// The threshold of `kind` now: its [default](Kind::default_threshold) unless
-/// [`set_threshold`] changed it.
-pub fn threshold(kind: Kind) -> usize {
-    THRESHOLDS[kind as usize].load(Ordering::Relaxed)
-}
-
-/// Sets the threshold of `kind` for the whole process (the benchmark's sweep: 0 stages
-/// every copy, `usize::MAX` none).
-pub fn set_threshold(kind: Kind, bytes: usize) {
-    THRESHOLDS[kind as usize].store(bytes, Ordering::Relaxed);
-}
-
 /// Whether a copy of `bytes` of `kind` should be staged: one relaxed load and a compare,
-/// all that a small copy pays.
+/// all that a small copy pays; never without the `staging` feature.
 #[inline(always)]
 pub(crate) fn wanted(kind: Kind, bytes: usize) -> bool {
-    bytes >= THRESHOLDS[kind as usize].load(Ordering::Relaxed)
-}
-
-/// Bytes of staging memory that exist in the process (all contexts).
-static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Makes every staging allocation fail (tests of the fallback).
-static FAIL_ALLOCATIONS: AtomicBool = AtomicBool::new(false);
-
-/// Bytes of staging memory that exist now, in all contexts of the process.
-pub fn live_bytes() -> usize {
-    LIVE_BYTES.load(Ordering::SeqCst)
-}
-
-/// Makes every later staging allocation fail (`true`) or work again (`false`), to test
-/// the fallback to the driver's path.
-pub fn simulate_allocation_failure(on: bool) {
-    FAIL_ALLOCATIONS.store(on, Ordering::SeqCst);
-}
-
-// ---- stagings ----------------------------------------------------------------------------
-
-/// Host memory the crate allocated, page-locked (registered) for one context or not.
-pub(crate) struct Staging {
-    base: NonNull<u8>,
-    bytes: usize,
-    registered: bool,
-    /// The threads kept for this staging's copies (none for a test's staging).
-    workers: workers::Workers,
-}
-
-// SAFETY: a `Staging` owns plain host memory; which thread reads or writes which slot is
-// decided by the pipeline below, under its mutex.
-unsafe impl Send for Staging {}
-// SAFETY: `&Staging` only hands out raw slot pointers; every access through them is
-// justified where it happens (one owner per slot at a time, handed over under a mutex).
-unsafe impl Sync for Staging {}
-
-impl Staging {
-    fn layout(bytes: usize) -> Option<Layout> {
-        Layout::from_size_align(bytes, STAGING_ALIGN).ok()
-    }
-
-    /// `bytes` (a multiple of [`STAGING_ALIGN`], not 0) of host memory, not page-locked.
-    fn allocate(bytes: usize) -> Option<Staging> {
-        if bytes == 0 || FAIL_ALLOCATIONS.load(Ordering::SeqCst) {
-            return None;
-        }
-        let layout = Self::layout(bytes)?;
-        // SAFETY: the layout has a non-zero size.
-        let base = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
-        LIVE_BYTES.fetch_add(bytes, Ordering::SeqCst);
-        Some(Staging {
-            base,
-            bytes,
-            registered: false,
-            workers: workers::Workers::none(),
-        })
-    }
-
-    /// A staging of [`STAGING_BYTES`], page-locked for the current context.
-    fn create() -> Result<Staging> {
-        let Some(mut staging) = Self::allocate(STAGING_BYTES) else {
-            return Err(Error::with_detail(
-                "staging",
-                ErrorCode::OutOfMemory,
-                format!("allocating {STAGING_BYTES} bytes of host memory for staging failed"),
-            ));
-        };
-        thp::advise_huge(staging.base.as_ptr(), staging.bytes);
-        // SAFETY: the staging owns the range, and unregisters it before freeing it (`Drop`).
-        unsafe { driver::mem_host_register(staging.base.as_ptr().cast(), staging.bytes, 0) }?;
-        staging.registered = true;
-        staging.workers = workers::Workers::spawn(pipeline::threads_to_keep());
-        if staging.workers.count() == 0 {
-            // no thread could be started: without one a staged copy is slower than the
-            // driver's path, so the context keeps none (dropping this one unregisters it)
-            return Err(Error::with_detail(
-                "staging",
-                ErrorCode::OutOfMemory,
-                "no copying thread could be started",
-            ));
-        }
-        Ok(staging)
-    }
-
-    /// The slots of the staging, at most [`SLOTS`].
-    fn slots(&self) -> usize {
-        (self.bytes / SLOT_BYTES).min(SLOTS)
-    }
-
-    /// The start of slot `i` (`i < slots()`), [`SLOT_BYTES`] long.
-    fn slot(&self, i: usize) -> *mut u8 {
-        debug_assert!(i < self.slots());
-        self.base.as_ptr().wrapping_add(i * SLOT_BYTES)
-    }
-
-    /// Marks the memory as no longer page-locked, for a staging whose context the driver
-    /// has destroyed (which unregistered it).
-    fn forget_registration(&mut self) {
-        self.registered = false;
-    }
-}
-
-impl Drop for Staging {
-    /// Unregisters the memory (in the current context, which must be the one that
-    /// registered it: the crate drops a staging only with its context current, or after
-    /// [`Staging::forget_registration`]) and frees it. If the driver refuses the
-    /// unregistration for another reason than "not registered", the memory is leaked
-    /// rather than handed back to the allocator while the driver may keep it page-locked.
-    fn drop(&mut self) {
-        if self.registered {
-            // SAFETY: registered by this staging; no copy uses it (a staging is dropped only
-            // when no lease holds it).
-            match unsafe { driver::mem_host_unregister(self.base.as_ptr().cast()) } {
-                Ok(()) => {}
-                Err(e) if e.code() == ErrorCode::HostMemoryNotRegistered => {}
-                Err(_) => return,
-            }
-        }
-        let Some(layout) = Self::layout(self.bytes) else {
-            return;
-        };
-        // SAFETY: allocated by `allocate` with this layout, not registered any more.
-        unsafe { std::alloc::dealloc(self.base.as_ptr(), layout) };
-        LIVE_BYTES.fetch_sub(self.bytes, Ordering::SeqCst);
-    }
-}
-
-// ---- huge pages ---------------------------------------------------------------------------
-
-/// `madvise(MADV_HUGEPAGE)` on the whole 2 MiB pages of a new allocation (Linux; the
-/// advice's value, 14, is the same on every architecture CUDA supports there). The
-/// crate declares the one function itself rather than depending on `libc`: the C library
-/// is linked by `std` on Linux already.
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "powerpc64",
-        target_arch = "riscv64"
-    )
-))]
-mod thp {
-    use std::ffi::{c_int, c_void};
-
-    const MADV_HUGEPAGE: c_int = 14;
-    const HUGE_PAGE: usize = 2 << 20;
-
-    unsafe extern "C" {
-        /// `int madvise(void *addr, size_t length, int advice)`, POSIX/Linux.
-        fn madvise(addr: *mut c_void, length: usize, advice: c_int) -> c_int;
-    }
-
-    /// Advises the 2 MiB-aligned part of `[start, start + bytes)`, an allocation of the
-    /// crate's, as huge-page memory. Only whole huge pages inside the range are advised,
-    /// so no neighbouring allocation is touched. A refusal (huge pages disabled) changes
-    /// nothing, so it is ignored.
-    pub(super) fn advise_huge(start: *mut u8, bytes: usize) {
-        let lo = start as usize;
-        let first = lo.next_multiple_of(HUGE_PAGE);
-        let last = (lo + bytes) / HUGE_PAGE * HUGE_PAGE;
-        if last > first {
-            let at = start.wrapping_add(first - lo).cast::<c_void>();
-            // SAFETY: `[first, last)` is page-aligned and inside an allocation the caller
-            // owns; `MADV_HUGEPAGE` changes how the kernel backs the range, never its
-            // contents or whether it is mapped.
-            let _ = unsafe { madvise(at, last - first, MADV_HUGEPAGE) };
-        }
-    }
-}
-
-#[cfg(not(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "powerpc64",
-        target_arch = "riscv64"
-    )
-)))]
-mod thp {
-    pub(super) fn advise_huge(_start: *mut u8, _bytes: usize) {}
+    cfg!(feature = "staging") && bytes >= THRESHOLDS[kind as usize].load(Ordering::Relaxed)
 }
 
 // ---- for the crate's tests and benchmarks -------------------------------------------------
@@ -406,9 +279,11 @@ mod thp {
 /// What `cuda_brand::__staging` exports (hidden): the thresholds and counters, for the
 /// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not an API: it may change at
 /// any time.
+#[cfg(feature = "staging")]
 pub mod hidden {
-    pub use super::{
-        Kind, MAX_STAGINGS_PER_CONTEXT, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOT_BYTES, SLOTS,
+    pub use super::Kind;
+    pub use super::kept::{
+        MAX_STAGINGS_PER_CONTEXT, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOT_BYTES, SLOTS,
         STAGING_BYTES, live_bytes, set_threshold, simulate_allocation_failure, threshold,
     };
     use crate::context::ContextGuard;
