@@ -101,10 +101,9 @@
 //! empty).
 
 use std::cell::RefCell;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
-
-use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
@@ -183,11 +182,7 @@ pub(crate) fn is_partition(ctx: CUcontext) -> bool {
 /// operation; one atomic load while no partition lives.
 #[inline]
 pub(crate) fn refuse_foreign(ctx: CUcontext) -> Result<()> {
-    if OWNERS.is_empty() {
-        Ok(())
-    } else {
-        refuse_foreign_slow(ctx)
-    }
+    refuse_foreign_call("cuCtxPushCurrent_v2", ctx)
 }
 
 /// Whether no partition is alive in the process (one atomic load).
@@ -229,11 +224,6 @@ pub(crate) fn refuse_foreign_call(call: &'static str, ctx: CUcontext) -> Result<
     } else {
         refuse_foreign_slow_in(call, ctx)
     }
-}
-
-#[inline(never)]
-fn refuse_foreign_slow(ctx: CUcontext) -> Result<()> {
-    refuse_foreign_slow_in("cuCtxPushCurrent_v2", ctx)
 }
 
 #[inline(never)]
@@ -460,9 +450,9 @@ fn refuse_foreign_handle_slow(call: &'static str, handle: usize) -> Result<()> {
             call,
             ErrorCode::NotPermitted,
             "a stream, event or function of an SM partition is used on the thread that \
-             entered the partition only (the driver lets a green context be used from one thread at a \
-             time, with no internal synchronization): use it on that thread, or give this \
-             thread a partition of its own",
+             entered the partition only (the driver lets a green context be used from one \
+             thread at a time, with no internal synchronization): use it on that thread, or \
+             give this thread a partition of its own",
         )),
         _ => Ok(()),
     }
