@@ -578,34 +578,6 @@ fn out_of_range(len: usize) -> ! {
 /// of the crate holds it: `Completion::held`); and whether the memory can be placed (memory
 /// of a pool, never a module global: its accesses are then ordered by their spans, else as
 /// touching anything, `context::order::Touched`).
-/// Where a device is partitioned, the context a synchronous operation on memory the driver
-/// says is `ctx`'s (of `device`) runs in instead of `ctx`: the partition current on this
-/// thread, if it is of `device` (the driver reports a partition's own memory outside its
-/// pools, `cuMemAllocManaged` or `cuMemAllocPitch`, as the primary context's, measured on
-/// CUDA 13.0: `tests/partitions.rs`), else `None` (run in `ctx`) unless `device` is being
-/// partitioned: its contexts but the partitions run work on any SM, so that is refused
-/// (`NotPermitted`), as entering them is.
-#[cold]
-#[inline(never)]
-fn partition_instead(
-    ctx: NonNull<cuda_driver_sys::CUctx_st>,
-    device: std::ffi::c_int,
-) -> Result<Option<NonNull<cuda_driver_sys::CUctx_st>>> {
-    let current = driver::ctx_get_current()?;
-    if current == ctx.as_ptr() {
-        return Ok(None);
-    }
-    if context::confined::is_partition(current) && driver::ctx_get_device()? == device {
-        return Ok(NonNull::new(current));
-    }
-    context::confined::refuse_partitioned(CALL_PRIMARY, device)?;
-    Ok(None)
-}
-
-/// The call named when the primary-context fallback of [`in_memory_context_with`] is
-/// refused.
-const CALL_PRIMARY: &str = "DeviceSlice (the device's primary context)";
-
 #[inline]
 fn in_memory_context_with<T>(
     ptr: CUdeviceptr,
@@ -662,6 +634,34 @@ fn in_memory_context_with<T>(
     let released = unsafe { driver::primary_ctx_release(device) };
     crate::context::teardown::keep_both(result, released)
 }
+
+/// Where a device is partitioned, the context a synchronous operation on memory the driver
+/// says is `ctx`'s (of `device`) runs in instead of `ctx`: the partition current on this
+/// thread, if it is of `device` (the driver reports a partition's own memory outside its
+/// pools, `cuMemAllocManaged` or `cuMemAllocPitch`, as the primary context's, measured on
+/// CUDA 13.0: `tests/partitions.rs`), else `None` (run in `ctx`) unless `device` is being
+/// partitioned: its contexts but the partitions run work on any SM, so that is refused
+/// (`NotPermitted`), as entering them is.
+#[cold]
+#[inline(never)]
+fn partition_instead(
+    ctx: NonNull<cuda_driver_sys::CUctx_st>,
+    device: std::ffi::c_int,
+) -> Result<Option<NonNull<cuda_driver_sys::CUctx_st>>> {
+    let current = driver::ctx_get_current()?;
+    if current == ctx.as_ptr() {
+        return Ok(None);
+    }
+    if context::confined::is_partition(current) && driver::ctx_get_device()? == device {
+        return Ok(NonNull::new(current));
+    }
+    context::confined::refuse_partitioned(CALL_PRIMARY, device)?;
+    Ok(None)
+}
+
+/// The call named when the primary-context fallback of [`in_memory_context_with`] is
+/// refused.
+const CALL_PRIMARY: &str = "DeviceSlice (the device's primary context)";
 
 #[cfg(test)]
 mod tests {
