@@ -48,15 +48,16 @@ use crate::error::{Error, ErrorCode, Result};
 // `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
 // of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the
 // teardown frees), `order/` (synchronous device writes ordered on the GPU),
-// `partition.rs` (SM partitions: `with_partitions`, the split), `confined.rs` (a
-// partition's values on other threads: refused, their drops parked for its thread).
+// `partition.rs` (SM partitions, public as `cuda_brand::partition`: `with_partitions`,
+// the split), `confined.rs` (a partition's values on other threads: refused, their drops
+// parked for its thread).
 pub(crate) mod confined;
 pub(crate) mod deferred;
 mod device;
 mod enter;
 mod flags;
 pub(crate) mod order;
-pub(crate) mod partition;
+pub mod partition;
 pub(crate) mod phase;
 pub(crate) mod teardown;
 
