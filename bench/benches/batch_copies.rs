@@ -134,8 +134,14 @@ unsafe fn batch(
     let mut srcs: Vec<u64> = (0..n).map(|i| src + (i * piece) as u64).collect();
     let mut sizes: Vec<usize> = (0..n).map(|i| piece.min(bytes - i * piece)).collect();
     let (host, device) = (
-        MemLocation { kind: CU_MEM_LOCATION_TYPE_HOST, id: 0 },
-        MemLocation { kind: CU_MEM_LOCATION_TYPE_DEVICE, id: 0 },
+        MemLocation {
+            kind: CU_MEM_LOCATION_TYPE_HOST,
+            id: 0,
+        },
+        MemLocation {
+            kind: CU_MEM_LOCATION_TYPE_DEVICE,
+            id: 0,
+        },
     );
     let mut attrs = MemcpyAttributes {
         src_access_order: CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL,
@@ -184,8 +190,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     ok(unsafe { sys::cuCtxSetCurrent(raw_ctx) });
     let mut pfn: *mut c_void = std::ptr::null_mut();
     // SAFETY: a NUL-terminated name and a place for the pointer.
-    let found =
-        unsafe { cu_get_proc_address(c"cuMemcpyBatchAsync".as_ptr(), &mut pfn, 12080, 0) };
+    let found = unsafe { cu_get_proc_address(c"cuMemcpyBatchAsync".as_ptr(), &mut pfn, 12080, 0) };
     if found != sys::CUresult::CUDA_SUCCESS || pfn.is_null() {
         println!("batch_copies: this driver has no cuMemcpyBatchAsync ({found:?})");
         return Ok(());
@@ -226,11 +231,15 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                         // `bytes` bytes, `stream` is of the current context.
                         (w, true) => {
                             let piece = if w == 2 { bytes } else { PIECE };
-                            timed(it, || unsafe { batch(f, stream, raw, hp, bytes, piece, true) })
+                            timed(it, || unsafe {
+                                batch(f, stream, raw, hp, bytes, piece, true)
+                            })
                         }
                         (w, false) => {
                             let piece = if w == 2 { bytes } else { PIECE };
-                            timed(it, || unsafe { batch(f, stream, hq, raw, bytes, piece, false) })
+                            timed(it, || unsafe {
+                                batch(f, stream, hq, raw, bytes, piece, false)
+                            })
                         }
                     };
                     ok(unsafe { sys::cuCtxSetCurrent(raw_ctx) });
@@ -245,8 +254,21 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
         // the batched download really wrote the values
         back.fill(-1.0);
         // SAFETY: as above.
-        unsafe { batch(f, stream, back.as_mut_ptr() as u64, raw, bytes, PIECE, false) };
-        assert!(back.iter().zip(&host).all(|(a, b)| a == b), "batched copies lost values");
+        unsafe {
+            batch(
+                f,
+                stream,
+                back.as_mut_ptr() as u64,
+                raw,
+                bytes,
+                PIECE,
+                false,
+            )
+        };
+        assert!(
+            back.iter().zip(&host).all(|(a, b)| a == b),
+            "batched copies lost values"
+        );
         ok(unsafe { sys::cuMemFree_v2(raw) });
         eprintln!("batch_copies: {} done", size_name(bytes));
     }
