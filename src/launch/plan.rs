@@ -118,3 +118,142 @@ impl Plan<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::error::ErrorCode;
+    use crate::launch::sealed::Target;
+    use crate::launch::{In, Out};
+    use crate::memory::DeviceSlice;
+
+    /// A kernel whose limits the test chooses; never launched (no plan here is issued).
+    struct Fake;
+    impl<'s, 'c, P> sealed::Launch<'s, 'c, P> for Fake {
+        fn target(&self) -> Target {
+            Target {
+                function: std::ptr::null_mut(),
+                max_threads: 1024,
+                max_dynamic_shared: 48 << 10,
+                globals: Some(7),
+            }
+        }
+    }
+    impl<'s, 'c, P: KernelParams> Launch<'s, 'c, P> for Fake {}
+
+    type Params = (In<u32>, Out<u32>, u32);
+
+    /// Views of made-up addresses: nothing here dereferences them or hands them to the
+    /// driver, since no plan is issued.
+    fn views(
+        a: u64,
+        b: u64,
+    ) -> (
+        &'static DeviceSlice<'static, u32>,
+        &'static mut DeviceSlice<'static, u32>,
+    ) {
+        // SAFETY: a `DeviceSlice` has size zero, so the references are valid at any non-zero
+        // address; the memory behind them is never read or written (see above), and the two
+        // views are only compared as spans.
+        unsafe {
+            (
+                DeviceSlice::from_raw_parts(a, 4),
+                DeviceSlice::from_raw_parts_mut(b, 4),
+            )
+        }
+    }
+
+    /// Plans a launch of `Fake` with no stream and no attributes, counting the calls of
+    /// the caller's step.
+    fn planned(
+        config: LaunchConfig,
+        (a, b): (u64, u64),
+        calls: &Cell<u32>,
+        then: impl FnOnce(&Plan<'_>),
+    ) -> Result<()> {
+        let (input, output) = views(a, b);
+        let cache = Mutex::new(LaunchCache::default());
+        let args = (input, output, 5u32);
+        let then = |plan: &Plan<'_>| {
+            calls.set(calls.get() + 1);
+            then(plan);
+            Ok(())
+        };
+        // SAFETY: no attributes, so nothing looks at the (null) stream; nothing is issued.
+        unsafe { plan::<Params>(Fake, config, args, std::ptr::null_mut(), &cache, then) }
+    }
+
+    #[test]
+    fn a_plan_holds_the_checked_launch_its_spans_and_its_parameters() {
+        let calls = Cell::new(0);
+        let config = LaunchConfig::linear(2, 128).with_shared_mem(64);
+        planned(config, (0x1000, 0x2000), &calls, |plan| {
+            assert_eq!(plan.config, config);
+            assert!(plan.attributes.is_none(), "a plain launch");
+            assert_eq!(plan.globals, Some(7));
+            let span = |start, write| Span {
+                start,
+                bytes: 16,
+                write,
+            };
+            assert_eq!(
+                plan.spans,
+                [span(0x1000, false), span(0x2000, true), Span::NONE]
+            );
+            // SAFETY: `params` has one pointer per C parameter (five), each to a value of
+            // its type in `plan`'s frame, which is alive while this closure runs.
+            let read = |i: usize| unsafe { *plan.params.add(i) };
+            // SAFETY: as above: the pointers and lengths are `u64`s, the scalar a `u32`.
+            let (words, scalar) = unsafe {
+                (
+                    [0, 1, 2, 3].map(|i| *read(i).cast::<u64>()),
+                    *read(4).cast::<u32>(),
+                )
+            };
+            assert_eq!(words, [0x1000, 4, 0x2000, 4]);
+            assert_eq!(scalar, 5);
+        })
+        .unwrap();
+        assert_eq!(calls.get(), 1);
+    }
+
+    #[test]
+    fn a_plan_refuses_a_bad_configuration_then_an_overlap_before_its_caller_runs() {
+        let calls = Cell::new(0);
+        // both wrong: the configuration is reported
+        let e = planned(
+            LaunchConfig::linear(1, 2048),
+            (0x1000, 0x1008),
+            &calls,
+            |_| {},
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.call(), e.code()),
+            ("StreamScope::launch", ErrorCode::InvalidValue)
+        );
+        assert!(
+            e.to_string()
+                .contains("more threads than the kernel allows"),
+            "{e}"
+        );
+        let e = planned(
+            LaunchConfig::linear(1, 32),
+            (0x1000, 0x1008),
+            &calls,
+            |_| {},
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some(
+                "`In` argument 0 (16 bytes at 0x1000) and `Out` argument 1 (16 bytes at \
+                 0x1008) overlap: memory that a GPU operation writes must not also be another \
+                 of its arguments"
+            )
+        );
+        assert_eq!(calls.get(), 0, "the caller's step never ran");
+    }
+}
