@@ -250,21 +250,34 @@ impl Prepared {
                 )
             };
         }
-        let ex = CUlaunchConfig {
-            gridDimX: config.grid[0],
-            gridDimY: config.grid[1],
-            gridDimZ: config.grid[2],
-            blockDimX: config.block[0],
-            blockDimY: config.block[1],
-            blockDimZ: config.block[2],
-            sharedMemBytes: config.shared_mem_bytes,
-            hStream: stream,
-            attrs: self.attrs.as_ptr().cast_mut(),
-            numAttrs: self.len,
-        };
-        // SAFETY: the caller's guarantees; `attrs` holds `len` attributes, each an id and
-        // the value of its documented layout, alive for the call.
+        let ex = launch_config(config, stream, &self.attrs[..self.len as usize]);
+        // SAFETY: the caller's guarantees; `ex` points at this plan's `len` attributes,
+        // each an id and the value of its documented layout, borrowed for the call.
         unsafe { driver::launch_kernel_ex(&ex, function, params) }
+    }
+}
+
+/// The `CUlaunchConfig` of `config` on `stream` with `attrs` (a null pointer for none),
+/// which the driver only reads, through its `attrs` pointer, while `attrs` is borrowed.
+fn launch_config(
+    config: &LaunchConfig,
+    stream: CUstream,
+    attrs: &[CUlaunchAttribute],
+) -> CUlaunchConfig {
+    CUlaunchConfig {
+        gridDimX: config.grid[0],
+        gridDimY: config.grid[1],
+        gridDimZ: config.grid[2],
+        blockDimX: config.block[0],
+        blockDimY: config.block[1],
+        blockDimZ: config.block[2],
+        sharedMemBytes: config.shared_mem_bytes,
+        hStream: stream,
+        attrs: match attrs {
+            [] => std::ptr::null_mut(),
+            _ => attrs.as_ptr().cast_mut(),
+        },
+        numAttrs: attrs.len() as u32,
     }
 }
 
@@ -406,18 +419,7 @@ unsafe fn cluster_limit(
         *r = unsafe { driver::func_get_attribute(function, REQUIRED_CLUSTER_WIDTH + i as c_int) }?
             .max(0) as u32;
     }
-    let query = CUlaunchConfig {
-        gridDimX: config.grid[0],
-        gridDimY: config.grid[1],
-        gridDimZ: config.grid[2],
-        blockDimX: config.block[0],
-        blockDimY: config.block[1],
-        blockDimZ: config.block[2],
-        sharedMemBytes: config.shared_mem_bytes,
-        hStream: stream,
-        attrs: std::ptr::null_mut(),
-        numAttrs: 0,
-    };
+    let query = launch_config(config, stream, &[]);
     let ask = || {
         // SAFETY: the caller guarantees the function, whose context (the stream's) is
         // current; the query has no attributes.

@@ -72,6 +72,27 @@ pub fn a_captured_launch_and_a_scope_launch_of_the_same_kernel_give_the_same_res
     });
 }
 
+/// The errors of one launch of `$kernel` with `$config` in a scope of `$stream` and in a
+/// capture of `$ctx`, its arguments `$args` made from `$x`, the view of `$buf` each binds.
+macro_rules! refused_in_both {
+    ($ctx:expr, $stream:expr, $buf:expr, $kernel:expr, $config:expr, |$x:ident| $args:expr) => {{
+        let in_scope = $stream
+            .scope(|s| {
+                let $x = s.bind_mut(&mut $buf);
+                s.launch($kernel, $config, $args)
+            })
+            .unwrap_err();
+        let in_capture = $ctx
+            .capture(|g| {
+                let $x = g.bind_mut(&mut $buf);
+                g.launch($kernel, $config, $args)
+            })
+            .map(|_| ())
+            .unwrap_err();
+        (in_scope, in_capture)
+    }};
+}
+
 /// A launch refused before the driver (a block too large, an `Out` overlapping an `In`) is
 /// refused with the same call, code and detail in a scope and in a capture, which then
 /// makes no graph; nothing runs.
@@ -81,57 +102,28 @@ pub fn a_refused_launch_reads_the_same_in_a_scope_and_in_a_capture() {
         let affine = affine(&module)?;
         let mut x = ctx.zeroed::<u32>(N)?;
         let stream = ctx.stream()?;
-        let parts = |e: Error| (e.call(), e.code(), e.detail().map(str::to_owned));
+        let parts = |e: &Error| (e.call(), e.code(), e.detail().map(str::to_owned));
         // a block of 2048 threads
         let too_large = LaunchConfig::linear(1, 2048);
-        let in_scope = stream
-            .scope(|s| {
-                let x = s.bind_mut(&mut x);
-                s.launch(
-                    &affine,
-                    too_large,
-                    (x.slice(..N / 2), x.slice(N / 2..), 3u32, 1u32),
-                )
-            })
-            .unwrap_err();
-        let in_capture = ctx
-            .capture(|g| {
-                let x = g.bind_mut(&mut x);
-                g.launch(
-                    &affine,
-                    too_large,
-                    (x.slice(..N / 2), x.slice(N / 2..), 3u32, 1u32),
-                )
-            })
-            .map(|_| ())
-            .unwrap_err();
+        let (in_scope, in_capture) = refused_in_both!(ctx, stream, x, &affine, too_large, |x| (
+            x.slice(..N / 2),
+            x.slice(N / 2..),
+            3u32,
+            1u32
+        ));
         assert_eq!(in_scope.code(), ErrorCode::InvalidValue, "{in_scope}");
-        assert_eq!(parts(in_scope), parts(in_capture));
+        assert!(in_scope.to_string().contains("more threads"), "{in_scope}");
+        assert_eq!(parts(&in_scope), parts(&in_capture));
         // the output overlaps the input
         let config = LaunchConfig::linear(4, 256);
-        let in_scope = stream
-            .scope(|s| {
-                let x = s.bind_mut(&mut x);
-                s.launch(
-                    &affine,
-                    config,
-                    (x.slice(1..), x.slice(..N - 1), 3u32, 1u32),
-                )
-            })
-            .unwrap_err();
-        let in_capture = ctx
-            .capture(|g| {
-                let x = g.bind_mut(&mut x);
-                g.launch(
-                    &affine,
-                    config,
-                    (x.slice(1..), x.slice(..N - 1), 3u32, 1u32),
-                )
-            })
-            .map(|_| ())
-            .unwrap_err();
+        let (in_scope, in_capture) = refused_in_both!(ctx, stream, x, &affine, config, |x| (
+            x.slice(1..),
+            x.slice(..N - 1),
+            3u32,
+            1u32
+        ));
         assert!(in_scope.to_string().contains("overlap"), "{in_scope}");
-        assert_eq!(parts(in_scope), parts(in_capture));
+        assert_eq!(parts(&in_scope), parts(&in_capture));
         assert!(x.to_vec()?.iter().all(|&v| v == 0), "nothing ran");
         Ok(())
     });
