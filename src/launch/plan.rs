@@ -154,15 +154,12 @@ mod tests {
         &'static DeviceSlice<'static, u32>,
         &'static mut DeviceSlice<'static, u32>,
     ) {
-        // SAFETY: a `DeviceSlice` has size zero, so the references are valid at any non-zero
-        // address; the memory behind them is never read or written (see above), and the two
-        // views are only compared as spans.
-        unsafe {
-            (
-                DeviceSlice::from_raw_parts(a, 4),
-                DeviceSlice::from_raw_parts_mut(b, 4),
-            )
-        }
+        // SAFETY: a `DeviceSlice` has size zero, so the reference is valid at any non-zero
+        // address; the memory behind it is never read or written (see above).
+        let input = unsafe { DeviceSlice::from_raw_parts(a, 4) };
+        // SAFETY: as above; the two views are only compared as spans.
+        let output = unsafe { DeviceSlice::from_raw_parts_mut(b, 4) };
+        (input, output)
     }
 
     /// Plans a launch of `Fake` with no stream and no attributes, counting the calls of
@@ -202,16 +199,16 @@ mod tests {
                 plan.spans,
                 [span(0x1000, false), span(0x2000, true), Span::NONE]
             );
-            // SAFETY: `params` has one pointer per C parameter (five), each to a value of
-            // its type in `plan`'s frame, which is alive while this closure runs.
-            let read = |i: usize| unsafe { *plan.params.add(i) };
-            // SAFETY: as above: the pointers and lengths are `u64`s, the scalar a `u32`.
-            let (words, scalar) = unsafe {
-                (
-                    [0, 1, 2, 3].map(|i| *read(i).cast::<u64>()),
-                    *read(4).cast::<u32>(),
-                )
-            };
+            // SAFETY: `params` has one pointer per C parameter (five), in `plan`'s frame,
+            // which is alive while this closure runs.
+            let params = unsafe { std::slice::from_raw_parts(plan.params, 5) };
+            let words = [0, 1, 2, 3].map(|i| {
+                // SAFETY: each points at its value in the same frame: the pointers and
+                // lengths of the two slices are `u64`s.
+                unsafe { *params[i].cast::<u64>() }
+            });
+            // SAFETY: as above: the scalar is a `u32`.
+            let scalar = unsafe { *params[4].cast::<u32>() };
             assert_eq!(words, [0x1000, 4, 0x2000, 4]);
             assert_eq!(scalar, 5);
         })

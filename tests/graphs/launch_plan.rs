@@ -16,9 +16,9 @@ const LAUNCH_EX_PTX: &str = include_str!("../../kernels/launch_ex_sm90.ptx");
 const N: usize = 4096;
 
 /// `affine_u32` of `tests/kernels/graphs.cu`: y = a * x + b.
-fn affine<'m, 'ctx>(
-    module: &'m Module<'ctx>,
-) -> Result<Kernel<'m, 'ctx, (In<u32>, Out<u32>, u32, u32)>, Error> {
+type Affine<'m, 'ctx> = Kernel<'m, 'ctx, (In<u32>, Out<u32>, u32, u32)>;
+
+fn affine<'m, 'ctx>(module: &'m Module<'ctx>) -> Result<Affine<'m, 'ctx>, Error> {
     // SAFETY: affine_u32(const unsigned*, size_t, unsigned*, size_t, unsigned, unsigned)
     // writes only y[i] for i below both lengths, and no global.
     unsafe { module.kernel("affine_u32") }
