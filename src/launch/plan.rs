@@ -24,8 +24,9 @@ pub(crate) struct Plan<'a> {
     function: CUfunction,
     config: LaunchConfig,
     stream: CUstream,
-    /// The attributes, checked and laid out; `None`: a plain launch (`cuLaunchKernel`).
-    attributes: Option<Prepared>,
+    /// The attributes, checked and laid out (in `plan`'s frame); `None`: a plain launch
+    /// (`cuLaunchKernel`).
+    attributes: Option<&'a Prepared>,
     /// The memory each argument touches, in argument order (none for a scalar).
     pub(crate) spans: &'a [Span],
     /// The module whose globals the kernel writes, for a [`KernelMut`](super::KernelMut).
@@ -72,7 +73,7 @@ pub(crate) unsafe fn plan<'s, 'ctx, P: KernelParams>(
             function: target.function,
             config,
             stream,
-            attributes,
+            attributes: attributes.as_ref(),
             spans,
             globals: target.globals,
             params,
@@ -95,7 +96,7 @@ impl Plan<'_> {
     #[inline(always)]
     pub(crate) unsafe fn issue(&self) -> Result<()> {
         let c = &self.config;
-        match &self.attributes {
+        match self.attributes {
             // SAFETY: the kernel's declaration (the promise of `Module::kernel`) makes
             // `params` one pointer per C parameter, each to a value of its type, alive for
             // this call (`'a`: `plan` has not returned); the stream is live and of the
