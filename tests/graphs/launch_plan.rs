@@ -186,8 +186,10 @@ pub fn a_captured_cluster_launch_keeps_its_clusters() {
 
 /// A captured cooperative launch stays cooperative: `grid_sum`, which writes nothing unless
 /// its grid can synchronize, replayed twice writes every block's sum and the total, for
-/// the largest grid that fits at once and a small one; one block more than fits is refused
-/// in the capture (`CooperativeLaunchTooLarge`, as in a scope), which makes no graph.
+/// the largest grid that fits at once and a small one; an update to a plain capture of it
+/// is refused and the graph handed back still cooperative (CUDA 12.0 drivers); one block
+/// more than fits is refused in the capture (`CooperativeLaunchTooLarge`, as in a scope),
+/// which makes no graph.
 pub fn a_captured_cooperative_launch_synchronizes_its_whole_grid() {
     common::in_context(|ctx| {
         let module = launch_ex_module(ctx);
@@ -226,6 +228,9 @@ pub fn a_captured_cooperative_launch_synchronizes_its_whole_grid() {
             let total = input.iter().sum::<u32>();
             assert_eq!(out[blocks as usize], total, "{blocks} blocks");
         }
+        if cuda_brand::driver_version()? >= 12000 {
+            a_cooperative_node_is_not_updated_to_a_plain_one(ctx, &sum)?;
+        }
         let din = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
         let mut out = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
         let too_many = LaunchConfig::linear(fit + 1, 256).with_cooperative();
@@ -236,4 +241,36 @@ pub fn a_captured_cooperative_launch_synchronizes_its_whole_grid() {
         assert_eq!(e.code(), ErrorCode::CooperativeLaunchTooLarge, "{e}");
         Ok(())
     });
+}
+
+/// `ExecGraph::update` of a cooperative `grid_sum` node to a plain one: the driver refuses
+/// it (`GraphExecUpdateFailure`), the graph comes back unchanged, and a replay still
+/// synchronizes its grid.
+fn a_cooperative_node_is_not_updated_to_a_plain_one<'ctx>(
+    ctx: ContextGuard<'ctx>,
+    sum: &Kernel<'_, 'ctx, (In<u32>, Out<u32>)>,
+) -> Result<(), Error> {
+    let input: Vec<u32> = (0..3 * 256).collect();
+    let din = ctx.from_slice(&input)?;
+    let (mut out, mut other) = (ctx.zeroed::<u32>(4)?, ctx.zeroed::<u32>(4)?);
+    let config = LaunchConfig::linear(3, 256);
+    let exec = ctx
+        .capture(|g| g.launch(sum, config.with_cooperative(), (&din, &mut out)))?
+        .0
+        .instantiate()?;
+    let (plain, ()) = ctx.capture(|g| g.launch(sum, config, (&din, &mut other)))?;
+    let refused = exec.update_or_keep(plain).unwrap_err();
+    assert_eq!(
+        refused.error().code(),
+        ErrorCode::GraphExecUpdateFailure,
+        "{refused}"
+    );
+    let exec = refused.into_exec().expect("handed back unchanged");
+    ctx.stream()?.scope(|s| exec.launch(s))?;
+    drop(exec);
+    let out = out.to_vec()?;
+    let parts: Vec<u32> = input.chunks(256).map(|c| c.iter().sum()).collect();
+    assert_eq!(out[..3], parts[..]);
+    assert_eq!(out[3], input.iter().sum::<u32>());
+    Ok(())
 }
