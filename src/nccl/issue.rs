@@ -231,3 +231,62 @@ fn group_overlap(
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nccl::ReduceOp;
+    use crate::scope::{DeviceMut, DeviceRef};
+
+    fn prepared(op: Operation<'_, '_, u32>) -> Prepared {
+        let what = op.what(Front::Grouped);
+        op.check(Ranks { rank: 0, ranks: 1 }, what).unwrap()
+    }
+
+    fn send(ptr: u64, len: usize) -> Prepared {
+        let src = DeviceRef::new(ptr, len);
+        prepared(Operation::Send { src, peer: 0 })
+    }
+
+    fn recv(ptr: u64, len: usize) -> Prepared {
+        let dst = DeviceMut::new(ptr, len);
+        prepared(Operation::Recv { dst, peer: 0 })
+    }
+
+    #[test]
+    fn a_group_refuses_an_operation_that_writes_memory_another_touches() {
+        // a send of 0x1000..0x1008 and a receive into 0x1004..0x100c
+        let (a, b) = (send(0x1000, 2), recv(0x1004, 2));
+        let e = refuse_overlaps([a, b].iter()).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.call(), "group");
+        assert_eq!(
+            e.detail().unwrap(),
+            "the source of Grouped::send (8 bytes at 0x1000) and the destination of Grouped::recv (8 bytes at 0x1004) overlap: NCCL may run a group's operations concurrently, so memory one of them writes must not be another's"
+        );
+        // whichever comes first, and behind other operations
+        let buf = DeviceMut::new(0x1006, 1);
+        let in_place = prepared(Operation::AllReduceInPlace {
+            buf,
+            op: ReduceOp::Sum,
+        });
+        let e = refuse_overlaps([recv(0x8000, 4), b, in_place].iter()).unwrap_err();
+        assert!(
+            e.detail().unwrap().starts_with(
+                "the destination of Grouped::recv (8 bytes at 0x1004) and the buffer of Grouped::all_reduce_in_place (4 bytes at 0x1006) overlap"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_group_lets_operations_read_the_same_memory_and_write_apart() {
+        let reads = [send(0x1000, 4), send(0x1004, 4), send(0x1000, 4)];
+        assert!(refuse_overlaps(reads.iter()).is_ok());
+        let apart = [send(0x1000, 2), recv(0x1008, 2), recv(0x1010, 2)];
+        assert!(refuse_overlaps(apart.iter()).is_ok());
+        // one operation alone has nothing to compare (its own overlap is `check`'s)
+        assert!(refuse_overlaps([recv(0x1000, 2)].iter()).is_ok());
+        assert!(refuse_overlaps([].iter()).is_ok());
+    }
+}

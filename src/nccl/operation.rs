@@ -401,3 +401,241 @@ fn one_way<T: NcclType>(
         what: "",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rank 1 of 4, the rank count every test below runs on unless it says otherwise.
+    const AT: Ranks = Ranks { rank: 1, ranks: 4 };
+
+    fn r(ptr: CUdeviceptr, len: usize) -> DeviceRef<'static, 'static, f32> {
+        DeviceRef::new(ptr, len)
+    }
+
+    fn w(ptr: CUdeviceptr, len: usize) -> DeviceMut<'static, 'static, f32> {
+        DeviceMut::new(ptr, len)
+    }
+
+    fn check(op: Operation<'_, '_, f32>) -> Result<Prepared> {
+        let what = op.what(Front::Grouped);
+        op.check(AT, what)
+    }
+
+    /// `(kind, send, recv, count, op, peer)` of a prepared call, and its spans.
+    fn laid_out(p: &Prepared) -> ((Kind, u64, u64, usize, c_int, c_int), Vec<(u64, u64, bool)>) {
+        let c = p.call;
+        assert_eq!(c.datatype, 7, "f32 is ncclFloat32");
+        let spans = p
+            .spans()
+            .iter()
+            .map(|s| (s.start, s.bytes, s.write))
+            .collect();
+        ((c.kind, c.send, c.recv, c.count, c.op, c.peer), spans)
+    }
+
+    #[test]
+    fn every_operation_lays_out_nccls_arguments_and_the_memory_it_touches() {
+        use Operation as O;
+        let (sum, max, avg) = (ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg);
+        let (src, dst, buf) = (0x1000, 0x9000, 0x20000);
+        #[rustfmt::skip]
+        let cases: Vec<(Operation<'_, '_, f32>, _, Vec<(u64, u64, bool)>)> = vec![
+            (O::AllReduce { src: r(src, 8), dst: w(dst, 8), op: max },
+                (Kind::AllReduce, src, dst, 8, 2, 0), vec![(src, 32, false), (dst, 32, true)]),
+            (O::AllReduceInPlace { buf: w(buf, 8), op: sum },
+                (Kind::AllReduce, buf, buf, 8, 0, 0), vec![(buf, 32, true)]),
+            (O::Broadcast { src: r(src, 8), dst: w(dst, 8), root: 3 },
+                (Kind::Broadcast, src, dst, 8, 0, 3), vec![(src, 32, false), (dst, 32, true)]),
+            (O::BroadcastInPlace { buf: w(buf, 8), root: 2 },
+                (Kind::Broadcast, buf, buf, 8, 0, 2), vec![(buf, 32, true)]),
+            (O::Reduce { src: r(src, 8), dst: w(dst, 8), op: avg, root: 1 },
+                (Kind::Reduce, src, dst, 8, 4, 1), vec![(src, 32, false), (dst, 32, true)]),
+            (O::ReduceInPlace { buf: w(buf, 8), op: max, root: 0 },
+                (Kind::Reduce, buf, buf, 8, 2, 0), vec![(buf, 32, true)]),
+            // NCCL's count of an all-gather is the send count, 2 of the 4 × 2 received
+            (O::AllGather { src: r(src, 2), dst: w(dst, 8) },
+                (Kind::AllGather, src, dst, 2, 0, 0), vec![(src, 8, false), (dst, 32, true)]),
+            // in place, rank 1 sends its own block: the second of four of 2 elements
+            (O::AllGatherInPlace { buf: w(buf, 8) },
+                (Kind::AllGather, buf + 8, buf, 2, 0, 0), vec![(buf, 32, true)]),
+            // and of a reduce-scatter the receive count
+            (O::ReduceScatter { src: r(src, 8), dst: w(dst, 2), op: sum },
+                (Kind::ReduceScatter, src, dst, 2, 0, 0), vec![(src, 32, false), (dst, 8, true)]),
+            (O::ReduceScatterInPlace { buf: w(buf, 8), op: avg },
+                (Kind::ReduceScatter, buf, buf + 8, 2, 4, 0), vec![(buf, 32, true)]),
+            (O::Send { src: r(src, 5), peer: 3 },
+                (Kind::Send, src, 0, 5, 0, 3), vec![(src, 20, false)]),
+            (O::Recv { dst: w(dst, 5), peer: 0 },
+                (Kind::Recv, 0, dst, 5, 0, 0), vec![(dst, 20, true)]),
+        ];
+        for (op, call, spans) in cases {
+            let what = op.what(Front::Communicator);
+            let p = op.check(AT, what).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(p.what, what);
+            assert_eq!(laid_out(&p), (call, spans), "{what}");
+        }
+    }
+
+    #[test]
+    fn each_front_names_the_method_it_was_called_as() {
+        let op = || Operation::ReduceScatterInPlace {
+            buf: w(0x1000, 8),
+            op: ReduceOp::Sum,
+        };
+        assert_eq!(
+            op().what(Front::Communicator),
+            "Communicator::reduce_scatter_in_place"
+        );
+        assert_eq!(
+            op().what(Front::Grouped),
+            "Grouped::reduce_scatter_in_place"
+        );
+        let send = Operation::Send {
+            src: r(0x1000, 1),
+            peer: 0,
+        };
+        assert_eq!(send.what(Front::Grouped), "Grouped::send");
+    }
+
+    fn refused(op: Operation<'_, '_, f32>, detail: &str) {
+        let what = op.what(Front::Grouped);
+        let e = check(op).expect_err(what);
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.call(), what);
+        let text = e.detail().unwrap();
+        assert!(
+            text.starts_with(detail),
+            "{what}: {text:?} is not {detail:?}"
+        );
+    }
+
+    #[test]
+    fn bad_lengths_roots_and_peers_are_refused_naming_the_call() {
+        use Operation as O;
+        let (op, src, dst) = (ReduceOp::Sum, r(0x1000, 8), w(0x9000, 7));
+        let len = "the source has 8 elements but the destination has 7";
+        refused(O::AllReduce { src, dst, op }, len);
+        refused(O::Broadcast { src, dst, root: 0 }, len);
+        refused(
+            O::Reduce {
+                src,
+                dst,
+                op,
+                root: 0,
+            },
+            len,
+        );
+        let root = "the root is rank 4, but the communicator has 4 rank(s)";
+        let dst = w(0x9000, 8);
+        refused(O::Broadcast { src, dst, root: 4 }, root);
+        refused(O::BroadcastInPlace { buf: dst, root: 4 }, root);
+        refused(
+            O::Reduce {
+                src,
+                dst,
+                op,
+                root: 4,
+            },
+            root,
+        );
+        refused(
+            O::ReduceInPlace {
+                buf: dst,
+                op,
+                root: 4,
+            },
+            root,
+        );
+        refused(
+            O::Send { src, peer: 9 },
+            "the peer is rank 9, but the communicator has 4 rank(s)",
+        );
+        refused(
+            O::Recv {
+                dst,
+                peer: usize::MAX,
+            },
+            &format!("the peer is rank {}", usize::MAX),
+        );
+        refused(
+            O::AllGather {
+                src: r(0x1000, 2),
+                dst: w(0x9000, 7),
+            },
+            "the destination has 7 elements, but gathering 2 from each of 4 ranks needs 8",
+        );
+        refused(
+            O::ReduceScatter {
+                src: r(0x1000, 7),
+                dst: w(0x9000, 2),
+                op,
+            },
+            "the source has 7 elements, but scattering 2 to each of 4 ranks needs 8",
+        );
+        // a count whose product with the rank count overflows is refused, not wrapped
+        refused(
+            O::AllGather {
+                src: r(0x1000, usize::MAX / 2),
+                dst: w(0x9000, 2),
+            },
+            &format!(
+                "the destination has 2 elements, but gathering {} from each of 4 ranks needs {}",
+                usize::MAX / 2,
+                usize::MAX
+            ),
+        );
+        let blocks = "the buffer has 6 elements, not a multiple of the communicator's 4 ranks";
+        refused(O::AllGatherInPlace { buf: w(0x9000, 6) }, blocks);
+        refused(
+            O::ReduceScatterInPlace {
+                buf: w(0x9000, 6),
+                op,
+            },
+            blocks,
+        );
+    }
+
+    #[test]
+    fn an_out_of_place_operations_source_and_destination_must_not_overlap() {
+        use Operation as O;
+        let op = ReduceOp::Sum;
+        // 8 f32 at 0x1000 and 8 at 0x1010: the last 16 bytes of one are the first of the other
+        let (src, dst) = (r(0x1000, 8), w(0x1010, 8));
+        let overlap =
+            "the source (32 bytes at 0x1000) and the destination (32 bytes at 0x1010) overlap";
+        refused(O::AllReduce { src, dst, op }, overlap);
+        refused(O::Broadcast { src, dst, root: 0 }, overlap);
+        refused(
+            O::Reduce {
+                src,
+                dst,
+                op,
+                root: 0,
+            },
+            overlap,
+        );
+        refused(
+            O::AllGather {
+                src: r(0x1000, 2),
+                dst: w(0x1004, 8),
+            },
+            "the source (8 bytes at 0x1000) and the destination (32 bytes at 0x1004) overlap",
+        );
+        refused(
+            O::ReduceScatter {
+                src: r(0x1000, 8),
+                dst: w(0x101c, 2),
+                op,
+            },
+            "the source (32 bytes at 0x1000) and the destination (8 bytes at 0x101c) overlap",
+        );
+        // side by side is fine
+        let apart = O::AllReduce {
+            src,
+            dst: w(0x1020, 8),
+            op,
+        };
+        assert!(check(apart).is_ok());
+    }
+}
