@@ -11,7 +11,6 @@ use super::operation::{Front, Operation};
 use super::{NcclType, ReduceOp};
 use crate::context::StreamKind;
 use crate::error::{Error, Result};
-use crate::launch::sealed::Crate;
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 
 /// The NCCL operations of a scope in a group: the same as [`Communicator`]'s on a scope,
@@ -29,14 +28,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::AllReduce {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.defer(comm, Operation::all_reduce(src, dst, op))
     }
 
     /// [`Communicator::all_reduce_in_place`] on this scope, queued when the group's
@@ -47,13 +39,7 @@ where
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::AllReduceInPlace {
-                buf: buf.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.defer(comm, Operation::all_reduce_in_place(buf, op))
     }
 
     /// [`Communicator::broadcast`] on this scope, queued when the group's
@@ -65,14 +51,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::Broadcast {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                root,
-            },
-        )
+        self.defer(comm, Operation::broadcast(src, dst, root))
     }
 
     /// [`Communicator::broadcast_in_place`] on this scope, queued when the group's
@@ -83,13 +62,7 @@ where
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::BroadcastInPlace {
-                buf: buf.into_mut(Crate(())),
-                root,
-            },
-        )
+        self.defer(comm, Operation::broadcast_in_place(buf, root))
     }
 
     /// [`Communicator::reduce`] on this scope, queued when the group's
@@ -102,15 +75,7 @@ where
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::Reduce {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                op,
-                root,
-            },
-        )
+        self.defer(comm, Operation::reduce(src, dst, op, root))
     }
 
     /// [`Communicator::reduce_in_place`] on this scope, queued when the group's
@@ -122,14 +87,7 @@ where
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::ReduceInPlace {
-                buf: buf.into_mut(Crate(())),
-                op,
-                root,
-            },
-        )
+        self.defer(comm, Operation::reduce_in_place(buf, op, root))
     }
 
     /// [`Communicator::all_gather`] on this scope, queued when the group's
@@ -140,13 +98,7 @@ where
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::AllGather {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-            },
-        )
+        self.defer(comm, Operation::all_gather(src, dst))
     }
 
     /// [`Communicator::all_gather_in_place`] on this scope, queued when the group's
@@ -156,12 +108,7 @@ where
         comm: &'scope Communicator<'ctx>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::AllGatherInPlace {
-                buf: buf.into_mut(Crate(())),
-            },
-        )
+        self.defer(comm, Operation::all_gather_in_place(buf))
     }
 
     /// [`Communicator::reduce_scatter`] on this scope, queued when the group's
@@ -173,14 +120,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::ReduceScatter {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.defer(comm, Operation::reduce_scatter(src, dst, op))
     }
 
     /// [`Communicator::reduce_scatter_in_place`] on this scope, queued when the group's
@@ -191,13 +131,7 @@ where
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::ReduceScatterInPlace {
-                buf: buf.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.defer(comm, Operation::reduce_scatter_in_place(buf, op))
     }
 
     /// [`Communicator::send`] on this scope, queued when the group's
@@ -208,13 +142,7 @@ where
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::Send {
-                src: src.into_ref(Crate(())),
-                peer,
-            },
-        )
+        self.defer(comm, Operation::send(src, peer))
     }
 
     /// [`Communicator::recv`] on this scope, queued when the group's
@@ -225,13 +153,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        self.defer(
-            comm,
-            Operation::Recv {
-                dst: dst.into_mut(Crate(())),
-                peer,
-            },
-        )
+        self.defer(comm, Operation::recv(dst, peer))
     }
 }
 

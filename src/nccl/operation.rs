@@ -11,8 +11,9 @@ use super::sys::{Call, Kind};
 use super::{NcclType, ReduceOp};
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, ErrorCode, Result};
+use crate::launch::sealed::Crate;
 use crate::memory::{Span, overlap_error};
-use crate::scope::{DeviceMut, DeviceRef};
+use crate::scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 
 /// One NCCL operation as its caller gave it: the memory it reads (`src`), writes (`dst`),
 /// or reads and writes (`buf`, the `_in_place` forms), bound to a scope `'s` of context
@@ -72,6 +73,97 @@ pub(super) enum Operation<'s, 'ctx, T> {
         dst: DeviceMut<'s, 'ctx, T>,
         peer: usize,
     },
+}
+
+/// The operations as the fronts' methods take their arguments: the memory as anything a
+/// scope binds (`&buffer`, `&mut buffer`, a bound view), bound here, once for both fronts.
+impl<'s, 'ctx, T> Operation<'s, 'ctx, T> {
+    pub(super) fn all_reduce(
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
+        dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        op: ReduceOp,
+    ) -> Self {
+        let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
+        Operation::AllReduce { src, dst, op }
+    }
+
+    pub(super) fn all_reduce_in_place(buf: impl IntoDeviceMut<'s, 'ctx, T>, op: ReduceOp) -> Self {
+        let buf = buf.into_mut(Crate(()));
+        Operation::AllReduceInPlace { buf, op }
+    }
+
+    pub(super) fn broadcast(
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
+        dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        root: usize,
+    ) -> Self {
+        let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
+        Operation::Broadcast { src, dst, root }
+    }
+
+    pub(super) fn broadcast_in_place(buf: impl IntoDeviceMut<'s, 'ctx, T>, root: usize) -> Self {
+        let buf = buf.into_mut(Crate(()));
+        Operation::BroadcastInPlace { buf, root }
+    }
+
+    pub(super) fn reduce(
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
+        dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        op: ReduceOp,
+        root: usize,
+    ) -> Self {
+        let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
+        Operation::Reduce { src, dst, op, root }
+    }
+
+    pub(super) fn reduce_in_place(
+        buf: impl IntoDeviceMut<'s, 'ctx, T>,
+        op: ReduceOp,
+        root: usize,
+    ) -> Self {
+        let buf = buf.into_mut(Crate(()));
+        Operation::ReduceInPlace { buf, op, root }
+    }
+
+    pub(super) fn all_gather(
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
+        dst: impl IntoDeviceMut<'s, 'ctx, T>,
+    ) -> Self {
+        let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
+        Operation::AllGather { src, dst }
+    }
+
+    pub(super) fn all_gather_in_place(buf: impl IntoDeviceMut<'s, 'ctx, T>) -> Self {
+        let buf = buf.into_mut(Crate(()));
+        Operation::AllGatherInPlace { buf }
+    }
+
+    pub(super) fn reduce_scatter(
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
+        dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        op: ReduceOp,
+    ) -> Self {
+        let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
+        Operation::ReduceScatter { src, dst, op }
+    }
+
+    pub(super) fn reduce_scatter_in_place(
+        buf: impl IntoDeviceMut<'s, 'ctx, T>,
+        op: ReduceOp,
+    ) -> Self {
+        let buf = buf.into_mut(Crate(()));
+        Operation::ReduceScatterInPlace { buf, op }
+    }
+
+    pub(super) fn send(src: impl IntoDeviceRef<'s, 'ctx, T>, peer: usize) -> Self {
+        let src = src.into_ref(Crate(()));
+        Operation::Send { src, peer }
+    }
+
+    pub(super) fn recv(dst: impl IntoDeviceMut<'s, 'ctx, T>, peer: usize) -> Self {
+        let dst = dst.into_mut(Crate(()));
+        Operation::Recv { dst, peer }
+    }
 }
 
 /// Which front an operation came through, for the name its errors carry.
@@ -422,8 +514,12 @@ mod tests {
         op.check(AT, what)
     }
 
-    /// `(kind, send, recv, count, op, peer)` of a prepared call, and its spans.
-    fn laid_out(p: &Prepared) -> ((Kind, u64, u64, usize, c_int, c_int), Vec<(u64, u64, bool)>) {
+    /// `(kind, send, recv, count, op, peer)` of a prepared call.
+    type Args = (Kind, u64, u64, usize, c_int, c_int);
+    /// `(start, bytes, written)` of each span.
+    type Spans = Vec<(u64, u64, bool)>;
+
+    fn laid_out(p: &Prepared) -> (Args, Spans) {
         let c = p.call;
         assert_eq!(c.datatype, 7, "f32 is ncclFloat32");
         let spans = p
@@ -440,7 +536,7 @@ mod tests {
         let (sum, max, avg) = (ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg);
         let (src, dst, buf) = (0x1000, 0x9000, 0x20000);
         #[rustfmt::skip]
-        let cases: Vec<(Operation<'_, '_, f32>, _, Vec<(u64, u64, bool)>)> = vec![
+        let cases: Vec<(Operation<'_, '_, f32>, Args, Spans)> = vec![
             (O::AllReduce { src: r(src, 8), dst: w(dst, 8), op: max },
                 (Kind::AllReduce, src, dst, 8, 2, 0), vec![(src, 32, false), (dst, 32, true)]),
             (O::AllReduceInPlace { buf: w(buf, 8), op: sum },

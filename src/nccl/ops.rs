@@ -9,7 +9,6 @@ use super::operation::{Front, Operation};
 use super::{NcclType, ReduceOp};
 use crate::context::StreamKind;
 use crate::error::Result;
-use crate::launch::sealed::Crate;
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 
 /// The NCCL operations (feature `nccl`): each is queued at once on the stream of `scope`, a
@@ -53,14 +52,7 @@ impl<'ctx> Communicator<'ctx> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::AllReduce {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.now(scope, Operation::all_reduce(src, dst, op))
     }
 
     /// Queues an in-place all-reduce (`ncclAllReduce` with one buffer): every rank's `buf`
@@ -71,13 +63,7 @@ impl<'ctx> Communicator<'ctx> {
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::AllReduceInPlace {
-                buf: buf.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.now(scope, Operation::all_reduce_in_place(buf, op))
     }
 
     /// Queues a broadcast (`ncclBroadcast`): every rank's `dst` becomes rank `root`'s
@@ -89,14 +75,7 @@ impl<'ctx> Communicator<'ctx> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::Broadcast {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                root,
-            },
-        )
+        self.now(scope, Operation::broadcast(src, dst, root))
     }
 
     /// Queues an in-place broadcast: rank `root` sends `buf`, every other rank receives
@@ -107,13 +86,7 @@ impl<'ctx> Communicator<'ctx> {
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::BroadcastInPlace {
-                buf: buf.into_mut(Crate(())),
-                root,
-            },
-        )
+        self.now(scope, Operation::broadcast_in_place(buf, root))
     }
 
     /// Queues a reduce (`ncclReduce`): rank `root`'s `dst` becomes the reduction of all
@@ -126,15 +99,7 @@ impl<'ctx> Communicator<'ctx> {
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::Reduce {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                op,
-                root,
-            },
-        )
+        self.now(scope, Operation::reduce(src, dst, op, root))
     }
 
     /// Queues an in-place reduce: rank `root`'s `buf` becomes the reduction of all ranks'
@@ -146,14 +111,7 @@ impl<'ctx> Communicator<'ctx> {
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::ReduceInPlace {
-                buf: buf.into_mut(Crate(())),
-                op,
-                root,
-            },
-        )
+        self.now(scope, Operation::reduce_in_place(buf, op, root))
     }
 
     /// Queues an all-gather (`ncclAllGather`): every rank's `dst`, `ranks × n` elements,
@@ -184,13 +142,7 @@ impl<'ctx> Communicator<'ctx> {
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::AllGather {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-            },
-        )
+        self.now(scope, Operation::all_gather(src, dst))
     }
 
     /// Queues an in-place all-gather: `buf` holds one block per rank (its length a
@@ -201,12 +153,7 @@ impl<'ctx> Communicator<'ctx> {
         scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::AllGatherInPlace {
-                buf: buf.into_mut(Crate(())),
-            },
-        )
+        self.now(scope, Operation::all_gather_in_place(buf))
     }
 
     /// Queues a reduce-scatter (`ncclReduceScatter`): `src` holds `ranks × n` elements,
@@ -219,14 +166,7 @@ impl<'ctx> Communicator<'ctx> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::ReduceScatter {
-                src: src.into_ref(Crate(())),
-                dst: dst.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.now(scope, Operation::reduce_scatter(src, dst, op))
     }
 
     /// Queues an in-place reduce-scatter: `buf` holds one block per rank, and block `rank`
@@ -256,13 +196,7 @@ impl<'ctx> Communicator<'ctx> {
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::ReduceScatterInPlace {
-                buf: buf.into_mut(Crate(())),
-                op,
-            },
-        )
+        self.now(scope, Operation::reduce_scatter_in_place(buf, op))
     }
 
     /// Queues sending `src` to rank `peer` (`ncclSend`), which receives it with a
@@ -275,13 +209,7 @@ impl<'ctx> Communicator<'ctx> {
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::Send {
-                src: src.into_ref(Crate(())),
-                peer,
-            },
-        )
+        self.now(scope, Operation::send(src, peer))
     }
 
     /// Queues receiving into `dst` what rank `peer` sends (`ncclRecv`). See
@@ -292,13 +220,7 @@ impl<'ctx> Communicator<'ctx> {
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        self.now(
-            scope,
-            Operation::Recv {
-                dst: dst.into_mut(Crate(())),
-                peer,
-            },
-        )
+        self.now(scope, Operation::recv(dst, peer))
     }
 }
 
