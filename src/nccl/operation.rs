@@ -306,7 +306,7 @@ impl<T: NcclType> Operation<'_, '_, T> {
                 one_way::<T>(Kind::Recv, (0, ptr), len, peer, "the destination", true)
             }
         };
-        Ok(Prepared { what, ..p })
+        Ok(Prepared { what, ..p }) // each layout named once, here
     }
 }
 
@@ -470,7 +470,7 @@ fn in_place<T: NcclType>(
         spans: [span::<T>(buf.device_ptr(), buf.len(), true), Span::NONE],
         n: 1,
         names: ["the buffer", ""],
-        what: "",
+        what: "", // named by `Operation::check`
     }
 }
 
@@ -490,7 +490,7 @@ fn one_way<T: NcclType>(
         spans: [span::<T>(start, len, write), Span::NONE],
         n: 1,
         names: [name, ""],
-        what: "",
+        what: "", // named by `Operation::check`
     }
 }
 
