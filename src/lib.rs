@@ -461,17 +461,18 @@ pub mod sys {
 }
 
 /// The thresholds and counters of the bulk-copy staging (`src/memory/staging/`), for the
-/// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not part of the API: it may
-/// change in any release.
-#[cfg(feature = "staging")]
+/// crate's GPU tests and `bench/benches/bulk_copies.rs`, with the unstable `test-hooks`
+/// feature. Not part of the API: it may change in any release.
+#[cfg(all(feature = "test-hooks", feature = "staging"))]
 #[doc(hidden)]
 pub mod __staging {
     pub use crate::memory::staging::hidden::*;
 }
 
 /// The bounce rings and pending writes of the order of synchronous operations
-/// (`src/context/order/`), for the crate's GPU tests. Not part of the API: it may change in
-/// any release.
+/// (`src/context/order/`), for the crate's GPU tests, with the unstable `test-hooks`
+/// feature. Not part of the API: it may change in any release.
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod __order {
     pub use crate::context::order::hidden::*;

@@ -734,7 +734,8 @@ unsafe fn end_sync_streams_since(raw: CUcontext, mark: u64) {
 // ---- for the crate's tests ----------------------------------------------------------------
 
 /// What `cuda_brand::__order` exports (hidden): the bounce rings and the pending writes,
-/// for the crate's GPU tests. Not an API: it may change at any time.
+/// for the crate's GPU tests (the `test-hooks` feature). Not an API: it may change at any time.
+#[cfg(feature = "test-hooks")]
 pub mod hidden {
     use super::access::conflicts;
     use super::book::Entry;

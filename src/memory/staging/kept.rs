@@ -1,12 +1,12 @@
 //! What the staging keeps (the `staging` feature): its sizes, the counters of staging
 //! memory, the staging memory itself (allocated by the crate, page-locked for a context),
-//! the huge-page advice, and the test hooks (`cuda_brand::__staging`).
+//! and the huge-page advice.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::{Kind, THRESHOLDS, workers};
+use super::workers;
 use crate::driver;
 use crate::error::{Error, ErrorCode, Result};
 
@@ -33,33 +33,10 @@ pub(super) const MIN_CHUNK: usize = 256 << 10;
 /// A new `Vec` of at least this size is advised as huge-page memory.
 pub(super) const HUGE_PAGE_MIN: usize = 4 << 20;
 
-/// The threshold of `kind` now: its [default](Kind::default_threshold) unless
-/// [`set_threshold`] changed it.
-pub fn threshold(kind: Kind) -> usize {
-    THRESHOLDS[kind as usize].load(Ordering::Relaxed)
-}
-
-/// Sets the threshold of `kind` for the whole process (the benchmark's sweep: 0 stages
-/// every copy, `usize::MAX` none).
-pub fn set_threshold(kind: Kind, bytes: usize) {
-    THRESHOLDS[kind as usize].store(bytes, Ordering::Relaxed);
-}
-
 /// Bytes of staging memory that exist in the process (all contexts).
 pub(super) static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Makes every staging allocation fail (tests of the fallback).
 pub(super) static FAIL_ALLOCATIONS: AtomicBool = AtomicBool::new(false);
-
-/// Bytes of staging memory that exist now, in all contexts of the process.
-pub fn live_bytes() -> usize {
-    LIVE_BYTES.load(Ordering::SeqCst)
-}
-
-/// Makes every later staging allocation fail (`true`) or work again (`false`), to test
-/// the fallback to the driver's path.
-pub fn simulate_allocation_failure(on: bool) {
-    FAIL_ALLOCATIONS.store(on, Ordering::SeqCst);
-}
 
 // ---- stagings ----------------------------------------------------------------------------
 

@@ -149,7 +149,7 @@ mod workers;
 
 #[cfg(feature = "staging")]
 use kept::*;
-#[cfg(feature = "staging")]
+#[cfg(all(feature = "staging", feature = "test-hooks"))]
 pub(crate) use registry::release;
 
 // The front the rest of the crate calls, in every build. Without the `staging` feature no
@@ -241,7 +241,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in order.
-    #[cfg(feature = "staging")]
+    #[cfg(all(feature = "staging", feature = "test-hooks"))]
     pub const ALL: [Kind; 3] = [Kind::ToNewHost, Kind::ToHost, Kind::FromHost];
 
     /// The built-in threshold in bytes: copies of at least this size are staged. Picked
@@ -278,16 +278,43 @@ pub(crate) fn wanted(kind: Kind, bytes: usize) -> bool {
 
 /// What `cuda_brand::__staging` exports (hidden): the thresholds and counters, for the
 /// crate's GPU tests and `bench/benches/bulk_copies.rs`. Not an API: it may change at
-/// any time.
-#[cfg(feature = "staging")]
+/// any time. Built with the `test-hooks` feature.
+#[cfg(all(feature = "test-hooks", feature = "staging"))]
 pub mod hidden {
+    use std::sync::atomic::Ordering;
+
     pub use super::Kind;
+    use super::THRESHOLDS;
+    use super::kept::{FAIL_ALLOCATIONS, LIVE_BYTES};
     pub use super::kept::{
         MAX_STAGINGS_PER_CONTEXT, MAX_WORKERS, MIN_BYTES_PER_WORKER, SLOT_BYTES, SLOTS,
-        STAGING_BYTES, live_bytes, set_threshold, simulate_allocation_failure, threshold,
+        STAGING_BYTES,
     };
     use crate::context::ContextGuard;
     use crate::error::Result;
+
+    /// The threshold of `kind` now: its [default](Kind::default_threshold) unless
+    /// [`set_threshold`] changed it.
+    pub fn threshold(kind: Kind) -> usize {
+        THRESHOLDS[kind as usize].load(Ordering::Relaxed)
+    }
+
+    /// Sets the threshold of `kind` for the whole process (the benchmark's sweep: 0 stages
+    /// every copy, `usize::MAX` none).
+    pub fn set_threshold(kind: Kind, bytes: usize) {
+        THRESHOLDS[kind as usize].store(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes of staging memory that exist now, in all contexts of the process.
+    pub fn live_bytes() -> usize {
+        LIVE_BYTES.load(Ordering::SeqCst)
+    }
+
+    /// Makes every later staging allocation fail (`true`) or work again (`false`), to test
+    /// the fallback to the driver's path.
+    pub fn simulate_allocation_failure(on: bool) {
+        FAIL_ALLOCATIONS.store(on, Ordering::SeqCst);
+    }
 
     /// Bytes of staging that context `ctx` has (idle, in use, or being created).
     pub fn bytes_of(ctx: ContextGuard<'_>) -> usize {

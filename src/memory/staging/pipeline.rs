@@ -544,6 +544,7 @@ unsafe fn pipeline_from_host(
     })
 }
 
+#[cfg(feature = "test-hooks")]
 /// The number of kept threads a staged copy of `bytes` uses on this machine.
 pub(super) fn workers_for(bytes: usize) -> usize {
     workers_for_copy(bytes, threads_to_keep())

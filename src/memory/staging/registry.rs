@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-use super::{MAX_STAGINGS_PER_CONTEXT, STAGING_BYTES, Staging};
+use super::{MAX_STAGINGS_PER_CONTEXT, Staging};
 use crate::context::{self, ContextGuard};
 use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::Result;
@@ -232,6 +232,7 @@ fn freeze_key(key: usize, frozen: bool) {
     RETURNED.notify_all();
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 fn live_of(key: usize) -> usize {
     let reg = registry();
     reg.position(key).map_or(0, |i| reg.entries[i].live)
@@ -254,6 +255,7 @@ pub(crate) fn freeze(ctx: ContextGuard<'_>, frozen: bool) {
     freeze_key(key(ctx), frozen);
 }
 
+#[cfg(feature = "test-hooks")]
 /// Frees the idle stagings of `ctx` now and forgets its reservation and freeze; a later
 /// bulk copy allocates again.
 pub(crate) fn release(ctx: ContextGuard<'_>) -> Result<()> {
@@ -263,9 +265,10 @@ pub(crate) fn release(ctx: ContextGuard<'_>) -> Result<()> {
     })
 }
 
+#[cfg(feature = "test-hooks")]
 /// The bytes of staging `ctx` has (idle, in use, or being created).
 pub(crate) fn bytes_of(ctx: ContextGuard<'_>) -> usize {
-    live_of(key(ctx)) * STAGING_BYTES
+    live_of(key(ctx)) * super::STAGING_BYTES
 }
 
 /// Has every context teardown run [`on_context_end`] and [`after_primary_release`] (the
@@ -318,6 +321,7 @@ fn after_primary_release_slow(key: usize, device: CUdevice) {
     }
 }
 
+#[cfg(feature = "test-hooks")]
 /// The host addresses of the idle stagings of `ctx` (for `__staging`).
 pub(super) fn addresses_of(ctx: ContextGuard<'_>) -> Vec<usize> {
     let key = key(ctx);
