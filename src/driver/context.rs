@@ -205,7 +205,7 @@ pub(crate) fn ctx_pop() -> Result<CUcontext> {
 /// # Safety
 /// `ctx` is null or a live context, and whoever owns the entry it replaces accepts that.
 #[inline]
-#[cfg_attr(not(feature = "nccl"), allow(dead_code))] // used by the `nccl` feature
+#[cfg(feature = "nccl")]
 pub(crate) unsafe fn ctx_set_current(ctx: CUcontext) -> Result<()> {
     cu!(cuCtxSetCurrent(ctx))
 }

@@ -9,6 +9,11 @@ use std::ffi::{c_int, c_uint, c_void};
 pub(crate) use cuda_driver_sys::{CUarray, CUgraph, CUgraphExec, CUgraphNode, CUhostFn};
 use cuda_driver_sys::{CUdeviceptr, CUstream};
 
+/// `CUstreamCallback`: the bindings declare its status as their `CUresult` enum, which a
+/// code newer than CUDA 10 would make undefined behaviour; here it is the raw `u32`.
+pub(crate) type CUstreamCallback =
+    Option<unsafe extern "C" fn(stream: CUstream, status: u32, data: *mut c_void)>;
+
 /// `struct CUmemPoolHandle_st` (CUDA 11.2).
 #[repr(C)]
 pub struct CUmemPoolHandle_st {

@@ -46,7 +46,11 @@
 //! Entry points newer than 11.4 are *optional*: the table holds `None` where the driver
 //! lacks them, and calling one is an error with [`ErrorCode::DriverTooOld`] that names the
 //! call, the CUDA version it needs and the installed driver's version, e.g.
-//! `cuCtxGetId needs a CUDA 12.0 driver (R525 or newer); this driver is CUDA 11.4`.
+//! `cuLibraryLoadData needs a CUDA 12.0 driver (R525 or newer); this driver is CUDA 11.4`.
+//!
+//! Entry points that only a feature calls are declared only with that feature, and are
+//! optional whatever their age (`cuCtxSetCurrent`, NCCL's interop): a driver without one
+//! fails no load, only that feature's first call, with the same error naming it.
 //!
 //! # Why not call `cuda_driver_sys`
 //!

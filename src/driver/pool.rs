@@ -70,7 +70,6 @@ pub(crate) unsafe fn mem_pool_get(pool: CUmemoryPool, attribute: c_int) -> Resul
 /// # Safety
 /// `pool` is live.
 #[inline]
-#[cfg_attr(not(feature = "nccl"), allow(dead_code))] // used by the `nccl` feature
 pub(crate) unsafe fn mem_pool_allow_device(pool: CUmemoryPool, device: CUdevice) -> Result<()> {
     let desc = CUmemAccessDesc {
         location: CUmemLocation {

@@ -1,5 +1,5 @@
-//! Wrappers: streams, events and host functions queued on a stream. Handles passed in are
-//! live: the callers hold their brand.
+//! Wrappers: streams, events, and the host functions and callbacks queued on a stream.
+//! Handles passed in are live: the callers hold their brand.
 
 use std::ffi::c_void;
 
@@ -159,4 +159,26 @@ pub(crate) unsafe fn launch_host_func(
     data: *mut c_void,
 ) -> Result<()> {
     cu!(cuLaunchHostFunc(s, Some(f), data))
+}
+
+/// Queues a call of `f(s, status, data)` on `s`, after the work queued before it
+/// (`cuStreamAddCallback(s, f, data, 0)`). Unlike a host function, which the driver never
+/// runs after an error of the context, a callback queued before the error is called with
+/// that error as `status`; queueing one after the error is known returns the error.
+/// Refused in a stream capture.
+///
+/// # Safety
+/// `s` is live; `f` may be called with `data` on a driver thread once the stream has passed
+/// it (or never, if this returns an error), and `data` stays valid for it; `f` makes no
+/// driver call.
+///
+/// # References
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+#[inline]
+pub(crate) unsafe fn stream_add_callback(
+    s: CUstream,
+    f: unsafe extern "C" fn(CUstream, u32, *mut c_void),
+    data: *mut c_void,
+) -> Result<()> {
+    cu!(cuStreamAddCallback(s, Some(f), data, 0))
 }

@@ -1,6 +1,11 @@
 //! The driver's entry points: declared once (the list below), loaded once per process from
 //! the driver library, each called through a method of [`Api`] that returns the raw
 //! `CUresult`. Also the minimum driver and what a missing entry point says.
+//!
+//! Only entry points the crate calls are declared, each where a build calls it: the impl
+//! allows no dead code, so an entry point that no code of a build calls is a warning (an
+//! error under CI's `-D warnings`), and one that only a feature calls is declared under
+//! that feature's `cfg`.
 
 use std::ffi::{OsStr, c_char, c_int, c_uint, c_ulonglong, c_void};
 use std::sync::OnceLock;
@@ -62,7 +67,12 @@ fn driver_not_found(not_found: &NotFound<'_>) -> String {
 /// `name` is the exported symbol, the arguments are those of `cuda.h` (enums as `c_int`,
 /// enum out-parameters as integer pointers), every entry point returns the raw `CUresult`
 /// as `u32`, and `VERSION` is the first CUDA version that has it (`cuDriverGetVersion`
-/// style, 12040 for 12.4). It generates:
+/// style, 12040 for 12.4). An entry may carry `#[cfg(...)]` attributes, applied wherever
+/// the entry appears: an entry point that only a feature calls is declared
+/// `#[cfg(feature = "...")] optional(VERSION)`, so that the minimal build neither declares
+/// nor loads it, and a driver without it fails no load, only that feature's first call.
+/// Required entry points are those of [`MINIMUM_DRIVER`] that the minimal build calls. It
+/// generates:
 ///
 /// - [`Api`], one function pointer per entry (an `Option` for optional ones), filled by
 ///   `Api::load_from` from the opened [`Library`]; a missing required symbol fails the load
@@ -110,7 +120,6 @@ macro_rules! driver_table {
             )*
         }
 
-        #[allow(dead_code)] // declared for work that has no wrapper yet
         impl Api {
             $(
                 $(#[$meta])*
@@ -128,6 +137,7 @@ macro_rules! driver_table {
                 Ok(Api {
                     version,
                     $(
+                        $(#[$meta])*
                         $name: driver_table!(
                             @load library version $name $kind $(($since))?
                             unsafe extern "C" fn($($ty),*) -> u32
@@ -142,7 +152,7 @@ macro_rules! driver_table {
             fn fake(version: i32) -> Api {
                 Api {
                     version,
-                    $($name: driver_table!(@fake $kind $(($since))? ($($ty),*)),)*
+                    $($(#[$meta])* $name: driver_table!(@fake $kind $(($since))? ($($ty),*)),)*
                 }
             }
 
@@ -152,7 +162,7 @@ macro_rules! driver_table {
             #[allow(clippy::vec_init_then_push)]
             fn optional_entries(&self) -> Vec<(&'static str, i32, bool)> {
                 let mut all = Vec::new();
-                $(driver_table!(@optional all self $name $kind $(($since))?);)*
+                $($(#[$meta])* driver_table!(@optional all self $name $kind $(($since))?);)*
                 all
             }
         }
@@ -241,7 +251,9 @@ driver_table! {
     required fn cuCtxPushCurrent_v2(ctx: CUcontext);
     required fn cuCtxPopCurrent_v2(ctx: *mut CUcontext);
     required fn cuCtxGetCurrent(ctx: *mut CUcontext);
-    required fn cuCtxSetCurrent(ctx: CUcontext);
+    // Only NCCL's interop replaces the top of the context stack (CUDA 4.0).
+    #[cfg(feature = "nccl")]
+    optional(4000) fn cuCtxSetCurrent(ctx: CUcontext);
     required fn cuCtxGetDevice(dev: *mut CUdevice);
     required fn cuCtxGetFlags(flags: *mut c_uint);
     required fn cuCtxSynchronize();
@@ -253,7 +265,6 @@ driver_table! {
     required fn cuCtxGetLimit(value: *mut usize, limit: c_int);
     required fn cuCtxSetLimit(limit: c_int, value: usize);
     required fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int);
-    optional(12000) fn cuCtxGetId(ctx: CUcontext, id: *mut c_ulonglong);
 
     // Green contexts (SM partitions): CUDA 12.4, but streams of a green context 12.5.
     // Signatures as in cuda.h 12.4 to 13.x (unchanged; the resource struct is `ffi`'s).
@@ -377,6 +388,12 @@ driver_table! {
     required fn cuStreamGetFlags(stream: CUstream, flags: *mut c_uint);
     required fn cuStreamGetCtx(stream: CUstream, ctx: *mut CUcontext);
     required fn cuLaunchHostFunc(stream: CUstream, f: CUhostFn, user_data: *mut c_void);
+    required fn cuStreamAddCallback(
+        stream: CUstream,
+        callback: CUstreamCallback,
+        user_data: *mut c_void,
+        flags: c_uint,
+    );
     required fn cuEventCreate(event: *mut CUevent, flags: c_uint);
     required fn cuEventDestroy_v2(event: CUevent);
     required fn cuEventRecord(event: CUevent, stream: CUstream);
@@ -458,11 +475,6 @@ driver_table! {
         f: CUfunction,
         block_size: c_int,
         dynamic_smem: usize,
-    );
-    optional(11080) fn cuOccupancyMaxActiveClusters(
-        clusters: *mut c_int,
-        f: CUfunction,
-        config: *const CUlaunchConfig,
     );
     optional(11080) fn cuOccupancyMaxPotentialClusterSize(
         cluster_size: *mut c_int,
@@ -565,15 +577,21 @@ impl Api {
     #[cold]
     #[inline(never)]
     fn lacks(&self, call: &'static str, since: i32) -> Error {
-        Error::with_detail(
-            call,
-            ErrorCode::DriverTooOld,
+        let detail = if self.version >= since {
+            // new enough, and still without it (a stub or a stripped library)
+            format!(
+                "this driver ({}) has no {call}, which every driver of {} or newer has",
+                cuda_version(self.version),
+                cuda_version(since),
+            )
+        } else {
             format!(
                 "{call} needs {}; this driver is {}",
                 driver_for(since),
                 cuda_version(self.version)
-            ),
-        )
+            )
+        };
+        Error::with_detail(call, ErrorCode::DriverTooOld, detail)
     }
 }
 
@@ -703,15 +721,22 @@ mod tests {
     #[test]
     fn an_optional_entry_point_the_driver_lacks_is_an_error_naming_both_versions() {
         let api = Api::fake(11040);
-        let mut id = 0;
         // SAFETY: the fake table reaches no driver.
-        let e = unsafe { api.cuCtxGetId(std::ptr::null_mut(), &mut id) }.unwrap_err();
+        let e = unsafe {
+            api.cuGraphExecUpdate_v2(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        }
+        .unwrap_err();
         assert_eq!(e.code(), ErrorCode::DriverTooOld);
-        assert_eq!(e.call(), "cuCtxGetId");
+        assert_eq!(e.call(), "cuGraphExecUpdate_v2");
         assert_eq!(
             e.to_string(),
-            "cuCtxGetId failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is too old): \
-             cuCtxGetId needs a CUDA 12.0 driver (R525 or newer); this driver is CUDA 11.4"
+            "cuGraphExecUpdate_v2 failed: CUDA_BRAND_DRIVER_TOO_OLD (CUDA driver is too old): \
+             cuGraphExecUpdate_v2 needs a CUDA 12.0 driver (R525 or newer); this driver is \
+             CUDA 11.4"
         );
         // libraries (CUDA 12.0): the same error, naming the entry point
         // SAFETY: the fake table reaches no driver.
@@ -741,13 +766,17 @@ mod tests {
         let result = unsafe { api.cuCtxGetCurrent(&mut current) };
         assert_eq!(result, Ok(FAKE_RESULT));
         // every optional entry point of the fake is absent, and each says why
+        // (newer than the minimum, or, for one feature alone, older: `cuCtxSetCurrent`)
         let optional = api.optional_entries();
-        assert_eq!(optional.len(), 19, "{optional:?}");
-        assert!(
-            optional
-                .iter()
-                .all(|&(_, since, present)| !present && since > MINIMUM_DRIVER)
-        );
+        let of_features = usize::from(cfg!(feature = "nccl"));
+        assert_eq!(optional.len(), 17 + of_features, "{optional:?}");
+        assert!(optional.iter().all(|&(_, _, present)| !present));
+        let older: Vec<_> = optional
+            .iter()
+            .filter(|&&(_, since, _)| since <= MINIMUM_DRIVER)
+            .map(|&(name, _, _)| name)
+            .collect();
+        assert_eq!(older.len(), of_features, "{older:?}");
         let e = Api::fake(11000).lacks("cuMemAllocAsync", 11020);
         assert_eq!(
             e.detail(),
@@ -755,6 +784,34 @@ mod tests {
                 "cuMemAllocAsync needs a CUDA 11.2 driver (R460 or newer); this driver is CUDA 11.0"
             )
         );
+    }
+
+    /// An entry point that only a feature calls is optional even where every driver of the
+    /// minimum has it: a library without it loads, and the feature's first call is the
+    /// error naming it.
+    #[test]
+    fn an_entry_point_a_new_enough_driver_lacks_is_an_error_naming_it_at_first_use() {
+        let e = Api::fake(13000).lacks("cuCtxSetCurrent", 4000);
+        assert_eq!(e.code(), ErrorCode::DriverTooOld);
+        assert_eq!(e.call(), "cuCtxSetCurrent");
+        assert_eq!(
+            e.detail(),
+            Some(
+                "this driver (CUDA 13.0) has no cuCtxSetCurrent, which every driver of CUDA 4.0 or newer has"
+            )
+        );
+        #[cfg(feature = "nccl")]
+        {
+            // SAFETY: the fake table reaches no driver.
+            let e = unsafe { Api::fake(13000).cuCtxSetCurrent(std::ptr::null_mut()) }.unwrap_err();
+            assert_eq!(e.call(), "cuCtxSetCurrent");
+            assert_eq!(
+                e.detail(),
+                Some(
+                    "this driver (CUDA 13.0) has no cuCtxSetCurrent, which every driver of CUDA 4.0 or newer has"
+                )
+            );
+        }
     }
 
     #[test]
