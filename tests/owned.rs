@@ -529,12 +529,33 @@ fn a_failed_context_wakes_every_pending_batch_with_its_error() {
         let wild =
             Arc::new(unsafe { OwnedKernel::<(Out<f32>,)>::new(&module, "write_wild") }.unwrap());
         let buf = owned_buffer(&home, &[0.0; 4]);
-        let faulting = stream.submit((wild, buf), |s, (k, d)| {
+        let spin = spin_kernel(&module);
+        // the fault comes after a spin of 200 ms, so both batches are armed before it: their
+        // stream callbacks, queued then, are what the driver calls with the error
+        let faulting = stream.submit((spin, wild, buf), |s, (spin, k, d)| {
+            s.launch(spin, LaunchConfig::linear(1, 1), (cycles(200),))?;
             s.launch(k, LaunchConfig::linear(1, 1), (d,))
         });
         let behind = stream.submit(vec![0.0f32; 4], |_, _| Ok(()));
+        let (mut faulting, mut behind) = (faulting, behind);
+        let idle = Waker::from(Arc::new(Unpark {
+            thread: std::thread::current(),
+            wakes: AtomicUsize::new(0),
+        }));
+        let mut cx = Context::from_waker(&idle);
+        assert!(std::pin::Pin::new(&mut faulting).poll(&mut cx).is_pending());
+        assert!(std::pin::Pin::new(&mut behind).poll(&mut cx).is_pending());
         let started = Instant::now();
-        let ((first, _), _) = block_on(faulting);
+        let ((first, _), wakes) = block_on(&mut faulting);
+        assert!(
+            wakes >= 1,
+            "woken by the callback, not by block_on's timeout"
+        );
+        // the batch behind is marked done by its own callback, without a poll
+        while !behind.is_done() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(behind.is_done(), "the callback of the batch behind ran too");
         let ((second, _), _) = block_on(behind);
         eprintln!(
             "first: {:?}; second: {:?}; after {:?}",

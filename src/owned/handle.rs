@@ -446,7 +446,7 @@ struct Record {
 struct Kept {
     /// Completion events, kept for the next batch (`take_event`).
     spare_events: Vec<usize>,
-    /// The streams that run the host functions waking awaited batches (`notifier`), made
+    /// The streams that run the stream callbacks waking awaited batches (`notifier`), made
     /// at the first armed batch.
     notifiers: Vec<usize>,
 }
@@ -475,8 +475,8 @@ impl Record {
             let mut first = Ok(());
             for s in kept.notifiers {
                 // SAFETY: streams of this context that only the crate uses; what is still
-                // queued on them (the host functions of forgotten batches) completes before
-                // the driver releases them.
+                // queued on them (the callbacks of forgotten batches) completes before the
+                // driver releases them.
                 let d = unsafe { driver::stream_destroy(s as driver::CUstream) };
                 first = first.and(d);
             }

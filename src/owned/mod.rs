@@ -64,7 +64,8 @@
 
 // The rooms: `handle.rs` (`OwnedContext`, and `Owned<B>` and its aliases),
 // `kernel.rs` (`OwnedKernel`), `release.rs` (releases parked by host functions),
-// `pending/` (awaited batches: `batch.rs` what they own, `wake.rs` how they are woken).
+// `pending/` (awaited batches: `batch.rs` what they own, `wake.rs` how they are woken,
+// `repoll.rs` the `repoll-thread` feature's thread).
 mod handle;
 mod kernel;
 pub mod pending;

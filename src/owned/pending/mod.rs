@@ -19,11 +19,13 @@
 //! The future is ready when an event recorded after the batch's work is complete. Nothing
 //! else is queued on the batch's stream. A poll that finds the work still running arms the
 //! wake-up: one of the context's notifier streams (four, made at the first armed batch)
-//! waits for the event, then runs a host function that wakes the future, so the batch's
-//! stream never waits for a host function, and no thread of the crate is on this path. A
-//! watchdog thread of the crate wakes the future when the context fails (the driver then
-//! runs no host function) or where it was polled inside a host function. [`Pending::wait`]
-//! and dropping a pending future wait for the event directly. Then, on the
+//! waits for the event, then runs a stream callback (`cuStreamAddCallback`) that wakes the
+//! future, so the batch's stream never waits for a callback, and no thread of the crate is
+//! on this path. The driver calls the callback also after an error of the context (with
+//! the error; it runs no host function then), so a failed batch's future is woken too.
+//! A future polled inside a host function, where it cannot finish, is woken again from
+//! outside (with the `repoll-thread` feature by a thread of the crate, else at once: see
+//! [`wake`]). [`Pending::wait`] and dropping a pending future wait for the event directly. Then, on the
 //! thread that polls, the batch's scope ends as every scope does (its host functions are
 //! finished, what it allocated is freed, after an error the stream is confirmed idle), and
 //! the future gives back `(result, batch)`.
@@ -43,13 +45,15 @@
 //! [`with_partitions`](crate::with_partitions) closure has the device, which refuses every
 //! entry into another context of it, a batch queued before is still awaited, waited for and
 //! handed back: none of those calls queues work that runs on the device's SMs (a notifier
-//! stream's wait for the event and its host function, and a free, occupy none). No refusal
+//! stream's wait for the event and its callback, and a free, occupy none). No refusal
 //! of the crate reaches those calls (`in_context` refuses only a partition's context off
 //! its thread, and an owned context is never a partition's). Where the driver fails to make
 //! the context current even so, nothing is waited for and the batch is leaked (never handed
 //! back or freed while its work may run), `wait` and `poll` then panicking.
 
 mod batch;
+#[cfg(feature = "repoll-thread")]
+mod repoll;
 pub(crate) mod wake;
 
 use std::fmt;
@@ -60,7 +64,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 pub use batch::Batch;
-use wake::{Signal, Watch};
+use wake::Signal;
 
 use super::handle::Owned;
 use super::handle::OwnedContext;
@@ -118,7 +122,6 @@ struct Op<B> {
     /// could be armed): later polls go straight to [`finish`](Op::finish), which one that
     /// could not make the context current tries again.
     finishing: bool,
-    watch: Option<Arc<Watch>>,
     signal: Arc<Signal>,
     stream: Arc<Owned<Stream<'static>>>,
     home: OwnedContext,
@@ -217,7 +220,6 @@ impl Owned<Stream<'static>> {
             unwaited: false,
             armed: false,
             finishing: false,
-            watch: None,
             signal: Arc::new(Signal::default()),
             stream: Arc::clone(self),
             home: home.clone(),
@@ -303,8 +305,8 @@ impl<B: Batch> Op<B> {
 
 impl<B> Op<B> {
     /// Records the completion event after the batch's work. Nothing else is queued on the
-    /// stream: a host function there would hold the stream's later work until the
-    /// driver's callback thread has run it (about 40 µs an idle callback thread takes on
+    /// stream: a host function or a stream callback there would hold the stream's later
+    /// work until the driver's callback thread has run it (about 40 µs an idle callback thread takes on
     /// an H100, measured by `bench/benches/owned.rs`). The future arms its wake-up only if
     /// it is polled before the work is done ([`arm`](Op::arm)).
     fn queue_completion(&mut self) -> Result<()> {
@@ -322,11 +324,11 @@ impl<B> Op<B> {
 
     /// Called by a poll that finds the work not yet seen to end: if the event is complete
     /// (or failed), gives `true`; otherwise makes one of the context's notifier streams
-    /// wait for the event and queues the host function that wakes the future there (so
-    /// that the batch's own stream never waits for a host function), and lists the batch
-    /// for the watchdog (which wakes it if the context fails: the driver then runs no host
-    /// function), giving `false`. An error of these calls is the batch's. The calls run with
-    /// the context made current for them alone ([`in_home`]), never entered.
+    /// wait for the event and queues the stream callback that wakes the future there (so
+    /// that the batch's own stream never waits for a callback), giving `false`. The driver
+    /// calls the callback also after an error of the context (`wake`). An error of these
+    /// calls is the batch's. The calls run with the context made current for them alone
+    /// ([`in_home`]), never entered.
     fn arm(&mut self) -> Current<bool> {
         let Some(event) = self.event else {
             return Current::Ran(Ok(true));
@@ -341,14 +343,12 @@ impl<B> Op<B> {
             let notifier = home.notifier(key)?;
             // SAFETY: the notifier stream and the event are alive and of this context.
             unsafe { driver::stream_wait_event(notifier, event) }?;
-            // SAFETY: the notifier stream is alive.
-            unsafe { wake::queue_host_fn(notifier, signal) }?;
+            // SAFETY: the notifier stream is alive, and a notifier is in no capture (only
+            // the crate queues on it: waits for batches' events, and these callbacks).
+            unsafe { wake::queue_callback(notifier, signal) }?;
             Ok(false)
         });
         if let Current::Ran(Ok(false)) = armed {
-            let watch = Watch::new(Arc::clone(&self.signal), event, &self.home);
-            self.watch = Some(Arc::clone(&watch));
-            wake::watch(watch);
             self.armed = true;
         }
         armed
@@ -415,12 +415,9 @@ impl<B> Op<B> {
             Current::Not(e) => return Finish::NotCurrent(e),
         };
         self.event = None;
-        if let Some(watch) = self.watch.take() {
-            // unlisted under the watchdog's lock: it no longer queries the event
-            wake::unwatch(&watch);
-        }
-        // SAFETY: the op's event, unlisted, its work done (or failed: the context then
-        // destroys it with the rest).
+        // SAFETY: the op's event, its work done (or failed: the context then destroys it
+        // with the rest); the notifier's wait for it was queued before, and a later record
+        // changes nothing it waits for.
         unsafe { self.home.put_event(event) };
         self.outcome = teardown::keep_both(std::mem::replace(&mut self.outcome, Ok(())), ended);
         Finish::Over
@@ -428,12 +425,9 @@ impl<B> Op<B> {
 
     /// Gives the event back unused (its record failed, or the work was waited for without it).
     fn destroy_event(&mut self) {
-        if let Some(watch) = self.watch.take() {
-            wake::unwatch(&watch);
-        }
         if let Some(event) = self.event.take() {
-            // SAFETY: the op's event, unlisted, and nothing queued waits on it any more (the
-            // stream was waited for).
+            // SAFETY: the op's event, and nothing queued waits on it any more (the stream
+            // was waited for).
             unsafe { self.home.put_event(event) };
         }
     }
@@ -542,8 +536,8 @@ impl<B> Future for Pending<B> {
         let mut unfinished = None;
         if let State::Queued(op) = &mut self.state {
             if driver::in_host_fn() {
-                // an executor polling inside a host function: no driver call here; poll
-                // again from another thread
+                // an executor polling inside a host function: no driver call here; woken
+                // again from outside (`wake_later`)
                 wake::wake_later(cx.waker());
                 return Poll::Pending;
             }

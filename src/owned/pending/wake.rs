@@ -1,41 +1,40 @@
-//! How an awaited batch learns that its work is done: a host function queued after the
-//! work (the fast path), and a watchdog thread for what a host function cannot report.
+//! How an awaited batch learns that its work is done: a stream callback queued after the
+//! work (`cuStreamAddCallback`) marks the batch's [`Signal`] and wakes its future.
 //!
-//! After an error of its context the driver runs no host function at all, so a future
-//! waiting only on one would never be woken. The watchdog, one thread of the crate started
-//! at the first armed batch, queries each pending batch's event every [`TICK`] (and looks
-//! for new ones every 50 ms while none is pending); an event that is complete or reports an error wakes its batch.
-//! It also wakes the batches polled where the crate can make no driver call (an executor
-//! that polls inside a host function), which must finish elsewhere.
+//! The driver calls a stream callback also after an error of its context, with the error
+//! as its status (it runs no host function then, `cuLaunchHostFunc`'s kind), so the future
+//! is woken whether the work ended or failed, and no thread of the crate watches for
+//! either. Any status wakes it: the future then reads the work's own status from its event
+//! ([`Op::finish`](super::Op)). Queueing the callback after the error is known fails with
+//! the error, and the poll that tried finishes the batch at once. Callbacks are refused in
+//! a stream capture; the crate queues them only on its notifier streams, which no capture
+//! contains (a capture runs on a private stream that nothing else can join).
+//!
+//! A future polled inside a host function (an executor that polls in its waker's `wake`,
+//! which the callback calls) cannot finish there: no driver call is allowed. Its waker is
+//! woken again from outside ([`wake_later`]): with the `repoll-thread` feature from one
+//! thread of the crate, started the first time this happens; without it at once, so that
+//! an executor that runs its tasks on threads of its own polls the future again there
+//! (one that polls inside `wake` itself would poll it again inside the host function,
+//! and find it pending each time).
 
 use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
-use std::time::Duration;
 
-use crate::context;
-use crate::driver::{self, CUevent, CUstream, HostFnFlag};
+use crate::driver::{self, CUstream, HostFnFlag};
 use crate::error::Result;
-use crate::owned::handle::OwnedContext;
 
-/// How often the watchdog looks at pending batches.
-pub(crate) const TICK: Duration = Duration::from_millis(5);
-
-/// How long the watchdog sleeps while no batch is listed. Listing a batch does not wake it
-/// (that would put a system call on every armed batch's path): a batch listed while it
-/// sleeps is looked at within `IDLE` + [`TICK`].
-const IDLE: Duration = Duration::from_millis(50);
-
-/// The completion of one batch, shared by its future, its host function and the watchdog.
+/// The completion of one batch, shared by its future and its stream callback.
 #[derive(Default)]
 pub(crate) struct Signal {
     done: AtomicBool,
     waker: Mutex<Option<Waker>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -55,8 +54,8 @@ impl Signal {
         }
     }
 
-    /// Marks the work ended and wakes the future. Makes no driver call (runs in host
-    /// functions), and no wake can unwind out of it.
+    /// Marks the work ended and wakes the future. Makes no driver call (runs in stream
+    /// callbacks), and no wake can unwind out of it.
     pub(crate) fn fire(&self) {
         self.done.store(true, Ordering::Release);
         let waker = lock(&self.waker).take();
@@ -72,27 +71,39 @@ impl Signal {
     }
 }
 
-/// The host function queued after a batch's work.
+/// The stream callback queued after a batch's work: marks its signal done and wakes its
+/// future, whatever the status (the future reads the work's status from its event). Makes
+/// no driver call, and nothing unwinds out of it into the driver's thread.
 ///
 /// # Safety
-/// `data` is an `Arc<Signal>` turned into a raw pointer by [`queue_host_fn`], passed once.
-unsafe extern "C" fn signal_done(data: *mut c_void) {
-    // SAFETY: the caller's promise: one count of the signal, given to this call.
-    let signal = unsafe { Arc::from_raw(data.cast::<Signal>().cast_const()) };
-    signal.fire();
+/// `data` is an `Arc<Signal>` turned into a raw pointer by [`queue_callback`], passed once.
+unsafe extern "C" fn signal_done(_stream: CUstream, _status: u32, data: *mut c_void) {
+    // driver calls refused for the whole call: the last count of the signal may drop a
+    // waker here, which runs an executor's code
+    let _flag = HostFnFlag::set();
+    let ended = panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the caller's promise: one count of the signal, given to this call.
+        let signal = unsafe { Arc::from_raw(data.cast::<Signal>().cast_const()) };
+        signal.fire();
+    }));
+    if let Err(payload) = ended {
+        // a panicking drop of the payload would unwind into the driver
+        std::mem::forget(payload);
+    }
 }
 
-/// Queues [`signal_done`] on `stream` after the work queued so far.
+/// Queues [`signal_done`] on `stream` after the work queued so far (`cuStreamAddCallback`).
 ///
 /// # Safety
-/// `stream` is alive.
-pub(crate) unsafe fn queue_host_fn(stream: CUstream, signal: &Arc<Signal>) -> Result<()> {
+/// `stream` is alive, and in no stream capture.
+pub(crate) unsafe fn queue_callback(stream: CUstream, signal: &Arc<Signal>) -> Result<()> {
     let data = Arc::into_raw(Arc::clone(signal))
         .cast_mut()
         .cast::<c_void>();
-    // SAFETY: the caller's promise; the count is `signal_done`'s (or leaked if the driver
-    // never calls it, after an error of the context: a few bytes).
-    let queued = unsafe { driver::launch_host_func(stream, signal_done, data) };
+    // SAFETY: the caller's promise; `signal_done` makes no driver call, and the count is
+    // its own (the driver calls a callback it queued also after an error of the context;
+    // one it never calls leaks the count: a few bytes).
+    let queued = unsafe { driver::stream_add_callback(stream, signal_done, data) };
     if queued.is_err() {
         // SAFETY: not queued, so the count is still ours.
         drop(unsafe { Arc::from_raw(data.cast::<Signal>().cast_const()) });
@@ -100,120 +111,20 @@ pub(crate) unsafe fn queue_host_fn(stream: CUstream, signal: &Arc<Signal>) -> Re
     queued
 }
 
-/// A batch the watchdog looks at.
-pub(crate) struct Watch {
-    pub(crate) signal: Arc<Signal>,
-    event: CUevent,
-    /// The event's context, kept alive while the watchdog may query the event.
-    home: OwnedContext,
-}
-
-// SAFETY: an event handle and a context handle, which any thread may use with the context
-// current; the watchdog makes it current for each query.
-unsafe impl Send for Watch {}
-// SAFETY: as above; `&Watch` only reads the handles.
-unsafe impl Sync for Watch {}
-
-impl Watch {
-    pub(crate) fn new(signal: Arc<Signal>, event: CUevent, home: &OwnedContext) -> Arc<Watch> {
-        Arc::new(Watch {
-            signal,
-            event,
-            home: home.clone(),
-        })
-    }
-
-    /// Whether the event is complete or failed (anything but `CUDA_ERROR_NOT_READY`).
-    fn ended(&self) -> bool {
-        let query = || {
-            // SAFETY: the event is alive while the watch is listed (its batch removes the
-            // watch before it destroys the event); its context is current.
-            unsafe { driver::event_query(self.event) }
-        };
-        // SAFETY: the context is alive (`home`).
-        let queried = unsafe { context::in_context(self.home.raw(), query) };
-        !matches!(queried, Ok(false))
-    }
-}
-
-struct Watched {
-    watches: Vec<Arc<Watch>>,
-    /// Wakers to call from the watchdog's thread (polled where no driver call is allowed).
-    later: Vec<Waker>,
-}
-
-static WATCHED: Mutex<Watched> = Mutex::new(Watched {
-    watches: Vec::new(),
-    later: Vec::new(),
-});
-static TICKS: Condvar = Condvar::new();
-static STARTED: Once = Once::new();
-
-/// Lists `watch` for the watchdog (starting it on first use).
-pub(crate) fn watch(watch: Arc<Watch>) {
-    start();
-    lock(&WATCHED).watches.push(watch);
-}
-
-/// Removes `watch` (its batch is finishing, and will destroy the event).
-pub(crate) fn unwatch(watch: &Arc<Watch>) {
-    lock(&WATCHED).watches.retain(|w| !Arc::ptr_eq(w, watch));
-}
-
-/// Wakes `waker` from the watchdog's thread at its next tick.
+/// Wakes `waker` again from outside a host function (a poll found itself inside one): from
+/// the `repoll-thread` feature's thread.
+#[cfg(feature = "repoll-thread")]
 pub(crate) fn wake_later(waker: &Waker) {
-    start();
-    lock(&WATCHED).later.push(waker.clone());
-    TICKS.notify_one();
+    super::repoll::wake_later(waker);
 }
 
-fn start() {
-    STARTED.call_once(|| {
-        let started = std::thread::Builder::new()
-            .name("cuda-brand-watchdog".into())
-            .spawn(watchdog);
-        // without the thread, host functions still wake every batch whose context stays
-        // healthy; a failed context's batches are then finished by `Pending::wait` or drop
-        drop(started);
-    });
-}
-
-fn watchdog() {
-    let mut watched = lock(&WATCHED);
-    loop {
-        if watched.watches.is_empty() && watched.later.is_empty() {
-            watched = TICKS
-                .wait_timeout(watched, IDLE)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-            continue;
-        }
-        let later = std::mem::take(&mut watched.later);
-        let mut ended = Vec::new();
-        watched.watches.retain(|w| {
-            let e = w.ended();
-            if e {
-                ended.push(Arc::clone(&w.signal));
-            }
-            !e
-        });
-        drop(watched);
-        for signal in ended {
-            signal.fire();
-        }
-        for waker in later {
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-                // a panicking drop of the payload would end the watchdog
-                std::mem::forget(payload);
-            }
-        }
-        watched = lock(&WATCHED);
-        if !watched.later.is_empty() {
-            continue;
-        }
-        watched = TICKS
-            .wait_timeout(watched, TICK)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
+/// Wakes `waker` again from outside a host function (a poll found itself inside one): at
+/// once, for the executor to poll again from where it runs its tasks (no thread of the
+/// crate without the `repoll-thread` feature).
+#[cfg(not(feature = "repoll-thread"))]
+pub(crate) fn wake_later(waker: &Waker) {
+    // inside a host function already: the flag is set, no unwind leaves the poll
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake_by_ref())) {
+        std::mem::forget(payload);
     }
 }
