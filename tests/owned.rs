@@ -374,7 +374,7 @@ fn a_forgotten_pending_future_leaks_its_batch_and_frees_nothing_early() {
         s.launch(spin, LaunchConfig::linear(1, 1), (cycles(20),))
     });
     std::mem::forget(work);
-    // the work ends; the watchdog unlists it; the buffer is never freed (leaked)
+    // the work ends; the buffer is never freed (leaked)
     let idle = home
         .enter(|ctx| {
             ctx.synchronize()?;
