@@ -7,10 +7,8 @@
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, Once, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, Once, PoisonError};
 use std::task::Waker;
-
-use super::wake::lock;
 
 /// Wakers handed to the thread, woken in order.
 static LATER: Mutex<Vec<Waker>> = Mutex::new(Vec::new());
@@ -18,6 +16,10 @@ static HANDED: Condvar = Condvar::new();
 static STARTED: Once = Once::new();
 /// Set if the system refused the thread.
 static SPAWN_FAILED: AtomicBool = AtomicBool::new(false);
+
+fn lock(m: &Mutex<Vec<Waker>>) -> MutexGuard<'_, Vec<Waker>> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Hands `waker` to the thread (starting it on first use), which wakes it at once.
 pub(super) fn wake_later(waker: &Waker) {
