@@ -128,3 +128,103 @@ pub(crate) fn wake_later(waker: &Waker) {
         std::mem::forget(payload);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::task::Wake;
+
+    use super::*;
+
+    /// Counts its wakes, notes whether driver calls were refused and on which thread it
+    /// was woken, and panics on its first wake if asked to.
+    #[derive(Default)]
+    struct Probe {
+        wakes: AtomicUsize,
+        refused: AtomicBool,
+        panic_once: AtomicBool,
+        thread: Mutex<Option<std::thread::ThreadId>>,
+    }
+
+    impl Wake for Probe {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.wakes.fetch_add(1, Ordering::SeqCst);
+            self.refused.store(driver::in_host_fn(), Ordering::SeqCst);
+            *lock(&self.thread) = Some(std::thread::current().id());
+            if self.panic_once.swap(false, Ordering::SeqCst) {
+                panic!("an executor's wake panics");
+            }
+        }
+    }
+
+    fn call_back(signal: &Arc<Signal>, status: u32) {
+        let data = Arc::into_raw(Arc::clone(signal))
+            .cast_mut()
+            .cast::<c_void>();
+        // SAFETY: one count of the signal, given to this call, as `queue_callback` does.
+        unsafe { signal_done(std::ptr::null_mut(), status, data) };
+    }
+
+    #[test]
+    fn the_callback_marks_the_batch_done_and_wakes_it_with_driver_calls_refused() {
+        for status in [0, 719] {
+            let probe = Arc::new(Probe::default());
+            let signal = Arc::new(Signal::default());
+            signal.register(&Waker::from(Arc::clone(&probe)));
+            assert!(!signal.is_done());
+            call_back(&signal, status);
+            assert!(signal.is_done(), "status {status} ends the wait too");
+            assert_eq!(probe.wakes.load(Ordering::SeqCst), 1);
+            assert!(
+                probe.refused.load(Ordering::SeqCst),
+                "no driver call in a wake"
+            );
+            assert!(!driver::in_host_fn(), "the flag is put back");
+            assert_eq!(
+                Arc::strong_count(&signal),
+                1,
+                "the callback's count is dropped"
+            );
+        }
+    }
+
+    #[test]
+    fn a_panicking_wake_never_unwinds_out_of_the_callback() {
+        let probe = Arc::new(Probe::default());
+        probe.panic_once.store(true, Ordering::SeqCst);
+        let signal = Arc::new(Signal::default());
+        signal.register(&Waker::from(Arc::clone(&probe)));
+        call_back(&signal, 0);
+        assert!(signal.is_done());
+        assert_eq!(probe.wakes.load(Ordering::SeqCst), 1);
+        assert!(!driver::in_host_fn());
+    }
+
+    #[test]
+    fn a_future_polled_inside_a_host_function_is_woken_again_from_outside() {
+        let probe = Arc::new(Probe::default());
+        let waker = Waker::from(Arc::clone(&probe));
+        {
+            let _flag = HostFnFlag::set();
+            wake_later(&waker);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while probe.wakes.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(probe.wakes.load(Ordering::SeqCst), 1);
+        let woken_on = lock(&probe.thread).expect("woken");
+        if cfg!(feature = "repoll-thread") {
+            // by the feature's thread, outside any host function
+            assert_ne!(woken_on, std::thread::current().id());
+            assert!(!probe.refused.load(Ordering::SeqCst));
+        } else {
+            // at once, here (still inside the host function)
+            assert_eq!(woken_on, std::thread::current().id());
+            assert!(probe.refused.load(Ordering::SeqCst));
+        }
+    }
+}
