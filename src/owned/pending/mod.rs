@@ -23,12 +23,15 @@
 //! future, so the batch's stream never waits for a callback, and no thread of the crate is
 //! on this path. The driver calls the callback also after an error of the context (with
 //! the error; it runs no host function then), so a failed batch's future is woken too.
-//! A future polled inside a host function, where it cannot finish, is woken again from
-//! outside (with the `repoll-thread` feature by a thread of the crate, else at once: see
-//! [`wake`]). [`Pending::wait`] and dropping a pending future wait for the event directly. Then, on the
-//! thread that polls, the batch's scope ends as every scope does (its host functions are
-//! finished, what it allocated is freed, after an error the stream is confirmed idle), and
-//! the future gives back `(result, batch)`.
+//! A future polled inside a host function (an executor that polls in its waker's `wake`),
+//! where it cannot finish, is woken again: with the `repoll-thread` feature from one thread
+//! of the crate, started the first time this happens; without it at once, so that an
+//! executor that runs its tasks on threads of its own polls it again there (one that polls
+//! inside `wake` itself would find it pending each time, inside the host function).
+//! [`Pending::wait`] and dropping a pending future wait for the event directly. Then, on
+//! the thread that polls, the batch's scope ends as every scope does (its host functions
+//! are finished, what it allocated is freed, after an error the stream is confirmed idle),
+//! and the future gives back `(result, batch)`.
 //!
 //! **Dropping a pending future waits** for its work (blocking the dropping thread, as a
 //! scope would), then frees the batch. Inside a host function, where the crate can make no
