@@ -309,9 +309,9 @@ impl<B: Batch> Op<B> {
 impl<B> Op<B> {
     /// Records the completion event after the batch's work. Nothing else is queued on the
     /// stream: a host function or a stream callback there would hold the stream's later
-    /// work until the driver's callback thread has run it (about 40 µs an idle callback thread takes on
-    /// an H100, measured by `bench/benches/owned.rs`). The future arms its wake-up only if
-    /// it is polled before the work is done ([`arm`](Op::arm)).
+    /// work until the driver's callback thread has run it (about 40 µs an idle callback
+    /// thread takes on an H100, measured by `bench/benches/owned.rs`). The future arms its
+    /// wake-up only if it is polled before the work is done ([`arm`](Op::arm)).
     fn queue_completion(&mut self) -> Result<()> {
         let event = self.home.take_event()?;
         self.event = Some(event);
