@@ -192,6 +192,25 @@ mod tests {
     }
 
     #[test]
+    fn a_callback_holding_the_last_count_frees_the_signal_and_still_wakes() {
+        // the future was dropped (or forgotten with its op's count given up): only the
+        // callback's count is left, and the signal is freed inside the callback
+        let probe = Arc::new(Probe::default());
+        let signal = Arc::new(Signal::default());
+        signal.register(&Waker::from(Arc::clone(&probe)));
+        let data = Arc::into_raw(signal).cast_mut().cast::<c_void>();
+        // SAFETY: the last count of the signal, given to this call.
+        unsafe { signal_done(std::ptr::null_mut(), 0, data) };
+        assert_eq!(probe.wakes.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            Arc::strong_count(&probe),
+            1,
+            "the waker was consumed, not kept"
+        );
+        assert!(!driver::in_host_fn());
+    }
+
+    #[test]
     fn a_panicking_wake_never_unwinds_out_of_the_callback() {
         let probe = Arc::new(Probe::default());
         probe.panic_once.store(true, Ordering::SeqCst);
