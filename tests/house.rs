@@ -32,9 +32,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 /// The layers of `src/`, lowest first. A module may name modules of lower layers only
 /// (and itself). `lib` is the crate root, which re-exports from every layer.
 const LAYERS: &[&[&str]] = &[
-    &["error"],
+    &["error", "span"],
     &["driver"],
     &["context"],
+    &["synchronous"],
     &["memory"],
     &["stream"],
     &["launch"],

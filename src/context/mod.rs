@@ -46,16 +46,14 @@ use crate::error::{Error, ErrorCode, Result};
 // The rooms: the brand, the guard and the shared context here; `device.rs` (devices),
 // `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
 // `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
-// of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the
-// teardown frees), `order/` (synchronous device writes ordered on the GPU),
-// `partition.rs` (SM partitions: `with_partitions`, the split), `confined.rs` (a
+// of the layers above, the synchronous layer's among them), `phase.rs` (the phase types),
+// `deferred.rs` (setup-phase memory the teardown frees), `partition.rs` (SM partitions: `with_partitions`, the split), `confined.rs` (a
 // partition's values on other threads: refused, their drops parked for its thread).
 pub(crate) mod confined;
 pub(crate) mod deferred;
 mod device;
 mod enter;
 mod flags;
-pub(crate) mod order;
 pub(crate) mod partition;
 pub(crate) mod phase;
 pub(crate) mod teardown;
@@ -65,7 +63,8 @@ pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 #[cfg(feature = "staging")]
 pub(crate) use enter::held;
 pub(crate) use enter::{
-    Held, create_held, enter_held, give_up, in_context, retain_held, run_then, with_context_then,
+    Held, create_held, destroys_itself, enter_held, give_up, in_context, retain_held, run_then,
+    with_context_then,
 };
 #[doc(inline)]
 pub use enter::{
@@ -338,7 +337,7 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// scopes finds the crate's synchronous writes complete
     /// ([`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr)).
     pub fn synchronize(self) -> Result<()> {
-        self.with_current(|| driver::ctx_synchronize().and(order::wait_on_host()))
+        self.with_current(|| driver::ctx_synchronize().and(teardown::wait_for_sync_writes()))
     }
 
     /// The context's API version (`cuCtxGetApiVersion`), e.g. 3020.
