@@ -34,11 +34,16 @@ pub(super) fn book() -> Result<MutexGuard<'static, Book<usize>>> {
     Ok(BOOK.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// Publishes what the book holds, for the readers without its lock: the pending accesses
-/// ([`is_settled`]), and the sync streams made and live (the context layer's teardowns,
-/// `teardown::count_sync_streams`). Called under the lock after every change.
+/// Publishes how many accesses are pending, for the readers without the book's lock
+/// ([`is_settled`]). Called under the lock after every change.
 pub(super) fn publish(book: &Book<usize>) {
     PENDING.store(book.pending() as u64, Ordering::Release);
+}
+
+/// Publishes how many sync streams were made and how many live, for the context layer's
+/// teardowns (`teardown::count_sync_streams`). Called under the book's lock after every
+/// making ([`add_sync_stream`]) and ending (`lifecycle::end_sync_stream`).
+fn publish_counts(book: &Book<usize>) {
     teardown::count_sync_streams(book.made, book.entries.len() as u64);
 }
 
@@ -99,7 +104,9 @@ pub(super) fn add_sync_stream(
     thread: usize,
 ) -> Result<usize> {
     teardown::register_sync_hooks(HOOKS);
-    book.add(ctx as usize, thread, || make_sync_stream(ctx))
+    let i = book.add(ctx as usize, thread, || make_sync_stream(ctx))?;
+    publish_counts(book);
+    Ok(i)
 }
 
 #[cfg(feature = "staging")] // used by the bulk-copy staging alone
@@ -303,6 +310,7 @@ impl SyncStream {
             // the context ended meanwhile (its teardown could not end a busy sync stream):
             // it is alive and current here still (`begin`'s promise)
             ring = end_sync_stream(&mut book, i);
+            publish_counts(&book);
         }
         publish(&book);
         drop(book);
@@ -422,6 +430,7 @@ unsafe fn end_sync_streams_since(raw: CUcontext, mark: u64) {
         }
     }
     publish(&book);
+    publish_counts(&book);
     drop(book);
     free_rings(rings);
 }
