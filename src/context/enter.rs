@@ -1,6 +1,7 @@
 //! Entering a context and tearing it down: [`with_context`], [`with_primary_context`], their
-//! `_and_teardown` forms, [`with_raw_context`], [`SharedContext::enter`], and the one way the crate
-//! makes a context current for an operation ([`in_context`]).
+//! `_and_teardown` forms, [`with_raw_context`], [`SharedContext::enter`]. The one way the
+//! crate makes a context current for an operation, `in_context`, is beside the guard
+//! (`context/mod.rs`).
 
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -11,43 +12,6 @@ use super::{ContextFlags, ContextGuard, Device, SharedContext};
 use super::{confined, teardown};
 use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::{Error, ErrorCode, Result, WithTeardown};
-
-/// Runs `op` with `ctx` current on the calling thread: directly if it already is (one
-/// `cuCtxGetCurrent`), otherwise between a push and a pop. The pop is checked like the
-/// teardown's (the context must be the one on top) and happens also if `op` panics. This is
-/// the crate's one way of making a context current for an operation: the guard's methods,
-/// synchronous memory operations (in the memory's own context), stream-ordered fallbacks
-/// and drops all go through it.
-///
-/// # Safety
-/// `ctx` is a live context that stays alive while `op` runs.
-#[inline]
-pub(crate) unsafe fn in_context<T>(
-    ctx: NonNull<CUctx_st>,
-    op: impl FnOnce() -> Result<T>,
-) -> Result<T> {
-    let raw = ctx.as_ptr();
-    if driver::ctx_get_current()? == raw {
-        return op();
-    }
-    // a partition's context is current on its own thread only (one atomic load while no
-    // partition lives)
-    super::confined::refuse_foreign(raw)?;
-    // SAFETY: the caller guarantees the context; it is popped again below (or by the
-    // guard while a panic of `op` unwinds).
-    unsafe { driver::ctx_push(raw) }?;
-    struct PopOnUnwind(CUcontext);
-    impl Drop for PopOnUnwind {
-        fn drop(&mut self) {
-            let _ = pop_exact(self.0);
-        }
-    }
-    let on_unwind = PopOnUnwind(raw);
-    let result = op();
-    std::mem::forget(on_unwind);
-    let popped = pop_exact(raw);
-    teardown::keep_both(result, popped)
-}
 
 /// Runs `body`, then `teardown`, also while a panic of `body` unwinds (then in a drop
 /// guard, after `body`'s frame, and so every borrow it held, is gone; its error is dropped

@@ -83,25 +83,27 @@
 //!
 //! # The path of one synchronous operation
 //!
-//! A `DeviceBuffer::from_slice` of 256 KiB (a bounced upload; the context current, from the
-//! crate's pool; the thread's sync stream and its ring made by an earlier operation, no
-//! write of another thread pending) runs code in these files outside `driver/`, in this
-//! order:
+//! A `DeviceBuffer::from_slice` of 256 KiB (a bounced upload; the context current; from
+//! the crate's pool; the thread's sync stream and its ring made by an earlier operation)
+//! runs code in these 8 files outside `driver/`, in this order:
 //!
-//! 1. `memory/buffer.rs`: `from_slice`, the allocation, `fill_from`;
+//! 1. `memory/buffer.rs`: `from_slice`, `allocate`, `Owner::new`, `fill_from`;
 //! 2. `memory/extent.rs`: `checked_byte_len`, `byte_len`;
-//! 3. `context/mod.rs`: the guard's `unphased`, `as_non_null`, `with_current`;
-//! 4. `context/enter.rs`: `in_context` (the context is current: no push);
-//! 5. `memory/pool.rs`: `crate_pool`, the device's pool (kept after the first call);
-//! 6. `memory/staging/mod.rs`: `upload` and `wanted` (below the threshold: not staged);
-//! 7. `synchronous/operation.rs`: `upload`, `begin`, `bounced`;
-//! 8. `synchronous/sync_stream.rs`: `SyncStream::begin`, `slot`, `end`, the book's lock;
-//! 9. `synchronous/book.rs`: `find`, `wait_conflicting`, `take_slot`, `record`.
+//! 3. `context/mod.rs`: the guard's `unphased`, `as_non_null`, `with_current`, and
+//!    `in_context` (the context is current: no push);
+//! 4. `memory/pool.rs`: `crate_pool`, the device's pool (made by the first call);
+//! 5. `memory/staging/mod.rs`: `upload`, `wanted` (below the threshold: not staged);
+//! 6. `synchronous/operation.rs`: `upload`, `begin`, `bounced`;
+//! 7. `synchronous/sync_stream.rs`: `SyncStream::begin`, `slot`, `end`, the book's lock,
+//!    `publish`;
+//! 8. `synchronous/book.rs`: `find`, `wait_conflicting`, `needs_ring`, `take_slot`,
+//!    `record`.
 //!
-//! The first operation of a thread in a context also crosses `synchronous/lifecycle.rs`
-//! (the sync stream and its ring made), `context/confined.rs` (a partition's green
-//! stream) and `context/teardown.rs` (the hooks registered); a write of another thread
-//! pending on the same memory, `span.rs` (`conflicts`).
+//! Where another sync stream has writes pending, the check of each against this one adds
+//! `span.rs` (`conflicts`). The first operation of a thread in a context also crosses
+//! `synchronous/lifecycle.rs` (the sync stream and its ring made), `context/confined.rs`
+//! (a partition's green stream) and `context/teardown.rs` (the hooks registered, the
+//! counts published).
 
 mod book;
 mod lifecycle;
