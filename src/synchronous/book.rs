@@ -55,7 +55,7 @@ pub(super) enum Ring<E> {
 pub(super) struct Entry<E> {
     /// The context's handle as a number.
     pub(super) ctx: usize,
-    /// The thread's token ([`thread_token`](super::operation::thread_token)).
+    /// The thread's token ([`thread_token`](super::sync_stream::thread_token)).
     pub(super) thread: usize,
     pub(super) stream: E,
     /// The event of the sync stream's latest record, which later users wait for: its own
@@ -75,7 +75,7 @@ pub(super) struct Entry<E> {
     /// `event`'s latest record. Cleared once that is known complete (the sync stream was
     /// synchronized, or a query found the record done).
     pub(super) pending: Vec<Span>,
-    /// An operation runs on the sync stream now (from [`SyncStream::begin`](super::operation::SyncStream::begin) to its end).
+    /// An operation runs on the sync stream now (from [`SyncStream::begin`](super::sync_stream::SyncStream::begin) to its end).
     pub(super) busy: bool,
     /// Its context ended while the sync stream was busy: the sync stream's own operation
     /// ends it.

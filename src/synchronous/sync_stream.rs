@@ -136,7 +136,7 @@ pub(crate) struct SyncStream {
 #[derive(Clone, Copy)]
 pub(crate) struct Slot {
     index: usize,
-    /// [`BOUNCE_SLOT`] bytes of host memory of the crate's own.
+    /// [`BOUNCE_SLOT`](super::book::BOUNCE_SLOT) bytes of host memory of the crate's own.
     pub(crate) host: *mut u8,
     /// Recorded after the last copy out of the slot: complete once the slot is free.
     pub(crate) event: CUevent,
