@@ -75,7 +75,8 @@ pub(super) struct Entry<E> {
     /// `event`'s latest record. Cleared once that is known complete (the sync stream was
     /// synchronized, or a query found the record done).
     pub(super) pending: Vec<Span>,
-    /// An operation runs on the sync stream now (from [`SyncStream::begin`](super::sync_stream::SyncStream::begin) to its end).
+    /// An operation runs on the sync stream now (from
+    /// [`SyncStream::begin`](super::sync_stream::SyncStream::begin) to its end).
     pub(super) busy: bool,
     /// Its context ended while the sync stream was busy: the sync stream's own operation
     /// ends it.

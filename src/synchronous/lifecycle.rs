@@ -87,25 +87,25 @@ fn destroy_events(events: &[usize]) {
 
 /// The bounce ring's memory: host memory of the crate's own (`std::alloc`). In a context
 /// the crate destroys itself (`with_context`, `with_phases`, `OwnedContext::new`:
-/// `context::destroys_itself`) it is page-locked there (`cuMemHostRegister`, [`make_bounce`]), so that the
-/// copy out of a slot is a DMA the driver does not stage. Such a context's sync streams,
-/// and their rings, end at its destroying teardown, after that teardown synchronized the
-/// context, so `cuMemHostUnregister`, which waits for every work queued in its context
-/// (238.6 ms behind about a second of memsets on an H200,
+/// `context::destroys_itself`) it is page-locked there (`cuMemHostRegister`,
+/// [`make_bounce`]), so that the copy out of a slot is a DMA the driver does not stage.
+/// Such a context's sync streams, and their rings, end at its destroying teardown, after
+/// that teardown synchronized the context, so `cuMemHostUnregister`, which waits for every
+/// work queued in its context (238.6 ms behind about a second of memsets on an H200,
 /// `docs/c/facts/host_alloc_while_busy.h200.out`; 0.1-0.3 ms with only another context
 /// busy, `register_until_destroy.out`), finds nothing to wait for. (Entries of
 /// `SharedContext::enter` and of the owning layer keep their thread's sync stream. A
 /// `with_raw_context` scope on such a context, which needs its raw handle, ends the sync
 /// streams made during it, of any thread, and unregistering their rings may wait for the
-/// context's other work there, or, for a sync stream busy at that moment, in that
-/// thread's synchronous operation, which ends it: work that waits for either thread would
-/// then never finish.) At most [`MAX_REGISTERED_RINGS`] per context are
-/// page-locked. In any other context (a primary context, one another library made) the
-/// ring is plain memory, which the driver stages, since no teardown of the crate's knows
-/// such a context idle. Either way the copy is correct whenever the driver reads the slot,
-/// since a slot is rewritten only after the event recorded behind its copy is waited for
-/// or known complete (`Bounce::in_flight`); where that record failed and the sync stream
-/// could not be waited for either, the ring is given up (`Book::give_up_ring`).
+/// context's other work there, or, for a sync stream busy at that moment, in that thread's
+/// synchronous operation, which ends it: work that waits for either thread would then never
+/// finish.) At most [`MAX_REGISTERED_RINGS`] per context are page-locked. In any other
+/// context (a primary context, one another library made) the ring is plain memory, which
+/// the driver stages, since no teardown of the crate's knows such a context idle. Either
+/// way the copy is correct whenever the driver reads the slot, since a slot is rewritten
+/// only after the event recorded behind its copy is waited for or known complete
+/// (`Bounce::in_flight`); where that record failed and the sync stream could not be waited
+/// for either, the ring is given up (`Book::give_up_ring`).
 const RING_LAYOUT: std::alloc::Layout =
     match std::alloc::Layout::from_size_align(BOUNCE_SLOTS * BOUNCE_SLOT, 4096) {
         Ok(layout) => layout,

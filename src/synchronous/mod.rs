@@ -17,17 +17,17 @@
 //!
 //! A synchronous copy or fill (`copy_from_host`, `fill`, `zeroed`, `copy_from_device`, a 2D
 //! or 3D copy, `to_vec`) runs on the calling thread's **sync stream** in the context: a
-//! non-blocking stream the crate keeps for that thread and context ([`SyncStream`](sync_stream::SyncStream)), with
+//! non-blocking stream the crate keeps for that thread and context (`SyncStream`), with
 //! the driver's `*Async` calls. Threads of one context never queue behind each other's
 //! synchronous work there (the driver's "synchronous" calls all use the context's one
 //! legacy stream, and a pageable upload synchronizes it first).
 //!
 //! * An operation that reads or writes host memory the caller lends (a download, an upload
-//!   of more than [`BOUNCE_SLOT`](book::BOUNCE_SLOT) bytes) is complete when it returns: the sync stream is
+//!   of more than `BOUNCE_SLOT` bytes) is complete when it returns: the sync stream is
 //!   synchronized before the call returns, so the host buffer is neither read nor written
 //!   afterwards.
 //! * A write of device memory alone (a fill, a device-to-device copy, and an upload of up to
-//!   [`BOUNCE_SLOT`](book::BOUNCE_SLOT) bytes, copied on the host into a slot of the sync stream's
+//!   `BOUNCE_SLOT` bytes, copied on the host into a slot of the sync stream's
 //!   bounce ring first, `book::Bounce`; page-locked in a context the crate destroys
 //!   itself, `lifecycle::RING_LAYOUT`) records the sync stream's event instead: the sync
 //!   stream's *record*, with the spans of memory the operation touched (its *accesses*).
@@ -37,7 +37,7 @@
 //!   stream, before it is queued ([`stream_after_writes`]; a scope may bind memory written
 //!   synchronously after it opened, so a wait when it opens would not be enough); each
 //!   synchronous operation of another sync stream, on that sync stream
-//!   ([`SyncStream::begin`](sync_stream::SyncStream::begin)); work on a legacy stream ([`before_legacy_op`]: a free, an
+//!   (`SyncStream::begin`); work on a legacy stream ([`before_legacy_op`]: a free, an
 //!   operation that may use no sync stream); and, waiting on the host for every record, a
 //!   free the driver does not order and `ContextGuard::synchronize` ([`wait_on_host`]).
 //!   Nothing is queued on a stream the crate does not own (a scope's, a legacy stream)
@@ -49,12 +49,12 @@
 //! One book for the process, behind one lock: each sync stream's entry keeps the spans its
 //! pending records touched (each span once: repeated writes of one buffer keep one), all
 //! covered by the entry's latest record. Memory the crate cannot place is recorded as
-//! touching everything ([`Touched::Anything`](crate::span::Touched::Anything)): a module global (any kernel of its module
+//! touching everything (`Touched::Anything`): a module global (any kernel of its module
 //! may read it, whatever its arguments name), plain `cuMemAlloc` memory reached through a
 //! view, a pitched buffer. An operation that names no memory (a graph launch) waits for
 //! every pending record. A record is forgotten once it is known complete: its sync stream
 //! was synchronized, or a query before a wait found it done, or [`wait_on_host`] waited for
-//! it; past `sync_stream::MAX_PENDING` spans a sync stream is waited for on the host. While nothing is
+//! it; past `MAX_PENDING` spans a sync stream is waited for on the host. While nothing is
 //! pending anywhere, a scope operation costs one atomic load ([`is_settled`]).
 //!
 //! # Why a wait covers every conflicting write before it, on every thread

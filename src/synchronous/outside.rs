@@ -11,15 +11,15 @@
 //! stream's context (its queue holds the crate's own work, which never waits for a user's
 //! stream, so those calls return once the GPU has moved on), `R`'s event is recorded after
 //! them, and `R` is marked busy: a teardown meanwhile dooms it instead of ending it
-//! (`context::teardown::end_sync_streams`), and no other operation records its event, so the event stays alive
-//! and its latest record is this one. The lock is released, the user's stream waits for
-//! `R`'s event, and the operation ends as a synchronous operation on `R` does (relocked;
-//! a doomed `R` is ended there, its context current). Where only `R`'s own records
-//! conflict, the user's stream waits for `R`'s latest record and nothing is queued on `R`.
-//! Where the thread has no sync stream in that context and may make none (or cannot enter
-//! the context, or `CUDA_BRAND_SYNC_WRITES=wait`), the conflicting records are waited for
-//! on the host under the lock instead, which, like `wait_on_host`, waits for the crate's
-//! own work alone.
+//! (`teardown::end_sync_streams`), and no other operation records its event, so the event
+//! stays alive and its latest record is this one. The lock is released, the user's stream
+//! waits for `R`'s event, and the operation ends as a synchronous operation on `R` does
+//! (relocked; a doomed `R` is ended there, its context current). Where only `R`'s own
+//! records conflict, the user's stream waits for `R`'s latest record and nothing is queued
+//! on `R`. Where the thread has no sync stream in that context and may make none (or cannot
+//! enter the context, or `CUDA_BRAND_SYNC_WRITES=wait`), the conflicting records are waited
+//! for on the host under the lock instead, which, like `wait_on_host`, waits for the
+//! crate's own work alone.
 //!
 //! What it costs, on the slow path only (something pending; the fast path is still one
 //! atomic load): `cuStreamGetCtx` and `cuCtxGetCurrent` (a scope's stream), or
