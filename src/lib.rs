@@ -311,7 +311,7 @@ pub mod module;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 pub mod owned;
-pub mod partition;
+pub use context::partition;
 pub mod phase;
 pub mod samples;
 pub mod scope;

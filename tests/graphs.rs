@@ -6,8 +6,11 @@
 use crate::common;
 #[path = "graphs/host_fns.rs"]
 mod host_fns;
+#[path = "graphs/launch_plan.rs"]
+mod launch_plan;
 
 use host_fns::*;
+use launch_plan::*;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -210,17 +213,18 @@ fn a_capture_made_while_another_panic_unwinds_makes_its_graph() {
     });
 }
 
-/// A launch with attributes (here a priority) is refused inside a capture, since its node
-/// would run without them: the capture makes no graph and returns `NotSupported`; the same
-/// launch without the attribute is captured.
-fn a_launch_with_attributes_is_refused_inside_a_capture() {
+/// A launch with a priority is refused inside a capture, since its replayed node would run
+/// at the priority of the stream the graph is launched on: the capture makes no graph and
+/// returns `NotSupported`; the same launch without the priority is captured.
+fn a_launch_with_a_priority_is_refused_inside_a_capture() {
     common::in_context(|ctx| {
         let module = Module::from_ptx(ctx, PTX)?;
         let k = kernels(&module)?;
         let mut z = ctx.zeroed::<u32>(N)?;
         let refused = ctx.capture(|g| g.launch(&k.square, config().with_priority(0), (&mut z,)));
-        let e = refused.map(|_| ()).expect_err("the attribute is refused");
+        let e = refused.map(|_| ()).expect_err("the priority is refused");
         assert_eq!(e.code(), ErrorCode::NotSupported, "{e}");
+        assert_eq!(e.call(), "Capture::launch", "{e}");
         let (graph, ()) = ctx.capture(|g| g.launch(&k.square, config(), (&mut z,)))?;
         assert_eq!(graph.node_count()?, 1);
         Ok(())
@@ -673,7 +677,11 @@ gpu_tests!(
     a_graph_replays_on_any_stream_of_its_context_any_number_of_times,
     a_panic_inside_a_capture_ends_it_and_leaves_everything_usable,
     a_capture_made_while_another_panic_unwinds_makes_its_graph,
-    a_launch_with_attributes_is_refused_inside_a_capture,
+    a_launch_with_a_priority_is_refused_inside_a_capture,
+    a_captured_launch_and_a_scope_launch_of_the_same_kernel_give_the_same_result,
+    a_refused_launch_reads_the_same_in_a_scope_and_in_a_capture,
+    a_captured_cluster_launch_keeps_its_clusters,
+    a_captured_cooperative_launch_synchronizes_its_whole_grid,
     an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable,
     work_outside_the_capture_inside_its_closure_runs_at_once_and_is_not_captured,
     pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused,

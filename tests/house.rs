@@ -42,14 +42,7 @@ const LAYERS: &[&[&str]] = &[
     &["scope"],
     &["module"],
     &[
-        "graph",
-        "nccl",
-        "cublas",
-        "cufft",
-        "curand",
-        "phase",
-        "partition",
-        "samples",
+        "graph", "nccl", "cublas", "cufft", "curand", "phase", "samples",
     ],
     &["owned"],
     &["lib"],
@@ -460,6 +453,42 @@ fn no_folder_has_an_import_circle() -> Result<(), Failed> {
     }
 }
 
+/// The image checker (`src/module/image/`, without `params/`, the parameter-count reader)
+/// is a leaf: it names nothing of the crate outside itself but `error`, so that it is read,
+/// tested and fuzzed alone (`tests/binary_fuzz.rs`).
+fn the_image_checker_is_a_leaf() -> Result<(), Failed> {
+    let root = src().join("module").join("image");
+    let mut problems = Vec::new();
+    for file in rust_files(&root) {
+        if file.starts_with(root.join("params")) {
+            continue;
+        }
+        let here = module_path(&file);
+        let code = code_only(&fs::read_to_string(&file).unwrap());
+        for (line, path) in resolved_paths(&code, &here, &["crate::", "super::", "self::"]) {
+            let inside = path.len() >= 2 && path[0] == "module" && path[1] == "image";
+            let error = path.first().is_some_and(|m| m == "error");
+            // `mod.rs` naming its own child modules resolves to [module, image, child]
+            if !inside && !error {
+                problems.push(format!(
+                    "{}:{line}: names {}",
+                    file.display(),
+                    path.join("::")
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the image checker names the crate outside itself:\n{}",
+            problems.join("\n")
+        )
+        .into())
+    }
+}
+
 /// Every file over [`MAX_FILE_LINES`] and every function over [`MAX_FN_LINES`].
 fn short_rooms() -> Result<(), Failed> {
     let mut problems = Vec::new();
@@ -765,6 +794,7 @@ fn main() -> ExitCode {
             "no_folder_has_an_import_circle",
             no_folder_has_an_import_circle,
         ),
+        trial("the_image_checker_is_a_leaf", the_image_checker_is_a_leaf),
         trial(
             "every_branded_type_argues_its_invariance",
             brands_are_argued,

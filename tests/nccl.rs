@@ -320,6 +320,88 @@ fn a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory() {
     });
 }
 
+/// An operation queued at once waits for the pending synchronous writes of its memory, as
+/// a grouped one does (both take one path, `src/nccl/issue.rs`): fills of the destination
+/// recorded on the thread's sync stream come before the all-reduce that copies the source
+/// over them, and fills of a source before the all-reduce that reads it.
+fn an_operation_queued_at_once_waits_for_pending_synchronous_writes_of_its_memory() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        let n = 16 << 20; // 64 MiB of f32
+        let src = ctx.from_slice(&vec![1.0f32; n])?;
+        let mut dst = ctx.zeroed::<f32>(n)?;
+        let mut written = ctx.zeroed::<f32>(n)?;
+        let mut out = ctx.zeroed::<f32>(n)?;
+        // tens of milliseconds of pending writes of `dst`, then of `written` (its last
+        // value 5.0, every earlier one another)
+        for _ in 0..500 {
+            dst.fill(7.0)?;
+        }
+        for k in 0..250 {
+            written.fill(if k == 249 { 5.0 } else { k as f32 + 10.0 })?;
+        }
+        stream.scope(|s| {
+            comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)?;
+            comm.all_reduce(s, &written, &mut out, ReduceOp::Sum)
+        })?;
+        let wrong = dst.to_vec()?.iter().filter(|&&v| v != 1.0).count();
+        assert_eq!(wrong, 0, "elements not the source's after the all-reduce");
+        let wrong = out.to_vec()?.iter().filter(|&&v| v != 5.0).count();
+        assert_eq!(
+            wrong, 0,
+            "elements not the last fill's after the all-reduce read them"
+        );
+        comm.async_error()
+    });
+}
+
+/// Every collective of a scope in a group, out of place and in place, on one rank: each is
+/// a copy (or nothing), every element checked (sends and receives in a group:
+/// `send_and_receive_to_itself_inside_a_group`). The grouped form of
+/// `one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly`.
+fn one_rank_every_grouped_operation_copies_exactly() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        let n = 4099;
+        let host = samples::<i32>(n, 3);
+        let src = ctx.from_slice(&host)?;
+        let zeroed = || ctx.zeroed::<i32>(n);
+        let mut outs = [zeroed()?, zeroed()?, zeroed()?, zeroed()?, zeroed()?];
+        let copy = || ctx.from_slice(&host);
+        let mut in_place = [copy()?, copy()?, copy()?, copy()?, copy()?];
+        stream.scope(|s| {
+            group(|g| {
+                let [ar, b, r, ag, rs] = outs.each_mut();
+                g.on(s).all_reduce(comm, &src, ar, ReduceOp::Max)?;
+                g.on(s).broadcast(comm, &src, b, 0)?;
+                g.on(s).reduce(comm, &src, r, ReduceOp::Sum, 0)?;
+                g.on(s).all_gather(comm, &src, ag)?;
+                g.on(s).reduce_scatter(comm, &src, rs, ReduceOp::Min)?;
+                let [ar, b, r, ag, rs] = in_place.each_mut();
+                g.on(s).all_reduce_in_place(comm, ar, ReduceOp::Prod)?;
+                g.on(s).broadcast_in_place(comm, b, 0)?;
+                g.on(s).reduce_in_place(comm, r, ReduceOp::Max, 0)?;
+                g.on(s).all_gather_in_place(comm, ag)?;
+                g.on(s).reduce_scatter_in_place(comm, rs, ReduceOp::Sum)
+            })
+        })?;
+        let names = [
+            "all-reduce",
+            "broadcast",
+            "reduce",
+            "all-gather",
+            "reduce-scatter",
+        ];
+        for (what, buf) in names.iter().zip(&outs) {
+            assert_eq!(buf.to_vec()?, host, "{what} in a group");
+        }
+        for (what, buf) in names.iter().zip(&in_place) {
+            assert_eq!(buf.to_vec()?, host, "{what} in place in a group");
+        }
+        comm.async_error()
+    });
+}
+
 fn send_and_receive_to_itself_inside_a_group() {
     one_rank(|ctx, comm| {
         let stream = ctx.stream()?;
@@ -403,6 +485,75 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
             );
             // nothing reached NCCL: the communicator still works, on views apart
             comm.all_reduce(s, b.slice(0..3).as_ref(), b.slice(3..6), ReduceOp::Sum)
+        })?;
+        assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
+        comm.async_error()
+    });
+}
+
+/// The grouped form of `bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl`:
+/// each refusal comes when the operation is recorded, names the `Grouped` method, and
+/// leaves nothing in the group; the communicator works after.
+fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_nccl() {
+    one_rank(|ctx, comm| {
+        let stream = ctx.stream()?;
+        let src = ctx.from_slice(&[1i32, 2, 3, 4])?;
+        let mut short = ctx.zeroed::<i32>(3)?;
+        let mut buf = ctx.from_slice(&[5i32, 6, 7, 8, 9, 10])?;
+        stream.scope(|s| {
+            let d = s.bind_mut(&mut short);
+            let len = "the source has 4 elements but the destination has 3";
+            group(|g| {
+                let g = g.on(s);
+                let sum = ReduceOp::Sum;
+                expect_invalid(g.all_reduce(comm, &src, d, sum), "Grouped::all_reduce", len);
+                expect_invalid(g.broadcast(comm, &src, d, 0), "Grouped::broadcast", len);
+                expect_invalid(g.reduce(comm, &src, d, sum, 0), "Grouped::reduce", len);
+                expect_invalid(
+                    g.all_gather(comm, &src, d),
+                    "Grouped::all_gather",
+                    "the destination has 3 elements, but gathering 4 from each of 1 ranks needs 4",
+                );
+                expect_invalid(
+                    g.reduce_scatter(comm, &src, d, sum),
+                    "Grouped::reduce_scatter",
+                    "the source has 4 elements, but scattering 3 to each of 1 ranks needs 3",
+                );
+                let root = "the root is rank 1, but the communicator has 1 rank(s)";
+                expect_invalid(g.broadcast(comm, &src, d, 1), "Grouped::broadcast", root);
+                expect_invalid(
+                    g.broadcast_in_place(comm, d, 1),
+                    "Grouped::broadcast_in_place",
+                    root,
+                );
+                expect_invalid(
+                    g.reduce(comm, &src, d, sum, 2),
+                    "Grouped::reduce",
+                    "the root is rank 2",
+                );
+                expect_invalid(
+                    g.reduce_in_place(comm, d, sum, 1),
+                    "Grouped::reduce_in_place",
+                    root,
+                );
+                expect_invalid(g.send(comm, &src, 1), "Grouped::send", "the peer is rank 1");
+                expect_invalid(g.recv(comm, d, 5), "Grouped::recv", "the peer is rank 5");
+                Ok(())
+            })?;
+            // two views of one bound buffer that overlap: the borrow checker cannot see it
+            let b = s.bind_mut(&mut buf);
+            group(|g| {
+                expect_invalid(
+                    g.on(s)
+                        .all_reduce(comm, b.slice(0..4).as_ref(), b.slice(2..6), ReduceOp::Sum),
+                    "Grouped::all_reduce",
+                    "the source (16 bytes at",
+                );
+                // nothing reached NCCL or stayed in the group: the same group works on
+                // views apart
+                g.on(s)
+                    .all_reduce(comm, b.slice(0..3).as_ref(), b.slice(3..6), ReduceOp::Sum)
+            })
         })?;
         assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
         comm.async_error()
@@ -1688,6 +1839,16 @@ fn main() -> std::process::ExitCode {
             body: a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory,
         },
         Test {
+            name: "an_operation_queued_at_once_waits_for_pending_synchronous_writes_of_its_memory",
+            needs: Needs::Gpu,
+            body: an_operation_queued_at_once_waits_for_pending_synchronous_writes_of_its_memory,
+        },
+        Test {
+            name: "one_rank_every_grouped_operation_copies_exactly",
+            needs: Needs::Gpu,
+            body: one_rank_every_grouped_operation_copies_exactly,
+        },
+        Test {
             name: "send_and_receive_to_itself_inside_a_group",
             needs: Needs::Gpu,
             body: send_and_receive_to_itself_inside_a_group,
@@ -1696,6 +1857,11 @@ fn main() -> std::process::ExitCode {
             name: "bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl",
             needs: Needs::Gpu,
             body: bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl,
+        },
+        Test {
+            name: "every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_nccl",
+            needs: Needs::Gpu,
+            body: every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_nccl,
         },
         Test {
             name: "a_group_refuses_overlapping_operations_and_multi_stream_scopes",

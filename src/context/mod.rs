@@ -48,14 +48,15 @@ use crate::error::{Error, ErrorCode, Result};
 // settings), `enter.rs` (entering and tearing down), `teardown.rs` (errors at a closure's
 // end, failed releases, the end hooks of the layers above, the synchronous layer's among
 // them), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the teardown
-// frees), `partition.rs` (SM partitions: `with_partitions`, the split), `confined.rs` (a
-// partition's values on other threads: refused, their drops parked for its thread).
+// frees), `partition.rs` (SM partitions, public as `cuda_brand::partition`:
+// `with_partitions`, the split), `confined.rs` (a partition's values on other threads:
+// refused, their drops parked for its thread).
 pub(crate) mod confined;
 pub(crate) mod deferred;
 mod device;
 mod enter;
 mod flags;
-pub(crate) mod partition;
+pub mod partition;
 pub(crate) mod phase;
 pub(crate) mod teardown;
 

@@ -13,11 +13,9 @@ use crate::context::{self, Brand, ContextGuard};
 use crate::driver::{self, CUgraph};
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{
-    self, KernelArgs, KernelMut, KernelParams, Launch, LaunchConfig, ScopedKernel,
+    self, KernelArgs, KernelMut, KernelParams, Launch, LaunchCache, LaunchConfig, ScopedKernel,
 };
-use crate::memory::{
-    self, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, first_overlap, overlap_error,
-};
+use crate::memory::{self, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, overlap_error};
 use crate::scope::sealed::IntoMut as _;
 use crate::scope::{DeviceMut, HostMut, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef};
 use crate::stream::{Stream, StreamFlags};
@@ -72,6 +70,8 @@ pub struct Capture<'c, 'g: 'c, 'ctx: 'g> {
     ctx: Handle<CUctx_st>,
     id: u64,
     state: Mutex<CaptureState>,
+    /// What launches with attributes looked up (`launch/attributes.rs`).
+    launch_cache: Mutex<LaunchCache>,
     /// Whether a panic was already unwinding when the capture began (one made in a `Drop`
     /// during an unwind): only a panic that starts after it is the closure's.
     began_unwinding: bool,
@@ -136,6 +136,7 @@ impl<'ctx> ContextGuard<'ctx> {
             ctx: Handle(self.as_non_null()),
             id: CAPTURES.fetch_add(1, Ordering::Relaxed),
             state: Mutex::new(CaptureState::default()),
+            launch_cache: Mutex::new(LaunchCache::default()),
             began_unwinding: std::thread::panicking(),
             _capture: PhantomData,
             _graph: PhantomData,
@@ -414,54 +415,48 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
         })
     }
 
-    /// Captures a launch of `kernel` with `args` (a kernel node), checked as
-    /// [`StreamScope::launch`] checks a launch: the configuration against the kernel's
-    /// limits, and that no `Out` argument overlaps another slice argument, before the
-    /// driver sees it. The arguments' values are copied into the graph; the memory they
-    /// name is held for the graph's life. A configuration with
-    /// [launch attributes](LaunchConfig#launch-attributes) (a cluster, a cooperative launch,
-    /// a priority) is refused (`NotSupported`, and the capture makes no graph): the
-    /// captured node would run without them.
+    /// Captures a launch of `kernel` with `args` (a kernel node), planned and issued by the
+    /// path of [`StreamScope::launch`], so checked as it is before the driver sees it: the
+    /// configuration against the kernel's limits, its
+    /// [launch attributes](LaunchConfig#launch-attributes), and that no `Out` argument
+    /// overlaps another slice argument. The arguments' values are copied into the graph;
+    /// the memory they name is held for the graph's life.
+    ///
+    /// A cluster and a cooperative launch are recorded with the node (`cuLaunchKernelEx` on
+    /// the capturing stream; both are attributes of a graph's kernel nodes), checked
+    /// against this context's device, the one every replay runs on. An update
+    /// ([`ExecGraph::update`]) cannot turn a cooperative node into a plain one or back: the
+    /// driver refuses it. A configuration with a priority is refused (`NotSupported`, and
+    /// the capture makes no graph): a graph instantiated as this crate instantiates it runs
+    /// its kernel nodes at the priority of the stream it is launched on, so the node would
+    /// run without its own.
     pub fn launch<P: KernelParams>(
         &'c self,
         kernel: impl Launch<'c, 'ctx, P>,
         config: LaunchConfig,
         args: impl KernelArgs<'c, 'ctx, P>,
     ) -> Result<()> {
-        let target = launch::sealed::Launch::target(&kernel);
-        self.op(|| launch::check_config(&config, &target))?;
-        if config.has_attributes() {
-            return self.op(|| {
-                Err(Error::with_detail(
+        self.op(|| {
+            if config.priority.is_some() {
+                return Err(Error::with_detail(
                     "Capture::launch",
                     ErrorCode::NotSupported,
-                    "a launch with attributes (a cluster, cooperative, a priority) is not \
-                     captured, since the graph's node would run without them: launch it in a \
-                     stream scope",
-                ))
-            });
-        }
-        launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
-            if let Some((i, j)) = first_overlap(spans) {
-                return self.op(|| Err(launch::launch_overlap(spans, i, j)));
+                    "a launch with a priority is not captured, since the graph's node would \
+                     run at the priority of the stream the graph is launched on: launch it in \
+                     a stream scope, or give the graph's launch a stream of that priority",
+                ));
             }
-            self.op(|| {
-                // SAFETY: as in `StreamScope::launch`: `params` is laid out from the
-                // declared parameter list (the promise of `Module::kernel`), alive for the
-                // call (the driver copies the values into the node); the kernel, its module
-                // and every argument's memory are held for the graph's life; no `Out`
-                // overlaps another slice argument.
-                unsafe {
-                    driver::launch_kernel(
-                        target.function,
-                        config.grid,
-                        config.block,
-                        config.shared_mem_bytes,
-                        self.stream.get(),
-                        params,
-                    )
-                }
-            })
+            let issue = |plan: &launch::Plan<'_>| {
+                // SAFETY: the kernel, its module and every argument's memory are held for
+                // the graph's life, and the graph runs only in a scope, which orders it with
+                // the scope's other work (`ExecGraph::launch`); the driver copies the
+                // parameters' values into the node.
+                unsafe { plan.issue() }
+            };
+            let (stream, cache) = (self.stream.get(), &self.launch_cache);
+            // SAFETY: the capture's stream is alive (dropped after the capture) and of its
+            // context, the kernel's (one brand).
+            unsafe { launch::plan(kernel, config, args, stream, cache, issue) }
         })
     }
 }

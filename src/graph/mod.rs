@@ -78,6 +78,9 @@
 //!   next replay (or by the graph itself); memory whose life spans replays belongs in a
 //!   [`DeviceBuffer`](crate::DeviceBuffer) that the graph borrows.
 //! * Host functions and waits on other streams' events: not offered.
+//! * A launch with a priority: refused, since a replayed node runs at the priority of the
+//!   stream the graph is launched on ([`Capture::launch`]). Clusters and cooperative
+//!   launches are captured with the node.
 //! * Synchronous calls: they are not captured (above), and cannot reach the capture stream.
 //!
 //! Host memory in a captured copy is read or written at *replay* time, so the graph borrows

@@ -4,22 +4,21 @@
 //!
 //! What the checks need from the driver (the device's multiprocessor count, whether it
 //! launches clusters, the context's priority range; a kernel's largest cluster and its
-//! occupancy) is looked up on a scope's first launch that needs it and kept in the scope's
-//! [`LaunchCache`], so a scope that launches the same kernel the same way many times pays
-//! for the look-ups once.
+//! occupancy) is looked up on the first launch of a scope (or a capture) that needs it and
+//! kept in its [`LaunchCache`], so a scope that launches the same kernel the same way many
+//! times pays for the look-ups once. [`Plan`](super::Plan) is their one caller.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
 use super::{LaunchConfig, Target};
-use crate::context::StreamKind;
 use crate::driver::{
     self, CUfunction, CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig, CUstream,
 };
 use crate::error::{Error, ErrorCode, Result};
-use crate::stream::Stream;
+use crate::stream::in_stream_context;
 
-/// What a scope has looked up for launches with attributes.
+/// What a scope (or a capture) has looked up for launches with attributes.
 #[derive(Default)]
 pub(crate) struct LaunchCache {
     device: Option<DeviceFacts>,
@@ -27,7 +26,7 @@ pub(crate) struct LaunchCache {
     cooperative: Option<Occupancy>,
 }
 
-/// Facts of the scope's stream's context and device.
+/// Facts of the launching stream's context and device.
 #[derive(Clone, Copy, Debug)]
 struct DeviceFacts {
     multiprocessors: u32,
@@ -80,9 +79,13 @@ pub(crate) struct Prepared {
 }
 
 /// Checks `config`'s attributes for a launch of `target` on `stream` and lays them out.
-pub(crate) fn prepare<K: StreamKind>(
+///
+/// # Safety
+/// `stream` is live, and `target`'s function is live and of the stream's context.
+#[inline(never)]
+pub(super) unsafe fn prepare(
     cache: &Mutex<LaunchCache>,
-    stream: &Stream<'_, K>,
+    stream: CUstream,
     target: &Target,
     config: &LaunchConfig,
 ) -> Result<Prepared> {
@@ -106,7 +109,8 @@ pub(crate) fn prepare<K: StreamKind>(
     let facts = match cache.device {
         Some(facts) => facts,
         None => {
-            let facts = device_facts(stream)?;
+            // SAFETY: the caller guarantees the stream.
+            let facts = unsafe { device_facts(stream) }?;
             cache.device = Some(facts);
             facts
         }
@@ -138,14 +142,16 @@ pub(crate) fn prepare<K: StreamKind>(
                     .to_owned(),
             ));
         }
-        let limit = cached_cluster_limit(&mut cache, stream, target, config)?;
+        // SAFETY: the caller guarantees the stream and the function.
+        let limit = unsafe { cached_cluster_limit(&mut cache, stream, target, config) }?;
         if let Some(problem) = cluster_limit_problem(dims, &limit) {
             return Err(bad(ErrorCode::InvalidClusterSize, problem));
         }
         prepared.push(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, value_dims(dims));
     }
     if config.cooperative {
-        let occupancy = cached_occupancy(&mut cache, stream, target, config)?;
+        // SAFETY: as above.
+        let occupancy = unsafe { cached_occupancy(&mut cache, stream, target, config) }?;
         if let Some(problem) = cooperative_problem(config, &occupancy, facts.multiprocessors) {
             return Err(bad(ErrorCode::CooperativeLaunchTooLarge, problem));
         }
@@ -154,11 +160,14 @@ pub(crate) fn prepare<K: StreamKind>(
     Ok(prepared)
 }
 
-/// The cluster limit of `target` for `config`'s block and shared memory: the scope's
-/// cached one if it is for them, else looked up (and cached).
-fn cached_cluster_limit<K: StreamKind>(
+/// The cluster limit of `target` for `config`'s block and shared memory: the cached one
+/// if it is for them, else looked up (and cached).
+///
+/// # Safety
+/// As for [`prepare`].
+unsafe fn cached_cluster_limit(
     cache: &mut LaunchCache,
-    stream: &Stream<'_, K>,
+    stream: CUstream,
     target: &Target,
     config: &LaunchConfig,
 ) -> Result<ClusterLimit> {
@@ -171,8 +180,7 @@ fn cached_cluster_limit<K: StreamKind>(
             l
         }
         _ => {
-            // SAFETY: the target's function is the launched kernel's, borrowed by the
-            // launch, of the stream's context (one brand).
+            // SAFETY: the caller guarantees the stream and the target's function.
             let l = unsafe { cluster_limit(stream, target.function, config) }?;
             cache.cluster = Some(l);
             l
@@ -180,11 +188,14 @@ fn cached_cluster_limit<K: StreamKind>(
     })
 }
 
-/// The occupancy of `target` for `config`'s block and shared memory: the scope's cached
-/// one if it is for them, else looked up (and cached).
-fn cached_occupancy<K: StreamKind>(
+/// The occupancy of `target` for `config`'s block and shared memory: the cached one if it
+/// is for them, else looked up (and cached).
+///
+/// # Safety
+/// As for [`prepare`].
+unsafe fn cached_occupancy(
     cache: &mut LaunchCache,
-    stream: &Stream<'_, K>,
+    stream: CUstream,
     target: &Target,
     config: &LaunchConfig,
 ) -> Result<Occupancy> {
@@ -213,13 +224,13 @@ impl Prepared {
         self.len += 1;
     }
 
-    /// Launches `function` with these attributes.
+    /// Launches `function` with these attributes ([`Plan::issue`](super::Plan::issue)).
     ///
     /// # Safety
     /// As for `driver::launch_kernel`: `function` and `stream` are live and of one
     /// context, `params` is the crate's parameter array for the kernel's declaration, and
     /// every memory the kernel reaches stays valid until the stream has run it.
-    pub(crate) unsafe fn launch(
+    pub(super) unsafe fn launch(
         &self,
         function: CUfunction,
         config: &LaunchConfig,
@@ -239,21 +250,34 @@ impl Prepared {
                 )
             };
         }
-        let ex = CUlaunchConfig {
-            gridDimX: config.grid[0],
-            gridDimY: config.grid[1],
-            gridDimZ: config.grid[2],
-            blockDimX: config.block[0],
-            blockDimY: config.block[1],
-            blockDimZ: config.block[2],
-            sharedMemBytes: config.shared_mem_bytes,
-            hStream: stream,
-            attrs: self.attrs.as_ptr().cast_mut(),
-            numAttrs: self.len,
-        };
-        // SAFETY: the caller's guarantees; `attrs` holds `len` attributes, each an id and
-        // the value of its documented layout, alive for the call.
+        let ex = launch_config(config, stream, &self.attrs[..self.len as usize]);
+        // SAFETY: the caller's guarantees; `ex` points at this plan's `len` attributes,
+        // each an id and the value of its documented layout, borrowed for the call.
         unsafe { driver::launch_kernel_ex(&ex, function, params) }
+    }
+}
+
+/// The `CUlaunchConfig` of `config` on `stream` with `attrs` (a null pointer for none),
+/// which the driver only reads, through its `attrs` pointer, while `attrs` is borrowed.
+fn launch_config(
+    config: &LaunchConfig,
+    stream: CUstream,
+    attrs: &[CUlaunchAttribute],
+) -> CUlaunchConfig {
+    CUlaunchConfig {
+        gridDimX: config.grid[0],
+        gridDimY: config.grid[1],
+        gridDimZ: config.grid[2],
+        blockDimX: config.block[0],
+        blockDimY: config.block[1],
+        blockDimZ: config.block[2],
+        sharedMemBytes: config.shared_mem_bytes,
+        hStream: stream,
+        attrs: match attrs {
+            [] => std::ptr::null_mut(),
+            _ => attrs.as_ptr().cast_mut(),
+        },
+        numAttrs: attrs.len() as u32,
     }
 }
 
@@ -358,38 +382,34 @@ fn too_old(what: &str, needed: i32, version: i32) -> Error {
     )
 }
 
-/// Runs `op` with the context of `stream` current.
-fn in_stream_context<T, K: StreamKind>(
-    stream: &Stream<'_, K>,
-    op: impl FnOnce() -> Result<T>,
-) -> Result<T> {
-    // SAFETY: the stream is alive (borrowed).
-    unsafe { crate::stream::in_stream_context(stream.raw(), op) }
-}
-
+/// # Safety
+/// `stream` is live.
 #[cold]
 #[inline(never)]
-fn device_facts<K: StreamKind>(stream: &Stream<'_, K>) -> Result<DeviceFacts> {
-    in_stream_context(stream, || {
-        let device = driver::ctx_get_device()?;
-        let multiprocessors = driver::device_attribute(device, MULTIPROCESSOR_COUNT)?;
-        // a driver before 11.8 does not know the attribute: no clusters
-        let clusters = driver::device_attribute(device, CLUSTER_LAUNCH).unwrap_or(0) != 0;
-        let priorities = driver::ctx_stream_priority_range()?;
-        Ok(DeviceFacts {
-            multiprocessors: multiprocessors.max(0) as u32,
-            clusters,
-            priorities,
+unsafe fn device_facts(stream: CUstream) -> Result<DeviceFacts> {
+    // SAFETY: the caller guarantees the stream.
+    unsafe {
+        in_stream_context(stream, || {
+            let device = driver::ctx_get_device()?;
+            let multiprocessors = driver::device_attribute(device, MULTIPROCESSOR_COUNT)?;
+            // a driver before 11.8 does not know the attribute: no clusters
+            let clusters = driver::device_attribute(device, CLUSTER_LAUNCH).unwrap_or(0) != 0;
+            let priorities = driver::ctx_stream_priority_range()?;
+            Ok(DeviceFacts {
+                multiprocessors: multiprocessors.max(0) as u32,
+                clusters,
+                priorities,
+            })
         })
-    })
+    }
 }
 
 /// # Safety
-/// `function` is live and of `stream`'s context.
+/// `stream` is live, and `function` is live and of the stream's context.
 #[cold]
 #[inline(never)]
-unsafe fn cluster_limit<K: StreamKind>(
-    stream: &Stream<'_, K>,
+unsafe fn cluster_limit(
+    stream: CUstream,
     function: CUfunction,
     config: &LaunchConfig,
 ) -> Result<ClusterLimit> {
@@ -399,23 +419,14 @@ unsafe fn cluster_limit<K: StreamKind>(
         *r = unsafe { driver::func_get_attribute(function, REQUIRED_CLUSTER_WIDTH + i as c_int) }?
             .max(0) as u32;
     }
-    let query = CUlaunchConfig {
-        gridDimX: config.grid[0],
-        gridDimY: config.grid[1],
-        gridDimZ: config.grid[2],
-        blockDimX: config.block[0],
-        blockDimY: config.block[1],
-        blockDimZ: config.block[2],
-        sharedMemBytes: config.shared_mem_bytes,
-        hStream: stream.raw(),
-        attrs: std::ptr::null_mut(),
-        numAttrs: 0,
-    };
-    let largest = in_stream_context(stream, || {
+    let query = launch_config(config, stream, &[]);
+    let ask = || {
         // SAFETY: the caller guarantees the function, whose context (the stream's) is
         // current; the query has no attributes.
         unsafe { driver::occupancy_max_potential_cluster_size(function, &query) }
-    })?;
+    };
+    // SAFETY: the caller guarantees the stream.
+    let largest = unsafe { in_stream_context(stream, ask) }?;
     Ok(ClusterLimit {
         function: function as usize,
         block: config.block,
@@ -426,19 +437,21 @@ unsafe fn cluster_limit<K: StreamKind>(
 }
 
 /// # Safety
-/// `function` is live and of `stream`'s context.
+/// As for [`cluster_limit`].
 #[cold]
 #[inline(never)]
-unsafe fn occupancy<K: StreamKind>(
-    stream: &Stream<'_, K>,
+unsafe fn occupancy(
+    stream: CUstream,
     function: CUfunction,
     threads: u32,
     shared: u32,
 ) -> Result<Occupancy> {
-    let per_multiprocessor = in_stream_context(stream, || {
+    let ask = || {
         // SAFETY: the caller guarantees the function.
         unsafe { driver::occupancy_max_active_blocks(function, threads, shared as usize) }
-    })?;
+    };
+    // SAFETY: the caller guarantees the stream.
+    let per_multiprocessor = unsafe { in_stream_context(stream, ask) }?;
     Ok(Occupancy {
         function: function as usize,
         threads,

@@ -41,7 +41,12 @@ use crate::error::{Error, ErrorCode, Result};
 ///   (the driver would clamp it).
 ///
 /// A scope looks up what these checks need (the device's limits, the kernel's occupancy)
-/// on its first launch that needs it and keeps it for the rest of the scope.
+/// on its first launch that needs it and keeps it for the rest of the scope; a capture
+/// does the same.
+///
+/// A graph capture ([`Capture::launch`](crate::Capture::launch)) checks a launch the same
+/// way and records a cluster and a cooperative launch into the graph's kernel node; it
+/// refuses a priority, which a replayed node would not keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[must_use]
 pub struct LaunchConfig {

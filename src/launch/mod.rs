@@ -27,7 +27,8 @@
 // The rooms: `function.rs` (`Function` and the declaration check), `kernel.rs` (typed
 // kernels), `config.rs` (`LaunchConfig`), `attributes.rs` (launches with attributes),
 // `params.rs` (parameter kinds and argument traits), `sealed.rs` (their sealed halves),
-// `counts.rs` and `param_table.rs` (the parameter-count registry and its tables).
+// `counts.rs` and `param_table.rs` (the parameter-count registry and its tables), `plan.rs`
+// (the one launch path: `Plan`, checked then issued, for scopes and captures).
 mod attributes;
 mod config;
 pub(crate) mod counts;
@@ -35,18 +36,21 @@ mod function;
 mod kernel;
 mod param_table;
 mod params;
+mod plan;
 pub(crate) mod sealed;
 
-pub(crate) use attributes::{LaunchCache, prepare};
+pub(crate) use attributes::LaunchCache;
 #[doc(inline)]
 pub use config::LaunchConfig;
-pub(crate) use config::check_config;
+use config::check_config;
 #[doc(inline)]
 pub use function::{Function, FunctionAttribute, ParamInfo};
 #[doc(inline)]
 pub use kernel::{Kernel, KernelMut, ScopedKernel};
 pub(crate) use param_table::{ParamList, ParamTable};
+use params::launch_overlap;
+pub(crate) use params::slice_raw;
 #[doc(inline)]
 pub use params::{ByValue, In, KernelArg, KernelArgs, KernelParam, KernelParams, Launch, Out};
-pub(crate) use params::{launch_overlap, slice_raw};
+pub(crate) use plan::{Plan, plan};
 pub(crate) use sealed::Target;

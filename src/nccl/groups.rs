@@ -6,17 +6,12 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use super::comm::Communicator;
-use super::state::Core;
-use super::state::Handle;
-use super::sys;
+use super::issue::{self, Issue, Pending};
+use super::operation::{Front, Operation};
 use super::{NcclType, ReduceOp};
 use crate::context::StreamKind;
-use crate::driver::CUstream;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
-
-use super::ops::{Prepared, prepare};
-use crate::launch::sealed::Crate;
 
 /// The NCCL operations of a scope in a group: the same as [`Communicator`]'s on a scope,
 /// recorded in the group and queued when its closure returns.
@@ -33,15 +28,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::all_reduce";
-        let p = prepare::all_reduce::<T>(
-            &comm.core,
-            src.into_ref(Crate(())),
-            dst.into_mut(Crate(())),
-            op,
-            WHAT,
-        )?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::all_reduce(src, dst, op))
     }
 
     /// [`Communicator::all_reduce_in_place`] on this scope, queued when the group's
@@ -52,9 +39,7 @@ where
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::all_reduce_in_place";
-        let p = prepare::all_reduce_in_place::<T>(&comm.core, buf.into_mut(Crate(())), op, WHAT)?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::all_reduce_in_place(buf, op))
     }
 
     /// [`Communicator::broadcast`] on this scope, queued when the group's
@@ -66,15 +51,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::broadcast";
-        let p = prepare::broadcast::<T>(
-            &comm.core,
-            src.into_ref(Crate(())),
-            dst.into_mut(Crate(())),
-            root,
-            WHAT,
-        )?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::broadcast(src, dst, root))
     }
 
     /// [`Communicator::broadcast_in_place`] on this scope, queued when the group's
@@ -85,9 +62,7 @@ where
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::broadcast_in_place";
-        let p = prepare::broadcast_in_place::<T>(&comm.core, buf.into_mut(Crate(())), root, WHAT)?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::broadcast_in_place(buf, root))
     }
 
     /// [`Communicator::reduce`] on this scope, queued when the group's
@@ -100,16 +75,7 @@ where
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::reduce";
-        let p = prepare::reduce::<T>(
-            &comm.core,
-            src.into_ref(Crate(())),
-            dst.into_mut(Crate(())),
-            op,
-            root,
-            WHAT,
-        )?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::reduce(src, dst, op, root))
     }
 
     /// [`Communicator::reduce_in_place`] on this scope, queued when the group's
@@ -121,9 +87,7 @@ where
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::reduce_in_place";
-        let p = prepare::reduce_in_place::<T>(&comm.core, buf.into_mut(Crate(())), op, root, WHAT)?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::reduce_in_place(buf, op, root))
     }
 
     /// [`Communicator::all_gather`] on this scope, queued when the group's
@@ -134,14 +98,7 @@ where
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::all_gather";
-        let p = prepare::all_gather::<T>(
-            &comm.core,
-            src.into_ref(Crate(())),
-            dst.into_mut(Crate(())),
-            WHAT,
-        )?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::all_gather(src, dst))
     }
 
     /// [`Communicator::all_gather_in_place`] on this scope, queued when the group's
@@ -151,9 +108,7 @@ where
         comm: &'scope Communicator<'ctx>,
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::all_gather_in_place";
-        let p = prepare::all_gather_in_place::<T>(&comm.core, buf.into_mut(Crate(())), WHAT)?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::all_gather_in_place(buf))
     }
 
     /// [`Communicator::reduce_scatter`] on this scope, queued when the group's
@@ -165,15 +120,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::reduce_scatter";
-        let p = prepare::reduce_scatter::<T>(
-            &comm.core,
-            src.into_ref(Crate(())),
-            dst.into_mut(Crate(())),
-            op,
-            WHAT,
-        )?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::reduce_scatter(src, dst, op))
     }
 
     /// [`Communicator::reduce_scatter_in_place`] on this scope, queued when the group's
@@ -184,10 +131,7 @@ where
         buf: impl IntoDeviceMut<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::reduce_scatter_in_place";
-        let p =
-            prepare::reduce_scatter_in_place::<T>(&comm.core, buf.into_mut(Crate(())), op, WHAT)?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::reduce_scatter_in_place(buf, op))
     }
 
     /// [`Communicator::send`] on this scope, queued when the group's
@@ -198,9 +142,7 @@ where
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::send";
-        let p = prepare::send::<T>(&comm.core, src.into_ref(Crate(())), peer, WHAT)?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::send(src, peer))
     }
 
     /// [`Communicator::recv`] on this scope, queued when the group's
@@ -211,9 +153,7 @@ where
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         peer: usize,
     ) -> Result<()> {
-        const WHAT: &str = "Grouped::recv";
-        let p = prepare::recv::<T>(&comm.core, dst.into_mut(Crate(())), peer, WHAT)?;
-        self.defer(&comm.core, p, WHAT)
+        self.defer(comm, Operation::recv(dst, peer))
     }
 }
 
@@ -261,14 +201,6 @@ pub struct Group<'outer> {
     /// `pending` makes the type invariant in `'outer` too; this field says so on purpose.)
     _outer: PhantomData<fn(&'outer ()) -> &'outer ()>,
     _thread: PhantomData<GroupsStayOnTheirThread>,
-}
-
-/// An operation recorded in a group, issued when the group's closure returns.
-struct Pending<'outer> {
-    comm: &'outer Core,
-    stream: CUstream,
-    prepared: Prepared,
-    what: &'static str,
 }
 
 impl fmt::Debug for Group<'_> {
@@ -358,164 +290,23 @@ impl<'outer> Group<'outer> {
     {
         Grouped { group: self, scope }
     }
-
-    /// Issues the recorded operations: checks them, then `ncclGroupStart`, each operation,
-    /// `ncclGroupEnd`.
-    fn issue(self) -> Result<()> {
-        let pending = self.pending.into_inner();
-        if pending.is_empty() {
-            return Ok(());
-        }
-        // The group is one operation: NCCL may run its parts concurrently, so nothing one
-        // part writes may be touched by another.
-        for (i, a) in pending.iter().enumerate() {
-            for b in &pending[i + 1..] {
-                for (x, sa) in a.prepared.spans().iter().enumerate() {
-                    for (y, sb) in b.prepared.spans().iter().enumerate() {
-                        if (sa.write || sb.write) && sa.overlaps(sb) {
-                            return Err(group_overlap(a, x, b, y));
-                        }
-                    }
-                }
-            }
-        }
-        // Every communicator's operations run on a blocking NCCL communicator (a clique's,
-        // `init_rank`'s, and the operations communicator of a pair: `pair.rs`), so the
-        // group is blocking: NCCL refuses to mix blocking and non-blocking ones, which
-        // `NCCL_COMM_BLOCKING` would make all one mode or the other.
-        // From the first admission on, any failure leaves the cliques' books ahead of what
-        // NCCL was given: every clique of the group is then poisoned.
-        let poison_all = |e: &Error| {
-            for p in &pending {
-                p.comm.poison(e);
-            }
-        };
-        let started = pending
-            .iter()
-            .try_for_each(|p| p.comm.admit(&p.prepared.call, p.what))
-            .and_then(|()| sys::group_start());
-        if let Err(e) = started {
-            poison_all(&e);
-            return Err(e);
-        }
-        // Should anything below panic, the group is still closed (its operations then run,
-        // and the scopes, unwinding after this call, wait for them): an NCCL group left
-        // open would defer every later operation of this thread past its scope's end. A
-        // non-blocking group's work (`NCCL_COMM_BLOCKING=0`) is queued by NCCL's thread:
-        // waited for here too, before the scopes end.
-        struct EndOnUnwind<'p, 'outer>(&'p [Pending<'outer>]);
-        impl Drop for EndOnUnwind<'_, '_> {
-            fn drop(&mut self) {
-                let end = || {
-                    // SAFETY: as for `ended` below.
-                    unsafe { sys::group_end() }
-                };
-                // SAFETY: no context to push.
-                if let Ok(sys::Status::InProgress) = unsafe { sys::keep_stack(None, end) } {
-                    let _ = settle_all(self.0);
-                }
-            }
-        }
-        let on_unwind = EndOnUnwind(&pending);
-        let mut queued = Ok(());
-        for p in &pending {
-            // SAFETY: as for an operation queued at once (`run_now`): one brand for the
-            // communicator, the stream and the buffers, all borrowed for `'scope`, which
-            // outlives `'outer` (`Group::on`'s bound), so every scope is still open and
-            // synchronizes its stream after `ncclGroupEnd` below; lengths, roots, peers and
-            // overlaps checked when the operation was recorded, the peers admitted just
-            // above; the scope is one of a single stream (`Grouped::defer`), and no two
-            // operations of the group touch memory one of them writes (checked above); the
-            // stream waits for the pending synchronous operations on that memory (queued
-            // when the operation was recorded, `Grouped::defer`).
-            queued = unsafe { p.comm.launch(&p.prepared.call, p.stream, p.what) };
-            if queued.is_err() {
-                break;
-            }
-        }
-        std::mem::forget(on_unwind);
-        let end = || {
-            // SAFETY: `group_end`'s promise is the one of the launches above, whose
-            // memory, streams and communicators stay borrowed beyond this call.
-            unsafe { sys::group_end() }
-        };
-        // SAFETY: no context to push.
-        let ended = unsafe { sys::keep_stack(None, end) }.and_then(|status| match status {
-            sys::Status::Done => Ok(()),
-            // non-blocking (`NCCL_COMM_BLOCKING=0`): a thread of NCCL's queues the
-            // group's work; wait for it on
-            // every communicator of the group (or abort them) before the scopes can end
-            sys::Status::InProgress => settle_all(&pending),
-        });
-        if let Some(e) = queued.as_ref().err().or(ended.as_ref().err()) {
-            poison_all(e);
-        }
-        queued.and(ended)
-    }
-}
-
-/// Waits for NCCL's background work on each communicator of a non-blocking group
-/// ([`Core::settle`](super::comm::Core::settle)), each once; the first error is returned,
-/// after every communicator has been waited for (or aborted).
-fn settle_all(pending: &[Pending<'_>]) -> Result<()> {
-    let mut first = Ok(());
-    for (i, p) in pending.iter().enumerate() {
-        if pending[..i].iter().any(|q| std::ptr::eq(q.comm, p.comm)) {
-            continue;
-        }
-        let settled = p.comm.settle(Handle::Ops, "group");
-        if first.is_ok() {
-            first = settled;
-        }
-    }
-    first
-}
-
-#[cold]
-fn group_overlap(a: &Pending<'_>, x: usize, b: &Pending<'_>, y: usize) -> Error {
-    let (sa, sb) = (a.prepared.spans[x], b.prepared.spans[y]);
-    Error::with_detail(
-        "group",
-        ErrorCode::InvalidValue,
-        format!(
-            "{} of {} ({} bytes at {:#x}) and {} of {} ({} bytes at {:#x}) overlap: NCCL may run a group's operations concurrently, so memory one of them writes must not be another's",
-            a.prepared.names[x],
-            a.what,
-            sa.bytes,
-            sa.start,
-            b.prepared.names[y],
-            b.what,
-            sb.bytes,
-            sb.start,
-        ),
-    )
 }
 
 impl<'g, 'outer, 'scope, 'env, 'ctx, K: StreamKind> Grouped<'g, 'outer, 'scope, 'env, 'ctx, K>
 where
     'scope: 'outer,
 {
-    fn defer(self, comm: &'scope Core, prepared: Prepared, what: &'static str) -> Result<()> {
-        if self.scope.is_multi_stream() {
-            return Err(Error::with_detail(
-                what,
-                ErrorCode::InvalidValue,
-                "a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_pair",
-            ));
-        }
-        // the stream waits now for the pending synchronous operations on the memory the
-        // operation touches (`context::order`), as every operation of a scope does: the
-        // group's launch, queued later on this stream, comes after that wait. Waiting at
-        // record time is enough: the memory is borrowed for `'scope` from here on, so no
-        // synchronous write of it can begin before the launch.
-        self.scope.ordered(prepared.spans(), None, || Ok(()))?;
-        self.group.pending.borrow_mut().push(Pending {
-            comm,
-            stream: self.scope.stream().raw(),
-            prepared,
-            what,
-        });
-        Ok(())
+    /// Checks `operation`, orders it on this scope's stream now ([`issue::ordered`]) and
+    /// records it in the group, which queues it when its closure returns.
+    fn defer<T: NcclType>(
+        self,
+        comm: &'scope Communicator<'ctx>,
+        operation: Operation<'scope, 'ctx, T>,
+    ) -> Result<()> {
+        issue::ordered(self.scope, comm, operation, Front::Grouped, |p| {
+            self.group.pending.borrow_mut().push(p);
+            Ok(())
+        })
     }
 }
 
@@ -567,6 +358,6 @@ where
         _thread: PhantomData,
     };
     let value = f(&group)?;
-    group.issue()?;
+    issue::issue(Issue::Group(&group.pending.into_inner()))?;
     Ok(value)
 }

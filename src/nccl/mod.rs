@@ -233,7 +233,10 @@
 //! [`Communicator::async_error`].
 
 // The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `book.rs` (a
-// clique's book of what each rank issued), `ops.rs` (a scope's operations), `groups.rs`,
+// clique's book of what each rank issued), `operation.rs` (each operation once: what it
+// is and its checks), `issue.rs` (the one path of every operation to NCCL: ordered on its
+// stream, admitted to the book, queued alone or in a group), `ops.rs` and `groups.rs`
+// (the two fronts: a communicator's operations on a scope, and a scope's in a group),
 // `state.rs` (a communicator's end: abort, and the waits of non-blocking ones), `world.rs`
 // (the launcher's environment), `rendezvous.rs` (the id's exchange over TCP), `init.rs`
 // (communicators across processes: `from_world`, `split`, `finalize`, `scope_within`),
@@ -242,6 +245,8 @@ mod book;
 mod comm;
 mod groups;
 mod init;
+mod issue;
+mod operation;
 mod ops;
 mod pair;
 mod rendezvous;

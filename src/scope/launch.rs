@@ -1,12 +1,10 @@
-//! A scope's kernel launches ([`StreamScope::launch`]): the checks before the driver, and
-//! launches with attributes (`cuLaunchKernelEx`).
+//! A scope's kernel launches ([`StreamScope::launch`]): planned and issued by
+//! [`launch::plan`] (the launch path graph captures share), ordered by the scope.
 
 use super::StreamScope;
 use crate::context::StreamKind;
-use crate::driver;
 use crate::error::Result;
 use crate::launch::{self, KernelArgs, KernelParams, Launch, LaunchConfig};
-use crate::memory::first_overlap;
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a launch of `kernel` (`cuLaunchKernel`) with `args`, one per declared
@@ -50,62 +48,17 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         config: LaunchConfig,
         args: impl KernelArgs<'scope, 'ctx, P>,
     ) -> Result<()> {
-        let target = launch::sealed::Launch::target(&kernel);
-        launch::check_config(&config, &target)?;
-        if config.has_attributes() {
-            return self.launch_with_attributes(target, config, args);
-        }
-        let stream = self.stream.raw();
-        launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
-            if let Some((i, j)) = first_overlap(spans) {
-                return Err(launch::launch_overlap(spans, i, j));
-            }
-            self.ordered(spans, target.globals, || {
-                // SAFETY: the kernel's declaration (the promise of `Module::kernel`) makes
-                // `params` one pointer per C parameter, each to a value of its type,
-                // alive for this call; the stream is alive and of the kernel's context
-                // (one brand); every argument's memory and the kernel's module stay
-                // borrowed until the scope has synchronized the stream; no `Out` argument
-                // overlaps another slice argument (checked above); other streams of the
-                // scope are ordered around it by `ordered`.
-                unsafe {
-                    driver::launch_kernel(
-                        target.function,
-                        config.grid,
-                        config.block,
-                        config.shared_mem_bytes,
-                        stream,
-                        params,
-                    )
-                }
+        let issue = |plan: &launch::Plan<'_>| {
+            self.ordered(plan.spans, plan.globals, || {
+                // SAFETY: every argument's memory and the kernel's module stay borrowed
+                // until the scope has synchronized the stream; other streams of the scope
+                // are ordered around the launch by `ordered`.
+                unsafe { plan.issue() }
             })
-        })
-    }
-
-    /// [`StreamScope::launch`] of a configuration with attributes (`cuLaunchKernelEx`):
-    /// the attributes are checked first (see
-    /// [`LaunchConfig`](crate::LaunchConfig#launch-attributes)).
-    #[inline(never)]
-    fn launch_with_attributes<P: KernelParams>(
-        &'scope self,
-        target: launch::Target,
-        config: LaunchConfig,
-        args: impl KernelArgs<'scope, 'ctx, P>,
-    ) -> Result<()> {
+        };
         let stream = self.stream.raw();
-        let prepared = launch::prepare(&self.launch_cache, self.stream, &target, &config)?;
-        launch::sealed::Args::with_params(args, launch::sealed::Crate(()), |spans, params| {
-            if let Some((i, j)) = first_overlap(spans) {
-                return Err(launch::launch_overlap(spans, i, j));
-            }
-            self.ordered(spans, target.globals, || {
-                // SAFETY: as for `launch` (the declaration's promise makes `params` right
-                // for the kernel; stream, kernel and buffers share one brand and stay
-                // borrowed until the scope has synchronized; no `Out` overlaps another
-                // slice argument; other streams are ordered by `ordered`); the attributes
-                // were checked and laid out by `prepare`.
-                unsafe { prepared.launch(target.function, &config, stream, params) }
-            })
-        })
+        // SAFETY: the scope borrows its stream, which is alive and of the kernel's context
+        // (one brand).
+        unsafe { launch::plan(kernel, config, args, stream, &self.launch_cache, issue) }
     }
 }
