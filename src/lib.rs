@@ -315,7 +315,9 @@ pub use context::partition;
 pub mod phase;
 pub mod samples;
 pub mod scope;
+mod span;
 pub mod stream;
+mod synchronous;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
 
@@ -470,12 +472,12 @@ pub mod __staging {
 }
 
 /// The bounce rings and pending writes of the order of synchronous operations
-/// (`src/context/order/`), for the crate's GPU tests, with the unstable `test-hooks`
+/// (`src/synchronous/`), for the crate's GPU tests, with the unstable `test-hooks`
 /// feature. Not part of the API: it may change in any release.
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod __order {
-    pub use crate::context::order::hidden::*;
+    pub use crate::synchronous::hidden::*;
 }
 
 /// The CUDA version of the installed driver (e.g. 12020 for 12.2), from

@@ -189,7 +189,7 @@ impl<'ctx> Phases<'ctx> {
         let raw = self.guard.raw();
         let _ = self.guard.with_current(|| {
             // SAFETY: the guard's context is alive, and current inside `with_current`.
-            unsafe { crate::context::order::prepare(raw) };
+            unsafe { crate::synchronous::prepare(raw) };
             Ok(())
         });
         Ok((built, self.guard.with_phase()))

@@ -32,9 +32,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 /// The layers of `src/`, lowest first. A module may name modules of lower layers only
 /// (and itself). `lib` is the crate root, which re-exports from every layer.
 const LAYERS: &[&[&str]] = &[
-    &["error"],
+    &["error", "span"],
     &["driver"],
     &["context"],
+    &["synchronous"],
     &["memory"],
     &["stream"],
     &["launch"],
@@ -243,8 +244,8 @@ fn upward_imports() -> Result<(), Failed> {
     }
 }
 
-/// The module path of a file of `src/`: `src/context/order/book.rs` -> `[context, order,
-/// book]`, `src/context/order/mod.rs` -> `[context, order]`, `src/lib.rs` -> `[]`.
+/// The module path of a file of `src/`: `src/synchronous/book.rs` -> `[synchronous,
+/// book]`, `src/synchronous/mod.rs` -> `[synchronous]`, `src/lib.rs` -> `[]`.
 fn module_path(file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src()).unwrap();
     let mut segs: Vec<String> = rel
@@ -266,9 +267,9 @@ fn module_path(file: &Path) -> Vec<String> {
 /// `self::`), resolved against
 /// `here` (the file's module path) to the absolute module path of its first two segments
 /// after the prefix (enough to name a sibling module or an item of the parent), with its
-/// line: in `context/order/book.rs`, `super::access::conflicts` gives `[context, order,
-/// access, conflicts]` and `use super::{Book, access::X}` gives `[context, order, Book]` and
-/// `[context, order, access, X]`. An inline `mod` inside a file is read as the file (its
+/// line: in `synchronous/outside.rs`, `super::book::Book` gives `[synchronous, book,
+/// Book]` and `use super::{Book, book::X}` gives `[synchronous, Book]` and
+/// `[synchronous, book, X]`. An inline `mod` inside a file is read as the file (its
 /// `super::` resolves one level too high): the crate's inline modules are `tests` and
 /// `hidden` ones, whose paths name their own file's items.
 fn resolved_paths(code: &str, here: &[String], prefixes: &[&str]) -> Vec<(usize, Vec<String>)> {

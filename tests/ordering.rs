@@ -11,8 +11,9 @@
 use std::sync::mpsc;
 
 use crate::common;
-use crate::common::ordering::{assert_all, read_in_scope};
+use crate::common::ordering::{assert_all, keep_busy, read_in_scope};
 
+use cuda_brand::__order as order;
 use cuda_brand::prelude::*;
 use cuda_brand::{
     DeviceBuffer2D, DeviceBuffer3D, ErrorCode, PartitionGuard, SharedContext, copy_peer,
@@ -215,6 +216,50 @@ fn a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope() {
             }
             Ok::<_, Error>(())
         })
+    })
+    .unwrap();
+}
+
+/// `ContextGuard::synchronize` of one context waits for the crate's synchronous writes
+/// still pending in another (the synchronous layer's wait for every pending record, which
+/// the context layer calls through the hooks that layer registers): each round queues slow
+/// fills and then a fill of `buf` on the thread's sync stream in `a`, and after `b`
+/// synchronizes, no write of `buf` is incomplete. `cuCtxSynchronize` of `b` alone leaves
+/// `a`'s sync stream running.
+fn synchronize_waits_for_a_pending_write_of_another_context() {
+    let device = common::gpu();
+    with_context(&device, ContextFlags::default(), |a| {
+        let shared = a.share();
+        let mut slow = a.zeroed::<u32>(1 << 28)?;
+        let mut buf = a.zeroed::<u32>(1 << 20)?;
+        // SAFETY (of the test): only the address is taken, while nothing is pending.
+        let at = unsafe { buf.as_device_ptr() };
+        let bytes = buf.size_in_bytes() as u64;
+        with_context(&device, ContextFlags::default(), |b| {
+            let mut pending_rounds = 0;
+            for round in 0..ROUNDS as u32 {
+                shared.enter(|_| {
+                    keep_busy(&mut slow, 8)?;
+                    buf.fill(round + 3)
+                })?;
+                if order::incomplete_writes_of(at, bytes)? > 0 {
+                    pending_rounds += 1;
+                }
+                b.synchronize()?;
+                assert_eq!(
+                    order::incomplete_writes_of(at, bytes)?,
+                    0,
+                    "round {round}: a write of a's buffer still running after b synchronized"
+                );
+            }
+            assert!(
+                pending_rounds > 0,
+                "no fill was still pending when b synchronized: the test showed nothing"
+            );
+            Ok::<_, Error>(())
+        })?;
+        assert_all(&buf.to_vec()?, ROUNDS as u32 + 2, "the last fill");
+        Ok::<_, Error>(())
     })
     .unwrap();
 }
@@ -554,6 +599,7 @@ gpu_tests!(
     a_buffer_written_on_one_thread_is_seen_by_another_threads_scope,
     a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy,
     a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope,
+    synchronize_waits_for_a_pending_write_of_another_context,
     synchronous_2d_and_3d_copies_are_seen_by_the_next_scope,
     mixed_synchronous_and_scope_work_on_four_threads_matches_a_model,
     a_context_another_library_made_current_leaves_no_event_behind,

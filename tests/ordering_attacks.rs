@@ -1,5 +1,5 @@
 //! Attacks on the order of synchronous operations (issue 28, `docs/design/ordering.md`,
-//! `src/context/order.rs`): safe programs (and raw driver calls standing for another
+//! `src/synchronous/`): safe programs (and raw driver calls standing for another
 //! library, or for the documented contract of `as_device_ptr`) that try to see a
 //! "complete" synchronous operation still running, or to race one.
 //!

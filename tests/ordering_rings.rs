@@ -1,4 +1,4 @@
-//! The bounce rings of the sync streams (issue 28, fifth step; `src/context/order/`): in a
+//! The bounce rings of the sync streams (issue 28, fifth step; `src/synchronous/`): in a
 //! context the crate destroys itself (`with_context`, `OwnedContext::new`) a ring is
 //! page-locked (at most `MAX_REGISTERED_RINGS` of them), kept with its thread's sync stream
 //! and unregistered and freed when the context is destroyed; in any other context it is

@@ -1,5 +1,5 @@
 //! Attacks on the second step of the order of synchronous operations (issue 28: accesses by
-//! span, the bounce ring, teardown marks; `src/context/order/`): safe programs (and raw
+//! span, the bounce ring, teardown marks; `src/synchronous/`): safe programs (and raw
 //! driver calls standing for another library) that try to see a "complete" synchronous
 //! operation still running, to race one, or to keep a sync stream past its context.
 //!

@@ -97,7 +97,7 @@ pub(crate) fn free_deferred(context: CUcontext) -> Result<()> {
     // was current, on that context's sync stream, which the synchronization of this one
     // does not cover: every pending record is waited for too, before the blocks go back
     // to their pools (`docs/design/ordering.md`).
-    let mut first = driver::ctx_synchronize().and(super::order::wait_on_host());
+    let mut first = driver::ctx_synchronize().and(super::teardown::wait_for_sync_writes());
     for d in mine {
         // SAFETY: allocated in `context` during its setup phase; the context is idle and
         // every buffer handle is gone (the brand cannot leave the closure); freed once,

@@ -1,6 +1,7 @@
 //! Entering a context and tearing it down: [`with_context`], [`with_primary_context`], their
-//! `_and_teardown` forms, [`with_raw_context`], [`SharedContext::enter`], and the one way the crate
-//! makes a context current for an operation ([`in_context`]).
+//! `_and_teardown` forms, [`with_raw_context`], [`SharedContext::enter`]. The one way the
+//! crate makes a context current for an operation, `in_context`, is beside the guard
+//! (`context/mod.rs`).
 
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -11,43 +12,6 @@ use super::{ContextFlags, ContextGuard, Device, SharedContext};
 use super::{confined, teardown};
 use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::{Error, ErrorCode, Result, WithTeardown};
-
-/// Runs `op` with `ctx` current on the calling thread: directly if it already is (one
-/// `cuCtxGetCurrent`), otherwise between a push and a pop. The pop is checked like the
-/// teardown's (the context must be the one on top) and happens also if `op` panics. This is
-/// the crate's one way of making a context current for an operation: the guard's methods,
-/// synchronous memory operations (in the memory's own context), stream-ordered fallbacks
-/// and drops all go through it.
-///
-/// # Safety
-/// `ctx` is a live context that stays alive while `op` runs.
-#[inline]
-pub(crate) unsafe fn in_context<T>(
-    ctx: NonNull<CUctx_st>,
-    op: impl FnOnce() -> Result<T>,
-) -> Result<T> {
-    let raw = ctx.as_ptr();
-    if driver::ctx_get_current()? == raw {
-        return op();
-    }
-    // a partition's context is current on its own thread only (one atomic load while no
-    // partition lives)
-    super::confined::refuse_foreign(raw)?;
-    // SAFETY: the caller guarantees the context; it is popped again below (or by the
-    // guard while a panic of `op` unwinds).
-    unsafe { driver::ctx_push(raw) }?;
-    struct PopOnUnwind(CUcontext);
-    impl Drop for PopOnUnwind {
-        fn drop(&mut self) {
-            let _ = pop_exact(self.0);
-        }
-    }
-    let on_unwind = PopOnUnwind(raw);
-    let result = op();
-    std::mem::forget(on_unwind);
-    let popped = pop_exact(raw);
-    teardown::keep_both(result, popped)
-}
 
 /// Runs `body`, then `teardown`, also while a panic of `body` unwinds (then in a drop
 /// guard, after `body`'s frame, and so every borrow it held, is gone; its error is dropped
@@ -121,9 +85,9 @@ impl Teardown for Pop {
 /// reports the failed releases of its handles, for a context someone else owns, who may
 /// destroy it once the crate's scope is over. With no sync stream made during the scope,
 /// no end hooks registered and nothing recorded (the common case), that is the pop and two
-/// atomic loads ([`order::on_context_end`](super::order::on_context_end)'s and
+/// atomic loads ([`teardown::end_sync_streams`]'s and
 /// [`teardown::nothing_kept`]).
-/// The second field: the push ([`Pop`]'s); the third: [`order::mark`](super::order::mark)
+/// The second field: the push ([`Pop`]'s); the third: [`teardown::sync_streams_made`]
 /// when the scope began.
 #[derive(Clone, Copy)]
 struct PopAndReport(CUcontext, driver::Pushed, u64);
@@ -135,7 +99,7 @@ impl Teardown for PopAndReport {
         // SAFETY: `raw` is alive and on top of this thread's stack (current): `run_then`
         // runs this after the closure, which cannot change the stack through safe code.
         // (These two steps are `teardown::run_before_release`, split by the check below.)
-        unsafe { super::order::on_context_end(raw, self.2) };
+        unsafe { teardown::end_sync_streams(raw, self.2) };
         // no hooks to run and no failed release to report (read after the sync streams
         // ended, whose releases may fail, and after every drop of the closure)
         if teardown::nothing_kept() {
@@ -164,7 +128,7 @@ unsafe fn pop_and_report(raw: CUcontext, pushed: driver::Pushed) -> Result<()> {
 
 /// Synchronizes, pops, then gives the context up (one the crate created or retained) and
 /// reports the failed releases of its handles: [`tear_down_fully`], out of line. The third
-/// field: [`order::mark`](super::order::mark) when the scope began.
+/// field: [`teardown::sync_streams_made`] when the scope began.
 #[derive(Clone, Copy)]
 struct Finish(CUcontext, Held, u64);
 
@@ -374,15 +338,15 @@ fn put_back(other: CUcontext) -> Error {
 /// this thread's stack, and destroying it would leave a dangling entry there. It is leaked,
 /// and the error says so.
 ///
-/// The sync streams of the context made since `mark` end here (`order::on_context_end`):
+/// The sync streams of the context made since `mark` end here (`teardown::end_sync_streams`):
 /// all of a context `with_context` created (nothing was made in it before), those a
 /// `with_primary_context` made (an enclosing one, on this thread or another, ends its own).
 #[inline(never)]
 fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
     // no longer held (`held`), before anything kept for it is freed, so that nothing is
-    // kept for it again: no staging, and no page-locked ring (`order::disown`)
+    // kept for it again: no staging, and no page-locked ring (`destroys_itself`)
     match owned {
-        Held::Destroy => super::order::disown(raw),
+        Held::Destroy => disown(raw),
         Held::Release(_) => unhold_primary(raw),
     }
     let synced = driver::ctx_synchronize();
@@ -414,7 +378,7 @@ fn tear_down_fully(raw: CUcontext, owned: Held, mark: u64) -> Result<()> {
                 let destroyed = unsafe { driver::ctx_destroy(raw) };
                 if destroyed.is_ok() {
                     // its registrations are gone: rings whose unregistering failed are freed
-                    super::order::after_destroy(raw);
+                    teardown::run_after_destroy(raw);
                 }
                 destroyed
             }
@@ -575,7 +539,7 @@ where
     let teardown = Finish(
         raw.as_ptr(),
         Held::Release(device.as_raw()),
-        super::order::mark(),
+        teardown::sync_streams_made(),
     );
     run_scoped(guard, teardown, f)
 }
@@ -677,7 +641,7 @@ where
     let pushed = unsafe { push_to_enter("with_raw_context", raw.as_ptr()) }?;
     // SAFETY: the caller promises the context outlives `f`, so it outlives `'ctx`.
     let guard = unsafe { ContextGuard::new_unchecked(raw) };
-    let teardown = PopAndReport(raw.as_ptr(), pushed, super::order::mark());
+    let teardown = PopAndReport(raw.as_ptr(), pushed, teardown::sync_streams_made());
     run_scoped(guard, teardown, f)
 }
 
@@ -689,7 +653,7 @@ pub(crate) fn create_held(device: &Device, flags: ContextFlags) -> Result<NonNul
     // on failure it is still on this thread's stack somewhere: destroying it would leave a
     // dangling entry, so it is leaked, as the teardown does, and no longer the crate's
     if let Err(e) = pop_exact(raw.as_ptr()) {
-        super::order::disown(raw.as_ptr());
+        disown(raw.as_ptr());
         return Err(e);
     }
     Ok(raw)
@@ -697,12 +661,12 @@ pub(crate) fn create_held(device: &Device, flags: ContextFlags) -> Result<NonNul
 
 /// Creates a context on `device` (`cuCtxCreate`, which pushes it on the calling thread's
 /// stack) that the crate destroys itself, through [`tear_down_fully`] with
-/// [`Held::Destroy`]; the order of synchronous operations knows it as the crate's
-/// ([`order::adopt`](super::order::adopt): its bounce rings are page-locked).
+/// [`Held::Destroy`]; known as the crate's until then ([`destroys_itself`]: the bounce
+/// rings of its sync streams are page-locked).
 fn create(device: &Device, flags: ContextFlags) -> Result<NonNull<CUctx_st>> {
     let raw = driver::ctx_create(flags.bits(), device.as_raw())?;
     let raw = driver::non_null("cuCtxCreate_v2", raw)?;
-    super::order::adopt(raw.as_ptr());
+    created().push(raw.as_ptr() as usize);
     Ok(raw)
 }
 
@@ -739,10 +703,35 @@ fn unhold_primary(raw: CUcontext) {
     }
 }
 
+/// The contexts the crate created and destroys itself ([`create`]), from their making to
+/// the start of their destroying teardown ([`tear_down_fully`]), or to a failed pop that
+/// leaves one alive. Its own lock, never held across a driver call, so that making a
+/// context never waits for the synchronous layer's book (held across waits for the GPU).
+static CREATED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn created() -> MutexGuard<'static, Vec<usize>> {
+    // every critical section is one push, search or removal
+    CREATED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `raw` is about to be destroyed (or was left alive by a failed pop, the crate no longer
+/// holding it): from now on it is not [`destroys_itself`]'s.
+fn disown(raw: CUcontext) {
+    created().retain(|&c| c != raw as usize);
+}
+
+/// Whether the crate created `raw` and destroys it itself, with a teardown that ends its
+/// sync streams after synchronizing it, not begun yet: the synchronous layer page-locks the
+/// bounce rings of its sync streams there (`synchronous/lifecycle.rs`).
+pub(crate) fn destroys_itself(raw: CUcontext) -> bool {
+    created().contains(&(raw as usize))
+}
+
 #[cfg(feature = "staging")] // used by the bulk-copy staging alone
 /// Whether a scope of the crate holds `raw` now, so that its teardown frees what the
 /// layers above keep for the context (`teardown::run_before_give_up`): a context the crate
-/// created, or one with a sync stream of a scope not yet torn down (`order::holds`), a
+/// created, or one with a sync stream of a scope not yet torn down
+/// (`teardown::sync_streams_hold`), a
 /// primary context the crate retained, or an SM partition. A context another library made
 /// current (cudarc's `bind_to_thread`, the runtime API) is not, unless one of those holds
 /// it too; neither is a `with_raw_context`'s with no sync stream yet (its teardown frees
@@ -752,10 +741,11 @@ fn unhold_primary(raw: CUcontext) {
 /// anything kept for it is freed (a partition's context is current on its own thread only,
 /// whose teardown it is).
 pub(crate) fn held(raw: CUcontext) -> bool {
-    // the order's book last: its lock may be held across a wait for the GPU
+    // the synchronous layer's book last: its lock may be held across a wait for the GPU
     held_primaries().contains(&(raw as usize))
         || super::confined::is_partition(raw)
-        || super::order::holds(raw)
+        || destroys_itself(raw)
+        || teardown::sync_streams_hold(raw)
 }
 
 /// Enters a context that the owning layer holds: pushes it, runs `f` with a guard, pops it

@@ -43,20 +43,19 @@ use cuda_driver_sys::CUctx_st;
 use crate::driver::{self, CUcontext, CUdevice};
 use crate::error::{Error, ErrorCode, Result};
 
-// The rooms: the brand, the guard and the shared context here; `device.rs` (devices),
-// `flags.rs` (a context's flags and settings), `enter.rs` (entering and tearing down, and
-// `in_context`), `teardown.rs` (errors at a closure's end, failed releases, the end hooks
-// of the layers above), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the
-// teardown frees), `order/` (synchronous device writes ordered on the GPU),
-// `partition.rs` (SM partitions, public as `cuda_brand::partition`: `with_partitions`,
-// the split), `confined.rs` (a partition's values on other threads: refused, their drops
-// parked for its thread).
+// The rooms: the brand, the guard and the shared context here, with `in_context` (the
+// guard's `with_current`); `device.rs` (devices), `flags.rs` (a context's flags and
+// settings), `enter.rs` (entering and tearing down), `teardown.rs` (errors at a closure's
+// end, failed releases, the end hooks of the layers above, the synchronous layer's among
+// them), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the teardown
+// frees), `partition.rs` (SM partitions, public as `cuda_brand::partition`:
+// `with_partitions`, the split), `confined.rs` (a partition's values on other threads:
+// refused, their drops parked for its thread).
 pub(crate) mod confined;
 pub(crate) mod deferred;
 mod device;
 mod enter;
 mod flags;
-pub(crate) mod order;
 pub mod partition;
 pub(crate) mod phase;
 pub(crate) mod teardown;
@@ -66,7 +65,8 @@ pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
 #[cfg(feature = "staging")]
 pub(crate) use enter::held;
 pub(crate) use enter::{
-    Held, create_held, enter_held, give_up, in_context, retain_held, run_then, with_context_then,
+    Held, create_held, destroys_itself, enter_held, give_up, retain_held, run_then,
+    with_context_then,
 };
 #[doc(inline)]
 pub use enter::{
@@ -80,6 +80,43 @@ pub use flags::{
 #[doc(inline)]
 pub use partition::{SmGroup, Sms, with_partitions};
 pub(crate) use phase::{Allocating, Dynamic, Phase, StreamKind, Unphased};
+
+/// Runs `op` with `ctx` current on the calling thread: directly if it already is (one
+/// `cuCtxGetCurrent`), otherwise between a push and a pop. The pop is checked like the
+/// teardown's (the context must be the one on top) and happens also if `op` panics. This is
+/// the crate's one way of making a context current for an operation: the guard's methods,
+/// synchronous memory operations (in the memory's own context), stream-ordered fallbacks
+/// and drops all go through it.
+///
+/// # Safety
+/// `ctx` is a live context that stays alive while `op` runs.
+#[inline]
+pub(crate) unsafe fn in_context<T>(
+    ctx: NonNull<CUctx_st>,
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let raw = ctx.as_ptr();
+    if driver::ctx_get_current()? == raw {
+        return op();
+    }
+    // a partition's context is current on its own thread only (one atomic load while no
+    // partition lives)
+    confined::refuse_foreign(raw)?;
+    // SAFETY: the caller guarantees the context; it is popped again below (or by the
+    // guard while a panic of `op` unwinds).
+    unsafe { driver::ctx_push(raw) }?;
+    struct PopOnUnwind(CUcontext);
+    impl Drop for PopOnUnwind {
+        fn drop(&mut self) {
+            let _ = enter::pop_exact(self.0);
+        }
+    }
+    let on_unwind = PopOnUnwind(raw);
+    let result = op();
+    std::mem::forget(on_unwind);
+    let popped = enter::pop_exact(raw);
+    teardown::keep_both(result, popped)
+}
 
 /// The invariant brand: `'ctx` can be neither shortened nor lengthened, so two brands are
 /// equal only if they are the same lifetime.
@@ -339,7 +376,7 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// scopes finds the crate's synchronous writes complete
     /// ([`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr)).
     pub fn synchronize(self) -> Result<()> {
-        self.with_current(|| driver::ctx_synchronize().and(order::wait_on_host()))
+        self.with_current(|| driver::ctx_synchronize().and(teardown::wait_for_sync_writes()))
     }
 
     /// The context's API version (`cuCtxGetApiVersion`), e.g. 3020.

@@ -38,12 +38,21 @@
 //! registration there is nothing to free, and each costs one atomic load. Whether hooks are
 //! registered and whether failed releases are recorded share one word ([`nothing_kept`]):
 //! the teardown of `with_raw_context`, with neither, reads that one atomic for both.
+//!
+//! The synchronous layer (`crate::synchronous`) keeps sync streams per thread and context,
+//! and a book of their pending writes. It registers its hooks ([`SyncHooks`],
+//! [`register_sync_hooks`]) before it makes its first sync stream, and publishes how many
+//! it made and how many live ([`count_sync_streams`]), so that a teardown ends the
+//! context's sync streams made since its scope began ([`end_sync_streams`]; two atomic
+//! loads while none was made since), a `ContextGuard::synchronize` waits for the pending
+//! writes ([`wait_for_sync_writes`]), and a destroyed context's rings are freed
+//! ([`run_after_destroy`]).
 
 use std::any::TypeId;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
@@ -162,7 +171,7 @@ pub(crate) fn register_end_hooks(hooks: EndHooks) {
 
 /// Whether no end hooks are registered and no failed release is recorded, for any context
 /// (one atomic load): then a teardown has nothing to run but ending the context's sync
-/// streams ([`order::on_context_end`](super::order::on_context_end)) and its pop, and
+/// streams ([`end_sync_streams`]) and its pop, and
 /// nothing to report after them (the fast path of `with_raw_context`'s).
 #[inline(always)]
 pub(crate) fn nothing_kept() -> bool {
@@ -181,15 +190,15 @@ pub(crate) unsafe fn run_before_give_up(raw: CUcontext) {
 
 /// [`run_before_give_up`] for a scope that entered `raw` without holding it
 /// (`with_raw_context`), began when the sync streams made numbered up to `mark`
-/// ([`order::mark`](super::order::mark)) were made: ends only the sync streams of `raw`
-/// made since, the others belonging to the holds they were made under.
+/// ([`sync_streams_made`]) were made: ends only the sync streams of `raw` made since, the
+/// others belonging to the holds they were made under.
 ///
 /// # Safety
 /// `raw` is alive and current on the calling thread.
 #[inline]
 pub(crate) unsafe fn run_before_release(raw: CUcontext, mark: u64) {
-    // SAFETY: the caller's promise, which is `on_context_end`'s condition.
-    unsafe { super::order::on_context_end(raw, mark) };
+    // SAFETY: the caller's promise, which is `end_sync_streams`'s condition.
+    unsafe { end_sync_streams(raw, mark) };
     // SAFETY: the caller's promise.
     unsafe { run_end_hooks(raw) }
 }
@@ -214,6 +223,111 @@ pub(crate) fn run_after_primary_release(raw: CUcontext, device: CUdevice) {
     if let Some(hooks) = END_HOOKS.get() {
         (hooks.after_primary_release)(raw, device);
     }
+}
+
+/// What the synchronous layer (`crate::synchronous`) does for a context's teardown and
+/// where the crate promises every earlier write complete (see the
+/// [module documentation](self#what-the-layers-above-keep-per-context)).
+pub(crate) struct SyncHooks {
+    /// Ends the sync streams of a context made after a mark ([`sync_streams_made`]; 0: all
+    /// of them): [`end_sync_streams`] past its fast path. Called with the context alive and
+    /// current on the calling thread (its safety condition).
+    pub(crate) end_since: unsafe fn(CUcontext, u64),
+    /// Waits on the host for every pending record of every sync stream.
+    pub(crate) wait_on_host: fn() -> Result<()>,
+    /// Called after `cuCtxDestroy` of a context succeeded: frees what could not be freed
+    /// before (rings whose unregistering failed).
+    pub(crate) after_destroy: fn(CUcontext),
+    /// Whether a context has a sync stream made under a scope not yet torn down.
+    #[cfg(feature = "staging")]
+    pub(crate) holds: fn(CUcontext) -> bool,
+}
+
+static SYNC_HOOKS: OnceLock<SyncHooks> = OnceLock::new();
+/// How many sync streams were made so far ([`count_sync_streams`]).
+static SYNC_STREAMS_MADE: AtomicU64 = AtomicU64::new(0);
+/// How many sync streams exist (a teardown's fast path).
+static SYNC_STREAMS_LIVE: AtomicU64 = AtomicU64::new(0);
+
+/// Registers the synchronous layer's hooks (once: later calls change nothing). Called
+/// before that layer makes a sync stream, so that every teardown after it ends it.
+pub(crate) fn register_sync_hooks(hooks: SyncHooks) {
+    let _ = SYNC_HOOKS.set(hooks);
+}
+
+/// Publishes the synchronous layer's counts, under its book's lock after every change:
+/// `made`, how many sync streams were made so far (it only grows); `live`, how many exist.
+#[inline]
+pub(crate) fn count_sync_streams(made: u64, live: u64) {
+    SYNC_STREAMS_LIVE.store(live, Ordering::Release);
+    SYNC_STREAMS_MADE.store(made, Ordering::Release);
+}
+
+/// How many sync streams were made so far: a scope that enters a context without holding
+/// it (`with_raw_context`, `with_primary_context`) takes this mark when it begins, and its
+/// teardown ends only the sync streams made since ([`end_sync_streams`]). One atomic load.
+#[inline]
+pub(crate) fn sync_streams_made() -> u64 {
+    SYNC_STREAMS_MADE.load(Ordering::Acquire)
+}
+
+/// Teardown of `raw` (alive and current): every sync stream of the context, of any thread,
+/// made after `mark` ([`sync_streams_made`]; 0: all of them), is waited for on the host
+/// and ended; a sync stream busy on another thread (a primary context entered on two
+/// threads) is ended by its own operation. Two atomic loads while no sync stream was made
+/// since `mark` (or none exists).
+///
+/// Every sync stream is made while the crate holds its context for a scope (one it
+/// entered, or one that has a sync stream not doomed already), and the teardown of every
+/// such scope ends the context's sync streams made since it began. A context
+/// `with_context` created, or the owning layer holds, has all of them ended (`mark` 0:
+/// none was made in it before). A `with_primary_context` or `with_raw_context` scope ends
+/// only the ones made during it: the earlier ones are ended by the scope they were made
+/// under, which holds the context still (an outer scope on this thread, or one on another
+/// thread) or ended them already.
+///
+/// # Safety
+/// `raw` is alive and current on the calling thread.
+#[inline(always)]
+pub(crate) unsafe fn end_sync_streams(raw: CUcontext, mark: u64) {
+    // the count only grows, and is published under the book's lock after every making: a
+    // sync stream of `raw` made since `mark` on any thread was made before this teardown
+    // (its scope is inside the one ending here, or began after `mark`) and is counted
+    if sync_streams_made() <= mark || SYNC_STREAMS_LIVE.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    // a sync stream was made, so the hooks were registered before it (and published
+    // before the count read above)
+    if let Some(hooks) = SYNC_HOOKS.get() {
+        // SAFETY: the caller's promise, which is the hook's condition.
+        unsafe { (hooks.end_since)(raw, mark) }
+    }
+}
+
+/// Waits on the host for every synchronous write of the crate still pending on the GPU, in
+/// any context (`ContextGuard::synchronize`, a setup phase's frees): nothing to wait for
+/// before the first sync stream is made.
+pub(crate) fn wait_for_sync_writes() -> Result<()> {
+    match SYNC_HOOKS.get() {
+        Some(hooks) => (hooks.wait_on_host)(),
+        None => Ok(()),
+    }
+}
+
+/// Runs the registered [`SyncHooks::after_destroy`], if any, after `cuCtxDestroy` of `raw`
+/// succeeded.
+#[inline]
+pub(crate) fn run_after_destroy(raw: CUcontext) {
+    if let Some(hooks) = SYNC_HOOKS.get() {
+        (hooks.after_destroy)(raw);
+    }
+}
+
+#[cfg(feature = "staging")] // used by the bulk-copy staging alone
+/// Whether `raw` has a sync stream made under a scope that has not torn down yet
+/// ([`SyncHooks::holds`]).
+pub(crate) fn sync_streams_hold(raw: CUcontext) -> bool {
+    SYNC_HOOKS.get().is_some_and(|hooks| (hooks.holds)(raw))
 }
 
 /// The failed releases of one context (or of no known context), not yet reported.

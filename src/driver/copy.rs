@@ -1,6 +1,6 @@
 //! Wrappers: copies (host and device, 2D, 3D, between contexts) and fills, synchronous and
 //! stream-ordered. The crate's synchronous operations use the stream-ordered ones on a sync
-//! stream (`context::order`); the legacy-stream ones here wait for it before they return,
+//! stream (`crate::synchronous`); the legacy-stream ones here wait for it before they return,
 //! except [`memcpy_htod_unwaited`], whose caller does. Every one is `unsafe`: the caller
 //! guarantees each range is valid for the access, and stays valid until the (possibly
 //! asynchronous) operation is done.

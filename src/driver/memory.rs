@@ -132,7 +132,7 @@ pub(crate) unsafe fn mem_advise(
 /// address at all (`CU_POINTER_ATTRIBUTE_MEMORY_TYPE` non-zero), its device's ordinal, and
 /// whether the host can read it directly (managed memory, or host memory: page-locked,
 /// mapped, or of a pool on the host), and whether it is memory of a pool (never a module
-/// global, so the order of synchronous operations can place it: `context::order`).
+/// global, so the order of synchronous operations can place it: `crate::synchronous`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PointerInfo {
     pub(crate) context: CUcontext,

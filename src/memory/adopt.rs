@@ -10,7 +10,7 @@
 
 use std::mem::{align_of, size_of};
 
-use super::span::checked_byte_len;
+use super::extent::checked_byte_len;
 use crate::context::ContextGuard;
 use crate::driver::{self, Allocation, MEMORY_TYPE_HOST};
 use crate::error::{Error, ErrorCode, Result};

@@ -9,13 +9,13 @@ use std::ptr::NonNull;
 
 #[cfg(doc)]
 use super::PinnedBuffer;
-use super::legacy::{Access, Completion};
-use super::span::{Span, checked_byte_len, empty_address};
-use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, legacy};
-use crate::context::order::Touched;
+use super::extent::{byte_len, checked_byte_len, empty_address};
+use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, staging};
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::Result;
+use crate::span::{Span, Touched};
+use crate::synchronous::{self, Access, Completion};
 
 /// Frees memory that `cuMemAlloc` (or `cuMemAllocPitch`, `cuMemAllocManaged`) gave a
 /// buffer, from `drop` or `close`: with its context `ctx` current, whatever the calling
@@ -33,7 +33,7 @@ pub(crate) unsafe fn free_plain(
     let free = || {
         // `cuMemFree` is not documented to wait for work of other streams on the memory:
         // synchronous writes still pending are waited for first (`docs/design/ordering.md`)
-        crate::context::order::wait_on_host()?;
+        crate::synchronous::wait_on_host()?;
         // SAFETY: the caller gives up `ptr`.
         unsafe { driver::mem_free(ptr) }
     };
@@ -46,7 +46,7 @@ pub(crate) unsafe fn free_plain(
 /// current. The latter is queued, not waited for: it returns while the legacy stream waits
 /// for a `StreamFlags::Default` stream (one whose host function runs, say), and so does the
 /// wait for the memory's pending synchronous accesses queued before it, which goes through
-/// the thread's sync stream with the book's lock released (`context::order`).
+/// the thread's sync stream with the book's lock released (`crate::synchronous`).
 ///
 /// # Safety
 /// `ptr` is such an allocation of the live context `ctx`, given up by its owner, and no
@@ -71,7 +71,7 @@ unsafe fn free_buffer_memory(
             bytes: bytes as u64,
             write: true,
         }];
-        crate::context::order::before_legacy_op(Touched::Spans(&freed), true)?;
+        crate::synchronous::before_legacy_op(Touched::Spans(&freed), true)?;
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it.
         unsafe { driver::mem_free_async(ptr, std::ptr::null_mut()) }
     };
@@ -305,7 +305,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
             // scope's) do not wait for the legacy stream, so the host waits for it now: then
             // the memory is valid for every stream. (On failure `buf` is dropped, freeing
             // the block in order on the legacy stream.)
-            ctx.with_current(crate::context::order::legacy_wait)?;
+            ctx.with_current(crate::synchronous::legacy_wait)?;
         }
         Ok(buf)
     }
@@ -407,7 +407,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
             let spans = [self.span(true)];
             // SAFETY: as stated above; the buffer's own memory, all of it named.
             unsafe {
-                legacy::run(
+                synchronous::run(
                     Some(ctx),
                     Completion::Record,
                     Access::Device,
@@ -444,18 +444,23 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     }
 
     fn fill_from(&self, src: &[T]) -> Result<()> {
-        let bytes = self.size_in_bytes();
+        let bytes = byte_len::<T>(self.len);
         if bytes == 0 {
             return Ok(());
         }
         let ctx = self.owner.context();
+        let written = Span {
+            start: self.ptr,
+            bytes: bytes as u64,
+            write: true,
+        };
         // SAFETY: `ctx` is current (`in_context` below) and alive (the brand); same
-        // length; the buffer was just allocated; `src` is a shared borrow.
+        // length; the buffer was just allocated, all of it named; `src` is a shared borrow.
         let copy = || unsafe {
-            legacy::upload(
+            staging::upload(
                 Some(ctx),
                 Completion::Record,
-                Touched::Spans(&[self.span(true)]),
+                Touched::Spans(&[written]),
                 self.ptr,
                 src.as_ptr().cast(),
                 bytes,
@@ -505,7 +510,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         // writes on the GPU: they are waited for here, so that the caller's own work on
         // any stream finds the memory written. A failure is the sticky error of a context
         // that ran one of them, which every later use of the memory reports.
-        let _ = crate::context::order::wait_on_host();
+        let _ = crate::synchronous::wait_on_host();
         if self.owner.is_deferred() {
             crate::context::deferred::undefer(self.ptr as usize);
         }

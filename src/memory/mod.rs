@@ -32,16 +32,17 @@ pub(crate) mod sealed {
     }
 }
 
-// The rooms: `copy.rs` (`DeviceCopy`, `Memset`), `span.rs` (spans and the checks before a
-// driver call), `slice.rs` (`DeviceSlice` and its synchronous operations), `buffer.rs`
+// The rooms: `copy.rs` (`DeviceCopy`, `Memset`), `extent.rs` (the checks before a driver
+// call), `slice.rs` (`DeviceSlice` and its synchronous operations), `buffer.rs`
 // (`DeviceBuffer`), `pinned.rs` (`PinnedBuffer`), `pool.rs`, `managed.rs`, `pitched.rs`
 // (2D), `pitched3d.rs` (3D), `peer.rs` (peer access), `staging/` (the bulk-copy staging),
-// `adopt.rs` (the checks of the `from_raw_parts` constructors), `legacy.rs` (how the
-// synchronous operations are ordered and completed).
+// `adopt.rs` (the checks of the `from_raw_parts` constructors). How the
+// synchronous operations are ordered and completed is `crate::synchronous`'s; the spans
+// they touch are the leaf `crate::span`'s.
 mod adopt;
 mod buffer;
 mod copy;
-pub(crate) mod legacy;
+mod extent;
 pub mod managed;
 pub mod peer;
 mod pinned;
@@ -49,14 +50,18 @@ pub mod pitched;
 pub mod pitched3d;
 pub mod pool;
 mod slice;
-mod span;
 pub(crate) mod staging;
 
+pub(crate) use crate::span::{Span, first_overlap};
 #[doc(inline)]
 pub use buffer::DeviceBuffer;
 pub(crate) use buffer::free_plain;
 #[doc(inline)]
 pub use copy::{DeviceCopy, Memset};
+pub(crate) use extent::{
+    bounds, byte_len, check_lengths, checked_byte_len, empty_address, fail, lengths_match,
+    overlap_error,
+};
 #[doc(inline)]
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 #[doc(inline)]
@@ -71,7 +76,3 @@ pub use pitched3d::{DeviceBuffer3D, Region3D};
 pub use pool::{MemoryPool, ReusePolicy};
 #[doc(inline)]
 pub use slice::DeviceSlice;
-pub(crate) use span::{
-    Span, bounds, byte_len, check_lengths, checked_byte_len, empty_address, fail, first_overlap,
-    lengths_match, overlap_error,
-};

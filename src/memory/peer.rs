@@ -405,7 +405,7 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
     // stream (the source's among them) are waited for on the host first: the driver does
     // not say which stream a peer copy runs on. The copy is complete when it returns.
     dst_ctx.with_current(|| unsafe {
-        crate::context::order::wait_on_host()?;
+        crate::synchronous::wait_on_host()?;
         driver::memcpy_peer(
             dst.device_ptr(),
             dst_ctx.raw(),

@@ -9,7 +9,7 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 use super::DeviceCopy;
-use super::span::checked_byte_len;
+use super::extent::checked_byte_len;
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
 use crate::driver;
 use crate::error::{Error, ErrorCode, Result};

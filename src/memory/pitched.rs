@@ -36,12 +36,12 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::legacy::Access;
-use super::{DeviceCopy, Span, checked_byte_len, empty_address, legacy};
-use crate::context::order::Touched;
+use super::{DeviceCopy, Span, checked_byte_len, empty_address};
 use crate::context::{self, Allocating, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUstream, Pattern, Side2D};
 use crate::error::{Error, ErrorCode, Result};
+use crate::span::Touched;
+use crate::synchronous::{self, Access};
 
 /// `height` rows of `width` elements of `T` in device memory of the context branded
 /// `'ctx`, each row `pitch_bytes()` apart (`cuMemAllocPitch`). Freed when dropped.
@@ -239,9 +239,9 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
                 };
                 // SAFETY: as stated above.
                 unsafe {
-                    legacy::run(
+                    synchronous::run(
                         Some(ctx),
-                        legacy::Completion::Record,
+                        synchronous::Completion::Record,
                         Access::Device,
                         Touched::Anything,
                         op,
@@ -341,7 +341,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     }
 
     /// Runs `op`, a synchronous copy queued on the stream it is given, in the buffer's
-    /// context, completed as `access` says (`memory::legacy::run`). Nothing for a buffer of
+    /// context, completed as `access` says (`synchronous::run`). Nothing for a buffer of
     /// no bytes.
     pub(crate) fn run(
         &self,
@@ -357,9 +357,9 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
         // its caller's borrows (host memory until `run` returns, device memory ordered by
         // the sync stream's record).
         let ordered = || unsafe {
-            legacy::run(
+            synchronous::run(
                 Some(ctx),
-                legacy::Completion::Record,
+                synchronous::Completion::Record,
                 access,
                 Touched::Anything,
                 op,

@@ -49,12 +49,12 @@
 
 use std::fmt;
 
-use super::legacy::Access;
 use super::pitched::{DeviceBuffer2D, host_elements, host_pitch};
 use super::{DeviceCopy, Span, byte_len};
 use crate::context::{Allocating, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Copy3D, Side2D, Side3D};
 use crate::error::{Error, ErrorCode, Result};
+use crate::synchronous::Access;
 
 /// `depth` slices of `height` rows of `width` elements of `T` in device memory of the
 /// context branded `'ctx`, each row `pitch_bytes()` apart and each slice `height` rows
@@ -375,7 +375,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
 
     /// Runs `copy`, a plan of this buffer, in the buffer's context: with host memory
     /// complete when it returns, between device buffers completed by a record of the
-    /// thread's sync stream (as every synchronous device write: `memory::legacy`). A copy
+    /// thread's sync stream (as every synchronous device write: `crate::synchronous`). A copy
     /// of no bytes reaches no driver.
     ///
     /// # Safety

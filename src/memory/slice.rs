@@ -7,16 +7,15 @@ use std::ptr::NonNull;
 
 #[cfg(doc)]
 use super::DeviceBuffer;
-use super::legacy::{self, Access, Completion};
-use super::span::{
-    Span, bounds, byte_len, check_lengths, chunk_size, fail, lengths_match, overlap_error,
-    split_point,
+use super::extent::{
+    bounds, byte_len, check_lengths, chunk_size, fail, lengths_match, overlap_error, split_point,
 };
 use super::{DeviceCopy, Memset, sealed, staging};
-use crate::context::order::Touched;
 use crate::context::{self, Brand};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
+use crate::span::{Span, Touched};
+use crate::synchronous::{self, Access, Completion};
 
 /// A zero-sized, align-1 element, so that a `&DeviceSlice` is a fat pointer (device address,
 /// element count) that claims no host-dereferenceable bytes.
@@ -352,7 +351,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             // both ranges have `bytes` bytes; `self` is exclusively borrowed device memory,
             // all of it named, and `src` a shared borrow nobody writes during the call.
             unsafe {
-                legacy::upload(
+                staging::upload(
                     ctx,
                     completion,
                     Touched::placed(placed, &spans),
@@ -382,7 +381,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     }
 
     /// Copies the view's `size_in_bytes` bytes (not zero) into host memory at `dst`, staged
-    /// where `kind` says so (`memory::legacy::download`); complete when it returns.
+    /// where `kind` says so (`staging::download`); complete when it returns.
     ///
     /// # Safety
     /// `dst` is valid for `size_in_bytes` bytes of writes that nothing else uses during the
@@ -394,7 +393,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             // `size_in_bytes` bytes (the caller's promise for `dst`); `self` is a shared
             // borrow nobody writes during the call, all of it named.
             unsafe {
-                legacy::download(
+                staging::download(
                     ctx,
                     completion,
                     kind,
@@ -462,7 +461,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             };
             let touched = Touched::placed(placed && src_pooled, &spans);
             // SAFETY: as stated above.
-            unsafe { legacy::run(ctx, completion, access, touched, op) }
+            unsafe { synchronous::run(ctx, completion, access, touched, op) }
         })
     }
 
@@ -511,7 +510,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             };
             let touched = Touched::placed(placed, &spans);
             // SAFETY: as stated above.
-            unsafe { legacy::run(ctx, completion, Access::Device, touched, op) }
+            unsafe { synchronous::run(ctx, completion, Access::Device, touched, op) }
         })
     }
 }
@@ -577,7 +576,7 @@ fn out_of_range(len: usize) -> ! {
 /// is retained for `op` alone (in the current context, a staging is kept only where a scope
 /// of the crate holds it: `Completion::held`); and whether the memory can be placed (memory
 /// of a pool, never a module global: its accesses are then ordered by their spans, else as
-/// touching anything, `context::order::Touched`).
+/// touching anything, `span::Touched`).
 #[inline]
 fn in_memory_context_with<T>(
     ptr: CUdeviceptr,

@@ -604,7 +604,7 @@ impl Module<'_> {
             // SAFETY: the brand keeps the context alive (a parked release runs before the
             // partition ends).
             unsafe { ContextGuard::new_unchecked(ctx) }
-                .with_current(crate::context::order::wait_on_host)?;
+                .with_current(crate::synchronous::wait_on_host)?;
             // before the unload, while no other module can have this module's handles
             counts::forget(raw as usize);
             crate::context::confined::forget_functions_of(raw as usize);

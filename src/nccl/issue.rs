@@ -38,7 +38,7 @@ pub(super) enum Issue<'p, 'a> {
 /// the scope and the memory, all borrowed for the scope's `'s`.
 ///
 /// The ordering is the scope's ([`StreamScope::ordered`]): the stream first waits for the
-/// pending synchronous operations on the memory the operation touches (`context::order`),
+/// pending synchronous operations on the memory the operation touches (`crate::synchronous`),
 /// and in a multi-stream scope for the other streams' conflicting work, which then waits
 /// for this operation. `then` runs inside that ordering, so the immediate front issues the
 /// operation there. A grouped operation is queued only after `then` returns, which the

@@ -88,12 +88,14 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::context::{Dynamic, StreamKind, order};
+use crate::context::{Dynamic, StreamKind};
 use crate::driver::CUdeviceptr;
 use crate::error::Result;
 use crate::launch::{KernelMut, LaunchCache, ScopedKernel};
 use crate::memory::{DeviceSlice, Span};
+use crate::span::Touched;
 use crate::stream::Stream;
+use crate::synchronous;
 
 #[doc(inline)]
 pub use host_fn::{HostMut, HostRef, IntoHostMut, IntoHostRef};
@@ -367,7 +369,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Every operation of a scope (copies, fills, launches, graph launches, library calls,
     /// NCCL, host functions) comes here, so this is where the stream first waits for the
     /// pending synchronous operations on the memory the operation touches
-    /// (`context::order`): made before the scope opened or while it is open (into memory
+    /// (`crate::synchronous`): made before the scope opened or while it is open (into memory
     /// the scope binds later). `spans` names that memory; an operation that names none (a
     /// graph launch) waits for every pending one. With none pending, one atomic load.
     #[inline(always)]
@@ -377,7 +379,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         globals: Option<usize>,
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        if !order::is_settled() {
+        if !synchronous::is_settled() {
             self.wait_for_sync_writes(spans)?;
         }
         match self.lanes {
@@ -392,7 +394,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     #[inline(never)]
     fn wait_for_sync_writes(&self, spans: &[Span]) -> Result<()> {
         // SAFETY: the scope borrows its stream, which is alive.
-        unsafe { order::stream_after_writes(self.stream.raw(), order::Touched::named(spans)) }
+        unsafe { synchronous::stream_after_writes(self.stream.raw(), Touched::named(spans)) }
     }
 
     /// Binds `slice` to the scope for writing: the returned handle is `Copy`, so several

@@ -44,7 +44,7 @@
 //! The copies stay synchronous, in the calling thread's current context: the call returns
 //! after every DMA's event completed and every byte was copied on the host. Their stream is
 //! the one every other synchronous operation of the thread uses there
-//! (`memory::legacy`): the thread's sync stream, a non-blocking stream that waits for no
+//! (`crate::synchronous`): the thread's sync stream, a non-blocking stream that waits for no
 //! `StreamFlags::Default` stream (so a staged copy returns while such a stream's host
 //! function waits, issue 46), ordered after the pending accesses the copy conflicts with
 //! and synchronized at the end, as any operation that touches host memory; the legacy
@@ -118,6 +118,7 @@
 //! stagings it has (waiting for one if another thread is using it) or, if it has none,
 //! the driver's path.
 
+use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -126,6 +127,8 @@ use cuda_driver_sys::CUctx_st;
 use crate::context::ContextGuard;
 use crate::driver::{CUdeviceptr, CUstream};
 use crate::error::Result;
+use crate::span::Touched;
+use crate::synchronous::{self, Completion, Stage};
 
 // The rooms: the kinds and their thresholds here, in every build; with the `staging`
 // feature, `kept.rs` (the sizes, counters and staging memory, the test hooks),
@@ -155,6 +158,65 @@ pub(crate) use registry::release;
 // The front the rest of the crate calls, in every build. Without the `staging` feature no
 // copy is staged (`wanted` is false, so the copies below are never asked for), nothing is
 // reserved and nothing is frozen.
+
+/// Copies `bytes` from host memory at `src` into device memory at `dst`, in `ctx`, as the
+/// synchronous path's [`upload`](crate::synchronous::upload) does, staged where [`wanted`]
+/// says so (in the memory's context, `ctx`).
+///
+/// # Safety
+/// As `synchronous::upload`.
+#[inline]
+pub(crate) unsafe fn upload(
+    ctx: Option<NonNull<CUctx_st>>,
+    completion: Completion,
+    touched: Touched<'_>,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+) -> Result<()> {
+    let staged = ctx.filter(|_| wanted(Kind::FromHost, bytes));
+    let held = completion.held();
+    let mut stage = staged.map(|ctx| {
+        // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given
+        // (the thread's sync stream, busy for this operation alone, or the legacy stream),
+        // after the pending accesses `touched` conflicts with; complete when it returns.
+        move |stream: CUstream| unsafe { host_to_device(ctx, held, stream, dst, src.cast(), bytes) }
+    });
+    let stage = stage.as_mut().map(|f| f as Stage<'_>);
+    // SAFETY: the caller's promises; `stage` is this copy's, complete when it returns.
+    unsafe { synchronous::upload(ctx, completion, touched, dst, src, bytes, stage) }
+}
+
+/// Copies `bytes` from device memory at `src` into host memory at `dst`, in `ctx`, as the
+/// synchronous path's [`download`](crate::synchronous::download) does, staged where `kind`
+/// (`ToHost`, or `ToNewHost` for a new `Vec`'s room) says so ([`wanted`]).
+///
+/// # Safety
+/// As `synchronous::download`.
+#[inline]
+pub(crate) unsafe fn download(
+    ctx: Option<NonNull<CUctx_st>>,
+    completion: Completion,
+    kind: Kind,
+    touched: Touched<'_>,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> Result<()> {
+    let staged = ctx.filter(|_| wanted(kind, bytes));
+    let (fresh, held) = (kind == Kind::ToNewHost, completion.held());
+    let mut stage = staged.map(|ctx| {
+        // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given (as
+        // in `upload`), after the pending accesses `touched` conflicts with; complete when
+        // it returns.
+        move |stream: CUstream| unsafe {
+            device_to_host(ctx, held, stream, dst.cast(), src, bytes, fresh)
+        }
+    });
+    let stage = stage.as_mut().map(|f| f as Stage<'_>);
+    // SAFETY: the caller's promises; `stage` is this copy's, complete when it returns.
+    unsafe { synchronous::download(ctx, completion, touched, dst, src, bytes, stage) }
+}
 
 /// Copies `bytes` from the device at `src` into host memory at `dst` through a staging of
 /// `ctx`: the pipeline's [`device_to_host`](pipeline::device_to_host), whose answer and

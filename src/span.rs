@@ -1,5 +1,9 @@
-//! What an operation touches, for the order of synchronous operations: its spans of device
-//! memory ([`Span`]), or anything ([`Touched::Anything`]), and when two accesses conflict.
+//! The memory an operation touches: spans of device memory ([`Span`]), or anything
+//! ([`Touched::Anything`]), and the pure checks on them: when two accesses conflict
+//! ([`conflicts`]), the first pair of one operation's arguments that overlap
+//! ([`first_overlap`]). A leaf every layer may use: it names nothing of the crate. The
+//! checks that build errors from them (lengths, extents, overlaps) are the memory layer's
+//! (`memory/extent.rs`).
 
 /// The memory one argument touches: `bytes` at `start`, written or only read. Scalars
 /// touch none (`bytes == 0`).
@@ -18,7 +22,7 @@ impl Span {
     };
 
     /// Every address, written: what an operation on memory the crate cannot place touches
-    /// (`context::order::Touched::Anything`).
+    /// ([`Touched::Anything`]).
     pub(crate) const ALL: Span = Span {
         start: 0,
         bytes: u64::MAX,
@@ -34,19 +38,8 @@ impl Span {
     }
 }
 
-/// Adds `access` to a sync stream's pending accesses, unless one of them covers it already
-/// (the same memory, written if `access` writes it): repeated writes of one buffer keep
-/// one entry.
-pub(super) fn add_access(pending: &mut Vec<Span>, access: Span) {
-    let end = |s: &Span| s.start as u128 + s.bytes as u128;
-    let covers =
-        |p: &Span| (p.write || !access.write) && p.start <= access.start && end(&access) <= end(p);
-    if !pending.iter().any(covers) {
-        pending.push(access);
-    }
-}
-
-/// What an operation touches, for the order of synchronous operations.
+/// What an operation touches: for the order of synchronous operations
+/// (`crate::synchronous`), and for a scope's waits for them.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Touched<'a> {
     /// These spans (memory the crate can place: its own buffers, memory of a pool).
@@ -79,7 +72,7 @@ impl<'a> Touched<'a> {
 
 /// Whether work touching `reader` must be ordered after a pending `access`: they share
 /// memory and one of them writes it, or either is [`Touched::Anything`].
-pub(super) fn conflicts(reader: Touched<'_>, access: &Span) -> bool {
+pub(crate) fn conflicts(reader: Touched<'_>, access: &Span) -> bool {
     if *access == Span::ALL {
         return true;
     }
@@ -89,4 +82,18 @@ pub(super) fn conflicts(reader: Touched<'_>, access: &Span) -> bool {
             .iter()
             .any(|r| (r.write || access.write) && r.overlaps(access)),
     }
+}
+
+/// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
+/// share memory.
+#[inline]
+pub(crate) fn first_overlap(spans: &[Span]) -> Option<(usize, usize)> {
+    for i in 0..spans.len() {
+        for j in i + 1..spans.len() {
+            if (spans[i].write || spans[j].write) && spans[i].overlaps(&spans[j]) {
+                return Some((i, j));
+            }
+        }
+    }
+    None
 }

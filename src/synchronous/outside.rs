@@ -11,15 +11,15 @@
 //! stream's context (its queue holds the crate's own work, which never waits for a user's
 //! stream, so those calls return once the GPU has moved on), `R`'s event is recorded after
 //! them, and `R` is marked busy: a teardown meanwhile dooms it instead of ending it
-//! (`on_context_end`), and no other operation records its event, so the event stays alive
-//! and its latest record is this one. The lock is released, the user's stream waits for
-//! `R`'s event, and the operation ends as a synchronous operation on `R` does (relocked;
-//! a doomed `R` is ended there, its context current). Where only `R`'s own records
-//! conflict, the user's stream waits for `R`'s latest record and nothing is queued on `R`.
-//! Where the thread has no sync stream in that context and may make none (or cannot enter
-//! the context, or `CUDA_BRAND_SYNC_WRITES=wait`), the conflicting records are waited for
-//! on the host under the lock instead, which, like `wait_on_host`, waits for the crate's
-//! own work alone.
+//! (`teardown::end_sync_streams`), and no other operation records its event, so the event
+//! stays alive and its latest record is this one. The lock is released, the user's stream
+//! waits for `R`'s event, and the operation ends as a synchronous operation on `R` does
+//! (relocked; a doomed `R` is ended there, its context current). Where only `R`'s own
+//! records conflict, the user's stream waits for `R`'s latest record and nothing is queued
+//! on `R`. Where the thread has no sync stream in that context and may make none (or cannot
+//! enter the context, or `CUDA_BRAND_SYNC_WRITES=wait`), the conflicting records are waited
+//! for on the host under the lock instead, which, like `wait_on_host`, waits for the
+//! crate's own work alone.
 //!
 //! What it costs, on the slow path only (something pending; the fast path is still one
 //! atomic load): `cuStreamGetCtx` and `cuCtxGetCurrent` (a scope's stream), or
@@ -30,13 +30,14 @@
 //! the first time (a stream and an event, kept until the context's teardown). The waits
 //! queued on `R` also order that thread's later synchronous operations after those records.
 
-use super::{
-    Book, SyncStream, Touched, book, event_done, host_waits, is_settled, make_sync_stream, publish,
-    thread_token,
+use super::book::Book;
+use super::sync_stream::{
+    SyncStream, add_sync_stream, book, event_done, host_waits, is_settled, publish, thread_token,
 };
 use crate::context::in_context;
 use crate::driver::{self, CUcontext, CUevent, CUstream};
 use crate::error::Result;
+use crate::span::Touched;
 
 /// Makes `stream` wait for every pending access that work touching `touched` conflicts
 /// with, before that work is queued on it (an operation of a scope), through the calling
@@ -172,9 +173,7 @@ fn lendable(book: &mut Book<usize>, ctx: CUcontext, thread: usize, make: bool) -
     match book.find(ctx as usize, thread) {
         Some(i) => (!book.entries[i].busy).then_some(i),
         // not beside a doomed sync stream alone (`Book::holds`)
-        None if make || book.holds(ctx as usize) => book
-            .add(ctx as usize, thread, || make_sync_stream(ctx))
-            .ok(),
+        None if make || book.holds(ctx as usize) => add_sync_stream(book, ctx, thread).ok(),
         None => None,
     }
 }

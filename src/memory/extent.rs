@@ -1,26 +1,13 @@
-//! The memory an operation touches ([`Span`]) and the checks made before any driver call:
-//! overlaps, lengths, split points, chunk sizes, ranges and byte sizes.
+//! The memory layer's checks made before any driver call: overlaps of an operation's
+//! [`Span`]s (the leaf `crate::span`), lengths, split points, chunk sizes, ranges and
+//! byte sizes.
 
 use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 
-pub(crate) use crate::context::order::Span;
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, ErrorCode, Result};
-
-/// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
-/// share memory.
-#[inline]
-pub(crate) fn first_overlap(spans: &[Span]) -> Option<(usize, usize)> {
-    for i in 0..spans.len() {
-        for j in i + 1..spans.len() {
-            if (spans[i].write || spans[j].write) && spans[i].overlaps(&spans[j]) {
-                return Some((i, j));
-            }
-        }
-    }
-    None
-}
+use crate::span::Span;
 
 #[cold]
 #[inline(never)]

@@ -2,8 +2,8 @@
 //! ring and its pending accesses, generic over the driver's handles so that the
 //! bookkeeping is tested without a GPU.
 
-use super::access::{Span, Touched, add_access, conflicts};
 use crate::error::Result;
+use crate::span::{Span, Touched, conflicts};
 
 /// The largest upload that goes through a sync stream's bounce ring ([`Bounce`]): one slot.
 pub(crate) const BOUNCE_SLOT: usize = 256 << 10;
@@ -55,7 +55,7 @@ pub(super) enum Ring<E> {
 pub(super) struct Entry<E> {
     /// The context's handle as a number.
     pub(super) ctx: usize,
-    /// The thread's token ([`thread_token`](super::thread_token)).
+    /// The thread's token ([`thread_token`](super::sync_stream::thread_token)).
     pub(super) thread: usize,
     pub(super) stream: E,
     /// The event of the sync stream's latest record, which later users wait for: its own
@@ -65,7 +65,8 @@ pub(super) struct Entry<E> {
     /// bounced upload.
     pub(super) own: E,
     pub(super) ring: Ring<E>,
-    /// When it was made: the number [`mark`](super::mark) returns after its making.
+    /// When it was made: the number of sync streams made
+    /// (`context::teardown::sync_streams_made`) after its making.
     pub(super) made: u64,
     /// The epoch of `event`'s latest record (0: none).
     pub(super) last: u64,
@@ -74,7 +75,8 @@ pub(super) struct Entry<E> {
     /// `event`'s latest record. Cleared once that is known complete (the sync stream was
     /// synchronized, or a query found the record done).
     pub(super) pending: Vec<Span>,
-    /// An operation runs on the sync stream now (from [`SyncStream::begin`](super::SyncStream::begin) to its end).
+    /// An operation runs on the sync stream now (from
+    /// [`SyncStream::begin`](super::sync_stream::SyncStream::begin) to its end).
     pub(super) busy: bool,
     /// Its context ended while the sync stream was busy: the sync stream's own operation
     /// ends it.
@@ -358,6 +360,18 @@ impl<E: Copy> Book<E> {
     /// How many accesses are pending, over every sync stream.
     pub(super) fn pending(&self) -> usize {
         self.entries.iter().map(|e| e.pending.len()).sum()
+    }
+}
+
+/// Adds `access` to a sync stream's pending accesses, unless one of them covers it already
+/// (the same memory, written if `access` writes it): repeated writes of one buffer keep
+/// one entry.
+fn add_access(pending: &mut Vec<Span>, access: Span) {
+    let end = |s: &Span| s.start as u128 + s.bytes as u128;
+    let covers =
+        |p: &Span| (p.write || !access.write) && p.start <= access.start && end(&access) <= end(p);
+    if !pending.iter().any(covers) {
+        pending.push(access);
     }
 }
 

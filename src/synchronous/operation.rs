@@ -1,29 +1,28 @@
-//! How this layer's synchronous operations are queued and completed (issue 28): on the
-//! calling thread's sync stream in the context ([`context::order`](crate::context::order)),
-//! a non-blocking stream of its own, with the driver's `*Async` calls. An operation that
-//! reads or writes host memory synchronizes the sync stream before it returns (the host
-//! buffer is free when the call returns); a write of device memory alone records the sync
-//! stream's event, which every later stream scope, sync stream and legacy-stream operation
-//! waits for on the GPU. An upload of up to 256 KiB is copied into the sync stream's
-//! bounce ring (host memory of the crate's own) on the host first, and then needs no wait
-//! either: it is a write of device memory alone from the moment the host copy is done.
-//! Staged bulk copies (`memory::staging`) queue their DMAs on the same sync stream and are
-//! complete when they return. Where no sync stream is used (memory the host can read
-//! directly, a context the crate keeps no order for, `CUDA_BRAND_SYNC_WRITES=wait`), the
-//! operation, staged or not, runs on the legacy stream after every pending record and is
-//! waited for on the host, as before the sync streams: only these wait for a
-//! `StreamFlags::Default` stream of the context (`docs/design/ordering.md`, seventh step,
-//! has the exact list).
+//! How a synchronous operation of the memory layer runs and completes: on the calling
+//! thread's sync stream in the context ([`SyncStream`]), with the driver's `*Async` calls,
+//! or, where no sync stream may be used, on the legacy stream after every pending record
+//! it conflicts with and waited for on the host. An operation that reads or writes host
+//! memory synchronizes the sync stream before it returns (the host buffer is free when the
+//! call returns); a write of device memory alone records the sync stream's event
+//! ([`SyncStream::end`]), which every later stream scope, sync stream and legacy-stream
+//! operation waits for on the GPU; an upload of up to [`BOUNCE_SLOT`] bytes is copied into
+//! a slot of the sync stream's bounce ring on the host first ([`bounced`]), and is then a
+//! write of device memory alone. A staged bulk copy ([`Stage`], the memory layer's
+//! `staging`) runs on the same stream and is complete when it returns. Only operations
+//! without a sync stream wait for a `StreamFlags::Default` stream of the context
+//! (`docs/design/ordering.md`, seventh step, has the exact list).
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::staging;
-use crate::context::order::{self, BOUNCE_SLOT, Slot, SyncStream, Touched};
+use super::book::BOUNCE_SLOT;
+use super::outside::before_legacy_op;
+use super::sync_stream::{Slot, SyncStream, legacy_wait};
 use crate::driver::{self, CUdeviceptr, CUstream};
 use crate::error::Result;
+use crate::span::Touched;
 
 /// How a synchronous operation on device memory may be completed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -143,27 +142,27 @@ fn on_sync_stream<T>(
 /// Runs `op`, touching `touched`, on the legacy stream of the current context after every
 /// pending access it conflicts with, and waits for the legacy stream on the host.
 fn on_legacy_stream<T>(touched: Touched<'_>, op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
-    order::before_legacy_op(touched, false)?;
+    before_legacy_op(touched, false)?;
     queue_on_legacy_stream(op)
 }
 
 /// Runs `op` on the legacy stream of the current context and waits for it on the host.
 fn queue_on_legacy_stream<T>(op: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
     match op(std::ptr::null_mut()) {
-        Ok(out) => order::legacy_wait().map(|()| out),
+        Ok(out) => legacy_wait().map(|()| out),
         Err(e) => {
             // an operation that failed part-way may have queued work: no error path
             // returns while it may still run (the rule of `stream_wait_idle`)
-            let _ = order::legacy_wait();
+            let _ = legacy_wait();
             Err(e)
         }
     }
 }
 
-/// A staged bulk copy (`memory::staging`), run on the stream it is given: `Ok(true)` where
-/// it copied (complete: every DMA waited for), `Ok(false)` where it copied nothing and the
-/// driver's path is to be taken.
-type Stage<'a> = &'a mut dyn FnMut(CUstream) -> Result<bool>;
+/// A staged bulk copy (the memory layer's `staging`), run on the stream it is given:
+/// `Ok(true)` where it copied (complete: every DMA waited for), `Ok(false)` where it copied
+/// nothing and the driver's path is to be taken.
+pub(crate) type Stage<'a> = &'a mut dyn FnMut(CUstream) -> Result<bool>;
 
 /// Runs `stage` on `sync`'s stream, where the other synchronous operations of the thread
 /// run (a non-blocking stream: no `StreamFlags::Default` stream holds it back), and ends
@@ -189,7 +188,7 @@ fn staged_on_legacy_stream(
     stage: Option<Stage<'_>>,
     op: impl FnOnce(CUstream) -> Result<()>,
 ) -> Result<()> {
-    order::before_legacy_op(touched, false)?;
+    before_legacy_op(touched, false)?;
     if let Some(stage) = stage {
         if stage(std::ptr::null_mut())? {
             return Ok(());
@@ -201,16 +200,17 @@ fn staged_on_legacy_stream(
 /// Copies `bytes` from host memory at `src` into device memory at `dst`, in `ctx` (current;
 /// `None`: one the crate keeps no order for), completed as `completion` says, on the
 /// thread's sync stream (else the legacy stream, after every pending access it conflicts
-/// with): staged where `staging::wanted` says so (in the memory's context); up to
-/// [`BOUNCE_SLOT`] bytes through the sync stream's bounce ring ([`bounced`]); else
-/// queued there and waited for. Complete when it returns: the host memory is not read
+/// with): through `stage` where given (the memory layer's staging, which it wants for this
+/// copy); up to [`BOUNCE_SLOT`] bytes through the sync stream's bounce ring ([`bounced`]);
+/// else queued there and waited for. Complete when it returns: the host memory is not read
 /// afterwards, and every later user of the device memory is ordered after the copy.
 /// `touched`: the device memory it writes (`Anything` for memory the crate cannot place).
 ///
 /// # Safety
 /// As [`run`] for `ctx`; `dst` is device memory valid for `bytes` of writes that nothing
 /// else uses during the call, `src` host memory valid for `bytes` of reads that nothing
-/// writes during the call.
+/// writes during the call; `stage` makes this copy, on the stream it is given, complete
+/// when it returns.
 pub(crate) unsafe fn upload(
     ctx: Option<NonNull<CUctx_st>>,
     completion: Completion,
@@ -218,18 +218,8 @@ pub(crate) unsafe fn upload(
     dst: CUdeviceptr,
     src: *const c_void,
     bytes: usize,
+    stage: Option<Stage<'_>>,
 ) -> Result<()> {
-    let staged = ctx.filter(|_| staging::wanted(staging::Kind::FromHost, bytes));
-    let held = completion.held();
-    let mut stage = staged.map(|ctx| {
-        // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given
-        // (the thread's sync stream, busy for this operation alone, or the legacy stream),
-        // after the pending accesses `touched` conflicts with; complete when it returns.
-        move |stream: CUstream| unsafe {
-            staging::host_to_device(ctx, held, stream, dst, src.cast(), bytes)
-        }
-    });
-    let stage = stage.as_mut().map(|f| f as Stage<'_>);
     // SAFETY: the caller's promises, on the stream given; complete when `run` returns
     // (`Access::Host`).
     let op = |stream| unsafe { driver::memcpy_htod_async(dst, src, bytes, stream) };
@@ -295,34 +285,23 @@ unsafe fn bounced(
 }
 
 /// Copies `bytes` from device memory at `src` into host memory at `dst`, in `ctx` (as
-/// [`upload`]): staged where `kind` (`ToHost`, or `ToNewHost` for a new `Vec`'s room) says
-/// so, on the thread's sync stream where it has one (else the legacy stream). Complete when
-/// it returns.
+/// [`upload`]): through `stage` where given (as in `upload`), on the thread's sync stream
+/// where it has one (else the legacy stream). Complete when it returns.
 ///
 /// # Safety
 /// As [`run`] for `ctx`; `src` is device memory valid for `bytes` of reads that nothing
 /// writes during the call, `dst` host memory valid for `bytes` of writes that nothing else
-/// uses during the call (any bytes being a valid value of its type).
+/// uses during the call (any bytes being a valid value of its type); `stage` as for
+/// [`upload`].
 pub(crate) unsafe fn download(
     ctx: Option<NonNull<CUctx_st>>,
     completion: Completion,
-    kind: staging::Kind,
     touched: Touched<'_>,
     dst: *mut c_void,
     src: CUdeviceptr,
     bytes: usize,
+    stage: Option<Stage<'_>>,
 ) -> Result<()> {
-    let staged = ctx.filter(|_| staging::wanted(kind, bytes));
-    let (fresh, held) = (kind == staging::Kind::ToNewHost, completion.held());
-    let mut stage = staged.map(|ctx| {
-        // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given (as
-        // in `upload`), after the pending accesses `touched` conflicts with; complete when
-        // it returns.
-        move |stream: CUstream| unsafe {
-            staging::device_to_host(ctx, held, stream, dst.cast(), src, bytes, fresh)
-        }
-    });
-    let stage = stage.as_mut().map(|f| f as Stage<'_>);
     // SAFETY: the caller's promises, on the stream given; complete when it returns
     // (`Access::Host`).
     let op = |stream| unsafe { driver::memcpy_dtoh_async(dst, src, bytes, stream) };
