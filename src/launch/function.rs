@@ -10,7 +10,7 @@ use cuda_driver_sys::CUfunc_st;
 #[cfg(doc)]
 use super::{In, Out};
 use super::{Kernel, KernelParams, counts, sealed};
-use crate::context::{Brand, CacheConfig};
+use crate::context::{Brand, CacheConfig, order};
 use crate::driver::{self, CUfunction};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -142,12 +142,16 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         crate::context::confined::refuse_foreign_handle(call, self.raw() as usize)
     }
 
-    /// The driver's handle (`CUfunction`), for calls this crate does not wrap.
+    /// The driver's handle (`CUfunction`), for calls this crate does not wrap, once the
+    /// crate's pending synchronous writes of module globals are done: a kernel launched
+    /// through the driver may read its module's globals, so this call waits on the host
+    /// for them first, as [`Module::as_raw`](crate::Module::as_raw) does (its buffer
+    /// arguments are addresses, each waited for by the `as_device_ptr` that gave it).
     ///
     /// # Safety
     ///
-    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
-    /// checker's back. The caller promises, for every use of the handle: it is not used
+    /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the borrow checker's back. The caller promises, for every use of the handle: it is not used
     /// after the module or library this function borrows is unloaded; and a launch through
     /// it (`cuLaunchKernel`) keeps the promise of [`Module::kernel`](crate::Module::kernel)
     /// for its parameters and touches this crate's memory only as a
@@ -155,6 +159,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// written while nothing else uses it, alive until the kernel has finished).
     #[inline]
     pub unsafe fn as_raw(&self) -> CUfunction {
+        order::before_raw_escape(order::Touched::Spans(&[]));
         self.raw()
     }
 

@@ -45,6 +45,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use super::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
+use crate::context::order::{self, Touched};
 use crate::context::{Allocating, Brand, ContextGuard, Device};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
@@ -352,7 +353,11 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
         self.deferred
     }
 
-    /// The memory's address and length, without freeing: it leaves the crate.
+    /// The memory's address and length, without freeing: it leaves the crate, after the
+    /// crate's pending synchronous operations on it (none, normally: a synchronous write
+    /// of managed memory is complete when it returns, since the host may read it next;
+    /// this call waits on the host for any all the same, as
+    /// [`DeviceSlice::as_device_ptr`] does).
     /// [`ManagedBuffer::from_raw_parts`] takes it back in the same context; otherwise free
     /// it yourself with `cuMemFree` (`cudaFree`) in the buffer's context. Like all managed
     /// memory of a context, it is freed when the context is destroyed, at the end of its
@@ -388,6 +393,10 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
     /// read it while nothing writes it and write it while nothing else uses it, as the
     /// buffer's borrows would have made them do.
     pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+        if self.len != 0 {
+            let touched = [self.as_device().span(true)];
+            order::before_raw_escape(Touched::Spans(&touched));
+        }
         if self.deferred {
             crate::context::deferred::undefer(self.ptr as usize);
         }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use cuda_driver_sys::CUctx_st;
 
 use super::release;
-use crate::context::{self, ContextFlags, ContextGuard, Device, Held};
+use crate::context::{self, ContextFlags, ContextGuard, Device, Held, order};
 use crate::driver::{self, CUcontext};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceBuffer, DeviceCopy, ManagedBuffer, MemoryPool, PinnedBuffer};
@@ -688,7 +688,9 @@ impl OwnedContext {
         self.record.raw
     }
 
-    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap, once every
+    /// pending synchronous operation of the crate is done (waited for on the host, as
+    /// [`ContextGuard::as_raw`] does).
     ///
     /// # Safety
     ///
@@ -696,6 +698,7 @@ impl OwnedContext {
     /// this crate pushed it, the handle is not used after the last handle of the context is
     /// gone, and work queued through it uses this crate's memory as a scope would.
     pub unsafe fn as_raw(&self) -> CUcontext {
+        order::before_raw_escape(order::Touched::Anything);
         self.record.raw.as_ptr()
     }
 }
