@@ -139,7 +139,11 @@ fn a_device_address_does_not_wait_for_another_buffers_pending_fill() {
             );
             // SAFETY (of the test): read below while nothing writes it.
             let written = unsafe { a.as_device_ptr() };
-            assert_all(&raw_read(raw, written, N), round + 40, "after a's own address");
+            assert_all(
+                &raw_read(raw, written, N),
+                round + 40,
+                "after a's own address",
+            );
         }
         Ok(())
     });
@@ -195,7 +199,11 @@ fn raw_context_handles_are_taken_after_every_pending_fill() {
                 0 => unsafe { ctx.as_raw() },
                 _ => unsafe { ctx.share().as_raw() },
             };
-            assert_all(&raw_read(raw, at, N), round + 60, "after a raw context handle");
+            assert_all(
+                &raw_read(raw, at, N),
+                round + 60,
+                "after a raw context handle",
+            );
         }
         Ok(())
     });
@@ -226,7 +234,11 @@ fn with_raw_context_returns_after_the_pending_fill_of_adopted_memory() {
             };
             // SAFETY (of the test): `raw` is alive and outlives the closure.
             unsafe { with_raw_context(raw, adopt_and_fill) }?;
-            assert_all(&raw_read(raw, theirs, N), round + 70, "after with_raw_context");
+            assert_all(
+                &raw_read(raw, theirs, N),
+                round + 70,
+                "after with_raw_context",
+            );
         }
         // SAFETY (of the test): allocated above; the last read has returned.
         assert_eq!(unsafe { (driver.cuMemFree_v2)(theirs) }, 0);
@@ -252,7 +264,11 @@ fn raw_module_and_function_handles_are_taken_after_a_pending_global_write() {
             } else {
                 let _ = unsafe { module.function("empty")?.as_raw() };
             }
-            assert_all(&raw_read(raw, at, 16), round + 80, "a global after a raw handle");
+            assert_all(
+                &raw_read(raw, at, 16),
+                round + 80,
+                "a global after a raw handle",
+            );
         }
         Ok(())
     });

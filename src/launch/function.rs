@@ -151,9 +151,9 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// # Safety
     ///
     /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
-    /// behind the borrow checker's back. The caller promises, for every use of the handle: it is not used
-    /// after the module or library this function borrows is unloaded; and a launch through
-    /// it (`cuLaunchKernel`) keeps the promise of [`Module::kernel`](crate::Module::kernel)
+    /// behind the borrow checker's back. The caller promises, for every use of the handle:
+    /// it is not used after the module or library this function borrows is unloaded; and a
+    /// launch through it (`cuLaunchKernel`) keeps the promise of [`Module::kernel`](crate::Module::kernel)
     /// for its parameters and touches this crate's memory only as a
     /// [`StreamScope`](crate::StreamScope) launch would (read while nothing writes it,
     /// written while nothing else uses it, alive until the kernel has finished).
