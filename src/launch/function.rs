@@ -153,10 +153,11 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
     /// behind the borrow checker's back. The caller promises, for every use of the handle:
     /// it is not used after the module or library this function borrows is unloaded; and a
-    /// launch through it (`cuLaunchKernel`) keeps the promise of [`Module::kernel`](crate::Module::kernel)
-    /// for its parameters and touches this crate's memory only as a
-    /// [`StreamScope`](crate::StreamScope) launch would (read while nothing writes it,
-    /// written while nothing else uses it, alive until the kernel has finished).
+    /// launch through it (`cuLaunchKernel`) keeps the promise of
+    /// [`Module::kernel`](crate::Module::kernel) for its parameters and touches this
+    /// crate's memory only as a [`StreamScope`](crate::StreamScope) launch would (read
+    /// while nothing writes it, written while nothing else uses it, alive until the kernel
+    /// has finished).
     #[inline]
     pub unsafe fn as_raw(&self) -> CUfunction {
         order::before_raw_escape(order::Touched::Spans(&[]));
