@@ -325,13 +325,12 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     ///
     /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
     /// behind the brand's back, which every value branded `'ctx` relies on. The caller
-    /// promises, for every
-    /// use of the handle: the context is not destroyed (`cuCtxDestroy`), reset
-    /// (`cuDevicePrimaryCtxReset`) or popped off a thread's stack where this crate pushed
-    /// it; the handle is not used after the context's closure has returned; and work
-    /// queued in the context through it touches device memory of this crate only as the
-    /// crate's scopes would (a buffer read while nothing writes it and written while
-    /// nothing else uses it, alive until that work has finished).
+    /// promises, for every use of the handle: the context is not destroyed
+    /// (`cuCtxDestroy`), reset (`cuDevicePrimaryCtxReset`) or popped off a thread's stack
+    /// where this crate pushed it; the handle is not used after the context's closure has
+    /// returned; and work queued in the context through it touches device memory of this
+    /// crate only as the crate's scopes would (a buffer read while nothing writes it and
+    /// written while nothing else uses it, alive until that work has finished).
     #[inline]
     pub unsafe fn as_raw(self) -> CUcontext {
         order::before_raw_escape(order::Touched::Anything);
