@@ -230,18 +230,20 @@ impl<W: Copy + PartialEq> Tracker<W> {
     }
 }
 
+/// `[start, end)` of device memory (for tests).
+#[cfg(test)]
+pub(crate) fn mem(start: u64, end: u64, write: bool) -> Access {
+    Access {
+        key: Key::Memory,
+        start,
+        end,
+        write,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn mem(start: u64, end: u64, write: bool) -> Access {
-        Access {
-            key: Key::Memory,
-            start,
-            end,
-            write,
-        }
-    }
 
     #[test]
     fn accesses_conflict_where_they_share_a_byte_of_one_key_and_one_writes() {

@@ -165,7 +165,7 @@ fn wait_for(lanes: &mut [Lane], me: usize, (other, op): Op) -> Result<()> {
 mod tests {
     use super::*;
     use crate::error::{Error, ErrorCode};
-    use crate::tracker::Key;
+    use crate::tracker::mem;
 
     impl LaneState {
         /// The `(lane, op)` of every earlier access by another lane that conflicts with `a`.
@@ -175,15 +175,6 @@ mod tests {
                 .conflicting(one)
                 .filter(move |r| r.who.0 != me)
                 .map(|r| r.who)
-        }
-    }
-
-    fn mem(start: u64, end: u64, write: bool) -> Access {
-        Access {
-            key: Key::Memory,
-            start,
-            end,
-            write,
         }
     }
 
