@@ -375,6 +375,49 @@ mod tests {
         }
     }
 
+    /// The coverage rule is sound: whatever conflicts with a covered access conflicts with
+    /// the access covering it, over every small range of two keys, written or read, and
+    /// anything.
+    #[test]
+    fn what_conflicts_with_a_covered_access_conflicts_with_its_cover() {
+        let mut all = vec![Access::ANYTHING];
+        for key in [Key::Memory, Key::Globals] {
+            for start in 0..4 {
+                for end in start..5 {
+                    for write in [false, true] {
+                        all.push(Access {
+                            key,
+                            start,
+                            end,
+                            write,
+                        });
+                    }
+                }
+            }
+        }
+        for a in &all {
+            for b in all.iter().filter(|b| covers(a, b)) {
+                for x in &all {
+                    assert!(!conflicts(x, b) || conflicts(x, a), "{a:?} {b:?} {x:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_accesses_of_one_operation_keep_what_they_add() {
+        let mut t = Tracker::<(usize, u64)>::new();
+        let same_lane = |w: &(usize, u64)| w.0 == 0;
+        t.add(mem(0x1000, 0x1100, true), (0, 1), same_lane);
+        t.add(mem(0x1000, 0x1010, false), (0, 1), same_lane);
+        t.add(Access::globals(4), (0, 1), same_lane);
+        assert_eq!(t.len(), 2, "a read inside the same operation's write");
+        t.add(mem(0x1000, 0x1010, false), (1, 1), |w| w.0 == 1);
+        assert_eq!(t.len(), 3, "a read covers no write");
+        t.clear();
+        assert!(t.is_empty());
+    }
+
     #[test]
     fn the_first_overlap_is_the_first_conflicting_pair() {
         let s = |start, bytes, write| Span {

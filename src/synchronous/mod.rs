@@ -105,10 +105,10 @@
 //!    `record`.
 //!
 //! Where another sync stream has writes pending, the check of each against this one adds
-//! `tracker.rs` (`Tracker::conflicting`, `conflicts`). The first operation of a thread in a context also crosses
-//! `synchronous/lifecycle.rs` (the sync stream and its ring made), `context/confined.rs`
-//! (a partition's green stream) and `context/teardown.rs` (the hooks registered, the
-//! counts published).
+//! `tracker.rs` (`Tracker::conflicting`, `conflicts`). The first operation of a thread in a
+//! context also crosses `synchronous/lifecycle.rs` (the sync stream and its ring made),
+//! `context/confined.rs` (a partition's green stream) and `context/teardown.rs` (the hooks
+//! registered, the counts published).
 
 mod book;
 mod lifecycle;
