@@ -99,7 +99,7 @@ pub(crate) fn accesses(touched: Touched<'_>) -> impl Iterator<Item = Access> + C
         .chain(anything.then_some(Access::ANYTHING))
 }
 
-/// THE conflict rule: work doing `a` must be ordered after work doing `b` (or the other way)
+/// The one conflict rule: work doing `a` must be ordered after work doing `b` (or the other way)
 /// when they touch a shared byte of one key and one of them writes it, or either is
 /// [`Key::Anything`].
 #[inline(always)]

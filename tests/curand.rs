@@ -1,6 +1,7 @@
 //! cuRAND on a real GPU (`cargo test --features curand --test curand`): the moments of
 //! 2^20 values of each distribution within five standard errors, the same seed giving the
-//! same values, offsets moving the sequence, and cuRAND's rules checked before it is called.
+//! same values, offsets moving the sequence, one generator's calls ordered across two
+//! streams, and cuRAND's rules checked before it is called.
 //!
 //! cuRAND is loaded as the crate loads it: `CUDA_BRAND_CURAND_LIBRARY`, else
 //! `libcurand.so.10` on the loader's path or in `/usr/local/cuda/lib64`. A test that finds

@@ -50,7 +50,7 @@ struct Lane {
 type Op = (usize, u64);
 
 /// Records `access` by operation `who`, ordered after its own lane's earlier operations.
-fn record(tracker: &mut Tracker<Op>, who: Op, access: Access) {
+fn add(tracker: &mut Tracker<Op>, who: Op, access: Access) {
     tracker.add(access, who, |r: &Op| r.0 == who.0);
 }
 
@@ -85,7 +85,7 @@ impl Lanes {
             bytes,
             write: true,
         };
-        record(&mut state.tracker, (me, op), Access::memory(&span));
+        add(&mut state.tracker, (me, op), Access::memory(&span));
     }
 
     /// Runs `op` on lane `me` after the waits its accesses need, then records them.
@@ -114,7 +114,7 @@ impl Lanes {
         lanes[me].ops += 1;
         let now = lanes[me].ops;
         for access in accesses {
-            record(tracker, (me, now), access);
+            add(tracker, (me, now), access);
         }
         done
     }
