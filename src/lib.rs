@@ -318,6 +318,7 @@ pub mod scope;
 mod span;
 pub mod stream;
 mod synchronous;
+mod tracker;
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
 

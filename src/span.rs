@@ -1,9 +1,8 @@
 //! The memory an operation touches: spans of device memory ([`Span`]), or anything
-//! ([`Touched::Anything`]), and the pure checks on them: when two accesses conflict
-//! ([`conflicts`]), the first pair of one operation's arguments that overlap
-//! ([`first_overlap`]). A leaf every layer may use: it names nothing of the crate. The
-//! checks that build errors from them (lengths, extents, overlaps) are the memory layer's
-//! (`memory/extent.rs`).
+//! ([`Touched::Anything`]). A leaf every layer may use: it names nothing of the crate. When
+//! two accesses conflict, and what queued work must wait for, is the tracker's
+//! (`crate::tracker`); the checks that build errors from spans (lengths, extents, overlaps)
+//! are the memory layer's (`memory/extent.rs`).
 
 /// The memory one argument touches: `bytes` at `start`, written or only read. Scalars
 /// touch none (`bytes == 0`).
@@ -19,14 +18,6 @@ impl Span {
         start: 0,
         bytes: 0,
         write: false,
-    };
-
-    /// Every address, written: what an operation on memory the crate cannot place touches
-    /// ([`Touched::Anything`]).
-    pub(crate) const ALL: Span = Span {
-        start: 0,
-        bytes: u64::MAX,
-        write: true,
     };
 
     #[inline(always)]
@@ -68,32 +59,4 @@ impl<'a> Touched<'a> {
             false => Touched::Spans(spans),
         }
     }
-}
-
-/// Whether work touching `reader` must be ordered after a pending `access`: they share
-/// memory and one of them writes it, or either is [`Touched::Anything`].
-pub(crate) fn conflicts(reader: Touched<'_>, access: &Span) -> bool {
-    if *access == Span::ALL {
-        return true;
-    }
-    match reader {
-        Touched::Anything => true,
-        Touched::Spans(spans) => spans
-            .iter()
-            .any(|r| (r.write || access.write) && r.overlaps(access)),
-    }
-}
-
-/// The first pair of spans `(i, j)`, `i < j`, where at least one is written and the two
-/// share memory.
-#[inline]
-pub(crate) fn first_overlap(spans: &[Span]) -> Option<(usize, usize)> {
-    for i in 0..spans.len() {
-        for j in i + 1..spans.len() {
-            if (spans[i].write || spans[j].write) && spans[i].overlaps(&spans[j]) {
-                return Some((i, j));
-            }
-        }
-    }
-    None
 }

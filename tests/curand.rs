@@ -1,6 +1,7 @@
 //! cuRAND on a real GPU (`cargo test --features curand --test curand`): the moments of
 //! 2^20 values of each distribution within five standard errors, the same seed giving the
-//! same values, offsets moving the sequence, and cuRAND's rules checked before it is called.
+//! same values, offsets moving the sequence, one generator's calls ordered across two
+//! streams, and cuRAND's rules checked before it is called.
 //!
 //! cuRAND is loaded as the crate loads it: `CUDA_BRAND_CURAND_LIBRARY`, else
 //! `libcurand.so.10` on the loader's path or in `/usr/local/cuda/lib64`. A test that finds
@@ -18,6 +19,7 @@ gpu_test_main!(
     every_kind_makes_uniform_values_in_zero_one,
     the_same_seed_gives_the_same_values_and_another_seed_others,
     an_offset_moves_the_sequence,
+    one_generator_on_two_streams_draws_what_it_draws_on_one,
     an_odd_length_for_normal_values_is_refused_naming_out,
     seeding_inside_a_host_function_is_refused_before_curand;
     anywhere: [errors_name_the_call_and_the_curand_code]
@@ -165,6 +167,48 @@ fn the_same_seed_gives_the_same_values_and_another_seed_others() {
         rng.set_seed(11)?;
         ctx.stream()?.scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
         assert_eq!(out.to_vec()?, a);
+        Ok(())
+    });
+}
+
+/// A generator used by two scopes on two streams (nested, and a `scope_pair`) writes its
+/// state on both: its calls are ordered across the streams (the handle's tracker), so the
+/// values are those of the same calls on one stream.
+fn one_generator_on_two_streams_draws_what_it_draws_on_one() {
+    in_context(|ctx| {
+        let n = N / 4;
+        let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+        let one = Rng::new(ctx, 99)?;
+        let mut want = [
+            ctx.zeroed::<f32>(n)?,
+            ctx.zeroed::<f32>(n)?,
+            ctx.zeroed::<f32>(n)?,
+        ];
+        s1.scope(|s| {
+            let [x, y, z] = &mut want;
+            one.uniform(s, x)?;
+            one.uniform(s, y)?;
+            one.uniform(s, z)
+        })?;
+        let two = Rng::new(ctx, 99)?;
+        let mut got = [
+            ctx.zeroed::<f32>(n)?,
+            ctx.zeroed::<f32>(n)?,
+            ctx.zeroed::<f32>(n)?,
+        ];
+        {
+            let [x, y, z] = &mut got;
+            s1.scope(|p| {
+                s2.scope(|q| {
+                    two.uniform(p, &mut *x)?;
+                    two.uniform(q, &mut *y)
+                })
+            })?;
+            s2.scope_pair(&s1, |_q, p| two.uniform(p, &mut *z))?;
+        }
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.to_vec()?, w.to_vec()?, "call {i}");
+        }
         Ok(())
     });
 }

@@ -33,6 +33,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 /// (and itself). `lib` is the crate root, which re-exports from every layer.
 const LAYERS: &[&[&str]] = &[
     &["error", "span"],
+    &["tracker"],
     &["driver"],
     &["context"],
     &["synchronous"],

@@ -16,6 +16,7 @@ use crate::driver::CUstream;
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::Span;
 use crate::scope::StreamScope;
+use crate::tracker::{Access, conflicts};
 
 /// An operation checked and ordered on its stream, to be issued: at once
 /// ([`Issue::One`]) or when its group's closure returns ([`Issue::Group`]).
@@ -205,7 +206,7 @@ fn refuse_overlaps<'p>(ops: impl Iterator<Item = &'p Prepared> + Clone) -> Resul
         for b in ops.clone().skip(i + 1) {
             for x in a.named_spans() {
                 for y in b.named_spans() {
-                    if (x.1.write || y.1.write) && x.1.overlaps(y.1) {
+                    if conflicts(&Access::memory(x.1), &Access::memory(y.1)) {
                         return Err(group_overlap(a, x, b, y));
                     }
                 }

@@ -10,32 +10,24 @@ use crate::driver::{self, CUevent, CUstream};
 use crate::error::Result;
 use crate::memory::Span;
 use crate::stream::in_stream_context;
+use crate::tracker::{Access, Tracker};
 
-/// What an access touches: device memory, or the globals of one module (written by a
-/// [`KernelMut`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Key {
-    Memory,
-    Globals,
-}
-
-/// The order book of a multi-stream scope: the accesses queued so far (which lane, which
-/// of its operations, which range, written or read), and for each lane how far it has
-/// waited for each other lane. Operations are counted per lane from 1.
+/// The order book of a multi-stream scope: the accesses queued so far, in a [`Tracker`]
+/// whose `who` is the lane and the number of its operation ([`Op`]), and for each lane how
+/// far it has waited for each other lane. Operations are counted per lane from 1.
 ///
-/// Before an operation on lane `me`, every earlier access by another lane that overlaps
-/// one of its accesses and conflicts with it (either is a write) is waited for. After it,
-/// its accesses are recorded; a write drops the records it covers (anything ordered after
-/// it is ordered after them too: it waited for them, or ran after them on its own lane),
-/// a read drops the same lane's reads it covers. So the book stays as small as the
-/// distinct ranges in flight.
+/// Before an operation on lane `me`, every earlier access by another lane that conflicts
+/// with one of its accesses ([`Tracker::conflicting`]) is waited for. After it, its
+/// accesses are recorded ([`Tracker::add`], a lane's operation ordered after the same lane's
+/// earlier ones): a write drops the records it covers, a read the same lane's reads it
+/// covers. So the book stays as small as the distinct ranges in flight.
 pub(crate) struct Lanes {
     state: Mutex<LaneState>,
 }
 
 struct LaneState {
     lanes: Vec<Lane>,
-    records: Vec<Record>,
+    tracker: Tracker<Op>,
 }
 
 // SAFETY: stream and event handles, which the driver lets any thread use, plus numbers; the
@@ -54,18 +46,13 @@ struct Lane {
     waited: Vec<u64>,
 }
 
-#[derive(Debug, PartialEq, Eq)]
-struct Record {
-    key: Key,
-    start: u64,
-    end: u64,
-    lane: usize,
-    op: u64,
-    write: bool,
-}
+/// Who queued a record: `(lane, op)`, the `op`-th operation of lane `lane`.
+type Op = (usize, u64);
 
-/// One access of an operation: `(key, start, end, write)`.
-type Access = (Key, u64, u64, bool);
+/// Records `access` by operation `who`, ordered after its own lane's earlier operations.
+fn add(tracker: &mut Tracker<Op>, who: Op, access: Access) {
+    tracker.add(access, who, |r: &Op| r.0 == who.0);
+}
 
 impl Lanes {
     pub(crate) fn new(streams: impl ExactSizeIterator<Item = CUstream>) -> Self {
@@ -82,7 +69,7 @@ impl Lanes {
         Lanes {
             state: Mutex::new(LaneState {
                 lanes,
-                records: Vec::new(),
+                tracker: Tracker::new(),
             }),
         }
     }
@@ -93,7 +80,12 @@ impl Lanes {
         let mut state = lock(&self.state);
         state.lanes[me].ops += 1;
         let op = state.lanes[me].ops;
-        state.record(me, op, (Key::Memory, start, start + bytes, true));
+        let span = Span {
+            start,
+            bytes,
+            write: true,
+        };
+        add(&mut state.tracker, (me, op), Access::memory(&span));
     }
 
     /// Runs `op` on lane `me` after the waits its accesses need, then records them.
@@ -105,25 +97,24 @@ impl Lanes {
         op: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let mut state = lock(&self.state);
+        let LaneState { lanes, tracker } = &mut *state;
         let accesses = spans
             .iter()
             .filter(|s| s.bytes != 0)
-            .map(|s| (Key::Memory, s.start, s.start + s.bytes, s.write))
-            .chain(globals.map(|m| (Key::Globals, m as u64, m as u64 + 1, true)));
-        let needs: Vec<(usize, u64)> = accesses
-            .clone()
-            .flat_map(|a| state.conflicts(me, a))
-            .collect();
-        for (lane, op) in needs {
-            state.wait_for(me, lane, op)?;
+            .map(Access::memory)
+            .chain(globals.map(Access::globals));
+        for r in tracker.conflicting(accesses.clone()) {
+            if r.who.0 != me {
+                wait_for(lanes, me, r.who)?;
+            }
         }
         let done = op();
         // Recorded even when the driver returned an error: the error may be an earlier
         // asynchronous operation's, and this one may still have been queued.
-        state.lanes[me].ops += 1;
-        let now = state.lanes[me].ops;
+        lanes[me].ops += 1;
+        let now = lanes[me].ops;
         for access in accesses {
-            state.record(me, now, access);
+            add(tracker, (me, now), access);
         }
         done
     }
@@ -142,67 +133,50 @@ impl Lanes {
     }
 }
 
-impl LaneState {
-    /// The `(lane, op)` of every earlier access by another lane that conflicts with `a`.
-    fn conflicts(&self, me: usize, a: Access) -> impl Iterator<Item = (usize, u64)> + '_ {
-        let (key, start, end, write) = a;
-        self.records
-            .iter()
-            .filter(move |r| {
-                r.key == key && r.lane != me && (write || r.write) && r.start < end && start < r.end
-            })
-            .map(|r| (r.lane, r.op))
+/// Makes lane `me` wait for lane `other`'s operations up to `op`.
+fn wait_for(lanes: &mut [Lane], me: usize, (other, op): Op) -> Result<()> {
+    if lanes[me].waited[other] >= op {
+        return Ok(());
     }
-
-    fn record(&mut self, me: usize, op: u64, a: Access) {
-        let (key, start, end, write) = a;
-        self.records.retain(|r| {
-            let covered = r.key == key && start <= r.start && r.end <= end;
-            !(covered && (write || (!r.write && r.lane == me)))
-        });
-        self.records.push(Record {
-            key,
-            start,
-            end,
-            lane: me,
-            op,
-            write,
-        });
-    }
-
-    /// Makes lane `me` wait for lane `other`'s operations up to `op`.
-    fn wait_for(&mut self, me: usize, other: usize, op: u64) -> Result<()> {
-        if self.lanes[me].waited[other] >= op {
-            return Ok(());
+    let stream = lanes[other].stream;
+    let event = match lanes[other].event {
+        Some(e) => e,
+        None => {
+            // The event belongs to the stream's context: create it there, without
+            // timing (`CU_EVENT_DISABLE_TIMING`). SAFETY: the stream is alive
+            // (borrowed by the scope).
+            let e = unsafe { in_stream_context(stream, || driver::event_create(0x2)) }?;
+            lanes[other].event = Some(e);
+            e
         }
-        let stream = self.lanes[other].stream;
-        let event = match self.lanes[other].event {
-            Some(e) => e,
-            None => {
-                // The event belongs to the stream's context: create it there, without
-                // timing (`CU_EVENT_DISABLE_TIMING`). SAFETY: the stream is alive
-                // (borrowed by the scope).
-                let e = unsafe { in_stream_context(stream, || driver::event_create(0x2)) }?;
-                self.lanes[other].event = Some(e);
-                e
-            }
-        };
-        if self.lanes[other].recorded < op {
-            // SAFETY: event and stream are alive and of one context.
-            unsafe { driver::event_record(event, stream) }?;
-            self.lanes[other].recorded = self.lanes[other].ops;
-        }
-        // SAFETY: both alive, one context; the wait captures the event's latest record.
-        unsafe { driver::stream_wait_event(self.lanes[me].stream, event) }?;
-        self.lanes[me].waited[other] = self.lanes[other].recorded;
-        Ok(())
+    };
+    if lanes[other].recorded < op {
+        // SAFETY: event and stream are alive and of one context.
+        unsafe { driver::event_record(event, stream) }?;
+        lanes[other].recorded = lanes[other].ops;
     }
+    // SAFETY: both alive, one context; the wait captures the event's latest record.
+    unsafe { driver::stream_wait_event(lanes[me].stream, event) }?;
+    lanes[me].waited[other] = lanes[other].recorded;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::{Error, ErrorCode};
+    use crate::tracker::mem;
+
+    impl LaneState {
+        /// The `(lane, op)` of every earlier access by another lane that conflicts with `a`.
+        fn conflicts(&self, me: usize, a: Access) -> impl Iterator<Item = Op> + '_ {
+            let one = std::iter::once(a);
+            self.tracker
+                .conflicting(one)
+                .filter(move |r| r.who.0 != me)
+                .map(|r| r.who)
+        }
+    }
 
     fn w(start: u64, bytes: u64) -> Span {
         Span {
@@ -233,52 +207,38 @@ mod tests {
         lanes.run(2, &[w(0x1080, 0x80)], None, no_op).unwrap();
         {
             let state = lock(&lanes.state);
+            assert_eq!(state.conflicts(1, mem(0x1000, 0x1100, false)).count(), 2);
             assert_eq!(
-                state
-                    .conflicts(1, (Key::Memory, 0x1000, 0x1100, false))
-                    .count(),
-                2
-            );
-            assert_eq!(
-                state
-                    .conflicts(0, (Key::Memory, 0x1000, 0x1080, false))
-                    .count(),
+                state.conflicts(0, mem(0x1000, 0x1080, false)).count(),
                 0,
                 "lane 0 reading what it wrote itself waits for nobody"
             );
             assert_eq!(
                 state
-                    .conflicts(0, (Key::Memory, 0x2000, 0x2004, false))
+                    .conflicts(0, mem(0x2000, 0x2004, false))
                     .collect::<Vec<_>>(),
                 [(1, 1)],
                 "reading lane 1's allocation waits for the allocation"
             );
             // reads never wait for reads
-            assert_eq!(
-                state
-                    .conflicts(0, (Key::Memory, 0x3000, 0x3010, false))
-                    .count(),
-                0
-            );
+            assert_eq!(state.conflicts(0, mem(0x3000, 0x3010, false)).count(), 0);
             // globals are their own namespace
-            assert_eq!(
-                state
-                    .conflicts(0, (Key::Globals, 0x1000, 0x1001, true))
-                    .count(),
-                0
-            );
+            assert_eq!(state.conflicts(0, Access::globals(0x1000)).count(), 0);
         }
         // lane 0 reads its half twice: the second read replaces the first
         lanes.run(0, &[r(0x1000, 0x80)], None, no_op).unwrap();
         lanes.run(0, &[r(0x1000, 0x80)], None, no_op).unwrap();
         {
             let state = lock(&lanes.state);
-            let reads = state.records.iter().filter(|r| !r.write).count();
+            let reads = state
+                .tracker
+                .records()
+                .iter()
+                .filter(|r| !r.access.write)
+                .count();
             assert_eq!(reads, 1);
             // a write by lane 2 over lane 0's half must wait for lane 0's read and write
-            let mut c: Vec<_> = state
-                .conflicts(2, (Key::Memory, 0x1000, 0x1080, true))
-                .collect();
+            let mut c: Vec<_> = state.conflicts(2, mem(0x1000, 0x1080, true)).collect();
             c.sort();
             assert_eq!(c, [(0, 1), (0, 3)]);
         }
@@ -292,13 +252,14 @@ mod tests {
         lanes.run(0, &[w(0x1000, 0x80)], None, no_op).unwrap();
         let state = lock(&lanes.state);
         let in_half: Vec<_> = state
-            .records
+            .tracker
+            .records()
             .iter()
-            .filter(|r| r.start >= 0x1000 && r.end <= 0x1080)
+            .filter(|r| r.access.start >= 0x1000 && r.access.end <= 0x1080)
             .collect();
         assert_eq!(in_half.len(), 1);
         assert_eq!(
-            (in_half[0].lane, in_half[0].op, in_half[0].write),
+            (in_half[0].who.0, in_half[0].who.1, in_half[0].access.write),
             (0, 5, true)
         );
     }

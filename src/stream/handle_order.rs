@@ -8,11 +8,16 @@
 //! which the scopes' own ordering cannot see. So the handle keeps an event recorded after
 //! its last call, and a call on another stream first makes that stream wait for it: the
 //! handle's calls run on the GPU in the order they were queued, whatever their streams.
+//! The record of the last call is one of the crate's conflict tracker
+//! ([`Tracker`](crate::tracker::Tracker)): the handle's state ([`Access::STATE`]), written by
+//! the stream of the call.
 
 use std::cell::Cell;
+use std::iter;
 
 use crate::driver::{self, CUevent, CUstream};
 use crate::error::Result;
+use crate::tracker::{Access, Tracker};
 
 /// `CU_EVENT_DISABLE_TIMING`: the event only orders.
 const DISABLE_TIMING: u32 = 0x2;
@@ -21,8 +26,9 @@ const DISABLE_TIMING: u32 = 0x2;
 /// (a `Cell`): the handle owning it is used by one thread at a time.
 pub(crate) struct HandleOrder {
     event: CUevent,
-    /// The stream of the last call, if its event records it.
-    last: Cell<Option<CUstream>>,
+    /// The handle's state written by the stream of the last call, if its event records it:
+    /// at most one record (each call's write covers the one before, which it waited for).
+    last: Cell<Tracker<CUstream>>,
 }
 
 // SAFETY: an event handle, used by whichever one thread owns the handle.
@@ -33,7 +39,7 @@ impl HandleOrder {
     pub(crate) fn new() -> Result<HandleOrder> {
         Ok(HandleOrder {
             event: driver::event_create(DISABLE_TIMING)?,
-            last: Cell::new(None),
+            last: Cell::new(Tracker::new()),
         })
     }
 
@@ -47,19 +53,25 @@ impl HandleOrder {
         stream: CUstream,
         call: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        if let Some(last) = self.last.get() {
-            if last != stream {
-                // SAFETY: the caller's stream; the event is ours, alive, of its context.
-                unsafe { driver::stream_wait_event(stream, self.event) }?;
+        // Whatever the call queues (a failed call may have queued part of its work), the
+        // event must follow it; until it does, nothing is known of the last stream: the
+        // cell holds no record meanwhile.
+        let mut last = self.last.take();
+        let state = iter::once(Access::STATE);
+        if last.conflicting(state).any(|r| r.who != stream) {
+            // SAFETY: the caller's stream; the event is ours, alive, of its context.
+            if let Err(e) = unsafe { driver::stream_wait_event(stream, self.event) } {
+                self.last.set(last);
+                return Err(e);
             }
         }
-        // Whatever the call queued (a failed call may have queued part of its work), the
-        // event must follow it; until it does, nothing is known of the last stream.
-        self.last.set(None);
         let called = call();
         // SAFETY: as above.
         match unsafe { driver::event_record(self.event, stream) } {
-            Ok(()) => self.last.set(Some(stream)),
+            Ok(()) => {
+                last.add(Access::STATE, stream, |s| *s == stream);
+                self.last.set(last);
+            }
             Err(e) => {
                 // No event follows the work: wait for it here, so that no later call on
                 // another stream can overlap it.

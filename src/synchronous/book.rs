@@ -3,7 +3,8 @@
 //! bookkeeping is tested without a GPU.
 
 use crate::error::Result;
-use crate::span::{Span, Touched, conflicts};
+use crate::span::Touched;
+use crate::tracker::{Tracker, accesses};
 
 /// The largest upload that goes through a sync stream's bounce ring ([`Bounce`]): one slot.
 pub(crate) const BOUNCE_SLOT: usize = 256 << 10;
@@ -70,11 +71,12 @@ pub(super) struct Entry<E> {
     pub(super) made: u64,
     /// The epoch of `event`'s latest record (0: none).
     pub(super) last: u64,
-    /// What the operations of the records not known to be complete touched: each span
-    /// once ([`Span::ALL`] for memory the crate cannot place), all of them covered by
-    /// `event`'s latest record. Cleared once that is known complete (the sync stream was
-    /// synchronized, or a query found the record done).
-    pub(super) pending: Vec<Span>,
+    /// What the operations of the records not known to be complete touched, as few
+    /// accesses as cover them ([`Tracker::add`]; anything for memory the crate cannot
+    /// place), all of them covered by `event`'s latest record: so they are all of one
+    /// `who`, `()`. Cleared once that is known complete (the sync stream was synchronized,
+    /// or a query found the record done).
+    pub(super) pending: Tracker<()>,
     /// An operation runs on the sync stream now (from
     /// [`SyncStream::begin`](super::sync_stream::SyncStream::begin) to its end).
     pub(super) busy: bool,
@@ -168,7 +170,7 @@ impl<E: Copy> Book<E> {
             own: event,
             ring: Ring::NotYet,
             last: 0,
-            pending: Vec::new(),
+            pending: Tracker::new(),
             busy: false,
             doomed: false,
         });
@@ -208,13 +210,9 @@ impl<E: Copy> Book<E> {
         self.last += 1;
         e.event = event;
         e.last = self.last;
-        match touched {
-            Touched::Spans(spans) => spans
-                .iter()
-                .filter(|s| s.bytes != 0)
-                .for_each(|&s| add_access(&mut e.pending, s)),
-            Touched::Anything => add_access(&mut e.pending, Span::ALL),
-        }
+        // every record of the sync stream is covered by its latest event: ordered after
+        // each other
+        accesses(touched).for_each(|a| e.pending.add(a, (), |_| true));
         Ok(self.last)
     }
 
@@ -273,7 +271,7 @@ impl<E: Copy> Book<E> {
     }
 
     /// Orders work that touches `reader` after every pending access of another sync stream
-    /// (not `except`) that it conflicts with ([`conflicts`]): for each such sync stream,
+    /// (not `except`) that it conflicts with ([`Tracker::conflicting`]): for each such sync stream,
     /// `done(event)` says whether its latest record is complete (then its pending accesses
     /// are dropped), else `wait(event)` orders the work after it.
     pub(super) fn wait_conflicting(
@@ -284,7 +282,7 @@ impl<E: Copy> Book<E> {
         mut wait: impl FnMut(E) -> Result<()>,
     ) -> Result<()> {
         for (i, e) in self.entries.iter_mut().enumerate() {
-            if Some(i) == except || !e.pending.iter().any(|a| conflicts(reader, a)) {
+            if Some(i) == except || !e.pending.conflicts_with(accesses(reader)) {
                 continue;
             }
             if done(e.event)? {
@@ -317,7 +315,7 @@ impl<E: Copy> Book<E> {
     ) -> Result<Option<E>> {
         let (mut waited, mut own) = (false, false);
         for (i, e) in self.entries.iter_mut().enumerate() {
-            if !e.pending.iter().any(|a| conflicts(reader, a)) {
+            if !e.pending.conflicts_with(accesses(reader)) {
                 continue;
             }
             if done(e.event)? {
@@ -346,7 +344,7 @@ impl<E: Copy> Book<E> {
         mut sync: impl FnMut(E) -> Result<()>,
     ) -> Result<()> {
         for e in &mut self.entries {
-            if !e.pending.iter().any(|a| conflicts(reader, a)) {
+            if !e.pending.conflicts_with(accesses(reader)) {
                 continue;
             }
             if !done(e.event)? {
@@ -363,22 +361,11 @@ impl<E: Copy> Book<E> {
     }
 }
 
-/// Adds `access` to a sync stream's pending accesses, unless one of them covers it already
-/// (the same memory, written if `access` writes it): repeated writes of one buffer keep
-/// one entry.
-fn add_access(pending: &mut Vec<Span>, access: Span) {
-    let end = |s: &Span| s.start as u128 + s.bytes as u128;
-    let covers =
-        |p: &Span| (p.write || !access.write) && p.start <= access.start && end(&access) <= end(p);
-    if !pending.iter().any(covers) {
-        pending.push(access);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::{Error, ErrorCode};
+    use crate::span::Span;
 
     #[test]
     fn a_doomed_sync_stream_does_not_prove_its_context_held() {
@@ -531,7 +518,11 @@ mod tests {
         assert_eq!(book.pending(), 2, "reaching past it");
         wrote(&mut book, 0, Touched::Anything);
         wrote(&mut book, 0, Touched::Spans(&[span(0x9000, 8, true)]));
-        assert_eq!(book.pending(), 3, "everything covers it");
+        assert_eq!(
+            book.pending(),
+            1,
+            "anything covers the earlier accesses and every later one"
+        );
         assert_eq!(book.entries[0].last, 1004);
     }
 

@@ -33,7 +33,7 @@
 //!   stream's *record*, with the spans of memory the operation touched (its *accesses*).
 //!   Every later user of device memory that is not ordered after that sync stream orders
 //!   itself after the records whose accesses conflict with what it touches (shared bytes,
-//!   one side writing; `span::conflicts`): each operation of a stream scope, on the scope's
+//!   one side writing; `tracker::conflicts`): each operation of a stream scope, on the scope's
 //!   stream, before it is queued ([`stream_after_writes`]; a scope may bind memory written
 //!   synchronously after it opened, so a wait when it opens would not be enough); each
 //!   synchronous operation of another sync stream, on that sync stream
@@ -105,10 +105,10 @@
 //!    `record`.
 //!
 //! Where another sync stream has writes pending, the check of each against this one adds
-//! `span.rs` (`conflicts`). The first operation of a thread in a context also crosses
-//! `synchronous/lifecycle.rs` (the sync stream and its ring made), `context/confined.rs`
-//! (a partition's green stream) and `context/teardown.rs` (the hooks registered, the
-//! counts published).
+//! `tracker.rs` (`Tracker::conflicting`, `conflicts`). The first operation of a thread in a
+//! context also crosses `synchronous/lifecycle.rs` (the sync stream and its ring made),
+//! `context/confined.rs` (a partition's green stream) and `context/teardown.rs` (the hooks
+//! registered, the counts published).
 
 mod book;
 mod lifecycle;
@@ -134,7 +134,8 @@ pub mod hidden {
     use super::lifecycle::LIVE_RINGS;
     use super::sync_stream::{BOOK, event_done, thread_token};
     use crate::context::ContextGuard;
-    use crate::span::{Span, Touched, conflicts};
+    use crate::span::{Span, Touched};
+    use crate::tracker::accesses;
 
     /// A sync stream's ring, as (host address, page-locked), if it has one.
     fn ring(e: &Entry<usize>) -> Option<(usize, bool)> {
@@ -180,11 +181,7 @@ pub mod hidden {
         let book = BOOK.lock().unwrap_or_else(PoisonError::into_inner);
         let mut incomplete = 0;
         for e in &book.entries {
-            if e.pending
-                .iter()
-                .any(|a| conflicts(Touched::Spans(&read), a))
-                && !event_done(e.event)?
-            {
+            if e.pending.conflicts_with(accesses(Touched::Spans(&read))) && !event_done(e.event)? {
                 incomplete += 1;
             }
         }
