@@ -7,6 +7,7 @@
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
@@ -449,13 +450,38 @@ struct Kept {
     /// Completion events, kept for the next batch (`take_event`).
     spare_events: Vec<usize>,
     /// The streams that run the stream callbacks waking awaited batches (`notifier`), made
-    /// at the first armed batch.
-    notifiers: Vec<usize>,
+    /// as batches need them.
+    notifiers: Vec<Notifier>,
 }
 
-/// How many notifier streams a context has: batches of one stream complete in order, so
-/// each stream's batches share one notifier, and streams rarely collide.
-const NOTIFIERS: usize = 4;
+/// A stream that waits for awaited batches' events and runs their wake-up callbacks, with
+/// the batch stream it serves now and how many of its callbacks are still to run.
+struct Notifier {
+    stream: usize,
+    key: usize,
+    load: Arc<AtomicUsize>,
+}
+
+/// The most notifier streams a context makes. A notifier serves one batch stream at a time
+/// (its callbacks run in order, each after its batch's event: a batch of another stream
+/// behind a long one would be woken only when the long one ends), so a context makes one
+/// per stream with batches awaited at once, up to this many; beyond it, batches of
+/// different streams share the least loaded notifier.
+const MAX_NOTIFIERS: usize = 32;
+
+/// Which notifier a batch of the stream `key` uses, given each notifier's stream and load:
+/// the one serving `key` already, else an idle one, else a new one (below
+/// [`MAX_NOTIFIERS`]: `None`), else the least loaded.
+fn pick_notifier(notifiers: &[(usize, usize)], key: usize) -> Option<usize> {
+    let serving = notifiers.iter().position(|&(k, load)| k == key && load > 0);
+    let idle = || notifiers.iter().position(|&(_, load)| load == 0);
+    let least = || (0..notifiers.len()).min_by_key(|&i| notifiers[i].1);
+    match serving.or_else(idle) {
+        Some(i) => Some(i),
+        None if notifiers.len() < MAX_NOTIFIERS => None,
+        None => least(),
+    }
+}
 
 /// `CU_EVENT_DISABLE_TIMING`: completion events only order.
 const NO_TIMING: u32 = 0x2;
@@ -475,7 +501,7 @@ impl Record {
         let kept = std::mem::take(this.kept.get_mut().unwrap_or_else(PoisonError::into_inner));
         let destroy = |_: ContextGuard<'_>| {
             let mut first = Ok(());
-            for s in kept.notifiers {
+            for s in kept.notifiers.iter().map(|n| n.stream) {
                 // SAFETY: streams of this context that only the crate uses; what is still
                 // queued on them (the callbacks of forgotten batches) completes before the
                 // driver releases them.
@@ -663,16 +689,31 @@ impl OwnedContext {
         }
     }
 
-    /// The notifier stream of this context for batches of the stream `key` (made with the
-    /// others on first use). The context must be current.
-    pub(crate) fn notifier(&self, key: usize) -> Result<driver::CUstream> {
+    /// A notifier stream of this context for a batch of the stream `key` ([`pick_notifier`]:
+    /// made if none is free), and its load, counted up for this batch: the batch's callback
+    /// counts it down when it runs (or the caller, if queueing it fails). The context must be
+    /// current.
+    pub(crate) fn notifier(&self, key: usize) -> Result<(driver::CUstream, Arc<AtomicUsize>)> {
         let mut kept = lock(&self.record.kept);
-        while kept.notifiers.len() < NOTIFIERS {
-            // non-blocking: no implicit order with the legacy stream
-            kept.notifiers.push(driver::stream_create(1, 0)? as usize);
-        }
-        // streams are allocations at least 16 bytes apart
-        Ok(kept.notifiers[(key >> 4) % NOTIFIERS] as driver::CUstream)
+        let loads: Vec<(usize, usize)> = kept
+            .notifiers
+            .iter()
+            .map(|n| (n.key, n.load.load(Ordering::Acquire)))
+            .collect();
+        let i = match pick_notifier(&loads, key) {
+            Some(i) => i,
+            None => {
+                // non-blocking: no implicit order with the legacy stream
+                let stream = driver::stream_create(1, 0)? as usize;
+                let load = Arc::new(AtomicUsize::new(0));
+                kept.notifiers.push(Notifier { stream, key, load });
+                kept.notifiers.len() - 1
+            }
+        };
+        let n = &mut kept.notifiers[i];
+        n.key = key;
+        n.load.fetch_add(1, Ordering::AcqRel);
+        Ok((n.stream as driver::CUstream, Arc::clone(&n.load)))
     }
 
     /// Keeps `event` for the next batch of this context.
@@ -756,4 +797,29 @@ mod facts {
     assert_impl_all!(super::OwnedRng: Send);
     #[cfg(feature = "curand")]
     assert_not_impl_any!(super::OwnedRng: Sync);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_NOTIFIERS, pick_notifier};
+
+    #[test]
+    fn a_batch_takes_its_streams_notifier_else_an_idle_one_else_a_new_one() {
+        // the notifier serving this stream, even while another is idle
+        assert_eq!(pick_notifier(&[(7, 0), (9, 2)], 9), Some(1));
+        // a busy notifier of another stream is never shared while one is idle
+        assert_eq!(pick_notifier(&[(7, 3), (8, 0)], 9), Some(1));
+        // an idle notifier is taken over, whichever stream it served last
+        assert_eq!(pick_notifier(&[(7, 0)], 9), Some(0));
+        // all busy with other streams: a new one
+        assert_eq!(pick_notifier(&[(7, 1), (8, 5)], 9), None);
+        assert_eq!(pick_notifier(&[], 9), None);
+    }
+
+    #[test]
+    fn at_the_limit_batches_share_the_least_loaded_notifier() {
+        let mut full: Vec<(usize, usize)> = (0..MAX_NOTIFIERS).map(|i| (i, 3)).collect();
+        full[5].1 = 1;
+        assert_eq!(pick_notifier(&full, 1000), Some(5));
+    }
 }

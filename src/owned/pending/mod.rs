@@ -18,7 +18,8 @@
 //!
 //! The future is ready when an event recorded after the batch's work is complete. Nothing
 //! else is queued on the batch's stream. A poll that finds the work still running arms the
-//! wake-up: one of the context's notifier streams (four, made at the first armed batch)
+//! wake-up: one of the context's notifier streams (one per stream with batches awaited at
+//! once, up to 32, made as needed, so that a batch is never woken behind another stream's)
 //! waits for the event, then runs a stream callback (`cuStreamAddCallback`) that wakes the
 //! future, so the batch's stream never waits for a callback, and no thread of the crate is
 //! on this path. The driver calls the callback also after an error of the context (with
@@ -343,13 +344,18 @@ impl<B> Op<B> {
             if !matches!(unsafe { driver::event_query(event) }, Ok(false)) {
                 return Ok(true); // done, or failed: `finish` reports which
             }
-            let notifier = home.notifier(key)?;
+            let (notifier, load) = home.notifier(key)?;
             // SAFETY: the notifier stream and the event are alive and of this context.
-            unsafe { driver::stream_wait_event(notifier, event) }?;
-            // SAFETY: the notifier stream is alive, and a notifier is in no capture (only
-            // the crate queues on it: waits for batches' events, and these callbacks).
-            unsafe { wake::queue_callback(notifier, signal) }?;
-            Ok(false)
+            let queued = unsafe { driver::stream_wait_event(notifier, event) }.and_then(|()| {
+                // SAFETY: the notifier stream is alive, and a notifier is in no capture
+                // (only the crate queues on it: waits for batches' events, and these
+                // callbacks).
+                unsafe { wake::queue_callback(notifier, signal, &load) }
+            });
+            if queued.is_err() {
+                load.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
+            queued.map(|()| false)
         });
         if let Current::Ran(Ok(false)) = armed {
             self.armed = true;

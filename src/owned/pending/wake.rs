@@ -20,7 +20,7 @@
 
 use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
@@ -32,6 +32,9 @@ use crate::error::Result;
 pub(crate) struct Signal {
     done: AtomicBool,
     waker: Mutex<Option<Waker>>,
+    /// The load of the notifier stream whose callback wakes the batch, counted down when
+    /// the callback runs (`OwnedContext::notifier`).
+    load: Mutex<Option<Arc<AtomicUsize>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -84,6 +87,9 @@ unsafe extern "C" fn signal_done(_stream: CUstream, _status: u32, data: *mut c_v
     let ended = panic::catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the caller's promise: one count of the signal, given to this call.
         let signal = unsafe { Arc::from_raw(data.cast::<Signal>().cast_const()) };
+        if let Some(load) = lock(&signal.load).take() {
+            load.fetch_sub(1, Ordering::AcqRel);
+        }
         signal.fire();
     }));
     if let Err(payload) = ended {
@@ -92,11 +98,17 @@ unsafe extern "C" fn signal_done(_stream: CUstream, _status: u32, data: *mut c_v
     }
 }
 
-/// Queues [`signal_done`] on `stream` after the work queued so far (`cuStreamAddCallback`).
+/// Queues [`signal_done`] on `stream` after the work queued so far (`cuStreamAddCallback`);
+/// the callback counts `load` (the stream's, counted up for it) down when it runs.
 ///
 /// # Safety
 /// `stream` is alive, and in no stream capture.
-pub(crate) unsafe fn queue_callback(stream: CUstream, signal: &Arc<Signal>) -> Result<()> {
+pub(crate) unsafe fn queue_callback(
+    stream: CUstream,
+    signal: &Arc<Signal>,
+    load: &Arc<AtomicUsize>,
+) -> Result<()> {
+    *lock(&signal.load) = Some(Arc::clone(load));
     let data = Arc::into_raw(Arc::clone(signal))
         .cast_mut()
         .cast::<c_void>();
@@ -107,6 +119,8 @@ pub(crate) unsafe fn queue_callback(stream: CUstream, signal: &Arc<Signal>) -> R
     if queued.is_err() {
         // SAFETY: not queued, so the count is still ours.
         drop(unsafe { Arc::from_raw(data.cast::<Signal>().cast_const()) });
+        // the caller counts the load down
+        lock(&signal.load).take();
     }
     queued
 }
@@ -189,6 +203,18 @@ mod tests {
                 "the callback's count is dropped"
             );
         }
+    }
+
+    #[test]
+    fn the_callback_counts_its_notifiers_load_down() {
+        let signal = Arc::new(Signal::default());
+        let load = Arc::new(AtomicUsize::new(2));
+        *lock(&signal.load) = Some(Arc::clone(&load));
+        call_back(&signal, 0);
+        assert_eq!(load.load(Ordering::SeqCst), 1, "one callback, one count");
+        assert!(lock(&signal.load).is_none(), "the signal keeps no load");
+        call_back(&signal, 0); // a second call finds no load to count down
+        assert_eq!(load.load(Ordering::SeqCst), 1);
     }
 
     #[test]
