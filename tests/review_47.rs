@@ -168,6 +168,84 @@ fn an_executor_polling_inside_wake_finishes_the_batch_on_the_repoll_thread() {
     assert_eq!(values, vec![6.0f32; n]);
 }
 
+/// A waker that notes when it is first woken.
+struct WokenAt {
+    at: Mutex<Option<Instant>>,
+}
+
+impl Wake for WokenAt {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.at.lock().unwrap().get_or_insert_with(Instant::now);
+    }
+}
+
+/// The notifier stream (of the context's four) that `owned::pending` picks for batches of
+/// `stream`: `OwnedContext::notifier`'s `(key >> 4) % NOTIFIERS`, with `NOTIFIERS` 4.
+fn notifier_of(home: &OwnedContext, stream: &OwnedStream) -> usize {
+    home.enter(|ctx| {
+        // SAFETY: the handle is only read as a number, never used.
+        let raw = unsafe { stream.bind(ctx)?.as_raw() } as usize;
+        Ok::<_, Error>((raw >> 4) % 4)
+    })
+    .unwrap()
+}
+
+/// Two batches on two streams of one context, independent on the GPU: a short one armed
+/// after a long one is woken when its own work ends, not when the long one's does. Both
+/// futures are polled once while their work runs (so each arms the stream callback that
+/// wakes it), the long one first; the streams are chosen so that both batches' callbacks
+/// go to the same notifier stream (`OwnedContext::notifier`), where the short batch's
+/// callback is queued behind the long batch's wait for its event.
+fn a_short_batch_is_woken_before_a_long_batch_of_another_stream_ends() {
+    let device = common::gpu();
+    let (home, module, long_stream) = owned_setup(&device);
+    let spin = spin_kernel(&module);
+    let want = notifier_of(&home, &long_stream);
+    let short_stream = (0..64)
+        .map(|_| Arc::new(home.enter(|ctx| home.unbind(ctx, ctx.stream()?)).unwrap()))
+        .find(|s| notifier_of(&home, s) == want)
+        .expect("one of 64 streams shares the long stream's notifier");
+    let poll_once = |work: &mut Pending<Arc<OwnedKernel<(i64,)>>>| {
+        let woken = Arc::new(WokenAt {
+            at: Mutex::new(None),
+        });
+        let waker = Waker::from(Arc::clone(&woken));
+        let first = std::pin::Pin::new(work).poll(&mut Context::from_waker(&waker));
+        assert!(first.is_pending(), "the batch's kernel is still running");
+        woken
+    };
+    let mut long = long_stream.submit(Arc::clone(&spin), |s, spin| {
+        s.launch(spin, LaunchConfig::linear(1, 1), (cycles(500),))
+    });
+    let long_woken = poll_once(&mut long);
+    let began = Instant::now();
+    let mut short = short_stream.submit(Arc::clone(&spin), |s, spin| {
+        s.launch(spin, LaunchConfig::linear(1, 1), (cycles(5),))
+    });
+    let short_woken = poll_once(&mut short);
+    wait_for("the short batch's wake", || {
+        short_woken.at.lock().unwrap().is_some()
+    });
+    let short_after = short_woken.at.lock().unwrap().unwrap() - began;
+    let long_pending = long_woken.at.lock().unwrap().is_none();
+    let ((short_result, _), (long_result, _)) = (short.wait(), long.wait());
+    short_result.unwrap();
+    long_result.unwrap();
+    assert!(
+        long_pending && short_after < Duration::from_millis(200),
+        "the 5 ms batch was woken {short_after:?} after its submit (the 500 ms batch \
+         {}): its wake waited behind the other batch's",
+        if long_pending {
+            "still running"
+        } else {
+            "already woken"
+        }
+    );
+}
+
 /// A waker whose `wake` drops the future it wakes (a cancelled task): woken by the batch's
 /// stream callback, on the driver's callback thread.
 struct DropOnWake<B: Send + 'static> {
@@ -310,6 +388,7 @@ fn a_cooperative_launch_larger_than_its_partition_is_refused() {
 }
 
 crate::gpu_tests!(
+    a_short_batch_is_woken_before_a_long_batch_of_another_stream_ends,
     #[cfg(feature = "repoll-thread")]
     an_executor_polling_inside_wake_finishes_the_batch_on_the_repoll_thread,
 );
