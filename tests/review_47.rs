@@ -85,26 +85,24 @@ struct InlineTask<B: Send + 'static> {
 impl<B: Send + 'static> InlineTask<B> {
     fn run(self: &Arc<Self>) {
         self.again.store(true, Ordering::SeqCst);
-        loop {
-            // held: its holder sees `again` once it lets go
-            let Ok(mut slot) = self.future.try_lock() else {
-                return;
-            };
+        // a wake that finds the task held leaves it to the holder, which sees `again` once
+        // it lets go
+        while let Ok(mut slot) = self.future.try_lock() {
             while self.again.swap(false, Ordering::SeqCst) {
-                let Some(future) = slot.as_mut() else { break };
-                self.polls.fetch_add(1, Ordering::SeqCst);
-                let waker = Waker::from(Arc::clone(self));
-                if let Poll::Ready(done) =
-                    std::pin::Pin::new(future).poll(&mut Context::from_waker(&waker))
-                {
-                    let name = std::thread::current().name().map(str::to_owned);
-                    *self.output.lock().unwrap() = Some((done, name));
-                    *slot = None;
+                if let Some(future) = slot.as_mut() {
+                    self.polls.fetch_add(1, Ordering::SeqCst);
+                    let waker = Waker::from(Arc::clone(self));
+                    let mut cx = Context::from_waker(&waker);
+                    if let Poll::Ready(done) = std::pin::Pin::new(future).poll(&mut cx) {
+                        let name = std::thread::current().name().map(str::to_owned);
+                        *self.output.lock().unwrap() = Some((done, name));
+                        *slot = None;
+                    }
                 }
             }
             drop(slot);
             if !self.again.load(Ordering::SeqCst) {
-                return;
+                break;
             }
         }
     }
