@@ -321,9 +321,10 @@ fn a_pending_dropped_by_its_waker_inside_the_callback_leaks_its_batch() {
 /// partition's multiprocessors is refused with `CooperativeLaunchTooLarge` (by the crate's
 /// check or the driver's), and one that fits the partition synchronizes its whole grid
 /// (`grid_sum` writes every block's sum and the total). The crate's check counts the
-/// device's multiprocessors (`attributes::device_facts`), not the partition's; if the
-/// driver let the larger grid run, its grid synchronization could never complete: this
-/// test would hang. Partitions the device: runs alone.
+/// device's multiprocessors (`attributes::device_facts`), not the partition's; the launch
+/// refused here is of `empty_ex`, which synchronizes nothing, so that a driver that let it
+/// run fails the test instead of hanging it (a kernel that synchronizes its grid, launched
+/// so, would never finish). Partitions the device: runs alone.
 fn a_cooperative_launch_larger_than_its_partition_is_refused() {
     let device = common::gpu();
     let cc = device.compute_capability().unwrap();
@@ -341,13 +342,13 @@ fn a_cooperative_launch_larger_than_its_partition_is_refused() {
         let (small, _rest) = sms.split(16)?;
         small.enter(|p| {
             let module = p.load_ptx(LAUNCH_EX_PTX)?;
+            // SAFETY: empty_ex(float *p, size_t p_len) writes p[0] only when p_len is
+            // SIZE_MAX, never here.
+            let empty = unsafe { module.kernel::<(Out<f32>,)>("empty_ex") }?;
             // SAFETY: grid_sum(const unsigned*, size_t, unsigned*, size_t) reads
             // in[i < in_len], writes out[b < out_len] only, and synchronizes the grid only
             // when launched cooperatively.
             let sum = unsafe { module.kernel::<(In<u32>, Out<u32>)>("grid_sum") }?;
-            let per_sm = sum
-                .function()
-                .max_active_blocks_per_multiprocessor(256, 0)?;
             let part = p.sm_count()?;
             assert!(
                 part < device_sms,
@@ -355,18 +356,27 @@ fn a_cooperative_launch_larger_than_its_partition_is_refused() {
             );
             let stream = p.stream()?;
             // too large for the partition, not for the device
+            let per_sm = empty
+                .function()
+                .max_active_blocks_per_multiprocessor(256, 0)?;
             let blocks = part * per_sm + 1;
-            let input = vec![1u32; blocks as usize * 256];
-            let din = p.from_slice(&input)?;
-            let mut out = p.zeroed::<u32>(blocks as usize + 1)?;
+            assert!(blocks <= device_sms * per_sm);
+            let mut unused = p.zeroed::<f32>(1)?;
             let config = LaunchConfig::linear(blocks, 256).with_cooperative();
-            let refused = stream.scope(|s| s.launch(&sum, config, (&din, &mut out)));
-            let e = refused.expect_err("a cooperative grid larger than the partition");
+            let refused = stream.scope(|s| s.launch(&empty, config, (&mut unused,)));
+            let e = refused.expect_err(&format!(
+                "a cooperative grid of {blocks} blocks in a partition of {part} SMs, which \
+                 holds {} at once: a kernel that synchronizes its grid would never finish",
+                part * per_sm
+            ));
             assert_eq!(e.code(), ErrorCode::CooperativeLaunchTooLarge, "{e}");
             // the largest grid of the partition runs, and synchronizes
+            let per_sm = sum
+                .function()
+                .max_active_blocks_per_multiprocessor(256, 0)?;
             let blocks = part * per_sm;
             let n = blocks as usize * 256;
-            let din = p.from_slice(&input[..n])?;
+            let din = p.from_slice(&vec![1u32; n])?;
             let mut out = p.zeroed::<u32>(blocks as usize + 1)?;
             let config = LaunchConfig::linear(blocks, 256).with_cooperative();
             stream.scope(|s| s.launch(&sum, config, (&din, &mut out)))?;
