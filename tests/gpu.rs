@@ -42,6 +42,7 @@ mod modules;
 mod no_device;
 mod ordering;
 mod ordering_attacks;
+mod ordering_raw;
 mod ordering_rings;
 mod ordering_spans_attacks;
 mod owned;
@@ -72,6 +73,7 @@ fn main() -> std::process::ExitCode {
     tests.extend(owned::tests());
     tests.extend(ordering::tests());
     tests.extend(ordering_attacks::tests());
+    tests.extend(ordering_raw::tests());
     tests.extend(ordering_spans_attacks::tests());
     tests.extend(review_47::tests());
     #[cfg(feature = "derive")]

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::common;
-use crate::common::ordering::{assert_all, keep_busy, read_in_scope};
+use crate::common::ordering::{assert_all, keep_busy, raw_read, read_in_scope};
 
 use cuda_brand::owned::OwnedContext;
 use cuda_brand::prelude::*;
@@ -31,25 +31,6 @@ const N: usize = 16 << 20;
 const ROUNDS: usize = 10;
 /// 1 GiB of `u32`s: one fill of it takes about 0.3 ms on an H100.
 const SLOW_LEN: usize = 1 << 28;
-
-/// Reads `n` `u32`s at `ptr` with a raw, synchronous `cuMemcpyDtoH` in `ctx` (pushed for
-/// the call): work of another library, on the legacy stream of `ctx`, which the crate's
-/// non-blocking streams do not order.
-fn raw_read(ctx: cuda_brand::sys::CUcontext, ptr: u64, n: usize) -> Vec<u32> {
-    let driver = common::driver();
-    let mut host = vec![0xdead_beef_u32; n];
-    let mut popped = std::ptr::null_mut();
-    // SAFETY (of the test): `ctx` is alive (its guard is in scope at every caller); `ptr`
-    // holds `n` `u32`s that the caller keeps allocated; `host` has room for them; the push
-    // is undone.
-    unsafe {
-        assert_eq!((driver.cuCtxPushCurrent_v2)(ctx), 0);
-        let rc = (driver.cuMemcpyDtoH_v2)(host.as_mut_ptr().cast(), ptr, n * 4);
-        assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
-        assert_eq!(rc, 0, "cuMemcpyDtoH_v2");
-    }
-    host
-}
 
 /// `copy_from_device` is "complete when it returns", so the host may write its source the
 /// moment it returns. The source here is managed memory (`ManagedBuffer::as_device`), which
@@ -85,12 +66,14 @@ fn copy_from_device_has_read_a_managed_source_when_it_returns() {
     .unwrap();
 }
 
-/// `DeviceSlice::as_device_ptr` documents that raw work outside a scope must first wait for
-/// the crate's synchronous writes: "call `ContextGuard::synchronize` before". A write into
-/// pool memory made while another context of the device was current runs on that
-/// context's sync stream, which `cuCtxSynchronize` of the memory's own context does not
-/// wait for. Failed before the review's fix (`synchronize` now also waits for every
-/// pending synchronous write, of any context).
+/// `ContextGuard::synchronize` promises every earlier synchronous write complete, so raw
+/// work given an address taken before the write finds it done. A write into pool memory
+/// made while another context of the device was current runs on that context's sync
+/// stream, which `cuCtxSynchronize` of the memory's own context does not wait for. Failed
+/// before the review's fix (`synchronize` now also waits for every pending synchronous
+/// write, of any context). The address is taken once, before the writes, so that its own
+/// wait (`as_device_ptr` waits for what is pending on its memory) does not stand in for
+/// `synchronize`'s.
 fn context_synchronize_covers_a_pool_write_made_while_another_context_was_current() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |a| {
@@ -99,14 +82,13 @@ fn context_synchronize_covers_a_pool_write_made_while_another_context_was_curren
         with_context(&device, ContextFlags::default(), |b| {
             // b gets a sync stream of this thread (its own memory), and keeps it busy
             let mut slow = b.zeroed::<u32>(SLOW_LEN)?;
+            // SAFETY (of the test): only the address is taken; `buf` outlives the reads.
+            let ptr = unsafe { buf.as_device_ptr() };
             for round in 0..ROUNDS as u32 {
                 keep_busy(&mut slow, 32)?;
                 // pool memory, b current: b's sync stream, behind the slow fills
                 buf.fill(round + 100)?;
-                // what `as_device_ptr` asks for before raw work on the memory
                 a.synchronize()?;
-                // SAFETY (of the test): only the address is taken; `buf` outlives the read.
-                let ptr = unsafe { buf.as_device_ptr() };
                 assert_all(
                     &raw_read(raw_a, ptr, N),
                     round + 100,
@@ -547,6 +529,16 @@ fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
         let mut pending = ctx.zeroed::<u32>(1024)?;
         let mut other = ctx.zeroed::<u32>(1024)?;
         let stream = ctx.stream()?;
+        // the raw handles and the address before the pending fill: a raw escape waits for
+        // the synchronous writes pending when it is taken
+        let raw = Raw {
+            ctx: common::handle(ctx) as usize,
+            // SAFETY (of the test): only raw memsets of the test's own memory are queued
+            // through the handle, inside the scope below, which waits for them
+            stream: unsafe { stream.as_raw() } as usize,
+        };
+        // SAFETY (of the test): only the address is taken.
+        let at = unsafe { pending.as_device_ptr() };
         // another thread's sync stream busy for seconds, and a fill of `pending` behind
         std::thread::scope(|t| {
             t.spawn(|| {
@@ -589,17 +581,9 @@ fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
                 // which the holder takes as `GiveUp`
                 let tell = tell;
                 s.host_fn(|| got_lock.store(lock_within(m, PATIENCE), Ordering::SeqCst))?;
-                let raw = Raw {
-                    ctx: common::handle(ctx) as usize,
-                    // SAFETY (of the test): only raw memsets of the test's own memory are
-                    // queued through the handle, inside the scope, which waits for them
-                    stream: unsafe { stream.as_raw() } as usize,
-                };
                 if !fill_and_probe(raw, &words, &tell)? {
                     return Ok(false);
                 }
-                // SAFETY (of the test): only the address is taken.
-                let at = unsafe { pending.as_device_ptr() };
                 if cuda_brand::__order::incomplete_writes_of(at, 4096)? == 0 {
                     common::child::not_arisen(
                         "the pending fill completed before the scope's operation",

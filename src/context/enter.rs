@@ -80,12 +80,15 @@ impl Teardown for Pop {
     }
 }
 
-/// The teardown of [`with_raw_context`]: frees what the crate keeps for the context (its
+/// The teardown of [`with_raw_context`]: waits on the host for every pending synchronous
+/// operation of the crate ([`teardown::wait_for_sync_writes`]: the caller's code runs
+/// next, which the crate does not order), frees what the crate keeps for the context (its
 /// sync streams made during the scope, its bulk-copy staging: the end hooks), pops it, and
 /// reports the failed releases of its handles, for a context someone else owns, who may
-/// destroy it once the crate's scope is over. With no sync stream made during the scope,
-/// no end hooks registered and nothing recorded (the common case), that is the pop and two
-/// atomic loads ([`teardown::end_sync_streams`]'s and
+/// destroy it once the crate's scope is over. With nothing pending, no sync stream made
+/// during the scope, no end hooks registered and nothing recorded (the common case), that
+/// is the pop and a few atomic loads (the synchronous layer's settled check,
+/// [`teardown::end_sync_streams`]'s and
 /// [`teardown::nothing_kept`]).
 /// The second field: the push ([`Pop`]'s); the third: [`teardown::sync_streams_made`]
 /// when the scope began.
@@ -96,17 +99,20 @@ impl Teardown for PopAndReport {
     #[inline(always)]
     fn run(self) -> Result<()> {
         let raw = self.0;
+        // the writes of sync streams made before the scope, which `end_sync_streams` keeps
+        let waited = teardown::wait_for_sync_writes();
         // SAFETY: `raw` is alive and on top of this thread's stack (current): `run_then`
         // runs this after the closure, which cannot change the stack through safe code.
         // (These two steps are `teardown::run_before_release`, split by the check below.)
         unsafe { teardown::end_sync_streams(raw, self.2) };
         // no hooks to run and no failed release to report (read after the sync streams
         // ended, whose releases may fail, and after every drop of the closure)
-        if teardown::nothing_kept() {
-            return on_top(raw, self.1.pop());
-        }
-        // SAFETY: as above.
-        unsafe { pop_and_report(raw, self.1) }
+        let popped = match teardown::nothing_kept() {
+            true => on_top(raw, self.1.pop()),
+            // SAFETY: as above.
+            false => unsafe { pop_and_report(raw, self.1) },
+        };
+        teardown::keep_both(waited, popped)
     }
 }
 
@@ -615,9 +621,14 @@ where
 
 /// Brands a context created elsewhere (by the runtime API, another library, raw driver
 /// calls) for the length of `f`: pushes it, runs `f` with a guard, and pops it. The context
-/// is neither synchronized nor destroyed. Handles of the context whose release failed when
-/// they were dropped are reported by the pop, as by the teardown of [`with_context`] (no
-/// other teardown of the crate would report them).
+/// is neither synchronized nor destroyed, but every synchronous operation of the crate
+/// still pending when `f` returns (a `fill` or a device-to-device copy may still run on
+/// the GPU when it returns: `docs/design/ordering.md`) is waited for on the host before
+/// the pop: the caller's code runs next, which the crate does not order, and finds that
+/// memory written (memory of its own that `f` adopted and wrote, say). One atomic load
+/// while nothing is pending. Handles of the context whose release failed when they were
+/// dropped are reported by the pop, as by the teardown of [`with_context`] (no other
+/// teardown of the crate would report them); so is a failed wait (a sticky error).
 ///
 /// # Safety
 ///

@@ -344,20 +344,37 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
         self.raw.0.as_ptr()
     }
 
-    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap, once every
+    /// pending synchronous operation of the crate is done.
+    ///
+    /// A synchronous write of device memory (a `fill`, a device-to-device copy, an upload of
+    /// up to 256 KiB) may still run on the GPU when it returns; the crate orders its own
+    /// later users of the memory after it (`docs/design/ordering.md`). Work queued through
+    /// the handle (on the context's legacy stream, or a stream made with it) names no
+    /// memory the crate can see, so this call waits on the host for every such operation
+    /// pending now, of any context (pool memory may have been written on another context's
+    /// stream), as [`synchronize`](Self::synchronize) does for them, without waiting for
+    /// the context's other work. One atomic load while nothing is pending. Only what is
+    /// pending when the call is made: after a later synchronous write, take the handle
+    /// again. Where the wait cannot run or fails, the handle is returned all the same, as
+    /// [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr) says.
     ///
     /// # Safety
     ///
-    /// Taking the handle does nothing; `unsafe` marks what it allows behind the brand's
-    /// back, which every value branded `'ctx` relies on. The caller promises, for every
-    /// use of the handle: the context is not destroyed (`cuCtxDestroy`), reset
-    /// (`cuDevicePrimaryCtxReset`) or popped off a thread's stack where this crate pushed
-    /// it; the handle is not used after the context's closure has returned; and work
-    /// queued in the context through it touches device memory of this crate only as the
-    /// crate's scopes would (a buffer read while nothing writes it and written while
-    /// nothing else uses it, alive until that work has finished).
+    /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the brand's back, which every value branded `'ctx` relies on. The caller
+    /// promises, for every use of the handle: the context is not destroyed
+    /// (`cuCtxDestroy`), reset (`cuDevicePrimaryCtxReset`) or popped off a thread's stack
+    /// where this crate pushed it; the handle is not used after the context's closure has
+    /// returned; and work queued in the context through it touches device memory of this
+    /// crate only as the crate's scopes would (a buffer read while nothing writes it and
+    /// written while nothing else uses it, alive until that work has finished).
     #[inline]
     pub unsafe fn as_raw(self) -> CUcontext {
+        // every pending synchronous write, through the synchronous layer's hook (one
+        // atomic load while nothing is pending); a failure is a sticky error that every
+        // later call in the context reports
+        let _ = teardown::wait_for_sync_writes();
         self.raw()
     }
 
@@ -482,7 +499,9 @@ impl<'ctx> SharedContext<'ctx> {
         self.raw.as_ptr()
     }
 
-    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap, once every
+    /// pending synchronous operation of the crate is done (waited for on the host, as
+    /// [`ContextGuard::as_raw`] does).
     ///
     /// # Safety
     ///
@@ -491,6 +510,10 @@ impl<'ctx> SharedContext<'ctx> {
     /// returned, and work queued through it uses this crate's memory as a scope would.
     #[inline]
     pub unsafe fn as_raw(self) -> CUcontext {
+        // every pending synchronous write, through the synchronous layer's hook (one
+        // atomic load while nothing is pending); a failure is a sticky error that every
+        // later call in the context reports
+        let _ = teardown::wait_for_sync_writes();
         self.raw()
     }
 }

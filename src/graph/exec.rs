@@ -12,6 +12,8 @@ use crate::driver::{self, CUgraph, CUgraphExec};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::scope::StreamScope;
+use crate::span::Touched;
+use crate::synchronous as order;
 
 use super::{DeviceKey, GraphsStayOnTheirThread, Handle, HostKey, Lent, in_ctx};
 #[cfg(doc)]
@@ -67,7 +69,15 @@ impl<'g, 'ctx> Graph<'g, 'ctx> {
         self.raw.get()
     }
 
-    /// The driver's handle (`CUgraph`), for calls this crate does not wrap.
+    /// The driver's handle (`CUgraph`), for calls this crate does not wrap, once every
+    /// pending synchronous operation of the crate is done: a graph names no memory the
+    /// crate's order of synchronous operations can see (a scope's graph launch waits for
+    /// every pending one, on the GPU), and one launched through the driver is not the
+    /// crate's to order, so this call waits on the host for every pending one first, as
+    /// [`ContextGuard::as_raw`](crate::ContextGuard::as_raw) does. One atomic load while
+    /// nothing is pending. Only what is pending when the call is made. Where the wait
+    /// cannot run or fails, the handle is returned all the same, as
+    /// [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr) says.
     ///
     /// # Safety
     ///
@@ -78,6 +88,7 @@ impl<'g, 'ctx> Graph<'g, 'ctx> {
     /// and updates rely on it); and the handle is not used after this `Graph` is dropped.
     #[inline]
     pub unsafe fn as_raw(&self) -> CUgraph {
+        order::before_raw_escape(Touched::Anything);
         self.raw()
     }
 
@@ -180,7 +191,11 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
         self.raw.get()
     }
 
-    /// The driver's handle (`CUgraphExec`), for calls this crate does not wrap.
+    /// The driver's handle (`CUgraphExec`), for calls this crate does not wrap, once every
+    /// pending synchronous operation of the crate is done (waited for on the host, as
+    /// [`Graph::as_raw`] says): a launch through the driver (`cuGraphLaunch`) then finds
+    /// the memory the graph touches written, the lent buffers' writes between replays
+    /// included.
     ///
     /// # Safety
     ///
@@ -193,6 +208,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// launch has finished.
     #[inline]
     pub unsafe fn as_raw(&self) -> CUgraphExec {
+        order::before_raw_escape(Touched::Anything);
         self.raw()
     }
 

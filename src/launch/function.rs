@@ -13,6 +13,8 @@ use super::{Kernel, KernelParams, counts, sealed};
 use crate::context::{Brand, CacheConfig};
 use crate::driver::{self, CUfunction};
 use crate::error::{Error, ErrorCode, Result};
+use crate::span::Touched;
+use crate::synchronous as order;
 
 /// A function of a module (`CUfunction`), borrowing the module `'m` of the context
 /// branded `'ctx`. One pointer wide. Launch it after declaring its parameters with
@@ -142,19 +144,25 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
         crate::context::confined::refuse_foreign_handle(call, self.raw() as usize)
     }
 
-    /// The driver's handle (`CUfunction`), for calls this crate does not wrap.
+    /// The driver's handle (`CUfunction`), for calls this crate does not wrap, once the
+    /// crate's pending synchronous writes of module globals are done: a kernel launched
+    /// through the driver may read its module's globals, so this call waits on the host
+    /// for them first, as [`Module::as_raw`](crate::Module::as_raw) does (its buffer
+    /// arguments are addresses, each waited for by the `as_device_ptr` that gave it).
     ///
     /// # Safety
     ///
-    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
-    /// checker's back. The caller promises, for every use of the handle: it is not used
-    /// after the module or library this function borrows is unloaded; and a launch through
-    /// it (`cuLaunchKernel`) keeps the promise of [`Module::kernel`](crate::Module::kernel)
-    /// for its parameters and touches this crate's memory only as a
-    /// [`StreamScope`](crate::StreamScope) launch would (read while nothing writes it,
-    /// written while nothing else uses it, alive until the kernel has finished).
+    /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the borrow checker's back. The caller promises, for every use of the handle:
+    /// it is not used after the module or library this function borrows is unloaded; and a
+    /// launch through it (`cuLaunchKernel`) keeps the promise of
+    /// [`Module::kernel`](crate::Module::kernel) for its parameters and touches this
+    /// crate's memory only as a [`StreamScope`](crate::StreamScope) launch would (read
+    /// while nothing writes it, written while nothing else uses it, alive until the kernel
+    /// has finished).
     #[inline]
     pub unsafe fn as_raw(&self) -> CUfunction {
+        order::before_raw_escape(Touched::Spans(&[]));
         self.raw()
     }
 

@@ -471,7 +471,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     }
 
     /// The raw device pointer and length, without freeing: the buffer's memory leaves the
-    /// crate. [`DeviceBuffer::from_raw_parts`] takes it back (in the same context, or for
+    /// crate, once the crate's pending synchronous operations on it are done (this call
+    /// waits on the host for them first, as [`DeviceSlice::as_device_ptr`] does, so that
+    /// the caller's work on any stream finds the memory written; where that wait cannot
+    /// run or fails, the parts are returned all the same, as that method says).
+    /// [`DeviceBuffer::from_raw_parts`] takes it back (in the same context, or for
     /// pool memory in any context of the device); otherwise free it yourself, with
     /// `cuMemFreeAsync` (`cudaFreeAsync`) where it is memory of a pool, as every buffer is
     /// on a device with pools, else `cuMemFree` (`cudaFree`), in the buffer's context.
@@ -506,11 +510,9 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// and the address is used as [`DeviceSlice::as_device_ptr`] requires (not after the
     /// free; read while nothing writes it, written while nothing else uses it).
     pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
-        // The memory leaves the crate, whose scopes are what waits for pending synchronous
-        // writes on the GPU: they are waited for here, so that the caller's own work on
-        // any stream finds the memory written. A failure is the sticky error of a context
-        // that ran one of them, which every later use of the memory reports.
-        let _ = crate::synchronous::wait_on_host();
+        if !self.is_empty() {
+            crate::synchronous::before_raw_escape(Touched::Spans(&[self.span(true)]));
+        }
         if self.owner.is_deferred() {
             crate::context::deferred::undefer(self.ptr as usize);
         }

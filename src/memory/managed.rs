@@ -48,6 +48,8 @@ use super::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
 use crate::context::{Allocating, Brand, ContextGuard, Device};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
+use crate::span::Touched;
+use crate::synchronous as order;
 
 /// Managed memory of the context branded `'ctx` (`cuMemAllocManaged`): a `[T]` on the host,
 /// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::memory::managed).
@@ -352,7 +354,11 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
         self.deferred
     }
 
-    /// The memory's address and length, without freeing: it leaves the crate.
+    /// The memory's address and length, without freeing: it leaves the crate, after the
+    /// crate's pending synchronous operations on it (none, normally: a synchronous write
+    /// of managed memory is complete when it returns, since the host may read it next;
+    /// this call waits on the host for any all the same, as
+    /// [`DeviceSlice::as_device_ptr`] does).
     /// [`ManagedBuffer::from_raw_parts`] takes it back in the same context; otherwise free
     /// it yourself with `cuMemFree` (`cudaFree`) in the buffer's context. Like all managed
     /// memory of a context, it is freed when the context is destroyed, at the end of its
@@ -388,6 +394,10 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
     /// read it while nothing writes it and write it while nothing else uses it, as the
     /// buffer's borrows would have made them do.
     pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
+        if self.len != 0 {
+            let touched = [self.as_device().span(true)];
+            order::before_raw_escape(Touched::Spans(&touched));
+        }
         if self.deferred {
             crate::context::deferred::undefer(self.ptr as usize);
         }

@@ -270,12 +270,16 @@ impl<T: DeviceCopy> PinnedBuffer<'_, T> {
         self.ctx.as_ptr() as usize & 1 != 0
     }
 
-    /// The memory's address and length, without freeing: it leaves the crate.
-    /// [`PinnedBuffer::from_raw_parts`] takes it back in the same context; otherwise free
-    /// it yourself with `cuMemFreeHost` (`cudaFreeHost`). Like all page-locked memory of a
-    /// context, it is freed when the context is destroyed, at the end of its closure, if
-    /// not before. A buffer of a setup phase is taken off its teardown's list. A buffer of
-    /// zero bytes owns no memory: its address is dangling (aligned, never allocated).
+    /// The memory's address and length, without freeing: it leaves the crate. Nothing of
+    /// the crate's is pending on it, so nothing is waited for: a synchronous copy to or
+    /// from host memory is complete when it returns, and a scope's or graph's work on it
+    /// when the scope ends or the graph's borrow does (the buffer's own safe `Deref` relies
+    /// on the same). [`PinnedBuffer::from_raw_parts`] takes it back in the same context;
+    /// otherwise free it yourself with `cuMemFreeHost` (`cudaFreeHost`). Like all
+    /// page-locked memory of a context, it is freed when the context is destroyed, at the
+    /// end of its closure, if not before. A buffer of a setup phase is taken off its
+    /// teardown's list. A buffer of zero bytes owns no memory: its address is dangling
+    /// (aligned, never allocated).
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;

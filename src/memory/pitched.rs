@@ -293,25 +293,31 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     }
 
     /// The device address of the first row (`CUdeviceptr`); rows are
-    /// [`pitch_bytes`](Self::pitch_bytes) apart.
+    /// [`pitch_bytes`](Self::pitch_bytes) apart. Returned once the crate's pending
+    /// synchronous operations on the buffer are done: as
+    /// [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr), this call waits on
+    /// the host for them first (a synchronous 2D copy into device memory may still run on
+    /// the GPU when it returns; the crate orders its own later users after it, not work it
+    /// cannot see), so that work given the address afterwards, on any stream, finds them
+    /// done. One atomic load while nothing is pending anywhere. Only what is pending when
+    /// the call is made: after a later synchronous write, take the address again.
     ///
     /// # Safety
     ///
-    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
-    /// checker's back, since a number outlives no borrow. The caller promises, for every
-    /// use of the address (a kernel parameter, a driver call): it is not used after the
-    /// memory is freed (this buffer dropped); and work given it reads the memory only while
-    /// nothing writes it and writes it only while nothing else uses it, until that work has
-    /// finished, as the borrow of this buffer would make the crate's copies and launches
-    /// do.
-    ///
-    /// The crate's synchronous writes into device memory (`copy_from_host`, `fill`,
-    /// `zeroed`, ...) may still run on the GPU when they return: the crate's scopes wait
-    /// for them there (`docs/design/ordering.md`). Work queued outside a scope (a stream of
-    /// your own) waits for them first: queue it inside a scope, or call
-    /// [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) before.
+    /// Taking the address does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the borrow checker's back, since a number outlives no borrow. The caller
+    /// promises, for every use of the address (a kernel parameter, a driver call): it is
+    /// not used after the memory is freed (this buffer dropped); and work given it reads
+    /// the memory only while nothing writes it and writes it only while nothing else uses
+    /// it, until that work has finished, as the borrow of this buffer would make the
+    /// crate's copies and launches do. Where the wait cannot run or fails, the address is
+    /// returned all the same, as [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr)
+    /// says.
     #[inline]
     pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        if self.bytes() != 0 {
+            crate::synchronous::before_raw_escape(Touched::Spans(&[self.span(true)]));
+        }
         self.device_ptr()
     }
 

@@ -261,19 +261,26 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         self.rows.device_ptr()
     }
 
-    /// The device address of the first row of the first slice (`CUdeviceptr`).
+    /// The device address of the first row of the first slice (`CUdeviceptr`), once the
+    /// crate's pending synchronous operations on the buffer are done: this call waits on
+    /// the host for them first, as
+    /// [`DeviceBuffer2D::as_device_ptr`](crate::DeviceBuffer2D::as_device_ptr) does.
     ///
     /// # Safety
     ///
-    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
-    /// checker's back, since a number outlives no borrow. The caller promises, for every
-    /// use of the address (a kernel parameter, a driver call): it is not used after the
-    /// memory is freed (this buffer dropped); and work given it reads the memory only while nothing
-    /// writes it and writes it only while nothing else uses it, until that work has
-    /// finished, as the borrow of this buffer would make the crate's copies and launches do.
+    /// Taking the address does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the borrow checker's back, since a number outlives no borrow. The caller
+    /// promises, for every use of the address (a kernel parameter, a driver call): it is
+    /// not used after the memory is freed (this buffer dropped); and work given it reads
+    /// the memory only while nothing writes it and writes it only while nothing else uses
+    /// it, until that work has finished, as the borrow of this buffer would make the
+    /// crate's copies and launches do. Where the wait cannot run or fails, the address is
+    /// returned all the same, as [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr)
+    /// says.
     #[inline]
     pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
-        self.device_ptr()
+        // SAFETY: the caller's promise, for the same memory.
+        unsafe { self.rows.as_device_ptr() }
     }
 
     /// The whole allocation, for a scope's order book.

@@ -238,6 +238,12 @@ impl<'ctx> MemoryPool<'ctx> {
 
     /// The driver's handle (`CUmemoryPool`), for calls this crate does not wrap.
     ///
+    /// Nothing is waited for: the handle reaches no memory of the crate's. A block of a
+    /// buffer the crate freed goes back to the pool with a free queued after the buffer's
+    /// pending synchronous operations, and the pool hands the block out again only after
+    /// that free (as it orders every reuse), so an allocation through the handle finds
+    /// them done.
+    ///
     /// # Safety
     ///
     /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow

@@ -130,28 +130,43 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
         self.slots.as_ptr() as usize as CUdeviceptr
     }
 
-    /// The device address of the first element (`CUdeviceptr`). For an empty view this is
-    /// an address nothing is allocated at.
+    /// The device address of the first element (`CUdeviceptr`), once the crate's pending
+    /// synchronous operations on this memory are done. For an empty view this is an
+    /// address nothing is allocated at.
+    ///
+    /// A synchronous write of device memory (a `fill`, a device-to-device copy, an upload
+    /// of up to 256 KiB) may still run on the GPU when it returns: the crate orders its own
+    /// later users of the memory after it (`docs/design/ordering.md`), but not work it
+    /// cannot see. So this call first waits on the host for the pending synchronous
+    /// operations that touch these bytes (or memory the crate cannot place, which may be
+    /// any): work given the address afterwards, on any stream or context, finds them done.
+    /// One atomic load while nothing is pending anywhere; while only other memory's
+    /// writes are pending, a look at the book of them (a lock) and no wait. Only what is
+    /// pending when the call is made: after a later synchronous write of the memory, take
+    /// the address again before raw work uses it.
     ///
     /// # Safety
     ///
-    /// Taking the address does nothing; `unsafe` marks what it allows behind the borrow
-    /// checker's back, since a number outlives no borrow. The caller promises, for every
-    /// use of the address (a kernel parameter, a driver call): it is not used after the
-    /// memory is freed (the buffer dropped, or the scope that allocated it ended); and work
-    /// given it reads the memory only while nothing writes it and writes it only while
-    /// nothing else uses it, until that work has finished, as the borrow of this slice
-    /// would make the crate's copies and launches do.
+    /// Taking the address does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the borrow checker's back, since a number outlives no borrow. The caller
+    /// promises, for every use of the address (a kernel parameter, a driver call): it is
+    /// not used after the memory is freed (the buffer dropped, or the scope that allocated
+    /// it ended); and work given it reads the memory only while nothing writes it and
+    /// writes it only while nothing else uses it, until that work has finished, as the
+    /// borrow of this slice would make the crate's copies and launches do.
     ///
-    /// The crate's synchronous writes into device memory (`copy_from_host`, `fill`,
-    /// `zeroed`, ...) may still run on the GPU when they return: a scope's operation waits
-    /// there for those on the memory it is given (`docs/design/ordering.md`), not for
-    /// memory it reaches through an address like this one. Work given the address (a
-    /// stream of your own, or a kernel of a scope that takes it as a number) waits for them
-    /// first: call [`ContextGuard::synchronize`](crate::ContextGuard::synchronize) before
-    /// queueing it.
+    /// Where the wait cannot run or fails, the address is returned all the same (the
+    /// signature has no room for an error): inside a host function, where the crate makes
+    /// no driver call, work given the address waits for the crate's writes itself
+    /// ([`ContextGuard::synchronize`](crate::ContextGuard::synchronize) once the host
+    /// function has returned); after a sticky error (a fault of earlier work), every later
+    /// call in that context fails, raw ones included, and the next call of the crate
+    /// reports it.
     #[inline]
     pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+        if !self.is_empty() {
+            crate::synchronous::before_raw_escape(Touched::Spans(&[self.span(true)]));
+        }
         self.device_ptr()
     }
 

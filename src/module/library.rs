@@ -162,6 +162,9 @@ impl Library {
 
     /// The driver's handle (`CUlibrary`), for calls this crate does not wrap.
     ///
+    /// Nothing is waited for: the crate writes no global of a library, so nothing of the
+    /// crate's is pending on what the handle reaches.
+    ///
     /// # Safety
     ///
     /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow

@@ -36,6 +36,8 @@ use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
+use crate::span::Touched;
+use crate::synchronous as order;
 
 // The rooms: `Module` here; `library.rs`, `jit.rs` (JIT options and logs), `image/` (the
 // checks of module images and their parameter tables), `nvrtc.rs` (feature `nvrtc`).
@@ -250,12 +252,25 @@ impl<'ctx> Module<'ctx> {
         self.raw.as_ptr()
     }
 
-    /// The driver's handle (`CUmodule`), for calls this crate does not wrap.
+    /// The driver's handle (`CUmodule`), for calls this crate does not wrap, once the
+    /// crate's pending synchronous writes of the module's globals are done.
+    ///
+    /// A synchronous write of a global ([`global_mut`](Self::global_mut), then a `fill` or
+    /// a copy) may still run on the GPU when it returns; the crate orders its own later
+    /// launches of the module after it. Globals reached through the handle
+    /// (`cuModuleGetGlobal`), or read by kernels launched through the driver, are not the
+    /// crate's to order, so this call waits on the host for the pending synchronous writes
+    /// of memory the crate cannot place first, which every write of a global is (no
+    /// other pending write is waited for). One atomic load while nothing is pending. Only
+    /// what is pending when the call is made. Where the wait cannot run or fails, the
+    /// handle is returned all the same, as
+    /// [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr) says.
     ///
     /// # Safety
     ///
-    /// Taking the handle does nothing; `unsafe` marks what it allows behind the borrow
-    /// checker's back. The caller promises, for every use of the handle: the module is not
+    /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the borrow checker's back. The caller promises, for every use of the handle:
+    /// the module is not
     /// unloaded (`cuModuleUnload`); the handle, and the functions and globals taken from it
     /// through the driver, are not used after this `Module` is dropped; kernels launched
     /// from those functions keep the promise of [`Module::kernel`] for the memory given to
@@ -263,6 +278,7 @@ impl<'ctx> Module<'ctx> {
     /// of this crate may read them.
     #[inline]
     pub unsafe fn as_raw(&self) -> CUmodule {
+        order::before_raw_escape(Touched::Spans(&[]));
         self.raw()
     }
 

@@ -17,7 +17,9 @@ use crate::driver::{self, CUcontext};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceBuffer, DeviceCopy, ManagedBuffer, MemoryPool, PinnedBuffer};
 use crate::module::Module;
+use crate::span::Touched;
 use crate::stream::{Event, EventKind, Stream};
+use crate::synchronous as order;
 
 pub(crate) mod sealed {
     /// A branded type with its brand set to `'static` (`Self`), and the same type at any
@@ -688,7 +690,9 @@ impl OwnedContext {
         self.record.raw
     }
 
-    /// The driver's handle (`CUcontext`), for calls this crate does not wrap.
+    /// The driver's handle (`CUcontext`), for calls this crate does not wrap, once every
+    /// pending synchronous operation of the crate is done (waited for on the host, as
+    /// [`ContextGuard::as_raw`] does).
     ///
     /// # Safety
     ///
@@ -696,6 +700,7 @@ impl OwnedContext {
     /// this crate pushed it, the handle is not used after the last handle of the context is
     /// gone, and work queued through it uses this crate's memory as a scope would.
     pub unsafe fn as_raw(&self) -> CUcontext {
+        order::before_raw_escape(Touched::Anything);
         self.record.raw.as_ptr()
     }
 }

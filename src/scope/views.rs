@@ -13,6 +13,8 @@ use crate::context::Brand;
 use crate::driver::CUdeviceptr;
 use crate::launch::{self, KernelArg};
 use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice, Span};
+use crate::span::Touched;
+use crate::synchronous as order;
 
 /// Read access to device memory for the length of a scope: a `Copy` handle that the
 /// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
@@ -146,19 +148,43 @@ macro_rules! scoped_view {
                 self.ptr
             }
 
-            /// The device address of the first element (`CUdeviceptr`).
+            /// The device address of the first element (`CUdeviceptr`), once the crate's
+            /// pending synchronous operations on this memory are done.
+            ///
+            /// The scope orders each of its operations after the pending synchronous
+            /// writes of the memory that operation names; an address passed as a number
+            /// names none. So this call waits on the host for the pending synchronous
+            /// operations on these bytes, as
+            /// [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr) does. In a
+            /// scope that is seldom a wait: the memory has been borrowed by the scope since
+            /// it was bound, so only a write made before the binding can be pending, and
+            /// it is forgotten once waited for; with nothing pending anywhere, the call is
+            /// one atomic load. Work queued on the scope's stream with the address then
+            /// runs after those writes and after the scope's earlier operations; raw work
+            /// on another stream waits for the latter itself (an event recorded on the
+            /// scope, `event.record(s)`, then waited for there).
             ///
             /// # Safety
             ///
-            /// Taking the address does nothing; `unsafe` marks what it allows behind the
-            /// borrow checker's back, since a number outlives no borrow. The caller
-            /// promises, for every use of the address (a kernel parameter, a driver call):
-            /// it is not used after the scope has ended (its memory may be freed then);
-            /// and work given it reads the memory only while nothing writes it and writes
-            /// it only while nothing else uses it, until that work has finished, as the
-            /// scope does for this view.
+            /// Taking the address does nothing the caller must check; `unsafe` marks what
+            /// it allows behind the borrow checker's back, since a number outlives no
+            /// borrow. The caller promises, for every use of the address (a kernel
+            /// parameter, a driver call): it is not used after the scope has ended (its
+            /// memory may be freed then); and work given it reads the memory only while
+            /// nothing writes it and writes it only while nothing else uses it, until that
+            /// work has finished, as the scope does for this view. Where the wait cannot
+            /// run or fails, the address is returned all the same, as
+            /// [`DeviceSlice::as_device_ptr`](crate::DeviceSlice::as_device_ptr) says.
             #[inline]
             pub unsafe fn as_device_ptr(&self) -> CUdeviceptr {
+                if self.len != 0 {
+                    let span = Span {
+                        start: self.ptr,
+                        bytes: self.bytes() as u64,
+                        write: true,
+                    };
+                    order::before_raw_escape(Touched::Spans(&[span]));
+                }
                 self.device_ptr()
             }
 

@@ -221,7 +221,8 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
         self.raw.as_ptr()
     }
 
-    /// The driver's handle (`CUevent`), for calls this crate does not wrap.
+    /// The driver's handle (`CUevent`), for calls this crate does not wrap. Nothing is
+    /// waited for: an event touches no memory.
     ///
     /// # Safety
     ///

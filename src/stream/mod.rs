@@ -10,6 +10,8 @@ use cuda_driver_sys::CUstream_st;
 use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, confined};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Result};
+use crate::span::Touched;
+use crate::synchronous as order;
 
 // The rooms: `Stream` here, `event.rs` (events and their proofs), `deadline.rs` (the
 // bounded wait; the deadline scopes are in `scope/deadline.rs`).
@@ -214,19 +216,38 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         self.raw.as_ptr()
     }
 
-    /// The driver's handle (`CUstream`), for calls this crate does not wrap.
+    /// The driver's handle (`CUstream`), for calls this crate does not wrap, once the
+    /// stream is ordered after every pending synchronous operation of the crate.
+    ///
+    /// A synchronous write of device memory (a `fill`, a device-to-device copy, an upload of
+    /// up to 256 KiB) may still run on the GPU when it returns; the crate orders its own
+    /// later users of the memory after it (`docs/design/ordering.md`). Work queued on the
+    /// handle names no memory the crate can see, so this call makes the stream wait on the
+    /// GPU for every such operation pending now (`cuStreamWaitEvent`, as a scope's
+    /// operation that names no memory does), without a wait on the host: work queued on the
+    /// handle afterwards runs after them. One atomic load while nothing is pending. Only
+    /// what is pending when the call is made: after a later synchronous write, take the
+    /// handle again before queueing work that uses that memory. Where the wait cannot be
+    /// queued (inside a host function, where the crate makes no driver call, or after a
+    /// context's sticky error, which every later call in that context reports), the
+    /// handle is returned all the same.
     ///
     /// # Safety
     ///
-    /// Taking the handle does nothing; `unsafe` marks what it allows behind the brand's
-    /// back. The caller promises, for every use of the handle: the stream is not destroyed
-    /// (`cuStreamDestroy`); the handle is not used after this `Stream` is dropped; and
-    /// work queued on it through the handle touches device or pinned memory of this crate
-    /// only as a [`scope`](Self::scope) would (read while nothing writes it, written while
-    /// nothing else uses it, alive until that work has finished): no scope knows of that
-    /// work, so none waits for it.
+    /// Taking the handle does nothing the caller must check; `unsafe` marks what it allows
+    /// behind the brand's back. The caller promises, for every use of the handle: the
+    /// stream is not destroyed (`cuStreamDestroy`); the handle is not used after this
+    /// `Stream` is dropped; work queued on it through the handle touches device or pinned
+    /// memory of this crate only as a [`scope`](Self::scope) would (read while nothing
+    /// writes it, written while nothing else uses it, alive until that work has finished):
+    /// no scope knows of that work, so none waits for it; and the call is not made while a
+    /// capture of the stream through the handle is open (`cuStreamBeginCapture`), where a
+    /// wait for work outside the capture would end the capture in error.
     #[inline]
     pub unsafe fn as_raw(&self) -> CUstream {
+        // A failure is not returned, for the reasons `order::before_raw_escape` gives.
+        // SAFETY: the stream is alive (borrowed).
+        let _ = unsafe { order::stream_after_writes(self.raw(), Touched::Anything) };
         self.raw()
     }
 

@@ -39,7 +39,12 @@
 //!   synchronous operation of another sync stream, on that sync stream
 //!   (`SyncStream::begin`); work on a legacy stream ([`before_legacy_op`]: a free, an
 //!   operation that may use no sync stream); and, waiting on the host for every record, a
-//!   free the driver does not order and `ContextGuard::synchronize` ([`wait_on_host`]).
+//!   free the driver does not order and `ContextGuard::synchronize` ([`wait_on_host`]);
+//!   and each raw escape, which hands memory or a handle to code the crate cannot see: on
+//!   the host, for the records that conflict with what it hands out (an address, raw
+//!   parts, a raw module, function or graph: [`before_raw_escape`]; a raw context: every
+//!   record, through the context layer's hook), or, for a raw stream, on that stream for
+//!   every record ([`stream_after_writes`] of anything).
 //!   Nothing is queued on a stream the crate does not own (a scope's, a legacy stream)
 //!   while the book's lock is held: the waits go through the calling thread's sync stream
 //!   (`outside.rs`).
@@ -112,7 +117,7 @@ mod outside;
 mod sync_stream;
 
 pub(crate) use operation::{Access, Completion, Stage, download, run, upload};
-pub(crate) use outside::{before_legacy_op, stream_after_writes};
+pub(crate) use outside::{before_legacy_op, before_raw_escape, stream_after_writes};
 pub(crate) use sync_stream::{is_settled, legacy_wait, prepare, wait_on_host};
 
 // ---- for the crate's tests ----------------------------------------------------------------

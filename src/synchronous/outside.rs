@@ -179,12 +179,33 @@ fn lendable(book: &mut Book<usize>, ctx: CUcontext, thread: usize, make: bool) -
 }
 
 /// Waits on the host, under the book's lock, for every pending record that work touching
-/// `touched` conflicts with (no sync stream to carry the wait).
+/// `touched` conflicts with (no sync stream to carry the wait, or a raw escape:
+/// [`before_raw_escape`]).
 fn wait_on_host_for(touched: Touched<'_>) -> Result<()> {
     let mut book = book()?;
     let waited = book.wait_conflicting_on_host(touched, event_done, sync_event);
     publish(&book);
     waited
+}
+
+/// Waits on the host for every pending record that work touching `touched` conflicts with,
+/// where memory or a handle leaves the crate for code it cannot see, which nothing of the
+/// crate orders (an address, raw parts, a raw context, module or graph). `Spans(&[])`
+/// waits for the records of memory the crate cannot place alone (`Touched::Anything`'s:
+/// module globals among them). Like [`wait_on_host`](super::wait_on_host), it waits for
+/// the crate's own work alone. One atomic load while nothing is pending.
+///
+/// For raw escapes whose signature has no room for an error: a failed wait is not
+/// returned. An event's query or wait fails only for a fault of earlier work (a sticky
+/// error, which every later call in that context reports, the caller's raw calls included)
+/// or once the driver is torn down; inside a host function, where the crate makes no
+/// driver call (nor may the caller), nothing is waited for. The records stay in the book
+/// either way, and every later user of their memory waits for them again.
+#[inline]
+pub(crate) fn before_raw_escape(touched: Touched<'_>) {
+    if !is_settled() {
+        let _ = wait_on_host_for(touched);
+    }
 }
 
 /// `sync` for [`Book::wait_conflicting_on_host`]: waits for the event's latest record.

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 // The bindings' handle types, which are the types `as_raw` returns (`cuda_brand::sys`
 // re-exports them).
 use cuda_brand::phase::Phase;
-use cuda_brand::sys::CUmemoryPool;
+use cuda_brand::sys::{CUgraphExec, CUmemoryPool};
 use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
 use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr, CUstream};
 
@@ -82,6 +82,7 @@ pub struct Driver {
     pub cuLaunchHostFunc:
         unsafe extern "C" fn(CUstream, unsafe extern "C" fn(*mut c_void), *mut c_void) -> u32,
     pub cuMemsetD32Async: unsafe extern "C" fn(CUdeviceptr, c_uint, usize, CUstream) -> u32,
+    pub cuGraphLaunch: unsafe extern "C" fn(CUgraphExec, CUstream) -> u32,
 }
 
 /// The driver library as the crate finds it: the file `CUDA_BRAND_DRIVER_LIBRARY` names,
@@ -149,6 +150,7 @@ pub fn driver() -> &'static Driver {
             cuStreamSynchronize: entry!("cuStreamSynchronize"),
             cuLaunchHostFunc: entry!("cuLaunchHostFunc"),
             cuMemsetD32Async: entry!("cuMemsetD32Async"),
+            cuGraphLaunch: entry!("cuGraphLaunch"),
         }
     })
 }

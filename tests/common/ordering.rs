@@ -1,7 +1,26 @@
 //! Helpers of the tests of the order of synchronous operations (`tests/ordering.rs`,
-//! `tests/ordering_attacks.rs`, `tests/ordering_spans_attacks.rs`).
+//! `tests/ordering_attacks.rs`, `tests/ordering_spans_attacks.rs`, `tests/ordering_raw.rs`).
 
 use cuda_brand::prelude::*;
+
+/// Reads `n` `u32`s at `ptr` with a raw, synchronous `cuMemcpyDtoH` in `ctx` (pushed for
+/// the call): work of another library, on the legacy stream of `ctx`, which the crate's
+/// non-blocking streams do not order.
+pub fn raw_read(ctx: cuda_brand::sys::CUcontext, ptr: u64, n: usize) -> Vec<u32> {
+    let driver = super::driver();
+    let mut host = vec![0xdead_beef_u32; n];
+    let mut popped = std::ptr::null_mut();
+    // SAFETY (of the test): `ctx` is alive (its guard is in scope at every caller); `ptr`
+    // holds `n` `u32`s that the caller keeps allocated; `host` has room for them; the push
+    // is undone.
+    unsafe {
+        assert_eq!((driver.cuCtxPushCurrent_v2)(ctx), 0);
+        let rc = (driver.cuMemcpyDtoH_v2)(host.as_mut_ptr().cast(), ptr, n * 4);
+        assert_eq!((driver.cuCtxPopCurrent_v2)(&mut popped), 0);
+        assert_eq!(rc, 0, "cuMemcpyDtoH_v2");
+    }
+    host
+}
 
 /// Queues `fills` fills of `slow` on the calling thread's sync stream (of `slow`'s context,
 /// or of the current one for pool memory): they return at once (device memory alone), and
