@@ -49,6 +49,7 @@ mod owned;
 mod partitions;
 mod peer;
 mod phases;
+mod review_47;
 mod soundness;
 mod stream;
 mod teardown;
@@ -74,6 +75,7 @@ fn main() -> std::process::ExitCode {
     tests.extend(ordering_attacks::tests());
     tests.extend(ordering_raw::tests());
     tests.extend(ordering_spans_attacks::tests());
+    tests.extend(review_47::tests());
     #[cfg(feature = "derive")]
     tests.extend(derive::tests());
     tests.extend(no_device::tests());
@@ -88,5 +90,6 @@ fn main() -> std::process::ExitCode {
     alone.extend(ordering_attacks::tests_alone());
     alone.extend(ordering_spans_attacks::tests_alone());
     alone.extend(ordering_rings::tests_alone());
+    alone.extend(review_47::tests_alone());
     common::harness::run_with_alone(tests, alone)
 }
