@@ -446,6 +446,15 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
                      a stream scope, or give the graph's launch a stream of that priority",
                 ));
             }
+            if config.has_attributes() && !matches!(driver::loaded_version()?, 0 | 12000..) {
+                return Err(Error::with_detail(
+                    "Capture::launch",
+                    ErrorCode::NotSupported,
+                    "a cluster or cooperative launch is captured with a CUDA 12.0 driver or \
+                     newer, which records the launch's attributes in the graph's node: launch \
+                     it in a stream scope",
+                ));
+            }
             let issue = |plan: &launch::Plan<'_>| {
                 // SAFETY: the kernel, its module and every argument's memory are held for
                 // the graph's life, and the graph runs only in a scope, which orders it with

@@ -387,21 +387,27 @@ fn too_old(what: &str, needed: i32, version: i32) -> Error {
 #[cold]
 #[inline(never)]
 unsafe fn device_facts(stream: CUstream) -> Result<DeviceFacts> {
-    // SAFETY: the caller guarantees the stream.
-    unsafe {
-        in_stream_context(stream, || {
-            let device = driver::ctx_get_device()?;
-            let multiprocessors = driver::device_attribute(device, MULTIPROCESSOR_COUNT)?;
-            // a driver before 11.8 does not know the attribute: no clusters
-            let clusters = driver::device_attribute(device, CLUSTER_LAUNCH).unwrap_or(0) != 0;
-            let priorities = driver::ctx_stream_priority_range()?;
-            Ok(DeviceFacts {
-                multiprocessors: multiprocessors.max(0) as u32,
-                clusters,
-                priorities,
-            })
+    let facts = || {
+        let device = driver::ctx_get_device()?;
+        // a partition's stream: its green context's SMs, which are all a cooperative grid
+        // may be resident on (a partition's stream is used on the thread that entered it
+        // only, `context::confined`)
+        let multiprocessors = match crate::context::confined::green_of(driver::ctx_get_current()?) {
+            // SAFETY: a green context entered on this thread, so alive.
+            Some(g) => unsafe { driver::green_ctx_sm_resource(g) }?.sm.smCount as i32,
+            None => driver::device_attribute(device, MULTIPROCESSOR_COUNT)?,
+        };
+        // a driver before 11.8 does not know the attribute: no clusters
+        let clusters = driver::device_attribute(device, CLUSTER_LAUNCH).unwrap_or(0) != 0;
+        let priorities = driver::ctx_stream_priority_range()?;
+        Ok(DeviceFacts {
+            multiprocessors: multiprocessors.max(0) as u32,
+            clusters,
+            priorities,
         })
-    }
+    };
+    // SAFETY: the caller guarantees the stream.
+    unsafe { in_stream_context(stream, facts) }
 }
 
 /// # Safety

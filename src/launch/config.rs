@@ -34,7 +34,8 @@ use crate::error::{Error, ErrorCode, Result};
 /// * [`with_cooperative`](LaunchConfig::with_cooperative): a cooperative launch (the
 ///   kernel may synchronize its whole grid): every block must be resident at once, so the
 ///   grid may have at most `cuOccupancyMaxActiveBlocksPerMultiprocessor` (for this block
-///   and shared memory) times the device's multiprocessor count blocks;
+///   and shared memory) times the device's multiprocessor count blocks (a partition's
+///   own count on a partition's stream: [`with_partitions`](crate::with_partitions));
 ///   `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE` from the crate, with the numbers, otherwise.
 /// * [`with_priority`](LaunchConfig::with_priority): the kernel's priority (CUDA 12.0),
 ///   within the context's [`stream_priority_range`](crate::ContextGuard::stream_priority_range)
@@ -45,8 +46,9 @@ use crate::error::{Error, ErrorCode, Result};
 /// does the same.
 ///
 /// A graph capture ([`Capture::launch`](crate::Capture::launch)) checks a launch the same
-/// way and records a cluster and a cooperative launch into the graph's kernel node; it
-/// refuses a priority, which a replayed node would not keep.
+/// way and records a cluster and a cooperative launch into the graph's kernel node (with a
+/// CUDA 12.0 driver or newer; an older one's capture is refused, since nothing shows its
+/// node keeps them); it refuses a priority, which a replayed node would not keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[must_use]
 pub struct LaunchConfig {
