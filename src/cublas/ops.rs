@@ -20,8 +20,10 @@ use super::types::{Batch, Gemm, GemmType, Gemv, Scalar, compute_type, sealed};
 use crate::context::StreamKind;
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::{Span, first_overlap, overlap_error};
+use crate::memory::overlap_error;
 use crate::scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef, StreamScope};
+use crate::span::Span;
+use crate::tracker::first_overlap;
 
 fn read<T>(v: &DeviceRef<'_, '_, T>) -> Span {
     Span {

@@ -6,7 +6,8 @@
 
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, ErrorCode, Result};
-use crate::memory::{Span, overlap_error};
+use crate::memory::overlap_error;
+use crate::span::Span;
 
 /// Which side of a transform is complex with its last extent halved (`n / 2 + 1`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,8 +15,8 @@ use crate::context::{Brand, ContextGuard, StreamKind, in_context};
 use crate::driver::CUdeviceptr;
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::Span;
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
+use crate::span::Span;
 use crate::stream::HandleOrder;
 
 /// A cuFFT plan of the context branded `'ctx`, transforming `I` elements into `O` elements

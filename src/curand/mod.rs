@@ -51,8 +51,9 @@ use crate::context::{Brand, ContextGuard, StreamKind, in_context};
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::sealed::Crate;
-use crate::memory::{DeviceCopy, Span};
+use crate::memory::DeviceCopy;
 use crate::scope::{IntoDeviceMut, StreamScope};
+use crate::span::Span;
 use crate::stream::HandleOrder;
 
 use sealed::Draw;

@@ -15,9 +15,10 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{
     self, KernelArgs, KernelMut, KernelParams, Launch, LaunchCache, LaunchConfig, ScopedKernel,
 };
-use crate::memory::{self, DeviceCopy, DeviceSlice, Memset, Span, check_lengths, overlap_error};
+use crate::memory::{self, DeviceCopy, DeviceSlice, Memset, check_lengths, overlap_error};
 use crate::scope::sealed::IntoMut as _;
 use crate::scope::{DeviceMut, HostMut, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef};
+use crate::span::Span;
 use crate::stream::{Stream, StreamFlags};
 
 #[cfg(doc)]

@@ -10,7 +10,8 @@ use super::sealed;
 #[cfg(doc)]
 use super::{Kernel, KernelMut, ScopedKernel};
 use crate::error::Error;
-use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, Span, overlap_error};
+use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, overlap_error};
+use crate::span::Span;
 
 /// A slice parameter the kernel reads: `const T *p, size_t p_len` in C. Pass `&buffer`,
 /// `&buffer[range]`, a [`DeviceRef`](crate::DeviceRef) or a [`DeviceMut`](crate::DeviceMut).
@@ -279,7 +280,7 @@ pub(crate) fn launch_overlap(spans: &[Span], i: usize, j: usize) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::first_overlap;
+    use crate::tracker::first_overlap;
     fn span(start: u64, bytes: u64, write: bool) -> Span {
         Span {
             start,

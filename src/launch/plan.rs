@@ -14,7 +14,8 @@ use super::sealed::{self, Crate};
 use super::{KernelArgs, KernelParams, Launch, LaunchConfig, check_config, launch_overlap};
 use crate::driver::{self, CUfunction, CUstream};
 use crate::error::Result;
-use crate::memory::{Span, first_overlap};
+use crate::span::Span;
+use crate::tracker::first_overlap;
 
 /// A checked launch, ready for the driver: the kernel's function, its checked
 /// configuration, its checked attributes laid out for `cuLaunchKernelEx`, the stream it

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 
 use crate::driver::CUfunction;
-use crate::memory::Span;
+use crate::span::Span;
 
 /// Proof that the caller is this crate, taken by the sealed methods that see an
 /// argument's device address ([`Arg::lower`], [`Args::with_params`]). A bound on a

@@ -52,8 +52,6 @@ pub mod pool;
 mod slice;
 pub(crate) mod staging;
 
-pub(crate) use crate::span::Span;
-pub(crate) use crate::tracker::first_overlap;
 #[doc(inline)]
 pub use buffer::DeviceBuffer;
 pub(crate) use buffer::free_plain;

@@ -50,10 +50,11 @@
 use std::fmt;
 
 use super::pitched::{DeviceBuffer2D, host_elements, host_pitch};
-use super::{DeviceCopy, Span, byte_len};
+use super::{DeviceCopy, byte_len};
 use crate::context::{Allocating, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Copy3D, Side2D, Side3D};
 use crate::error::{Error, ErrorCode, Result};
+use crate::span::Span;
 use crate::synchronous::Access;
 
 /// `depth` slices of `height` rows of `width` elements of `T` in device memory of the

@@ -14,8 +14,8 @@ use super::sys;
 use crate::context::StreamKind;
 use crate::driver::CUstream;
 use crate::error::{Error, ErrorCode, Result};
-use crate::memory::Span;
 use crate::scope::StreamScope;
+use crate::span::Span;
 use crate::tracker::{Access, conflicts};
 
 /// An operation checked and ordered on its stream, to be issued: at once

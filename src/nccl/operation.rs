@@ -12,8 +12,9 @@ use super::{NcclType, ReduceOp};
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::sealed::Crate;
-use crate::memory::{Span, overlap_error};
+use crate::memory::overlap_error;
 use crate::scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
+use crate::span::Span;
 
 /// One NCCL operation as its caller gave it: the memory it reads (`src`), writes (`dst`),
 /// or reads and writes (`buf`, the `_in_place` forms), bound to a scope `'s` of context

@@ -10,9 +10,8 @@ use crate::context::StreamKind;
 use crate::driver;
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::{
-    DeviceCopy, DeviceSlice, Memset, Span, check_lengths, lengths_match, overlap_error,
-};
+use crate::memory::{DeviceCopy, DeviceSlice, Memset, check_lengths, lengths_match, overlap_error};
+use crate::span::Span;
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a copy of `src` from the host into `dst` (`cuMemcpyHtoDAsync`).

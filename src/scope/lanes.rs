@@ -8,7 +8,7 @@ use super::lock;
 use crate::context::teardown;
 use crate::driver::{self, CUevent, CUstream};
 use crate::error::Result;
-use crate::memory::Span;
+use crate::span::Span;
 use crate::stream::in_stream_context;
 use crate::tracker::{Access, Tracker};
 

@@ -6,7 +6,8 @@ use crate::context::StreamKind;
 use crate::driver::{self, Copy3D, Side2D};
 use crate::error::Result;
 use crate::memory::pitched::{DeviceBuffer2D, check_host_rows, host_pitch, host_rows};
-use crate::memory::{DeviceBuffer3D, DeviceCopy, Region3D, Span};
+use crate::memory::{DeviceBuffer3D, DeviceCopy, Region3D};
+use crate::span::Span;
 
 impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
     /// Queues `copy` on the scope's stream (`cuMemcpy3DAsync`), after the waits a

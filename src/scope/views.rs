@@ -12,7 +12,8 @@ use super::sealed;
 use crate::context::Brand;
 use crate::driver::CUdeviceptr;
 use crate::launch::{self, KernelArg};
-use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice, Span};
+use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice};
+use crate::span::Span;
 use crate::span::Touched;
 use crate::synchronous as order;
 

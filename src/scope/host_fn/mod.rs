@@ -142,8 +142,9 @@ use std::ops::RangeBounds;
 use crate::driver::{self};
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::{self, DeviceCopy, Span, check_lengths};
+use crate::memory::{self, DeviceCopy, check_lengths};
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
+use crate::span::Span;
 
 /// Host memory that a scope (or a capture) reads and writes in stream order: a `Copy`
 /// handle to a host slice bound for the whole scope by [`StreamScope::bind_host_mut`] (or
