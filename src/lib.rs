@@ -399,7 +399,7 @@ pub use context::{
 #[doc(inline)]
 pub use cuda_brand_derive::DeviceCopy;
 #[doc(inline)]
-pub use error::{Error, ErrorCode, Result, WithTeardown};
+pub use error::{Error, ErrorCode, Invalid, Result, WithTeardown};
 #[doc(inline)]
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
 #[doc(inline)]

@@ -16,6 +16,9 @@ mod nccl_code;
 #[cfg(feature = "nccl")]
 pub use nccl_code::NcclCode;
 
+mod invalid;
+pub use invalid::Invalid;
+
 #[cfg(any(feature = "cufft", feature = "curand"))]
 mod library_codes;
 
@@ -90,6 +93,7 @@ pub struct Error {
 #[derive(Clone, PartialEq, Eq)]
 struct Extra {
     detail: Option<Box<str>>,
+    invalid: Option<Invalid>,
     teardown: Option<Error>,
 }
 
@@ -112,6 +116,9 @@ impl fmt::Display for Error {
                 f.write_str("; also, during teardown: ")?;
             }
             write!(f, "{} failed: {}", e.call, e.code)?;
+            if let Some(invalid) = e.invalid() {
+                write!(f, ": {invalid}")?;
+            }
             if let Some(detail) = e.detail() {
                 write!(f, ": {detail}")?;
             }
@@ -137,9 +144,44 @@ impl Error {
             code,
             extra: Some(Box::new(Extra {
                 detail: Some(detail.into().into_boxed_str()),
+                invalid: None,
                 teardown: None,
             })),
         }
+    }
+
+    /// An error of `call` with the code [`ErrorCode::InvalidInput`]: the crate refused
+    /// the input before any driver call, for the reason `invalid`.
+    pub fn invalid_input(call: &'static str, invalid: Invalid) -> Self {
+        Error {
+            call,
+            code: ErrorCode::InvalidInput,
+            extra: Some(Box::new(Extra {
+                detail: None,
+                invalid: Some(invalid),
+                teardown: None,
+            })),
+        }
+    }
+
+    /// What was wrong with the input, when the crate refused it before any driver call
+    /// (the code is then [`ErrorCode::InvalidInput`]); `None` for every other error,
+    /// the driver's own `CUDA_ERROR_INVALID_VALUE` included.
+    ///
+    /// ```
+    /// use cuda_brand::{Error, ErrorCode, Invalid};
+    /// let e = Error::invalid_input(
+    ///     "DeviceSlice::split_at",
+    ///     Invalid::OutOfBounds { start: 5, end: 5, len: 4 },
+    /// );
+    /// match e.invalid() {
+    ///     Some(Invalid::OutOfBounds { len, .. }) => assert_eq!(*len, 4),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// assert_eq!(Error::new("cuMemcpy", ErrorCode::InvalidValue).invalid(), None);
+    /// ```
+    pub fn invalid(&self) -> Option<&Invalid> {
+        self.extra.as_ref()?.invalid.as_ref()
     }
 
     /// The driver entry point (or the crate's function, for checks made before a call)
@@ -204,6 +246,7 @@ impl Error {
         let extra = self.extra.get_or_insert_with(|| {
             Box::new(Extra {
                 detail: None,
+                invalid: None,
                 teardown: None,
             })
         });
@@ -398,6 +441,11 @@ macro_rules! error_codes {
             )*
             /// A code this crate does not know, kept as the driver returned it.
             Unrecognized(u32),
+            /// `CUDA_BRAND_INVALID_INPUT` (the crate's own, no raw value): the crate refused
+            /// an input before any driver or library call; [`Error::invalid`] says what was
+            /// wrong, as an [`Invalid`] with fields. The driver's own
+            /// `CUDA_ERROR_INVALID_VALUE` is [`InvalidValue`](ErrorCode::InvalidValue).
+            InvalidInput,
             /// `CUDA_BRAND_DRIVER_NOT_FOUND` (the crate's own, no raw value): the CUDA driver
             /// library (`libcuda.so.1`, `nvcuda.dll`, or the file that
             /// `CUDA_BRAND_DRIVER_LIBRARY` names) could not be loaded. The error's detail says
@@ -506,7 +554,8 @@ macro_rules! error_codes {
                 match self {
                     $(ErrorCode::$variant => Some($value),)*
                     ErrorCode::Unrecognized(raw) => Some(raw),
-                    ErrorCode::DriverNotFound
+                    ErrorCode::InvalidInput
+                    | ErrorCode::DriverNotFound
                     | ErrorCode::DriverTooOld
                     | ErrorCode::NvrtcNotFound
                     | ErrorCode::Nvrtc(_) => None,
@@ -532,6 +581,7 @@ macro_rules! error_codes {
                 match self {
                     $(ErrorCode::$variant => $name,)*
                     ErrorCode::Unrecognized(_) => "CUDA_ERROR_UNRECOGNIZED",
+                    ErrorCode::InvalidInput => "CUDA_BRAND_INVALID_INPUT",
                     ErrorCode::DriverNotFound => "CUDA_BRAND_DRIVER_NOT_FOUND",
                     ErrorCode::DriverTooOld => "CUDA_BRAND_DRIVER_TOO_OLD",
                     ErrorCode::NvrtcNotFound => "CUDA_BRAND_NVRTC_NOT_FOUND",
@@ -569,6 +619,7 @@ macro_rules! error_codes {
                 match self {
                     $(ErrorCode::$variant => $description,)*
                     ErrorCode::Unrecognized(_) => "a result code this version of cuda-brand does not know",
+                    ErrorCode::InvalidInput => "invalid input, refused before the driver saw it",
                     ErrorCode::DriverNotFound => "CUDA driver library not found",
                     ErrorCode::DriverTooOld => "CUDA driver is too old",
                     ErrorCode::NvrtcNotFound => "NVRTC library not found",
@@ -726,14 +777,6 @@ impl fmt::Display for ErrorCode {
             }
             _ => write!(f, "{} ({})", self.name(), self.description()),
         }
-    }
-}
-
-impl From<cuda_driver_sys::CUresult> for ErrorCode {
-    /// Maps a result of the bindings' enum. `CUDA_SUCCESS` maps to `Unrecognized(0)`: a
-    /// success is not an error, and callers check for it first.
-    fn from(r: cuda_driver_sys::CUresult) -> Self {
-        ErrorCode::from_raw(r as u32).unwrap_or(ErrorCode::Unrecognized(0))
     }
 }
 
