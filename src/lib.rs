@@ -411,7 +411,6 @@ pub use launch::{
 pub use memory::{
     Advice, DeviceBuffer, DeviceBuffer2D, DeviceBuffer3D, DeviceCopy, DeviceSlice, ManagedBuffer,
     MemoryLocation, MemoryPool, Memset, PeerAccess, PinnedBuffer, Region3D, ReusePolicy, copy_peer,
-    try_copy_peer,
 };
 /// Runtime compilation of CUDA C++ with NVRTC (feature `nvrtc`): [`module::nvrtc`].
 #[cfg(feature = "nvrtc")]

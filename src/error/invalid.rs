@@ -1,5 +1,6 @@
 //! [`Invalid`]: what was wrong with an input the crate refused before any driver call.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// What was wrong with an input that the crate refused before the driver, or a library,
@@ -38,6 +39,25 @@ pub enum Invalid {
         /// The length it was given (a copy's source).
         found: usize,
     },
+    /// Two shapes that must be equal are not (`[width, height, depth]` in elements; a 2D
+    /// shape has depth 1).
+    ShapeMismatch {
+        /// The shape the operation needed (a copy's destination).
+        expected: [usize; 3],
+        /// The shape it was given (a copy's source).
+        found: [usize; 3],
+    },
+    /// A box of elements (a copy's region) does not lie inside a 3D shape.
+    RegionOutOfBounds {
+        /// Which region (e.g. `"the source region"`).
+        what: &'static str,
+        /// The box's first element, `[x, y, z]`.
+        origin: [usize; 3],
+        /// The box's `[width, height, depth]`.
+        extent: [usize; 3],
+        /// The shape it must lie inside.
+        shape: [usize; 3],
+    },
     /// The range `start..end` does not lie within `0..len`, or `start > end`.
     OutOfBounds {
         /// The range's first index.
@@ -50,13 +70,13 @@ pub enum Invalid {
     /// Two memory ranges that must be disjoint overlap (device addresses, in bytes).
     Overlap {
         /// What the first range is (e.g. `"the source of Grouped::send"`).
-        first: &'static str,
+        first: Cow<'static, str>,
         /// Its start address and length in bytes.
-        first_range: (u64, usize),
+        first_range: (u64, u64),
         /// What the second range is.
-        second: &'static str,
+        second: Cow<'static, str>,
         /// Its start address and length in bytes.
-        second_range: (u64, usize),
+        second_range: (u64, u64),
     },
     /// An address (or length) is not a multiple of the alignment the operation needs.
     Misaligned {
@@ -109,6 +129,18 @@ impl fmt::Display for Invalid {
             Invalid::LengthMismatch { expected, found } => {
                 write!(f, "the lengths differ: {expected} expected, {found} found")
             }
+            Invalid::ShapeMismatch { expected, found } => {
+                write!(f, "the shapes differ: {expected:?} expected, {found:?} found")
+            }
+            Invalid::RegionOutOfBounds {
+                what,
+                origin,
+                extent,
+                shape,
+            } => write!(
+                f,
+                "{what} (origin {origin:?}, extent {extent:?}) is not inside the buffer's shape {shape:?}"
+            ),
             Invalid::OutOfBounds { start, end, len } => {
                 write!(f, "the range {start}..{end} is out of bounds for length {len}")
             }
@@ -155,6 +187,22 @@ mod tests {
                 "the lengths differ: 4 expected, 3 found",
             ),
             (
+                Invalid::ShapeMismatch {
+                    expected: [3, 2, 1],
+                    found: [2, 3, 1],
+                },
+                "the shapes differ: [3, 2, 1] expected, [2, 3, 1] found",
+            ),
+            (
+                Invalid::RegionOutOfBounds {
+                    what: "the source region",
+                    origin: [1, 0, 0],
+                    extent: [4, 1, 1],
+                    shape: [4, 3, 2],
+                },
+                "the source region (origin [1, 0, 0], extent [4, 1, 1]) is not inside the buffer's shape [4, 3, 2]",
+            ),
+            (
                 Invalid::OutOfBounds {
                     start: 2,
                     end: 9,
@@ -164,9 +212,9 @@ mod tests {
             ),
             (
                 Invalid::Overlap {
-                    first: "the source",
+                    first: "the source".into(),
                     first_range: (0x1000, 8),
-                    second: "the destination",
+                    second: "the destination".into(),
                     second_range: (0x1004, 8),
                 },
                 "the source (8 bytes at 0x1000) and the destination (8 bytes at 0x1004) overlap",

@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{
     self, KernelArgs, KernelMut, KernelParams, Launch, LaunchCache, LaunchConfig, ScopedKernel,
 };
-use crate::memory::{self, DeviceCopy, DeviceSlice, Memset, check_lengths, overlap_error};
+use crate::memory::{self, DeviceCopy, DeviceSlice, Memset, lengths_match, overlap_error};
 use crate::scope::sealed::IntoMut as _;
 use crate::scope::{DeviceMut, HostMut, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef};
 use crate::span::Span;
@@ -278,8 +278,9 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
     /// time: a slice (`&v[..]`, borrowed for the graph's life) or a [`HostMut`] from
     /// [`Capture::lend_host`].
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_from_host<T: DeviceCopy>(
         &'c self,
         dst: impl IntoDeviceMut<'c, 'ctx, T>,
@@ -289,7 +290,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             dst.into_mut(crate::launch::sealed::Crate(())),
             src.into_host_ref(crate::launch::sealed::Crate(())),
         );
-        check_lengths("copy_from_host", dst.len(), src.len());
+        lengths_match("copy_from_host", dst.len(), src.len())?;
         let bytes = memory::byte_len::<T>(dst.len());
         if bytes == 0 {
             return Ok(());
@@ -313,8 +314,9 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
     /// slice (`&mut v[..]`, borrowed for the graph's life) or a [`HostMut`] from
     /// [`Capture::lend_host`].
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_to_host<T: DeviceCopy>(
         &'c self,
         dst: impl IntoHostMut<'c, T>,
@@ -324,7 +326,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             dst.into_host_mut(crate::launch::sealed::Crate(())),
             src.into_ref(crate::launch::sealed::Crate(())),
         );
-        check_lengths("copy_to_host", dst.len(), src.len());
+        lengths_match("copy_to_host", dst.len(), src.len())?;
         let bytes = memory::byte_len::<T>(src.len());
         if bytes == 0 {
             return Ok(());
@@ -346,8 +348,9 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
     /// Captures a device-to-device copy. The two ranges must not overlap (an error before
     /// any driver call).
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_from_device<T: DeviceCopy>(
         &'c self,
         dst: impl IntoDeviceMut<'c, 'ctx, T>,
@@ -357,7 +360,7 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             dst.into_mut(crate::launch::sealed::Crate(())),
             src.into_ref(crate::launch::sealed::Crate(())),
         );
-        check_lengths("copy_from_device", dst.len(), src.len());
+        lengths_match("copy_from_device", dst.len(), src.len())?;
         let bytes = memory::byte_len::<T>(dst.len());
         if bytes == 0 {
             return Ok(());

@@ -271,7 +271,7 @@ pub(crate) fn launch_overlap(spans: &[Span], i: usize, j: usize) -> Error {
     };
     overlap_error(
         "StreamScope::launch",
-        [&name(i), &name(j)],
+        [name(i), name(j)],
         &spans[i],
         &spans[j],
     )

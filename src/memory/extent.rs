@@ -2,59 +2,59 @@
 //! [`Span`]s (the leaf `crate::span`), lengths, split points, chunk sizes, ranges and
 //! byte sizes.
 
+use std::borrow::Cow;
 use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 
 use crate::driver::CUdeviceptr;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::span::Span;
 
 #[cold]
 #[inline(never)]
-pub(crate) fn overlap_error(call: &'static str, names: [&str; 2], a: &Span, b: &Span) -> Error {
-    Error::with_detail(
+pub(crate) fn overlap_error<N: Into<Cow<'static, str>>>(
+    call: &'static str,
+    [first, second]: [N; 2],
+    a: &Span,
+    b: &Span,
+) -> Error {
+    Error::invalid_input(
         call,
-        ErrorCode::InvalidValue,
-        format!(
-            "{} ({} bytes at {:#x}) and {} ({} bytes at {:#x}) overlap: memory that a GPU operation writes must not also be another of its arguments",
-            names[0], a.bytes, a.start, names[1], b.bytes, b.start
-        ),
+        Invalid::Overlap {
+            first: first.into(),
+            first_range: (a.start, a.bytes),
+            second: second.into(),
+            second_range: (b.start, b.bytes),
+        },
     )
 }
 
-/// Panics with the checks' error (before any driver call): `"{call}: {detail}"`, the
-/// message of the panicking forms, whose `try_` forms return the error instead.
+/// Panics with the checks' error (before any driver call): `"{call}: {invalid}"`, the
+/// message of the indexing-like forms that return no `Result` (`split_at`, `chunks`).
 #[cold]
 #[inline(never)]
 #[track_caller]
 pub(crate) fn fail(e: Error) -> ! {
-    panic!(
-        "{}: {}",
-        e.call(),
-        e.detail().unwrap_or_else(|| e.code().description())
-    )
+    match e.invalid() {
+        Some(invalid) => panic!("{}: {invalid}", e.call()),
+        None => panic!("{e}"),
+    }
 }
 
-/// The lengths check of a copy: `Err` naming `what` and both lengths if they differ.
+/// The lengths check of a copy: [`Invalid::LengthMismatch`] naming `what`, the
+/// destination's length as `expected` and the source's as `found`, if they differ.
 #[inline]
 pub(crate) fn lengths_match(what: &'static str, dst: usize, src: usize) -> Result<()> {
     if dst == src {
         return Ok(());
     }
-    Err(Error::with_detail(
+    Err(Error::invalid_input(
         what,
-        ErrorCode::InvalidValue,
-        format!("destination has {dst} elements but source has {src}"),
+        Invalid::LengthMismatch {
+            expected: dst,
+            found: src,
+        },
     ))
-}
-
-/// [`lengths_match`], panicking (the copies that document `# Panics`).
-#[inline]
-#[track_caller]
-pub(crate) fn check_lengths(what: &'static str, dst: usize, src: usize) {
-    if let Err(e) = lengths_match(what, dst, src) {
-        fail(e)
-    }
 }
 
 /// The check of `split_at(mid)` on a view of `len` elements.
@@ -63,10 +63,13 @@ pub(super) fn split_point(what: &'static str, mid: usize, len: usize) -> Result<
     if mid <= len {
         return Ok(());
     }
-    Err(Error::with_detail(
+    Err(Error::invalid_input(
         what,
-        ErrorCode::InvalidValue,
-        format!("mid {mid} > len {len}"),
+        Invalid::OutOfBounds {
+            start: mid,
+            end: mid,
+            len,
+        },
     ))
 }
 
@@ -76,10 +79,9 @@ pub(super) fn chunk_size(what: &'static str, size: usize) -> Result<()> {
     if size != 0 {
         return Ok(());
     }
-    Err(Error::with_detail(
+    Err(Error::invalid_input(
         what,
-        ErrorCode::InvalidValue,
-        "chunk size must be non-zero",
+        Invalid::argument("chunk size must be non-zero"),
     ))
 }
 
@@ -120,9 +122,12 @@ pub(crate) const fn empty_address<T>() -> CUdeviceptr {
 
 #[cold]
 fn too_large(call: &'static str, len: usize, size: usize) -> Error {
-    Error::with_detail(
+    Error::invalid_input(
         call,
-        ErrorCode::InvalidValue,
-        format!("{len} elements of {size} bytes overflow usize"),
+        Invalid::TooLarge {
+            what: "the size in bytes",
+            value: len as u128 * size as u128,
+            max: usize::MAX as u128,
+        },
     )
 }

@@ -58,13 +58,13 @@ pub(crate) use buffer::free_plain;
 #[doc(inline)]
 pub use copy::{DeviceCopy, Memset};
 pub(crate) use extent::{
-    bounds, byte_len, check_lengths, checked_byte_len, empty_address, fail, lengths_match,
+    bounds, byte_len, checked_byte_len, empty_address, lengths_match,
     overlap_error,
 };
 #[doc(inline)]
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};
 #[doc(inline)]
-pub use peer::{PeerAccess, copy_peer, try_copy_peer};
+pub use peer::{PeerAccess, copy_peer};
 #[doc(inline)]
 pub use pinned::PinnedBuffer;
 #[doc(inline)]

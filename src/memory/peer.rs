@@ -31,7 +31,7 @@
 use std::ffi::c_uint;
 use std::marker::PhantomData;
 
-use super::{DeviceBuffer, DeviceCopy, DeviceSlice, check_lengths, lengths_match};
+use super::{DeviceBuffer, DeviceCopy, DeviceSlice, lengths_match};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdevice, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Result};
@@ -41,7 +41,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// outlive either context. Peer access is never disabled by this crate, so the proof holds
 /// until one of the two contexts is destroyed, which the brands place after every use of
 /// the token. Between two devices it covers memory of no pool and the crate's pool of the
-/// peer's device, not other pools: see [`try_view`](PeerAccess::try_view).
+/// peer's device, not other pools: see [`view`](PeerAccess::view).
 ///
 /// ```no_run
 /// use cuda_brand::prelude::*;
@@ -130,7 +130,7 @@ impl<'ctx> ContextGuard<'ctx> {
     /// context's device access to the crate's pool of `peer`'s device, which every
     /// [`DeviceBuffer`] of the default constructors comes from. A buffer of a pool of your
     /// own ([`MemoryPool::new`](crate::MemoryPool::new)) or of the device's default pool is
-    /// not covered: its view is refused ([`PeerAccess::try_view`] says why the crate does
+    /// not covered: its view is refused ([`PeerAccess::view`] says why the crate does
     /// not grant such pools too).
     pub fn enable_peer_access<'peer>(
         self,
@@ -165,37 +165,10 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
     /// driver never gave (c0 accessing c2). Sub-slice the view instead:
     /// `access.view(&buffer)[10..20]`.
     ///
-    /// # Panics
+    /// # Errors
     /// Between two devices, if the buffer is memory of a pool that does not grant this
-    /// context's device access (a pool of your own, the device's default pool): see
-    /// [`try_view`](PeerAccess::try_view), which returns the error instead.
-    pub fn view<'v, T: DeviceCopy>(
-        self,
-        buffer: &'v DeviceBuffer<'peer, T>,
-    ) -> &'v DeviceSlice<'ctx, T> {
-        match self.try_view(buffer) {
-            Ok(view) => view,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    /// As [`PeerAccess::view`], for writing: borrows the buffer exclusively.
-    ///
-    /// # Panics
-    /// As [`view`](PeerAccess::view); [`try_view_mut`](PeerAccess::try_view_mut) returns
-    /// the error instead.
-    pub fn view_mut<'v, T: DeviceCopy>(
-        self,
-        buffer: &'v mut DeviceBuffer<'peer, T>,
-    ) -> &'v mut DeviceSlice<'ctx, T> {
-        match self.try_view_mut(buffer) {
-            Ok(view) => view,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    /// [`view`](PeerAccess::view), with a buffer the view could not reach an error instead
-    /// of a panic.
+    /// context's device access (a pool of your own, the device's default pool):
+    /// `CUDA_ERROR_PEER_ACCESS_NOT_ENABLED`, as below.
     ///
     /// # Which memory a view reaches
     ///
@@ -237,15 +210,15 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
     ///     let the_crates = c0.zeroed::<f32>(1024)?;
     ///     with_context(&d1, ContextFlags::default(), |c1| {
     ///         let access = c1.enable_peer_access(c0)?;
-    ///         let e = access.try_view(&mine).unwrap_err(); // a pool not granted to device 1
+    ///         let e = access.view(&mine).unwrap_err(); // a pool not granted to device 1
     ///         assert_eq!(e.code(), ErrorCode::PeerAccessNotEnabled);
-    ///         assert_eq!(access.try_view(&the_crates)?.len(), 1024);
+    ///         assert_eq!(access.view(&the_crates)?.len(), 1024);
     ///         Ok(())
     ///     })
     /// })
     /// # }
     /// ```
-    pub fn try_view<'v, T: DeviceCopy>(
+    pub fn view<'v, T: DeviceCopy>(
         self,
         buffer: &'v DeviceBuffer<'peer, T>,
     ) -> Result<&'v DeviceSlice<'ctx, T>> {
@@ -263,9 +236,11 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
         Ok(unsafe { DeviceSlice::from_raw_parts(buffer.device_ptr(), buffer.len()) })
     }
 
-    /// [`view_mut`](PeerAccess::view_mut), with a buffer the view could not reach an error
-    /// instead of a panic: see [`try_view`](PeerAccess::try_view).
-    pub fn try_view_mut<'v, T: DeviceCopy>(
+    /// As [`PeerAccess::view`], for writing: borrows the buffer exclusively.
+    ///
+    /// # Errors
+    /// As [`view`](PeerAccess::view).
+    pub fn view_mut<'v, T: DeviceCopy>(
         self,
         buffer: &'v mut DeviceBuffer<'peer, T>,
     ) -> Result<&'v mut DeviceSlice<'ctx, T>> {
@@ -274,7 +249,7 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
             buffer.device_ptr(),
             buffer.size_in_bytes(),
         )?;
-        // SAFETY: as in `try_view`, borrowed exclusively.
+        // SAFETY: as in `view`, borrowed exclusively.
         Ok(unsafe { DeviceSlice::from_raw_parts_mut(buffer.device_ptr(), buffer.len()) })
     }
 
@@ -368,9 +343,9 @@ fn refusal(
 /// (`cuMemcpyPeer`), between devices or contexts; complete when it returns. Each buffer
 /// comes with its own context's guard, destination first. Needs no peer access.
 ///
-/// # Panics
-/// If the lengths differ (before any driver call).
-/// [`try_copy_peer`] returns the error instead.
+/// # Errors
+/// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+/// driver call).
 ///
 /// ```no_run
 /// use cuda_brand::prelude::*;
@@ -394,7 +369,7 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
     src: &DeviceSlice<'s, T>,
     src_ctx: ContextGuard<'s>,
 ) -> Result<()> {
-    check_lengths("copy_peer", dst.len(), src.len());
+    lengths_match("copy_peer", dst.len(), src.len())?;
     if dst.size_in_bytes() == 0 {
         return Ok(());
     }
@@ -414,34 +389,6 @@ pub fn copy_peer<'d, 's, T: DeviceCopy>(
             dst.size_in_bytes(),
         )
     })
-}
-
-/// [`copy_peer`], with differing lengths an error (before any driver call) instead of a
-/// panic.
-///
-/// ```no_run
-/// use cuda_brand::prelude::*;
-/// # fn main() -> cuda_brand::Result<()> {
-/// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
-/// with_context(&d0, ContextFlags::default(), |c0| {
-///     let mut gathered = c0.zeroed::<u32>(4)?;
-///     with_context(&d1, ContextFlags::default(), |c1| {
-///         let part = c1.from_slice(&[1u32, 2, 3])?;
-///         let e = cuda_brand::try_copy_peer(&mut gathered, c0, &part, c1).unwrap_err();
-///         assert_eq!(e.detail(), Some("destination has 4 elements but source has 3"));
-///         Ok(())
-///     })
-/// })
-/// # }
-/// ```
-pub fn try_copy_peer<'d, 's, T: DeviceCopy>(
-    dst: &mut DeviceSlice<'d, T>,
-    dst_ctx: ContextGuard<'d>,
-    src: &DeviceSlice<'s, T>,
-    src_ctx: ContextGuard<'s>,
-) -> Result<()> {
-    lengths_match("copy_peer", dst.len(), src.len())?;
-    copy_peer(dst, dst_ctx, src, src_ctx)
 }
 
 #[cfg(test)]

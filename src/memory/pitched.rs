@@ -39,7 +39,7 @@ use cuda_driver_sys::CUctx_st;
 use super::{DeviceCopy, checked_byte_len, empty_address};
 use crate::context::{self, Allocating, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUstream, Pattern, Side2D};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Span;
 use crate::span::Touched;
 use crate::synchronous::{self, Access};
@@ -103,33 +103,35 @@ pub(crate) fn host_rows(
     row_len: usize,
     height: usize,
 ) -> Result<()> {
-    let bad = |detail: String| Err(Error::with_detail(what, ErrorCode::InvalidValue, detail));
     if row_len < width {
-        return bad(format!(
-            "a host row of {row_len} elements is shorter than the buffer's width {width}"
+        return Err(Error::invalid_input(
+            what,
+            Invalid::argument(format!(
+                "a host row of {row_len} elements is shorter than the buffer's width {width}"
+            )),
         ));
     }
-    let needed = host_elements([width, height, 1], row_len, height).unwrap_or(usize::MAX);
+    let Some(needed) = host_elements([width, height, 1], row_len, height) else {
+        return Err(Error::invalid_input(
+            what,
+            Invalid::TooLarge {
+                what: "the host elements the rows reach",
+                value: (height as u128 - 1) * row_len as u128 + width as u128,
+                max: usize::MAX as u128,
+            },
+        ));
+    };
     if len < needed {
-        return bad(format!(
-            "{height} rows of {width} elements, {row_len} apart, need {needed} host elements but the slice has {len}"
+        return Err(Error::invalid_input(
+            what,
+            Invalid::OutOfBounds {
+                start: 0,
+                end: needed,
+                len,
+            },
         ));
     }
     Ok(())
-}
-
-/// [`host_rows`], panicking (the copies that document `# Panics`).
-#[track_caller]
-pub(crate) fn check_host_rows(
-    what: &'static str,
-    len: usize,
-    width: usize,
-    row_len: usize,
-    height: usize,
-) {
-    if let Err(e) = host_rows(what, len, width, row_len, height) {
-        super::fail(e)
-    }
 }
 
 /// The check of a 2D device copy: both buffers have the same shape.
@@ -137,13 +139,12 @@ fn same_shape(dst: (usize, usize), src: (usize, usize)) -> Result<()> {
     if dst == src {
         return Ok(());
     }
-    Err(Error::with_detail(
+    Err(Error::invalid_input(
         "DeviceBuffer2D::copy_from_device",
-        ErrorCode::InvalidValue,
-        format!(
-            "destination is {} x {}, source {} x {}",
-            dst.0, dst.1, src.0, src.1
-        ),
+        Invalid::ShapeMismatch {
+            expected: [dst.0, dst.1, 1],
+            found: [src.0, src.1, 1],
+        },
     ))
 }
 
@@ -165,17 +166,20 @@ pub(crate) fn host_elements(
         .checked_add(width)
 }
 
-/// The pitch in bytes of host rows `row_len` elements of `T` apart; panics if it overflows
-/// `usize` (possible only for a copy of one row, whose pitch the driver still reads).
-#[track_caller]
-pub(crate) fn host_pitch<T>(what: &str, row_len: usize) -> usize {
-    match row_len.checked_mul(size_of::<T>()) {
-        Some(pitch) => pitch,
-        None => panic!(
-            "{what}: host rows {row_len} elements of {} bytes apart overflow usize",
-            size_of::<T>()
-        ),
-    }
+/// The pitch in bytes of host rows `row_len` elements of `T` apart; an error if it
+/// overflows `usize` (possible only for a copy of one row, whose pitch the driver still
+/// reads).
+pub(crate) fn host_pitch<T>(what: &'static str, row_len: usize) -> Result<usize> {
+    row_len.checked_mul(size_of::<T>()).ok_or_else(|| {
+        Error::invalid_input(
+            what,
+            Invalid::TooLarge {
+                what: "the host rows' pitch in bytes",
+                value: row_len as u128 * size_of::<T>() as u128,
+                max: usize::MAX as u128,
+            },
+        )
+    })
 }
 
 impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
@@ -379,19 +383,20 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// Copies `height` rows of `width` elements from `src`, rows `row_len` elements apart,
     /// into the buffer; complete when it returns.
     ///
-    /// # Panics
-    /// If `src` does not hold the rows (before any driver call).
-    /// [`try_copy_from_host`](DeviceBuffer2D::try_copy_from_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::OutOfBounds`](crate::Invalid::OutOfBounds) if `src` does not hold the rows
+    /// (before any driver call), [`Invalid::Argument`](crate::Invalid::Argument) if
+    /// `row_len` is less than the width.
     pub fn copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
-        check_host_rows(
+        host_rows(
             "DeviceBuffer2D::copy_from_host",
             src.len(),
             self.width,
             row_len,
             self.height,
-        );
+        )?;
         let (w, h) = self.extent();
-        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_from_host", row_len);
+        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_from_host", row_len)?;
         let src = Side2D::Host(src.as_ptr().cast(), pitch);
         self.run(Access::Host, |stream| {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); the
@@ -403,19 +408,20 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// Copies the buffer into `dst`, rows `row_len` elements apart; complete when it
     /// returns.
     ///
-    /// # Panics
-    /// If `dst` cannot hold the rows (before any driver call).
-    /// [`try_copy_to_host`](DeviceBuffer2D::try_copy_to_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::OutOfBounds`](crate::Invalid::OutOfBounds) if `dst` cannot hold the rows
+    /// (before any driver call), [`Invalid::Argument`](crate::Invalid::Argument) if
+    /// `row_len` is less than the width.
     pub fn copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
-        check_host_rows(
+        host_rows(
             "DeviceBuffer2D::copy_to_host",
             dst.len(),
             self.width,
             row_len,
             self.height,
-        );
+        )?;
         let (w, h) = self.extent();
-        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_to_host", row_len);
+        let pitch = host_pitch::<T>("DeviceBuffer2D::copy_to_host", row_len)?;
         let dst = Side2D::HostMut(dst.as_mut_ptr().cast(), pitch);
         self.run(Access::Host, |stream| {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked); any
@@ -427,14 +433,11 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// Copies another 2D buffer of the same width and height into this one; complete when
     /// it returns.
     ///
-    /// # Panics
-    /// If the shapes differ (before any driver call).
-    /// [`try_copy_from_device`](DeviceBuffer2D::try_copy_from_device) returns the error instead.
-    #[track_caller]
+    /// # Errors
+    /// [`Invalid::ShapeMismatch`](crate::Invalid::ShapeMismatch) if the shapes differ
+    /// (before any driver call).
     pub fn copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
-        if let Err(e) = same_shape((self.width, self.height), (src.width, src.height)) {
-            super::fail(e)
-        }
+        same_shape((self.width, self.height), (src.width, src.height))?;
         let (w, h) = self.extent();
         self.run(Access::Device, |stream| {
             // SAFETY: two distinct allocations (one borrowed exclusively) of the same
@@ -442,39 +445,6 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             // stream's record.
             unsafe { driver::memcpy_2d_async(self.side(), src.side(), w, h, stream) }
         })
-    }
-
-    /// [`copy_from_host`](DeviceBuffer2D::copy_from_host), with a host slice that does
-    /// not hold the rows an error (before any driver call) instead of a panic.
-    pub fn try_copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
-        host_rows(
-            "DeviceBuffer2D::copy_from_host",
-            src.len(),
-            self.width,
-            row_len,
-            self.height,
-        )?;
-        self.copy_from_host(src, row_len)
-    }
-
-    /// [`copy_to_host`](DeviceBuffer2D::copy_to_host), with a host slice that cannot hold
-    /// the rows an error (before any driver call) instead of a panic.
-    pub fn try_copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
-        host_rows(
-            "DeviceBuffer2D::copy_to_host",
-            dst.len(),
-            self.width,
-            row_len,
-            self.height,
-        )?;
-        self.copy_to_host(dst, row_len)
-    }
-
-    /// [`copy_from_device`](DeviceBuffer2D::copy_from_device), with differing shapes an
-    /// error (before any driver call) instead of a panic.
-    pub fn try_copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
-        same_shape((self.width, self.height), (src.width, src.height))?;
-        self.copy_from_device(src)
     }
 
     /// The rows, packed (`width * height` elements), in a new `Vec`; an error where that
@@ -576,49 +546,40 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer2D<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_host_rows, host_rows, same_shape};
+    use super::{host_rows, same_shape};
+    use crate::error::{ErrorCode, Invalid};
 
     #[test]
-    fn the_try_forms_get_the_checks_errors() {
+    fn the_checks_give_typed_errors() {
         assert_eq!(host_rows("t", 8, 3, 5, 2), Ok(()));
         let e = host_rows("DeviceBuffer2D::copy_to_host", 7, 3, 5, 2).unwrap_err();
-        assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
-            e.to_string(),
-            "DeviceBuffer2D::copy_to_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): 2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7"
+            e.invalid(),
+            Some(&Invalid::OutOfBounds {
+                start: 0,
+                end: 8,
+                len: 7
+            })
         );
         let e = same_shape((3, 2), (2, 3)).unwrap_err();
-        assert_eq!(e.detail(), Some("destination is 3 x 2, source 2 x 3"));
-        let panicked = std::panic::catch_unwind(|| {
-            if let Err(e) = same_shape((3, 2), (2, 3)) {
-                crate::memory::fail(e)
-            }
-        })
-        .unwrap_err();
         assert_eq!(
-            panicked.downcast_ref::<String>().unwrap(),
-            "DeviceBuffer2D::copy_from_device: destination is 3 x 2, source 2 x 3"
+            e.to_string(),
+            "DeviceBuffer2D::copy_from_device failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): the shapes differ: [3, 2, 1] expected, [2, 3, 1] found"
         );
     }
 
     #[test]
     fn host_rows_are_checked_before_the_driver() {
-        check_host_rows("t", 10, 3, 5, 2); // rows at 0..3 and 5..8
-        check_host_rows("t", 8, 3, 5, 2); // exactly enough
-        check_host_rows("t", 0, 3, 5, 0); // no rows
-        let short = std::panic::catch_unwind(|| check_host_rows("t", 7, 3, 5, 2)).unwrap_err();
-        assert_eq!(
-            short.downcast_ref::<String>().unwrap(),
-            "t: 2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7"
-        );
-        let narrow = std::panic::catch_unwind(|| check_host_rows("t", 100, 6, 5, 2)).unwrap_err();
+        assert!(host_rows("t", 10, 3, 5, 2).is_ok()); // rows at 0..3 and 5..8
+        assert!(host_rows("t", 8, 3, 5, 2).is_ok()); // exactly enough
+        assert!(host_rows("t", 0, 3, 5, 0).is_ok()); // no rows
+        let narrow = host_rows("t", 100, 6, 5, 2).unwrap_err();
+        assert!(matches!(narrow.invalid(), Some(Invalid::Argument { reason }) if reason.contains("shorter than the buffer's width 6")));
+        let huge = host_rows("t", 100, 1, usize::MAX, 3).unwrap_err();
         assert!(
-            narrow
-                .downcast_ref::<String>()
-                .unwrap()
-                .contains("shorter than the buffer's width 6")
+            matches!(huge.invalid(), Some(Invalid::TooLarge { .. })),
+            "overflow is a refusal, not a wrap-around"
         );
-        let huge = std::panic::catch_unwind(|| check_host_rows("t", 100, 1, usize::MAX, 3));
-        assert!(huge.is_err(), "overflow is a refusal, not a wrap-around");
     }
 }

@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 #[cfg(doc)]
 use super::DeviceBuffer;
 use super::extent::{
-    bounds, byte_len, check_lengths, chunk_size, fail, lengths_match, overlap_error, split_point,
+    bounds, byte_len, chunk_size, fail, lengths_match, overlap_error, split_point,
 };
 use super::{DeviceCopy, Memset, sealed, staging};
 use crate::context::{self, Brand};
@@ -202,7 +202,7 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     ///
     /// # Panics
     /// If `mid > len`.
-    /// [`try_split_at`](DeviceSlice::try_split_at) returns the error instead.
+    /// [`split_at_checked`](DeviceSlice::split_at_checked) returns `None` instead.
     #[track_caller]
     pub fn split_at(&self, mid: usize) -> (&Self, &Self) {
         if let Err(e) = split_point("DeviceSlice::split_at", mid, self.len()) {
@@ -211,25 +211,24 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
         (&self[..mid], &self[mid..])
     }
 
-    /// [`split_at`](DeviceSlice::split_at), or an error if `mid > len`.
+    /// [`split_at`](DeviceSlice::split_at), or `None` if `mid > len` (as
+    /// `[T]::split_at_checked`).
     ///
     /// ```
-    /// # fn f(buf: &cuda_brand::DeviceSlice<'_, u32>) -> cuda_brand::Result<()> {
+    /// # fn f(buf: &cuda_brand::DeviceSlice<'_, u32>) {
     /// // with a view of 4 elements
-    /// let e = buf.try_split_at(5).unwrap_err();
-    /// assert_eq!(e.detail(), Some("mid 5 > len 4"));
-    /// # Ok(()) }
+    /// assert!(buf.split_at_checked(5).is_none());
+    /// # }
     /// ```
-    pub fn try_split_at(&self, mid: usize) -> Result<(&Self, &Self)> {
-        split_point("DeviceSlice::split_at", mid, self.len())?;
-        Ok(self.split_at(mid))
+    pub fn split_at_checked(&self, mid: usize) -> Option<(&Self, &Self)> {
+        (mid <= self.len()).then(|| self.split_at(mid))
     }
 
     /// Two disjoint mutable views, `[0, mid)` and `[mid, len)`.
     ///
     /// # Panics
     /// If `mid > len`.
-    /// [`try_split_at_mut`](DeviceSlice::try_split_at_mut) returns the error instead.
+    /// [`split_at_mut_checked`](DeviceSlice::split_at_mut_checked) returns `None` instead.
     #[track_caller]
     pub fn split_at_mut(&mut self, mid: usize) -> (&mut Self, &mut Self) {
         let len = self.len();
@@ -245,17 +244,19 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
         (left, right)
     }
 
-    /// [`split_at_mut`](DeviceSlice::split_at_mut), or an error if `mid > len`.
-    pub fn try_split_at_mut(&mut self, mid: usize) -> Result<(&mut Self, &mut Self)> {
-        split_point("DeviceSlice::split_at_mut", mid, self.len())?;
-        Ok(self.split_at_mut(mid))
+    /// [`split_at_mut`](DeviceSlice::split_at_mut), or `None` if `mid > len` (as
+    /// `[T]::split_at_mut_checked`).
+    pub fn split_at_mut_checked(&mut self, mid: usize) -> Option<(&mut Self, &mut Self)> {
+        if mid > self.len() {
+            return None;
+        }
+        Some(self.split_at_mut(mid))
     }
 
     /// Views of `size` elements each (the last may be shorter), like `[T]::chunks`.
     ///
     /// # Panics
     /// If `size` is 0.
-    /// [`try_chunks`](DeviceSlice::try_chunks) returns the error instead.
     #[track_caller]
     pub fn chunks(
         &self,
@@ -276,7 +277,6 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     ///
     /// # Panics
     /// If `size` is 0.
-    /// [`try_chunks_mut`](DeviceSlice::try_chunks_mut) returns the error instead.
     #[track_caller]
     pub fn chunks_mut(
         &mut self,
@@ -296,66 +296,16 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     }
 }
 
-impl<'ctx, T> DeviceSlice<'ctx, T> {
-    /// [`chunks`](DeviceSlice::chunks), or an error if `size` is 0.
-    pub fn try_chunks(
-        &self,
-        size: usize,
-    ) -> Result<impl DoubleEndedIterator<Item = &Self> + ExactSizeIterator> {
-        chunk_size("DeviceSlice::chunks", size)?;
-        Ok(self.chunks(size))
-    }
-
-    /// [`chunks_mut`](DeviceSlice::chunks_mut), or an error if `size` is 0.
-    pub fn try_chunks_mut(
-        &mut self,
-        size: usize,
-    ) -> Result<impl DoubleEndedIterator<Item = &mut Self> + ExactSizeIterator> {
-        chunk_size("DeviceSlice::chunks_mut", size)?;
-        Ok(self.chunks_mut(size))
-    }
-}
-
 impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
-    /// [`copy_from_host`](DeviceSlice::copy_from_host), with differing lengths an error
-    /// (before any driver call) instead of a panic.
-    ///
-    /// ```
-    /// # fn f(buf: &mut cuda_brand::DeviceSlice<'_, u32>) {
-    /// // with a view of 4 elements
-    /// let e = buf.try_copy_from_host(&[1, 2, 3]).unwrap_err();
-    /// assert_eq!(e.code(), cuda_brand::ErrorCode::InvalidValue);
-    /// assert_eq!(e.detail(), Some("destination has 4 elements but source has 3"));
-    /// # }
-    /// ```
-    pub fn try_copy_from_host(&mut self, src: &[T]) -> Result<()> {
-        lengths_match("copy_from_host", self.len(), src.len())?;
-        self.copy_from_host(src)
-    }
-
-    /// [`copy_to_host`](DeviceSlice::copy_to_host), with differing lengths an error (before
-    /// any driver call) instead of a panic.
-    pub fn try_copy_to_host(&self, dst: &mut [T]) -> Result<()> {
-        lengths_match("copy_to_host", dst.len(), self.len())?;
-        self.copy_to_host(dst)
-    }
-
-    /// [`copy_from_device`](DeviceSlice::copy_from_device), with differing lengths an error
-    /// (before any driver call) instead of a panic.
-    pub fn try_copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
-        lengths_match("copy_from_device", self.len(), src.len())?;
-        self.copy_from_device(src)
-    }
-
     /// Copies `src` from the host into this view (`cuMemcpyHtoD`); done when it returns.
     /// From 512 KiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
-    /// [`try_copy_from_host`](DeviceSlice::try_copy_from_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
-        check_lengths("copy_from_host", self.len(), src.len());
+        lengths_match("copy_from_host", self.len(), src.len())?;
         let bytes = self.size_in_bytes();
         if bytes == 0 {
             return Ok(());
@@ -382,11 +332,11 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     /// From 1 MiB, pageable memory is staged: see
     /// [`DeviceBuffer`'s documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
-    /// [`try_copy_to_host`](DeviceSlice::try_copy_to_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
-        check_lengths("copy_to_host", dst.len(), self.len());
+        lengths_match("copy_to_host", dst.len(), self.len())?;
         if self.size_in_bytes() == 0 {
             return Ok(());
         }
@@ -424,11 +374,11 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     /// Copies another view of the same context into this one (`cuMemcpyDtoD`); complete
     /// when it returns.
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
-    /// [`try_copy_from_device`](DeviceSlice::try_copy_from_device) returns the error instead.
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_from_device(&mut self, src: &DeviceSlice<'ctx, T>) -> Result<()> {
-        check_lengths("copy_from_device", self.len(), src.len());
+        lengths_match("copy_from_device", self.len(), src.len())?;
         if self.size_in_bytes() == 0 {
             return Ok(());
         }
@@ -701,52 +651,53 @@ mod tests {
     }
 
     #[test]
-    fn the_try_forms_refuse_bad_input_before_the_driver() {
+    fn copies_refuse_differing_lengths_before_the_driver() {
         // SAFETY: a view that is never dereferenced: every call below that could reach the
         // driver fails its check first.
         let dst = unsafe { DeviceSlice::<'static, u32>::from_raw_parts_mut(0x1000, 4) };
         // SAFETY: as above, disjoint from `dst`.
         let src = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x2000, 3) };
-        let e = dst.try_copy_from_host(&[1, 2, 3]).unwrap_err();
+        let e = dst.copy_from_host(&[1, 2, 3]).unwrap_err();
         assert_eq!(
             (e.call(), e.code()),
-            ("copy_from_host", ErrorCode::InvalidValue)
+            ("copy_from_host", ErrorCode::InvalidInput)
+        );
+        assert_eq!(
+            e.invalid(),
+            Some(&Invalid::LengthMismatch {
+                expected: 4,
+                found: 3
+            })
         );
         assert_eq!(
             e.to_string(),
-            "copy_from_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): destination has 4 elements but source has 3"
+            "copy_from_host failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): the lengths differ: 4 expected, 3 found"
         );
-        let e = dst.try_copy_to_host(&mut [0; 5]).unwrap_err();
+        let e = dst.copy_to_host(&mut [0; 5]).unwrap_err();
         assert_eq!(
-            e.detail(),
-            Some("destination has 5 elements but source has 4")
+            e.invalid(),
+            Some(&Invalid::LengthMismatch {
+                expected: 5,
+                found: 4
+            })
         );
-        let e = dst.try_copy_from_device(src).unwrap_err();
+        let e = dst.copy_from_device(src).unwrap_err();
         assert_eq!(
-            (e.call(), e.detail()),
+            (e.call(), e.invalid()),
             (
                 "copy_from_device",
-                Some("destination has 4 elements but source has 3")
+                Some(&Invalid::LengthMismatch {
+                    expected: 4,
+                    found: 3
+                })
             )
         );
-        let e = src.try_split_at(4).unwrap_err();
-        assert_eq!(
-            (e.call(), e.detail()),
-            ("DeviceSlice::split_at", Some("mid 4 > len 3"))
-        );
-        let (left, right) = src.try_split_at(3).unwrap();
+        assert!(src.split_at_checked(4).is_none());
+        let (left, right) = src.split_at_checked(3).unwrap();
         assert_eq!((left.len(), right.len()), (3, 0));
-        let e = dst.try_split_at_mut(5).unwrap_err();
-        assert_eq!(e.detail(), Some("mid 5 > len 4"));
-        assert!(dst.try_split_at_mut(2).is_ok());
-        let e = src.try_chunks(0).err().unwrap();
-        assert_eq!(
-            (e.call(), e.detail()),
-            ("DeviceSlice::chunks", Some("chunk size must be non-zero"))
-        );
-        assert_eq!(src.try_chunks(2).unwrap().len(), 2);
-        assert!(dst.try_chunks_mut(0).is_err());
-        // the panicking forms panic with the same text
+        assert!(dst.split_at_mut_checked(5).is_none());
+        assert!(dst.split_at_mut_checked(2).is_some());
+        // the indexing-like forms panic, naming the call and the range
         let panicked = std::panic::catch_unwind(|| {
             // SAFETY: as above.
             let v = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x2000, 3) };
@@ -755,13 +706,17 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             panicked.downcast_ref::<String>().map(String::as_str),
-            Some("DeviceSlice::split_at: mid 4 > len 3")
+            Some("DeviceSlice::split_at: the range 4..4 is out of bounds for length 3")
         );
-        let panicked =
-            std::panic::catch_unwind(|| check_lengths("copy_to_host", 5, 4)).unwrap_err();
+        let panicked = std::panic::catch_unwind(|| {
+            // SAFETY: as above.
+            let v = unsafe { DeviceSlice::<'static, u32>::from_raw_parts(0x2000, 3) };
+            let _ = v.chunks(0);
+        })
+        .unwrap_err();
         assert_eq!(
             panicked.downcast_ref::<String>().map(String::as_str),
-            Some("copy_to_host: destination has 5 elements but source has 4")
+            Some("DeviceSlice::chunks: chunk size must be non-zero")
         );
     }
 

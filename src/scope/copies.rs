@@ -10,7 +10,7 @@ use crate::context::StreamKind;
 use crate::driver;
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::{DeviceCopy, DeviceSlice, Memset, check_lengths, lengths_match, overlap_error};
+use crate::memory::{DeviceCopy, DeviceSlice, Memset, lengths_match, overlap_error};
 use crate::span::Span;
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
@@ -19,9 +19,26 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// `src` may be any slice: pageable memory, a [`PinnedBuffer`](crate::PinnedBuffer),
     /// or memory registered elsewhere; it stays borrowed until the scope has synchronized.
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
-    /// [`try_copy_from_host`](StreamScope::try_copy_from_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call):
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::Invalid;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_context(&device, ContextFlags::default(), |ctx| {
+    ///     let mut buf = ctx.zeroed::<u32>(4)?;
+    ///     let e = ctx.stream()?.scope(|s| s.copy_from_host(&mut buf, &[1, 2, 3]));
+    ///     assert_eq!(
+    ///         e.unwrap_err().invalid(),
+    ///         Some(&Invalid::LengthMismatch { expected: 4, found: 3 })
+    ///     );
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
     #[inline]
     pub fn copy_from_host<T: DeviceCopy>(
         &'scope self,
@@ -29,7 +46,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         src: &'scope [T],
     ) -> Result<()> {
         let dst = dst.into_mut(Crate(()));
-        check_lengths("copy_from_host", dst.len(), src.len());
+        lengths_match("copy_from_host", dst.len(), src.len())?;
         if dst.bytes() == 0 {
             return Ok(());
         }
@@ -51,9 +68,9 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a copy of `src` into `dst` on the host (`cuMemcpyDtoHAsync`). `dst` is
     /// complete once the scope has returned.
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
-    /// [`try_copy_to_host`](StreamScope::try_copy_to_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     #[inline]
     pub fn copy_to_host<T: DeviceCopy>(
         &'scope self,
@@ -61,7 +78,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
         let src = src.into_ref(Crate(()));
-        check_lengths("copy_to_host", dst.len(), src.len());
+        lengths_match("copy_to_host", dst.len(), src.len())?;
         if src.bytes() == 0 {
             return Ok(());
         }
@@ -147,16 +164,16 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a device-to-device copy (`cuMemcpyDtoDAsync`). The two ranges must not
     /// overlap (two views of one bound buffer can): an error before any driver call.
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
-    /// [`try_copy_from_device`](StreamScope::try_copy_from_device) returns the error instead.
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_from_device<T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
         let (dst, src) = (dst.into_mut(Crate(())), src.into_ref(Crate(())));
-        check_lengths("copy_from_device", dst.len(), src.len());
+        lengths_match("copy_from_device", dst.len(), src.len())?;
         if dst.bytes() == 0 {
             return Ok(());
         }
@@ -181,9 +198,9 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// `src_ctx` is the source's guard, so the two brands cannot be swapped; `src` stays
     /// borrowed until the scope has synchronized. Needs no peer access.
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
-    /// [`try_copy_from_peer`](StreamScope::try_copy_from_peer) returns the error instead.
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_from_peer<'peer, T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
@@ -191,7 +208,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         src_ctx: crate::context::ContextGuard<'peer>,
     ) -> Result<()> {
         let dst = dst.into_mut(Crate(()));
-        check_lengths("copy_from_peer", dst.len(), src.len());
+        lengths_match("copy_from_peer", dst.len(), src.len())?;
         if dst.bytes() == 0 {
             return Ok(());
         }
@@ -241,68 +258,6 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                 )
             }
         })
-    }
-
-    /// [`copy_from_host`](StreamScope::copy_from_host), with differing lengths an error
-    /// (before any driver call) instead of a panic.
-    ///
-    /// ```no_run
-    /// use cuda_brand::prelude::*;
-    /// # fn main() -> cuda_brand::Result<()> {
-    /// let device = Device::get(0)?;
-    /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let mut buf = ctx.zeroed::<u32>(4)?;
-    ///     let e = ctx.stream()?.scope(|s| s.try_copy_from_host(&mut buf, &[1, 2, 3]));
-    ///     assert_eq!(e.unwrap_err().detail(), Some("destination has 4 elements but source has 3"));
-    ///     Ok(())
-    /// })
-    /// # }
-    /// ```
-    pub fn try_copy_from_host<T: DeviceCopy>(
-        &'scope self,
-        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
-        src: &'scope [T],
-    ) -> Result<()> {
-        let dst = dst.into_mut(Crate(()));
-        lengths_match("copy_from_host", dst.len(), src.len())?;
-        self.copy_from_host(dst, src)
-    }
-
-    /// [`copy_to_host`](StreamScope::copy_to_host), with differing lengths an error
-    /// (before any driver call) instead of a panic.
-    pub fn try_copy_to_host<T: DeviceCopy>(
-        &'scope self,
-        dst: &'scope mut [T],
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
-    ) -> Result<()> {
-        let src = src.into_ref(Crate(()));
-        lengths_match("copy_to_host", dst.len(), src.len())?;
-        self.copy_to_host(dst, src)
-    }
-
-    /// [`copy_from_device`](StreamScope::copy_from_device), with differing lengths an
-    /// error (before any driver call) instead of a panic.
-    pub fn try_copy_from_device<T: DeviceCopy>(
-        &'scope self,
-        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
-    ) -> Result<()> {
-        let (dst, src) = (dst.into_mut(Crate(())), src.into_ref(Crate(())));
-        lengths_match("copy_from_device", dst.len(), src.len())?;
-        self.copy_from_device(dst, src)
-    }
-
-    /// [`copy_from_peer`](StreamScope::copy_from_peer), with differing lengths an error
-    /// (before any driver call) instead of a panic.
-    pub fn try_copy_from_peer<'peer, T: DeviceCopy>(
-        &'scope self,
-        dst: impl IntoDeviceMut<'scope, 'ctx, T>,
-        src: &'scope DeviceSlice<'peer, T>,
-        src_ctx: crate::context::ContextGuard<'peer>,
-    ) -> Result<()> {
-        let dst = dst.into_mut(Crate(()));
-        lengths_match("copy_from_peer", dst.len(), src.len())?;
-        self.copy_from_peer(dst, src, src_ctx)
     }
 
     /// Queues migrating managed memory to `to` (`cuMemPrefetchAsync`): the device before a

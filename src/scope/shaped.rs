@@ -5,7 +5,7 @@ use super::StreamScope;
 use crate::context::StreamKind;
 use crate::driver::{self, Copy3D, Side2D};
 use crate::error::Result;
-use crate::memory::pitched::{DeviceBuffer2D, check_host_rows, host_pitch, host_rows};
+use crate::memory::pitched::{DeviceBuffer2D, host_pitch, host_rows};
 use crate::memory::{DeviceBuffer3D, DeviceCopy, Region3D};
 use crate::span::Span;
 
@@ -32,9 +32,8 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
     /// Queues a 3D copy of a host volume of `dst`'s shape from `src`, rows `row_len`
     /// elements and slices `slice_rows` rows apart, into `dst` (`cuMemcpy3DAsync`).
     ///
-    /// # Panics
+    /// # Errors
     /// If `src` does not hold the volume (before any driver call).
-    #[track_caller]
     pub fn copy_3d_from_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut DeviceBuffer3D<'ctx, T>,
@@ -42,7 +41,7 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         row_len: usize,
         slice_rows: usize,
     ) -> Result<()> {
-        let copy = dst.plan_from_host("copy_3d_from_host", dst.whole(), src, row_len, slice_rows);
+        let copy = dst.plan_from_host("copy_3d_from_host", dst.whole(), src, row_len, slice_rows)?;
         // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope.
         unsafe { self.queue_3d(&copy, &[dst.span(true)]) }
     }
@@ -50,10 +49,9 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
     /// Queues a 3D copy of a host volume of `region`'s extent from `src` (from `src[0]`)
     /// into `region` of `dst` (`cuMemcpy3DAsync`).
     ///
-    /// # Panics
+    /// # Errors
     /// If `region` is not inside `dst`, or `src` does not hold the volume (before any
     /// driver call).
-    #[track_caller]
     pub fn copy_3d_region_from_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut DeviceBuffer3D<'ctx, T>,
@@ -63,7 +61,7 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         slice_rows: usize,
     ) -> Result<()> {
         let what = "copy_3d_region_from_host";
-        let copy = dst.plan_from_host(what, region, src, row_len, slice_rows);
+        let copy = dst.plan_from_host(what, region, src, row_len, slice_rows)?;
         // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope.
         unsafe { self.queue_3d(&copy, &[dst.span(true)]) }
     }
@@ -72,9 +70,8 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
     /// `slice_rows` rows apart (`cuMemcpy3DAsync`); `dst` is complete once the scope has
     /// returned.
     ///
-    /// # Panics
+    /// # Errors
     /// If `dst` cannot hold the volume (before any driver call).
-    #[track_caller]
     pub fn copy_3d_to_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut [T],
@@ -82,7 +79,7 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         slice_rows: usize,
         src: &'scope DeviceBuffer3D<'ctx, T>,
     ) -> Result<()> {
-        let copy = src.plan_to_host("copy_3d_to_host", src.whole(), dst, row_len, slice_rows);
+        let copy = src.plan_to_host("copy_3d_to_host", src.whole(), dst, row_len, slice_rows)?;
         // SAFETY: `src`'s plan; `dst` is borrowed exclusively (any bytes are a valid `T`)
         // and `src` shared for 'scope.
         unsafe { self.queue_3d(&copy, &[src.span(false)]) }
@@ -92,10 +89,9 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
     /// elements and slices `slice_rows` rows apart (`cuMemcpy3DAsync`); `dst` is complete
     /// once the scope has returned.
     ///
-    /// # Panics
+    /// # Errors
     /// If `region` is not inside `src`, or `dst` cannot hold the volume (before any driver
     /// call).
-    #[track_caller]
     pub fn copy_3d_region_to_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut [T],
@@ -104,7 +100,7 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         src: &'scope DeviceBuffer3D<'ctx, T>,
         region: Region3D,
     ) -> Result<()> {
-        let copy = src.plan_to_host("copy_3d_region_to_host", region, dst, row_len, slice_rows);
+        let copy = src.plan_to_host("copy_3d_region_to_host", region, dst, row_len, slice_rows)?;
         // SAFETY: as in `copy_3d_to_host`.
         unsafe { self.queue_3d(&copy, &[src.span(false)]) }
     }
@@ -112,15 +108,14 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
     /// Queues a 3D copy of `src` into `dst`, a buffer of the same shape
     /// (`cuMemcpy3DAsync`).
     ///
-    /// # Panics
+    /// # Errors
     /// If the shapes differ (before any driver call).
-    #[track_caller]
     pub fn copy_3d_from_device<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut DeviceBuffer3D<'ctx, T>,
         src: &'scope DeviceBuffer3D<'ctx, T>,
     ) -> Result<()> {
-        let copy = dst.plan_from_same_shape("copy_3d_from_device", src);
+        let copy = dst.plan_from_same_shape("copy_3d_from_device", src)?;
         // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope
         // (two distinct allocations).
         unsafe { self.queue_3d(&copy, &[dst.span(true), src.span(false)]) }
@@ -129,10 +124,9 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
     /// Queues a 3D copy of `src_region` of `src` into `dst`, its first element at
     /// `origin` (`cuMemcpy3DAsync`).
     ///
-    /// # Panics
+    /// # Errors
     /// If `src_region` is not inside `src`, or the box of its extent at `origin` not inside
     /// `dst` (before any driver call).
-    #[track_caller]
     pub fn copy_3d_region_from_device<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut DeviceBuffer3D<'ctx, T>,
@@ -140,7 +134,7 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         src: &'scope DeviceBuffer3D<'ctx, T>,
         src_region: Region3D,
     ) -> Result<()> {
-        let copy = dst.plan_from_device("copy_3d_region_from_device", origin, src, src_region);
+        let copy = dst.plan_from_device("copy_3d_region_from_device", origin, src, src_region)?;
         // SAFETY: as in `copy_3d_from_device`.
         unsafe { self.queue_3d(&copy, &[dst.span(true), src.span(false)]) }
     }
@@ -150,29 +144,30 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a 2D copy of `dst.height()` rows of `dst.width()` elements from `src`, rows
     /// `row_len` elements apart, into `dst` (`cuMemcpy2DAsync`).
     ///
-    /// # Panics
-    /// If `src` does not hold the rows (before any driver call).
-    /// [`try_copy_2d_from_host`](StreamScope::try_copy_2d_from_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::OutOfBounds`](crate::Invalid::OutOfBounds) if `src` does not hold the rows
+    /// (before any driver call), [`Invalid::Argument`](crate::Invalid::Argument) if
+    /// `row_len` is less than the width.
     pub fn copy_2d_from_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut DeviceBuffer2D<'ctx, T>,
         src: &'scope [T],
         row_len: usize,
     ) -> Result<()> {
-        check_host_rows(
+        host_rows(
             "copy_2d_from_host",
             src.len(),
             dst.width(),
             row_len,
             dst.height(),
-        );
+        )?;
         let (w, h) = dst.extent();
         if w == 0 || h == 0 {
             return Ok(());
         }
         let host = Side2D::Host(
             src.as_ptr().cast(),
-            host_pitch::<T>("copy_2d_from_host", row_len),
+            host_pitch::<T>("copy_2d_from_host", row_len)?,
         );
         self.ordered(&[dst.span(true)], None, || {
             // SAFETY: both sides hold `h` rows of `w` bytes at their pitch (checked), stay
@@ -184,70 +179,35 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a 2D copy of `src` into `dst`, rows `row_len` elements apart
     /// (`cuMemcpy2DAsync`); `dst` is complete once the scope has returned.
     ///
-    /// # Panics
-    /// If `dst` cannot hold the rows (before any driver call).
-    /// [`try_copy_2d_to_host`](StreamScope::try_copy_2d_to_host) returns the error instead.
+    /// # Errors
+    /// [`Invalid::OutOfBounds`](crate::Invalid::OutOfBounds) if `dst` cannot hold the rows
+    /// (before any driver call), [`Invalid::Argument`](crate::Invalid::Argument) if
+    /// `row_len` is less than the width.
     pub fn copy_2d_to_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut [T],
         row_len: usize,
         src: &'scope DeviceBuffer2D<'ctx, T>,
     ) -> Result<()> {
-        check_host_rows(
+        host_rows(
             "copy_2d_to_host",
             dst.len(),
             src.width(),
             row_len,
             src.height(),
-        );
+        )?;
         let (w, h) = src.extent();
         if w == 0 || h == 0 {
             return Ok(());
         }
         let host = Side2D::HostMut(
             dst.as_mut_ptr().cast(),
-            host_pitch::<T>("copy_2d_to_host", row_len),
+            host_pitch::<T>("copy_2d_to_host", row_len)?,
         );
         self.ordered(&[src.span(false)], None, || {
             // SAFETY: as above; `dst` is borrowed exclusively until the scope synchronizes,
             // and any bytes are a valid `T`.
             unsafe { driver::memcpy_2d_async(host, src.side(), w, h, self.stream.raw()) }
         })
-    }
-
-    /// [`copy_2d_from_host`](StreamScope::copy_2d_from_host), with a host slice that does
-    /// not hold the rows an error (before any driver call) instead of a panic.
-    pub fn try_copy_2d_from_host<T: DeviceCopy>(
-        &'scope self,
-        dst: &'scope mut DeviceBuffer2D<'ctx, T>,
-        src: &'scope [T],
-        row_len: usize,
-    ) -> Result<()> {
-        host_rows(
-            "copy_2d_from_host",
-            src.len(),
-            dst.width(),
-            row_len,
-            dst.height(),
-        )?;
-        self.copy_2d_from_host(dst, src, row_len)
-    }
-
-    /// [`copy_2d_to_host`](StreamScope::copy_2d_to_host), with a host slice that cannot
-    /// hold the rows an error (before any driver call) instead of a panic.
-    pub fn try_copy_2d_to_host<T: DeviceCopy>(
-        &'scope self,
-        dst: &'scope mut [T],
-        row_len: usize,
-        src: &'scope DeviceBuffer2D<'ctx, T>,
-    ) -> Result<()> {
-        host_rows(
-            "copy_2d_to_host",
-            dst.len(),
-            src.width(),
-            row_len,
-            src.height(),
-        )?;
-        self.copy_2d_to_host(dst, row_len, src)
     }
 }

@@ -142,7 +142,7 @@ use std::ops::RangeBounds;
 use crate::driver::{self};
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::{self, DeviceCopy, check_lengths};
+use crate::memory::{self, DeviceCopy, lengths_match};
 use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 use crate::span::Span;
 
@@ -531,15 +531,16 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// Queues a copy of `src` into the bound host memory `dst` (`cuMemcpyDtoHAsync`), for a
     /// host function queued after it ([`StreamScope::host_fn_on`]).
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_to_host_view<T: DeviceCopy>(
         &'scope self,
         dst: HostMut<'scope, T>,
         src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
         let src = crate::scope::sealed::IntoRef::into_ref(src, Crate(()));
-        check_lengths("copy_to_host_view", dst.len(), src.len());
+        lengths_match("copy_to_host_view", dst.len(), src.len())?;
         if dst.bytes() == 0 {
             return Ok(());
         }
@@ -565,8 +566,9 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// a slice) into `dst` (`cuMemcpyHtoDAsync`), for data a host function queued before it
     /// wrote.
     ///
-    /// # Panics
-    /// If the lengths differ (before any driver call).
+    /// # Errors
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+    /// driver call).
     pub fn copy_from_host_view<T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
@@ -574,7 +576,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ) -> Result<()> {
         let dst = crate::scope::sealed::IntoMut::into_mut(dst, Crate(()));
         let src = sealed::IntoHostRef::into_host_ref(src, Crate(()));
-        check_lengths("copy_from_host_view", dst.len(), src.len());
+        lengths_match("copy_from_host_view", dst.len(), src.len())?;
         if src.bytes() == 0 {
             return Ok(());
         }
