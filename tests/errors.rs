@@ -7,8 +7,9 @@
 use crate::common;
 
 use cuda_brand::{
-    ContextFlags, DeviceBuffer, DeviceBuffer2D, Error, ErrorCode, Event, EventFlags, ManagedBuffer,
-    MemoryPool, Module, PinnedBuffer, Stream, StreamFlags, with_context, with_context_and_teardown,
+    ContextFlags, DeviceBuffer, DeviceBuffer2D, Error, ErrorCode, Event, EventFlags, Invalid,
+    ManagedBuffer, MemoryPool, Module, PinnedBuffer, Stream, StreamFlags, with_context,
+    with_context_and_teardown,
 };
 
 /// `close()` frees each kind of handle now and returns `Ok`; what it freed is gone.
@@ -234,84 +235,98 @@ fn enter_and_scope_and_teardown_return_the_closures_error_and_value() {
     });
 }
 
-/// Every `try_` form of an operation that panics on bad input returns the check's error
-/// instead, before any driver call (the memory is untouched), and does the operation on
-/// good input.
-fn try_forms_refuse_bad_input_before_the_driver_and_run_good_input() {
+/// Every copy refuses bad input with an [`Invalid`] error before any driver call (the
+/// memory is untouched), and does the operation on good input.
+fn copies_refuse_bad_input_before_the_driver_and_run_good_input() {
     common::in_context(|ctx| {
         let mut buf = ctx.zeroed::<u32>(4)?;
-        let e = buf.try_copy_from_host(&[1, 2, 3]).unwrap_err();
+        let e = buf.copy_from_host(&[1, 2, 3]).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "copy_from_host failed: CUDA_ERROR_INVALID_VALUE (invalid argument): destination has 4 elements but source has 3"
+            "copy_from_host failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): the lengths differ: 4 expected, 3 found"
         );
-        let e = buf.try_copy_to_host(&mut [0; 5]).unwrap_err();
+        let e = buf.copy_to_host(&mut [0; 5]).unwrap_err();
         assert_eq!(
-            e.detail(),
-            Some("destination has 5 elements but source has 4")
+            e.invalid(),
+            Some(&Invalid::LengthMismatch {
+                expected: 5,
+                found: 4
+            })
         );
         let other = ctx.zeroed::<u32>(3)?;
-        assert!(buf.try_copy_from_device(&other).is_err());
-        assert_eq!(
-            buf.try_split_at(5).unwrap_err().detail(),
-            Some("mid 5 > len 4")
-        );
-        assert!(buf.try_chunks(0).is_err());
+        assert!(matches!(
+            buf.copy_from_device(&other).unwrap_err().invalid(),
+            Some(Invalid::LengthMismatch { .. })
+        ));
+        assert!(buf.split_at_checked(5).is_none());
         assert_eq!(buf.to_vec()?, [0; 4], "nothing reached the driver");
-        buf.try_copy_from_host(&[1, 2, 3, 4])?;
+        buf.copy_from_host(&[1, 2, 3, 4])?;
         let mut back = [0u32; 4];
-        buf.try_copy_to_host(&mut back)?;
+        buf.copy_to_host(&mut back)?;
         assert_eq!(back, [1, 2, 3, 4]);
-        let (left, right) = buf.try_split_at_mut(2)?;
-        left.try_copy_from_device(right)?;
+        let (left, right) = buf.split_at_mut(2);
+        left.copy_from_device(right)?;
         assert_eq!(buf.to_vec()?, [3, 4, 3, 4]);
 
         let stream = ctx.stream()?;
         let mut host = vec![0u32; 3];
         let e = stream
-            .scope(|s| s.try_copy_from_host(&mut buf, &[9, 9, 9]))
+            .scope(|s| s.copy_from_host(&mut buf, &[9, 9, 9]))
             .unwrap_err();
         assert_eq!(
             (e.call(), e.code()),
-            ("copy_from_host", ErrorCode::InvalidValue)
+            ("copy_from_host", ErrorCode::InvalidInput)
         );
         let e = stream
-            .scope(|s| s.try_copy_to_host(&mut host, &buf))
+            .scope(|s| s.copy_to_host(&mut host, &buf))
             .unwrap_err();
         assert_eq!(
-            e.detail(),
-            Some("destination has 3 elements but source has 4")
+            e.invalid(),
+            Some(&Invalid::LengthMismatch {
+                expected: 3,
+                found: 4
+            })
         );
         let e = stream
-            .scope(|s| s.try_copy_from_device(&mut buf, &other))
+            .scope(|s| s.copy_from_device(&mut buf, &other))
             .unwrap_err();
         assert_eq!(e.call(), "copy_from_device");
         assert_eq!(buf.to_vec()?, [3, 4, 3, 4], "nothing reached the driver");
         stream.scope(|s| {
             let d = s.bind_mut(&mut buf);
-            s.try_copy_from_host(d, &[5, 6, 7, 8])?;
-            s.try_copy_to_host(&mut host, d.slice(1..))
+            s.copy_from_host(d, &[5, 6, 7, 8])?;
+            s.copy_to_host(&mut host, d.slice(1..))
         })?;
         assert_eq!(host, [6, 7, 8]);
 
         let mut tile = DeviceBuffer2D::<u16>::zeroed(ctx, 3, 2)?;
         let image: Vec<u16> = (0..10).collect();
-        let e = tile.try_copy_from_host(&image[..7], 5).unwrap_err();
+        let e = tile.copy_from_host(&image[..7], 5).unwrap_err();
         assert_eq!(
-            e.detail(),
-            Some("2 rows of 3 elements, 5 apart, need 8 host elements but the slice has 7")
+            e.invalid(),
+            Some(&Invalid::OutOfBounds {
+                start: 0,
+                end: 8,
+                len: 7
+            })
         );
         let e = stream
-            .scope(|s| s.try_copy_2d_from_host(&mut tile, &image[..7], 5))
+            .scope(|s| s.copy_2d_from_host(&mut tile, &image[..7], 5))
             .unwrap_err();
         assert_eq!(e.call(), "copy_2d_from_host");
         let wide = DeviceBuffer2D::<u16>::zeroed(ctx, 2, 3)?;
-        let e = tile.try_copy_from_device(&wide).unwrap_err();
-        assert_eq!(e.detail(), Some("destination is 3 x 2, source 2 x 3"));
+        let e = tile.copy_from_device(&wide).unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&Invalid::ShapeMismatch {
+                expected: [3, 2, 1],
+                found: [2, 3, 1]
+            })
+        );
         assert_eq!(tile.to_vec()?, [0; 6], "nothing reached the driver");
-        tile.try_copy_from_host(&image, 5)?;
+        tile.copy_from_host(&image, 5)?;
         let mut rows = vec![0u16; 6];
-        stream.scope(|s| s.try_copy_2d_to_host(&mut rows, 3, &tile))?;
+        stream.scope(|s| s.copy_2d_to_host(&mut rows, 3, &tile))?;
         assert_eq!(rows, [0, 1, 2, 5, 6, 7]);
         Ok(())
     });
@@ -338,9 +353,9 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
             body: enter_and_scope_and_teardown_return_the_closures_error_and_value,
         },
         Test {
-            name: "try_forms_refuse_bad_input_before_the_driver_and_run_good_input",
+            name: "copies_refuse_bad_input_before_the_driver_and_run_good_input",
             needs: Needs::Gpu,
-            body: try_forms_refuse_bad_input_before_the_driver_and_run_good_input,
+            body: copies_refuse_bad_input_before_the_driver_and_run_good_input,
         },
     ])
 }

@@ -97,7 +97,7 @@ fn every_code_of_the_bindings_maps_to_its_own_name() {
         CUresult::CUDA_ERROR_UNKNOWN,
     ];
     for r in all {
-        let code = ErrorCode::from(r);
+        let code = ErrorCode::from_raw(r as u32).unwrap();
         assert!(
             !matches!(code, ErrorCode::Unrecognized(_)),
             "{r:?} is not named"

@@ -130,7 +130,10 @@ impl fmt::Display for Invalid {
                 write!(f, "the lengths differ: {expected} expected, {found} found")
             }
             Invalid::ShapeMismatch { expected, found } => {
-                write!(f, "the shapes differ: {expected:?} expected, {found:?} found")
+                write!(
+                    f,
+                    "the shapes differ: {expected:?} expected, {found:?} found"
+                )
             }
             Invalid::RegionOutOfBounds {
                 what,
@@ -142,7 +145,10 @@ impl fmt::Display for Invalid {
                 "{what} (origin {origin:?}, extent {extent:?}) is not inside the buffer's shape {shape:?}"
             ),
             Invalid::OutOfBounds { start, end, len } => {
-                write!(f, "the range {start}..{end} is out of bounds for length {len}")
+                write!(
+                    f,
+                    "the range {start}..{end} is out of bounds for length {len}"
+                )
             }
             Invalid::Overlap {
                 first,
@@ -165,7 +171,10 @@ impl fmt::Display for Invalid {
                 "{what} is of context {found:#x}, not of this one ({expected:#x})"
             ),
             Invalid::TooLarge { what, value, max } => {
-                write!(f, "{what} is {value}, larger than the largest allowed, {max}")
+                write!(
+                    f,
+                    "{what} is {value}, larger than the largest allowed, {max}"
+                )
             }
             Invalid::Argument { reason } => f.write_str(reason),
         }

@@ -246,12 +246,13 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            e.detail(),
-            Some(
-                "`In` argument 0 (16 bytes at 0x1000) and `Out` argument 1 (16 bytes at \
-                 0x1008) overlap: memory that a GPU operation writes must not also be another \
-                 of its arguments"
-            )
+            e.invalid(),
+            Some(&crate::error::Invalid::Overlap {
+                first: "`In` argument 0".into(),
+                first_range: (0x1000, 16),
+                second: "`Out` argument 1".into(),
+                second_range: (0x1008, 16),
+            })
         );
         assert_eq!(calls.get(), 0, "the caller's step never ran");
     }

@@ -451,13 +451,13 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// count does not fit a `usize` (zero-sized elements only: other shapes fit in memory).
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let Some(n) = self.width.checked_mul(self.height) else {
-            return Err(Error::with_detail(
+            return Err(Error::invalid_input(
                 "DeviceBuffer2D::to_vec",
-                ErrorCode::InvalidValue,
-                format!(
-                    "{} x {} elements do not fit a usize",
-                    self.width, self.height
-                ),
+                Invalid::TooLarge {
+                    what: "the element count",
+                    value: self.width as u128 * self.height as u128,
+                    max: usize::MAX as u128,
+                },
             ));
         };
         let mut v = Vec::with_capacity(n);
@@ -575,7 +575,9 @@ mod tests {
         assert!(host_rows("t", 8, 3, 5, 2).is_ok()); // exactly enough
         assert!(host_rows("t", 0, 3, 5, 0).is_ok()); // no rows
         let narrow = host_rows("t", 100, 6, 5, 2).unwrap_err();
-        assert!(matches!(narrow.invalid(), Some(Invalid::Argument { reason }) if reason.contains("shorter than the buffer's width 6")));
+        assert!(
+            matches!(narrow.invalid(), Some(Invalid::Argument { reason }) if reason.contains("shorter than the buffer's width 6"))
+        );
         let huge = host_rows("t", 100, 1, usize::MAX, 3).unwrap_err();
         assert!(
             matches!(huge.invalid(), Some(Invalid::TooLarge { .. })),

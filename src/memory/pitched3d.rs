@@ -235,10 +235,13 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
     ) -> Result<Self> {
         const CALL: &str = "DeviceBuffer3D::zeroed";
         let Some(rows) = height.checked_mul(depth) else {
-            return Err(Error::with_detail(
+            return Err(Error::invalid_input(
                 CALL,
-                ErrorCode::InvalidValue,
-                format!("{depth} slices of {height} rows overflow usize"),
+                Invalid::TooLarge {
+                    what: "the rows of all slices",
+                    value: depth as u128 * height as u128,
+                    max: usize::MAX as u128,
+                },
             ));
         };
         Ok(DeviceBuffer3D {
@@ -617,7 +620,7 @@ mod tests {
         );
         assert!(
             refusal(check_host_volume::<u16>("t", 100, [1, 2, 1], usize::MAX, 2))
-            .starts_with("t: the host elements the volume reaches is")
+                .starts_with("t: the host elements the volume reaches is")
         );
         assert_eq!(
             refusal(check_host_volume::<u16>("t", 1, [1, 1, 1], usize::MAX, 1)),
@@ -671,13 +674,12 @@ mod tests {
         let mut out = [0u16; 24];
         let outside = Region3D::new([1, 0, 0], [4, 1, 1]);
         // whole-buffer copies
-        assert!(
-            refusal(a.copy_from_host(&host[..23], 4, 3))
-            .starts_with("DeviceBuffer3D::copy_from_host: the range 0..24 is out of bounds for length 23")
-        );
+        assert!(refusal(a.copy_from_host(&host[..23], 4, 3)).starts_with(
+            "DeviceBuffer3D::copy_from_host: the range 0..24 is out of bounds for length 23"
+        ));
         assert!(
             refusal(a.copy_to_host(&mut out, 3, 3))
-            .starts_with("DeviceBuffer3D::copy_to_host: a host row of 3 elements")
+                .starts_with("DeviceBuffer3D::copy_to_host: a host row of 3 elements")
         );
         assert_eq!(
             refusal(a.copy_from_device(&b)),
@@ -686,24 +688,24 @@ mod tests {
         // region copies: the region, then the host volume
         assert!(
             refusal(a.copy_region_from_host(outside, &host, 4, 1))
-            .starts_with("DeviceBuffer3D::copy_region_from_host: the destination region")
+                .starts_with("DeviceBuffer3D::copy_region_from_host: the destination region")
         );
         assert!(
             refusal(a.copy_region_to_host(outside, &mut out, 4, 1))
-            .starts_with("DeviceBuffer3D::copy_region_to_host: the source region")
+                .starts_with("DeviceBuffer3D::copy_region_to_host: the source region")
         );
         let inside = Region3D::new([1, 1, 1], [3, 2, 1]);
         assert!(
             refusal(a.copy_region_from_host(inside, &host[..2], 3, 2))
-            .contains("the range 0..6 is out of bounds for length 2")
+                .contains("the range 0..6 is out of bounds for length 2")
         );
         assert!(
             refusal(a.copy_region_to_host(inside, &mut out, 3, 1))
-            .contains("a host slice of 1 rows is shorter than the 2 rows copied per slice")
+                .contains("a host slice of 1 rows is shorter than the 2 rows copied per slice")
         );
         assert!(
             refusal(a.copy_region_from_device([0, 0, 0], &b, outside))
-            .starts_with("DeviceBuffer3D::copy_region_from_device: the source region")
+                .starts_with("DeviceBuffer3D::copy_region_from_device: the source region")
         );
         // the source region fits `b`, but not at this place in `a`
         assert_eq!(
@@ -714,23 +716,23 @@ mod tests {
         // the plans of the scope's copies are the same checks under the scope's names
         assert!(
             refusal(a.plan_from_host("copy_3d_from_host", a.whole(), &host[..1], 4, 3))
-            .starts_with("copy_3d_from_host: the range 0..")
+                .starts_with("copy_3d_from_host: the range 0..")
         );
         assert!(
             refusal(b.plan_to_host("copy_3d_to_host", outside, &mut out, 4, 3))
-            .starts_with("copy_3d_to_host: the source region")
+                .starts_with("copy_3d_to_host: the source region")
         );
         assert!(
             refusal(a.plan_from_same_shape("copy_3d_from_device", &b))
-            .starts_with("copy_3d_from_device: the shapes differ: [4, 3, 2]")
+                .starts_with("copy_3d_from_device: the shapes differ: [4, 3, 2]")
         );
         assert!(
             refusal(a.plan_from_device(
-                    "copy_3d_region_from_device",
-                    [3, 0, 0],
-                    &b,
-                    Region3D::new([1, 1, 0], [3, 2, 1]),
-                ))
+                "copy_3d_region_from_device",
+                [3, 0, 0],
+                &b,
+                Region3D::new([1, 1, 0], [3, 2, 1]),
+            ))
             .starts_with("copy_3d_region_from_device: the destination region")
         );
     }
@@ -771,15 +773,21 @@ mod tests {
         // SAFETY: a guard of no context, used only by calls that fail before the driver.
         let ctx = unsafe { ContextGuard::new_unchecked(NonNull::dangling()) };
         let e = DeviceBuffer3D::<u8>::zeroed(ctx, 1, usize::MAX, 2).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
-            e.to_string(),
-            "DeviceBuffer3D::zeroed failed: CUDA_ERROR_INVALID_VALUE (invalid argument): 2 \
-             slices of 18446744073709551615 rows overflow usize"
+            e.invalid(),
+            Some(&Invalid::TooLarge {
+                what: "the rows of all slices",
+                value: 2 * usize::MAX as u128,
+                max: usize::MAX as u128
+            })
         );
         let e = DeviceBuffer3D::<u64>::zeroed(ctx, usize::MAX / 4, 2, 1).unwrap_err();
         assert_eq!(e.call(), "DeviceBuffer3D::zeroed");
-        assert!(e.to_string().contains("overflow usize"), "{e}");
+        assert!(
+            matches!(e.invalid(), Some(Invalid::TooLarge { .. })),
+            "{e}"
+        );
         let e = DeviceBuffer3D::<u64>::zeroed(ctx, 1 << 40, 1 << 12, 1 << 12).unwrap_err();
         assert_eq!(e.call(), "DeviceBuffer3D::zeroed");
     }

@@ -630,6 +630,7 @@ const CALL_PRIMARY: &str = "DeviceSlice (the device's primary context)";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Invalid;
     use crate::memory::{checked_byte_len, empty_address};
 
     #[test]
