@@ -41,7 +41,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use crate::driver::{self, CUcontext, CUdevice};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 
 // The rooms: the brand, the guard and the shared context here, with `in_context` (the
 // guard's `with_current`); `device.rs` (devices), `flags.rs` (a context's flags and
@@ -286,11 +286,7 @@ impl fmt::Debug for SharedContext<'_> {
 }
 
 fn unexpected(call: &'static str, value: i32) -> Error {
-    Error::with_detail(
-        call,
-        ErrorCode::InvalidValue,
-        format!("the driver returned {value}, a value this crate does not know"),
-    )
+    Error::invalid_input(call, Invalid::argument(format!("the driver returned {value}, a value this crate does not know")))
 }
 
 impl<'ctx> ContextGuard<'ctx> {

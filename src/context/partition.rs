@@ -154,7 +154,7 @@ use super::enter::{pop_exact, run_then};
 pub use super::phase::Partitioned;
 use super::{Brand, ComputeCapability, ContextGuard, Device, teardown};
 use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 
 /// A partition's guard: `ContextGuard<'p, Partitioned>`.
 pub type PartitionGuard<'p> = ContextGuard<'p, Partitioned>;
@@ -214,11 +214,7 @@ impl SmLimits {
     /// numbers when the device cannot give that many, before any driver call.
     pub(crate) fn part(&self, count: u32, groups: u32) -> Result<u32> {
         let fail = |why: String| {
-            Err(Error::with_detail(
-                "Sms::split",
-                ErrorCode::InvalidValue,
-                why,
-            ))
+            Err(Error::invalid_input("Sms::split", Invalid::argument(why)))
         };
         if count == 0 {
             return fail("a partition of 0 SMs: ask for 1 or more".to_owned());
@@ -429,15 +425,11 @@ impl<'d> Sms<'d> {
     pub fn split(self, count: u32) -> Result<(SmGroup<'d>, SmGroup<'d>)> {
         let size = self.limits.part(count, 1)?;
         if size >= self.limits.total {
-            return Err(Error::with_detail(
-                "Sms::split",
-                ErrorCode::InvalidValue,
-                format!(
+            return Err(Error::invalid_input("Sms::split", Invalid::argument(format!(
                     "{count} SMs, rounded to {size}, leave none of the device's {} for the \
                      second partition",
                     self.limits.total
-                ),
-            ));
+                ))));
         }
         let (mut groups, rest) = self.split_groups(count, 1)?;
         match (groups.pop(), rest) {

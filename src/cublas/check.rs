@@ -14,11 +14,11 @@
 use std::ffi::{c_int, c_longlong};
 
 use super::Op;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 
 #[cold]
 fn invalid(what: &'static str, detail: String) -> Error {
-    Error::with_detail(what, ErrorCode::InvalidValue, detail)
+    Error::invalid_input(what, Invalid::argument(detail))
 }
 
 /// `value` as cuBLAS's `int`, or an error naming `name`.

@@ -5,7 +5,7 @@
 use std::ffi::c_int;
 
 use super::half::{Bf16, F16};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::memory::DeviceCopy;
 
 /// What is done to a matrix operand before the product (`cublasOperation_t`).
@@ -163,11 +163,7 @@ pub(crate) fn compute_type<S: Scalar>(what: &'static str, compute: Compute) -> R
         (true, Compute::Default) => 70,
         (true, Compute::Pedantic) => 71,
         (true, other) => {
-            return Err(Error::with_detail(
-                what,
-                ErrorCode::InvalidValue,
-                format!("an f64 GEMM computes in f64 (Default or Pedantic), not {other:?}"),
-            ));
+            return Err(Error::invalid_input(what, Invalid::argument(format!("an f64 GEMM computes in f64 (Default or Pedantic), not {other:?}"))));
         }
     })
 }

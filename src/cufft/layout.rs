@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::driver::CUdeviceptr;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::memory::overlap_error;
 use crate::span::Span;
 
@@ -36,7 +36,7 @@ pub(crate) struct Layout {
 }
 
 fn invalid(what: &'static str, detail: String) -> Error {
-    Error::with_detail(what, ErrorCode::InvalidValue, detail)
+    Error::invalid_input(what, Invalid::argument(detail))
 }
 
 impl Layout {

@@ -49,7 +49,7 @@ use cuda_driver_sys::CUctx_st;
 
 use crate::context::{Brand, ContextGuard, StreamKind, in_context};
 use crate::driver::CUdeviceptr;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::launch::sealed::Crate;
 use crate::memory::DeviceCopy;
 use crate::scope::{IntoDeviceMut, StreamScope};
@@ -194,7 +194,7 @@ impl fmt::Debug for Rng<'_> {
 }
 
 fn invalid(what: &'static str, detail: String) -> Error {
-    Error::with_detail(what, ErrorCode::InvalidValue, detail)
+    Error::invalid_input(what, Invalid::argument(detail))
 }
 
 /// cuRAND's rules for an output of `len` `T` at `ptr`, checked before the call: a normal

@@ -4,7 +4,7 @@
 #[cfg(doc)]
 use super::Function;
 use super::sealed::Target;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 
 /// The grid and block of a launch, its dynamic shared memory, and its launch attributes:
 /// a thread-block cluster, a cooperative launch, a priority.
@@ -167,10 +167,7 @@ impl LaunchConfig {
 #[cold]
 #[inline(never)]
 fn bad_config(c: &LaunchConfig, t: &Target, problem: &str) -> Error {
-    Error::with_detail(
-        "StreamScope::launch",
-        ErrorCode::InvalidValue,
-        format!(
+    Error::invalid_input("StreamScope::launch", Invalid::argument(format!(
             "invalid launch configuration, {problem}: grid {:?}, block {:?} ({} threads; the kernel allows {}), {} bytes of dynamic shared memory (the kernel allows {})",
             c.grid,
             c.block,
@@ -178,8 +175,7 @@ fn bad_config(c: &LaunchConfig, t: &Target, problem: &str) -> Error {
             t.max_threads,
             c.shared_mem_bytes,
             t.max_dynamic_shared
-        ),
-    )
+        )))
 }
 
 /// Checks a configuration against a kernel's limits, before any driver call.

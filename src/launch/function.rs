@@ -12,7 +12,7 @@ use super::{In, Out};
 use super::{Kernel, KernelParams, counts, sealed};
 use crate::context::{Brand, CacheConfig};
 use crate::driver::{self, CUfunction};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::span::Touched;
 use crate::synchronous as order;
 
@@ -381,7 +381,7 @@ fn check_declaration<P: KernelParams>(
     };
     match declaration_problem(&declared, &actual) {
         None => Ok(()),
-        Some(problem) => Err(Error::with_detail(call, ErrorCode::InvalidValue, problem)),
+        Some(problem) => Err(Error::invalid_input(call, Invalid::argument(problem))),
     }
 }
 

@@ -13,7 +13,7 @@ use std::mem::{align_of, size_of};
 use super::extent::checked_byte_len;
 use crate::context::ContextGuard;
 use crate::driver::{self, Allocation, MEMORY_TYPE_HOST};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 
 /// How adopted device memory goes back: chosen by the driver's own record of it
 /// (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`), never by the caller.
@@ -27,78 +27,61 @@ pub(crate) enum Release {
     FreeAsync,
 }
 
-#[cold]
-fn refused(call: &'static str, code: ErrorCode, detail: String) -> Error {
-    Error::with_detail(call, code, detail)
-}
-
 /// The checks made before any driver call, for `len` elements of `T` at `ptr`: the byte
 /// length does not overflow, and, unless it is zero, `ptr` is not null, is aligned for `T`,
 /// and the range does not pass the end of the address space. `Ok(None)` for zero bytes
 /// (nothing is taken over, nothing else is checked), else `Ok(Some(bytes))`.
 pub(crate) fn check_parts<T>(call: &'static str, ptr: u64, len: usize) -> Result<Option<usize>> {
     let bytes = checked_byte_len::<T>(call, len).map_err(|_| {
-        refused(
+        Error::invalid_input(
             call,
-            ErrorCode::InvalidValue,
-            format!(
-                "`len` {len} elements of {} bytes overflow usize",
-                size_of::<T>()
-            ),
+            Invalid::TooLarge {
+                what: "the size in bytes of `len`",
+                value: len as u128 * size_of::<T>() as u128,
+                max: usize::MAX as u128,
+            },
         )
     })?;
     if bytes == 0 {
         return Ok(None);
     }
     if ptr == 0 {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
+        return Err(Error::invalid_input(call, Invalid::argument(format!(
                 "`ptr` is null and `len` is {len} ({bytes} bytes): only a buffer of zero bytes may have no address"
-            ),
-        ));
+            ))));
     }
     if ptr % align_of::<T>() as u64 != 0 {
-        return Err(refused(
+        return Err(Error::invalid_input(
             call,
-            ErrorCode::InvalidValue,
-            format!(
-                "`ptr` {ptr:#x} is not aligned for `{}` (alignment {})",
-                std::any::type_name::<T>(),
-                align_of::<T>()
-            ),
+            Invalid::Misaligned {
+                what: "`ptr`",
+                value: ptr,
+                align: align_of::<T>(),
+            },
         ));
     }
     if ptr.checked_add(bytes as u64).is_none() {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
+        return Err(Error::invalid_input(call, Invalid::argument(format!(
                 "`ptr` {ptr:#x} and `len` {len} ({bytes} bytes) pass the end of the address space"
-            ),
-        ));
+            ))));
     }
     Ok(Some(bytes))
 }
 
 /// The allocation's context is `ctx`'s, or an error naming both.
-fn same_context(call: &'static str, ctx: ContextGuard<'_>, ptr: u64, a: &Allocation) -> Result<()> {
+fn same_context(call: &'static str, ctx: ContextGuard<'_>, a: &Allocation) -> Result<()> {
     let mine = ctx.as_non_null().as_ptr();
     if a.context == mine {
         return Ok(());
     }
-    let whose = if a.context.is_null() {
-        "no context".to_owned()
-    } else {
-        format!("another context ({:p})", a.context)
-    };
-    Err(refused(
+    // a `found` of 0: memory of no context
+    Err(Error::invalid_input(
         call,
-        ErrorCode::InvalidContext,
-        format!(
-            "`ptr` {ptr:#x} is memory of {whose}, not of `ctx` ({mine:p}): only memory allocated in the guard's own context can be adopted"
-        ),
+        Invalid::WrongContext {
+            what: "the memory at `ptr`",
+            expected: mine as u64,
+            found: a.context as u64,
+        },
     ))
 }
 
@@ -116,13 +99,9 @@ fn last_byte_alike(
     if same(&last) {
         return Ok(());
     }
-    Err(refused(
-        call,
-        ErrorCode::InvalidValue,
-        format!(
+    Err(Error::invalid_input(call, Invalid::argument(format!(
             "`len` {len} ({bytes} bytes from `ptr` {ptr:#x}) passes the end of the {what} at `ptr`"
-        ),
-    ))
+        ))))
 }
 
 /// The checks of `DeviceBuffer::from_raw_parts` through the driver (run with `ctx`
@@ -138,50 +117,33 @@ pub(crate) fn check_device(
 ) -> Result<Release> {
     let a = driver::allocation_of(ptr)?;
     if a.memory_type == 0 {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
+        return Err(Error::invalid_input(call, Invalid::argument(format!(
                 "`ptr` {ptr:#x} is no memory the driver knows (not allocated by cuMemAlloc, cudaMalloc or a memory pool, or freed already)"
-            ),
-        ));
+            ))));
     }
     if a.managed {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!("`ptr` {ptr:#x} is managed memory: adopt it as a ManagedBuffer"),
-        ));
+        return Err(Error::invalid_input(call, Invalid::argument(format!("`ptr` {ptr:#x} is managed memory: adopt it as a ManagedBuffer"))));
     }
     if a.memory_type == MEMORY_TYPE_HOST {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!("`ptr` {ptr:#x} is page-locked host memory: adopt it as a PinnedBuffer"),
-        ));
+        return Err(Error::invalid_input(call, Invalid::argument(format!("`ptr` {ptr:#x} is page-locked host memory: adopt it as a PinnedBuffer"))));
     }
     let release = if a.pool.is_null() {
         if a.context.is_null() {
-            return Err(refused(
-                call,
-                ErrorCode::InvalidValue,
-                format!(
+            return Err(Error::invalid_input(call, Invalid::argument(format!(
                     "`ptr` {ptr:#x} is device memory of no context and no memory pool (mapped with cuMemMap, or of a graph), which neither cuMemFree nor cuMemFreeAsync frees"
-                ),
-            ));
+                ))));
         }
-        same_context(call, ctx, ptr, &a)?;
+        same_context(call, ctx, &a)?;
         Release::Free
     } else {
         let device = ctx.device()?.as_raw();
         if a.device != device {
-            return Err(refused(
+            return Err(Error::invalid_input(
                 call,
-                ErrorCode::InvalidContext,
-                format!(
+                Invalid::argument(format!(
                     "`ptr` {ptr:#x} is memory of a pool of device {}, and `ctx` is a context of device {device}",
                     a.device
-                ),
+                )),
             ));
         }
         Release::FreeAsync
@@ -221,15 +183,11 @@ pub(crate) fn check_managed(
             MEMORY_TYPE_HOST => "page-locked host memory (adopt it as a PinnedBuffer)",
             _ => "device memory (adopt it as a DeviceBuffer)",
         };
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
+        return Err(Error::invalid_input(call, Invalid::argument(format!(
                 "`ptr` {ptr:#x} is {what}, not managed memory (cuMemAllocManaged, cudaMallocManaged)"
-            ),
-        ));
+            ))));
     }
-    same_context(call, ctx, ptr, &a)?;
+    same_context(call, ctx, &a)?;
     let (start, size) = driver::address_range(ptr)?;
     from_the_start(call, ptr, len, bytes, start, size)
 }
@@ -249,22 +207,14 @@ fn from_the_start(
     size: usize,
 ) -> Result<()> {
     if size == 0 {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
+        return Err(Error::invalid_input(call, Invalid::argument(format!(
                 "the driver reports no allocation at `ptr` {ptr:#x}, so it cannot be confirmed to be an allocation's start, the only address cuMemFree frees"
-            ),
-        ));
+            ))));
     }
     if start != ptr {
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
+        return Err(Error::invalid_input(call, Invalid::argument(format!(
                 "`ptr` {ptr:#x} lies inside an allocation that starts at {start:#x}: cuMemFree frees only the start of an allocation (memory handed out by a caching allocator, such as PyTorch's, is part of a larger allocation)"
-            ),
-        ));
+            ))));
     }
     within(call, ptr, len, bytes, start, size)
 }
@@ -282,13 +232,9 @@ fn within(
     if ptr >= start && ptr + bytes as u64 <= end {
         return Ok(());
     }
-    Err(refused(
-        call,
-        ErrorCode::InvalidValue,
-        format!(
+    Err(Error::invalid_input(call, Invalid::argument(format!(
             "`len` {len} ({bytes} bytes from `ptr` {ptr:#x}) passes the end of the allocation ({size} bytes at {start:#x})"
-        ),
-    ))
+        ))))
 }
 
 /// The checks of `PinnedBuffer::from_raw_parts` through the driver (run with `ctx`
@@ -312,15 +258,11 @@ pub(crate) fn check_pinned(
             }
             _ => "device memory (adopt it as a DeviceBuffer)",
         };
-        return Err(refused(
-            call,
-            ErrorCode::InvalidValue,
-            format!(
+        return Err(Error::invalid_input(call, Invalid::argument(format!(
                 "`ptr` {ptr:#x} is {what}, not page-locked host memory (cuMemHostAlloc, cudaMallocHost)"
-            ),
-        ));
+            ))));
     }
-    same_context(call, ctx, ptr, &a)?;
+    same_context(call, ctx, &a)?;
     let context = a.context;
     last_byte_alike(call, ptr, len, bytes, "page-locked allocation", |l| {
         l.memory_type == MEMORY_TYPE_HOST && !l.managed && l.context == context

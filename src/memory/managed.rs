@@ -47,7 +47,7 @@ use cuda_driver_sys::CUctx_st;
 use super::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
 use crate::context::{Allocating, Brand, ContextGuard, Device};
 use crate::driver::{self, CUdeviceptr};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Touched;
 use crate::synchronous as order;
 
@@ -179,14 +179,10 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
         }
         // (dropped on refusal, `buf` gives the memory back, or leaves it to the teardown)
         if ptr as usize % std::mem::align_of::<T>() != 0 {
-            return Err(Error::with_detail(
-                "ManagedBuffer::zeroed",
-                ErrorCode::InvalidValue,
-                format!(
+            return Err(Error::invalid_input("ManagedBuffer::zeroed", Invalid::argument(format!(
                     "managed memory at {ptr:#x} is not aligned for `{}`",
                     std::any::type_name::<T>()
-                ),
-            ));
+                ))));
         }
         if bytes != 0 {
             // SAFETY: `bytes` bytes of managed memory at `ptr`, host-accessible (concurrent

@@ -34,7 +34,7 @@ use std::marker::PhantomData;
 use super::{DeviceBuffer, DeviceCopy, DeviceSlice, lengths_match};
 use crate::context::{Brand, ContextGuard};
 use crate::driver::{self, CUdevice, CUdeviceptr};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 
 /// Proof that contexts of the brand `'ctx` may access the memory of the context `'peer`
 /// (`cuCtxEnablePeerAccess`). `Copy`, the two contexts' device numbers (8 bytes); it cannot
@@ -319,11 +319,7 @@ fn refusal(
     default: Option<usize>,
 ) -> Error {
     let Reach::Ungranted(pool) = reached else {
-        return Error::with_detail(
-            call,
-            ErrorCode::InvalidValue,
-            format!("the driver knows no memory at the buffer's address {ptr:#x}"),
-        );
+        return Error::invalid_input(call, Invalid::argument(format!("the driver knows no memory at the buffer's address {ptr:#x}")));
     };
     let which = if Some(pool) == default {
         "the device's default pool"

@@ -12,7 +12,7 @@ use super::DeviceCopy;
 use super::extent::checked_byte_len;
 use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
 use crate::driver;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 
 /// Page-locked ("pinned") host memory allocated by the context branded `'ctx`
 /// (`cuMemHostAlloc`), the source and destination of truly asynchronous copies.
@@ -95,16 +95,12 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
                 // SAFETY: just allocated by cuMemHostAlloc in `ctx`, not used.
                 let freed =
                     ctx.with_current(|| unsafe { driver::mem_free_host(p.as_ptr().cast()) });
-                let refused = Error::with_detail(
-                    "PinnedBuffer::zeroed",
-                    ErrorCode::InvalidValue,
-                    format!(
+                let refused = Error::invalid_input("PinnedBuffer::zeroed", Invalid::argument(format!(
                         "the driver's page-locked memory at {:p} is not aligned for `{}` (alignment {})",
                         p.as_ptr(),
                         std::any::type_name::<T>(),
                         std::mem::align_of::<T>()
-                    ),
-                );
+                    )));
                 // the free's error, if any, comes along
                 return Err(match freed {
                     Ok(()) => refused,

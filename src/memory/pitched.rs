@@ -39,7 +39,7 @@ use cuda_driver_sys::CUctx_st;
 use super::{DeviceCopy, checked_byte_len, empty_address};
 use crate::context::{self, Allocating, Brand, ContextGuard};
 use crate::driver::{self, CUdeviceptr, CUstream, Pattern, Side2D};
-use crate::error::{Error, ErrorCode, Invalid, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::span::Span;
 use crate::span::Touched;
 use crate::synchronous::{self, Access};

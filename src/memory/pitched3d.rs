@@ -53,7 +53,7 @@ use super::pitched::{DeviceBuffer2D, host_elements, host_pitch};
 use super::{DeviceCopy, byte_len};
 use crate::context::{Allocating, ContextGuard};
 use crate::driver::{self, CUdeviceptr, Copy3D, Side2D, Side3D};
-use crate::error::{Error, ErrorCode, Invalid, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::span::Span;
 use crate::synchronous::Access;
 

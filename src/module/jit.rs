@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use crate::context::ComputeCapability;
 use crate::driver::{JitArgs, JitNumber};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 
 /// How the driver JIT-compiles PTX while loading a module or library (`CUjit_option`):
 /// a builder; every option left unset keeps the driver's default.
@@ -197,7 +197,7 @@ impl JitOptions {
         } else {
             return Ok(());
         };
-        Err(Error::with_detail(call, ErrorCode::InvalidValue, problem))
+        Err(Error::invalid_input(call, Invalid::argument(problem)))
     }
 }
 

@@ -33,7 +33,7 @@ use cuda_driver_sys::{CUctx_st, CUmod_st};
 
 use crate::context::{Allocating, Brand, ContextGuard, Phase};
 use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::span::Touched;
@@ -454,11 +454,7 @@ fn global_len<T>(name: &str, ptr: CUdeviceptr, bytes: usize) -> Result<usize> {
     } else {
         return Ok(bytes / size);
     };
-    Err(Error::with_detail(
-        "Module::global",
-        ErrorCode::InvalidValue,
-        problem,
-    ))
+    Err(Error::invalid_input("Module::global", Invalid::argument(problem)))
 }
 
 /// PTX text as the driver takes it (NUL-terminated), refused where the driver would
@@ -557,11 +553,7 @@ pub(crate) fn aligned_image(call: &'static str, image: &[u8]) -> Result<Vec<u64>
 
 pub(crate) fn c_name(call: &'static str, name: &str) -> Result<CString> {
     CString::new(name).map_err(|_| {
-        Error::with_detail(
-            call,
-            ErrorCode::InvalidValue,
-            format!("the name {name:?} contains a NUL byte"),
-        )
+        Error::invalid_input(call, Invalid::argument(format!("the name {name:?} contains a NUL byte")))
     })
 }
 

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 
 use super::ReduceOp;
 use super::sys::{Call, Kind};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 
 /// What one rank's operation must agree on with its peers': for a collective, everything
 /// but the buffers; for a send or receive, the element type and count.
@@ -190,11 +190,7 @@ impl Book {
                     place_name(place),
                 );
                 self.poisoned = Some(why.clone());
-                Err(Error::with_detail(
-                    what,
-                    ErrorCode::InvalidValue,
-                    format!("{why}; refused before NCCL saw it, and this clique is now unusable"),
-                ))
+                Err(Error::invalid_input(what, Invalid::argument(format!("{why}; refused before NCCL saw it, and this clique is now unusable"))))
             }
         }
     }

@@ -17,7 +17,7 @@ use super::sys::{self, Call, Kind, Status, ncclComm_t};
 use super::{NcclCode, ReduceOp};
 use crate::context::{Brand, ContextGuard, Device};
 use crate::driver::{self, CUstream};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -84,15 +84,11 @@ impl TryFrom<&[u8]> for UniqueId {
     fn try_from(bytes: &[u8]) -> Result<UniqueId> {
         match <[u8; UniqueId::BYTES]>::try_from(bytes) {
             Ok(bytes) => Ok(UniqueId(bytes)),
-            Err(_) => Err(Error::with_detail(
-                "UniqueId::try_from",
-                ErrorCode::InvalidValue,
-                format!(
+            Err(_) => Err(Error::invalid_input("UniqueId::try_from", Invalid::argument(format!(
                     "an NCCL unique id is {} bytes, not {}",
                     UniqueId::BYTES,
                     bytes.len()
-                ),
-            )),
+                )))),
         }
     }
 }
@@ -278,13 +274,9 @@ impl<'ctx> Communicator<'ctx> {
     ) -> Result<Communicator<'ctx>> {
         const CALL: &str = "Communicator::init_rank";
         if ranks == 0 || rank >= ranks || ranks > c_int::MAX as usize {
-            return Err(Error::with_detail(
-                CALL,
-                ErrorCode::InvalidValue,
-                format!(
+            return Err(Error::invalid_input(CALL, Invalid::argument(format!(
                     "rank {rank} of {ranks}: a communicator has 1 or more ranks, numbered from 0"
-                ),
-            ));
+                ))));
         }
         let device = ctx.device()?;
         check_primary(ctx, &device, CALL)?;
@@ -599,11 +591,7 @@ impl Clique {
     pub fn new(devices: &[Device]) -> Result<Clique> {
         const CALL: &str = "Clique::new";
         if devices.is_empty() {
-            return Err(Error::with_detail(
-                CALL,
-                ErrorCode::InvalidValue,
-                "a clique needs at least one device",
-            ));
+            return Err(Error::invalid_input(CALL, Invalid::argument("a clique needs at least one device")));
         }
         // NCCL works in each device's primary context: not while one is partitioned
         for device in devices {
@@ -708,11 +696,7 @@ impl Clique {
         }
         drop(slots);
         if seen {
-            return Err(Error::with_detail(
-                CALL,
-                ErrorCode::InvalidValue,
-                "this device's rank is claimed already: a rank has one communicator at a time (drop it to claim it again)",
-            ));
+            return Err(Error::invalid_input(CALL, Invalid::argument("this device's rank is claimed already: a rank has one communicator at a time (drop it to claim it again)")));
         }
         let device = ctx.device()?;
         if state.devices.contains(&device) {

@@ -13,7 +13,7 @@ use super::state::{Core, Handle};
 use super::sys;
 use crate::context::StreamKind;
 use crate::driver::CUstream;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::scope::StreamScope;
 use crate::span::Span;
 use crate::tracker::{Access, conflicts};
@@ -60,11 +60,7 @@ pub(super) fn ordered<'s, 'ctx, T: NcclType, K: StreamKind>(
     };
     let op = operation.check(at, what)?;
     if front == Front::Grouped && scope.is_multi_stream() {
-        return Err(Error::with_detail(
-            what,
-            ErrorCode::InvalidValue,
-            "a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_pair",
-        ));
+        return Err(Error::invalid_input(what, Invalid::argument("a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_pair")));
     }
     let pending = Pending {
         comm: &comm.core,
@@ -223,14 +219,10 @@ fn group_overlap(
     b: &Prepared,
     (y, sb): (&str, &Span),
 ) -> Error {
-    Error::with_detail(
-        "group",
-        ErrorCode::InvalidValue,
-        format!(
+    Error::invalid_input("group", Invalid::argument(format!(
             "{x} of {} ({} bytes at {:#x}) and {y} of {} ({} bytes at {:#x}) overlap: NCCL may run a group's operations concurrently, so memory one of them writes must not be another's",
             a.what, sa.bytes, sa.start, b.what, sb.bytes, sb.start,
-        ),
-    )
+        )))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::mem::size_of;
 use super::sys::{Call, Kind};
 use super::{NcclType, ReduceOp};
 use crate::driver::CUdeviceptr;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::launch::sealed::Crate;
 use crate::memory::overlap_error;
 use crate::scope::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
@@ -379,7 +379,7 @@ impl Ranks {
 }
 
 fn invalid(what: &'static str, detail: String) -> Error {
-    Error::with_detail(what, ErrorCode::InvalidValue, detail)
+    Error::invalid_input(what, Invalid::argument(detail))
 }
 
 fn span<T>(ptr: CUdeviceptr, len: usize, write: bool) -> Span {

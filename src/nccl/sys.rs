@@ -31,7 +31,7 @@ use cuda_driver_sys::CUctx_st;
 use super::NcclCode;
 use crate::driver::dylib::{Library, NotFound, Spec, entry_points, no_dirs};
 use crate::driver::{self, CUcontext, CUdeviceptr, CUstream};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 
 /// `struct ncclComm` (opaque).
 #[repr(C)]
@@ -528,11 +528,7 @@ pub(crate) fn comm_init_all(devices: &[c_int]) -> Result<Vec<ncclComm_t>> {
     let f = nccl()?.CommInitAll;
     let mut comms = vec![std::ptr::null_mut(); devices.len()];
     let n = c_int::try_from(devices.len()).map_err(|_| {
-        Error::with_detail(
-            "ncclCommInitAll",
-            ErrorCode::InvalidValue,
-            "too many devices",
-        )
+        Error::invalid_input("ncclCommInitAll", Invalid::argument("too many devices"))
     })?;
     // SAFETY: `comms` has room for one handle per device, `devices` is `n` ordinals.
     check("ncclCommInitAll", unsafe {

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use crate::context::Device;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 
 /// The port of the master when the launcher names none (Slurm, Open MPI without
 /// `MASTER_PORT`): 29500, PyTorch's default.
@@ -163,18 +163,10 @@ impl World {
         master_port: u16,
     ) -> Result<World> {
         if size == 0 || rank >= size || size > i32::MAX as usize {
-            return Err(Error::with_detail(
-                "World::new",
-                ErrorCode::InvalidValue,
-                format!("rank {rank} of {size}: a world has 1 or more ranks, numbered from 0"),
-            ));
+            return Err(Error::invalid_input("World::new", Invalid::argument(format!("rank {rank} of {size}: a world has 1 or more ranks, numbered from 0"))));
         }
         if master_port == 0 {
-            return Err(Error::with_detail(
-                "World::new",
-                ErrorCode::InvalidValue,
-                "port 0 is not a master's port (1 to 65535): the other ranks could not connect to it",
-            ));
+            return Err(Error::invalid_input("World::new", Invalid::argument("port 0 is not a master's port (1 to 65535): the other ranks could not connect to it")));
         }
         Ok(World {
             rank,
@@ -295,7 +287,7 @@ impl fmt::Display for World {
 }
 
 fn bad(detail: String) -> Error {
-    Error::with_detail(FROM_ENV, ErrorCode::InvalidValue, detail)
+    Error::invalid_input(FROM_ENV, Invalid::argument(detail))
 }
 
 /// The variable `name`, required.
@@ -535,13 +527,9 @@ fn from_lookup(lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Wo
 
 /// The error for a variable whose value is not UTF-8.
 fn not_utf8_error(call: &'static str, name: &str, raw: &std::ffi::OsStr) -> Error {
-    Error::with_detail(
-        call,
-        ErrorCode::InvalidValue,
-        format!(
+    Error::invalid_input(call, Invalid::argument(format!(
             "{name} is set to bytes that are not UTF-8 ({raw:?}): the launcher's variables are text"
-        ),
-    )
+        )))
 }
 
 /// Whether NCCL will find `NCCL_COMM_ID` in this process's environment, where NCCL reads

@@ -15,7 +15,7 @@ use cuda_driver_sys::CUctx_st;
 use super::release;
 use crate::context::{self, ContextFlags, ContextGuard, Device, Held};
 use crate::driver::{self, CUcontext};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::memory::{DeviceBuffer, DeviceCopy, ManagedBuffer, MemoryPool, PinnedBuffer};
 use crate::module::Module;
 use crate::span::Touched;
@@ -631,11 +631,7 @@ impl OwnedContext {
         if value.of_setup_phase() {
             // not reachable through the types (a setup guard is of a context of its own),
             // checked all the same: a phase's teardown frees such memory
-            return Err(Error::with_detail(
-                "OwnedContext::unbind",
-                ErrorCode::InvalidValue,
-                "memory of a setup phase is freed by its phase's teardown and cannot be owned",
-            ));
+            return Err(Error::invalid_input("OwnedContext::unbind", Invalid::argument("memory of a setup phase is freed by its phase's teardown and cannot be owned")));
         }
         // SAFETY: the value is of this context (checked: `ctx` is this context, alive, and
         // the value's brand is `ctx`'s), and not of a setup phase (checked).

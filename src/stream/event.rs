@@ -30,7 +30,7 @@ use super::Stream;
 use super::deadline::poll_until;
 use crate::context::{Allocating, Brand, ContextGuard, Phase, StreamKind, confined};
 use crate::driver::{self, CUevent};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Invalid, Result};
 
 /// Flags for a new event (`CU_EVENT_*`). Whether an event records timestamps is its type
 /// ([`Timing`] or [`NoTiming`]), not a flag.
@@ -438,13 +438,9 @@ fn duration_of_ms(ms: f32) -> Result<Duration> {
     if ms >= 0.0 && ms.is_finite() {
         Ok(Duration::from_secs_f64(f64::from(ms) / 1000.0))
     } else {
-        Err(Error::with_detail(
-            "Recorded::elapsed",
-            ErrorCode::InvalidValue,
-            format!(
+        Err(Error::invalid_input("Recorded::elapsed", Invalid::argument(format!(
                 "the end was recorded before the start: the driver measured {ms} ms, which is not a duration"
-            ),
-        ))
+            ))))
     }
 }
 

@@ -9,7 +9,7 @@ use cuda_driver_sys::CUstream_st;
 
 use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, confined};
 use crate::driver::{self, CUstream};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Touched;
 use crate::synchronous as order;
 
@@ -136,14 +136,10 @@ impl<'ctx> Stream<'ctx> {
     ) -> Result<Stream<'ctx, P::Streams>> {
         let range = ctx.stream_priority_range()?;
         if !range.contains(priority) {
-            return Err(Error::with_detail(
-                "Stream::with_priority",
-                ErrorCode::InvalidValue,
-                format!(
+            return Err(Error::invalid_input("Stream::with_priority", Invalid::argument(format!(
                     "priority {priority} is outside the context's range {} (highest) to {} (lowest)",
                     range.greatest, range.least
-                ),
-            ));
+                ))));
         }
         Stream::create(ctx, flags, priority)
     }
@@ -180,12 +176,8 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         priority: i32,
     ) -> Result<NonNull<CUstream_st>> {
         if flags != StreamFlags::NonBlocking {
-            return Err(Error::with_detail(
-                "Stream::new",
-                ErrorCode::InvalidValue,
-                "a partition's streams are non-blocking (`cuGreenCtxStreamCreate` requires \
-                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does",
-            ));
+            return Err(Error::invalid_input("Stream::new", Invalid::argument("a partition's streams are non-blocking (`cuGreenCtxStreamCreate` requires \
+                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does")));
         }
         let green = confined::green_of(ctx.raw()).ok_or_else(|| {
             Error::with_detail(
