@@ -620,7 +620,7 @@ mod tests {
                 let r = Arc::clone(&released);
                 let parked = release_in(nn(ctx()), "DeviceBuffer", move |_| {
                     r.fetch_add(10, Ordering::SeqCst);
-                    Err(Error::new("cuMemFreeAsync", ErrorCode::InvalidValue))
+                    Err(Error::new("cuMemFreeAsync", ErrorCode::InvalidInput))
                 });
                 assert!(parked.is_none());
                 // another thread is still refused the parked stream

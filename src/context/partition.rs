@@ -714,10 +714,10 @@ mod tests {
         let e = h100.part(133, 1).unwrap_err();
         assert_eq!(
             (e.call(), e.code()),
-            ("Sms::split", ErrorCode::InvalidValue)
+            ("Sms::split", ErrorCode::InvalidInput)
         );
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(crate::error::Invalid::reason),
             Some(
                 "133 SMs, rounded to 136 (partitions on this device have at least 8 SMs, a \
                  multiple of 8), need 136 SMs; the device has 132"
@@ -725,18 +725,18 @@ mod tests {
         );
         let e = h100.part(16, 9).unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(crate::error::Invalid::reason),
             Some(
                 "9 partitions of 16 SMs, rounded to 16 (partitions on this device have at \
                  least 8 SMs, a multiple of 8), need 144 SMs; the device has 132"
             )
         );
         assert_eq!(
-            h100.part(0, 1).unwrap_err().detail(),
+            h100.part(0, 1).unwrap_err().invalid().and_then(crate::error::Invalid::reason),
             Some("a partition of 0 SMs: ask for 1 or more")
         );
         assert_eq!(
-            h100.part(8, 0).unwrap_err().detail(),
+            h100.part(8, 0).unwrap_err().invalid().and_then(crate::error::Invalid::reason),
             Some("0 partitions asked for: ask for 1 or more")
         );
         let ampere = SmLimits::documented(40, AMPERE);

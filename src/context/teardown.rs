@@ -467,11 +467,11 @@ mod tests {
 
     #[test]
     fn combine_keeps_both_errors_for_error_and_the_closures_for_other_types() {
-        let closure = Error::new("my step", ErrorCode::InvalidValue);
+        let closure = Error::new("my step", ErrorCode::InvalidInput);
         let teardown = Error::new("cuCtxSynchronize", ErrorCode::IllegalAddress);
         // both failed, E = Error: both reach the caller
         let e = combine::<(), Error>(Err(closure.clone()), Err(teardown.clone())).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(e.teardown_error(), Some(&teardown));
         // only the teardown failed: its error, converted
         let e = combine::<u32, Error>(Ok(7), Err(teardown.clone())).unwrap_err();

@@ -208,12 +208,13 @@ pub(crate) fn in_place(layout: &Layout, buf: Arg, what: &'static str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     const W: &str = "FftPlan::exec";
 
     fn detail(e: Error) -> String {
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
-        e.detail().unwrap().to_owned()
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
+        e.invalid().unwrap().to_string().to_owned()
     }
 
     fn arg(name: &'static str, ptr: u64, len: usize, size: usize, write: bool) -> Arg {

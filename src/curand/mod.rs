@@ -408,10 +408,11 @@ mod facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     fn detail(e: Error) -> String {
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
-        e.detail().unwrap().to_owned()
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
+        e.invalid().unwrap().to_string().to_owned()
     }
 
     #[test]

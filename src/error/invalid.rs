@@ -115,6 +115,15 @@ pub enum Invalid {
 }
 
 impl Invalid {
+    /// The reason of an [`Invalid::Argument`]; `None` for the other variants, whose
+    /// fields say what was wrong.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Invalid::Argument { reason } => Some(reason),
+            _ => None,
+        }
+    }
+
     /// [`Invalid::Argument`] with `reason`.
     pub fn argument(reason: impl Into<String>) -> Invalid {
         Invalid::Argument {
@@ -254,6 +263,8 @@ mod tests {
             ),
             (Invalid::argument("a reason"), "a reason"),
         ];
+        assert_eq!(Invalid::argument("why").reason(), Some("why"));
+        assert_eq!(cases[0].0.reason(), None);
         for (invalid, text) in cases {
             assert_eq!(invalid.to_string(), text);
         }

@@ -231,7 +231,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             (e.call(), e.code()),
-            ("StreamScope::launch", ErrorCode::InvalidValue)
+            ("StreamScope::launch", ErrorCode::InvalidInput)
         );
         assert!(
             e.to_string()

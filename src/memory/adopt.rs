@@ -272,12 +272,13 @@ pub(crate) fn check_pinned(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ErrorCode, Invalid};
 
     fn detail<T>(ptr: u64, len: usize) -> String {
         let e = check_parts::<T>("DeviceBuffer::from_raw_parts", ptr, len).unwrap_err();
         assert_eq!(e.call(), "DeviceBuffer::from_raw_parts");
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
-        e.detail().unwrap().to_owned()
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
+        e.invalid().unwrap().to_string().to_owned()
     }
 
     #[test]
@@ -296,14 +297,23 @@ mod tests {
             "{d}"
         );
         // misaligned
-        let d = detail::<u32>(0x1002, 4);
-        assert!(d.contains("`ptr` 0x1002 is not aligned for `u32`"), "{d}");
+        let e = check_parts::<u32>("c", 0x1002, 4).unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&Invalid::Misaligned {
+                what: "`ptr`",
+                value: 0x1002,
+                align: 4
+            })
+        );
         let d = detail::<f64>(0x1004, 1);
-        assert!(d.contains("(alignment 8)"), "{d}");
+        assert_eq!(d, "`ptr` (0x1004) is not aligned to 8 bytes");
         // the byte length overflows
-        let d = detail::<u64>(0x1000, usize::MAX / 4);
-        assert!(d.starts_with("`len` "), "{d}");
-        assert!(d.contains("overflow usize"), "{d}");
+        let e = check_parts::<u64>("c", 0x1000, usize::MAX / 4).unwrap_err();
+        assert!(
+            matches!(e.invalid(), Some(Invalid::TooLarge { what, .. }) if what.contains("`len`")),
+            "{e}"
+        );
         // the range wraps the address space
         let d = detail::<u8>(u64::MAX - 3, 8);
         assert!(d.contains("`ptr` ") && d.contains("`len` 8"), "{d}");
@@ -317,8 +327,8 @@ mod tests {
         let (start, size) = (0x7000_0000u64, 4096usize);
         let refusal = |ptr: u64, len: usize, bytes: usize, start: u64, size: usize| {
             let e = from_the_start(CALL, ptr, len, bytes, start, size).unwrap_err();
-            assert_eq!((e.call(), e.code()), (CALL, ErrorCode::InvalidValue));
-            e.detail().unwrap().to_owned()
+            assert_eq!((e.call(), e.code()), (CALL, ErrorCode::InvalidInput));
+            e.invalid().unwrap().to_string().to_owned()
         };
         // the start: a part, and the whole
         assert_eq!(from_the_start(CALL, start, 4, 16, start, size), Ok(()));

@@ -436,7 +436,7 @@ mod tests {
             "{e}"
         );
         let e = refusal("PeerAccess::view", (1, 0), 0x7f00, Reach::Unknown, None);
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert!(
             e.to_string()
                 .contains("knows no memory at the buffer's address 0x7f00"),

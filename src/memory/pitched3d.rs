@@ -573,6 +573,7 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer3D<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     /// A buffer of `shape` that allocated nothing and belongs to no context: every copy
     /// of it stops before the driver (see `DeviceBuffer2D::unallocated`).

@@ -271,6 +271,7 @@ pub(crate) fn with_log(e: Error, log: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     #[test]
     fn options_become_arrays_of_the_documented_values() {
@@ -320,10 +321,10 @@ mod tests {
             .to_args("Module::from_ptx_with")
             .err()
             .unwrap();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
             e.to_string(),
-            "Module::from_ptx_with failed: CUDA_ERROR_INVALID_VALUE (invalid argument): JIT \
+            "Module::from_ptx_with failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): JIT \
              optimization level 5 is not one of 0 to 4"
         );
         #[cfg(target_pointer_width = "64")]
@@ -334,7 +335,7 @@ mod tests {
                 .err()
                 .unwrap();
             assert_eq!(
-                e.detail(),
+                e.invalid().and_then(crate::error::Invalid::reason),
                 Some(
                     "a JIT log buffer of 8589934592 bytes is larger than the driver can take \
                      (4294967295 bytes)"

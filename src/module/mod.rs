@@ -671,12 +671,12 @@ mod tests {
         assert_eq!(global_len::<()>("t", 0x1001, 3).unwrap(), 3);
         let e = global_len::<u64>("counter", 0x1004, 8).unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(crate::error::Invalid::reason),
             Some("global `counter` is at 0x1004, not aligned for `u64` (alignment 8)")
         );
         let e = global_len::<[u8; 3]>("counter", 0x1000, 4).unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(crate::error::Invalid::reason),
             Some("global `counter` has 4 bytes, not a whole number of 3-byte `[u8; 3]`")
         );
     }

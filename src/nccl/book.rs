@@ -240,9 +240,9 @@ pub(super) mod tests {
         let e = book
             .admit(1, &ar(5), "Communicator::all_reduce")
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(e.call(), "Communicator::all_reduce");
-        let detail = e.detail().unwrap();
+        let detail = e.invalid().map(ToString::to_string).unwrap();
         assert!(
             detail.starts_with("rank 1's all-reduce of 5 f32 (Sum) does not match the all-reduce of 4 f32 (Sum) a peer issued as collective #2 of the clique"),
             "{detail}"
@@ -261,7 +261,7 @@ pub(super) mod tests {
         book.admit(0, &call(Kind::Send, 4, 7, 1), "t").unwrap();
         let e = book.admit(1, &call(Kind::Recv, 4, 8, 0), "t").unwrap_err();
         assert!(
-            e.detail()
+            e.invalid().map(ToString::to_string)
                 .unwrap()
                 .contains("send #0 from rank 0 to rank 1")
         );

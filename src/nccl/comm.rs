@@ -745,7 +745,7 @@ mod tests {
         assert_eq!(id.to_bytes(), bytes);
         assert_eq!(UniqueId::try_from(&bytes[..]).unwrap(), id);
         let e = UniqueId::try_from(&bytes[..100]).unwrap_err();
-        assert_eq!(e.detail(), Some("an NCCL unique id is 128 bytes, not 100"));
+        assert_eq!(e.invalid().and_then(crate::error::Invalid::reason), Some("an NCCL unique id is 128 bytes, not 100"));
         assert_eq!(format!("{id:?}"), "UniqueId(0200000000000000..)");
     }
 

@@ -228,6 +228,7 @@ fn group_overlap(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
     use crate::nccl::ReduceOp;
     use crate::scope::{DeviceMut, DeviceRef};
 
@@ -251,10 +252,10 @@ mod tests {
         // a send of 0x1000..0x1008 and a receive into 0x1004..0x100c
         let (a, b) = (send(0x1000, 2), recv(0x1004, 2));
         let e = refuse_overlaps([a, b].iter()).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(e.call(), "group");
         assert_eq!(
-            e.detail().unwrap(),
+            e.invalid().unwrap().to_string(),
             "the source of Grouped::send (8 bytes at 0x1000) and the destination of Grouped::recv (8 bytes at 0x1004) overlap: NCCL may run a group's operations concurrently, so memory one of them writes must not be another's"
         );
         // whichever comes first, and behind other operations
@@ -265,7 +266,7 @@ mod tests {
         });
         let e = refuse_overlaps([recv(0x8000, 4), b, in_place].iter()).unwrap_err();
         assert!(
-            e.detail().unwrap().starts_with(
+            e.invalid().unwrap().to_string().starts_with(
                 "the destination of Grouped::recv (8 bytes at 0x1004) and the buffer of Grouped::all_reduce_in_place (4 bytes at 0x1006) overlap"
             ),
             "{e}"

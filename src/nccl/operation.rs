@@ -498,6 +498,7 @@ fn one_way<T: NcclType>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     /// Rank 1 of 4, the rank count every test below runs on unless it says otherwise.
     const AT: Ranks = Ranks { rank: 1, ranks: 4 };
@@ -598,9 +599,9 @@ mod tests {
     fn refused(op: Operation<'_, '_, f32>, detail: &str) {
         let what = op.what(Front::Grouped);
         let e = check(op).expect_err(what);
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert_eq!(e.call(), what);
-        let text = e.detail().unwrap();
+        let text = e.invalid().unwrap().to_string();
         assert!(
             text.starts_with(detail),
             "{what}: {text:?} is not {detail:?}"

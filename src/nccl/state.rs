@@ -358,7 +358,7 @@ mod tests {
         );
 
         let e =
-            poll_until::<()>(None, || Err(Error::new("f", ErrorCode::InvalidValue))).unwrap_err();
+            poll_until::<()>(None, || Err(Error::new("f", ErrorCode::InvalidInput))).unwrap_err();
         assert_eq!(e.call(), "f");
     }
 

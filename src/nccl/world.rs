@@ -574,9 +574,9 @@ mod tests {
     }
 
     fn detail(e: Error) -> String {
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert_eq!(e.call(), FROM_ENV);
-        e.detail().unwrap().to_owned()
+        e.invalid().unwrap().to_string().to_owned()
     }
 
     const TORCHRUN: &[(&str, &str)] = &[
@@ -826,12 +826,12 @@ mod tests {
         assert_eq!((w.rank(), w.size(), w.launcher()), (0, 3, Launcher::Given));
         for (rank, size) in [(3, 3), (0, 0)] {
             let e = World::new(rank, size, 0, "h", 1).unwrap_err();
-            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert_eq!(e.code(), ErrorCode::InvalidInput);
         }
         // port 0 is no master's port: the other ranks could not connect to it
         let e = World::new(1, 2, 0, "h", 0).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
-        assert!(e.detail().unwrap().contains("port 0"), "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
+        assert!(e.invalid().unwrap().to_string().contains("port 0"), "{e}");
     }
 
     #[test]
@@ -861,8 +861,8 @@ mod tests {
                     None => None,
                 };
                 let e = from_lookup(lookup).unwrap_err();
-                assert_eq!((e.call(), e.code()), (FROM_ENV, ErrorCode::InvalidValue));
-                let detail = e.detail().unwrap();
+                assert_eq!((e.call(), e.code()), (FROM_ENV, ErrorCode::InvalidInput));
+                let detail = e.invalid().unwrap().to_string();
                 assert!(
                     detail.starts_with(&format!("{name} is set to bytes that are not UTF-8")),
                     "{detail}"
@@ -871,7 +871,7 @@ mod tests {
         }
         // alone, a launcher's rank variable is still a launcher's, not a world of one
         let e = from_lookup(|n| (n == "RANK").then(garbled)).unwrap_err();
-        assert!(e.detail().unwrap().starts_with("RANK is set"), "{e}");
+        assert!(e.invalid().unwrap().to_string().starts_with("RANK is set"), "{e}");
         // text is read as before
         let w = from_lookup(|n| {
             TORCHRUN
@@ -884,7 +884,7 @@ mod tests {
         assert_eq!(from_lookup(|_| None).unwrap(), World::single());
         let e = comm_id_of("x", Some(garbled())).unwrap_err();
         assert!(
-            e.detail().unwrap().starts_with("NCCL_COMM_ID is set"),
+            e.invalid().unwrap().to_string().starts_with("NCCL_COMM_ID is set"),
             "{e}"
         );
         assert_eq!(comm_id_of("x", None).unwrap(), None);

@@ -387,7 +387,7 @@ mod tests {
         let r: Result<()> = fake.run(
             Duration::ZERO,
             |_| KeepWaiting::for_another(Duration::ZERO),
-            || Err(Error::new("my step", ErrorCode::InvalidValue)),
+            || Err(Error::new("my step", ErrorCode::InvalidInput)),
         );
         assert_eq!(r.unwrap_err().call(), "my step");
         assert_eq!(fake.calls.get(), 2);
@@ -484,7 +484,7 @@ mod tests {
             fake.run(
                 Duration::ZERO,
                 |_| KeepWaiting::until_idle(),
-                || Err::<(), _>(Error::new("my step", ErrorCode::InvalidValue)),
+                || Err::<(), _>(Error::new("my step", ErrorCode::InvalidInput)),
             )
         }))
         .unwrap_err();

@@ -548,6 +548,7 @@ impl<K: EventKind> fmt::Debug for Recorded<'_, '_, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     #[test]
     fn elapsed_milliseconds_become_a_duration_and_a_negative_time_an_error() {
@@ -556,10 +557,10 @@ mod tests {
         assert_eq!(duration_of_ms(2.5).unwrap(), Duration::from_micros(2500));
         assert_eq!(duration_of_ms(0.5e-3).unwrap(), Duration::from_nanos(500));
         let e = duration_of_ms(-1.5).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(e.call(), "Recorded::elapsed");
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(crate::error::Invalid::reason),
             Some(
                 "the end was recorded before the start: the driver measured -1.5 ms, which is not a duration"
             )

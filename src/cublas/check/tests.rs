@@ -1,6 +1,7 @@
 //! Every refused extent, checked without a GPU (the checks run before any driver call).
 
 use super::*;
+use crate::error::ErrorCode;
 
 fn shape(
     ops: (Op, Op),
@@ -22,8 +23,8 @@ fn shape(
 fn refused(g: &GemmShape) -> String {
     let e = gemm("Blas::gemm", g).unwrap_err();
     assert_eq!(e.call(), "Blas::gemm");
-    assert_eq!(e.code(), ErrorCode::InvalidValue);
-    e.detail().unwrap().to_owned()
+    assert_eq!(e.code(), ErrorCode::InvalidInput);
+    e.invalid().unwrap().to_string().to_owned()
 }
 
 #[test]
@@ -237,7 +238,7 @@ fn an_extent_past_memory_is_refused_not_wrapped() {
         len: usize::MAX,
     };
     let e = m.check("t", None, false).unwrap_err();
-    assert!(e.detail().unwrap().starts_with("A spans lda × ("), "{e}");
+    assert!(e.invalid().unwrap().to_string().starts_with("A spans lda × ("), "{e}");
 }
 
 #[test]
@@ -246,15 +247,15 @@ fn gemv_needs_x_and_y_of_the_transposed_shape() {
     assert_eq!(gemv("t", Op::T, (3, 2, 3), (6, 3, 2)).unwrap(), (3, 2, 3));
     let e = gemv("t", Op::T, (3, 2, 3), (6, 2, 2)).unwrap_err();
     assert_eq!(
-        e.detail(),
+        e.invalid().and_then(crate::error::Invalid::reason),
         Some("x has 2 elements, but op(A) of an 3 × 2 A (T) needs 3")
     );
     let e = gemv("t", Op::N, (3, 2, 3), (6, 2, 2)).unwrap_err();
-    assert!(e.detail().unwrap().starts_with("y has 2 elements"));
+    assert!(e.invalid().unwrap().to_string().starts_with("y has 2 elements"));
     let e = gemv("t", Op::N, (3, 2, 2), (6, 2, 3)).unwrap_err();
-    assert!(e.detail().unwrap().starts_with("lda is 2"));
+    assert!(e.invalid().unwrap().to_string().starts_with("lda is 2"));
     let e = gemv("t", Op::N, (3, 2, 3), (5, 2, 3)).unwrap_err();
-    assert!(e.detail().unwrap().starts_with("A has 5 elements"));
+    assert!(e.invalid().unwrap().to_string().starts_with("A has 5 elements"));
 }
 
 #[test]
@@ -262,18 +263,18 @@ fn level_one_vectors_share_one_length_within_int() {
     assert_eq!(vectors("t", &["x", "y"], &[5, 5]).unwrap(), 5);
     let e = vectors("t", &["x", "y"], &[5, 4]).unwrap_err();
     assert_eq!(
-        e.detail(),
+        e.invalid().and_then(crate::error::Invalid::reason),
         Some("x has 5 elements but y has 4: the operation's n is both")
     );
     let e = vectors("t", &["x"], &[c_int::MAX as usize + 1]).unwrap_err();
     assert!(
-        e.detail()
+        e.invalid().and_then(crate::error::Invalid::reason)
             .unwrap()
             .starts_with("n (the vectors' length) is 2147483648")
     );
     assert!(one_result("t", 1).is_ok());
     assert_eq!(
-        one_result("t", 2).unwrap_err().detail(),
+        one_result("t", 2).unwrap_err().invalid().and_then(crate::error::Invalid::reason),
         Some("the result has 2 elements: cuBLAS writes exactly one")
     );
 }
