@@ -67,7 +67,7 @@ fn an_unknown_attribute_is_an_error() {
     let e = device
         .attribute(DeviceAttribute::Other(100_000))
         .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidValue);
+    assert_eq!(e.code(), ErrorCode::InvalidValue); // the driver's own
     assert_eq!(e.call(), "cuDeviceGetAttribute");
 }
 

@@ -226,7 +226,7 @@ fn gemm_compute_types_and_math_modes_give_exact_small_integer_products() {
             .unwrap_err();
         assert_eq!(
             (e.call(), e.code()),
-            ("Blas::gemm", ErrorCode::InvalidValue)
+            ("Blas::gemm", ErrorCode::InvalidInput)
         );
         Ok(())
     });
@@ -379,9 +379,9 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
             .scope(|s| blas.gemm(s, &Gemm::new(4, 2, 3), &a, &b, &mut c))
             .unwrap_err();
         assert_eq!(e.call(), "Blas::gemm");
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(cuda_brand::Invalid::reason),
             Some("C has 7 elements, but a 4 × 2 matrix with ldc = 4 needs 8")
         );
         assert_eq!(c.to_vec()?, [7.0; 7]); // nothing written
@@ -391,8 +391,7 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
             .scope(|s| blas.gemm(s, &Gemm::new(4, 2, 3).lda(3), &a, &b, &mut c8))
             .unwrap_err();
         assert!(
-            e.detail()
-                .unwrap()
+            e.invalid().unwrap().to_string()
                 .starts_with("lda is 3, less than max(1, rows of A) = 4"),
             "{e}"
         );
@@ -410,8 +409,8 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
                 )
             })
             .unwrap_err();
-        assert!(e.detail().unwrap().starts_with("A ("), "{e}");
-        assert!(e.detail().unwrap().contains("and C ("), "{e}");
+        assert!(e.invalid().unwrap().to_string().starts_with("A ("), "{e}");
+        assert!(e.invalid().unwrap().to_string().contains("and C ("), "{e}");
         assert_eq!(whole.to_vec()?, [1.0; 20]);
         // an output stride that makes a batch's products share elements of C
         let mut c = ctx.zeroed::<f32>(100)?;
@@ -428,7 +427,7 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
             })
             .unwrap_err();
         assert!(
-            e.detail().unwrap().starts_with("the stride of C is 7"),
+            e.invalid().unwrap().to_string().starts_with("the stride of C is 7"),
             "{e}"
         );
         // level 1: lengths differ, results of two elements, a result inside x
@@ -438,13 +437,13 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
             .scope(|s| blas.axpy(s, 1.0, &x, &mut y3))
             .unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(cuda_brand::Invalid::reason),
             Some("x has 4 elements but y has 3: the operation's n is both")
         );
         let mut r2 = ctx.zeroed::<f32>(2)?;
         let e = stream.scope(|s| blas.nrm2(s, &x, &mut r2)).unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(cuda_brand::Invalid::reason),
             Some("the result has 2 elements: cuBLAS writes exactly one")
         );
         let mut v = ctx.from_slice(&[1.0f32; 5])?;
@@ -459,7 +458,7 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
                 )
             })
             .unwrap_err();
-        assert!(e.detail().unwrap().contains("the result ("), "{e}");
+        assert!(e.invalid().unwrap().to_string().contains("the result ("), "{e}");
         Ok(())
     });
 }

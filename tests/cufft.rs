@@ -213,10 +213,10 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
             .stream()?
             .scope(|s| plan.exec(s, &x, &mut short, Direction::Forward))
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
             e.to_string(),
-            "FftPlan::exec failed: CUDA_ERROR_INVALID_VALUE (invalid argument): output has 15 elements, but the plan writes 16 (batch 2 of shape [8])"
+            "FftPlan::exec failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): output has 15 elements, but the plan writes 16 (batch 2 of shape [8])"
         );
         // two views of one buffer, overlapping
         let mut both = ctx.zeroed::<Complex32>(24)?;
@@ -244,7 +244,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
         // shapes refused when planning
         let e = FftPlan::<f32, Complex32>::new(ctx, &[4, 0], 1).unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(cuda_brand::Invalid::reason),
             Some("shape[1] is 0: every extent is at least 1")
         );
         Ok(())
@@ -263,7 +263,7 @@ fn a_real_side_not_aligned_to_the_complex_type_is_refused_before_cufft() {
             .stream()?
             .scope(|s| r2c.exec(s, &reals[1..], &mut half))
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert!(e.to_string().contains("input starts at"), "{e}");
         // the aligned view of the same buffer is transformed
         ctx.stream()?
@@ -276,7 +276,7 @@ fn a_real_side_not_aligned_to_the_complex_type_is_refused_before_cufft() {
             .stream()?
             .scope(|s| c2r.exec(s, &mut spectrum, &mut out[1..]))
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert!(e.to_string().contains("output starts at"), "{e}");
         Ok(())
     });

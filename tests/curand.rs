@@ -266,10 +266,10 @@ fn an_odd_length_for_normal_values_is_refused_naming_out() {
             .stream()?
             .scope(|s| rng.normal(s, &mut odd, 0.0, 1.0))
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
             e.to_string(),
-            "Rng::normal failed: CUDA_ERROR_INVALID_VALUE (invalid argument): out has 5 elements, an odd count: cuRAND makes normal values in pairs (Box-Muller), so the length must be even"
+            "Rng::normal failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): out has 5 elements, an odd count: cuRAND makes normal values in pairs (Box-Muller), so the length must be even"
         );
         // an even view at an odd element: misaligned pairs
         let mut buf = ctx.zeroed::<f64>(6)?;

@@ -255,7 +255,7 @@ fn an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable() {
                 g.fill(x, 6)
             })
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert!(e.to_string().contains("more threads"), "{e}");
         assert!(x.to_vec()?.iter().all(|&v| v == 0), "nothing ran");
         // 3. a context-wide wait inside the capture, its error ignored

@@ -193,10 +193,9 @@ fn bad_launch_configurations_are_refused_before_the_driver() {
                 .scope(|s| s.launch(&empty, config, (&mut buf,)))
                 .unwrap_err();
             assert_eq!(e.call(), "StreamScope::launch", "{config:?}");
-            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert_eq!(e.code(), ErrorCode::InvalidInput);
             assert!(
-                e.detail()
-                    .unwrap()
+                e.invalid().unwrap().to_string()
                     .starts_with("invalid launch configuration"),
                 "{e}"
             );
@@ -230,10 +229,10 @@ fn module_globals_are_read_and_written() {
         let table = module.global::<f32>("table")?.to_vec()?;
         assert_eq!(table, (0..16).map(|i| i as f32 * 2.0).collect::<Vec<_>>());
         let e = module.global::<u8>("nope").unwrap_err();
-        assert_eq!(e.detail(), Some("no global named `nope` in the module"));
+        assert_eq!(e.invalid().and_then(cuda_brand::Invalid::reason), Some("no global named `nope` in the module"));
         let e = module.global::<[u8; 3]>("counter").unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(cuda_brand::Invalid::reason),
             Some("global `counter` has 4 bytes, not a whole number of 3-byte `[u8; 3]`")
         );
         Ok(())
@@ -394,9 +393,9 @@ fn structs_and_arrays_by_value_are_declared_checked_and_passed() {
                 module.kernel::<(Out<u64>, ByValue<[u64; 3]>, u32, ByValue<[u32; 3]>)>("by_value")
             }
             .unwrap_err();
-            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert_eq!(e.code(), ErrorCode::InvalidInput);
             assert!(
-                e.detail().unwrap().ends_with(
+                e.invalid().unwrap().to_string().ends_with(
                     "is declared as 24 bytes at offset 16; the kernel's is 16 bytes at offset 16"
                 ),
                 "{e}"

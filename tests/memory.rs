@@ -145,22 +145,27 @@ fn panic_message(f: impl FnOnce()) -> String {
         .unwrap_or_default()
 }
 
-fn bad_lengths_and_ranges_panic_clearly_before_the_driver() {
+fn bad_lengths_are_errors_and_bad_ranges_panic_clearly_before_the_driver() {
     common::in_context(|ctx| {
         let mut buf = DeviceBuffer::<u32>::zeroed(ctx, 4)?;
-        let msg = panic_message(|| {
-            let _ = buf.copy_from_host(&[1, 2, 3]);
-        });
+        let e = buf.copy_from_host(&[1, 2, 3]).unwrap_err();
         assert_eq!(
-            msg,
-            "copy_from_host: destination has 4 elements but source has 3"
+            (e.call(), e.invalid()),
+            (
+                "copy_from_host",
+                Some(&cuda_brand::Invalid::LengthMismatch {
+                    expected: 4,
+                    found: 3
+                })
+            )
         );
-        let msg = panic_message(|| {
-            let _ = buf.copy_to_host(&mut [0; 5]);
-        });
+        let e = buf.copy_to_host(&mut [0; 5]).unwrap_err();
         assert_eq!(
-            msg,
-            "copy_to_host: destination has 5 elements but source has 4"
+            e.invalid(),
+            Some(&cuda_brand::Invalid::LengthMismatch {
+                expected: 5,
+                found: 4
+            })
         );
         let msg = panic_message(|| {
             let _ = &buf[2..9];
@@ -172,7 +177,10 @@ fn bad_lengths_and_ranges_panic_clearly_before_the_driver() {
         let msg = panic_message(|| {
             let _ = buf.split_at(5);
         });
-        assert_eq!(msg, "DeviceSlice::split_at: mid 5 > len 4");
+        assert_eq!(
+            msg,
+            "DeviceSlice::split_at: the range 5..5 is out of bounds for length 4"
+        );
         // nothing above reached the driver: the buffer is intact
         assert_eq!(buf.to_vec()?, [0; 4]);
         Ok(())
@@ -354,14 +362,14 @@ fn pitched_2d_buffers_copy_windows_of_host_images_both_ways() {
             [100, 101, 102, 103, 107, 108, 109, 110, 114, 115, 116, 117]
         );
         // a host slice too short for the rows: refused before the driver
-        let short = panic::catch_unwind(AssertUnwindSafe(|| tile.copy_from_host(&image[..15], 7)));
-        let message = short.unwrap_err();
-        assert!(
-            message
-                .downcast_ref::<String>()
-                .unwrap()
-                .contains("need 18 host elements but the slice has 15"),
-            "{message:?}"
+        let e = tile.copy_from_host(&image[..15], 7).unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&cuda_brand::Invalid::OutOfBounds {
+                start: 0,
+                end: 18,
+                len: 15
+            })
         );
         Ok(())
     });
@@ -375,8 +383,11 @@ fn a_2d_buffer_of_zero_sized_elements_too_many_to_count_is_an_error_in_to_vec() 
     common::in_context(|ctx| {
         let huge = DeviceBuffer2D::<[u32; 0]>::zeroed(ctx, usize::MAX, 2)?;
         let e = huge.to_vec().unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
-        assert!(e.to_string().contains("do not fit a usize"), "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
+        assert!(
+            matches!(e.invalid(), Some(cuda_brand::Invalid::TooLarge { .. })),
+            "{e}"
+        );
         let fits = DeviceBuffer2D::<[u32; 0]>::zeroed(ctx, usize::MAX / 2, 2)?;
         assert_eq!(fits.to_vec()?.len(), usize::MAX / 2 * 2);
         Ok(())
@@ -476,29 +487,25 @@ fn pitched_3d_buffers_copy_volumes_and_boxes_both_ways() {
         assert_eq!(image, [1, 2, u16::MAX, 3, 4, u16::MAX]);
 
         // bad shapes are refused before the driver: the buffers are unchanged
-        let message = |f: &mut dyn FnMut()| {
-            let payload = panic::catch_unwind(AssertUnwindSafe(f)).unwrap_err();
-            payload
-                .downcast_ref::<String>()
-                .cloned()
-                .unwrap_or_default()
+        let message = |r: Result<(), Error>| {
+            let e = r.unwrap_err();
+            format!("{}: {}", e.call(), e.invalid().unwrap())
         };
         assert_eq!(
-            message(&mut || drop(vol.copy_from_host(&host[..20], 7, 5))),
-            "DeviceBuffer3D::copy_from_host: 2 slices of 3 rows of 4 elements, rows 7 elements \
-             and slices 5 rows apart, need 53 host elements but the slice has 20"
+            message(vol.copy_from_host(&host[..20], 7, 5)),
+            "DeviceBuffer3D::copy_from_host: the range 0..53 is out of bounds for length 20"
         );
         assert_eq!(
-            message(&mut || drop(vol.copy_region_from_device(
+            message(vol.copy_region_from_device(
                 [3, 0, 0],
                 &copy,
                 Region3D::new([0, 0, 0], [2, 1, 1])
-            ))),
+            )),
             "DeviceBuffer3D::copy_region_from_device: the destination region (origin [3, 0, 0], \
              extent [2, 1, 1]) is not inside the buffer's shape [4, 3, 2]"
         );
         assert_eq!(
-            message(&mut || drop(stream.scope(|s| s.copy_3d_to_host(&mut back, 4, 2, &vol)))),
+            message(stream.scope(|s| s.copy_3d_to_host(&mut back, 4, 2, &vol))),
             "copy_3d_to_host: a host slice of 2 rows is shorter than the 3 rows copied per slice"
         );
         assert_eq!(vol.to_vec()?, shifted_window);
@@ -792,7 +799,7 @@ fn a_managed_pointer_inside_its_allocation_is_refused_and_its_start_accepted() {
                     MANAGED,
                     &["`ptr`", "inside an allocation that starts at", "cuMemFree"],
                 );
-                assert_eq!(e.code(), ErrorCode::InvalidValue);
+                assert_eq!(e.code(), ErrorCode::InvalidInput);
             }
             // from the start: a part, and the whole
             let part = ManagedBuffer::<u32>::from_raw_parts(ctx, m, 4)?;
@@ -1095,7 +1102,7 @@ fn bad_raw_parts_are_refused_naming_the_argument() {
             refused(
                 DeviceBuffer::<u32>::from_raw_parts(ctx, p, usize::MAX / 2),
                 DEVICE,
-                &["`len`", "overflow"],
+                &["`len`", "larger than the largest allowed"],
             );
             refused(
                 DeviceBuffer::<u32>::from_raw_parts(ctx, p + 256, 4),
@@ -1115,7 +1122,7 @@ fn bad_raw_parts_are_refused_naming_the_argument() {
                 DEVICE,
                 &["`len`", "passes the end of the allocation"],
             );
-            assert_eq!(e.code(), ErrorCode::InvalidValue);
+            assert_eq!(e.code(), ErrorCode::InvalidInput);
             refused(
                 DeviceBuffer::<u32>::from_raw_parts(ctx, h as u64, 4),
                 DEVICE,
@@ -1214,13 +1221,13 @@ fn bad_raw_parts_are_refused_naming_the_argument() {
                 let e = refused(
                     DeviceBuffer::<u32>::from_raw_parts(ctx, q, 4),
                     DEVICE,
-                    &["`ptr`", "another context", "`ctx`"],
+                    &["`ptr`", "is of context", "not of this one"],
                 );
                 assert_eq!(e.code(), ErrorCode::InvalidContext);
                 let e = refused(
                     PinnedBuffer::<u32>::from_raw_parts(ctx, hq.cast(), 4),
                     PINNED,
-                    &["`ptr`", "another context", "`ctx`"],
+                    &["`ptr`", "is of context", "not of this one"],
                 );
                 assert_eq!(e.code(), ErrorCode::InvalidContext);
                 if managed_supported(ctx)? {
@@ -1228,7 +1235,7 @@ fn bad_raw_parts_are_refused_naming_the_argument() {
                     let e = refused(
                         ManagedBuffer::<u32>::from_raw_parts(ctx, mq, 4),
                         MANAGED,
-                        &["`ptr`", "another context", "`ctx`"],
+                        &["`ptr`", "is of context", "not of this one"],
                     );
                     assert_eq!(e.code(), ErrorCode::InvalidContext);
                     raw::free(mq);
@@ -1306,7 +1313,7 @@ gpu_tests!(
     zero_length_buffers_allocate_nothing_and_work,
     zeroed_is_zero_and_fill_sets_every_element,
     views_and_split_copies_touch_only_their_range,
-    bad_lengths_and_ranges_panic_clearly_before_the_driver,
+    bad_lengths_are_errors_and_bad_ranges_panic_clearly_before_the_driver,
     pinned_memory_is_zeroed_and_a_host_slice,
     buffers_work_and_drop_on_a_scoped_thread_without_a_current_context,
     buffers_of_an_outer_context_work_inside_a_nested_one,

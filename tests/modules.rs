@@ -132,7 +132,7 @@ fn jit_values_the_driver_would_misread_are_refused_before_it() {
     let e = Library::from_ptx_with(PTX, &JitOptions::new().optimization_level(9)).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "Library::from_ptx failed: CUDA_ERROR_INVALID_VALUE (invalid argument): JIT \
+        "Library::from_ptx failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): JIT \
          optimization level 9 is not one of 0 to 4"
     );
 }
@@ -301,7 +301,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
         let e = unsafe { module.kernel::<(Out<f32>, f32, f32)>("scale") }.unwrap_err();
         assert_eq!(
             wrong(e),
-            "Module::kernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument): the \
+            "Module::kernel failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): the \
              declaration has 4 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` is \
              two: a pointer and a `size_t` length)"
         );
@@ -310,7 +310,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
         let e = unsafe { module.kernel::<(Out<f32>,)>("scale") }.unwrap_err();
         assert_eq!(
             wrong(e),
-            "Module::kernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument): the \
+            "Module::kernel failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): the \
              declaration has 2 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` is \
              two: a pointer and a `size_t` length)"
         );
@@ -319,7 +319,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
         let e = unsafe { module.kernel::<(Out<f32>, f64)>("scale") }.unwrap_err();
         assert_eq!(
             wrong(e),
-            "Module::kernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument): C parameter \
+            "Module::kernel failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): C parameter \
              2 (`f64`, declared parameter 1) is declared as 8 bytes at offset 16; the kernel's \
              is 4 bytes at offset 16"
         );
@@ -327,7 +327,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
         // SAFETY: refused.
         let e = unsafe { module.kernel::<(i32,)>("spin") }.unwrap_err();
         assert_eq!(
-            e.detail(),
+            e.invalid().and_then(cuda_brand::Invalid::reason),
             Some(
                 "C parameter 0 (`i32`, declared parameter 0) is declared as 4 bytes at offset \
                  0; the kernel's is 8 bytes at offset 0"
@@ -342,7 +342,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
         let e = unsafe { module.function("scale")?.typed::<(f32, f32, f32)>() }.unwrap_err();
         assert_eq!(
             e.to_string(),
-            "Function::typed failed: CUDA_ERROR_INVALID_VALUE (invalid argument): C parameter \
+            "Function::typed failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): C parameter \
              0 (`f32`, declared parameter 0) is declared as 4 bytes at offset 0; the kernel's \
              is 8 bytes at offset 0"
         );
@@ -353,8 +353,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
             let e = unsafe { library.kernel::<(Out<f32>, f32, f32)>(ctx, "scale") }.unwrap_err();
             assert_eq!(e.call(), "Library::kernel");
             assert!(
-                e.detail()
-                    .unwrap()
+                e.invalid().unwrap().to_string()
                     .starts_with("the declaration has 4 C parameters")
             );
         }
@@ -767,9 +766,9 @@ fn a_launch_priority_is_accepted_and_one_out_of_range_refused() {
         let e = stream
             .scope(|s| s.launch(&scale, config, (&mut x, 2.0f32)))
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
-            e.detail().unwrap(),
+            e.invalid().unwrap().to_string(),
             format!(
                 "launch priority {} is outside the context's range {} (highest) to {} (lowest)",
                 range.greatest - 1,

@@ -427,9 +427,9 @@ fn send_and_receive_to_itself_inside_a_group() {
 
 fn expect_invalid(result: Result<(), Error>, call: &str, detail: &str) {
     let e = result.expect_err(call);
-    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
     assert_eq!(e.call(), call, "{e}");
-    let text = e.detail().unwrap_or_default();
+    let text = e.invalid().map(ToString::to_string).unwrap_or_default();
     assert!(text.contains(detail), "{call}: {text:?} lacks {detail:?}");
 }
 
@@ -574,9 +574,9 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
                 g.on(s).recv(comm, d.slice(1..3), 0)
             })
             .unwrap_err();
-            assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+            assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
             assert_eq!(e.call(), "group");
-            let detail = e.detail().unwrap();
+            let detail = e.invalid().unwrap().to_string();
             assert!(
                 detail.starts_with("the source of Grouped::send (8 bytes at")
                     && detail.contains("the destination of Grouped::recv (8 bytes at"),
@@ -592,7 +592,7 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
         a.scope_pair(&b, |sa, _sb| {
             let e = group(|g| g.on(sa).all_reduce(comm, &x, &mut y, ReduceOp::Sum)).unwrap_err();
             assert_eq!(e.call(), "Grouped::all_reduce");
-            assert!(e.detail().unwrap().contains("scopes of one stream"), "{e}");
+            assert!(e.invalid().unwrap().to_string().contains("scopes of one stream"), "{e}");
             Ok(())
         })?;
         comm.async_error()
@@ -646,7 +646,7 @@ fn a_clique_rank_is_claimed_by_one_communicator_at_a_time() {
     with_primary_context(&device, |ctx| {
         let comm = clique.communicator(ctx)?;
         let e = clique.communicator(ctx).unwrap_err();
-        assert!(e.detail().unwrap().contains("claimed already"), "{e}");
+        assert!(e.invalid().unwrap().to_string().contains("claimed already"), "{e}");
         drop(comm);
         let again = clique.communicator(ctx)?;
         again.async_error()
@@ -738,7 +738,7 @@ fn a_one_rank_communicator_from_a_unique_id_all_reduces() {
     with_primary_context(&device, |ctx| {
         // SAFETY: refused before NCCL is called.
         let e = unsafe { Communicator::init_rank(ctx, &id, 2, 2) }.unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         Ok::<_, Error>(())
     })
     .unwrap();
@@ -863,7 +863,7 @@ fn a_missing_library_named_by_the_override_is_nccl_not_found() {
         assert_eq!(nccl::version().unwrap_err(), e);
         // an empty clique is refused before anything is loaded
         let empty = Clique::new(&[]).unwrap_err();
-        assert_eq!(empty.code(), ErrorCode::InvalidValue);
+        assert_eq!(empty.code(), ErrorCode::InvalidInput);
         println!("child saw: {text}");
         return;
     }
@@ -1086,10 +1086,10 @@ fn mismatched_counts_between_ranks_are_refused_before_nccl() {
                 })
             })
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert_eq!(e.call(), "Grouped::all_reduce_in_place");
         assert!(
-            e.detail().unwrap().starts_with(
+            e.invalid().unwrap().to_string().starts_with(
                 "rank 1's all-reduce of 8 f32 (Sum) does not match the all-reduce of 4 f32 (Sum) a peer issued as collective #0 of the clique"
             ),
             "{e}"
@@ -1321,8 +1321,8 @@ fn a_launcher_variable_that_is_not_utf8_is_an_error_not_a_world_of_one() {
     if std::env::var_os(CHILD).is_some() {
         let name = std::env::var(GARBLED).unwrap();
         let e = World::from_env().unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
-        let detail = e.detail().unwrap();
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
+        let detail = e.invalid().unwrap().to_string();
         assert!(
             detail.starts_with(&format!("{name} is set to bytes that are not UTF-8")),
             "{detail}"
@@ -1586,7 +1586,7 @@ fn an_aborted_communicator_refuses_every_call() {
 fn a_clique_communicator_is_not_split_or_finalized_but_bounded_scopes_work() {
     one_rank(|ctx, comm| {
         let e = comm.split(Some(0), 0).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         let mut x = ctx.from_slice(&[4u8; 100])?;
         let stream = ctx.stream()?;
         comm.scope_within(&stream, Duration::from_secs(10), |s| {
@@ -1599,7 +1599,7 @@ fn a_clique_communicator_is_not_split_or_finalized_but_bounded_scopes_work() {
     let clique = Clique::new(&[device]).unwrap();
     with_primary_context(&device, |ctx| {
         let e = clique.communicator(ctx)?.finalize().unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+        assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         clique.communicator(ctx)?.async_error() // handed back, claimable again
     })
     .unwrap();

@@ -222,7 +222,7 @@ fn splits_the_device_cannot_give_are_errors_naming_the_numbers() {
         let e = with_partitions(&device, |sms| sms.split(ask).map(|_| ())).unwrap_err();
         assert_eq!(
             (e.call(), e.code()),
-            ("Sms::split", ErrorCode::InvalidValue),
+            ("Sms::split", ErrorCode::InvalidInput),
             "{e}"
         );
         assert!(e.to_string().contains(&words), "{ask} SMs: {e}");
@@ -237,7 +237,7 @@ fn splits_the_device_cannot_give_are_errors_naming_the_numbers() {
     .unwrap_err();
     assert_eq!(
         (e.call(), e.code()),
-        ("Stream::new", ErrorCode::InvalidValue)
+        ("Stream::new", ErrorCode::InvalidInput)
     );
 }
 

@@ -164,9 +164,9 @@ fn a_launch_whose_output_overlaps_an_input_is_refused_before_the_driver() {
                 )
             })
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(e.call(), "StreamScope::launch");
-        let detail = e.detail().unwrap();
+        let detail = e.invalid().unwrap().to_string();
         assert!(
             detail.starts_with("`In` argument 0 (3996 bytes at 0x")
                 && detail.contains(") and `Out` argument 2 (3996 bytes at 0x"),
@@ -201,8 +201,7 @@ fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
             .unwrap_err();
         assert_eq!(e.call(), "StreamScope::copy_from_device");
         assert!(
-            e.detail()
-                .unwrap()
+            e.invalid().unwrap().to_string()
                 .starts_with("the destination (396 bytes at 0x"),
             "{e}"
         );
@@ -285,7 +284,7 @@ fn pinned_memory_of_an_over_aligned_type_is_aligned_or_refused() {
             }
             Err(e) => {
                 assert_eq!(e.call(), "PinnedBuffer::zeroed");
-                assert!(e.detail().unwrap().contains("not aligned for"), "{e}");
+                assert!(e.invalid().unwrap().to_string().contains("not aligned for"), "{e}");
             }
         }
         Ok(())

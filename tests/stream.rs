@@ -169,11 +169,11 @@ fn stream_priorities_are_validated_against_the_context_range() {
         assert_eq!(low.priority()?, range.least);
         assert_eq!(low.flags()?, StreamFlags::Default);
         let e = Stream::with_priority(ctx, StreamFlags::Default, range.greatest - 1).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidValue);
+        assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
             e.to_string(),
             format!(
-                "Stream::with_priority failed: CUDA_ERROR_INVALID_VALUE (invalid argument): priority {} is outside the context's range {} (highest) to {} (lowest)",
+                "Stream::with_priority failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): priority {} is outside the context's range {} (highest) to {} (lowest)",
                 range.greatest - 1,
                 range.greatest,
                 range.least

@@ -102,7 +102,14 @@ pub fn a_refused_launch_reads_the_same_in_a_scope_and_in_a_capture() {
         let affine = affine(&module)?;
         let mut x = ctx.zeroed::<u32>(N)?;
         let stream = ctx.stream()?;
-        let parts = |e: &Error| (e.call(), e.code(), e.detail().map(str::to_owned));
+        let parts = |e: &Error| {
+            (
+                e.call(),
+                e.code(),
+                e.detail().map(str::to_owned),
+                e.invalid().cloned(),
+            )
+        };
         // a block of 2048 threads
         let too_large = LaunchConfig::linear(1, 2048);
         let (in_scope, in_capture) = refused_in_both!(ctx, stream, x, &affine, too_large, |x| (
@@ -111,7 +118,7 @@ pub fn a_refused_launch_reads_the_same_in_a_scope_and_in_a_capture() {
             3u32,
             1u32
         ));
-        assert_eq!(in_scope.code(), ErrorCode::InvalidValue, "{in_scope}");
+        assert_eq!(in_scope.code(), ErrorCode::InvalidInput, "{in_scope}");
         assert!(in_scope.to_string().contains("more threads"), "{in_scope}");
         assert_eq!(parts(&in_scope), parts(&in_capture));
         // the output overlaps the input
