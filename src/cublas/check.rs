@@ -2,7 +2,7 @@
 //! and stride against `int` and `long long` limits and against the lengths of the buffers
 //! given, with overflow-checked arithmetic. cuBLAS takes raw pointers and trusts all of
 //! them; a wrong `m`, `k` or `lda` there reads or writes out of bounds on the GPU. Here each
-//! is an error naming the argument (`ErrorCode::InvalidValue`, the operation as the call),
+//! is an error naming the argument (`ErrorCode::InvalidInput`, the operation as the call),
 //! made before cuBLAS, or the driver, sees anything.
 //!
 //! The rules (column-major, as cuBLAS stores matrices): a `rows × cols` matrix with leading
@@ -21,27 +21,26 @@ fn invalid(what: &'static str, detail: String) -> Error {
     Error::invalid_input(what, Invalid::argument(detail))
 }
 
-/// `value` as cuBLAS's `int`, or an error naming `name`.
-pub(crate) fn int(what: &'static str, name: &str, value: usize) -> Result<c_int> {
-    c_int::try_from(value).map_err(|_| {
-        invalid(
-            what,
-            format!(
-                "{name} is {value}, more than cuBLAS's `int` holds ({})",
-                c_int::MAX
-            ),
-        )
-    })
+/// `value` as cuBLAS's `int`, or an [`Invalid::TooLarge`] naming `name`.
+pub(crate) fn int(what: &'static str, name: &'static str, value: usize) -> Result<c_int> {
+    c_int::try_from(value).map_err(|_| too_large(what, name, value, c_int::MAX as u128))
 }
 
-/// `value` as cuBLAS's `long long`, or an error naming `name`.
-fn long(what: &'static str, name: &str, value: usize) -> Result<c_longlong> {
-    c_longlong::try_from(value).map_err(|_| {
-        invalid(
-            what,
-            format!("{name} is {value}, more than cuBLAS's `long long` holds"),
-        )
-    })
+/// `value` as cuBLAS's `long long`, or an [`Invalid::TooLarge`] naming `name`.
+fn long(what: &'static str, name: &'static str, value: usize) -> Result<c_longlong> {
+    c_longlong::try_from(value).map_err(|_| too_large(what, name, value, c_longlong::MAX as u128))
+}
+
+#[cold]
+fn too_large(what: &'static str, name: &'static str, value: usize, max: u128) -> Error {
+    Error::invalid_input(
+        what,
+        Invalid::TooLarge {
+            what: name,
+            value: value as u128,
+            max,
+        },
+    )
 }
 
 /// One matrix argument as cuBLAS reads or writes it: `rows × cols` stored column-major with

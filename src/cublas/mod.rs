@@ -55,7 +55,7 @@
 //!    handle stay borrowed until the scope has synchronized, and in a multi-stream scope the
 //!    operation is ordered with the other streams' work on the same memory. The handle's
 //!    stream is set to the scope's on every call (`cublasSetStream_v2`).
-//! 3. **Every extent is checked before the call** (`ErrorCode::InvalidValue`, naming the
+//! 3. **Every extent is checked before the call** (`ErrorCode::InvalidInput` with an [`Invalid`](crate::Invalid), naming the
 //!    operation, then the argument in the detail): `m`, `n`, `k`, leading dimensions,
 //!    batch count and strides against cuBLAS's `int` and `long long`; `lda ≥ max(1, rows
 //!    of A as stored)` (likewise `ldb`, `ldc`); each buffer against what its matrix spans
@@ -84,7 +84,8 @@
 //! [`ErrorCode::Cublas`](crate::ErrorCode::Cublas) and the status's name:
 //! `cublasGemmEx failed: CUBLAS_STATUS_NOT_SUPPORTED (the functionality requested is not
 //! supported)`. The crate's own checks name the crate's call:
-//! `Blas::gemm failed: CUDA_ERROR_INVALID_VALUE (invalid argument): lda is 3, less than
+//! `Blas::gemm failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw
+//! it): lda is 3, less than
 //! max(1, rows of A) = 4: A is stored with 4 rows`.
 
 // The rooms: `sys.rs` (the library), `handle.rs` (the handle), `types.rs` (element types,

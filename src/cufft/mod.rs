@@ -85,8 +85,8 @@
 //! A failed cuFFT call is an [`Error`](crate::Error) naming the entry point with
 //! [`ErrorCode::Cufft`](crate::ErrorCode::Cufft): `cufftMakePlanMany64 failed:
 //! CUFFT_INVALID_SIZE (an invalid transform size)`. The crate's own checks name the crate's
-//! call and the argument: `FftPlan::exec failed: CUDA_ERROR_INVALID_VALUE (invalid
-//! argument): output has 7 elements, but the plan writes 8 (batch 1 of shape [8])`.
+//! call and the argument: `FftPlan::exec failed: CUDA_BRAND_INVALID_INPUT (invalid input,
+//! refused before the driver saw it): output has 7 elements, but the plan writes 8 (batch 1 of shape [8])`.
 
 // The rooms: `sys.rs` (the library), `layout.rs` (the checks, before any call), `plan.rs`.
 mod layout;

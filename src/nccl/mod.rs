@@ -227,8 +227,8 @@
 //! [`ErrorCode::Nccl`](crate::ErrorCode::Nccl) and NCCL's last message (`ncclGetLastError`)
 //! as its detail where NCCL logged one: `ncclCommInitAll failed: ncclInvalidUsage (invalid
 //! usage)` for a device listed twice in a [`Clique`], then NCCL's text. The crate's own
-//! checks name the crate's call (`Communicator::all_gather failed: CUDA_ERROR_INVALID_VALUE
-//! (invalid argument): the destination has 3 elements, but gathering 4 from each of 1 ranks
+//! checks name the crate's call (`Communicator::all_gather failed: CUDA_BRAND_INVALID_INPUT
+//! (invalid input, refused before the driver saw it): the destination has 3 elements, but gathering 4 from each of 1 ranks
 //! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
 //! [`Communicator::async_error`].
 
