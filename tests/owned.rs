@@ -128,16 +128,16 @@ fn a_guard_of_another_context_is_refused_naming_both() {
         let e = on_a.bind(ctx).map(|_| ()).unwrap_err();
         assert!(!a.is(ctx) && b.is(ctx));
         let e2 = on_a.bind_mut(ctx).map(|_| ()).unwrap_err();
-        assert_eq!(e2.code(), ErrorCode::InvalidContext);
+        assert_eq!(e2.code(), ErrorCode::InvalidInput);
         // a value of b refused by a
         let of_b = ctx.zeroed::<f32>(4)?;
         let e3 = a.unbind(ctx, of_b).map(|_| ()).unwrap_err();
-        assert_eq!(e3.code(), ErrorCode::InvalidContext);
+        assert_eq!(e3.code(), ErrorCode::InvalidInput);
         Ok::<_, Error>(e)
     });
     let e = refused.unwrap();
-    assert_eq!(e.code(), ErrorCode::InvalidContext, "{e}");
-    let detail = e.detail().unwrap_or_default().to_string();
+    assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
+    let detail = e.to_string();
     // SAFETY: only formatted.
     let (raw_a, raw_b) = unsafe { (a.as_raw(), b.as_raw()) };
     assert!(
@@ -148,7 +148,7 @@ fn a_guard_of_another_context_is_refused_naming_both() {
     with_context(&device, ContextFlags::default(), |ctx| {
         assert_eq!(
             on_a.bind(ctx).map(|_| ()).unwrap_err().code(),
-            ErrorCode::InvalidContext
+            ErrorCode::InvalidInput
         );
         Ok::<_, Error>(())
     })
@@ -439,7 +439,12 @@ fn a_batch_with_a_part_of_another_context_is_refused_before_any_work() {
     });
     assert!(work.is_done(), "refused at once");
     let (result, (foreign, host)) = work.wait();
-    assert_eq!(result.unwrap_err().code(), ErrorCode::InvalidContext);
+    let e = result.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidInput);
+    assert!(
+        matches!(e.invalid(), Some(cuda_brand::Invalid::WrongContext { .. })),
+        "{e}"
+    );
     assert_eq!(host, vec![0.0; 4], "nothing ran");
     assert_eq!(
         other.enter(|ctx| foreign.bind(ctx)?.to_vec()).unwrap(),

@@ -219,10 +219,17 @@ fn group_overlap(
     b: &Prepared,
     (y, sb): (&str, &Span),
 ) -> Error {
-    Error::invalid_input("group", Invalid::argument(format!(
-            "{x} of {} ({} bytes at {:#x}) and {y} of {} ({} bytes at {:#x}) overlap: NCCL may run a group's operations concurrently, so memory one of them writes must not be another's",
-            a.what, sa.bytes, sa.start, b.what, sb.bytes, sb.start,
-        )))
+    // NCCL may run a group's operations concurrently, so memory one of them writes must
+    // not be another's
+    Error::invalid_input(
+        "group",
+        Invalid::Overlap {
+            first: format!("{x} of {}", a.what).into(),
+            first_range: (sa.start, sa.bytes),
+            second: format!("{y} of {}", b.what).into(),
+            second_range: (sb.start, sb.bytes),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -256,7 +263,7 @@ mod tests {
         assert_eq!(e.call(), "group");
         assert_eq!(
             e.invalid().unwrap().to_string(),
-            "the source of Grouped::send (8 bytes at 0x1000) and the destination of Grouped::recv (8 bytes at 0x1004) overlap: NCCL may run a group's operations concurrently, so memory one of them writes must not be another's"
+            "the source of Grouped::send (8 bytes at 0x1000) and the destination of Grouped::recv (8 bytes at 0x1004) overlap"
         );
         // whichever comes first, and behind other operations
         let buf = DeviceMut::new(0x1006, 1);

@@ -15,7 +15,7 @@ use cuda_driver_sys::CUctx_st;
 use super::release;
 use crate::context::{self, ContextFlags, ContextGuard, Device, Held};
 use crate::driver::{self, CUcontext};
-use crate::error::{Error, ErrorCode, Invalid, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::memory::{DeviceBuffer, DeviceCopy, ManagedBuffer, MemoryPool, PinnedBuffer};
 use crate::module::Module;
 use crate::span::Touched;
@@ -754,12 +754,14 @@ pub(crate) fn wrong_context(
     owned: NonNull<CUctx_st>,
     guard: NonNull<CUctx_st>,
 ) -> Error {
-    Error::with_detail(
+    // enter the handle's own context (its `OwnedContext::enter`) to use it
+    Error::invalid_input(
         call,
-        ErrorCode::InvalidContext,
-        format!(
-            "the owned handle belongs to context {owned:p}, the guard to context {guard:p}: enter the handle's own context (its `OwnedContext::enter`) to use it"
-        ),
+        Invalid::WrongContext {
+            what: "the owned handle",
+            expected: guard.as_ptr() as u64,
+            found: owned.as_ptr() as u64,
+        },
     )
 }
 
