@@ -391,7 +391,9 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
             .scope(|s| blas.gemm(s, &Gemm::new(4, 2, 3).lda(3), &a, &b, &mut c8))
             .unwrap_err();
         assert!(
-            e.invalid().unwrap().to_string()
+            e.invalid()
+                .unwrap()
+                .to_string()
                 .starts_with("lda is 3, less than max(1, rows of A) = 4"),
             "{e}"
         );
@@ -427,7 +429,10 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
             })
             .unwrap_err();
         assert!(
-            e.invalid().unwrap().to_string().starts_with("the stride of C is 7"),
+            e.invalid()
+                .unwrap()
+                .to_string()
+                .starts_with("the stride of C is 7"),
             "{e}"
         );
         // level 1: lengths differ, results of two elements, a result inside x
@@ -458,7 +463,10 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
                 )
             })
             .unwrap_err();
-        assert!(e.invalid().unwrap().to_string().contains("the result ("), "{e}");
+        assert!(
+            e.invalid().unwrap().to_string().contains("the result ("),
+            "{e}"
+        );
         Ok(())
     });
 }

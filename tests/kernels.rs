@@ -195,7 +195,9 @@ fn bad_launch_configurations_are_refused_before_the_driver() {
             assert_eq!(e.call(), "StreamScope::launch", "{config:?}");
             assert_eq!(e.code(), ErrorCode::InvalidInput);
             assert!(
-                e.invalid().unwrap().to_string()
+                e.invalid()
+                    .unwrap()
+                    .to_string()
                     .starts_with("invalid launch configuration"),
                 "{e}"
             );
@@ -229,7 +231,10 @@ fn module_globals_are_read_and_written() {
         let table = module.global::<f32>("table")?.to_vec()?;
         assert_eq!(table, (0..16).map(|i| i as f32 * 2.0).collect::<Vec<_>>());
         let e = module.global::<u8>("nope").unwrap_err();
-        assert_eq!(e.invalid().and_then(cuda_brand::Invalid::reason), Some("no global named `nope` in the module"));
+        assert_eq!(
+            e.invalid().and_then(cuda_brand::Invalid::reason),
+            Some("no global named `nope` in the module")
+        );
         let e = module.global::<[u8; 3]>("counter").unwrap_err();
         assert_eq!(
             e.invalid().and_then(cuda_brand::Invalid::reason),

@@ -353,7 +353,9 @@ fn declarations_are_checked_against_the_kernels_parameters() {
             let e = unsafe { library.kernel::<(Out<f32>, f32, f32)>(ctx, "scale") }.unwrap_err();
             assert_eq!(e.call(), "Library::kernel");
             assert!(
-                e.invalid().unwrap().to_string()
+                e.invalid()
+                    .unwrap()
+                    .to_string()
                     .starts_with("the declaration has 4 C parameters")
             );
         }

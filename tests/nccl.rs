@@ -592,7 +592,13 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
         a.scope_pair(&b, |sa, _sb| {
             let e = group(|g| g.on(sa).all_reduce(comm, &x, &mut y, ReduceOp::Sum)).unwrap_err();
             assert_eq!(e.call(), "Grouped::all_reduce");
-            assert!(e.invalid().unwrap().to_string().contains("scopes of one stream"), "{e}");
+            assert!(
+                e.invalid()
+                    .unwrap()
+                    .to_string()
+                    .contains("scopes of one stream"),
+                "{e}"
+            );
             Ok(())
         })?;
         comm.async_error()
@@ -646,7 +652,10 @@ fn a_clique_rank_is_claimed_by_one_communicator_at_a_time() {
     with_primary_context(&device, |ctx| {
         let comm = clique.communicator(ctx)?;
         let e = clique.communicator(ctx).unwrap_err();
-        assert!(e.invalid().unwrap().to_string().contains("claimed already"), "{e}");
+        assert!(
+            e.invalid().unwrap().to_string().contains("claimed already"),
+            "{e}"
+        );
         drop(comm);
         let again = clique.communicator(ctx)?;
         again.async_error()

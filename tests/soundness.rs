@@ -201,7 +201,9 @@ fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
             .unwrap_err();
         assert_eq!(e.call(), "StreamScope::copy_from_device");
         assert!(
-            e.invalid().unwrap().to_string()
+            e.invalid()
+                .unwrap()
+                .to_string()
                 .starts_with("the destination (396 bytes at 0x"),
             "{e}"
         );
@@ -284,7 +286,10 @@ fn pinned_memory_of_an_over_aligned_type_is_aligned_or_refused() {
             }
             Err(e) => {
                 assert_eq!(e.call(), "PinnedBuffer::zeroed");
-                assert!(e.invalid().unwrap().to_string().contains("not aligned for"), "{e}");
+                assert!(
+                    e.invalid().unwrap().to_string().contains("not aligned for"),
+                    "{e}"
+                );
             }
         }
         Ok(())

@@ -286,7 +286,12 @@ impl fmt::Debug for SharedContext<'_> {
 }
 
 fn unexpected(call: &'static str, value: i32) -> Error {
-    Error::invalid_input(call, Invalid::argument(format!("the driver returned {value}, a value this crate does not know")))
+    Error::invalid_input(
+        call,
+        Invalid::argument(format!(
+            "the driver returned {value}, a value this crate does not know"
+        )),
+    )
 }
 
 impl<'ctx> ContextGuard<'ctx> {

@@ -213,9 +213,7 @@ impl SmLimits {
     /// it (up to the minimum, then to a multiple of the alignment), or an error naming the
     /// numbers when the device cannot give that many, before any driver call.
     pub(crate) fn part(&self, count: u32, groups: u32) -> Result<u32> {
-        let fail = |why: String| {
-            Err(Error::invalid_input("Sms::split", Invalid::argument(why)))
-        };
+        let fail = |why: String| Err(Error::invalid_input("Sms::split", Invalid::argument(why)));
         if count == 0 {
             return fail("a partition of 0 SMs: ask for 1 or more".to_owned());
         }
@@ -425,11 +423,14 @@ impl<'d> Sms<'d> {
     pub fn split(self, count: u32) -> Result<(SmGroup<'d>, SmGroup<'d>)> {
         let size = self.limits.part(count, 1)?;
         if size >= self.limits.total {
-            return Err(Error::invalid_input("Sms::split", Invalid::argument(format!(
+            return Err(Error::invalid_input(
+                "Sms::split",
+                Invalid::argument(format!(
                     "{count} SMs, rounded to {size}, leave none of the device's {} for the \
                      second partition",
                     self.limits.total
-                ))));
+                )),
+            ));
         }
         let (mut groups, rest) = self.split_groups(count, 1)?;
         match (groups.pop(), rest) {
@@ -732,11 +733,17 @@ mod tests {
             )
         );
         assert_eq!(
-            h100.part(0, 1).unwrap_err().invalid().and_then(crate::error::Invalid::reason),
+            h100.part(0, 1)
+                .unwrap_err()
+                .invalid()
+                .and_then(crate::error::Invalid::reason),
             Some("a partition of 0 SMs: ask for 1 or more")
         );
         assert_eq!(
-            h100.part(8, 0).unwrap_err().invalid().and_then(crate::error::Invalid::reason),
+            h100.part(8, 0)
+                .unwrap_err()
+                .invalid()
+                .and_then(crate::error::Invalid::reason),
             Some("0 partitions asked for: ask for 1 or more")
         );
         let ampere = SmLimits::documented(40, AMPERE);

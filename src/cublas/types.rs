@@ -163,7 +163,12 @@ pub(crate) fn compute_type<S: Scalar>(what: &'static str, compute: Compute) -> R
         (true, Compute::Default) => 70,
         (true, Compute::Pedantic) => 71,
         (true, other) => {
-            return Err(Error::invalid_input(what, Invalid::argument(format!("an f64 GEMM computes in f64 (Default or Pedantic), not {other:?}"))));
+            return Err(Error::invalid_input(
+                what,
+                Invalid::argument(format!(
+                    "an f64 GEMM computes in f64 (Default or Pedantic), not {other:?}"
+                )),
+            ));
         }
     })
 }

@@ -214,7 +214,7 @@ mod tests {
 
     fn detail(e: Error) -> String {
         assert_eq!(e.code(), ErrorCode::InvalidInput);
-        e.invalid().unwrap().to_string().to_owned()
+        e.invalid().unwrap().to_string()
     }
 
     fn arg(name: &'static str, ptr: u64, len: usize, size: usize, write: bool) -> Arg {

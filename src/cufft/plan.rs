@@ -342,7 +342,8 @@ mod tests {
         let output = arg::<Complex32, Complex32>("output", 0x2000, 5, true);
         let e = layout::out_of_place(&l, input, output, W).unwrap_err();
         assert!(
-            e.invalid().and_then(crate::error::Invalid::reason)
+            e.invalid()
+                .and_then(crate::error::Invalid::reason)
                 .unwrap()
                 .starts_with("input starts at 0x1004, not a multiple of 8 bytes"),
             "{e}"

@@ -219,11 +219,14 @@ fn check_draw<T: RngFloat>(
     }
     let pair = 2 * size_of::<T>() as CUdeviceptr;
     if ptr % pair != 0 {
-        return Err(invalid(
+        // cuRAND writes normal values in aligned pairs
+        return Err(Error::invalid_input(
             what,
-            format!(
-                "out starts at {ptr:#x}, not a multiple of {pair} bytes: cuRAND writes normal values in aligned pairs"
-            ),
+            Invalid::Misaligned {
+                what: "out",
+                value: ptr,
+                align: pair as usize,
+            },
         ));
     }
     if !mean.finite() {
@@ -412,7 +415,7 @@ mod tests {
 
     fn detail(e: Error) -> String {
         assert_eq!(e.code(), ErrorCode::InvalidInput);
-        e.invalid().unwrap().to_string().to_owned()
+        e.invalid().unwrap().to_string()
     }
 
     #[test]
@@ -429,9 +432,15 @@ mod tests {
             "out has 7 elements, an odd count: cuRAND makes normal values in pairs (Box-Muller), so the length must be even"
         );
         // a view starting at an odd element
-        assert!(
-            detail(check_draw::<f32>(W, 0x1004, 4, Some((0.0, 1.0))).unwrap_err())
-                .starts_with("out starts at 0x1004, not a multiple of 8 bytes")
+        assert_eq!(
+            check_draw::<f32>(W, 0x1004, 4, Some((0.0, 1.0)))
+                .unwrap_err()
+                .invalid(),
+            Some(&Invalid::Misaligned {
+                what: "out",
+                value: 0x1004,
+                align: 8
+            })
         );
         assert!(check_draw::<f64>(W, 0x1008, 4, Some((0.0, 1.0))).is_err());
         assert_eq!(

@@ -167,7 +167,9 @@ impl LaunchConfig {
 #[cold]
 #[inline(never)]
 fn bad_config(c: &LaunchConfig, t: &Target, problem: &str) -> Error {
-    Error::invalid_input("StreamScope::launch", Invalid::argument(format!(
+    Error::invalid_input(
+        "StreamScope::launch",
+        Invalid::argument(format!(
             "invalid launch configuration, {problem}: grid {:?}, block {:?} ({} threads; the kernel allows {}), {} bytes of dynamic shared memory (the kernel allows {})",
             c.grid,
             c.block,
@@ -175,7 +177,8 @@ fn bad_config(c: &LaunchConfig, t: &Target, problem: &str) -> Error {
             t.max_threads,
             c.shared_mem_bytes,
             t.max_dynamic_shared
-        )))
+        )),
+    )
 }
 
 /// Checks a configuration against a kernel's limits, before any driver call.

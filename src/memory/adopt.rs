@@ -46,9 +46,12 @@ pub(crate) fn check_parts<T>(call: &'static str, ptr: u64, len: usize) -> Result
         return Ok(None);
     }
     if ptr == 0 {
-        return Err(Error::invalid_input(call, Invalid::argument(format!(
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
                 "`ptr` is null and `len` is {len} ({bytes} bytes): only a buffer of zero bytes may have no address"
-            ))));
+            )),
+        ));
     }
     if ptr % align_of::<T>() as u64 != 0 {
         return Err(Error::invalid_input(
@@ -61,9 +64,12 @@ pub(crate) fn check_parts<T>(call: &'static str, ptr: u64, len: usize) -> Result
         ));
     }
     if ptr.checked_add(bytes as u64).is_none() {
-        return Err(Error::invalid_input(call, Invalid::argument(format!(
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
                 "`ptr` {ptr:#x} and `len` {len} ({bytes} bytes) pass the end of the address space"
-            ))));
+            )),
+        ));
     }
     Ok(Some(bytes))
 }
@@ -99,9 +105,12 @@ fn last_byte_alike(
     if same(&last) {
         return Ok(());
     }
-    Err(Error::invalid_input(call, Invalid::argument(format!(
+    Err(Error::invalid_input(
+        call,
+        Invalid::argument(format!(
             "`len` {len} ({bytes} bytes from `ptr` {ptr:#x}) passes the end of the {what} at `ptr`"
-        ))))
+        )),
+    ))
 }
 
 /// The checks of `DeviceBuffer::from_raw_parts` through the driver (run with `ctx`
@@ -117,21 +126,37 @@ pub(crate) fn check_device(
 ) -> Result<Release> {
     let a = driver::allocation_of(ptr)?;
     if a.memory_type == 0 {
-        return Err(Error::invalid_input(call, Invalid::argument(format!(
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
                 "`ptr` {ptr:#x} is no memory the driver knows (not allocated by cuMemAlloc, cudaMalloc or a memory pool, or freed already)"
-            ))));
+            )),
+        ));
     }
     if a.managed {
-        return Err(Error::invalid_input(call, Invalid::argument(format!("`ptr` {ptr:#x} is managed memory: adopt it as a ManagedBuffer"))));
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
+                "`ptr` {ptr:#x} is managed memory: adopt it as a ManagedBuffer"
+            )),
+        ));
     }
     if a.memory_type == MEMORY_TYPE_HOST {
-        return Err(Error::invalid_input(call, Invalid::argument(format!("`ptr` {ptr:#x} is page-locked host memory: adopt it as a PinnedBuffer"))));
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
+                "`ptr` {ptr:#x} is page-locked host memory: adopt it as a PinnedBuffer"
+            )),
+        ));
     }
     let release = if a.pool.is_null() {
         if a.context.is_null() {
-            return Err(Error::invalid_input(call, Invalid::argument(format!(
+            return Err(Error::invalid_input(
+                call,
+                Invalid::argument(format!(
                     "`ptr` {ptr:#x} is device memory of no context and no memory pool (mapped with cuMemMap, or of a graph), which neither cuMemFree nor cuMemFreeAsync frees"
-                ))));
+                )),
+            ));
         }
         same_context(call, ctx, &a)?;
         Release::Free
@@ -183,9 +208,12 @@ pub(crate) fn check_managed(
             MEMORY_TYPE_HOST => "page-locked host memory (adopt it as a PinnedBuffer)",
             _ => "device memory (adopt it as a DeviceBuffer)",
         };
-        return Err(Error::invalid_input(call, Invalid::argument(format!(
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
                 "`ptr` {ptr:#x} is {what}, not managed memory (cuMemAllocManaged, cudaMallocManaged)"
-            ))));
+            )),
+        ));
     }
     same_context(call, ctx, &a)?;
     let (start, size) = driver::address_range(ptr)?;
@@ -207,14 +235,20 @@ fn from_the_start(
     size: usize,
 ) -> Result<()> {
     if size == 0 {
-        return Err(Error::invalid_input(call, Invalid::argument(format!(
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
                 "the driver reports no allocation at `ptr` {ptr:#x}, so it cannot be confirmed to be an allocation's start, the only address cuMemFree frees"
-            ))));
+            )),
+        ));
     }
     if start != ptr {
-        return Err(Error::invalid_input(call, Invalid::argument(format!(
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
                 "`ptr` {ptr:#x} lies inside an allocation that starts at {start:#x}: cuMemFree frees only the start of an allocation (memory handed out by a caching allocator, such as PyTorch's, is part of a larger allocation)"
-            ))));
+            )),
+        ));
     }
     within(call, ptr, len, bytes, start, size)
 }
@@ -232,9 +266,12 @@ fn within(
     if ptr >= start && ptr + bytes as u64 <= end {
         return Ok(());
     }
-    Err(Error::invalid_input(call, Invalid::argument(format!(
+    Err(Error::invalid_input(
+        call,
+        Invalid::argument(format!(
             "`len` {len} ({bytes} bytes from `ptr` {ptr:#x}) passes the end of the allocation ({size} bytes at {start:#x})"
-        ))))
+        )),
+    ))
 }
 
 /// The checks of `PinnedBuffer::from_raw_parts` through the driver (run with `ctx`
@@ -258,9 +295,12 @@ pub(crate) fn check_pinned(
             }
             _ => "device memory (adopt it as a DeviceBuffer)",
         };
-        return Err(Error::invalid_input(call, Invalid::argument(format!(
+        return Err(Error::invalid_input(
+            call,
+            Invalid::argument(format!(
                 "`ptr` {ptr:#x} is {what}, not page-locked host memory (cuMemHostAlloc, cudaMallocHost)"
-            ))));
+            )),
+        ));
     }
     same_context(call, ctx, &a)?;
     let context = a.context;
@@ -278,7 +318,7 @@ mod tests {
         let e = check_parts::<T>("DeviceBuffer::from_raw_parts", ptr, len).unwrap_err();
         assert_eq!(e.call(), "DeviceBuffer::from_raw_parts");
         assert_eq!(e.code(), ErrorCode::InvalidInput);
-        e.invalid().unwrap().to_string().to_owned()
+        e.invalid().unwrap().to_string()
     }
 
     #[test]
@@ -328,7 +368,7 @@ mod tests {
         let refusal = |ptr: u64, len: usize, bytes: usize, start: u64, size: usize| {
             let e = from_the_start(CALL, ptr, len, bytes, start, size).unwrap_err();
             assert_eq!((e.call(), e.code()), (CALL, ErrorCode::InvalidInput));
-            e.invalid().unwrap().to_string().to_owned()
+            e.invalid().unwrap().to_string()
         };
         // the start: a part, and the whole
         assert_eq!(from_the_start(CALL, start, 4, 16, start, size), Ok(()));

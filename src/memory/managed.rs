@@ -179,10 +179,13 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
         }
         // (dropped on refusal, `buf` gives the memory back, or leaves it to the teardown)
         if ptr as usize % std::mem::align_of::<T>() != 0 {
-            return Err(Error::invalid_input("ManagedBuffer::zeroed", Invalid::argument(format!(
+            return Err(Error::invalid_input(
+                "ManagedBuffer::zeroed",
+                Invalid::argument(format!(
                     "managed memory at {ptr:#x} is not aligned for `{}`",
                     std::any::type_name::<T>()
-                ))));
+                )),
+            ));
         }
         if bytes != 0 {
             // SAFETY: `bytes` bytes of managed memory at `ptr`, host-accessible (concurrent

@@ -319,7 +319,12 @@ fn refusal(
     default: Option<usize>,
 ) -> Error {
     let Reach::Ungranted(pool) = reached else {
-        return Error::invalid_input(call, Invalid::argument(format!("the driver knows no memory at the buffer's address {ptr:#x}")));
+        return Error::invalid_input(
+            call,
+            Invalid::argument(format!(
+                "the driver knows no memory at the buffer's address {ptr:#x}"
+            )),
+        );
     };
     let which = if Some(pool) == default {
         "the device's default pool"

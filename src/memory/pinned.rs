@@ -95,12 +95,15 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
                 // SAFETY: just allocated by cuMemHostAlloc in `ctx`, not used.
                 let freed =
                     ctx.with_current(|| unsafe { driver::mem_free_host(p.as_ptr().cast()) });
-                let refused = Error::invalid_input("PinnedBuffer::zeroed", Invalid::argument(format!(
+                let refused = Error::invalid_input(
+                    "PinnedBuffer::zeroed",
+                    Invalid::argument(format!(
                         "the driver's page-locked memory at {:p} is not aligned for `{}` (alignment {})",
                         p.as_ptr(),
                         std::any::type_name::<T>(),
                         std::mem::align_of::<T>()
-                    )));
+                    )),
+                );
                 // the free's error, if any, comes along
                 return Err(match freed {
                     Ok(()) => refused,

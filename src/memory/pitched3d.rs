@@ -785,10 +785,7 @@ mod tests {
         );
         let e = DeviceBuffer3D::<u64>::zeroed(ctx, usize::MAX / 4, 2, 1).unwrap_err();
         assert_eq!(e.call(), "DeviceBuffer3D::zeroed");
-        assert!(
-            matches!(e.invalid(), Some(Invalid::TooLarge { .. })),
-            "{e}"
-        );
+        assert!(matches!(e.invalid(), Some(Invalid::TooLarge { .. })), "{e}");
         let e = DeviceBuffer3D::<u64>::zeroed(ctx, 1 << 40, 1 << 12, 1 << 12).unwrap_err();
         assert_eq!(e.call(), "DeviceBuffer3D::zeroed");
     }

@@ -454,7 +454,10 @@ fn global_len<T>(name: &str, ptr: CUdeviceptr, bytes: usize) -> Result<usize> {
     } else {
         return Ok(bytes / size);
     };
-    Err(Error::invalid_input("Module::global", Invalid::argument(problem)))
+    Err(Error::invalid_input(
+        "Module::global",
+        Invalid::argument(problem),
+    ))
 }
 
 /// PTX text as the driver takes it (NUL-terminated), refused where the driver would
@@ -553,7 +556,10 @@ pub(crate) fn aligned_image(call: &'static str, image: &[u8]) -> Result<Vec<u64>
 
 pub(crate) fn c_name(call: &'static str, name: &str) -> Result<CString> {
     CString::new(name).map_err(|_| {
-        Error::invalid_input(call, Invalid::argument(format!("the name {name:?} contains a NUL byte")))
+        Error::invalid_input(
+            call,
+            Invalid::argument(format!("the name {name:?} contains a NUL byte")),
+        )
     })
 }
 

@@ -190,7 +190,12 @@ impl Book {
                     place_name(place),
                 );
                 self.poisoned = Some(why.clone());
-                Err(Error::invalid_input(what, Invalid::argument(format!("{why}; refused before NCCL saw it, and this clique is now unusable"))))
+                Err(Error::invalid_input(
+                    what,
+                    Invalid::argument(format!(
+                        "{why}; refused before NCCL saw it, and this clique is now unusable"
+                    )),
+                ))
             }
         }
     }
@@ -261,7 +266,8 @@ pub(super) mod tests {
         book.admit(0, &call(Kind::Send, 4, 7, 1), "t").unwrap();
         let e = book.admit(1, &call(Kind::Recv, 4, 8, 0), "t").unwrap_err();
         assert!(
-            e.invalid().map(ToString::to_string)
+            e.invalid()
+                .map(ToString::to_string)
                 .unwrap()
                 .contains("send #0 from rank 0 to rank 1")
         );

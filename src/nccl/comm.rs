@@ -84,11 +84,14 @@ impl TryFrom<&[u8]> for UniqueId {
     fn try_from(bytes: &[u8]) -> Result<UniqueId> {
         match <[u8; UniqueId::BYTES]>::try_from(bytes) {
             Ok(bytes) => Ok(UniqueId(bytes)),
-            Err(_) => Err(Error::invalid_input("UniqueId::try_from", Invalid::argument(format!(
+            Err(_) => Err(Error::invalid_input(
+                "UniqueId::try_from",
+                Invalid::argument(format!(
                     "an NCCL unique id is {} bytes, not {}",
                     UniqueId::BYTES,
                     bytes.len()
-                )))),
+                )),
+            )),
         }
     }
 }
@@ -274,9 +277,12 @@ impl<'ctx> Communicator<'ctx> {
     ) -> Result<Communicator<'ctx>> {
         const CALL: &str = "Communicator::init_rank";
         if ranks == 0 || rank >= ranks || ranks > c_int::MAX as usize {
-            return Err(Error::invalid_input(CALL, Invalid::argument(format!(
+            return Err(Error::invalid_input(
+                CALL,
+                Invalid::argument(format!(
                     "rank {rank} of {ranks}: a communicator has 1 or more ranks, numbered from 0"
-                ))));
+                )),
+            ));
         }
         let device = ctx.device()?;
         check_primary(ctx, &device, CALL)?;
@@ -591,7 +597,10 @@ impl Clique {
     pub fn new(devices: &[Device]) -> Result<Clique> {
         const CALL: &str = "Clique::new";
         if devices.is_empty() {
-            return Err(Error::invalid_input(CALL, Invalid::argument("a clique needs at least one device")));
+            return Err(Error::invalid_input(
+                CALL,
+                Invalid::argument("a clique needs at least one device"),
+            ));
         }
         // NCCL works in each device's primary context: not while one is partitioned
         for device in devices {
@@ -696,7 +705,12 @@ impl Clique {
         }
         drop(slots);
         if seen {
-            return Err(Error::invalid_input(CALL, Invalid::argument("this device's rank is claimed already: a rank has one communicator at a time (drop it to claim it again)")));
+            return Err(Error::invalid_input(
+                CALL,
+                Invalid::argument(
+                    "this device's rank is claimed already: a rank has one communicator at a time (drop it to claim it again)",
+                ),
+            ));
         }
         let device = ctx.device()?;
         if state.devices.contains(&device) {
@@ -745,7 +759,10 @@ mod tests {
         assert_eq!(id.to_bytes(), bytes);
         assert_eq!(UniqueId::try_from(&bytes[..]).unwrap(), id);
         let e = UniqueId::try_from(&bytes[..100]).unwrap_err();
-        assert_eq!(e.invalid().and_then(crate::error::Invalid::reason), Some("an NCCL unique id is 128 bytes, not 100"));
+        assert_eq!(
+            e.invalid().and_then(crate::error::Invalid::reason),
+            Some("an NCCL unique id is 128 bytes, not 100")
+        );
         assert_eq!(format!("{id:?}"), "UniqueId(0200000000000000..)");
     }
 

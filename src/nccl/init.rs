@@ -241,13 +241,24 @@ impl<'ctx> Communicator<'ctx> {
         const CALL: &str = "Communicator::split";
         let origin = match self.core.origin {
             Origin::Clique(_) => {
-                return Err(Error::invalid_input(CALL, Invalid::argument("a clique's communicators cannot be split: the crate checks a clique's ranks against each other, which it could not do for a split's; make a Clique of the devices wanted instead")));
+                return Err(Error::invalid_input(
+                    CALL,
+                    Invalid::argument(
+                        "a clique's communicators cannot be split: the crate checks a clique's ranks against each other, which it could not do for a split's; make a Clique of the devices wanted instead",
+                    ),
+                ));
             }
             Origin::Rank => Origin::Rank,
             Origin::World => Origin::World,
         };
         let too_big = |what: &str, v: u32| {
-            Error::invalid_input(CALL, Invalid::argument(format!("the {what} {v} is larger than NCCL's largest, {}", i32::MAX)))
+            Error::invalid_input(
+                CALL,
+                Invalid::argument(format!(
+                    "the {what} {v} is larger than NCCL's largest, {}",
+                    i32::MAX
+                )),
+            )
         };
         let colour = match colour {
             None => -1, // NCCL_SPLIT_NOCOLOR
@@ -350,7 +361,12 @@ impl<'ctx> Communicator<'ctx> {
     pub fn finalize(self) -> Result<()> {
         const CALL: &str = "Communicator::finalize";
         if let Origin::Clique(_) = self.core.origin {
-            return Err(Error::invalid_input(CALL, Invalid::argument("a clique's communicators are destroyed with the clique: drop this one to hand it back")));
+            return Err(Error::invalid_input(
+                CALL,
+                Invalid::argument(
+                    "a clique's communicators are destroyed with the clique: drop this one to hand it back",
+                ),
+            ));
         }
         self.core.finalize_all(CALL)
     }

@@ -60,7 +60,12 @@ pub(super) fn ordered<'s, 'ctx, T: NcclType, K: StreamKind>(
     };
     let op = operation.check(at, what)?;
     if front == Front::Grouped && scope.is_multi_stream() {
-        return Err(Error::invalid_input(what, Invalid::argument("a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_pair")));
+        return Err(Error::invalid_input(
+            what,
+            Invalid::argument(
+                "a group's operations go on scopes of one stream (Stream::scope), not on one of the streams of Stream::scope_all or scope_pair",
+            ),
+        ));
     }
     let pending = Pending {
         comm: &comm.core,

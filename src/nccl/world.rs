@@ -163,10 +163,20 @@ impl World {
         master_port: u16,
     ) -> Result<World> {
         if size == 0 || rank >= size || size > i32::MAX as usize {
-            return Err(Error::invalid_input("World::new", Invalid::argument(format!("rank {rank} of {size}: a world has 1 or more ranks, numbered from 0"))));
+            return Err(Error::invalid_input(
+                "World::new",
+                Invalid::argument(format!(
+                    "rank {rank} of {size}: a world has 1 or more ranks, numbered from 0"
+                )),
+            ));
         }
         if master_port == 0 {
-            return Err(Error::invalid_input("World::new", Invalid::argument("port 0 is not a master's port (1 to 65535): the other ranks could not connect to it")));
+            return Err(Error::invalid_input(
+                "World::new",
+                Invalid::argument(
+                    "port 0 is not a master's port (1 to 65535): the other ranks could not connect to it",
+                ),
+            ));
         }
         Ok(World {
             rank,
@@ -527,9 +537,12 @@ fn from_lookup(lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Wo
 
 /// The error for a variable whose value is not UTF-8.
 fn not_utf8_error(call: &'static str, name: &str, raw: &std::ffi::OsStr) -> Error {
-    Error::invalid_input(call, Invalid::argument(format!(
+    Error::invalid_input(
+        call,
+        Invalid::argument(format!(
             "{name} is set to bytes that are not UTF-8 ({raw:?}): the launcher's variables are text"
-        )))
+        )),
+    )
 }
 
 /// Whether NCCL will find `NCCL_COMM_ID` in this process's environment, where NCCL reads
@@ -576,7 +589,7 @@ mod tests {
     fn detail(e: Error) -> String {
         assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert_eq!(e.call(), FROM_ENV);
-        e.invalid().unwrap().to_string().to_owned()
+        e.invalid().unwrap().to_string()
     }
 
     const TORCHRUN: &[(&str, &str)] = &[
@@ -871,7 +884,10 @@ mod tests {
         }
         // alone, a launcher's rank variable is still a launcher's, not a world of one
         let e = from_lookup(|n| (n == "RANK").then(garbled)).unwrap_err();
-        assert!(e.invalid().unwrap().to_string().starts_with("RANK is set"), "{e}");
+        assert!(
+            e.invalid().unwrap().to_string().starts_with("RANK is set"),
+            "{e}"
+        );
         // text is read as before
         let w = from_lookup(|n| {
             TORCHRUN
@@ -884,7 +900,10 @@ mod tests {
         assert_eq!(from_lookup(|_| None).unwrap(), World::single());
         let e = comm_id_of("x", Some(garbled())).unwrap_err();
         assert!(
-            e.invalid().unwrap().to_string().starts_with("NCCL_COMM_ID is set"),
+            e.invalid()
+                .unwrap()
+                .to_string()
+                .starts_with("NCCL_COMM_ID is set"),
             "{e}"
         );
         assert_eq!(comm_id_of("x", None).unwrap(), None);

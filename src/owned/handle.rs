@@ -631,7 +631,12 @@ impl OwnedContext {
         if value.of_setup_phase() {
             // not reachable through the types (a setup guard is of a context of its own),
             // checked all the same: a phase's teardown frees such memory
-            return Err(Error::invalid_input("OwnedContext::unbind", Invalid::argument("memory of a setup phase is freed by its phase's teardown and cannot be owned")));
+            return Err(Error::invalid_input(
+                "OwnedContext::unbind",
+                Invalid::argument(
+                    "memory of a setup phase is freed by its phase's teardown and cannot be owned",
+                ),
+            ));
         }
         // SAFETY: the value is of this context (checked: `ctx` is this context, alive, and
         // the value's brand is `ctx`'s), and not of a setup phase (checked).

@@ -41,7 +41,8 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         row_len: usize,
         slice_rows: usize,
     ) -> Result<()> {
-        let copy = dst.plan_from_host("copy_3d_from_host", dst.whole(), src, row_len, slice_rows)?;
+        let copy =
+            dst.plan_from_host("copy_3d_from_host", dst.whole(), src, row_len, slice_rows)?;
         // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope.
         unsafe { self.queue_3d(&copy, &[dst.span(true)]) }
     }

@@ -438,9 +438,12 @@ fn duration_of_ms(ms: f32) -> Result<Duration> {
     if ms >= 0.0 && ms.is_finite() {
         Ok(Duration::from_secs_f64(f64::from(ms) / 1000.0))
     } else {
-        Err(Error::invalid_input("Recorded::elapsed", Invalid::argument(format!(
+        Err(Error::invalid_input(
+            "Recorded::elapsed",
+            Invalid::argument(format!(
                 "the end was recorded before the start: the driver measured {ms} ms, which is not a duration"
-            ))))
+            )),
+        ))
     }
 }
 

@@ -136,10 +136,13 @@ impl<'ctx> Stream<'ctx> {
     ) -> Result<Stream<'ctx, P::Streams>> {
         let range = ctx.stream_priority_range()?;
         if !range.contains(priority) {
-            return Err(Error::invalid_input("Stream::with_priority", Invalid::argument(format!(
+            return Err(Error::invalid_input(
+                "Stream::with_priority",
+                Invalid::argument(format!(
                     "priority {priority} is outside the context's range {} (highest) to {} (lowest)",
                     range.greatest, range.least
-                ))));
+                )),
+            ));
         }
         Stream::create(ctx, flags, priority)
     }
@@ -176,8 +179,13 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
         priority: i32,
     ) -> Result<NonNull<CUstream_st>> {
         if flags != StreamFlags::NonBlocking {
-            return Err(Error::invalid_input("Stream::new", Invalid::argument("a partition's streams are non-blocking (`cuGreenCtxStreamCreate` requires \
-                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does")));
+            return Err(Error::invalid_input(
+                "Stream::new",
+                Invalid::argument(
+                    "a partition's streams are non-blocking (`cuGreenCtxStreamCreate` requires \
+                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does",
+                ),
+            ));
         }
         let green = confined::green_of(ctx.raw()).ok_or_else(|| {
             Error::with_detail(

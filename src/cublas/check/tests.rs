@@ -200,8 +200,9 @@ fn batches_need_every_matrix_and_keep_c_apart() {
     assert!(refused(&g).starts_with("the batch count is 2147483648"));
     g.batch = Some((2, usize::MAX, 0, 4));
     assert!(
-        refused(&g)
-            .starts_with("the stride of A is 18446744073709551615, larger than the largest allowed")
+        refused(&g).starts_with(
+            "the stride of A is 18446744073709551615, larger than the largest allowed"
+        )
     );
     g.batch = Some((3, i64::MAX as usize, 0, 4));
     assert!(
@@ -238,7 +239,13 @@ fn an_extent_past_memory_is_refused_not_wrapped() {
         len: usize::MAX,
     };
     let e = m.check("t", None, false).unwrap_err();
-    assert!(e.invalid().unwrap().to_string().starts_with("A spans lda × ("), "{e}");
+    assert!(
+        e.invalid()
+            .unwrap()
+            .to_string()
+            .starts_with("A spans lda × ("),
+        "{e}"
+    );
 }
 
 #[test]
@@ -251,11 +258,21 @@ fn gemv_needs_x_and_y_of_the_transposed_shape() {
         Some("x has 2 elements, but op(A) of an 3 × 2 A (T) needs 3")
     );
     let e = gemv("t", Op::N, (3, 2, 3), (6, 2, 2)).unwrap_err();
-    assert!(e.invalid().unwrap().to_string().starts_with("y has 2 elements"));
+    assert!(
+        e.invalid()
+            .unwrap()
+            .to_string()
+            .starts_with("y has 2 elements")
+    );
     let e = gemv("t", Op::N, (3, 2, 2), (6, 2, 3)).unwrap_err();
     assert!(e.invalid().unwrap().to_string().starts_with("lda is 2"));
     let e = gemv("t", Op::N, (3, 2, 3), (5, 2, 3)).unwrap_err();
-    assert!(e.invalid().unwrap().to_string().starts_with("A has 5 elements"));
+    assert!(
+        e.invalid()
+            .unwrap()
+            .to_string()
+            .starts_with("A has 5 elements")
+    );
 }
 
 #[test]
@@ -275,7 +292,10 @@ fn level_one_vectors_share_one_length_within_int() {
     );
     assert!(one_result("t", 1).is_ok());
     assert_eq!(
-        one_result("t", 2).unwrap_err().invalid().and_then(crate::error::Invalid::reason),
+        one_result("t", 2)
+            .unwrap_err()
+            .invalid()
+            .and_then(crate::error::Invalid::reason),
         Some("the result has 2 elements: cuBLAS writes exactly one")
     );
 }
