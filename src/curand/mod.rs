@@ -5,7 +5,7 @@
 //! search path, then `$CUDA_HOME/lib64` and `/usr/local/cuda/lib64`, or the file `CUDA_BRAND_CURAND_LIBRARY`
 //! names. Building needs nothing. PyTorch's CUDA wheels ship one in
 //! `<site-packages>/nvidia/curand/lib`. Without it every call is an error with
-//! [`ErrorCode::CurandNotFound`] saying what was tried.
+//! [`ErrorCode::CurandNotFound`](crate::ErrorCode::CurandNotFound) saying what was tried.
 //!
 //! ```no_run
 //! use cuda_brand::curand::Rng;

@@ -169,7 +169,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// One attribute's value (`cuFuncGetAttribute`).
     ///
     /// A partition's function is used on the partition's thread only: on another thread
-    /// this, and every method of the function, is [`ErrorCode::NotPermitted`]
+    /// this, and every method of the function, is [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted)
     /// ([`crate::partition`]).
     pub fn attribute(&self, attribute: FunctionAttribute) -> Result<i32> {
         self.on_its_thread("Function::attribute")?;
@@ -258,7 +258,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
 
     /// The kernel's C parameters as the driver lays them out (`cuFuncGetParamInfo`, CUDA
     /// 12.4): the offset and size in bytes of each, in order. A driver older than 12.4
-    /// answers with [`ErrorCode::DriverTooOld`].
+    /// answers with [`ErrorCode::DriverTooOld`](crate::ErrorCode::DriverTooOld).
     ///
     /// The driver is asked only about parameters the kernel has, so the call provokes no
     /// driver error (nothing for compute-sanitizer to report): the count comes from

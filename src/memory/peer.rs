@@ -163,7 +163,7 @@ impl<'ctx, 'peer> PeerAccess<'ctx, 'peer> {
     /// already memory of `'ctx`, and viewing it again with a token of another pair of
     /// contexts would combine two grants (c0 may access c1, c1 may access c2) into one the
     /// driver never gave (c0 accessing c2). Sub-slice the view instead:
-    /// `access.view(&buffer)[10..20]`.
+    /// `&access.view(&buffer)?[10..20]`.
     ///
     /// # Errors
     /// Between two devices, if the buffer is memory of a pool that does not grant this
@@ -345,7 +345,7 @@ fn refusal(
 /// comes with its own context's guard, destination first. Needs no peer access.
 ///
 /// # Errors
-/// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
+/// [`Invalid::LengthMismatch`] if the lengths differ (before any
 /// driver call).
 ///
 /// ```no_run

@@ -384,8 +384,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// into the buffer; complete when it returns.
     ///
     /// # Errors
-    /// [`Invalid::OutOfBounds`](crate::Invalid::OutOfBounds) if `src` does not hold the rows
-    /// (before any driver call), [`Invalid::Argument`](crate::Invalid::Argument) if
+    /// [`Invalid::OutOfBounds`] if `src` does not hold the rows
+    /// (before any driver call), [`Invalid::Argument`] if
     /// `row_len` is less than the width.
     pub fn copy_from_host(&mut self, src: &[T], row_len: usize) -> Result<()> {
         host_rows(
@@ -409,8 +409,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// returns.
     ///
     /// # Errors
-    /// [`Invalid::OutOfBounds`](crate::Invalid::OutOfBounds) if `dst` cannot hold the rows
-    /// (before any driver call), [`Invalid::Argument`](crate::Invalid::Argument) if
+    /// [`Invalid::OutOfBounds`] if `dst` cannot hold the rows
+    /// (before any driver call), [`Invalid::Argument`] if
     /// `row_len` is less than the width.
     pub fn copy_to_host(&self, dst: &mut [T], row_len: usize) -> Result<()> {
         host_rows(
@@ -434,7 +434,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// it returns.
     ///
     /// # Errors
-    /// [`Invalid::ShapeMismatch`](crate::Invalid::ShapeMismatch) if the shapes differ
+    /// [`Invalid::ShapeMismatch`] if the shapes differ
     /// (before any driver call).
     pub fn copy_from_device(&mut self, src: &DeviceBuffer2D<'ctx, T>) -> Result<()> {
         same_shape((self.width, self.height), (src.width, src.height))?;

@@ -8,7 +8,7 @@
 //! A host volume is a slice read (or written) as `depth` slices of `height` rows of `width`
 //! elements, rows `row_len` elements apart and slices `slice_rows` rows apart; a packed
 //! volume has `row_len == width` and `slice_rows == height`. Before anything reaches the
-//! driver, every copy checks, and returns an [`Invalid`](crate::Invalid) error naming the
+//! driver, every copy checks, and returns an [`Invalid`] error naming the
 //! numbers otherwise (like a length mismatch of the 1D copies):
 //!
 //! * that each region lies inside its buffer on every axis (`origin + extent <= shape`,

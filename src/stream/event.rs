@@ -355,7 +355,7 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     /// stream before it is done.
     ///
     /// A partition's event is used on the partition's thread only: on another thread this,
-    /// and every method of the event, is [`ErrorCode::NotPermitted`]
+    /// and every method of the event, is [`ErrorCode::NotPermitted`](crate::ErrorCode::NotPermitted)
     /// ([`crate::partition`]).
     pub fn synchronize(&self) -> Result<()> {
         self.event.on_its_thread("Recorded::synchronize")?;

@@ -11,7 +11,7 @@ fn main() {
             let mut on1 = DeviceBuffer::<u32>::zeroed(c1, 3)?;
             copy_peer(&mut on1, c1, &on0, c0)?;
             let access = c1.enable_peer_access(c0)?;
-            let view = access.view(&on0);
+            let view = access.view(&on0)?;
             Stream::new(c1, StreamFlags::NonBlocking)?.scope(|s| s.copy_from_device(&mut on1, view))?;
             Ok::<_, cuda_brand::Error>(())
         })

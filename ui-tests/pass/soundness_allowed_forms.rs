@@ -54,7 +54,7 @@ fn main() -> cuda_brand::Result<()> {
         let on0 = DeviceBuffer::from_slice(c0, &[1.0f32, 2.0, 3.0, 4.0])?;
         with_context(&device, ContextFlags::default(), |c1| {
             let c1_sees_c0 = c1.enable_peer_access(c0)?;
-            let tail = &c1_sees_c0.view(&on0)[2..];
+            let tail = &c1_sees_c0.view(&on0)?[2..];
             let module = Module::from_ptx(c1, include_str!("../../kernels/kernels.ptx"))?;
             // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*,
             // size_t) reads a and b and writes c, each below the length it is given.

@@ -14,7 +14,7 @@ fn main() -> cuda_brand::Result<()> {
         let on0 = DeviceBuffer::from_slice(c0, &[1u32, 2, 3])?;
         let escaped = with_context(&d1, ContextFlags::default(), |c1| {
             let access = c1.enable_peer_access(c0)?;
-            Ok::<_, cuda_brand::Error>(access.view(&on0))
+            Ok::<_, cuda_brand::Error>(access.view(&on0)?)
         })?;
         // device 1's context is destroyed here
         println!("{:?}", escaped.to_vec()?);

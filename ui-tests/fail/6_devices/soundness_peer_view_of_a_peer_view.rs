@@ -31,9 +31,9 @@ fn main() -> cuda_brand::Result<()> {
                 let on2 = DeviceBuffer::from_slice(c2, &[1.0f32; 1024])?;
                 let c1_sees_c2 = c1.enable_peer_access(c2)?;
                 let c0_sees_c1 = c0.enable_peer_access(c1)?;
-                let in_c1 = c1_sees_c2.view(&on2);
+                let in_c1 = c1_sees_c2.view(&on2)?;
                 // wrong: `in_c1` is a view, not a buffer of c1
-                let in_c0 = c0_sees_c1.view(in_c1);
+                let in_c0 = c0_sees_c1.view(in_c1)?;
 
                 let module = Module::from_ptx(c0, include_str!("../../../kernels/kernels.ptx"))?;
                 // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*,
