@@ -258,6 +258,26 @@ fn an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable() {
         assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert!(e.to_string().contains("more threads"), "{e}");
         assert!(x.to_vec()?.iter().all(|&v| v == 0), "nothing ran");
+        // 2b. a copy of differing lengths, refused and ignored the same way
+        let three = [1u32; 3];
+        let e = ctx
+            .capture(|g| {
+                let x = g.bind_mut(&mut x);
+                let _ignored = g.copy_from_host(x, &three[..]);
+                g.fill(x, 6)
+            })
+            .unwrap_err();
+        assert_eq!(
+            (e.call(), e.invalid()),
+            (
+                "copy_from_host",
+                Some(&cuda_brand::Invalid::LengthMismatch {
+                    expected: N,
+                    found: 3
+                })
+            )
+        );
+        assert!(x.to_vec()?.iter().all(|&v| v == 0), "nothing ran");
         // 3. a context-wide wait inside the capture, its error ignored
         let mut waited = None;
         let kept = {

@@ -33,6 +33,11 @@ mod library_codes;
 /// assert_eq!(e.to_string(), "cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
 /// ```
 ///
+/// An input the crate refuses before any driver call (differing lengths, a range out of
+/// bounds, overlapping memory, ...) is [`ErrorCode::InvalidInput`], and
+/// [`invalid`](Error::invalid) says what was wrong as an [`Invalid`] with fields, which
+/// `Display` prints after the code.
+///
 /// `Debug` prints the same text, so a `main` that returns [`Result`] reports a failure
 /// readably: `Error: cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is
 /// detected)` rather than the fields of a struct.
@@ -80,7 +85,7 @@ mod library_codes;
 /// both errors in a [`WithTeardown`].
 ///
 /// The error is three words (32 bytes on 64-bit targets): the call, the code, and one
-/// optional box holding the detail and the teardown's error, so `Result<(), Error>` stays
+/// optional box holding the detail, the [`Invalid`] and the teardown's error, so `Result<(), Error>` stays
 /// small on every path that succeeds.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
 pub struct Error {
@@ -137,7 +142,9 @@ impl Error {
         }
     }
 
-    /// An error of `call` with `code` and a human-readable detail (bad input, a JIT log).
+    /// An error of `call` with `code` and a human-readable detail (a JIT log, which library
+    /// was not found). Input the crate refuses is [`invalid_input`](Error::invalid_input)
+    /// instead, whose [`Invalid`] a program can match.
     pub fn with_detail(call: &'static str, code: ErrorCode, detail: impl Into<String>) -> Self {
         Error {
             call,
@@ -200,8 +207,9 @@ impl Error {
         self.code
     }
 
-    /// Extra text: the JIT compiler's log, what was wrong with the input, or which driver
-    /// library was not found and how to get one.
+    /// Extra text: the JIT compiler's log, why a state refuses the call, or which driver
+    /// library was not found and how to get one. What was wrong with an input the crate
+    /// refused is [`invalid`](Error::invalid), with fields, not text.
     pub fn detail(&self) -> Option<&str> {
         self.extra.as_ref()?.detail.as_deref()
     }

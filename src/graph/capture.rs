@@ -290,7 +290,8 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             dst.into_mut(crate::launch::sealed::Crate(())),
             src.into_host_ref(crate::launch::sealed::Crate(())),
         );
-        lengths_match("copy_from_host", dst.len(), src.len())?;
+        // refused through `op`, so that the capture fails even if the closure ignores it
+        self.op(|| lengths_match("copy_from_host", dst.len(), src.len()))?;
         let bytes = memory::byte_len::<T>(dst.len());
         if bytes == 0 {
             return Ok(());
@@ -326,7 +327,8 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             dst.into_host_mut(crate::launch::sealed::Crate(())),
             src.into_ref(crate::launch::sealed::Crate(())),
         );
-        lengths_match("copy_to_host", dst.len(), src.len())?;
+        // refused through `op`, so that the capture fails even if the closure ignores it
+        self.op(|| lengths_match("copy_to_host", dst.len(), src.len()))?;
         let bytes = memory::byte_len::<T>(src.len());
         if bytes == 0 {
             return Ok(());
@@ -360,7 +362,8 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
             dst.into_mut(crate::launch::sealed::Crate(())),
             src.into_ref(crate::launch::sealed::Crate(())),
         );
-        lengths_match("copy_from_device", dst.len(), src.len())?;
+        // refused through `op`, so that the capture fails even if the closure ignores it
+        self.op(|| lengths_match("copy_from_device", dst.len(), src.len()))?;
         let bytes = memory::byte_len::<T>(dst.len());
         if bytes == 0 {
             return Ok(());

@@ -15,7 +15,7 @@ use super::{LaunchConfig, Target};
 use crate::driver::{
     self, CUfunction, CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig, CUstream,
 };
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::stream::in_stream_context;
 
 /// What a scope (or a capture) has looked up for launches with attributes.
@@ -123,12 +123,12 @@ pub(super) unsafe fn prepare(
     if let Some(priority) = config.priority {
         let (least, greatest) = facts.priorities;
         if priority < greatest || priority > least {
-            return Err(bad(
-                ErrorCode::InvalidValue,
-                format!(
+            return Err(Error::invalid_input(
+                "StreamScope::launch",
+                Invalid::argument(format!(
                     "launch priority {priority} is outside the context's range {greatest} \
                      (highest) to {least} (lowest)"
-                ),
+                )),
             ));
         }
         prepared.push(CU_LAUNCH_ATTRIBUTE_PRIORITY, value_i32(priority));
