@@ -444,7 +444,7 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
             expect_invalid(
                 comm.all_reduce(s, &src, d, ReduceOp::Sum),
                 "Communicator::all_reduce",
-                "the source has 4 elements but the destination has 3",
+                "the lengths differ: 3 expected, 4 found",
             );
             expect_invalid(
                 comm.all_gather(s, &src, d),
@@ -502,7 +502,7 @@ fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_n
         let mut buf = ctx.from_slice(&[5i32, 6, 7, 8, 9, 10])?;
         stream.scope(|s| {
             let d = s.bind_mut(&mut short);
-            let len = "the source has 4 elements but the destination has 3";
+            let len = "the lengths differ: 3 expected, 4 found";
             group(|g| {
                 let g = g.on(s);
                 let sum = ReduceOp::Sum;

@@ -86,11 +86,10 @@ impl TryFrom<&[u8]> for UniqueId {
             Ok(bytes) => Ok(UniqueId(bytes)),
             Err(_) => Err(Error::invalid_input(
                 "UniqueId::try_from",
-                Invalid::argument(format!(
-                    "an NCCL unique id is {} bytes, not {}",
-                    UniqueId::BYTES,
-                    bytes.len()
-                )),
+                Invalid::LengthMismatch {
+                    expected: UniqueId::BYTES,
+                    found: bytes.len(),
+                },
             )),
         }
     }
@@ -760,8 +759,11 @@ mod tests {
         assert_eq!(UniqueId::try_from(&bytes[..]).unwrap(), id);
         let e = UniqueId::try_from(&bytes[..100]).unwrap_err();
         assert_eq!(
-            e.invalid().and_then(crate::error::Invalid::reason),
-            Some("an NCCL unique id is 128 bytes, not 100")
+            e.invalid(),
+            Some(&crate::error::Invalid::LengthMismatch {
+                expected: 128,
+                found: 100
+            })
         );
         assert_eq!(format!("{id:?}"), "UniqueId(0200000000000000..)");
     }

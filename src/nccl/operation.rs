@@ -394,11 +394,13 @@ fn same_len(what: &'static str, src: usize, dst: usize) -> Result<()> {
     if src == dst {
         Ok(())
     } else {
-        Err(invalid(
+        // the operation reads and writes the same count
+        Err(Error::invalid_input(
             what,
-            format!(
-                "the source has {src} elements but the destination has {dst}: the operation reads and writes the same count"
-            ),
+            Invalid::LengthMismatch {
+                expected: dst,
+                found: src,
+            },
         ))
     }
 }
@@ -612,7 +614,7 @@ mod tests {
     fn bad_lengths_roots_and_peers_are_refused_naming_the_call() {
         use Operation as O;
         let (op, src, dst) = (ReduceOp::Sum, r(0x1000, 8), w(0x9000, 7));
-        let len = "the source has 8 elements but the destination has 7";
+        let len = "the lengths differ: 7 expected, 8 found";
         refused(O::AllReduce { src, dst, op }, len);
         refused(O::Broadcast { src, dst, root: 0 }, len);
         refused(
