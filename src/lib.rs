@@ -330,8 +330,8 @@ struct ReadmeDoctests;
 #[doc(inline)]
 pub use context::{
     CacheConfig, ComputeCapability, ContextFlags, ContextGuard, Device, DeviceAttribute,
-    ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig, StreamPriorityRange, Uuid,
-    with_context, with_context_and_teardown, with_primary_context,
+    MemoryInfo, PrimaryContextState, ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig,
+    StreamPriorityRange, Uuid, with_context, with_context_and_teardown, with_primary_context,
     with_primary_context_and_teardown, with_raw_context,
 };
 /// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
@@ -431,7 +431,7 @@ pub use scope::{
 #[doc(inline)]
 pub use stream::{
     Event, EventFlags, EventKind, KeepWaiting, NoTiming, Overrun, Recorded, Stream, StreamFlags,
-    Timed, Timing,
+    Timed, Timing, Waited,
 };
 
 /// The names most programs use, for `use cuda_brand::prelude::*;`: the entry points, the

@@ -310,7 +310,7 @@ fn the_primary_context_keeps_its_staging_while_held_and_frees_it_after() {
     let device = common::gpu();
     let before = staging::live_bytes();
     assert!(
-        !device.primary_context_state().unwrap().1,
+        !device.primary_context_state().unwrap().active,
         "nothing holds the primary context yet"
     );
     with_primary_context(&device, |outer| {
@@ -330,7 +330,7 @@ fn the_primary_context_keeps_its_staging_while_held_and_frees_it_after() {
         Ok::<_, Error>(())
     })
     .unwrap();
-    assert!(!device.primary_context_state().unwrap().1, "released");
+    assert!(!device.primary_context_state().unwrap().active, "released");
     assert_eq!(
         staging::live_bytes(),
         before,

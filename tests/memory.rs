@@ -310,7 +310,7 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
         let default = MemoryPool::device_default(ctx)?;
         // SAFETY: only compared with null.
         assert!(!unsafe { default.as_raw() }.is_null());
-        let (free, total) = ctx.memory_info()?;
+        let cuda_brand::MemoryInfo { free, total } = ctx.memory_info()?;
         assert!(free > 0 && free <= total);
         assert_eq!(total, ctx.device()?.total_memory()?);
         Ok(())
