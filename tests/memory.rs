@@ -64,7 +64,10 @@ fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
             round_trip(ctx, &pattern(len, |i| -(i as i32) * 7919))?;
             round_trip(ctx, &pattern(len, |i| i as f64 * 0.5 - 3.25))?;
             round_trip(ctx, &pattern(len, |i| [i as f32, 1.5, -(i as f32), 1e30]))?;
-            round_trip(ctx, &pattern(len, |i| [i as u16, i as u16 ^ 0xA5A5, !(i as u16)]))?;
+            round_trip(
+                ctx,
+                &pattern(len, |i| [i as u16, i as u16 ^ 0xA5A5, !(i as u16)]),
+            )?;
             #[cfg(feature = "derive")]
             round_trip(ctx, &pattern(len, Tagged::new))?;
         }
