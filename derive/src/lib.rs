@@ -146,7 +146,7 @@ fn expand(input: &DeriveInput) -> TokenStream2 {
             "{field_name} of `{name}` may have padding inside it: its type implements \
              `DeviceCopy` by hand, whose promise of no padding no compiler has checked, and \
              padding bytes would carry host memory to the GPU; derive `DeviceCopy` on the \
-             field's type instead, or use an array for the field"
+             field's type instead, with its padding (if any) as a field of its own"
         );
         quote_spanned! {first=>
             const _: () = ::core::assert!(

@@ -25,10 +25,11 @@ use crate::driver::Pattern;
 /// # One rule: no padding, so no tuples
 ///
 /// Padding bytes are whatever host memory held there, and a copy carries them to the GPU
-/// (and a program that reads them as values, as the crate's own staging once did, has
-/// undefined behaviour). So no `DeviceCopy` type has any: the numbers have none, an array
-/// `[T; N]` of a `DeviceCopy` `T` has none (elements follow each other without gaps, an
-/// element's size being its stride), and the derive refuses a struct with any.
+/// (and code that reads them as values, a SIMD load of a slice's bytes for one, has
+/// undefined behaviour). So no `DeviceCopy` type has any: the numbers have none, nor do
+/// the library types (`cublas::F16`, `cufft::Complex32`, ...), an array `[T; N]` of a
+/// `DeviceCopy` `T` has none (elements follow each other without gaps, an element's size
+/// being its stride), and the derive refuses a struct with any.
 ///
 /// Tuples are not `DeviceCopy`, not even those without padding (`(u32, u32)`): Rust has
 /// no trait for "padding-free", so an impl for tuples could only be checked by an assertion
