@@ -344,9 +344,10 @@ pub use context::{
 ///   order, and a kernel's C struct would read the fields at other offsets;
 /// * a field of a type that is not `DeviceCopy` (the trait's own message), and by name the
 ///   fields that never can be: `bool`, `char`, `NonZero*`, references and raw pointers;
-/// * padding, between two fields, after the last, or inside a field's type (a tuple with
-///   padding, a type whose `DeviceCopy` is written by hand): those bytes would carry host
-///   memory to the GPU (checked with `offset_of!` and `size_of` in constants);
+/// * padding, between two fields, after the last, or inside a field's type (a type whose
+///   `DeviceCopy` is written by hand, whose promise of no padding no compiler checked):
+///   those bytes would carry host memory to the GPU (checked with `offset_of!` and
+///   `size_of` in constants);
 /// * an enum, a union, or a generic struct (whose padding depends on its parameters).
 ///
 /// It does not derive `Copy` (a supertrait of `DeviceCopy`): derive `Clone` and `Copy` too.
