@@ -436,13 +436,15 @@ pub use stream::{
 };
 
 /// The names most programs use, for `use cuda_brand::prelude::*;`: the entry points, the
-/// guard, devices and flags, buffers, streams, kernels and their parameter kinds, and the
-/// error type.
+/// guard, devices and flags, buffers, streams and their scopes, kernels and their
+/// parameter kinds, and the error and result types (`Result<T>` is `Result<T, Error>`; a
+/// second parameter names another error type, so code written for `std`'s `Result` still
+/// compiles).
 pub mod prelude {
     pub use crate::{
         ContextFlags, ContextGuard, Device, DeviceBuffer, DeviceCopy, DeviceSlice, Error, Event,
-        In, LaunchConfig, Module, Out, PinnedBuffer, Stream, StreamFlags, with_context,
-        with_primary_context,
+        In, Kernel, LaunchConfig, Module, Out, PinnedBuffer, Result, Stream, StreamFlags,
+        StreamScope, with_context, with_primary_context,
     };
 }
 
