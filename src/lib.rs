@@ -330,8 +330,8 @@ struct ReadmeDoctests;
 #[doc(inline)]
 pub use context::{
     CacheConfig, ComputeCapability, ContextFlags, ContextGuard, Device, DeviceAttribute,
-    ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig, StreamPriorityRange, Uuid,
-    with_context, with_context_and_teardown, with_primary_context,
+    MemoryInfo, PrimaryContextState, ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig,
+    StreamPriorityRange, Uuid, with_context, with_context_and_teardown, with_primary_context,
     with_primary_context_and_teardown, with_raw_context,
 };
 /// `#[derive(DeviceCopy)]`: implements [`DeviceCopy`](trait@DeviceCopy) for a
@@ -344,9 +344,10 @@ pub use context::{
 ///   order, and a kernel's C struct would read the fields at other offsets;
 /// * a field of a type that is not `DeviceCopy` (the trait's own message), and by name the
 ///   fields that never can be: `bool`, `char`, `NonZero*`, references and raw pointers;
-/// * padding, between two fields, after the last, or inside a field's type (a tuple with
-///   padding, a type whose `DeviceCopy` is written by hand): those bytes would carry host
-///   memory to the GPU (checked with `offset_of!` and `size_of` in constants);
+/// * padding, between two fields, after the last, or inside a field's type (a type whose
+///   `DeviceCopy` is written by hand, whose promise of no padding no compiler checked):
+///   those bytes would carry host memory to the GPU (checked with `offset_of!` and
+///   `size_of` in constants);
 /// * an enum, a union, or a generic struct (whose padding depends on its parameters).
 ///
 /// It does not derive `Copy` (a supertrait of `DeviceCopy`): derive `Clone` and `Copy` too.
@@ -430,17 +431,19 @@ pub use scope::{
 #[doc(inline)]
 pub use stream::{
     Event, EventFlags, EventKind, KeepWaiting, NoTiming, Overrun, Recorded, Stream, StreamFlags,
-    Timed, Timing,
+    Timed, Timing, Waited,
 };
 
 /// The names most programs use, for `use cuda_brand::prelude::*;`: the entry points, the
-/// guard, devices and flags, buffers, streams, kernels and their parameter kinds, and the
-/// error type.
+/// guard, devices and flags, buffers, streams and their scopes, kernels and their
+/// parameter kinds, and the error and result types (`Result<T>` is `Result<T, Error>`; a
+/// second parameter names another error type, so code written for `std`'s `Result` still
+/// compiles).
 pub mod prelude {
     pub use crate::{
         ContextFlags, ContextGuard, Device, DeviceBuffer, DeviceCopy, DeviceSlice, Error, Event,
-        In, LaunchConfig, Module, Out, PinnedBuffer, Stream, StreamFlags, with_context,
-        with_primary_context,
+        In, Kernel, LaunchConfig, Module, Out, PinnedBuffer, Result, Stream, StreamFlags,
+        StreamScope, with_context, with_primary_context,
     };
 }
 

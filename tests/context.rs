@@ -96,7 +96,7 @@ fn primary_context_is_one_context_retained_twice_when_nested() {
     let device = common::gpu();
     let version = with_primary_context(&device, |ctx| {
         assert_eq!(common::current(), common::handle(ctx));
-        assert!(device.primary_context_state()?.1, "retained inside");
+        assert!(device.primary_context_state()?.active, "retained inside");
         ctx.api_version()
     })
     .unwrap();

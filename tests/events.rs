@@ -12,7 +12,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use cuda_brand::{
-    ContextGuard, Error, ErrorCode, KeepWaiting, Kernel, LaunchConfig, Module, Out, Overrun, Stream,
+    ContextGuard, Error, ErrorCode, KeepWaiting, Kernel, LaunchConfig, Module, Out, Overrun,
+    Stream, Waited,
 };
 
 const PTX: &str = include_str!("kernels/deadline.ptx");
@@ -284,11 +285,15 @@ fn synchronize_within_says_not_yet_then_done() {
             let late = r.synchronize_within(Duration::from_secs(10))?;
             Ok::<_, Error>((early, early_complete, late, r.is_complete()?, waited))
         })?;
-        assert!(!early, "a {SPIN_MS} ms kernel is not done within 1 ms");
+        assert_eq!(
+            early,
+            Waited::TimedOut,
+            "a {SPIN_MS} ms kernel is not done within 1 ms"
+        );
         assert!(!early_complete);
         assert!(waited >= MS, "waited {waited:?}");
         assert!(waited < Duration::from_millis(SPIN_MS), "waited {waited:?}");
-        assert!(late && late_complete);
+        assert!(late == Waited::Complete && late_complete);
         assert_eq!(out.to_vec()?, vec![8; N]);
         Ok(())
     });

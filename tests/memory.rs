@@ -35,6 +35,28 @@ fn round_trip<T: DeviceCopy + PartialEq + std::fmt::Debug>(
     Ok(())
 }
 
+/// A struct of mixed fields without padding (16 bytes: 8, 2, then 6 of an explicit
+/// `_pad`), where a tuple `(u64, u16)` would have 6 bytes of padding and is not `DeviceCopy`.
+#[cfg(feature = "derive")]
+#[derive(Clone, Copy, Debug, PartialEq, cuda_brand::DeviceCopy)]
+#[repr(C)]
+struct Tagged {
+    big: u64,
+    small: u16,
+    _pad: [u8; 6],
+}
+
+#[cfg(feature = "derive")]
+impl Tagged {
+    fn new(i: usize) -> Tagged {
+        Tagged {
+            big: i as u64 * 3 + (1 << 40),
+            small: i as u16,
+            _pad: [0xC3; 6],
+        }
+    }
+}
+
 fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
     common::in_context(|ctx| {
         for len in [0, 1, 4097] {
@@ -42,7 +64,12 @@ fn copy_round_trip_preserves_values_of_several_types_and_sizes() {
             round_trip(ctx, &pattern(len, |i| -(i as i32) * 7919))?;
             round_trip(ctx, &pattern(len, |i| i as f64 * 0.5 - 3.25))?;
             round_trip(ctx, &pattern(len, |i| [i as f32, 1.5, -(i as f32), 1e30]))?;
-            round_trip(ctx, &pattern(len, |i| (i as u16, i as u64 * 3)))?;
+            round_trip(
+                ctx,
+                &pattern(len, |i| [i as u16, i as u16 ^ 0xA5A5, !(i as u16)]),
+            )?;
+            #[cfg(feature = "derive")]
+            round_trip(ctx, &pattern(len, Tagged::new))?;
         }
         Ok(())
     });
@@ -318,7 +345,7 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
         let default = MemoryPool::device_default(ctx)?;
         // SAFETY: only compared with null.
         assert!(!unsafe { default.as_raw() }.is_null());
-        let (free, total) = ctx.memory_info()?;
+        let cuda_brand::MemoryInfo { free, total } = ctx.memory_info()?;
         assert!(free > 0 && free <= total);
         assert_eq!(total, ctx.device()?.total_memory()?);
         Ok(())

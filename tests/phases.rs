@@ -24,7 +24,7 @@ fn default_pool_used(device: &Device) -> u64 {
 
 /// Free memory of device 0, looked at through the primary context.
 fn device_free(device: &Device) -> u64 {
-    with_primary_context(device, |p| Ok::<_, Error>(p.memory_info()?.0)).unwrap() as u64
+    with_primary_context(device, |p| Ok::<_, Error>(p.memory_info()?.free)).unwrap() as u64
 }
 
 /// The size of the allocation that starts at `ptr`, straight from the driver

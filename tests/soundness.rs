@@ -276,7 +276,7 @@ fn pinned_memory_of_an_over_aligned_type_is_aligned_or_refused() {
     #[derive(Clone, Copy)]
     #[repr(C, align(65536))]
     struct Page([u8; 65536]);
-    // SAFETY: bytes only; every bit pattern is a value, it owns nothing.
+    // SAFETY: bytes only; every bit pattern is a value, no padding, it owns nothing.
     unsafe impl cuda_brand::DeviceCopy for Page {}
     common::in_context(|ctx| {
         match cuda_brand::PinnedBuffer::<Page>::zeroed(ctx, 3) {

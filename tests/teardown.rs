@@ -33,24 +33,24 @@ fn a_destroyed_context_gives_its_memory_back() {
 
 fn the_primary_context_is_released_after_the_closure() {
     let device = common::gpu();
-    let (_, active) = device.primary_context_state().unwrap();
+    let active = device.primary_context_state().unwrap().active;
     assert!(
         !active,
         "nothing in this binary holds the primary context yet"
     );
     with_primary_context(&device, |_| {
-        assert!(device.primary_context_state()?.1, "retained inside");
+        assert!(device.primary_context_state()?.active, "retained inside");
         Ok::<_, Error>(())
     })
     .unwrap();
-    let (_, active) = device.primary_context_state().unwrap();
+    let active = device.primary_context_state().unwrap().active;
     assert!(!active, "released after the closure");
     // also when the closure fails or panics
     let _ = with_primary_context(&device, |_| {
         Err::<(), _>(Error::new("my step", cuda_brand::ErrorCode::Unknown))
     });
     assert!(
-        !device.primary_context_state().unwrap().1,
+        !device.primary_context_state().unwrap().active,
         "released after an error"
     );
     let caught = std::panic::catch_unwind(|| {
@@ -58,7 +58,7 @@ fn the_primary_context_is_released_after_the_closure() {
     });
     assert!(caught.is_err());
     assert!(
-        !device.primary_context_state().unwrap().1,
+        !device.primary_context_state().unwrap().active,
         "released after a panic"
     );
 }

@@ -14,8 +14,11 @@
 //! * no padding: every field starts where the one before it ends, and the last one ends
 //!   where the struct does (`offset_of!` and `size_of` in constants, an error on the field
 //!   after the gap, or on the last field for padding at the end); and none inside a field:
-//!   its type is a number, an array or a tuple without padding, or a derived struct (the
-//!   trait's hidden `__PADDING_FREE` constant says so; hand-written impls leave it false).
+//!   its type is a number, an array of such, one of the crate's library types, or a
+//!   derived struct (the trait's hidden `__PADDING_FREE` constant says so). A type whose
+//!   `DeviceCopy` is written by hand promises no padding too, but no compiler checked the
+//!   promise, so it leaves the constant false and the derive refuses it as a field. Tuples
+//!   are not `DeviceCopy` at all (an error on the field's type, as for any such type).
 //!
 //! Every check is made where the struct is defined, for its one concrete layout: nothing
 //! waits for a use of the type (generic structs are refused for that reason).
@@ -140,10 +143,10 @@ fn expand(input: &DeriveInput) -> TokenStream2 {
             None => format!("field `{i}`"),
         };
         let message = format!(
-            "{field_name} of `{name}` may have padding inside it: its type is a tuple whose \
-             fields do not fill it, or implements `DeviceCopy` by hand (which does not promise \
-             the absence of padding), and padding bytes would carry host memory to the GPU; \
-             use a `#[derive(DeviceCopy)]` struct or an array for the field"
+            "{field_name} of `{name}` may have padding inside it: its type implements \
+             `DeviceCopy` by hand, whose promise of no padding no compiler has checked, and \
+             padding bytes would carry host memory to the GPU; derive `DeviceCopy` on the \
+             field's type instead, with its padding (if any) as a field of its own"
         );
         quote_spanned! {first=>
             const _: () = ::core::assert!(

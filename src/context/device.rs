@@ -158,11 +158,24 @@ impl Device {
         driver::primary_ctx_set_flags(self.raw, flags.bits())
     }
 
-    /// The primary context's flags and whether it is active (retained by someone).
-    pub fn primary_context_state(&self) -> Result<(super::ContextFlags, bool)> {
+    /// The primary context's flags and whether it is active (retained by someone),
+    /// `cuDevicePrimaryCtxGetState`.
+    pub fn primary_context_state(&self) -> Result<PrimaryContextState> {
         let (flags, active) = driver::primary_ctx_state(self.raw)?;
-        Ok((super::ContextFlags::from_bits(flags), active))
+        Ok(PrimaryContextState {
+            flags: super::ContextFlags::from_bits(flags),
+            active,
+        })
     }
+}
+
+/// The state of a device's primary context ([`Device::primary_context_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrimaryContextState {
+    /// The flags it is (or will be) created with.
+    pub flags: super::ContextFlags,
+    /// Whether it exists now: retained by someone (this crate, the runtime, a library).
+    pub active: bool,
 }
 
 macro_rules! device_attributes {

@@ -517,7 +517,7 @@ where
 /// # fn main() -> cuda_brand::Result<()> {
 /// let device = Device::get(0)?;
 /// // the runtime API's context: libraries built on it see the same allocations
-/// let free = with_primary_context(&device, |ctx| Ok::<_, cuda_brand::Error>(ctx.memory_info()?.0))?;
+/// let free = with_primary_context(&device, |ctx| Ok::<_, cuda_brand::Error>(ctx.memory_info()?.free))?;
 /// println!("{free} bytes free");
 /// # Ok(()) }
 /// ```
@@ -595,7 +595,7 @@ where
 /// # fn main() -> cuda_brand::Result<()> {
 /// let device = Device::get(0)?;
 /// let free = with_primary_context_and_teardown(&device, |ctx| {
-///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(ctx.memory_info()?.0)
+///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(ctx.memory_info()?.free)
 /// });
 /// match free {
 ///     Ok(free) => println!("{free} bytes free"),

@@ -61,7 +61,7 @@ pub(crate) mod phase;
 pub(crate) mod teardown;
 
 #[doc(inline)]
-pub use device::{ComputeCapability, Device, DeviceAttribute, Uuid};
+pub use device::{ComputeCapability, Device, DeviceAttribute, PrimaryContextState, Uuid};
 #[cfg(feature = "staging")]
 pub(crate) use enter::held;
 pub(crate) use enter::{
@@ -455,15 +455,26 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// # let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let (free, total) = ctx.memory_info()?;
-    ///     assert!(free <= total);
+    ///     let memory = ctx.memory_info()?;
+    ///     assert!(memory.free <= memory.total);
     ///     Ok(())
     /// })
     /// # }
     /// ```
-    pub fn memory_info(self) -> Result<(usize, usize)> {
-        self.with_current(driver::mem_get_info)
+    pub fn memory_info(self) -> Result<MemoryInfo> {
+        let (free, total) = self.with_current(driver::mem_get_info)?;
+        Ok(MemoryInfo { free, total })
     }
+}
+
+/// The device memory of a context's device, in bytes ([`ContextGuard::memory_info`],
+/// `cuMemGetInfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// Free for allocation now (by this process and others).
+    pub free: usize,
+    /// The device's total memory.
+    pub total: usize,
 }
 
 // The bound is on the method, so that a run-phase guard gets `Allocating`'s message.

@@ -371,13 +371,14 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     }
 
     /// Waits at most `within` for the record to complete, polling `cuEventQuery` (with
-    /// the same backoff as [`Stream::scope_within`]): `Ok(true)` once it has completed,
-    /// `Ok(false)` if it still had not when `within` had passed. The event guards no
+    /// the same backoff as [`Stream::scope_within`]): [`Waited::Complete`] once it has
+    /// completed, [`Waited::TimedOut`] if it still had not when `within` had passed. The event guards no
     /// borrow, so "not yet" is a plain answer here; a scope's bounded wait cannot return
     /// early ([`Stream::scope_within`]).
     ///
     /// ```no_run
     /// use std::time::Duration;
+    /// use cuda_brand::Waited;
     /// use cuda_brand::prelude::*;
     /// # fn main() -> cuda_brand::Result<()> {
     /// # let device = Device::get(0)?;
@@ -388,7 +389,7 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     ///     stream.scope(|s| {
     ///         s.fill(&mut buf, 1u8)?;
     ///         let done = done.record(s)?;
-    ///         if !done.synchronize_within(Duration::from_millis(100))? {
+    ///         if done.synchronize_within(Duration::from_millis(100))? == Waited::TimedOut {
     ///             eprintln!("the fill took more than 100 ms"); // the scope still waits for it
     ///         }
     ///         Ok::<_, cuda_brand::Error>(())
@@ -397,14 +398,17 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     /// })
     /// # }
     /// ```
-    pub fn synchronize_within(&self, within: Duration) -> Result<bool> {
+    pub fn synchronize_within(&self, within: Duration) -> Result<Waited> {
         self.event.on_its_thread("Recorded::synchronize_within")?;
         let start = Instant::now();
         let query = || {
             // SAFETY: the event is alive.
             unsafe { driver::event_query(self.raw()) }
         };
-        poll_until(start, start.checked_add(within), query)
+        Ok(match poll_until(start, start.checked_add(within), query)? {
+            true => Waited::Complete,
+            false => Waited::TimedOut,
+        })
     }
 
     /// The time from this record to `end`'s, two completed records of timing events of
@@ -546,6 +550,16 @@ impl<K: EventKind> fmt::Debug for Recorded<'_, '_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Recorded").field(&self.event.raw).finish()
     }
+}
+
+/// What a bounded wait found ([`Recorded::synchronize_within`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Waited {
+    /// The work before the record had completed within the time given.
+    Complete,
+    /// The time ran out first: the work may still run.
+    TimedOut,
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub use deadline::{KeepWaiting, Overrun};
 #[cfg(feature = "nccl")]
 pub(crate) use deadline::poll_with;
 #[doc(inline)]
-pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing};
+pub use event::{Event, EventFlags, EventKind, NoTiming, Recorded, Timed, Timing, Waited};
 #[cfg(any(feature = "cufft", feature = "curand"))]
 pub(crate) use handle_order::HandleOrder;
 

@@ -47,7 +47,7 @@ fn main() {
             s[2].wait_event(&copy)?;
             s[1].copy_to_host(&mut host_b, d)?;
             s[2].copy_to_host(&mut host_c, d)?;
-            let _in_time: bool = filled.synchronize_within(Duration::from_secs(10))?;
+            let _in_time: cuda_brand::Waited = filled.synchronize_within(Duration::from_secs(10))?;
             Ok::<_, cuda_brand::Error>(())
         })?;
         assert_eq!(host_b, host_c);

@@ -29,10 +29,11 @@ pub(super) unsafe fn copy_streaming(src: *const u8, dst: *mut u8, len: usize) {
         unsafe { std::ptr::copy_nonoverlapping(src, dst, head) };
         let (mut s, mut d, mut left) = (src.wrapping_add(head), dst.wrapping_add(head), len - head);
         while left >= 64 {
-            // Bytes, never Rust values: the source may hold uninitialised bytes (the padding
-            // of a `DeviceCopy` type such as `(u8, u32)`), and reading them as a typed value
-            // (an `__m128i`) would be undefined behaviour; the assembly moves them through
-            // registers the compiler does not see, as `memcpy` does.
+            // Bytes, never Rust values: like `memcpy`, the copy takes any bytes, uninitialised
+            // ones too (padding, which no `DeviceCopy` type has, but which the copy
+            // does not rely on), and reading them as a typed value (an `__m128i`) would be
+            // undefined behaviour; the assembly moves them through registers the compiler
+            // does not see, as `memcpy` does.
             // SAFETY: 64 bytes at `s` lie in the source (`left` of them remain), read
             // unaligned (`movdqu`); 64 bytes at `d` lie in the destination, 16-byte aligned
             // (`d` is, from `head` on, in steps of 64), as the streaming stores (`movntdq`)
@@ -105,9 +106,10 @@ mod tests {
     }
 
     /// A source with uninitialised bytes, the padding of `(u8, u32)` (three bytes an
-    /// element; `DeviceCopy` through the crate's tuple impl): every element arrives. The
-    /// copy moves bytes, never typed values of them (reading uninitialised bytes as an
-    /// integer or SIMD value would be undefined behaviour).
+    /// element; no `DeviceCopy` type has padding, but `copy_streaming` promises `memcpy`'s
+    /// contract, bytes of any kind): every element arrives. The copy moves bytes, never
+    /// typed values of them (reading uninitialised bytes as an integer or SIMD value would
+    /// be undefined behaviour).
     #[test]
     fn a_padded_source_is_copied_as_bytes() {
         let source = vec![(7u8, 0xDEAD_BEEFu32); 1000];

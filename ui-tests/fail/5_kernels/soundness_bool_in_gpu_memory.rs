@@ -1,6 +1,6 @@
 // Rule: only plain data lives in GPU memory: types whose every bit pattern is a value
-// (`DeviceCopy`: the numbers, arrays and tuples of them, and `#[repr(C)]` structs a user
-// marks with `unsafe impl DeviceCopy`). `bool` is not.
+// (`DeviceCopy`: the numbers, arrays of them, and `#[repr(C)]` structs without padding a
+// user marks with `#[derive(DeviceCopy)]` or `unsafe impl DeviceCopy`). `bool` is not.
 //
 // `DeviceBuffer<'ctx, T>` and every allocation (here `ContextGuard::from_slice`) require
 // `T: DeviceCopy`. A kernel may write any bytes into its `Out` buffers, and the host reads
