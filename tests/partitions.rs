@@ -69,7 +69,7 @@ fn sms_used(p: PartitionGuard<'_>) -> Result<BTreeSet<u32>, Error> {
     let module = p.load_ptx(SMID_PTX)?;
     // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
     let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
-    let blocks = 4 * p.sm_count()?;
+    let blocks = 4 * p.sm_count();
     let mut out = p.zeroed::<u32>(blocks as usize)?;
     let stream = p.stream()?;
     stream.scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut out,)))?;
@@ -96,9 +96,9 @@ fn a_split_gives_two_partitions_of_the_sizes_asked_on_disjoint_sms() {
         assert_eq!(a.sm_count(), total - ask, "the rest is the remainder");
         let (b_count, a_count) = (b.sm_count(), a.sm_count());
         let (used_a, used_b) = a.enter(|pa| {
-            assert_eq!(pa.sm_count()?, a_count);
+            assert_eq!(pa.sm_count(), a_count);
             b.enter(|pb| {
-                assert_eq!(pb.sm_count()?, b_count);
+                assert_eq!(pb.sm_count(), b_count);
                 Ok::<_, Error>((sms_used(pa)?, sms_used(pb)?))
             })
         })?;
@@ -178,7 +178,7 @@ fn a_short_kernel_finishes_while_the_other_partition_is_saturated() {
                 sa.scope(|s| s.launch(&spin_a, LaunchConfig::linear(1, 32), (1,)))?;
                 sb.scope(|s| s.launch(&spin_b, LaunchConfig::linear(1, 32), (1,)))?;
                 // A: every SM of A full, for about 0.3 s a wave
-                let bulk_work = LaunchConfig::linear(8 * a.sm_count()?, 256);
+                let bulk_work = LaunchConfig::linear(8 * a.sm_count(), 256);
                 let started = Instant::now();
                 sa.scope(|s| {
                     s.launch(&spin_a, bulk_work, (cycles_per_second * 3 / 10,))?;

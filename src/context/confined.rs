@@ -245,8 +245,8 @@ fn refuse_foreign_slow_in(call: &'static str, ctx: CUcontext) -> Result<()> {
 // thread is counted in the driver layer's thread-local word, beside the host-function flag
 // (`driver::partitioned_closures`), so that entering a context checks both in one load.
 thread_local! {
-    /// The partitions entered on this thread: (`CUcontext` form, green context).
-    pub(super) static ENTERED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+    /// The partitions entered on this thread: (`CUcontext` form, green context, SMs).
+    pub(super) static ENTERED: RefCell<Vec<(usize, usize, u32)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The devices a `with_partitions` closure is splitting, process-wide
@@ -333,8 +333,8 @@ pub(crate) fn green_of(raw: CUcontext) -> Option<CUgreenCtx> {
     ENTERED.with(|e| {
         e.borrow()
             .iter()
-            .find(|&&(ctx, _)| ctx == raw as usize)
-            .map(|&(_, green)| green as CUgreenCtx)
+            .find(|&&(ctx, _, _)| ctx == raw as usize)
+            .map(|&(_, green, _)| green as CUgreenCtx)
     })
 }
 

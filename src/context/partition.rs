@@ -148,7 +148,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::confined::{ENTERED, OWNERS, claim, green_of, refuse_inside, thread_token, unclaim};
+use super::confined::{ENTERED, OWNERS, claim, refuse_inside, thread_token, unclaim};
 use super::enter::{pop_exact, run_then};
 #[doc(inline)]
 pub use super::phase::Partitioned;
@@ -570,7 +570,8 @@ impl SmGroup<'_> {
         }
         let (handle, green) = make_partition(&self.resource, self.device)?;
         let raw = handle.as_ptr();
-        ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize)));
+        let sms = self.resource.sm.smCount;
+        ENTERED.with(|e| e.borrow_mut().push((raw as usize, green as usize, sms)));
         OWNERS.change(|owners| owners.push((raw as usize, thread_token())));
         driver::partitioned_closure_begins();
         // SAFETY: the green context lives until `end_partition`, after `f` returns, so its
@@ -620,7 +621,7 @@ fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     // SAFETY: `raw` is alive and current (on top of this thread's stack).
     unsafe { teardown::run_before_give_up(raw) };
     let popped = pop_exact(raw);
-    ENTERED.with(|e| e.borrow_mut().retain(|&(ctx, _)| ctx != raw as usize));
+    ENTERED.with(|e| e.borrow_mut().retain(|&(ctx, _, _)| ctx != raw as usize));
     // every value of the partition is gone (so no other thread can ask for it), before
     // the green context is destroyed (so its address is not yet another's)
     OWNERS.change(|owners| owners.retain(|&(ctx, _)| ctx != raw as usize));
@@ -641,29 +642,29 @@ fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
 }
 
 impl ContextGuard<'_, Partitioned> {
-    /// How many SMs the partition has (`cuGreenCtxGetDevResource`).
-    pub fn sm_count(self) -> Result<u32> {
-        let green = self.green()?;
-        // SAFETY: the guard proves the partition, so its green context, alive.
-        Ok(unsafe { driver::green_ctx_sm_resource(green) }?.sm.smCount)
-    }
-
-    /// The partition's green context.
-    pub(crate) fn green(self) -> Result<CUgreenCtx> {
-        green_of(self.raw()).ok_or_else(|| {
-            Error::with_detail(
-                "ContextGuard::green",
-                ErrorCode::InvalidContext,
-                "the partition was not entered on this thread",
+    /// How many SMs the partition has: its part's ([`SmGroup::sm_count`]), kept when it was
+    /// entered.
+    pub fn sm_count(self) -> u32 {
+        let raw = self.raw() as usize;
+        ENTERED
+            .with(|e| {
+                e.borrow()
+                    .iter()
+                    .find(|&&(ctx, _, _)| ctx == raw)
+                    .map(|&(_, _, sms)| sms)
+            })
+            // the guard is not `Send` and lives inside its `SmGroup::enter` on this thread,
+            // which keeps the entry until the guard's closure has returned
+            .expect(
+                "a partition's guard is used on the thread that entered it, while it is entered",
             )
-        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::confined::{refuse_foreign, refuse_partitioned};
+    use crate::context::confined::{green_of, refuse_foreign, refuse_partitioned};
 
     const HOPPER: ComputeCapability = ComputeCapability { major: 9, minor: 0 };
     const AMPERE: ComputeCapability = ComputeCapability { major: 8, minor: 6 };
@@ -846,7 +847,7 @@ mod tests {
     #[test]
     fn a_partition_not_entered_on_this_thread_has_no_green_context() {
         assert_eq!(green_of(0x1000 as CUcontext), None);
-        ENTERED.with(|e| e.borrow_mut().push((0x1000, 0x2000)));
+        ENTERED.with(|e| e.borrow_mut().push((0x1000, 0x2000, 16)));
         assert_eq!(green_of(0x1000 as CUcontext), Some(0x2000 as CUgreenCtx));
         ENTERED.with(|e| e.borrow_mut().clear());
     }
