@@ -304,7 +304,7 @@ fn gemv_axpy_dot_nrm2_and_scal_give_the_cpu_values() {
         stream.scope(|s| {
             let yv = s.bind_mut(&mut y); // written by several operations, in stream order
             blas.axpy(s, 2.0, &x, yv)?; // y = [7, 9, 1, 25]
-            blas.dot(s, &x, yv.as_ref(), &mut dot)?; // 21 + 36 + 0 + 300
+            blas.dot(s, &x, yv.into_ref(), &mut dot)?; // 21 + 36 + 0 + 300
             blas.nrm2(s, &x, &mut norm)?; // sqrt(9 + 16 + 144) = 13
             blas.scal(s, -0.5, yv) // [-3.5, -4.5, -0.5, -12.5]
         })?;
@@ -405,8 +405,8 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
                 blas.gemm(
                     s,
                     &Gemm::new(2, 2, 2),
-                    w.slice(0..4).as_ref(),
-                    w.slice(8..12).as_ref(),
+                    w.slice(0..4).into_ref(),
+                    w.slice(8..12).into_ref(),
                     w.slice(2..6),
                 )
             })
@@ -457,8 +457,8 @@ fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
                 let w = s.bind_mut(&mut v);
                 blas.dot(
                     s,
-                    w.slice(0..4).as_ref(),
-                    w.slice(0..4).as_ref(),
+                    w.slice(0..4).into_ref(),
+                    w.slice(0..4).into_ref(),
                     w.slice(3..4),
                 )
             })

@@ -60,7 +60,7 @@ fn c2c_f32_batched_1d_round_trip_returns_n_times_the_input() {
         ctx.stream()?.scope(|s| {
             let sp = s.bind_mut(&mut spectrum); // written, then read, in stream order
             plan.exec(s, &x, sp, Direction::Forward)?;
-            plan.exec(s, sp.as_ref(), &mut back, Direction::Inverse)
+            plan.exec(s, sp.into_ref(), &mut back, Direction::Inverse)
         })?;
         let back = back.to_vec()?;
         let worst = host
@@ -225,7 +225,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
             .scope(|s| {
                 let whole = s.bind_mut(&mut both);
                 let (i, o) = (whole.slice(0..16), whole.slice(8..24));
-                plan.exec(s, i.as_ref(), o, Direction::Forward)
+                plan.exec(s, i.into_ref(), o, Direction::Forward)
             })
             .unwrap_err();
         assert!(e.to_string().contains("overlap"), "{e}");

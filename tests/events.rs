@@ -84,7 +84,7 @@ fn a_deadline_overrun_calls_the_handler_and_the_scope_returns_after_the_kernel()
         assert_eq!(seen[0].deadline(), MS);
         for (k, o) in seen.iter().enumerate() {
             assert_eq!(o.count(), k as u64 + 1);
-            assert_eq!(o.stream(), 0);
+            assert_eq!(o.stream_index(), 0);
             assert!(o.elapsed() >= o.deadline(), "{o:?}");
             assert!(o.elapsed() <= took, "{o:?}");
         }
@@ -157,7 +157,7 @@ fn scope_all_within_names_the_busy_stream_and_waits_for_every_stream() {
             &[&a, &b],
             MS,
             |o| {
-                busy.push(o.stream());
+                busy.push(o.stream_index());
                 KeepWaiting::for_another(MS)
             },
             |s| {

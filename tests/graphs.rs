@@ -73,8 +73,8 @@ fn a_captured_pipeline_replays_a_thousand_times_with_the_right_answer() {
             let (output, out) = g.lend_host(&mut output);
             let (x, y, z) = (g.bind_mut(&mut x), g.bind_mut(&mut y), g.bind_mut(&mut z));
             g.copy_from_host(x, input)?;
-            g.launch(&k.affine, config(), (x.as_ref(), y, 3u32, 1u32))?;
-            g.launch(&k.add, config(), (x.as_ref(), y.as_ref(), z))?;
+            g.launch(&k.affine, config(), (x.into_ref(), y, 3u32, 1u32))?;
+            g.launch(&k.add, config(), (x.into_ref(), y.into_ref(), z))?;
             g.launch(&k.square, config(), (z,))?;
             g.copy_to_host(output, z)?;
             Ok((inp, out))
@@ -116,8 +116,8 @@ fn a_graph_replays_on_any_stream_of_its_context_any_number_of_times() {
         let (graph, key) = ctx.capture(|g| {
             let (acc, key) = g.lend_mut(&mut acc);
             let tmp = g.bind_mut(&mut tmp);
-            g.launch(&k.affine, config(), (acc.as_ref(), tmp, 1u32, 1u32))?; // tmp = acc + 1
-            g.copy_from_device(acc, tmp.as_ref())?; // acc = tmp
+            g.launch(&k.affine, config(), (acc.into_ref(), tmp, 1u32, 1u32))?; // tmp = acc + 1
+            g.copy_from_device(acc, tmp.into_ref())?; // acc = tmp
             Ok(key)
         })?;
         let mut exec = graph.instantiate()?;
@@ -370,7 +370,7 @@ fn pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused() {
             let (output, out) = g.lend_host(&mut output);
             let (x, y) = (g.bind_mut(&mut x), g.bind_mut(&mut y));
             g.copy_from_host(x, input)?;
-            g.launch(&k.affine, config(), (x.as_ref(), y, 2u32, 0u32))?;
+            g.launch(&k.affine, config(), (x.into_ref(), y, 2u32, 0u32))?;
             g.copy_to_host(output, y)?;
             Ok((inp, out))
         });

@@ -479,12 +479,12 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
             // two views of one bound buffer that overlap: the borrow checker cannot see it
             let b = s.bind_mut(&mut buf);
             expect_invalid(
-                comm.all_reduce(s, b.slice(0..4).as_ref(), b.slice(2..6), ReduceOp::Sum),
+                comm.all_reduce(s, b.slice(0..4).into_ref(), b.slice(2..6), ReduceOp::Sum),
                 "Communicator::all_reduce",
                 "the source (16 bytes at",
             );
             // nothing reached NCCL: the communicator still works, on views apart
-            comm.all_reduce(s, b.slice(0..3).as_ref(), b.slice(3..6), ReduceOp::Sum)
+            comm.all_reduce(s, b.slice(0..3).into_ref(), b.slice(3..6), ReduceOp::Sum)
         })?;
         assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
         comm.async_error()
@@ -544,15 +544,19 @@ fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_n
             let b = s.bind_mut(&mut buf);
             group(|g| {
                 expect_invalid(
-                    g.on(s)
-                        .all_reduce(comm, b.slice(0..4).as_ref(), b.slice(2..6), ReduceOp::Sum),
+                    g.on(s).all_reduce(
+                        comm,
+                        b.slice(0..4).into_ref(),
+                        b.slice(2..6),
+                        ReduceOp::Sum,
+                    ),
                     "Grouped::all_reduce",
                     "the source (16 bytes at",
                 );
                 // nothing reached NCCL or stayed in the group: the same group works on
                 // views apart
                 g.on(s)
-                    .all_reduce(comm, b.slice(0..3).as_ref(), b.slice(3..6), ReduceOp::Sum)
+                    .all_reduce(comm, b.slice(0..3).into_ref(), b.slice(3..6), ReduceOp::Sum)
             })
         })?;
         assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
@@ -570,7 +574,7 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
             // a send of the first half and a receive over the middle: one group is one
             // operation, and NCCL may run its parts at once
             let e = group(|g| {
-                g.on(s).send(comm, d.slice(0..2).as_ref(), 0)?;
+                g.on(s).send(comm, d.slice(0..2).into_ref(), 0)?;
                 g.on(s).recv(comm, d.slice(1..3), 0)
             })
             .unwrap_err();
@@ -584,7 +588,7 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
             );
             // nothing was queued: the same pair on disjoint halves works
             group(|g| {
-                g.on(s).send(comm, d.slice(0..2).as_ref(), 0)?;
+                g.on(s).send(comm, d.slice(0..2).into_ref(), 0)?;
                 g.on(s).recv(comm, d.slice(2..4), 0)
             })
         })?;
@@ -616,7 +620,7 @@ fn collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams() {
             a.scope_pair(&b, |sa, sb| {
                 let (x, y) = (sa.bind_mut(&mut src), sa.bind_mut(&mut dst));
                 sa.fill(x, round as f32)?; // stream a writes the source
-                comm.all_reduce(sb, x.as_ref(), y, ReduceOp::Sum)?; // b waits for it
+                comm.all_reduce(sb, x.into_ref(), y, ReduceOp::Sum)?; // b waits for it
                 sa.copy_to_host(&mut host, y) // and a waits for b
             })?;
             assert!(

@@ -65,7 +65,7 @@ fn a_scope_views_address_is_taken_after_a_fill_made_before_it_was_bound() {
                 // SAFETY (of the test): read below; the scope queues nothing on the view.
                 let at = match round % 2 {
                     0 => unsafe { view.as_device_ptr() },
-                    _ => unsafe { view.as_ref().as_device_ptr() },
+                    _ => unsafe { view.into_ref().as_device_ptr() },
                 };
                 assert_all(&raw_read(raw, at, N), round + 20, "a scope view's address");
                 Ok(())

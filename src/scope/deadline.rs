@@ -119,7 +119,7 @@ impl<'ctx> Stream<'ctx> {
 
     /// [`Stream::scope_all`] with a deadline: one scope over all of `streams`, ended like
     /// [`Stream::scope_within`]. The handler is told which stream was still busy
-    /// ([`Overrun::stream`]); the streams are waited for in order.
+    /// ([`Overrun::stream_index`]); the streams are waited for in order.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -135,7 +135,7 @@ impl<'ctx> Stream<'ctx> {
     ///         &[&a, &b],
     ///         Duration::from_millis(5),
     ///         |overrun| {
-    ///             eprintln!("stream {} still busy", overrun.stream());
+    ///             eprintln!("stream {} still busy", overrun.stream_index());
     ///             KeepWaiting::until_idle()
     ///         },
     ///         |s| {
@@ -311,7 +311,7 @@ mod tests {
         assert_eq!(seen.len(), 4, "{seen:?}");
         for (k, o) in seen.iter().enumerate() {
             assert_eq!(o.count(), k as u64 + 1);
-            assert_eq!(o.stream(), 0);
+            assert_eq!(o.stream_index(), 0);
             // never called before its deadline
             assert!(o.elapsed() >= o.deadline(), "{o:?}");
         }
@@ -414,7 +414,7 @@ mod tests {
         fake.run(
             Duration::ZERO,
             |o| {
-                streams.push((o.count(), o.stream()));
+                streams.push((o.count(), o.stream_index()));
                 KeepWaiting::for_another(Duration::ZERO)
             },
             || Ok(()),

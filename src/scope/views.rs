@@ -19,7 +19,7 @@ use crate::synchronous as order;
 
 /// Read access to device memory for the length of a scope: a `Copy` handle that the
 /// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
-/// ([`DeviceMut::as_ref`]); operations also take `&buffer` and `&buffer[range]` directly.
+/// ([`DeviceMut::into_ref`]); operations also take `&buffer` and `&buffer[range]` directly.
 ///
 /// # The brand
 ///
@@ -240,7 +240,7 @@ scoped_view!(DeviceMut);
 impl<'scope, 'ctx, T> DeviceMut<'scope, 'ctx, T> {
     /// The same memory, for reading.
     #[inline]
-    pub fn as_ref(self) -> DeviceRef<'scope, 'ctx, T> {
+    pub fn into_ref(self) -> DeviceRef<'scope, 'ctx, T> {
         DeviceRef::new(self.ptr, self.len)
     }
 }
@@ -336,7 +336,7 @@ mod tests {
         let part = v.slice(2..5);
         assert_eq!((part.device_ptr(), part.len()), (0x1008, 3));
         assert_eq!(part.slice(1..).device_ptr(), 0x100c);
-        assert_eq!(v.as_ref().slice(..=9).len(), 10);
+        assert_eq!(v.into_ref().slice(..=9).len(), 10);
         assert!(v.get(..11).is_none());
         #[allow(clippy::reversed_empty_ranges)]
         let reversed = 7..3;

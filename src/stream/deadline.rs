@@ -43,7 +43,7 @@ impl Overrun {
 
     /// The index of the stream still busy, in the order the scope was given its streams
     /// (0 for [`Stream::scope_within`](crate::Stream::scope_within)).
-    pub fn stream(&self) -> usize {
+    pub fn stream_index(&self) -> usize {
         self.stream
     }
 }

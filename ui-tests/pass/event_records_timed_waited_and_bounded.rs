@@ -73,7 +73,7 @@ fn main() {
             &[&a, &b],
             Duration::from_secs(10),
             |o| {
-                eprintln!("stream {} late", o.stream());
+                eprintln!("stream {} late", o.stream_index());
                 KeepWaiting::until_idle()
             },
             |s| s[1].fill(&mut buf, 5),

@@ -194,7 +194,7 @@ pub struct HostMut<'a, T> {
 }
 
 /// Host memory that a scope or a capture only reads: the shared counterpart of
-/// [`HostMut`] ([`HostMut::as_ref`]); `&slice` works where one is taken.
+/// [`HostMut`] ([`HostMut::into_ref`]); `&slice` works where one is taken.
 ///
 /// # The brand
 ///
@@ -313,7 +313,7 @@ host_view!(HostRef, *const T);
 impl<'a, T> HostMut<'a, T> {
     /// The same memory, for reading.
     #[inline]
-    pub fn as_ref(self) -> HostRef<'a, T> {
+    pub fn into_ref(self) -> HostRef<'a, T> {
         HostRef::new(self.ptr, self.len)
     }
 
@@ -383,7 +383,7 @@ impl<'a, T> IntoHostRef<'a, T> for HostRef<'a, T> {}
 impl<'a, T> sealed::IntoHostRef<'a, T> for HostMut<'a, T> {
     #[inline(always)]
     fn into_host_ref(self, _by: Crate) -> HostRef<'a, T> {
-        self.as_ref()
+        self.into_ref()
     }
 }
 impl<'a, T> IntoHostRef<'a, T> for HostMut<'a, T> {}
