@@ -57,7 +57,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> (F::Output, usize) {
 }
 
 /// A created context with the sample kernels' module and a stream, owned.
-fn owned_setup(device: &Device) -> (OwnedContext, Arc<OwnedModule>, Arc<OwnedStream>) {
+pub(crate) fn owned_setup(device: &Device) -> (OwnedContext, Arc<OwnedModule>, Arc<OwnedStream>) {
     let home = OwnedContext::new(device, ContextFlags::default()).unwrap();
     let (module, stream) = home
         .enter(|ctx| {
@@ -69,19 +69,19 @@ fn owned_setup(device: &Device) -> (OwnedContext, Arc<OwnedModule>, Arc<OwnedStr
     (home, Arc::new(module), Arc::new(stream))
 }
 
-type Scale = (Out<f32>, f32);
+pub(crate) type Scale = (Out<f32>, f32);
 
-fn scale_kernel(module: &Arc<OwnedModule>) -> Arc<OwnedKernel<Scale>> {
+pub(crate) fn scale_kernel(module: &Arc<OwnedModule>) -> Arc<OwnedKernel<Scale>> {
     // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
     Arc::new(unsafe { OwnedKernel::<Scale>::new(module, "scale") }.unwrap())
 }
 
-fn spin_kernel(module: &Arc<OwnedModule>) -> Arc<OwnedKernel<(i64,)>> {
+pub(crate) fn spin_kernel(module: &Arc<OwnedModule>) -> Arc<OwnedKernel<(i64,)>> {
     // SAFETY: spin(long long) busy-waits and touches no memory.
     Arc::new(unsafe { OwnedKernel::<(i64,)>::new(module, "spin") }.unwrap())
 }
 
-fn owned_buffer(home: &OwnedContext, host: &[f32]) -> OwnedDeviceBuffer<f32> {
+pub(crate) fn owned_buffer(home: &OwnedContext, host: &[f32]) -> OwnedDeviceBuffer<f32> {
     home.enter(|ctx| {
         let buf = ctx.from_slice(host)?;
         home.unbind(ctx, buf)
@@ -91,7 +91,7 @@ fn owned_buffer(home: &OwnedContext, host: &[f32]) -> OwnedDeviceBuffer<f32> {
 
 /// About `ms` milliseconds of GPU time for `spin` (an H100 runs near 2 GHz; the exact time
 /// does not matter, only that it is long against a host call).
-fn cycles(ms: i64) -> i64 {
+pub(crate) fn cycles(ms: i64) -> i64 {
     ms * 2_000_000
 }
 

@@ -5,59 +5,20 @@
 //! `tests/gpu.rs`. Skips without a device; fails instead with `CUDA_BRAND_REQUIRE_GPU=1`.
 
 use crate::common;
+use crate::owned::{cycles, owned_buffer, owned_setup, scale_kernel, spin_kernel};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use cuda_brand::owned::{
-    Done, OwnedContext, OwnedDeviceBuffer, OwnedKernel, OwnedModule, OwnedStream, Pending,
-    release_deferred,
-};
+use cuda_brand::owned::{Done, OwnedKernel, Pending, release_deferred};
 use cuda_brand::{
-    ContextFlags, Device, DeviceAttribute, Error, ErrorCode, In, LaunchConfig, MemoryPool, Out,
-    with_partitions,
+    DeviceAttribute, Error, ErrorCode, In, LaunchConfig, MemoryPool, Out, with_partitions,
 };
 
 /// `kernels/launch_ex.cu` for sm_90: cluster_info, cluster_info_fixed, grid_sum, empty_ex.
 const LAUNCH_EX_PTX: &str = include_str!("../kernels/launch_ex_sm90.ptx");
-
-/// A created context with the sample kernels' module and a stream, owned.
-fn owned_setup(device: &Device) -> (OwnedContext, Arc<OwnedModule>, Arc<OwnedStream>) {
-    let home = OwnedContext::new(device, ContextFlags::default()).unwrap();
-    let (module, stream) = home
-        .enter(|ctx| {
-            let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
-            let stream = ctx.stream()?;
-            Ok::<_, Error>((home.unbind(ctx, module)?, home.unbind(ctx, stream)?))
-        })
-        .unwrap();
-    (home, Arc::new(module), Arc::new(stream))
-}
-
-fn spin_kernel(module: &Arc<OwnedModule>) -> Arc<OwnedKernel<(i64,)>> {
-    // SAFETY: spin(long long) busy-waits and touches no memory.
-    Arc::new(unsafe { OwnedKernel::<(i64,)>::new(module, "spin") }.unwrap())
-}
-
-fn scale_kernel(module: &Arc<OwnedModule>) -> Arc<OwnedKernel<(Out<f32>, f32)>> {
-    // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
-    Arc::new(unsafe { OwnedKernel::<(Out<f32>, f32)>::new(module, "scale") }.unwrap())
-}
-
-fn owned_buffer(home: &OwnedContext, host: &[f32]) -> OwnedDeviceBuffer<f32> {
-    home.enter(|ctx| {
-        let buf = ctx.from_slice(host)?;
-        home.unbind(ctx, buf)
-    })
-    .unwrap()
-}
-
-/// About `ms` milliseconds of GPU time for `spin` (near 2 GHz).
-fn cycles(ms: i64) -> i64 {
-    ms * 2_000_000
-}
 
 /// Waits up to 10 s for `done`.
 fn wait_for(what: &str, done: impl Fn() -> bool) {
