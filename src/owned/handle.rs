@@ -469,13 +469,15 @@ struct Notifier {
 /// different streams share the least loaded notifier.
 const MAX_NOTIFIERS: usize = 32;
 
-/// Which notifier a batch of the stream `key` uses, given each notifier's stream and load:
-/// the one serving `key` already, else an idle one, else a new one (below
-/// [`MAX_NOTIFIERS`]: `None`), else the least loaded.
-fn pick_notifier(notifiers: &[(usize, usize)], key: usize) -> Option<usize> {
-    let serving = notifiers.iter().position(|&(k, load)| k == key && load > 0);
-    let idle = || notifiers.iter().position(|&(_, load)| load == 0);
-    let least = || (0..notifiers.len()).min_by_key(|&i| notifiers[i].1);
+/// Which notifier a batch of the stream `key` uses: the one serving `key` already, else an
+/// idle one, else a new one (below [`MAX_NOTIFIERS`]: `None`), else the least loaded. A
+/// load read here may be counted down meanwhile by a callback: a notifier then looks busier
+/// than it is, never idler.
+fn pick_notifier(notifiers: &[Notifier], key: usize) -> Option<usize> {
+    let load = |n: &Notifier| n.load.load(Ordering::Acquire);
+    let serving = notifiers.iter().position(|n| n.key == key && load(n) > 0);
+    let idle = || notifiers.iter().position(|n| load(n) == 0);
+    let least = || (0..notifiers.len()).min_by_key(|&i| load(&notifiers[i]));
     match serving.or_else(idle) {
         Some(i) => Some(i),
         None if notifiers.len() < MAX_NOTIFIERS => None,
@@ -696,12 +698,7 @@ impl OwnedContext {
     /// current.
     pub(crate) fn notifier(&self, key: usize) -> Result<(driver::CUstream, Arc<AtomicUsize>)> {
         let mut kept = lock(&self.record.kept);
-        let loads: Vec<(usize, usize)> = kept
-            .notifiers
-            .iter()
-            .map(|n| (n.key, n.load.load(Ordering::Acquire)))
-            .collect();
-        let i = match pick_notifier(&loads, key) {
+        let i = match pick_notifier(&kept.notifiers, key) {
             Some(i) => i,
             None => {
                 // non-blocking: no implicit order with the legacy stream
@@ -804,25 +801,39 @@ mod facts {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_NOTIFIERS, pick_notifier};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::{MAX_NOTIFIERS, Notifier, pick_notifier};
+
+    /// Notifiers serving the streams (`key`) with these loads (their streams never used).
+    fn notifiers(of: &[(usize, usize)]) -> Vec<Notifier> {
+        of.iter()
+            .map(|&(key, load)| Notifier {
+                stream: 0,
+                key,
+                load: Arc::new(AtomicUsize::new(load)),
+            })
+            .collect()
+    }
 
     #[test]
     fn a_batch_takes_its_streams_notifier_else_an_idle_one_else_a_new_one() {
         // the notifier serving this stream, even while another is idle
-        assert_eq!(pick_notifier(&[(7, 0), (9, 2)], 9), Some(1));
+        assert_eq!(pick_notifier(&notifiers(&[(7, 0), (9, 2)]), 9), Some(1));
         // a busy notifier of another stream is never shared while one is idle
-        assert_eq!(pick_notifier(&[(7, 3), (8, 0)], 9), Some(1));
+        assert_eq!(pick_notifier(&notifiers(&[(7, 3), (8, 0)]), 9), Some(1));
         // an idle notifier is taken over, whichever stream it served last
-        assert_eq!(pick_notifier(&[(7, 0)], 9), Some(0));
+        assert_eq!(pick_notifier(&notifiers(&[(7, 0)]), 9), Some(0));
         // all busy with other streams: a new one
-        assert_eq!(pick_notifier(&[(7, 1), (8, 5)], 9), None);
-        assert_eq!(pick_notifier(&[], 9), None);
+        assert_eq!(pick_notifier(&notifiers(&[(7, 1), (8, 5)]), 9), None);
+        assert_eq!(pick_notifier(&notifiers(&[]), 9), None);
     }
 
     #[test]
     fn at_the_limit_batches_share_the_least_loaded_notifier() {
         let mut full: Vec<(usize, usize)> = (0..MAX_NOTIFIERS).map(|i| (i, 3)).collect();
         full[5].1 = 1;
-        assert_eq!(pick_notifier(&full, 1000), Some(5));
+        assert_eq!(pick_notifier(&notifiers(&full), 1000), Some(5));
     }
 }
