@@ -330,11 +330,17 @@ fn inside(call: &'static str) -> Error {
 /// The green context of the partition whose `CUcontext` form is `raw`, if it was entered
 /// on this thread (a partition's guard never leaves its thread).
 pub(crate) fn green_of(raw: CUcontext) -> Option<CUgreenCtx> {
+    entered(raw).map(|(green, _)| green)
+}
+
+/// The green context and the SM count of the partition whose `CUcontext` form is `raw`, if
+/// it was entered on this thread.
+pub(super) fn entered(raw: CUcontext) -> Option<(CUgreenCtx, u32)> {
     ENTERED.with(|e| {
         e.borrow()
             .iter()
             .find(|&&(ctx, _, _)| ctx == raw as usize)
-            .map(|&(_, green, _)| green as CUgreenCtx)
+            .map(|&(_, green, sms)| (green as CUgreenCtx, sms))
     })
 }
 

@@ -148,7 +148,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use super::confined::{ENTERED, OWNERS, claim, refuse_inside, thread_token, unclaim};
+use super::confined::{ENTERED, OWNERS, claim, entered, refuse_inside, thread_token, unclaim};
 use super::enter::{pop_exact, run_then};
 #[doc(inline)]
 pub use super::phase::Partitioned;
@@ -645,14 +645,8 @@ impl ContextGuard<'_, Partitioned> {
     /// How many SMs the partition has: its part's ([`SmGroup::sm_count`]), kept when it was
     /// entered.
     pub fn sm_count(self) -> u32 {
-        let raw = self.raw() as usize;
-        ENTERED
-            .with(|e| {
-                e.borrow()
-                    .iter()
-                    .find(|&&(ctx, _, _)| ctx == raw)
-                    .map(|&(_, _, sms)| sms)
-            })
+        entered(self.raw())
+            .map(|(_, sms)| sms)
             // the guard is not `Send` and lives inside its `SmGroup::enter` on this thread,
             // which keeps the entry until the guard's closure has returned
             .expect(
