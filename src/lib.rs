@@ -405,8 +405,8 @@ pub use error::{Error, ErrorCode, Invalid, Result, WithTeardown};
 pub use graph::{Capture, DeviceKey, ExecGraph, Graph, HostKey, UpdateError};
 #[doc(inline)]
 pub use launch::{
-    ByValue, Function, FunctionAttribute, In, Kernel, KernelArg, KernelArgs, KernelMut,
-    KernelParam, KernelParams, Launch, LaunchConfig, Out, ParamInfo, ScopedKernel,
+    ByValue, Function, FunctionAttribute, In, InPtr, Kernel, KernelArg, KernelArgs, KernelMut,
+    KernelParam, KernelParams, Launch, LaunchConfig, Out, OutPtr, ParamInfo, ScopedKernel,
 };
 #[doc(inline)]
 pub use memory::{
@@ -442,8 +442,8 @@ pub use stream::{
 pub mod prelude {
     pub use crate::{
         ContextFlags, ContextGuard, Device, DeviceBuffer, DeviceCopy, DeviceSlice, Error, Event,
-        In, Kernel, LaunchConfig, Module, Out, PinnedBuffer, Result, Stream, StreamFlags,
-        StreamScope, with_context, with_primary_context,
+        In, InPtr, Kernel, LaunchConfig, Module, Out, OutPtr, PinnedBuffer, Result, Stream,
+        StreamFlags, StreamScope, with_context, with_primary_context,
     };
 }
 

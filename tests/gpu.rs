@@ -49,6 +49,7 @@ mod owned;
 mod partitions;
 mod peer;
 mod phases;
+mod pointer_kernels;
 mod review_47;
 mod soundness;
 mod stream;
@@ -66,6 +67,7 @@ fn main() -> std::process::ExitCode {
     tests.extend(stream::tests());
     tests.extend(events::tests());
     tests.extend(kernels::tests());
+    tests.extend(pointer_kernels::tests());
     tests.extend(modules::tests());
     tests.extend(graphs::tests());
     tests.extend(peer::tests());

@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUfunc_st;
 
 #[cfg(doc)]
-use super::{In, Out};
+use super::{In, InPtr, Out, OutPtr};
 use super::{Kernel, KernelParams, counts, sealed};
 use crate::context::{Brand, CacheConfig};
 use crate::driver::{self, CUfunction};
@@ -311,16 +311,18 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     ///
     /// Where the driver reports a kernel's parameters (`cuFuncGetParamInfo`, CUDA 12.4 or
     /// newer), the declaration is checked against them first: the number of C parameters
-    /// (a slice [`In<T>`]/[`Out<T>`] is two: its pointer and its `size_t` length), then the
-    /// size and offset of each, an error naming the first that differs. This catches a
-    /// wrong count or a wrong scalar width; it cannot catch a pointer to the wrong element
-    /// type or a kernel that reads out of bounds, so the declaration stays `unsafe`. Where
+    /// (a slice [`In<T>`]/[`Out<T>`] is two: its pointer and its `size_t` length; a pointer
+    /// [`InPtr<T>`]/[`OutPtr<T>`] is one), then the size and offset of each, an error naming
+    /// the first that differs. This catches a wrong count or a wrong scalar width; it cannot
+    /// catch a pointer to the wrong element type or a kernel that reads out of bounds, so
+    /// the declaration stays `unsafe`. Where
     /// the driver cannot report them (older drivers; or the query fails) nothing is
     /// checked. The driver is asked only about parameters the kernel has (see
     /// [`Function::params`]), so a declaration provokes no driver error.
     ///
     /// # Safety
-    /// As for [`Module::kernel`](crate::Module::kernel).
+    /// As for [`Module::kernel`](crate::Module::kernel), the one statement of a
+    /// declaration's promise (its section "Pointer parameters" included).
     pub unsafe fn typed<P: KernelParams>(self) -> Result<Kernel<'m, 'ctx, P>> {
         // SAFETY: the caller's promise.
         unsafe { self.typed_as("Function::typed") }
@@ -391,7 +393,8 @@ fn declaration_problem(declared: &[sealed::Slot], actual: &[ParamInfo]) -> Optio
     if declared.len() != actual.len() {
         return Some(format!(
             "the declaration has {} C parameters, the kernel has {} (a slice `In<T>` or \
-             `Out<T>` is two: a pointer and a `size_t` length)",
+             `Out<T>` is two: a pointer and a `size_t` length; a pointer `InPtr<T>` or \
+             `OutPtr<T>` is one)",
             declared.len(),
             actual.len()
         ));
@@ -420,7 +423,7 @@ impl fmt::Debug for Function<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::{ByValue, In, Out};
+    use crate::launch::{ByValue, In, InPtr, Out, OutPtr};
     fn layout(sizes: &[(usize, usize)]) -> Vec<ParamInfo> {
         sizes
             .iter()
@@ -451,7 +454,39 @@ mod tests {
         assert_eq!(
             declaration_problem(&slots::<(Out<f32>,)>(), &scale).unwrap(),
             "the declaration has 2 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` \
-             is two: a pointer and a `size_t` length)"
+             is two: a pointer and a `size_t` length; a pointer `InPtr<T>` or `OutPtr<T>` is \
+             one)"
+        );
+        // saxpy(int n, float a, const float *x, float *y): one C parameter per pointer
+        let saxpy = layout(&[(0, 4), (4, 4), (8, 8), (16, 8)]);
+        assert_eq!(
+            declaration_problem(&slots::<(i32, f32, InPtr<f32>, OutPtr<f32>)>(), &saxpy),
+            None
+        );
+        assert_eq!(
+            declaration_problem(&slots::<(i32, f32, In<f32>, OutPtr<f32>)>(), &saxpy).unwrap(),
+            "the declaration has 5 C parameters, the kernel has 4 (a slice `In<T>` or `Out<T>` \
+             is two: a pointer and a `size_t` length; a pointer `InPtr<T>` or `OutPtr<T>` is \
+             one)"
+        );
+        // stencil2d(const float *in, size_t inPitch, float *out, size_t outPitch, int, int)
+        let stencil = layout(&[(0, 8), (8, 8), (16, 8), (24, 8), (32, 4), (36, 4)]);
+        assert_eq!(
+            declaration_problem(
+                &slots::<(InPtr<f32>, usize, OutPtr<f32>, usize, i32, i32)>(),
+                &stencil
+            ),
+            None
+        );
+        // a pointer where the kernel has an `int`: named as the pointer it was declared
+        assert_eq!(
+            declaration_problem(
+                &slots::<(InPtr<f32>, f32, InPtr<f32>, OutPtr<f32>)>(),
+                &saxpy
+            )
+            .unwrap(),
+            "C parameter 0 (the pointer `InPtr<f32>`, declared parameter 0) is declared as 8 \
+             bytes at offset 0; the kernel's is 4 bytes at offset 0"
         );
         // C alignment: a char, then an 8-byte-aligned pointer at 8; a 12-byte struct of
         // floats after a char at 4

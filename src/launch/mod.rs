@@ -1,5 +1,5 @@
 //! Launching kernels: typed kernels ([`Kernel`], [`KernelMut`]), their parameter lists
-//! ([`In`], [`Out`], [`ByValue`] and the scalars), launch configurations
+//! ([`In`], [`Out`], [`InPtr`], [`OutPtr`], [`ByValue`] and the scalars), launch configurations
 //! ([`LaunchConfig`]), and what is checked before the driver sees a launch.
 //!
 //! # What stays `unsafe`, and why
@@ -8,20 +8,24 @@
 //! kernel, naming its parameter list as Rust types, is the one `unsafe` promise
 //! ([`Module::kernel`](crate::Module::kernel)). After it every launch is safe code:
 //!
-//! * the arguments are type-checked against the declaration (a buffer for each [`In`] or
-//!   [`Out`], a value of exactly the declared type for each scalar);
+//! * the arguments are type-checked against the declaration (a buffer for each [`In`],
+//!   [`Out`], [`InPtr`] or [`OutPtr`], a value of exactly the declared type for each
+//!   scalar);
 //! * the kernel, the stream and every buffer share one context brand;
 //! * the stream scope keeps every buffer (and the kernel's module) borrowed until the
 //!   kernel has run;
-//! * an [`Out`] slice must not share memory with any other slice argument of the same
-//!   launch: checked before the driver call (pairs of at most 12 arguments, nanoseconds),
-//!   an error naming the two arguments otherwise;
+//! * an [`Out`] slice or [`OutPtr`] pointer must not share memory with any other slice or
+//!   pointer argument of the same launch: checked before the driver call (pairs of at most
+//!   12 arguments, nanoseconds), an error naming the two arguments otherwise;
 //! * the grid, the block and the dynamic shared memory are checked against the kernel's
 //!   limits, an error otherwise.
 //!
 //! Every trait here that decides what reaches the driver (the parameter list, how an
 //! argument is laid out, the `void**` array handed to `cuLaunchKernel`) is *sealed*: only
-//! this crate implements it, so no user type can forge a pointer or a length. The compile
+//! this crate implements it, so no user type can forge a pointer or a length. What a
+//! pointer parameter ([`InPtr`], [`OutPtr`]) leaves to the declaration, how far the kernel
+//! reaches through it, is said once, in
+//! [`Module::kernel`](crate::Module::kernel) (its section "Pointer parameters"). The compile
 //! errors are pinned in `ui-tests/fail/soundness_*`.
 
 // The rooms: `function.rs` (`Function` and the declaration check), `kernel.rs` (typed
@@ -49,8 +53,10 @@ pub use function::{Function, FunctionAttribute, ParamInfo};
 pub use kernel::{Kernel, KernelMut, ScopedKernel};
 pub(crate) use param_table::{ParamList, ParamTable};
 use params::launch_overlap;
-pub(crate) use params::slice_raw;
 #[doc(inline)]
-pub use params::{ByValue, In, KernelArg, KernelArgs, KernelParam, KernelParams, Launch, Out};
+pub use params::{
+    ByValue, In, InPtr, KernelArg, KernelArgs, KernelParam, KernelParams, Launch, Out, OutPtr,
+};
+pub(crate) use params::{pointer_raw, slice_raw};
 pub(crate) use plan::{Plan, plan};
 pub(crate) use sealed::Target;

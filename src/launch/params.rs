@@ -1,6 +1,21 @@
-//! The parameter kinds of a kernel's declared list ([`In`], [`Out`], [`ByValue`] and the
-//! numbers), the sealed traits that lay its arguments out for the driver, and the check
-//! that an [`Out`] argument overlaps no other.
+//! The parameter kinds of a kernel's declared list ([`In`], [`Out`], [`InPtr`], [`OutPtr`],
+//! [`ByValue`] and the numbers), the sealed traits that lay its arguments out for the
+//! driver, and the check that an [`Out`] or [`OutPtr`] argument overlaps no other.
+//!
+//! | kind | C parameters | the kernel | pass |
+//! |---|---|---|---|
+//! | [`In<T>`] | `const T *p, size_t p_len` | reads `p[0..p_len]` | `&buffer`, `&buffer[range]`, a [`DeviceRef`](crate::DeviceRef), a [`DeviceMut`](crate::DeviceMut) |
+//! | [`Out<T>`] | `T *p, size_t p_len` | reads and writes `p[0..p_len]` | `&mut buffer`, `&mut buffer[range]`, a [`DeviceMut`](crate::DeviceMut) |
+//! | [`InPtr<T>`] | `const T *p` | reads inside the memory passed; how far is the declaration's promise | as for `In<T>`, and `&` a pitched buffer ([`DeviceBuffer2D`], [`DeviceBuffer3D`]) |
+//! | [`OutPtr<T>`] | `T *p` | reads and writes inside the memory passed; how far is the declaration's promise | as for `Out<T>`, and `&mut` a pitched buffer |
+//! | `u8` ... `f64`, [`ByValue<T>`] | the value | gets a copy | a value of exactly the type |
+//!
+//! A pointer kind is borrowed, checked for overlap and ordered exactly as the slice kind
+//! beside it: the memory it touches is the whole slice (or pitched allocation, `pitch ×
+//! rows` bytes) passed. Only the length does not reach the kernel, so what keeps its
+//! accesses inside that memory is the declaration's promise
+//! ([`Module::kernel`](crate::Module::kernel), "Pointer parameters"), which covers the scalar
+//! arguments and configurations of every launch the program makes.
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -10,7 +25,9 @@ use super::sealed;
 #[cfg(doc)]
 use super::{Kernel, KernelMut, ScopedKernel};
 use crate::error::Error;
-use crate::memory::{DeviceBuffer, DeviceCopy, DeviceSlice, overlap_error};
+use crate::memory::{
+    DeviceBuffer, DeviceBuffer2D, DeviceBuffer3D, DeviceCopy, DeviceSlice, overlap_error,
+};
 use crate::span::Span;
 
 /// A slice parameter the kernel reads: `const T *p, size_t p_len` in C. Pass `&buffer`,
@@ -22,17 +39,35 @@ pub struct In<T>(PhantomData<T>);
 /// argument of the launch.
 pub struct Out<T>(PhantomData<T>);
 
+/// A pointer parameter the kernel reads: `const T *p` in C, one parameter, no length. Pass
+/// what [`In<T>`] takes (`&buffer`, `&buffer[range]`, a [`DeviceRef`](crate::DeviceRef), a
+/// [`DeviceMut`](crate::DeviceMut)), or `&` a pitched buffer ([`DeviceBuffer2D`],
+/// [`DeviceBuffer3D`]: its first row; its pitch is
+/// [`pitch_bytes`](DeviceBuffer2D::pitch_bytes)). The crate borrows, orders and checks it
+/// as an `In<T>` of the same memory; that the kernel reads only inside it is the
+/// declaration's promise ([`Module::kernel`](crate::Module::kernel), "Pointer parameters").
+pub struct InPtr<T>(PhantomData<T>);
+
+/// A pointer parameter the kernel may write: `T *p` in C, one parameter, no length. Pass
+/// what [`Out<T>`] takes (`&mut buffer`, `&mut buffer[range]`, a
+/// [`DeviceMut`](crate::DeviceMut)), or `&mut` a pitched buffer ([`DeviceBuffer2D`],
+/// [`DeviceBuffer3D`]). The crate borrows, orders and checks it as an `Out<T>` of the same
+/// memory (it must not overlap any other pointer or slice argument of the launch); that the
+/// kernel reads and writes only inside it is the declaration's promise
+/// ([`Module::kernel`](crate::Module::kernel), "Pointer parameters").
+pub struct OutPtr<T>(PhantomData<T>);
+
 /// A by-value parameter of a user `DeviceCopy` type (a `#[repr(C)]` struct the kernel
 /// takes by value). The primitive numbers are parameters as they are.
 pub struct ByValue<T>(PhantomData<T>);
 
-/// One parameter of a kernel's declared list: [`In<T>`], [`Out<T>`], [`ByValue<T>`], or a
-/// primitive number (`u8` ... `u64`, `i8` ... `i64`, `usize`, `isize`, `f32`, `f64`).
-/// Sealed: no other type can be a parameter.
+/// One parameter of a kernel's declared list: [`In<T>`], [`Out<T>`], [`InPtr<T>`],
+/// [`OutPtr<T>`], [`ByValue<T>`], or a primitive number (`u8` ... `u64`, `i8` ... `i64`,
+/// `usize`, `isize`, `f32`, `f64`). Sealed: no other type can be a parameter.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a kernel parameter",
     label = "not a kernel parameter",
-    note = "a parameter is `In<T>` (a slice the kernel reads), `Out<T>` (a slice it writes), a primitive number, or `ByValue<T>` for a `#[repr(C)]` struct that is `DeviceCopy`",
+    note = "a parameter is `In<T>` (a slice the kernel reads), `Out<T>` (a slice it writes), `InPtr<T>` or `OutPtr<T>` (a bare pointer, `const T *` or `T *`), a primitive number, or `ByValue<T>` for a `#[repr(C)]` struct that is `DeviceCopy`",
     note = "see the guide, chapter 6 (`cuda_brand::guide`)"
 )]
 pub trait KernelParam: sealed::Param {}
@@ -41,7 +76,7 @@ pub trait KernelParam: sealed::Param {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a kernel parameter list",
     label = "not a parameter list",
-    note = "declare the parameters as a tuple of `In<T>`, `Out<T>`, numbers and `ByValue<T>`, 1 to 12 of them; a single parameter is `(In<f32>,)`",
+    note = "declare the parameters as a tuple of `In<T>`, `Out<T>`, `InPtr<T>`, `OutPtr<T>`, numbers and `ByValue<T>`, 1 to 12 of them; a single parameter is `(In<f32>,)`",
     note = "see the guide, chapter 6 (`cuda_brand::guide`)"
 )]
 pub trait KernelParams: sealed::Params {}
@@ -65,7 +100,7 @@ pub trait KernelParams: sealed::Params {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter declared as `{P}`",
     label = "the kernel's declaration says `{P}` here",
-    note = "`In<T>` takes `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut`; `Out<T>` takes `&mut buffer`, `&mut buffer[range]` or a `DeviceMut`; a scalar parameter takes a value of exactly its type",
+    note = "`In<T>` and `InPtr<T>` take `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut`; `Out<T>` and `OutPtr<T>` take `&mut buffer`, `&mut buffer[range]` or a `DeviceMut` (the pointer kinds also `&` and `&mut` a pitched buffer); a scalar parameter takes a value of exactly its type",
     note = "see the guide, chapter 6 (`cuda_brand::guide`)"
 )]
 pub trait KernelArg<'scope, 'ctx, P: KernelParam>: sealed::Arg<'scope, 'ctx, P> {}
@@ -92,6 +127,7 @@ pub trait Launch<'scope, 'ctx, P: KernelParams>: sealed::Launch<'scope, 'ctx, P>
 
 impl<T: DeviceCopy> sealed::Param for In<T> {
     const COUNT: usize = 2;
+    const KIND: &'static str = "In";
     type Raw = [u64; 2];
     #[inline(always)]
     fn pointers(raw: &mut [u64; 2], out: &mut [*mut c_void]) {
@@ -106,6 +142,7 @@ impl<T: DeviceCopy> KernelParam for In<T> {}
 
 impl<T: DeviceCopy> sealed::Param for Out<T> {
     const COUNT: usize = 2;
+    const KIND: &'static str = "Out";
     type Raw = [u64; 2];
     #[inline(always)]
     fn pointers(raw: &mut [u64; 2], out: &mut [*mut c_void]) {
@@ -117,8 +154,37 @@ impl<T: DeviceCopy> sealed::Param for Out<T> {
 }
 impl<T: DeviceCopy> KernelParam for Out<T> {}
 
+impl<T: DeviceCopy> sealed::Param for InPtr<T> {
+    const COUNT: usize = 1;
+    const KIND: &'static str = "InPtr";
+    type Raw = u64;
+    #[inline(always)]
+    fn pointers(raw: &mut u64, out: &mut [*mut c_void]) {
+        out[0] = (raw as *mut u64).cast();
+    }
+    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+        pointer_slot("InPtr", std::any::type_name::<T>(), index, out);
+    }
+}
+impl<T: DeviceCopy> KernelParam for InPtr<T> {}
+
+impl<T: DeviceCopy> sealed::Param for OutPtr<T> {
+    const COUNT: usize = 1;
+    const KIND: &'static str = "OutPtr";
+    type Raw = u64;
+    #[inline(always)]
+    fn pointers(raw: &mut u64, out: &mut [*mut c_void]) {
+        <InPtr<T> as sealed::Param>::pointers(raw, out)
+    }
+    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+        pointer_slot("OutPtr", std::any::type_name::<T>(), index, out);
+    }
+}
+impl<T: DeviceCopy> KernelParam for OutPtr<T> {}
+
 impl<T: DeviceCopy> sealed::Param for ByValue<T> {
     const COUNT: usize = 1;
+    const KIND: &'static str = "ByValue";
     type Raw = T;
     #[inline(always)]
     fn pointers(raw: &mut T, out: &mut [*mut c_void]) {
@@ -148,6 +214,16 @@ fn slice_slots(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::Sl
     }
 }
 
+/// The one C parameter of a pointer: its device address.
+fn pointer_slot(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::Slot>) {
+    out.push(sealed::Slot {
+        size: 8,
+        align: 8,
+        what: format!("the pointer `{kind}<{element}>`, declared parameter {index}"),
+    });
+}
+
+/// A slice argument's C parameters (pointer and length) and the memory it touches.
 #[inline(always)]
 pub(crate) fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64; 2], Span) {
     (
@@ -160,21 +236,49 @@ pub(crate) fn slice_raw(ptr: u64, len: usize, elem: usize, write: bool) -> ([u64
     )
 }
 
-/// `KernelArg` for the argument types of a slice parameter (the scope's views get theirs
-/// in `scope/views.rs`).
+/// A pointer argument's C parameter (its address) and the memory it touches: the same
+/// span as the slice argument of the same memory, [`slice_raw`]'s, so that a pointer is
+/// checked for overlap and ordered exactly as a slice is.
+#[inline(always)]
+pub(crate) fn pointer_raw(ptr: u64, len: usize, elem: usize, write: bool) -> (u64, Span) {
+    let ([ptr, _], span) = slice_raw(ptr, len, elem, write);
+    (ptr, span)
+}
+
+/// `KernelArg` for the argument types of a slice or pointer parameter, lowered by `$lower`
+/// ([`slice_raw`] or [`pointer_raw`]); the scope's views get theirs in `scope/views.rs`.
 macro_rules! slice_args {
-    ($param:ident, $write:literal: $($arg:ty),*) => { $(
+    ($param:ident, $write:literal, $lower:ident: $($arg:ty),*) => { $(
         impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, $param<T>> for $arg {
             #[inline(always)]
-            fn lower(self, _: sealed::Crate) -> ([u64; 2], Span) {
-                slice_raw(self.device_ptr(), self.len(), size_of::<T>(), $write)
+            fn lower(self, _: sealed::Crate) -> (<$param<T> as sealed::Param>::Raw, Span) {
+                $lower(self.device_ptr(), self.len(), size_of::<T>(), $write)
             }
         }
         impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, $param<T>> for $arg {}
     )* };
 }
-slice_args!(In, false: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>);
-slice_args!(Out, true: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>);
+slice_args!(In, false, slice_raw: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>);
+slice_args!(Out, true, slice_raw: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>);
+slice_args!(InPtr, false, pointer_raw: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>);
+slice_args!(OutPtr, true, pointer_raw: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>);
+
+/// `KernelArg` for pitched buffers, whole: a pointer to the first row, touching the whole
+/// allocation (`pitch_bytes() * rows` bytes, padding included), as the scope's 2D and 3D
+/// copies of them do.
+macro_rules! pitched_args {
+    ($param:ident, $write:literal: $($arg:ty),*) => { $(
+        impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, $param<T>> for $arg {
+            #[inline(always)]
+            fn lower(self, _: sealed::Crate) -> (u64, Span) {
+                (self.device_ptr(), self.span($write))
+            }
+        }
+        impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, $param<T>> for $arg {}
+    )* };
+}
+pitched_args!(InPtr, false: &'scope DeviceBuffer2D<'ctx, T>, &'scope DeviceBuffer3D<'ctx, T>);
+pitched_args!(OutPtr, true: &'scope mut DeviceBuffer2D<'ctx, T>, &'scope mut DeviceBuffer3D<'ctx, T>);
 
 impl<'scope, 'ctx, T: DeviceCopy> sealed::Arg<'scope, 'ctx, ByValue<T>> for T {
     #[inline(always)]
@@ -188,6 +292,7 @@ macro_rules! scalar_params {
     ($($t:ty),*) => { $(
         impl sealed::Param for $t {
             const COUNT: usize = 1;
+            const KIND: &'static str = stringify!($t);
             type Raw = $t;
             #[inline(always)]
             fn pointers(raw: &mut $t, out: &mut [*mut c_void]) {
@@ -217,6 +322,7 @@ macro_rules! kernel_params {
     ($max:literal; $n:literal; $($p:ident $a:ident $i:tt),+) => {
         impl<$($p: KernelParam),+> sealed::Params for ($($p,)+) {
             const C_PARAMS: usize = 0 $(+ <$p as sealed::Param>::COUNT)+;
+            const KINDS: &'static [&'static str] = &[$(<$p as sealed::Param>::KIND),+];
             fn slots(out: &mut Vec<sealed::Slot>) {
                 $(<$p as sealed::Param>::slots($i, out);)+
             }
@@ -264,11 +370,8 @@ kernel_params!(24; 12; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 
 
 #[cold]
 #[inline(never)]
-pub(crate) fn launch_overlap(spans: &[Span], i: usize, j: usize) -> Error {
-    let name = |k: usize| {
-        let kind = if spans[k].write { "Out" } else { "In" };
-        format!("`{kind}` argument {k}")
-    };
+pub(crate) fn launch_overlap(spans: &[Span], kinds: &[&str], i: usize, j: usize) -> Error {
+    let name = |k: usize| format!("`{}` argument {k}", kinds[k]);
     overlap_error(
         "StreamScope::launch",
         [name(i), name(j)],

@@ -43,8 +43,8 @@ pub(crate) struct Plan<'a> {
 /// this order, each an error before any driver call is queued: the configuration against
 /// the kernel's limits ([`check_config`]); a configuration's attributes, with what `cache`
 /// holds of the stream's device and the kernel (see
-/// [`LaunchConfig`](LaunchConfig#launch-attributes)); that no `Out` argument overlaps
-/// another slice argument.
+/// [`LaunchConfig`](LaunchConfig#launch-attributes)); that no `Out` or `OutPtr` argument
+/// overlaps another slice or pointer argument.
 ///
 /// # Safety
 /// `stream` is live and of the kernel's context (one brand), for this call.
@@ -68,7 +68,7 @@ pub(crate) unsafe fn plan<'s, 'ctx, P: KernelParams>(
     };
     sealed::Args::with_params(args, Crate(()), |spans, params| {
         if let Some((i, j)) = first_overlap(spans) {
-            return Err(launch_overlap(spans, i, j));
+            return Err(launch_overlap(spans, <P as sealed::Params>::KINDS, i, j));
         }
         then(&Plan {
             function: target.function,
@@ -92,8 +92,8 @@ impl Plan<'_> {
     /// # Safety
     /// Every memory the kernel reaches (each argument's, and its module's) stays valid
     /// until the stream has run the launch (for a capture, for the graph's life), and no
-    /// work the stream is not ordered with writes it, or reads what an `Out` argument
-    /// names, meanwhile.
+    /// work the stream is not ordered with writes it, or reads what an `Out` or `OutPtr`
+    /// argument names, meanwhile.
     #[inline(always)]
     pub(crate) unsafe fn issue(&self) -> Result<()> {
         let c = &self.config;
@@ -128,7 +128,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorCode;
     use crate::launch::sealed::Target;
-    use crate::launch::{In, Out};
+    use crate::launch::{In, InPtr, Out, OutPtr};
     use crate::memory::DeviceSlice;
 
     /// A kernel whose limits the test chooses; never launched (no plan here is issued).
@@ -255,5 +255,72 @@ mod tests {
             })
         );
         assert_eq!(calls.get(), 0, "the caller's step never ran");
+    }
+
+    /// A pointer kind is one C parameter (the address alone) with the span of the whole
+    /// slice passed, so the overlap check sees it as it sees a slice, and names its kind.
+    #[test]
+    fn pointer_arguments_are_one_parameter_each_and_overlap_like_slices() {
+        type Saxpy = (i32, f32, InPtr<u32>, OutPtr<u32>);
+        let cache = Mutex::new(LaunchCache::default());
+        let run = |(a, b): (u64, u64), then: &dyn Fn(&Plan<'_>)| {
+            let (x, y) = views(a, b);
+            let then = |plan: &Plan<'_>| {
+                then(plan);
+                Ok(())
+            };
+            let config = LaunchConfig::linear(1, 32);
+            // SAFETY: as in `planned`: no attributes, nothing issued.
+            unsafe {
+                plan::<Saxpy>(
+                    Fake,
+                    config,
+                    (4i32, 3.0f32, x, y),
+                    std::ptr::null_mut(),
+                    &cache,
+                    then,
+                )
+            }
+        };
+        run((0x1000, 0x2000), &|plan| {
+            let span = |start, write| Span {
+                start,
+                bytes: 16,
+                write,
+            };
+            assert_eq!(
+                plan.spans,
+                [
+                    Span::NONE,
+                    Span::NONE,
+                    span(0x1000, false),
+                    span(0x2000, true)
+                ]
+            );
+            // SAFETY: four C parameters, one per declared one, in `plan`'s frame.
+            let params = unsafe { std::slice::from_raw_parts(plan.params, 4) };
+            // SAFETY: each points at its value in the same frame: an `i32`, an `f32`,
+            // then the two addresses, `u64`s.
+            let n = unsafe { *params[0].cast::<i32>() };
+            // SAFETY: as above.
+            let a = unsafe { *params[1].cast::<f32>() };
+            let [x, y] = [2, 3].map(|i| {
+                // SAFETY: as above.
+                unsafe { *params[i].cast::<u64>() }
+            });
+            assert_eq!((n, a, x, y), (4, 3.0, 0x1000, 0x2000));
+        })
+        .unwrap();
+        // y's last element is x's first: refused, the kinds named
+        let e = run((0x1000, 0x0ff4), &|_| panic!("an overlap was issued")).unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&crate::error::Invalid::Overlap {
+                first: "`InPtr` argument 2".into(),
+                first_range: (0x1000, 16),
+                second: "`OutPtr` argument 3".into(),
+                second_range: (0x0ff4, 16),
+            })
+        );
     }
 }

@@ -26,12 +26,15 @@ pub struct Target {
 
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot implement `KernelParam`: the trait is sealed",
-    note = "only the crate's parameter kinds (`In<T>`, `Out<T>`, `ByValue<T>`, the numbers) exist, so that no user type decides how many C parameters a kernel gets or where their bytes are",
+    note = "only the crate's parameter kinds (`In<T>`, `Out<T>`, `InPtr<T>`, `OutPtr<T>`, `ByValue<T>`, the numbers) exist, so that no user type decides how many C parameters a kernel gets or where their bytes are",
     note = "see the guide, chapter 8 (`cuda_brand::guide`)"
 )]
 pub trait Param {
-    /// C parameters this one stands for (a slice is two: pointer and length).
+    /// C parameters this one stands for (a slice is two: pointer and length; a pointer
+    /// is one).
     const COUNT: usize;
+    /// The kind's name, for errors about an argument (`"Out"`, `"InPtr"`).
+    const KIND: &'static str;
     /// The argument's bytes as the driver reads them.
     type Raw;
     /// Points `out[..COUNT]` at the C parameters inside `raw`.
@@ -56,6 +59,8 @@ pub struct Slot {
 pub trait Params {
     /// The number of C parameters.
     const C_PARAMS: usize;
+    /// The kind of each declared parameter ([`Param::KIND`]), in order.
+    const KINDS: &'static [&'static str];
     /// Appends every C parameter, in order.
     fn slots(out: &mut Vec<Slot>);
 }

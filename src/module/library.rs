@@ -214,9 +214,12 @@ impl Library {
     ///
     /// # Safety
     ///
-    /// As for [`Module::kernel`](crate::Module::kernel): the kernel's C parameter list is
-    /// `P`, it stays within the lengths it is given, writes only through its `Out`
-    /// parameters and writes no global variable of the library.
+    /// As for [`Module::kernel`](crate::Module::kernel), the one statement of a
+    /// declaration's promise, with the library for the module: the kernel's C parameter
+    /// list is `P`, it stays inside the memory of its slice and pointer arguments (for a
+    /// pointer parameter, in every launch the program makes: its section "Pointer
+    /// parameters"), writes only through its `Out` and `OutPtr` parameters and writes no
+    /// global variable of the library.
     pub unsafe fn kernel<'l, 'ctx, P: KernelParams>(
         &'l self,
         ctx: ContextGuard<'ctx>,

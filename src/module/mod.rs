@@ -21,7 +21,12 @@
 //! A slice parameter ([`In<T>`](crate::In) for reading, [`Out<T>`](crate::Out) for
 //! writing) is passed as two C parameters, the device pointer and the element count
 //! (`const float *x, size_t x_len`), so a kernel can keep every access in bounds whatever
-//! lengths safe code passes. That is the bound the declaration promises.
+//! lengths safe code passes. That is the bound the declaration promises. A pointer
+//! parameter ([`InPtr<T>`](crate::InPtr), [`OutPtr<T>`](crate::OutPtr)) is the pointer
+//! alone, for kernels written as most CUDA code is (`saxpy(int n, float a, const float *x,
+//! float *y)`); how far such a kernel reaches is then up to its scalar arguments, and the
+//! declaration promises it for every launch the program makes
+//! ([`Module::kernel`], its section "Pointer parameters").
 
 use std::ffi::{CString, c_void};
 use std::fmt;
@@ -309,20 +314,30 @@ impl<'ctx> Module<'ctx> {
     }
 
     /// Declares the kernel `name` with the parameter list `P`, a tuple of
-    /// [`In<T>`](crate::In), [`Out<T>`](crate::Out) and scalars (`f32`, `u32`, ... or
+    /// [`In<T>`](crate::In), [`Out<T>`](crate::Out), [`InPtr<T>`](crate::InPtr),
+    /// [`OutPtr<T>`](crate::OutPtr) and scalars (`f32`, `u32`, ... or
     /// [`ByValue<T>`](crate::ByValue)).
     ///
     /// # Safety
     ///
-    /// The kernel's contract, which every launch then relies on:
+    /// This is the one statement of what declaring a kernel promises; every other
+    /// declaration ([`Module::kernel_mut`], [`Library::kernel`], [`Function::typed`],
+    /// [`OwnedKernel::new`](crate::owned::OwnedKernel::new) and
+    /// [`from_library`](crate::owned::OwnedKernel::from_library)) promises the same. The
+    /// kernel's contract, which every launch then relies on:
     ///
     /// * its C parameter list is exactly `P`, each `In<T>`/`Out<T>` being a
-    ///   `const T*`/`T*` followed by a `size_t` element count;
-    /// * it accesses a slice parameter only below the element count it is given;
-    /// * it **reads** only memory of its `In` and `Out` parameters and global variables of
-    ///   this module, and **writes** only through its `Out` parameters: not through
-    ///   pointers it finds in memory (a global holding an address, a scalar or `ByValue`
-    ///   argument the host chose) or computes, and **no global variable of the module**
+    ///   `const T*`/`T*` followed by a `size_t` element count, each `InPtr<T>`/`OutPtr<T>`
+    ///   a `const T*`/`T*` alone;
+    /// * it accesses a slice parameter only below the element count it is given, and a
+    ///   pointer parameter only inside the memory passed for it (see
+    ///   "Pointer parameters" below: for such a kernel this part of the promise is about
+    ///   the program's launches);
+    /// * it **reads** only memory of its `In`, `Out`, `InPtr` and `OutPtr` parameters and
+    ///   global variables of this module, and **writes** only through its `Out` and
+    ///   `OutPtr` parameters: not through pointers it finds in memory (a global holding an
+    ///   address, a scalar or `ByValue` argument the host chose) or computes (other than
+    ///   from a parameter, inside its memory), and **no global variable of the module**
     ///   (declare such a kernel with [`Module::kernel_mut`]);
     /// * all of this holds for every launch configuration the crate lets through (any grid
     ///   and block the kernel's limits allow, any dynamic shared memory up to its limit,
@@ -330,14 +345,52 @@ impl<'ctx> Module<'ctx> {
     ///   [`LaunchConfig`](crate::LaunchConfig)): a kernel that relies on a particular
     ///   block size, shared-memory size or cluster shape checks it (`%cluster_nctarank`),
     ///   and one that synchronizes its grid checks that it was launched cooperatively
-    ///   (`cooperative_groups::this_grid().is_valid()`).
+    ///   (`cooperative_groups::this_grid().is_valid()`); for a kernel with a pointer
+    ///   parameter, the launches of the program instead (below).
     ///
     /// The crate checks the rest before each launch: arguments match `P` (by type), every
     /// buffer is of this context and stays borrowed until the kernel has run, and no `Out`
-    /// argument overlaps any other slice argument. Where the driver reports a kernel's
-    /// parameters (CUDA 12.4 or newer), the declaration is also checked against them:
-    /// their number, and the size and offset of each (see [`Function::typed`]); a
-    /// mismatch is an error naming the parameter.
+    /// or `OutPtr` argument overlaps any other slice or pointer argument. Where the driver
+    /// reports a kernel's parameters (CUDA 12.4 or newer), the declaration is also checked
+    /// against them: their number, and the size and offset of each (see
+    /// [`Function::typed`]); a mismatch is an error naming the parameter.
+    ///
+    /// # Pointer parameters
+    ///
+    /// An `InPtr<T>` or `OutPtr<T>` argument reaches the kernel as its address only. For
+    /// it the crate checks what it checks for a slice: the memory is of this context, it
+    /// is borrowed for the kernel's run (shared for an `InPtr`, exclusively for an
+    /// `OutPtr`), ordered after and before the other work on it (other streams of the
+    /// scope, the synchronous copies), and an `OutPtr`'s memory overlaps no other pointer
+    /// or slice argument of the launch. The memory is the whole of what is passed: the
+    /// slice (`&x`, `&x[range]`, a view), or a pitched buffer's allocation, `pitch_bytes()`
+    /// times its rows. What the crate cannot see is how far the kernel reaches through the
+    /// address: that depends on its scalar arguments and its launch configuration. So
+    /// declaring a kernel with a pointer parameter promises, for **every launch of it the
+    /// program makes**, that the scalar arguments and the configuration of the launch keep
+    /// the kernel inside the contract above: it accesses each pointer parameter's memory
+    /// only inside the memory passed for it (and only reads it, for an `InPtr`), and its
+    /// shared memory only inside what the configuration gives it. Those arguments and
+    /// configurations are part of what the declarer promises, since the crate cannot see
+    /// how the kernel uses them. Declaring
+    ///
+    /// ```c
+    /// // y[i] = a * x[i] + y[i] for i < n
+    /// __global__ void saxpy(int n, float a, const float *x, float *y);
+    /// ```
+    ///
+    /// as `(i32, f32, InPtr<f32>, OutPtr<f32>)` promises that every launch passes an `n`
+    /// of at most both `x.len()` and `y.len()` (a negative one touches nothing), with a
+    /// grid of fewer than 2³¹ threads (the `int` index would wrap to a negative one). A
+    /// reduction that keeps `blockDim.x` floats of dynamic shared memory and reads two
+    /// inputs per thread promises, with its declaration, that every launch's block size and
+    /// dynamic shared memory are the ones it relies on. The promise covers every launch,
+    /// by any code that can reach the [`Kernel`]: keep such a kernel where its launches are
+    /// (a private field, a function that checks `n <= x.len().min(y.len())` before it
+    /// launches), or declare the kernel with slices ([`In`](crate::In),
+    /// [`Out`](crate::Out)), whose lengths the crate passes itself, where no launch can
+    /// break the promise. The `In`/`Out` parameters of a kernel that also has pointer
+    /// parameters stay promised for any launch, as above.
     ///
     /// # Under compute-sanitizer
     ///
@@ -391,8 +444,9 @@ impl<'ctx> Module<'ctx> {
     ///
     /// # Safety
     ///
-    /// As for [`Module::kernel`], except that the kernel may also write global variables
-    /// of this module (and only of this module).
+    /// As for [`Module::kernel`] (pointer parameters included: its section "Pointer
+    /// parameters"), except that the kernel may also write global variables of this module
+    /// (and only of this module).
     pub unsafe fn kernel_mut<P: KernelParams>(
         &mut self,
         name: &str,

@@ -59,9 +59,12 @@ impl<P: KernelParams> OwnedKernel<P> {
     /// ([`Module::kernel`](crate::Module::kernel) in the module's context, entered here).
     ///
     /// # Safety
-    /// As for [`Module::kernel`](crate::Module::kernel): the kernel's C parameter list is
-    /// `P`, it stays within the lengths it is given, writes only through its `Out`
-    /// parameters and writes no global variable of the module.
+    /// As for [`Module::kernel`](crate::Module::kernel), the one statement of a
+    /// declaration's promise: the kernel's C parameter list is `P`, it stays inside the
+    /// memory of its slice and pointer arguments (for a pointer parameter, in every launch
+    /// the program makes, batches included: its section "Pointer parameters"), writes only
+    /// through its `Out` and `OutPtr` parameters and writes no global variable of the
+    /// module.
     pub unsafe fn new(module: &Arc<OwnedModule>, name: &str) -> Result<Self> {
         let home = module.context().clone();
         let kernel = module.enter(|_, module| {
@@ -82,7 +85,8 @@ impl<P: KernelParams> OwnedKernel<P> {
     /// ([`Library::kernel`]).
     ///
     /// # Safety
-    /// As for [`Library::kernel`].
+    /// As for [`Library::kernel`] (the promise of [`Module::kernel`](crate::Module::kernel),
+    /// pointer parameters included).
     pub unsafe fn from_library(
         library: &Arc<Library>,
         home: &OwnedContext,

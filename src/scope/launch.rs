@@ -9,14 +9,16 @@ use crate::launch::{self, KernelArgs, KernelParams, Launch, LaunchConfig};
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// Queues a launch of `kernel` (`cuLaunchKernel`) with `args`, one per declared
     /// parameter: `&buffer` or a [`DeviceRef`](super::DeviceRef) for an
-    /// [`In<T>`](crate::In), `&mut buffer` or a [`DeviceMut`](super::DeviceMut) for an
-    /// [`Out<T>`](crate::Out), a number for a scalar. The kernel, the stream and every
-    /// buffer share the context brand `'ctx`, and the scope keeps the
-    /// kernel's module and every buffer borrowed until the kernel has run.
+    /// [`In<T>`](crate::In) or an [`InPtr<T>`](crate::InPtr), `&mut buffer` or a
+    /// [`DeviceMut`](super::DeviceMut) for an [`Out<T>`](crate::Out) or an
+    /// [`OutPtr<T>`](crate::OutPtr), a number for a scalar. The kernel, the stream and
+    /// every buffer share the context brand `'ctx`, and the scope keeps the kernel's module
+    /// and every buffer borrowed until the kernel has run.
     ///
     /// Checked first, each a clear error with no driver call: the configuration (zero
     /// dimensions, more threads per block or more dynamic shared memory than the kernel
-    /// allows), and that no `Out` argument overlaps another slice argument. A
+    /// allows), and that no `Out` or `OutPtr` argument overlaps another slice or pointer
+    /// argument ([`Invalid::Overlap`](crate::Invalid::Overlap), naming both). A
     /// configuration with launch attributes (a cluster, a cooperative launch, a priority)
     /// goes through `cuLaunchKernelEx`, its attributes checked too: see
     /// [`LaunchConfig`](crate::LaunchConfig#launch-attributes).

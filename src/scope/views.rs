@@ -292,21 +292,27 @@ macro_rules! into_view {
 into_view!(IntoDeviceMut, IntoMut, into_mut, DeviceMut: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>, DeviceMut<'scope, 'ctx, T>);
 into_view!(IntoDeviceRef, IntoRef, into_ref, DeviceRef: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
 
-/// The scope's views as kernel arguments: a `DeviceRef` or a `DeviceMut` for an `In`, a
-/// `DeviceMut` for an `Out`.
+/// The scope's views as kernel arguments: a `DeviceRef` or a `DeviceMut` for an `In` or an
+/// `InPtr`, a `DeviceMut` for an `Out` or an `OutPtr`; lowered by `$lower`
+/// (`launch::slice_raw` or `launch::pointer_raw`: one span, whichever).
 macro_rules! view_args {
-    ($param:ident, $write:literal: $($arg:ty),*) => { $(
+    ($param:ident, $write:literal, $lower:ident: $($arg:ty),*) => { $(
         impl<'scope, 'ctx, T: DeviceCopy> launch::sealed::Arg<'scope, 'ctx, launch::$param<T>> for $arg {
             #[inline(always)]
-            fn lower(self, _: launch::sealed::Crate) -> ([u64; 2], Span) {
-                launch::slice_raw(self.ptr, self.len, std::mem::size_of::<T>(), $write)
+            fn lower(
+                self,
+                _: launch::sealed::Crate,
+            ) -> (<launch::$param<T> as launch::sealed::Param>::Raw, Span) {
+                launch::$lower(self.ptr, self.len, std::mem::size_of::<T>(), $write)
             }
         }
         impl<'scope, 'ctx, T: DeviceCopy> KernelArg<'scope, 'ctx, launch::$param<T>> for $arg {}
     )* };
 }
-view_args!(In, false: DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
-view_args!(Out, true: DeviceMut<'scope, 'ctx, T>);
+view_args!(In, false, slice_raw: DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+view_args!(Out, true, slice_raw: DeviceMut<'scope, 'ctx, T>);
+view_args!(InPtr, false, pointer_raw: DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+view_args!(OutPtr, true, pointer_raw: DeviceMut<'scope, 'ctx, T>);
 
 #[inline(always)]
 pub(super) fn write_span<T>(v: &DeviceMut<'_, '_, T>) -> Span {
