@@ -77,3 +77,58 @@ extern "C" __global__ void spin(long long cycles) {
     while (clock64() - start < cycles) {
     }
 }
+
+// ---- Kernels written the way NVIDIA's samples write them: pointers without lengths, sizes
+// as `int` scalars. Declared with `InPtr<T>` / `OutPtr<T>` on the Rust side (one C parameter
+// each); how far they reach is the declaration's promise (see `cuda_brand::samples`).
+
+// y[i] = a * x[i] + y[i] for i < n.
+extern "C" __global__ void saxpy(int n, float a, const float *x, float *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+// C = A + B, as in cuda-samples' 0_Introduction/vectorAdd.
+extern "C" __global__ void vectorAdd(const float *A, const float *B, float *C, int numElements) {
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    if (i < numElements) {
+        C[i] = A[i] + B[i] + 0.0f;
+    }
+}
+
+// One partial sum per block of 2 * blockDim.x inputs, in dynamic shared memory of blockDim.x
+// floats, as in cuda-samples' 2_Concepts_and_Techniques/reduction (reduce3). Needs blockDim.x
+// to be a power of two and blockDim.x * sizeof(float) bytes of dynamic shared memory.
+extern "C" __global__ void reduce(const float *g_idata, float *g_odata, unsigned int n) {
+    extern __shared__ float sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    float mySum = (i < n) ? g_idata[i] : 0.0f;
+    if (i + blockDim.x < n) mySum += g_idata[i + blockDim.x];
+    sdata[tid] = mySum;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) {
+            sdata[tid] = mySum = mySum + sdata[tid + s];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) g_odata[blockIdx.x] = mySum;
+}
+
+// A five-point average over a pitched 2D array of width x height floats; each pitch is in
+// bytes, as cudaMallocPitch (cuMemAllocPitch) gives it. Edges repeat their nearest value.
+extern "C" __global__ void stencil2d(const float *in, size_t inPitch, float *out, size_t outPitch,
+                                     int width, int height) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    const float *row = (const float *)((const char *)in + (size_t)y * inPitch);
+    const float *up = y > 0 ? (const float *)((const char *)row - inPitch) : row;
+    const float *down = y + 1 < height ? (const float *)((const char *)row + inPitch) : row;
+    float c = row[x];
+    float l = x > 0 ? row[x - 1] : c;
+    float r = x + 1 < width ? row[x + 1] : c;
+    float *orow = (float *)((char *)out + (size_t)y * outPitch);
+    orow[x] = 0.2f * (c + l + r + up[x] + down[x]);
+}

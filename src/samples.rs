@@ -46,6 +46,10 @@
 //! | `empty` | `(float *p, size_t p_len)` | `kernel::<(Out<f32>,)>` | nothing (the launch-overhead benchmark) |
 //! | `empty8` | `(float *a, size_t na, float *b, size_t nb, const float *c, size_t nc, const float *d, size_t nd)` | `kernel::<(Out<f32>, Out<f32>, In<f32>, In<f32>)>` | nothing, with eight C parameters |
 //! | `write_wild` | `(float *p, size_t p_len)` | none is true | writes through a wild pointer on purpose: an illegal address, which ends the context (the crate's sticky-error tests). Do not launch it |
+//! | `saxpy` | `(int n, float a, const float *x, float *y)` | `kernel::<(i32, f32, InPtr<f32>, OutPtr<f32>)>` | `y[i] = a * x[i] + y[i]` for `i < n`, one element per thread: the declaration promises that every launch passes `n` at most both lengths and a grid of at least `n` threads covers what it must |
+//! | `vectorAdd` | `(const float *A, const float *B, float *C, int numElements)` | `kernel::<(InPtr<f32>, InPtr<f32>, OutPtr<f32>, i32)>` | `C[i] = A[i] + B[i]` for `i < numElements` (NVIDIA's cuda-samples `vectorAdd`, unchanged) |
+//! | `reduce` | `(const float *g_idata, float *g_odata, unsigned int n)` | `kernel::<(InPtr<f32>, OutPtr<f32>, u32)>` | one partial sum per block of `2 * blockDim.x` inputs into `g_odata[blockIdx.x]` (cuda-samples' `reduce3`): needs a power-of-two block and `blockDim.x * 4` bytes of dynamic shared memory |
+//! | `stencil2d` | `(const float *in, size_t inPitch, float *out, size_t outPitch, int width, int height)` | `kernel::<(InPtr<f32>, usize, OutPtr<f32>, usize, i32, i32)>` | a five-point average of a pitched `width` x `height` array (pitches in bytes, as `cuMemAllocPitch` gives them); edges repeat their nearest value |
 //!
 //! The CUDA C source, `kernels/kernels.cu`, ships in the package next to the PTX.
 
@@ -73,9 +77,13 @@ mod tests {
                 "bump",
                 "empty",
                 "empty8",
+                "reduce",
+                "saxpy",
                 "scale",
                 "spin",
+                "stencil2d",
                 "sum_u64",
+                "vectorAdd",
                 "vector_add",
                 "write_wild"
             ]

@@ -230,11 +230,10 @@ fn module_globals_are_read_and_written() {
         assert_eq!(module.global::<i32>("counter")?.to_vec()?, [42]);
         let table = module.global::<f32>("table")?.to_vec()?;
         assert_eq!(table, (0..16).map(|i| i as f32 * 2.0).collect::<Vec<_>>());
+        // a name the module lacks is the driver's CUDA_ERROR_NOT_FOUND, with the name
         let e = module.global::<u8>("nope").unwrap_err();
-        assert_eq!(
-            e.invalid().and_then(cuda_brand::Invalid::reason),
-            Some("no global named `nope` in the module")
-        );
+        assert_eq!(e.code(), cuda_brand::ErrorCode::NotFound, "{e}");
+        assert_eq!(e.detail(), Some("no global named `nope` in the module"));
         let e = module.global::<[u8; 3]>("counter").unwrap_err();
         assert_eq!(
             e.invalid().and_then(cuda_brand::Invalid::reason),
