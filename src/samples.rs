@@ -34,7 +34,12 @@
 //! crate, a slice parameter ([`In<T>`](crate::In), [`Out<T>`](crate::Out)) is two C
 //! parameters, the pointer and its element count, and every kernel here keeps its accesses
 //! below the counts it is given: that, and the parameter list, is what the `unsafe` of
-//! [`Module::kernel`](crate::Module::kernel) promises.
+//! [`Module::kernel`](crate::Module::kernel) promises. The last four are written as
+//! NVIDIA's samples write kernels, with bare pointers ([`InPtr<T>`](crate::InPtr),
+//! [`OutPtr<T>`](crate::OutPtr), one C parameter each) and `int` sizes: how far they reach
+//! depends on their scalar arguments and launch configuration, so their declaration
+//! promises, for every launch the program makes, what their row says
+//! ([`Module::kernel`](crate::Module::kernel), its section "Pointer parameters").
 //!
 //! | kernel | C signature | declaration | what it does |
 //! |---|---|---|---|
@@ -46,10 +51,10 @@
 //! | `empty` | `(float *p, size_t p_len)` | `kernel::<(Out<f32>,)>` | nothing (the launch-overhead benchmark) |
 //! | `empty8` | `(float *a, size_t na, float *b, size_t nb, const float *c, size_t nc, const float *d, size_t nd)` | `kernel::<(Out<f32>, Out<f32>, In<f32>, In<f32>)>` | nothing, with eight C parameters |
 //! | `write_wild` | `(float *p, size_t p_len)` | none is true | writes through a wild pointer on purpose: an illegal address, which ends the context (the crate's sticky-error tests). Do not launch it |
-//! | `saxpy` | `(int n, float a, const float *x, float *y)` | `kernel::<(i32, f32, InPtr<f32>, OutPtr<f32>)>` | `y[i] = a * x[i] + y[i]` for `i < n`, one element per thread: the declaration promises that every launch passes `n` at most both lengths and a grid of at least `n` threads covers what it must |
-//! | `vectorAdd` | `(const float *A, const float *B, float *C, int numElements)` | `kernel::<(InPtr<f32>, InPtr<f32>, OutPtr<f32>, i32)>` | `C[i] = A[i] + B[i]` for `i < numElements` (NVIDIA's cuda-samples `vectorAdd`, unchanged) |
-//! | `reduce` | `(const float *g_idata, float *g_odata, unsigned int n)` | `kernel::<(InPtr<f32>, OutPtr<f32>, u32)>` | one partial sum per block of `2 * blockDim.x` inputs into `g_odata[blockIdx.x]` (cuda-samples' `reduce3`): needs a power-of-two block and `blockDim.x * 4` bytes of dynamic shared memory |
-//! | `stencil2d` | `(const float *in, size_t inPitch, float *out, size_t outPitch, int width, int height)` | `kernel::<(InPtr<f32>, usize, OutPtr<f32>, usize, i32, i32)>` | a five-point average of a pitched `width` x `height` array (pitches in bytes, as `cuMemAllocPitch` gives them); edges repeat their nearest value |
+//! | `saxpy` | `(int n, float a, const float *x, float *y)` | `kernel::<(i32, f32, InPtr<f32>, OutPtr<f32>)>` | `y[i] = a * x[i] + y[i]` for `i < n`, one element per thread (a grid of at least `n` threads covers them all): the declaration promises that every launch passes an `n` of at most both lengths, with fewer than 2³¹ threads (the index is an `int`) |
+//! | `vectorAdd` | `(const float *A, const float *B, float *C, int numElements)` | `kernel::<(InPtr<f32>, InPtr<f32>, OutPtr<f32>, i32)>` | `C[i] = A[i] + B[i]` for `i < numElements`, one element per thread (NVIDIA's cuda-samples `vectorAdd`, unchanged): the declaration promises that every launch passes a `numElements` of at most the three lengths, with fewer than 2³¹ threads |
+//! | `reduce` | `(const float *g_idata, float *g_odata, unsigned int n)` | `kernel::<(InPtr<f32>, OutPtr<f32>, u32)>` | one partial sum per block of `2 * blockDim.x` inputs into `g_odata[blockIdx.x]` (cuda-samples' `reduce3`): the declaration promises that every launch passes an `n` of at most the input's length, at most as many blocks as the output has elements, and `blockDim.x * 4` bytes of dynamic shared memory (`sdata`); a power-of-two block for a right sum |
+//! | `stencil2d` | `(const float *in, size_t inPitch, float *out, size_t outPitch, int width, int height)` | `kernel::<(InPtr<f32>, usize, OutPtr<f32>, usize, i32, i32)>` | a five-point average of a pitched `width` x `height` array (pitches in bytes, as `cuMemAllocPitch` gives them: a [`DeviceBuffer2D`](crate::DeviceBuffer2D) as `&in` / `&mut out`, its [`pitch_bytes`](crate::DeviceBuffer2D::pitch_bytes)); edges repeat their nearest value: the declaration promises that every launch passes each buffer's own pitch, a `width` and `height` within both buffers', and fewer than 2³¹ threads in x |
 //!
 //! The CUDA C source, `kernels/kernels.cu`, ships in the package next to the PTX.
 
