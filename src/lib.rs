@@ -251,6 +251,16 @@
 //! for the whole process), the [`sys`] types (a type alone reaches no driver call), and
 //! the numeric conversions of the crate's enums (`ErrorCode::raw`/`from_raw`, ...).
 //!
+//! A kernel with pointer parameters ([`InPtr`], [`OutPtr`]) asks more of the declarations
+//! module: its declaration promises how far the kernel reaches *for every launch the
+//! program makes* (the scalar arguments and configuration included; [`Module::kernel`],
+//! its section "Pointer parameters"), and launches are safe code that the lint lets through
+//! anywhere. Keep such a kernel inside the module, behind a function that makes its
+//! launches (the guide's `Saxpy`, chapter 6), so that the module's review covers them; a
+//! `Kernel` of it handed out lets code outside break the module's promise with no
+//! `unsafe` of its own. Kernels declared with slices ([`In`], [`Out`]) have no such
+//! condition: their promise holds for any launch.
+//!
 //! The lint covers the crate that turns it on (and code its own `macro_rules!` expand to
 //! there), not its dependencies: a library that takes a raw handle does so under its own
 //! `unsafe`, to be reviewed as any dependency's `unsafe` is.

@@ -246,6 +246,8 @@ fn module_globals_are_read_and_written() {
 /// Every sample kernel of `cuda_brand::samples` (all but `write_wild`, which ends its
 /// context on purpose), loaded from the crate alone and declared as the module's table says,
 /// computes what the table says.
+/// The kernels with slice parameters; those written with bare pointers (`saxpy`,
+/// `vectorAdd`, `reduce`, `stencil2d`) run in `tests/pointer_kernels.rs`.
 fn every_sample_kernel_runs_as_the_samples_module_documents() {
     common::in_context(|ctx| {
         let mut module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;

@@ -41,6 +41,25 @@ fn kernels_cu() -> Vec<(&'static str, Vec<(usize, usize)>)> {
     ]
 }
 
+/// The kernels at the end of `kernels/kernels.cu`, written as NVIDIA's samples write them
+/// (bare pointers, `int` sizes): in the PTX only, the cubin and fatbin being older.
+fn sample_style_kernels() -> Vec<(&'static str, Vec<(usize, usize)>)> {
+    vec![
+        // saxpy(int n, float a, const float *x, float *y)
+        ("saxpy", vec![(0, 4), (4, 4), (8, 8), (16, 8)]),
+        // vectorAdd(const float *A, const float *B, float *C, int numElements)
+        ("vectorAdd", vec![(0, 8), (8, 8), (16, 8), (24, 4)]),
+        // reduce(const float *g_idata, float *g_odata, unsigned int n)
+        ("reduce", vec![(0, 8), (8, 8), (16, 4)]),
+        // stencil2d(const float *in, size_t inPitch, float *out, size_t outPitch, int width,
+        // int height)
+        (
+            "stencil2d",
+            vec![(0, 8), (8, 8), (16, 8), (24, 8), (32, 4), (36, 4)],
+        ),
+    ]
+}
+
 /// A kernel's name, count and layout, as the tests compare them.
 type Row = (String, usize, Option<Vec<(usize, usize)>>);
 
@@ -67,7 +86,9 @@ fn expected(kernels: Vec<(&str, Vec<(usize, usize)>)>) -> Vec<Row> {
 
 #[test]
 fn the_committed_ptx_cubin_and_fatbin_give_the_c_signatures() {
-    assert_eq!(table(&table_of_ptx(PTX)), expected(kernels_cu()));
+    let mut in_ptx = kernels_cu();
+    in_ptx.extend(sample_style_kernels());
+    assert_eq!(table(&table_of_ptx(PTX)), expected(in_ptx));
     assert_eq!(table(&table_of_image(CUBIN)), expected(kernels_cu()));
     // an sm_90 cubin and compute_75 PTX that agree
     assert_eq!(table(&table_of_image(FATBIN)), expected(kernels_cu()));
