@@ -54,7 +54,9 @@ pub struct InPtr<T>(PhantomData<T>);
 /// [`DeviceBuffer3D`]). The crate borrows, orders and checks it as an `Out<T>` of the same
 /// memory (it must not overlap any other pointer or slice argument of the launch); that the
 /// kernel reads and writes only inside it is the declaration's promise
-/// ([`Module::kernel`](crate::Module::kernel), "Pointer parameters").
+/// ([`Module::kernel`](crate::Module::kernel), "Pointer parameters"). A shared borrow
+/// (`&buffer`, a [`DeviceRef`](crate::DeviceRef)) does not compile for it
+/// (`ui-tests/fail/5_kernels/kernel_out_ptr_given_a_shared_borrow.rs`).
 pub struct OutPtr<T>(PhantomData<T>);
 
 /// A by-value parameter of a user `DeviceCopy` type (a `#[repr(C)]` struct the kernel
