@@ -19,7 +19,8 @@ fn words8(n: usize) -> Vec<(usize, usize)> {
     (0..n).map(|i| (8 * i, 8)).collect()
 }
 
-/// The kernels of `kernels/kernels.cu`, from their C signatures by hand.
+/// The kernels of `kernels/kernels.cu` in the PTX, the cubin and the fatbin, from their C
+/// signatures by hand.
 fn kernels_cu() -> Vec<(&'static str, Vec<(usize, usize)>)> {
     vec![
         // bump(int by)
@@ -41,8 +42,8 @@ fn kernels_cu() -> Vec<(&'static str, Vec<(usize, usize)>)> {
     ]
 }
 
-/// The kernels at the end of `kernels/kernels.cu`, written as NVIDIA's samples write them
-/// (bare pointers, `int` sizes): in the PTX only, the cubin and fatbin being older.
+/// The kernels at the end of `kernels/kernels.cu` written as NVIDIA's samples write them,
+/// in the PTX only (the cubin and the fatbin predate them, `kernels/README.md`).
 fn sample_style_kernels() -> Vec<(&'static str, Vec<(usize, usize)>)> {
     vec![
         // saxpy(int n, float a, const float *x, float *y)
@@ -51,8 +52,7 @@ fn sample_style_kernels() -> Vec<(&'static str, Vec<(usize, usize)>)> {
         ("vectorAdd", vec![(0, 8), (8, 8), (16, 8), (24, 4)]),
         // reduce(const float *g_idata, float *g_odata, unsigned int n)
         ("reduce", vec![(0, 8), (8, 8), (16, 4)]),
-        // stencil2d(const float *in, size_t inPitch, float *out, size_t outPitch, int width,
-        // int height)
+        // stencil2d(const float *in, size_t inPitch, float *out, size_t outPitch, int, int)
         (
             "stencil2d",
             vec![(0, 8), (8, 8), (16, 8), (24, 8), (32, 4), (36, 4)],
@@ -86,8 +86,10 @@ fn expected(kernels: Vec<(&str, Vec<(usize, usize)>)>) -> Vec<Row> {
 
 #[test]
 fn the_committed_ptx_cubin_and_fatbin_give_the_c_signatures() {
-    let mut in_ptx = kernels_cu();
-    in_ptx.extend(sample_style_kernels());
+    let in_ptx = kernels_cu()
+        .into_iter()
+        .chain(sample_style_kernels())
+        .collect();
     assert_eq!(table(&table_of_ptx(PTX)), expected(in_ptx));
     assert_eq!(table(&table_of_image(CUBIN)), expected(kernels_cu()));
     // an sm_90 cubin and compute_75 PTX that agree
