@@ -87,12 +87,12 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     // Re-assert our context as current (cudarc binds the same primary context).
     // SAFETY (of the raw handles here): the raw column uses them while their values live,
     // destroys none of them, and touches only memory of its own or memory no scope uses.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
 
     // ---- shared setup --------------------------------------------------------------
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
     // SAFETY: as for `raw_ctx`.
-    let raw_stream = unsafe { stream.as_raw() };
+    let raw_stream = unsafe { stream.as_raw() }.cast();
     let module = Module::from_ptx(ctx, PTX)?;
     // SAFETY: empty(float*, size_t) touches nothing; empty8 likewise with 8 parameters.
     let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;

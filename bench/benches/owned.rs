@@ -396,7 +396,7 @@ fn run(
     assert!(home.is(ctx), "the entered guard is of the owned context");
     // SAFETY (of the raw handles here): the raw column uses them while their values live,
     // destroys none of them, and touches only memory of its own or memory no scope uses.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
 
     // ---- setup: the owned values, and their raw handles ---------------------------------
     let streams: Vec<Arc<OwnedStream>> = (0..STREAMS)
