@@ -133,13 +133,11 @@ fn run(device: &Device) -> Result<(), BoxError> {
 
     // The loop has dropped the callback, and the app with it, on the loop's thread: ours
     // is the context's last handle, so `close` tears it down and returns its result.
-    match home.close() {
-        Some(closed) => {
-            closed?;
-            println!("context closed: the app's handles were all dropped with it");
-        }
-        None => return Err("a handle of the context outlived the app".into()),
+    if home.handles() != 1 {
+        return Err("a handle of the context outlived the app".into());
     }
+    home.close()?;
+    println!("context closed: the app's handles were all dropped with it");
     Ok(())
 }
 

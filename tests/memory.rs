@@ -724,12 +724,12 @@ mod raw {
 
     /// The context and memory type the driver reports for `p` (`cuPointerGetAttributes`,
     /// which reports null and 0 for an address it does not know).
-    pub fn owner_of(p: u64) -> (cuda_driver_sys::CUcontext, u32) {
-        let mut context: cuda_driver_sys::CUcontext = std::ptr::null_mut();
+    pub fn owner_of(p: u64) -> (cuda_brand::sys::CUcontext, u32) {
+        let mut context: cuda_brand::sys::CUcontext = std::ptr::null_mut();
         let mut memory_type: u32 = 0;
         let mut attributes = [1, 2]; // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE
         let mut data: [*mut c_void; 2] = [
-            (&mut context as *mut cuda_driver_sys::CUcontext).cast(),
+            (&mut context as *mut cuda_brand::sys::CUcontext).cast(),
             (&mut memory_type as *mut u32).cast(),
         ];
         // SAFETY: two attributes, each with a live local of its size.
@@ -983,8 +983,8 @@ fn a_default_pool_buffer_is_ordered_after_another_librarys_pending_work() {
     const N: usize = 1 << 20;
     let d = common::driver();
     common::in_context(|ctx| {
-        let mut theirs: cuda_driver_sys::CUstream = std::ptr::null_mut();
-        let mut p: cuda_driver_sys::CUdeviceptr = 0;
+        let mut theirs: cuda_brand::sys::CUstream = std::ptr::null_mut();
+        let mut p: cuda_brand::sys::CUdeviceptr = 0;
         // SAFETY (the other library's side, raw calls): a new non-blocking stream of the
         // current context; memory of the default pool used and freed in its order; the host
         // function touches nothing.

@@ -112,11 +112,8 @@ fn an_owned_buffer_made_in_one_entry_is_read_in_another_on_another_thread() {
     .join()
     .unwrap();
     assert_eq!(back, host);
-    assert_eq!(
-        home.close().map(|r| r.is_ok()),
-        Some(true),
-        "the last handle"
-    );
+    assert_eq!(home.handles(), 1, "the last handle");
+    home.close().unwrap();
 }
 
 fn a_guard_of_another_context_is_refused_naming_both() {
@@ -193,14 +190,16 @@ fn close_tears_down_only_with_the_last_handle() {
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let buf = owned_buffer(&home, &[1.0; 16]);
     let other = home.clone();
-    assert!(other.close().is_none(), "`home` and `buf` still hold it");
-    assert!(home.close().is_none(), "`buf` still holds it");
+    assert_eq!(other.handles(), 3, "`home`, `other` and `buf`");
+    other.close().unwrap(); // `home` and `buf` still hold it
+    assert_eq!(home.handles(), 2);
+    home.close().unwrap(); // `buf` still holds it
     let kept = buf.context().clone();
     drop(buf);
-    assert_eq!(
-        kept.close().map(|r| r.map_err(|e| e.to_string())),
-        Some(Ok(()))
-    );
+    assert_eq!(kept.handles(), 1, "the last handle");
+    let before = common::current();
+    kept.close().unwrap(); // the teardown
+    assert_eq!(common::current(), before);
 }
 
 fn handles_dropped_on_another_thread_while_the_context_is_entered_here() {
@@ -230,7 +229,8 @@ fn handles_dropped_on_another_thread_while_the_context_is_entered_here() {
         .unwrap();
     dropper.join().unwrap();
     assert_eq!(seen, vec![9.0; 64]);
-    assert_eq!(home.close().map(|r| r.is_ok()), Some(true));
+    assert_eq!(home.handles(), 1);
+    home.close().unwrap();
 }
 
 fn an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_point() {

@@ -380,10 +380,13 @@ fn main() {
         std::process::exit(1);
     }
     // the last handle: the teardown's result covers every release that failed on any thread
-    match home.close() {
-        Some(Ok(())) => {}
-        Some(Err(e)) => panic!("closing the owned context reported an error: {e}"),
-        None => panic!("a handle of the owned context outlived the benchmark"),
+    assert_eq!(
+        home.handles(),
+        1,
+        "a handle of the owned context outlived the benchmark"
+    );
+    if let Err(e) = home.close() {
+        panic!("closing the owned context reported an error: {e}");
     }
 }
 
