@@ -621,7 +621,7 @@ fn collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams() {
                 let (x, y) = (sa.bind_mut(&mut src), sa.bind_mut(&mut dst));
                 sa.fill(x, round as f32)?; // stream a writes the source
                 comm.all_reduce(sb, y, x.into_ref(), ReduceOp::Sum)?; // b waits for it
-                sa.copy_to_host(&mut host, y) // and a waits for b
+                sa.copy_to_host(&mut host, y.into_ref()) // and a waits for b
             })?;
             assert!(
                 host.iter().all(|&v| v == round as f32),

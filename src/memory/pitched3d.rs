@@ -3,7 +3,11 @@
 //! `cuMemAllocPitch` of `height * depth` rows, slice after slice), and 3D copies
 //! (`cuMemcpy3D`) of whole volumes or of boxes inside them ([`Region3D`]) between it and
 //! host memory or another 3D buffer, synchronous or queued in a stream scope
-//! (`cuMemcpy3DAsync`).
+//! (`cuMemcpy3DAsync`). A copy's device side is all of a buffer (`&buffer`, `&mut buffer`)
+//! or a box of it ([`buffer.region(r)`](DeviceBuffer3D::region) for a source, a
+//! [`Part3D`]; [`buffer.region_mut(r)`](DeviceBuffer3D::region_mut) for a destination, a
+//! [`Part3DMut`]), as a 1D copy's is a buffer or `&buffer[range]`: one method per kind of
+//! copy takes either.
 //!
 //! A host volume is a slice read (or written) as `depth` slices of `height` rows of `width`
 //! elements, rows `row_len` elements apart and slices `slice_rows` rows apart; a packed
@@ -19,8 +23,8 @@
 //! The stream-scope forms are
 //! [`StreamScope::copy_3d_from_host`](crate::StreamScope::copy_3d_from_host),
 //! [`copy_3d_to_host`](crate::StreamScope::copy_3d_to_host),
-//! [`copy_3d_from_device`](crate::StreamScope::copy_3d_from_device) and their `_region_`
-//! forms; like every scope operation they borrow what they touch until the scope has
+//! [`copy_3d_from_device`](crate::StreamScope::copy_3d_from_device), destination first;
+//! like every scope operation they borrow what they touch until the scope has
 //! synchronized.
 //!
 //! ```no_run
@@ -36,7 +40,7 @@
 //!     assert_eq!(a.to_vec()?, volume);
 //!     // the 2 x 2 x 1 box of `a` at x 1, y 1, z 1, into a buffer of that shape
 //!     let mut b = DeviceBuffer3D::<u32>::zeroed(ctx, 2, 2, 1)?;
-//!     b.copy_region_from_device([0, 0, 0], &a, Region3D::new([1, 1, 1], [2, 2, 1]))?;
+//!     b.copy_from_device(a.region(Region3D::new([1, 1, 1], [2, 2, 1])))?;
 //!     assert_eq!(b.to_vec()?, [17, 18, 21, 22]);
 //!     // back to the host through a stream scope
 //!     let mut back = vec![0u32; 4];
@@ -73,7 +77,7 @@ use crate::synchronous::Access;
 ///     let slice = vec![1.0f32; 64 * 64];
 ///     ctx.stream()?.scope(|s| {
 ///         let third = Region3D::new([0, 0, 3], [64, 64, 1]);
-///         s.copy_3d_region_from_host(&mut volume, third, &slice, 64, 64)
+///         s.copy_3d_from_host(volume.region_mut(third), &slice, 64, 64)
 ///     })?;
 ///     let packed = volume.to_vec()?;
 ///     assert_eq!(packed[3 * 64 * 64], 1.0);
@@ -810,69 +814,74 @@ mod tests {
             refusal(a.copy_to_host(&mut out, 3, 3))
                 .starts_with("DeviceBuffer3D::copy_to_host: a host row of 3 elements")
         );
+        // the destination's shape `expected`, the source's `found`, as a length mismatch
         assert_eq!(
             refusal(a.copy_from_device(&b)),
             "DeviceBuffer3D::copy_from_device: the shapes differ: [4, 3, 2] expected, [4, 3, 1] found"
         );
         // region copies: the region, then the host volume
         assert!(
-            refusal(a.copy_region_from_host(outside, &host, 4, 1))
-                .starts_with("DeviceBuffer3D::copy_region_from_host: the destination region")
+            refusal(a.region_mut(outside).copy_from_host(&host, 4, 1))
+                .starts_with("Part3DMut::copy_from_host: the destination region")
         );
         assert!(
-            refusal(a.copy_region_to_host(outside, &mut out, 4, 1))
-                .starts_with("DeviceBuffer3D::copy_region_to_host: the source region")
+            refusal(a.region(outside).copy_to_host(&mut out, 4, 1))
+                .starts_with("Part3D::copy_to_host: the source region")
         );
         let inside = Region3D::new([1, 1, 1], [3, 2, 1]);
         assert!(
-            refusal(a.copy_region_from_host(inside, &host[..2], 3, 2))
+            refusal(a.region_mut(inside).copy_from_host(&host[..2], 3, 2))
                 .contains("the range 0..6 is out of bounds for length 2")
         );
         assert!(
-            refusal(a.copy_region_to_host(inside, &mut out, 3, 1))
+            refusal(a.region(inside).copy_to_host(&mut out, 3, 1))
                 .contains("a host slice of 1 rows is shorter than the 2 rows copied per slice")
         );
         assert!(
-            refusal(a.copy_region_from_device([0, 0, 0], &b, outside))
-                .starts_with("DeviceBuffer3D::copy_region_from_device: the source region")
+            refusal(a.region_mut(Region3D::new([0, 0, 0], [4, 1, 1])).copy_from_device(b.region(outside)))
+                .starts_with("Part3DMut::copy_from_device: the source region")
         );
         // the source region fits `b`, but not at this place in `a`
         assert_eq!(
-            refusal(a.copy_region_from_device([0, 0, 2], &b, b.whole())),
-            "DeviceBuffer3D::copy_region_from_device: the destination region (origin \
+            refusal(a.region_mut(Region3D::new([0, 0, 2], [4, 3, 1])).copy_from_device(&b)),
+            "Part3DMut::copy_from_device: the destination region (origin \
              [0, 0, 2], extent [4, 3, 1]) is not inside the buffer's shape [4, 3, 2]"
+        );
+        // two boxes inside their buffers, of two extents
+        assert_eq!(
+            refusal(a.region_mut(inside).copy_from_device(b.region(Region3D::new([0, 0, 0], [3, 1, 1])))),
+            "Part3DMut::copy_from_device: the shapes differ: [3, 2, 1] expected, [3, 1, 1] found"
         );
         // the plans of the scope's copies are the same checks under the scope's names
         assert!(
-            refusal(a.plan_from_host("copy_3d_from_host", a.whole(), &host[..1], 4, 3))
+            refusal(Part3DMut::from(&mut a).plan_from_host("copy_3d_from_host", &host[..1], 4, 3))
                 .starts_with("copy_3d_from_host: the range 0..")
         );
         assert!(
-            refusal(b.plan_to_host("copy_3d_to_host", outside, &mut out, 4, 3))
+            refusal(b.region(outside).plan_to_host("copy_3d_to_host", &mut out, 4, 3))
                 .starts_with("copy_3d_to_host: the source region")
         );
         assert!(
-            refusal(a.plan_from_same_shape("copy_3d_from_device", &b))
+            refusal(Part3DMut::from(&mut a).plan_from_device("copy_3d_from_device", &(&b).into()))
                 .starts_with("copy_3d_from_device: the shapes differ: [4, 3, 2]")
         );
         assert!(
-            refusal(a.plan_from_device(
-                "copy_3d_region_from_device",
-                [3, 0, 0],
-                &b,
-                Region3D::new([1, 1, 0], [3, 2, 1]),
+            refusal(a.region_mut(Region3D::new([3, 0, 0], [3, 2, 1])).plan_from_device(
+                "copy_3d_from_device",
+                &b.region(Region3D::new([1, 1, 0], [3, 2, 1])),
             ))
-            .starts_with("copy_3d_region_from_device: the destination region")
+            .starts_with("copy_3d_from_device: the destination region")
         );
     }
 
     #[test]
     fn checked_copies_describe_the_right_boxes_to_the_driver() {
-        let a = unallocated([4, 3, 2]);
+        let mut a = unallocated([4, 3, 2]);
         let b = unallocated([4, 3, 1]);
         let host = [0u16; 24];
         let copy = a
-            .plan_from_host("t", Region3D::new([1, 2, 1], [3, 1, 1]), &host, 5, 4)
+            .region_mut(Region3D::new([1, 2, 1], [3, 1, 1]))
+            .plan_from_host("t", &host, 5, 4)
             .unwrap();
         assert_eq!(copy.extent, [6, 1, 1], "bytes per row, rows, slices");
         assert_eq!(copy.dst.at, [2, 2, 1], "x in bytes");
@@ -883,7 +892,8 @@ mod tests {
             "host pitch in bytes"
         );
         let copy = a
-            .plan_from_device("t", [0, 1, 1], &b, Region3D::new([2, 0, 0], [2, 2, 1]))
+            .region_mut(Region3D::new([0, 1, 1], [2, 2, 1]))
+            .plan_from_device("t", &b.region(Region3D::new([2, 0, 0], [2, 2, 1])))
             .unwrap();
         assert_eq!(
             (copy.dst.at, copy.src.at, copy.extent),
@@ -891,7 +901,8 @@ mod tests {
         );
         // an empty box is checked too, then reaches no driver
         let empty = a
-            .plan_from_host("t", Region3D::new([4, 3, 2], [0, 0, 0]), &[], 0, 0)
+            .region_mut(Region3D::new([4, 3, 2], [0, 0, 0]))
+            .plan_from_host("t", &[], 0, 0)
             .unwrap();
         assert!(empty.is_empty());
     }

@@ -22,7 +22,7 @@ use crate::synchronous as order;
 /// ([`DeviceMut::into_ref`]); operations also take `&buffer` and `&buffer[range]` directly.
 /// A source takes only these: a `DeviceMut` given where an operation reads is refused until
 /// it is converted (`d.into_ref()`), so a swapped destination and source do not compile
-/// (`ui-tests/fail/views/device_mut_as_source.rs`).
+/// (`ui-tests/fail/4_scopes/scope_device_mut_as_source.rs`).
 ///
 /// # The brand
 ///
