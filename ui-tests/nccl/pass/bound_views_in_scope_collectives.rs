@@ -21,7 +21,7 @@ fn main() -> cuda_brand::Result<()> {
             let d = s.bind_mut(&mut buf);
             comm.all_reduce_in_place(s, d.slice(..2), ReduceOp::Sum)?;
             comm.all_reduce(s, d.slice(2..), d.slice(..2).into_ref(), ReduceOp::Sum)?;
-            s.copy_to_host(&mut host, d)
+            s.copy_to_host(&mut host, d.into_ref())
         })?;
         assert_eq!(host, [1, 2, 1, 2]);
         Ok(())
