@@ -352,8 +352,17 @@ impl<'a, 'ctx, T: DeviceCopy> Part3DMut<'a, 'ctx, T> {
     /// A copy of the box `src` into this one, checked: both inside their buffers, and of
     /// one extent, or an [`Invalid::ShapeMismatch`] naming both (this box's `expected`,
     /// the source's `found`).
-    pub(crate) fn plan_from_device(&self, what: &'static str, src: &Part3D<'_, 'ctx, T>) -> Result<Copy3D> {
-        check_region(what, "the destination region", self.region, self.buffer.shape())?;
+    pub(crate) fn plan_from_device(
+        &self,
+        what: &'static str,
+        src: &Part3D<'_, 'ctx, T>,
+    ) -> Result<Copy3D> {
+        check_region(
+            what,
+            "the destination region",
+            self.region,
+            self.buffer.shape(),
+        )?;
         check_region(what, "the source region", src.region, src.buffer.shape())?;
         if self.region.extent != src.region.extent {
             return Err(Error::invalid_input(
@@ -838,18 +847,27 @@ mod tests {
                 .contains("a host slice of 1 rows is shorter than the 2 rows copied per slice")
         );
         assert!(
-            refusal(a.region_mut(Region3D::new([0, 0, 0], [4, 1, 1])).copy_from_device(b.region(outside)))
-                .starts_with("Part3DMut::copy_from_device: the source region")
+            refusal(
+                a.region_mut(Region3D::new([0, 0, 0], [4, 1, 1]))
+                    .copy_from_device(b.region(outside))
+            )
+            .starts_with("Part3DMut::copy_from_device: the source region")
         );
         // the source region fits `b`, but not at this place in `a`
         assert_eq!(
-            refusal(a.region_mut(Region3D::new([0, 0, 2], [4, 3, 1])).copy_from_device(&b)),
+            refusal(
+                a.region_mut(Region3D::new([0, 0, 2], [4, 3, 1]))
+                    .copy_from_device(&b)
+            ),
             "Part3DMut::copy_from_device: the destination region (origin \
              [0, 0, 2], extent [4, 3, 1]) is not inside the buffer's shape [4, 3, 2]"
         );
         // two boxes inside their buffers, of two extents
         assert_eq!(
-            refusal(a.region_mut(inside).copy_from_device(b.region(Region3D::new([0, 0, 0], [3, 1, 1])))),
+            refusal(
+                a.region_mut(inside)
+                    .copy_from_device(b.region(Region3D::new([0, 0, 0], [3, 1, 1])))
+            ),
             "Part3DMut::copy_from_device: the shapes differ: [3, 2, 1] expected, [3, 1, 1] found"
         );
         // the plans of the scope's copies are the same checks under the scope's names
@@ -858,18 +876,24 @@ mod tests {
                 .starts_with("copy_3d_from_host: the range 0..")
         );
         assert!(
-            refusal(b.region(outside).plan_to_host("copy_3d_to_host", &mut out, 4, 3))
-                .starts_with("copy_3d_to_host: the source region")
+            refusal(
+                b.region(outside)
+                    .plan_to_host("copy_3d_to_host", &mut out, 4, 3)
+            )
+            .starts_with("copy_3d_to_host: the source region")
         );
         assert!(
             refusal(Part3DMut::from(&mut a).plan_from_device("copy_3d_from_device", &(&b).into()))
                 .starts_with("copy_3d_from_device: the shapes differ: [4, 3, 2]")
         );
         assert!(
-            refusal(a.region_mut(Region3D::new([3, 0, 0], [3, 2, 1])).plan_from_device(
-                "copy_3d_from_device",
-                &b.region(Region3D::new([1, 1, 0], [3, 2, 1])),
-            ))
+            refusal(
+                a.region_mut(Region3D::new([3, 0, 0], [3, 2, 1]))
+                    .plan_from_device(
+                        "copy_3d_from_device",
+                        &b.region(Region3D::new([1, 1, 0], [3, 2, 1])),
+                    )
+            )
             .starts_with("copy_3d_from_device: the destination region")
         );
     }
