@@ -583,6 +583,98 @@ fn a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly() {
     });
 }
 
+fn a_scope_copy_takes_the_destination_first_and_leaves_the_source_as_it_was() {
+    common::in_context(|ctx| {
+        let mut a = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3, 4])?;
+        let mut b = DeviceBuffer::from_slice(ctx, &[9u32, 9, 9, 9])?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        // two bound views of one type: the source converted explicitly, the destination first
+        stream.scope(|s| {
+            let (src, dst) = (s.bind_mut(&mut a), s.bind_mut(&mut b));
+            s.fill(src.slice(3..), 40)?;
+            s.copy_from_device(dst, src.into_ref())?;
+            s.fill(src.slice(..1), 10) // `src` is `Copy`: still writable after `into_ref`
+        })?;
+        assert_eq!(
+            b.to_vec()?,
+            [1, 2, 3, 40],
+            "the destination holds the source's values"
+        );
+        assert_eq!(
+            a.to_vec()?,
+            [10, 2, 3, 40],
+            "the source was only read by the copy"
+        );
+        // plain borrows, and a part of each
+        stream.scope(|s| s.copy_from_device(&mut a[..2], &b[2..]))?;
+        assert_eq!(a.to_vec()?, [3, 40, 3, 40]);
+        assert_eq!(b.to_vec()?, [1, 2, 3, 40]);
+        // the lengths' error: the destination's `expected`, the source's `found`
+        let e = stream
+            .scope(|s| s.copy_from_device(&mut a[..3], &b))
+            .unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&cuda_brand::Invalid::LengthMismatch {
+                expected: 3,
+                found: 4
+            })
+        );
+        Ok(())
+    });
+}
+
+fn a_3d_copy_between_boxes_copies_the_source_box_into_the_destination_box() {
+    use cuda_brand::{DeviceBuffer3D, Invalid, Region3D};
+    common::in_context(|ctx| {
+        // a packed 4 x 3 x 2 volume: element (x, y, z) is z * 12 + y * 4 + x
+        let host: Vec<u32> = (0..24).collect();
+        let mut a = DeviceBuffer3D::<u32>::zeroed(ctx, 4, 3, 2)?;
+        a.copy_from_host(&host, 4, 3)?;
+        let mut b = DeviceBuffer3D::<u32>::zeroed(ctx, 3, 3, 1)?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        // the 2 x 2 x 1 box of `a` at (1, 1, 1) into the box of `b` at (1, 0, 0)
+        let (into, from) = (
+            Region3D::new([1, 0, 0], [2, 2, 1]),
+            Region3D::new([1, 1, 1], [2, 2, 1]),
+        );
+        stream.scope(|s| s.copy_3d_from_device(b.region_mut(into), a.region(from)))?;
+        assert_eq!(b.to_vec()?, [0, 17, 18, 0, 21, 22, 0, 0, 0]);
+        assert_eq!(a.to_vec()?, host, "the source is unchanged");
+        // the same box synchronously, and back to the host through a `Part3D`
+        let mut c = DeviceBuffer3D::<u32>::zeroed(ctx, 2, 2, 1)?;
+        c.copy_from_device(a.region(from))?;
+        let mut out = [0u32; 4];
+        stream.scope(|s| s.copy_3d_to_host(&mut out, 2, 2, b.region(into)))?;
+        assert_eq!(out, [17, 18, 21, 22]);
+        assert_eq!(c.to_vec()?, out);
+        // all of `c` (2 x 2 x 1) into the box of that extent at (0, 1, 0) of `b`
+        stream.scope(|s| {
+            s.copy_3d_from_device(b.region_mut(Region3D::new([0, 1, 0], [2, 2, 1])), &c)
+        })?;
+        assert_eq!(b.to_vec()?, [0, 17, 18, 17, 18, 22, 21, 22, 0]);
+        // boxes of two extents: the destination's `expected`, the source's `found`
+        let e = b
+            .region_mut(Region3D::new([0, 0, 0], [3, 1, 1]))
+            .copy_from_device(&c)
+            .unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&Invalid::ShapeMismatch {
+                expected: [3, 1, 1],
+                found: [2, 2, 1]
+            })
+        );
+        assert_eq!(e.call(), "Part3DMut::copy_from_device");
+        assert_eq!(
+            b.to_vec()?,
+            [0, 17, 18, 17, 18, 22, 21, 22, 0],
+            "refused: unchanged"
+        );
+        Ok(())
+    });
+}
+
 fn empty_3d_buffers_allocate_nothing_and_copy_nothing() {
     use cuda_brand::{DeviceBuffer3D, Region3D};
     common::in_context(|ctx| {
@@ -1337,6 +1429,8 @@ gpu_tests!(
     pitched_3d_buffers_copy_volumes_and_boxes_both_ways,
     a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly,
     empty_3d_buffers_allocate_nothing_and_copy_nothing,
+    a_scope_copy_takes_the_destination_first_and_leaves_the_source_as_it_was,
+    a_3d_copy_between_boxes_copies_the_source_box_into_the_destination_box,
     managed_memory_is_seen_in_order_by_the_host_and_kernels,
     a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,

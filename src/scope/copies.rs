@@ -115,7 +115,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///     stream.scope(|s| {
     ///         let d = s.alloc_zeroed::<f32>(1 << 20)?;
     ///         s.fill(d, 1.5)?;
-    ///         s.copy_to_vec(&mut out, d)
+    ///         s.copy_to_vec(&mut out, d.into_ref())
     ///     })?;
     ///     assert_eq!(out, vec![1.5; 1 << 20]);
     ///     Ok(())

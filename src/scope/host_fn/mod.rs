@@ -325,7 +325,7 @@ impl<'a, T> HostMut<'a, T> {
 }
 
 /// Host memory an operation of a scope or capture may read: `&slice` or a [`HostRef`].
-/// Sealed. Only shared views, as for device memory ([`IntoDeviceRef`](crate::scope::IntoDeviceRef)):
+/// Sealed. Only shared views, as for device memory ([`IntoDeviceRef`]):
 /// a [`HostMut`] read by a copy is converted explicitly, [`h.into_ref()`](HostMut::into_ref).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not host memory this scope may read",
@@ -484,7 +484,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ///         let (d, h) = (s.bind_mut(&mut dev), s.bind_host_mut(&mut host));
     ///         for step in 1..=3u32 {
     ///             s.fill(d, step)?;
-    ///             s.copy_to_host_view(h, d)?;
+    ///             s.copy_to_host_view(h, d.into_ref())?;
     ///             s.host_fn_on(h, |values| seen.lock().unwrap().push(values[0]))?;
     ///         }
     ///         Ok(())
