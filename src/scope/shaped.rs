@@ -1,5 +1,7 @@
 //! The 2D and 3D copies of a scope: pitched buffers ([`DeviceBuffer2D`],
-//! [`DeviceBuffer3D`]) to and from the host and each other, queued on the scope's stream.
+//! [`DeviceBuffer3D`](crate::memory::DeviceBuffer3D)) to and from the host and each other,
+//! queued on the scope's stream, destination first. A 3D copy's device side is all of a
+//! buffer or a box of it ([`Part3D`], [`Part3DMut`]): one method per kind of copy.
 
 use super::StreamScope;
 use crate::context::StreamKind;
