@@ -230,7 +230,7 @@ impl App {
                 s.copy_from_host(source.slice(at..at + BRUSH), &input)?;
                 s.launch(add, CONFIG, (heat, source, next))?;
                 s.launch(scale, CONFIG, (next, DECAY))?;
-                s.copy_to_host(&mut cells, next.slice(at..at + BRUSH))
+                s.copy_to_host(&mut cells, next.slice(at..at + BRUSH).into_ref())
             })
         })?;
         // the new state is `next`; the old one is next frame's output

@@ -411,7 +411,8 @@ pub use launch::{
 #[doc(inline)]
 pub use memory::{
     Advice, DeviceBuffer, DeviceBuffer2D, DeviceBuffer3D, DeviceCopy, DeviceSlice, ManagedBuffer,
-    MemoryLocation, MemoryPool, Memset, PeerAccess, PinnedBuffer, Region3D, ReusePolicy, copy_peer,
+    MemoryLocation, MemoryPool, Memset, Part3D, Part3DMut, PeerAccess, PinnedBuffer, Region3D,
+    ReusePolicy, copy_peer,
 };
 /// Runtime compilation of CUDA C++ with NVRTC (feature `nvrtc`): [`module::nvrtc`].
 #[cfg(feature = "nvrtc")]

@@ -567,7 +567,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             Timing::Each(500),
             move || {
                 let (mut d, h) = (small_3d.borrow_mut(), small_3d_host.borrow());
-                st.scope(|s| s.copy_3d_from_host(&mut d, &h, SMALL_3D[0], SMALL_3D[1]))
+                st.scope(|s| s.copy_3d_from_host(&mut *d, &h, SMALL_3D[0], SMALL_3D[1]))
                     .unwrap()
             },
             raw_async(

@@ -70,7 +70,7 @@ fn round_trip<'ctx, K: StreamKind>(
             let d = s.bind_mut(dev);
             let (up, down) = pinned.split_at_mut(512);
             s.copy_from_host(d.slice(..512), &*up)?;
-            s.copy_to_host(down, d.slice(..512))
+            s.copy_to_host(down, d.slice(..512).into_ref())
         })
         .unwrap();
 }

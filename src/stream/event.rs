@@ -278,7 +278,7 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
 ///         sa.fill(d, 7)?;
 ///         let done = filled.record(sa)?;
 ///         sb.wait_event(&done)?; // b's work from here on waits for a's fill
-///         sb.copy_to_host(&mut host, d)
+///         sb.copy_to_host(&mut host, d.into_ref())
 ///     })?;
 ///     assert!(host.iter().all(|&x| x == 7));
 ///     Ok(())
