@@ -133,13 +133,11 @@ fn run(device: &Device) -> Result<(), BoxError> {
 
     // The loop has dropped the callback, and the app with it, on the loop's thread: ours
     // is the context's last handle, so `close` tears it down and returns its result.
-    match home.close() {
-        Some(closed) => {
-            closed?;
-            println!("context closed: the app's handles were all dropped with it");
-        }
-        None => return Err("a handle of the context outlived the app".into()),
+    if home.handles() != 1 {
+        return Err("a handle of the context outlived the app".into());
     }
+    home.close()?;
+    println!("context closed: the app's handles were all dropped with it");
     Ok(())
 }
 
@@ -232,7 +230,7 @@ impl App {
                 s.copy_from_host(source.slice(at..at + BRUSH), &input)?;
                 s.launch(add, CONFIG, (heat, source, next))?;
                 s.launch(scale, CONFIG, (next, DECAY))?;
-                s.copy_to_host(&mut cells, next.slice(at..at + BRUSH))
+                s.copy_to_host(&mut cells, next.slice(at..at + BRUSH).into_ref())
             })
         })?;
         // the new state is `next`; the old one is next frame's output

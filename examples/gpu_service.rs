@@ -175,13 +175,11 @@ fn run(device: &Device, requests: usize) -> Result<usize, BoxError> {
     // drop could not: the teardown's result.
     drop(runtime);
     drop(service);
-    match home.close() {
-        Some(closed) => {
-            closed?;
-            println!("context closed: every owned handle was dropped before it");
-        }
-        None => return Err("a handle of the context outlived the service".into()),
+    if home.handles() != 1 {
+        return Err("a handle of the context outlived the service".into());
     }
+    home.close()?;
+    println!("context closed: every owned handle was dropped before it");
     Ok(wrong)
 }
 
@@ -316,10 +314,10 @@ impl Service {
         let work = self
             .stream()
             .submit(batch, move |s, (w, x, y, host, add, scale)| {
-                s.copy_from_host_view(x, host)?;
+                s.copy_from_host_view(x, host.into_ref())?;
                 s.launch(add, CONFIG, (x, w, y))?;
                 s.launch(scale, CONFIG, (y, k))?;
-                s.copy_to_host_view(host, y)
+                s.copy_to_host_view(host, y.into_ref())
             });
         let (result, (_, x, y, host, _, _)) = work.await;
         let result = result.and_then(|()| encode_response(&host, response));
@@ -344,10 +342,10 @@ impl Service {
             let host = slot.host.bind_mut(ctx)?;
             stream.scope(|s| {
                 let (x, y, host) = (s.bind_mut(x), s.bind_mut(y), s.bind_host_mut(host));
-                s.copy_from_host_view(x, host)?;
+                s.copy_from_host_view(x, host.into_ref())?;
                 s.launch(add, CONFIG, (x, weights, y))?;
                 s.launch(scale, CONFIG, (y, k))?;
-                s.copy_to_host_view(host, y)
+                s.copy_to_host_view(host, y.into_ref())
             })
         })?;
         encode_response(&slot.host, response)

@@ -157,7 +157,7 @@ fn run(world: &World, args: &Args) -> cuda_brand::Result<bool> {
         while times.len() <= ITERATIONS || started.elapsed() < args.run_for {
             let t = Instant::now();
             let step = comm.scope_within(&stream, args.step_within, |s| {
-                comm.all_reduce(s, &src, &mut sum, ReduceOp::Sum)
+                comm.all_reduce(s, &mut sum, &src, ReduceOp::Sum)
             });
             if let Err(e) = step {
                 eprintln!(

@@ -421,7 +421,8 @@ pub use launch::{
 #[doc(inline)]
 pub use memory::{
     Advice, DeviceBuffer, DeviceBuffer2D, DeviceBuffer3D, DeviceCopy, DeviceSlice, ManagedBuffer,
-    MemoryLocation, MemoryPool, Memset, PeerAccess, PinnedBuffer, Region3D, ReusePolicy, copy_peer,
+    MemoryLocation, MemoryPool, Memset, Part3D, Part3DMut, PeerAccess, PinnedBuffer, Region3D,
+    ReusePolicy, copy_peer,
 };
 /// Runtime compilation of CUDA C++ with NVRTC (feature `nvrtc`): [`module::nvrtc`].
 #[cfg(feature = "nvrtc")]
@@ -458,20 +459,18 @@ pub mod prelude {
 }
 
 /// The driver's handle types, for interoperation through the `as_raw` methods (`unsafe`,
-/// but for [`Device::as_raw`]) and [`with_raw_context`], and the structs they point to
-/// (which compile errors about a guard's thread name). The crate loads the driver library
-/// at run time and exports no bindings to call it with. Types alone do nothing: a handle of
+/// but for [`Device::as_raw`]) and [`with_raw_context`], and the opaque structs they point
+/// to: the crate's own declarations, layout-compatible with `cuda.h`'s, so that no binding
+/// crate's version is part of this crate's API (a handle of another binding crate is a
+/// pointer cast away: `ctx.as_raw().cast()`). The crate loads the driver library at run
+/// time and exports no bindings to call it with. Types alone do nothing: a handle of
 /// them reaches the driver only through `unsafe` code, so this module is no escape hatch
 /// of the [safety profile](crate#safety-profile).
 pub mod sys {
-    /// A library handle (`CUlibrary`, CUDA 12.0; newer than the bindings).
-    pub use crate::driver::ffi::{CUlib_st, CUlibrary};
-    /// A memory pool handle (`CUmemoryPool`, CUDA 11.2; newer than the bindings).
-    pub use crate::driver::ffi::{CUmemPoolHandle_st, CUmemoryPool};
-    pub use cuda_driver_sys::{
+    pub use crate::driver::handles::{
         CUcontext, CUctx_st, CUdevice, CUdeviceptr, CUevent, CUevent_st, CUfunc_st, CUfunction,
-        CUgraph, CUgraph_st, CUgraphExec, CUgraphExec_st, CUmod_st, CUmodule, CUstream,
-        CUstream_st,
+        CUgraph, CUgraph_st, CUgraphExec, CUgraphExec_st, CUlib_st, CUlibrary, CUmemPoolHandle_st,
+        CUmemoryPool, CUmod_st, CUmodule, CUstream, CUstream_st,
     };
 }
 

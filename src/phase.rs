@@ -53,7 +53,7 @@
 //!             let c = s.bind_mut(&mut c);
 //!             s.launch(&add, add.config_for(host.len())?, (&a, &a, tmp))?;
 //!             s.launch(&add, add.config_for(host.len())?, (tmp, &a, c))?;
-//!             s.copy_to_host(&mut out, c)
+//!             s.copy_to_host(&mut out, c.into_ref())
 //!         })?;
 //!     }
 //!     assert_eq!(out[3], 9.0);

@@ -527,7 +527,7 @@ fn a_staged_copy_to_the_device_is_complete_when_it_returns() {
             stream.scope(|s| {
                 let c = s.bind_mut(&mut copy);
                 s.copy_from_device(c, &dev)?;
-                s.copy_to_host(&mut out, c)
+                s.copy_to_host(&mut out, c.into_ref())
             })?;
             assert_same(&out, &host, &format!("round {round}"));
         }

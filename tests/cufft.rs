@@ -59,8 +59,8 @@ fn c2c_f32_batched_1d_round_trip_returns_n_times_the_input() {
         let mut back = ctx.zeroed::<Complex32>(n * batch)?;
         ctx.stream()?.scope(|s| {
             let sp = s.bind_mut(&mut spectrum); // written, then read, in stream order
-            plan.exec(s, &x, sp, Direction::Forward)?;
-            plan.exec(s, sp.into_ref(), &mut back, Direction::Inverse)
+            plan.exec(s, sp, &x, Direction::Forward)?;
+            plan.exec(s, &mut back, sp.into_ref(), Direction::Inverse)
         })?;
         let back = back.to_vec()?;
         let worst = host
@@ -87,7 +87,7 @@ fn a_cosine_has_two_peaks_of_n_over_two_and_nothing_else() {
         let input = ctx.from_slice(&x)?;
         let mut out = ctx.zeroed::<Complex32>(n)?;
         ctx.stream()?
-            .scope(|s| plan.exec(s, &input, &mut out, Direction::Forward))?;
+            .scope(|s| plan.exec(s, &mut out, &input, Direction::Forward))?;
         for (i, z) in out.to_vec()?.iter().enumerate() {
             let expected = if i == k || i == n - k { 32.0 } else { 0.0 };
             assert!(
@@ -113,7 +113,7 @@ fn r2c_then_c2r_in_2d_f64_returns_n_times_the_input() {
         let x = ctx.from_slice(&host)?;
         let mut half = ctx.zeroed::<Complex64>(72)?;
         let mut back = ctx.zeroed::<f64>(120)?;
-        ctx.stream()?.scope(|s| forward.exec(s, &x, &mut half))?;
+        ctx.stream()?.scope(|s| forward.exec(s, &mut half, &x))?;
         // the zero frequency of each transform is its sum
         let spectrum = half.to_vec()?;
         for b in 0..batch {
@@ -121,7 +121,7 @@ fn r2c_then_c2r_in_2d_f64_returns_n_times_the_input() {
             assert!((spectrum[b * 36].re - sum).abs() < 1e-9, "batch {b}");
         }
         ctx.stream()?
-            .scope(|s| inverse.exec(s, &mut half, &mut back))?;
+            .scope(|s| inverse.exec(s, &mut back, &mut half))?;
         for (i, (a, b)) in host.iter().zip(back.to_vec()?).enumerate() {
             assert!(
                 (a - b / 60.0).abs() < 1e-12,
@@ -164,7 +164,7 @@ fn r2c_3d_f32_of_a_constant_is_one_peak_at_zero() {
         assert_eq!(plan.output_len(), 3 * 4 * 3);
         let x = ctx.from_slice(&[2.0f32; 60])?;
         let mut out = ctx.zeroed::<Complex32>(36)?;
-        ctx.stream()?.scope(|s| plan.exec(s, &x, &mut out))?;
+        ctx.stream()?.scope(|s| plan.exec(s, &mut out, &x))?;
         let out = out.to_vec()?;
         assert!(
             (out[0].re - 120.0).abs() < 1e-3 && out[0].im.abs() < 1e-3,
@@ -187,8 +187,8 @@ fn one_plan_serves_two_scopes_and_two_streams() {
         // nested scopes on two streams share the plan (and its work area): ordered
         s1.scope(|p| {
             s2.scope(|q| {
-                plan.exec(p, &x, &mut a, Direction::Forward)?;
-                plan.exec(q, &x, &mut b, Direction::Forward)
+                plan.exec(p, &mut a, &x, Direction::Forward)?;
+                plan.exec(q, &mut b, &x, Direction::Forward)
             })
         })?;
         assert_eq!(
@@ -198,7 +198,7 @@ fn one_plan_serves_two_scopes_and_two_streams() {
         );
         // and the plan again in a later scope
         let mut c = ctx.zeroed::<Complex32>(n)?;
-        s2.scope(|q| plan.exec(q, &x, &mut c, Direction::Forward))?;
+        s2.scope(|q| plan.exec(q, &mut c, &x, Direction::Forward))?;
         assert_eq!(a.to_vec()?, c.to_vec()?);
         Ok(())
     });
@@ -211,7 +211,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
         let mut short = ctx.zeroed::<Complex32>(15)?;
         let e = ctx
             .stream()?
-            .scope(|s| plan.exec(s, &x, &mut short, Direction::Forward))
+            .scope(|s| plan.exec(s, &mut short, &x, Direction::Forward))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
@@ -225,7 +225,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
             .scope(|s| {
                 let whole = s.bind_mut(&mut both);
                 let (i, o) = (whole.slice(0..16), whole.slice(8..24));
-                plan.exec(s, i.into_ref(), o, Direction::Forward)
+                plan.exec(s, o, i.into_ref(), Direction::Forward)
             })
             .unwrap_err();
         assert!(e.to_string().contains("overlap"), "{e}");
@@ -234,7 +234,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
         let (mut half, mut real) = (ctx.zeroed::<Complex32>(9)?, ctx.zeroed::<f32>(16)?);
         let e = ctx
             .stream()?
-            .scope(|s| c2r.exec(s, &mut half, &mut real))
+            .scope(|s| c2r.exec(s, &mut real, &mut half))
             .unwrap_err();
         assert!(
             e.to_string()
@@ -261,20 +261,20 @@ fn a_real_side_not_aligned_to_the_complex_type_is_refused_before_cufft() {
         let mut half = ctx.zeroed::<Complex32>(5)?;
         let e = ctx
             .stream()?
-            .scope(|s| r2c.exec(s, &reals[1..], &mut half))
+            .scope(|s| r2c.exec(s, &mut half, &reals[1..]))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert!(e.to_string().contains("input starts at"), "{e}");
         // the aligned view of the same buffer is transformed
         ctx.stream()?
-            .scope(|s| r2c.exec(s, &reals[..8], &mut half))?;
+            .scope(|s| r2c.exec(s, &mut half, &reals[..8]))?;
         assert_eq!(half.to_vec()?[0], Complex32::new(8.0, 0.0));
         let c2r = FftPlan::<Complex64, f64>::new(ctx, &[8], 1)?;
         let mut spectrum = ctx.zeroed::<Complex64>(5)?;
         let mut out = ctx.zeroed::<f64>(9)?;
         let e = ctx
             .stream()?
-            .scope(|s| c2r.exec(s, &mut spectrum, &mut out[1..]))
+            .scope(|s| c2r.exec(s, &mut out[1..], &mut spectrum))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert!(e.to_string().contains("output starts at"), "{e}");

@@ -181,7 +181,7 @@ fn derived_structs_go_through_pinned_memory_in_a_stream_scope() {
         ctx.stream()?.scope(|s| {
             let dev = s.bind_mut(&mut dev);
             s.copy_from_host(dev, &pinned)?;
-            s.copy_to_host(&mut back, dev)
+            s.copy_to_host(&mut back, dev.into_ref())
         })?;
         assert_eq!(&back[..], &cells[..]);
         Ok(())

@@ -201,7 +201,7 @@ fn enter_and_scope_and_teardown_return_the_closures_error_and_value() {
         let n = stream.scope_and_teardown(|s| {
             let d = s.bind_mut(&mut buf);
             s.fill(d, 9)?;
-            s.copy_to_host(&mut back, d)?;
+            s.copy_to_host(&mut back, d.into_ref())?;
             Ok::<_, anyhow::Error>(d.len())
         });
         assert_eq!(n.unwrap(), 256);
@@ -226,7 +226,7 @@ fn enter_and_scope_and_teardown_return_the_closures_error_and_value() {
         let both = stream.scope_pair_and_teardown(&other, |a, b| {
             let d = a.bind_mut(&mut buf);
             a.fill(d, 4)?;
-            b.copy_to_host(&mut back, d)?;
+            b.copy_to_host(&mut back, d.into_ref())?;
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
         });
         assert!(both.is_ok());
@@ -295,7 +295,7 @@ fn copies_refuse_bad_input_before_the_driver_and_run_good_input() {
         stream.scope(|s| {
             let d = s.bind_mut(&mut buf);
             s.copy_from_host(d, &[5, 6, 7, 8])?;
-            s.copy_to_host(&mut host, d.slice(1..))
+            s.copy_to_host(&mut host, d.slice(1..).into_ref())
         })?;
         assert_eq!(host, [6, 7, 8]);
 

@@ -61,7 +61,7 @@ fn a_deadline_overrun_calls_the_handler_and_the_scope_returns_after_the_kernel()
             |s| {
                 let d = s.bind_mut(&mut out);
                 s.launch(&spin, launch_config(), (ns(SPIN_MS), d, 42u32))?;
-                s.copy_to_host(&mut host, d)
+                s.copy_to_host(&mut host, d.into_ref())
             },
         )?;
         let took = started.elapsed();
@@ -110,7 +110,7 @@ fn a_scope_done_before_its_deadline_never_calls_the_handler() {
             |s| {
                 let d = s.bind_mut(&mut buf);
                 s.fill(d, 7)?;
-                s.copy_to_host(&mut host, d)?;
+                s.copy_to_host(&mut host, d.into_ref())?;
                 Ok::<_, Error>("the closure's value")
             },
         )?;
@@ -195,7 +195,7 @@ fn a_panicking_handler_is_resumed_after_the_stream_is_idle() {
                     // so a host stalled for the whole spin between the launch and that
                     // check (seen once in a full H200 run, with 50 ms) calls no handler
                     s.launch(&spin, launch_config(), (ns(10 * SPIN_MS), d, 11u32))?;
-                    s.copy_to_host(&mut host, d)
+                    s.copy_to_host(&mut host, d.into_ref())
                 },
             )
         }))

@@ -72,11 +72,11 @@ fn a_captured_pipeline_replays_a_thousand_times_with_the_right_answer() {
             let (input, inp) = g.lend_host(&mut input);
             let (output, out) = g.lend_host(&mut output);
             let (x, y, z) = (g.bind_mut(&mut x), g.bind_mut(&mut y), g.bind_mut(&mut z));
-            g.copy_from_host(x, input)?;
+            g.copy_from_host(x, input.into_ref())?;
             g.launch(&k.affine, config(), (x.into_ref(), y, 3u32, 1u32))?;
             g.launch(&k.add, config(), (x.into_ref(), y.into_ref(), z))?;
             g.launch(&k.square, config(), (z,))?;
-            g.copy_to_host(output, z)?;
+            g.copy_to_host(output, z.into_ref())?;
             Ok((inp, out))
         })?;
         assert_eq!(graph.node_count()?, 5, "one node per captured operation");
@@ -345,7 +345,7 @@ fn work_outside_the_capture_inside_its_closure_runs_at_once_and_is_not_captured(
             other.scope(|s| {
                 let y = s.bind_mut(&mut y);
                 s.fill(y, 5)?;
-                s.copy_to_host(&mut back, y)
+                s.copy_to_host(&mut back, y.into_ref())
             })?;
             g.fill(&mut x, 1)?;
             Ok((back, y.to_vec()?))
@@ -369,9 +369,9 @@ fn pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused() {
             let (input, inp) = g.lend_host(&mut input);
             let (output, out) = g.lend_host(&mut output);
             let (x, y) = (g.bind_mut(&mut x), g.bind_mut(&mut y));
-            g.copy_from_host(x, input)?;
+            g.copy_from_host(x, input.into_ref())?;
             g.launch(&k.affine, config(), (x.into_ref(), y, 2u32, 0u32))?;
-            g.copy_to_host(output, y)?;
+            g.copy_to_host(output, y.into_ref())?;
             Ok((inp, out))
         });
         let (graph, (inp, out)) = match captured {
@@ -477,13 +477,13 @@ fn a_key_of_another_graph_is_refused() {
             let (h, k) = g.lend_host(&mut a);
             let x = g.bind_mut(&mut xa);
             g.fill(x, 1)?;
-            g.copy_to_host(h, x).map(|()| k)
+            g.copy_to_host(h, x.into_ref()).map(|()| k)
         })?;
         let (gb, kb) = ctx.capture(|g| {
             let (h, k) = g.lend_host(&mut b);
             let x = g.bind_mut(&mut xb);
             g.fill(x, 1)?;
-            g.copy_to_host(h, x).map(|()| k)
+            g.copy_to_host(h, x.into_ref()).map(|()| k)
         })?;
         let mut ea = ga.instantiate()?;
         let _eb = gb.instantiate()?;
@@ -516,7 +516,7 @@ fn a_host_function_sees_the_streams_results_in_order() {
                 s.launch(&k.spin, LaunchConfig::linear(1, 1), (20_000u64,))?;
                 s.launch(&k.set, config(), (d, step))?;
                 let h = if step % 2 == 0 { hp } else { hv };
-                s.copy_to_host_view(h, d)?;
+                s.copy_to_host_view(h, d.into_ref())?;
                 s.host_fn_on(h, |v| {
                     let all = v.iter().all(|&x| x == v[0]);
                     seen.lock().unwrap().push((v[0], all));
@@ -552,13 +552,13 @@ fn host_views_are_ordered_across_the_streams_of_a_scope() {
             // s1: a long kernel, then a = 41, copied into `host`
             x.launch(&k.spin, LaunchConfig::linear(1, 1), (50_000_000u64,))?;
             x.launch(&k.set, config(), (a, 41u32))?;
-            x.copy_to_host_view(h, a)?;
+            x.copy_to_host_view(h, a.into_ref())?;
             // s2: reads `host`, adds one, and copies it into b
             y.host_fn_on(h, |v| {
                 *seen.lock().unwrap() = v[0];
                 v.iter_mut().for_each(|e| *e += 1);
             })?;
-            y.copy_from_host_view(b, h)
+            y.copy_from_host_view(b, h.into_ref())
         })?;
         assert_eq!(*seen.lock().unwrap(), 41);
         assert!(b.to_vec()?.iter().all(|&v| v == 42));

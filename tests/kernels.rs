@@ -53,7 +53,7 @@ fn a_reduction_sums_exactly() {
         stream.scope(|s| {
             let total = s.alloc_zeroed::<u64>(1)?;
             s.launch(&sum, LaunchConfig::linear(264, 256), (&input, total))?;
-            s.copy_to_host(&mut out, total)
+            s.copy_to_host(&mut out, total.into_ref())
         })?;
         assert_eq!(out[0], expected);
         Ok(())
@@ -288,7 +288,7 @@ fn every_sample_kernel_runs_as_the_samples_module_documents() {
             stream.scope(|s| {
                 let out = s.alloc_zeroed::<u64>(1)?;
                 s.launch(&sum, LaunchConfig::linear(40, 256), (&input, out))?;
-                s.copy_to_host(&mut total, out)
+                s.copy_to_host(&mut total, out.into_ref())
             })?;
             assert_eq!(total, [5_000_050_000]);
             // spin: about 20 million cycles keep the stream busy for milliseconds (an H100

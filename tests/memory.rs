@@ -318,7 +318,7 @@ fn a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings() {
                 raw_pool
             );
             s.copy_from_device(scratch, &buf)?;
-            s.copy_to_host(&mut back, scratch)
+            s.copy_to_host(&mut back, scratch.into_ref())
         })?;
         assert_eq!(back, vec![5; 1000]);
         assert!(pool.used_high_watermark()? >= 8000);
@@ -458,29 +458,32 @@ fn pitched_3d_buffers_copy_volumes_and_boxes_both_ways() {
         // boxes: 2 x 2 x 1 of `vol` at (2, 1, 1) into a 3 x 2 x 2 buffer at (1, 0, 1);
         // packed, element (x, y, z) of `small` is at z * 6 + y * 3 + x
         let mut small = DeviceBuffer3D::<u16>::zeroed(ctx, 3, 2, 2)?;
-        small.copy_region_from_device([1, 0, 1], &vol, Region3D::new([2, 1, 1], [2, 2, 1]))?;
+        small
+            .region_mut(Region3D::new([1, 0, 1], [2, 2, 1]))
+            .copy_from_device(vol.region(Region3D::new([2, 1, 1], [2, 2, 1])))?;
         let mut want = vec![0u16; 12];
         (want[7], want[8], want[10], want[11]) =
             (at(2, 1, 1), at(3, 1, 1), at(2, 2, 1), at(3, 2, 1));
         assert_eq!(small.to_vec()?, want);
         // a packed 2 x 1 x 2 host volume into the box at (0, 1, 0)
-        small.copy_region_from_host(
-            Region3D::new([0, 1, 0], [2, 1, 2]),
-            &[100, 101, 102, 103],
-            2,
-            1,
-        )?;
+        small
+            .region_mut(Region3D::new([0, 1, 0], [2, 1, 2]))
+            .copy_from_host(&[100, 101, 102, 103], 2, 1)?;
         (want[3], want[4], want[9], want[10]) = (100, 101, 102, 103);
         assert_eq!(small.to_vec()?, want);
         // the box at (1, 0, 1) of 2 x 2 x 1 back into a 3-wide host image
         let mut out = [u16::MAX; 6];
-        small.copy_region_to_host(Region3D::new([1, 0, 1], [2, 2, 1]), &mut out, 3, 2)?;
+        small
+            .region(Region3D::new([1, 0, 1], [2, 2, 1]))
+            .copy_to_host(&mut out, 3, 2)?;
         assert_eq!(
             out,
             [want[7], want[8], u16::MAX, want[10], want[11], u16::MAX]
         );
         // an empty box at the far corner: checked, then nothing to do
-        small.copy_region_from_device([3, 2, 2], &vol, Region3D::new([4, 3, 2], [0, 0, 0]))?;
+        small
+            .region_mut(Region3D::new([3, 2, 2], [0, 0, 0]))
+            .copy_from_device(vol.region(Region3D::new([4, 3, 2], [0, 0, 0])))?;
         assert_eq!(small.to_vec()?, want);
 
         // the same copies queued in stream scopes (`cuMemcpy3DAsync`); a scope borrows what
@@ -496,21 +499,21 @@ fn pitched_3d_buffers_copy_volumes_and_boxes_both_ways() {
         assert_eq!(vol.to_vec()?, shifted_window);
         let mut tile = DeviceBuffer3D::<u16>::zeroed(ctx, 2, 2, 1)?;
         let box_at_111 = Region3D::new([1, 1, 1], [2, 2, 1]);
-        stream.scope(|s| s.copy_3d_region_from_device(&mut tile, [0, 0, 0], &vol, box_at_111))?;
+        stream.scope(|s| s.copy_3d_from_device(&mut tile, vol.region(box_at_111)))?;
         let mut tile_host = [0u16; 4];
-        stream.scope(|s| s.copy_3d_region_to_host(&mut tile_host, 2, 2, &tile, tile.whole()))?;
+        stream.scope(|s| s.copy_3d_to_host(&mut tile_host, 2, 2, &tile))?;
         assert_eq!(
             tile_host,
             [at(1, 1, 1), at(2, 1, 1), at(1, 2, 1), at(2, 2, 1)].map(|v| v + 1000)
         );
         let mut other = DeviceBuffer3D::<u16>::zeroed(ctx, 4, 3, 2)?;
         let middle = Region3D::new([1, 1, 0], [2, 2, 1]);
-        stream.scope(|s| s.copy_3d_region_from_host(&mut other, middle, &[1, 2, 3, 4], 2, 2))?;
+        stream.scope(|s| s.copy_3d_from_host(other.region_mut(middle), &[1, 2, 3, 4], 2, 2))?;
         let mut other_want = vec![0u16; 24];
         (other_want[5], other_want[6], other_want[9], other_want[10]) = (1, 2, 3, 4);
         assert_eq!(other.to_vec()?, other_want);
         let mut image = [u16::MAX; 6];
-        stream.scope(|s| s.copy_3d_region_to_host(&mut image, 3, 2, &other, middle))?;
+        stream.scope(|s| s.copy_3d_to_host(&mut image, 3, 2, other.region(middle)))?;
         assert_eq!(image, [1, 2, u16::MAX, 3, 4, u16::MAX]);
 
         // bad shapes are refused before the driver: the buffers are unchanged
@@ -523,12 +526,11 @@ fn pitched_3d_buffers_copy_volumes_and_boxes_both_ways() {
             "DeviceBuffer3D::copy_from_host: the range 0..53 is out of bounds for length 20"
         );
         assert_eq!(
-            message(vol.copy_region_from_device(
-                [3, 0, 0],
-                &copy,
-                Region3D::new([0, 0, 0], [2, 1, 1])
-            )),
-            "DeviceBuffer3D::copy_region_from_device: the destination region (origin [3, 0, 0], \
+            message(
+                vol.region_mut(Region3D::new([3, 0, 0], [2, 1, 1]))
+                    .copy_from_device(copy.region(Region3D::new([0, 0, 0], [2, 1, 1])))
+            ),
+            "Part3DMut::copy_from_device: the destination region (origin [3, 0, 0], \
              extent [2, 1, 1]) is not inside the buffer's shape [4, 3, 2]"
         );
         assert_eq!(
@@ -581,6 +583,98 @@ fn a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly() {
     });
 }
 
+fn a_scope_copy_takes_the_destination_first_and_leaves_the_source_as_it_was() {
+    common::in_context(|ctx| {
+        let mut a = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3, 4])?;
+        let mut b = DeviceBuffer::from_slice(ctx, &[9u32, 9, 9, 9])?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        // two bound views of one type: the source converted explicitly, the destination first
+        stream.scope(|s| {
+            let (src, dst) = (s.bind_mut(&mut a), s.bind_mut(&mut b));
+            s.fill(src.slice(3..), 40)?;
+            s.copy_from_device(dst, src.into_ref())?;
+            s.fill(src.slice(..1), 10) // `src` is `Copy`: still writable after `into_ref`
+        })?;
+        assert_eq!(
+            b.to_vec()?,
+            [1, 2, 3, 40],
+            "the destination holds the source's values"
+        );
+        assert_eq!(
+            a.to_vec()?,
+            [10, 2, 3, 40],
+            "the source was only read by the copy"
+        );
+        // plain borrows, and a part of each
+        stream.scope(|s| s.copy_from_device(&mut a[..2], &b[2..]))?;
+        assert_eq!(a.to_vec()?, [3, 40, 3, 40]);
+        assert_eq!(b.to_vec()?, [1, 2, 3, 40]);
+        // the lengths' error: the destination's `expected`, the source's `found`
+        let e = stream
+            .scope(|s| s.copy_from_device(&mut a[..3], &b))
+            .unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&cuda_brand::Invalid::LengthMismatch {
+                expected: 3,
+                found: 4
+            })
+        );
+        Ok(())
+    });
+}
+
+fn a_3d_copy_between_boxes_copies_the_source_box_into_the_destination_box() {
+    use cuda_brand::{DeviceBuffer3D, Invalid, Region3D};
+    common::in_context(|ctx| {
+        // a packed 4 x 3 x 2 volume: element (x, y, z) is z * 12 + y * 4 + x
+        let host: Vec<u32> = (0..24).collect();
+        let mut a = DeviceBuffer3D::<u32>::zeroed(ctx, 4, 3, 2)?;
+        a.copy_from_host(&host, 4, 3)?;
+        let mut b = DeviceBuffer3D::<u32>::zeroed(ctx, 3, 3, 1)?;
+        let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
+        // the 2 x 2 x 1 box of `a` at (1, 1, 1) into the box of `b` at (1, 0, 0)
+        let (into, from) = (
+            Region3D::new([1, 0, 0], [2, 2, 1]),
+            Region3D::new([1, 1, 1], [2, 2, 1]),
+        );
+        stream.scope(|s| s.copy_3d_from_device(b.region_mut(into), a.region(from)))?;
+        assert_eq!(b.to_vec()?, [0, 17, 18, 0, 21, 22, 0, 0, 0]);
+        assert_eq!(a.to_vec()?, host, "the source is unchanged");
+        // the same box synchronously, and back to the host through a `Part3D`
+        let mut c = DeviceBuffer3D::<u32>::zeroed(ctx, 2, 2, 1)?;
+        c.copy_from_device(a.region(from))?;
+        let mut out = [0u32; 4];
+        stream.scope(|s| s.copy_3d_to_host(&mut out, 2, 2, b.region(into)))?;
+        assert_eq!(out, [17, 18, 21, 22]);
+        assert_eq!(c.to_vec()?, out);
+        // all of `c` (2 x 2 x 1) into the box of that extent at (0, 1, 0) of `b`
+        stream.scope(|s| {
+            s.copy_3d_from_device(b.region_mut(Region3D::new([0, 1, 0], [2, 2, 1])), &c)
+        })?;
+        assert_eq!(b.to_vec()?, [0, 17, 18, 17, 18, 22, 21, 22, 0]);
+        // boxes of two extents: the destination's `expected`, the source's `found`
+        let e = b
+            .region_mut(Region3D::new([0, 0, 0], [3, 1, 1]))
+            .copy_from_device(&c)
+            .unwrap_err();
+        assert_eq!(
+            e.invalid(),
+            Some(&Invalid::ShapeMismatch {
+                expected: [3, 1, 1],
+                found: [2, 2, 1]
+            })
+        );
+        assert_eq!(e.call(), "Part3DMut::copy_from_device");
+        assert_eq!(
+            b.to_vec()?,
+            [0, 17, 18, 17, 18, 22, 21, 22, 0],
+            "refused: unchanged"
+        );
+        Ok(())
+    });
+}
+
 fn empty_3d_buffers_allocate_nothing_and_copy_nothing() {
     use cuda_brand::{DeviceBuffer3D, Region3D};
     common::in_context(|ctx| {
@@ -597,7 +691,9 @@ fn empty_3d_buffers_allocate_nothing_and_copy_nothing() {
             empty.copy_to_host(&mut [], w, h)?;
             let twin = DeviceBuffer3D::<u32>::zeroed(ctx, w, h, d)?;
             empty.copy_from_device(&twin)?;
-            empty.copy_region_from_device([0; 3], &twin, Region3D::whole([w, h, d]))?;
+            empty
+                .region_mut(Region3D::whole([w, h, d]))
+                .copy_from_device(twin.region(Region3D::whole([w, h, d])))?;
         }
         Ok(())
     });
@@ -628,11 +724,11 @@ fn managed_memory_is_seen_in_order_by_the_host_and_kernels() {
         let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
         stream.scope(|s| {
             let d = s.bind_mut(data.as_device_mut());
-            s.prefetch(d, MemoryLocation::Device(device))?;
+            s.prefetch(d.into_ref(), MemoryLocation::Device(device))?;
             let config = LaunchConfig::linear(256, 256);
             s.launch(&scale, config, (d, 2.0f32))?; // then the kernel, twice
             s.launch(&scale, config, (d, 3.0f32))?;
-            s.prefetch(d, MemoryLocation::Host)
+            s.prefetch(d.into_ref(), MemoryLocation::Host)
         })?;
         assert!(
             data.iter().enumerate().all(|(i, &x)| x == 6.0 * i as f32),
@@ -724,12 +820,12 @@ mod raw {
 
     /// The context and memory type the driver reports for `p` (`cuPointerGetAttributes`,
     /// which reports null and 0 for an address it does not know).
-    pub fn owner_of(p: u64) -> (cuda_driver_sys::CUcontext, u32) {
-        let mut context: cuda_driver_sys::CUcontext = std::ptr::null_mut();
+    pub fn owner_of(p: u64) -> (cuda_brand::sys::CUcontext, u32) {
+        let mut context: cuda_brand::sys::CUcontext = std::ptr::null_mut();
         let mut memory_type: u32 = 0;
         let mut attributes = [1, 2]; // CU_POINTER_ATTRIBUTE_CONTEXT, _MEMORY_TYPE
         let mut data: [*mut c_void; 2] = [
-            (&mut context as *mut cuda_driver_sys::CUcontext).cast(),
+            (&mut context as *mut cuda_brand::sys::CUcontext).cast(),
             (&mut memory_type as *mut u32).cast(),
         ];
         // SAFETY: two attributes, each with a live local of its size.
@@ -983,8 +1079,8 @@ fn a_default_pool_buffer_is_ordered_after_another_librarys_pending_work() {
     const N: usize = 1 << 20;
     let d = common::driver();
     common::in_context(|ctx| {
-        let mut theirs: cuda_driver_sys::CUstream = std::ptr::null_mut();
-        let mut p: cuda_driver_sys::CUdeviceptr = 0;
+        let mut theirs: cuda_brand::sys::CUstream = std::ptr::null_mut();
+        let mut p: cuda_brand::sys::CUdeviceptr = 0;
         // SAFETY (the other library's side, raw calls): a new non-blocking stream of the
         // current context; memory of the default pool used and freed in its order; the host
         // function touches nothing.
@@ -1345,6 +1441,8 @@ gpu_tests!(
     pitched_3d_buffers_copy_volumes_and_boxes_both_ways,
     a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly,
     empty_3d_buffers_allocate_nothing_and_copy_nothing,
+    a_scope_copy_takes_the_destination_first_and_leaves_the_source_as_it_was,
+    a_3d_copy_between_boxes_copies_the_source_box_into_the_destination_box,
     managed_memory_is_seen_in_order_by_the_host_and_kernels,
     a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,

@@ -127,7 +127,7 @@ fn identity_for_every_reduction<'ctx, T: Sample>(
             let mut dst = DeviceBuffer::<T>::zeroed(ctx, n)?;
             let mut buf = DeviceBuffer::from_slice(ctx, &host)?;
             stream.scope(|s| {
-                comm.all_reduce(s, &src, &mut dst, op)?;
+                comm.all_reduce(s, &mut dst, &src, op)?;
                 comm.all_reduce_in_place(s, &mut buf, op)
             })?;
             let (out, in_place) = (dst.to_vec()?, buf.to_vec()?);
@@ -178,10 +178,10 @@ fn one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly() {
         ];
         stream.scope(|s| {
             let [b, r, g, rs] = outs.each_mut();
-            comm.broadcast(s, &src, b, 0)?;
-            comm.reduce(s, &src, r, ReduceOp::Max, 0)?;
-            comm.all_gather(s, &src, g)?; // 1 rank: n × 1 elements
-            comm.reduce_scatter(s, &src, rs, ReduceOp::Sum)?;
+            comm.broadcast(s, b, &src, 0)?;
+            comm.reduce(s, r, &src, ReduceOp::Max, 0)?;
+            comm.all_gather(s, g, &src)?; // 1 rank: n × 1 elements
+            comm.reduce_scatter(s, rs, &src, ReduceOp::Sum)?;
             let [b, r, g, rs] = in_place.each_mut();
             comm.broadcast_in_place(s, b, 0)?;
             comm.reduce_in_place(s, r, ReduceOp::Min, 0)?;
@@ -253,9 +253,9 @@ fn one_rank_avg_of_65539_f64_is_the_input_in_every_element() {
         ];
         stream.scope(|s| {
             let [a, r, rs] = outs.each_mut();
-            comm.all_reduce(s, &src, a, ReduceOp::Avg)?;
-            comm.reduce(s, &src, r, ReduceOp::Avg, 0)?;
-            comm.reduce_scatter(s, &src, rs, ReduceOp::Avg)?; // 1 rank: n from n
+            comm.all_reduce(s, a, &src, ReduceOp::Avg)?;
+            comm.reduce(s, r, &src, ReduceOp::Avg, 0)?;
+            comm.reduce_scatter(s, rs, &src, ReduceOp::Avg)?; // 1 rank: n from n
             let [a, r, rs] = in_place.each_mut();
             comm.all_reduce_in_place(s, a, ReduceOp::Avg)?;
             comm.reduce_in_place(s, r, ReduceOp::Avg, 0)?;
@@ -282,9 +282,9 @@ fn one_rank_avg_of_65539_f64_is_the_input_in_every_element() {
             let a = s.bind_mut(a);
             s.copy_from_device(a, &minus_one)?;
             group(|g| {
-                g.on(s).all_reduce(comm, &src, a, ReduceOp::Avg)?;
-                g.on(s).reduce(comm, &src, r, ReduceOp::Avg, 0)?;
-                g.on(s).reduce_scatter(comm, &src, rs, ReduceOp::Avg)
+                g.on(s).all_reduce(comm, a, &src, ReduceOp::Avg)?;
+                g.on(s).reduce(comm, r, &src, ReduceOp::Avg, 0)?;
+                g.on(s).reduce_scatter(comm, rs, &src, ReduceOp::Avg)
             })
         })?;
         for (what, buf) in ["all-reduce", "reduce", "reduce-scatter"]
@@ -312,7 +312,7 @@ fn a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory() {
         for _ in 0..500 {
             dst.fill(7.0)?;
         }
-        stream.scope(|s| group(|g| g.on(s).all_reduce(comm, &src, &mut dst, ReduceOp::Sum)))?;
+        stream.scope(|s| group(|g| g.on(s).all_reduce(comm, &mut dst, &src, ReduceOp::Sum)))?;
         let got = dst.to_vec()?;
         let wrong = got.iter().filter(|&&v| v != 1.0).count();
         assert_eq!(wrong, 0, "elements not the source's after the group's copy");
@@ -341,8 +341,8 @@ fn an_operation_queued_at_once_waits_for_pending_synchronous_writes_of_its_memor
             written.fill(if k == 249 { 5.0 } else { k as f32 + 10.0 })?;
         }
         stream.scope(|s| {
-            comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)?;
-            comm.all_reduce(s, &written, &mut out, ReduceOp::Sum)
+            comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum)?;
+            comm.all_reduce(s, &mut out, &written, ReduceOp::Sum)
         })?;
         let wrong = dst.to_vec()?.iter().filter(|&&v| v != 1.0).count();
         assert_eq!(wrong, 0, "elements not the source's after the all-reduce");
@@ -372,11 +372,11 @@ fn one_rank_every_grouped_operation_copies_exactly() {
         stream.scope(|s| {
             group(|g| {
                 let [ar, b, r, ag, rs] = outs.each_mut();
-                g.on(s).all_reduce(comm, &src, ar, ReduceOp::Max)?;
-                g.on(s).broadcast(comm, &src, b, 0)?;
-                g.on(s).reduce(comm, &src, r, ReduceOp::Sum, 0)?;
-                g.on(s).all_gather(comm, &src, ag)?;
-                g.on(s).reduce_scatter(comm, &src, rs, ReduceOp::Min)?;
+                g.on(s).all_reduce(comm, ar, &src, ReduceOp::Max)?;
+                g.on(s).broadcast(comm, b, &src, 0)?;
+                g.on(s).reduce(comm, r, &src, ReduceOp::Sum, 0)?;
+                g.on(s).all_gather(comm, ag, &src)?;
+                g.on(s).reduce_scatter(comm, rs, &src, ReduceOp::Min)?;
                 let [ar, b, r, ag, rs] = in_place.each_mut();
                 g.on(s).all_reduce_in_place(comm, ar, ReduceOp::Prod)?;
                 g.on(s).broadcast_in_place(comm, b, 0)?;
@@ -442,17 +442,17 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
         stream.scope(|s| {
             let d = s.bind_mut(&mut short);
             expect_invalid(
-                comm.all_reduce(s, &src, d, ReduceOp::Sum),
+                comm.all_reduce(s, d, &src, ReduceOp::Sum),
                 "Communicator::all_reduce",
                 "the lengths differ: 3 expected, 4 found",
             );
             expect_invalid(
-                comm.all_gather(s, &src, d),
+                comm.all_gather(s, d, &src),
                 "Communicator::all_gather",
                 "the destination has 3 elements, but gathering 4 from each of 1 ranks needs 4",
             );
             expect_invalid(
-                comm.reduce_scatter(s, &src, d, ReduceOp::Sum),
+                comm.reduce_scatter(s, d, &src, ReduceOp::Sum),
                 "Communicator::reduce_scatter",
                 "the source has 4 elements, but scattering 3 to each of 1 ranks needs 3",
             );
@@ -462,7 +462,7 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
                 "the root is rank 1, but the communicator has 1 rank(s)",
             );
             expect_invalid(
-                comm.reduce(s, &src, d, ReduceOp::Sum, 2),
+                comm.reduce(s, d, &src, ReduceOp::Sum, 2),
                 "Communicator::reduce",
                 "the root is rank 2",
             );
@@ -479,12 +479,12 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
             // two views of one bound buffer that overlap: the borrow checker cannot see it
             let b = s.bind_mut(&mut buf);
             expect_invalid(
-                comm.all_reduce(s, b.slice(0..4).into_ref(), b.slice(2..6), ReduceOp::Sum),
+                comm.all_reduce(s, b.slice(2..6), b.slice(0..4).into_ref(), ReduceOp::Sum),
                 "Communicator::all_reduce",
                 "the source (16 bytes at",
             );
             // nothing reached NCCL: the communicator still works, on views apart
-            comm.all_reduce(s, b.slice(0..3).into_ref(), b.slice(3..6), ReduceOp::Sum)
+            comm.all_reduce(s, b.slice(3..6), b.slice(0..3).into_ref(), ReduceOp::Sum)
         })?;
         assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
         comm.async_error()
@@ -506,28 +506,28 @@ fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_n
             group(|g| {
                 let g = g.on(s);
                 let sum = ReduceOp::Sum;
-                expect_invalid(g.all_reduce(comm, &src, d, sum), "Grouped::all_reduce", len);
-                expect_invalid(g.broadcast(comm, &src, d, 0), "Grouped::broadcast", len);
-                expect_invalid(g.reduce(comm, &src, d, sum, 0), "Grouped::reduce", len);
+                expect_invalid(g.all_reduce(comm, d, &src, sum), "Grouped::all_reduce", len);
+                expect_invalid(g.broadcast(comm, d, &src, 0), "Grouped::broadcast", len);
+                expect_invalid(g.reduce(comm, d, &src, sum, 0), "Grouped::reduce", len);
                 expect_invalid(
-                    g.all_gather(comm, &src, d),
+                    g.all_gather(comm, d, &src),
                     "Grouped::all_gather",
                     "the destination has 3 elements, but gathering 4 from each of 1 ranks needs 4",
                 );
                 expect_invalid(
-                    g.reduce_scatter(comm, &src, d, sum),
+                    g.reduce_scatter(comm, d, &src, sum),
                     "Grouped::reduce_scatter",
                     "the source has 4 elements, but scattering 3 to each of 1 ranks needs 3",
                 );
                 let root = "the root is rank 1, but the communicator has 1 rank(s)";
-                expect_invalid(g.broadcast(comm, &src, d, 1), "Grouped::broadcast", root);
+                expect_invalid(g.broadcast(comm, d, &src, 1), "Grouped::broadcast", root);
                 expect_invalid(
                     g.broadcast_in_place(comm, d, 1),
                     "Grouped::broadcast_in_place",
                     root,
                 );
                 expect_invalid(
-                    g.reduce(comm, &src, d, sum, 2),
+                    g.reduce(comm, d, &src, sum, 2),
                     "Grouped::reduce",
                     "the root is rank 2",
                 );
@@ -546,8 +546,8 @@ fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_n
                 expect_invalid(
                     g.on(s).all_reduce(
                         comm,
-                        b.slice(0..4).into_ref(),
                         b.slice(2..6),
+                        b.slice(0..4).into_ref(),
                         ReduceOp::Sum,
                     ),
                     "Grouped::all_reduce",
@@ -556,7 +556,7 @@ fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_n
                 // nothing reached NCCL or stayed in the group: the same group works on
                 // views apart
                 g.on(s)
-                    .all_reduce(comm, b.slice(0..3).into_ref(), b.slice(3..6), ReduceOp::Sum)
+                    .all_reduce(comm, b.slice(3..6), b.slice(0..3).into_ref(), ReduceOp::Sum)
             })
         })?;
         assert_eq!(buf.to_vec()?, [5, 6, 7, 5, 6, 7]);
@@ -594,7 +594,7 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
         })?;
         assert_eq!(x.to_vec()?, [1, 2, 1, 2]);
         a.scope_pair(&b, |sa, _sb| {
-            let e = group(|g| g.on(sa).all_reduce(comm, &x, &mut y, ReduceOp::Sum)).unwrap_err();
+            let e = group(|g| g.on(sa).all_reduce(comm, &mut y, &x, ReduceOp::Sum)).unwrap_err();
             assert_eq!(e.call(), "Grouped::all_reduce");
             assert!(
                 e.invalid()
@@ -620,8 +620,8 @@ fn collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams() {
             a.scope_pair(&b, |sa, sb| {
                 let (x, y) = (sa.bind_mut(&mut src), sa.bind_mut(&mut dst));
                 sa.fill(x, round as f32)?; // stream a writes the source
-                comm.all_reduce(sb, x.into_ref(), y, ReduceOp::Sum)?; // b waits for it
-                sa.copy_to_host(&mut host, y) // and a waits for b
+                comm.all_reduce(sb, y, x.into_ref(), ReduceOp::Sum)?; // b waits for it
+                sa.copy_to_host(&mut host, y.into_ref()) // and a waits for b
             })?;
             assert!(
                 host.iter().all(|&v| v == round as f32),
@@ -705,10 +705,10 @@ fn nccl_calls_leave_the_context_stack_as_they_found_it() {
                     assert!(common::current().is_null());
                     let mut dst = shared.enter(|c| c.zeroed::<i64>(64))?;
                     assert!(common::current().is_null());
-                    stream.scope(|s| comm.all_reduce(s, &x, &mut dst, ReduceOp::Sum))?;
+                    stream.scope(|s| comm.all_reduce(s, &mut dst, &x, ReduceOp::Sum))?;
                     assert!(common::current().is_null(), "an operation left a context");
                     stream.scope(|s| {
-                        group(|g| g.on(s).all_reduce(&comm, &x, &mut dst, ReduceOp::Max))
+                        group(|g| g.on(s).all_reduce(&comm, &mut dst, &x, ReduceOp::Max))
                     })?;
                     assert!(common::current().is_null(), "a group left a context");
                     comm.async_error()?;
@@ -742,7 +742,7 @@ fn a_one_rank_communicator_from_a_unique_id_all_reduces() {
         let src = ctx.from_slice(&host)?;
         let mut dst = ctx.zeroed::<f64>(host.len())?;
         ctx.stream()?
-            .scope(|s| comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum))?;
+            .scope(|s| comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum))?;
         assert_eq!(dst.to_vec()?, host);
         comm.async_error()
     })
@@ -930,9 +930,9 @@ fn two_ranks_in_one_thread_all_reduce_exact_values_in_a_group() {
             s1.scope(|r1| {
                 group(|g| {
                     g.on(r0)
-                        .all_reduce(comm0, &src0, &mut dst0, ReduceOp::Sum)?;
+                        .all_reduce(comm0, &mut dst0, &src0, ReduceOp::Sum)?;
                     g.on(r1)
-                        .all_reduce(comm1, &src1, &mut dst1, ReduceOp::Sum)?;
+                        .all_reduce(comm1, &mut dst1, &src1, ReduceOp::Sum)?;
                     g.on(r0)
                         .all_reduce_in_place(comm0, &mut x0, ReduceOp::Max)?;
                     g.on(r1).all_reduce_in_place(comm1, &mut x1, ReduceOp::Max)
@@ -985,14 +985,14 @@ fn two_ranks_every_collective_element_by_element() {
             s1.scope(|r1| {
                 group(|g| {
                     let (g0, g1) = (g.on(r0), g.on(r1));
-                    g0.broadcast(comm0, &src0, &mut bc0, 1)?;
-                    g1.broadcast(comm1, &src1, &mut bc1, 1)?;
-                    g0.reduce(comm0, &src0, &mut rd0, ReduceOp::Sum, 0)?;
-                    g1.reduce(comm1, &src1, &mut rd1, ReduceOp::Sum, 0)?;
-                    g0.all_gather(comm0, &src0, &mut ag0)?;
-                    g1.all_gather(comm1, &src1, &mut ag1)?;
-                    g0.reduce_scatter(comm0, &rsa0, &mut rs0, ReduceOp::Sum)?;
-                    g1.reduce_scatter(comm1, &rsa1, &mut rs1, ReduceOp::Sum)?;
+                    g0.broadcast(comm0, &mut bc0, &src0, 1)?;
+                    g1.broadcast(comm1, &mut bc1, &src1, 1)?;
+                    g0.reduce(comm0, &mut rd0, &src0, ReduceOp::Sum, 0)?;
+                    g1.reduce(comm1, &mut rd1, &src1, ReduceOp::Sum, 0)?;
+                    g0.all_gather(comm0, &mut ag0, &src0)?;
+                    g1.all_gather(comm1, &mut ag1, &src1)?;
+                    g0.reduce_scatter(comm0, &mut rs0, &rsa0, ReduceOp::Sum)?;
+                    g1.reduce_scatter(comm1, &mut rs1, &rsa1, ReduceOp::Sum)?;
                     g0.all_gather_in_place(comm0, &mut gi0)?;
                     g1.all_gather_in_place(comm1, &mut gi1)?;
                     g0.reduce_scatter_in_place(comm0, &mut ri0, ReduceOp::Max)?;
@@ -1260,7 +1260,7 @@ fn a_world_of_one_from_launcher_variables_all_reduces_splits_and_finalizes() {
             let mut avg = ctx.from_slice(&samples::<f64>(65_539, 1))?;
             let stream = ctx.stream()?;
             comm.scope_within(&stream, Duration::from_secs(30), |s| {
-                comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)?;
+                comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum)?;
                 comm.all_reduce_in_place(s, &mut avg, ReduceOp::Avg)
             })?;
             expect_all("all-reduce", &dst, |i| host[i]);
@@ -1664,7 +1664,7 @@ fn a_split_of_a_launchers_communicator_all_reduces_splits_and_ends_in_either_ord
             (0, 1, device)
         );
         child.scope_within(&stream, within, |s| {
-            child.all_reduce(s, &src, &mut dst, ReduceOp::Sum)
+            child.all_reduce(s, &mut dst, &src, ReduceOp::Sum)
         })?;
         expect_all("all-reduce on the split", &dst, |i| host[i]);
         let grandchild = child.split(Some(0), 0)?.expect("a colour");

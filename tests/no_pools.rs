@@ -21,7 +21,7 @@ fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
                 0,
                 "from cuMemAlloc, not a pool"
             );
-            s.copy_to_host(&mut out, zeroed)
+            s.copy_to_host(&mut out, zeroed.into_ref())
         })?;
         assert!(out.iter().all(|&x| x == 0));
         // from inside a nested context: the memory is still the stream's context's, and it
@@ -32,8 +32,8 @@ fn scopes_allocate_with_cu_mem_alloc_and_free_after_the_synchronization() {
             stream.scope(|s| {
                 let scratch = s.alloc_zeroed::<u16>(1000)?;
                 s.fill(scratch, 77u16)?;
-                s.copy_from_device(&mut keep, scratch)?;
-                s.copy_to_host(&mut host, scratch)
+                s.copy_from_device(&mut keep, scratch.into_ref())?;
+                s.copy_to_host(&mut host, scratch.into_ref())
             })
         })?;
         assert_eq!(host, vec![77; 1000]);

@@ -216,7 +216,7 @@ fn a_queued_wait_on_a_record_of_a_destroyed_context_completes() {
                         let _recorded = x.zeroed::<u32>(1 << 20)?; // a record of x
                         s.fill(o, round + 1) // waits for it, behind the fills
                     })?; // x ends: its record's event and context are destroyed
-                    s.copy_to_host(&mut host, o)
+                    s.copy_to_host(&mut host, o.into_ref())
                 })?;
                 assert_all(
                     &host,
@@ -456,7 +456,7 @@ fn a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer() {
         let (graph, (input_key, output_key)) = ctx.capture(|g| {
             let (src, input_key) = g.lend_mut(&mut input);
             let (dst, output_key) = g.lend_mut(&mut output);
-            g.copy_from_device(dst, src)?;
+            g.copy_from_device(dst, src.into_ref())?;
             Ok::<_, Error>((input_key, output_key))
         })?;
         let mut exec = graph.instantiate()?;

@@ -294,7 +294,7 @@ fn a_raw_exec_graph_is_launched_after_a_pending_fill_of_its_lent_input() {
         let (graph, (input_key, output_key)) = ctx.capture(|g| {
             let (src, input_key) = g.lend_mut(&mut input);
             let (dst, output_key) = g.lend_mut(&mut output);
-            g.copy_from_device(dst, src)?;
+            g.copy_from_device(dst, src.into_ref())?;
             Ok::<_, Error>((input_key, output_key))
         })?;
         let mut exec = graph.instantiate()?;

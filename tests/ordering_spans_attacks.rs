@@ -344,7 +344,7 @@ fn a_smaller_scope_allocation_in_a_freed_block_is_not_overwritten_by_its_pending
                         stream.scope(|s| {
                             let fresh = s.alloc_zeroed::<u32>(N / 4)?;
                             s.fill(fresh, round + 3)?;
-                            s.copy_to_host(&mut host, fresh)
+                            s.copy_to_host(&mut host, fresh.into_ref())
                         })?;
                         Ok::<_, Error>(host)
                     })

@@ -112,11 +112,8 @@ fn an_owned_buffer_made_in_one_entry_is_read_in_another_on_another_thread() {
     .join()
     .unwrap();
     assert_eq!(back, host);
-    assert_eq!(
-        home.close().map(|r| r.is_ok()),
-        Some(true),
-        "the last handle"
-    );
+    assert_eq!(home.handles(), 1, "the last handle");
+    home.close().unwrap();
 }
 
 fn a_guard_of_another_context_is_refused_naming_both() {
@@ -193,14 +190,16 @@ fn close_tears_down_only_with_the_last_handle() {
     let home = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let buf = owned_buffer(&home, &[1.0; 16]);
     let other = home.clone();
-    assert!(other.close().is_none(), "`home` and `buf` still hold it");
-    assert!(home.close().is_none(), "`buf` still holds it");
+    assert_eq!(other.handles(), 3, "`home`, `other` and `buf`");
+    other.close().unwrap(); // `home` and `buf` still hold it
+    assert_eq!(home.handles(), 2);
+    home.close().unwrap(); // `buf` still holds it
     let kept = buf.context().clone();
     drop(buf);
-    assert_eq!(
-        kept.close().map(|r| r.map_err(|e| e.to_string())),
-        Some(Ok(()))
-    );
+    assert_eq!(kept.handles(), 1, "the last handle");
+    let before = common::current();
+    kept.close().unwrap(); // the teardown
+    assert_eq!(common::current(), before);
 }
 
 fn handles_dropped_on_another_thread_while_the_context_is_entered_here() {
@@ -230,7 +229,8 @@ fn handles_dropped_on_another_thread_while_the_context_is_entered_here() {
         .unwrap();
     dropper.join().unwrap();
     assert_eq!(seen, vec![9.0; 64]);
-    assert_eq!(home.close().map(|r| r.is_ok()), Some(true));
+    assert_eq!(home.handles(), 1);
+    home.close().unwrap();
 }
 
 fn an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_point() {
@@ -276,9 +276,9 @@ fn an_awaited_batch_hands_back_its_buffers_with_the_results() {
         (buf, host, scale, spin),
         move |s, (d, host, scale, spin)| {
             s.launch(spin, LaunchConfig::linear(1, 1), (cycles(5),))?;
-            s.copy_from_host_view(d, host)?;
+            s.copy_from_host_view(d, host.into_ref())?;
             s.launch(scale, LaunchConfig::linear(64, 256), (d, 2.0f32))?;
-            s.copy_to_host_view(host, d)
+            s.copy_to_host_view(host, d.into_ref())
         },
     );
     assert!(!work.is_done());
@@ -291,7 +291,7 @@ fn an_awaited_batch_hands_back_its_buffers_with_the_results() {
     // the same with the blocking `wait`
     let (result, (buf, host)) = stream
         .submit((buf, vec![0.0f32; n]), |s, (d, host)| {
-            s.copy_to_host_view(host, d)
+            s.copy_to_host_view(host, d.into_ref())
         })
         .wait();
     result.unwrap();
@@ -313,7 +313,7 @@ fn many_batches_in_flight_on_several_streams_all_complete_with_their_values() {
                 (buf, vec![0.0f32; 4096], Arc::clone(&scale)),
                 move |s, (d, h, k)| {
                     s.launch(k, LaunchConfig::linear(16, 256), (d, 3.0f32))?;
-                    s.copy_to_host_view(h, d)
+                    s.copy_to_host_view(h, d.into_ref())
                 },
             )
         })
@@ -338,7 +338,7 @@ fn a_pending_future_dropped_mid_flight_waits_for_its_work() {
     let submitted = Instant::now();
     let work = stream.submit((spin, buf, host), |s, (spin, d, h)| {
         s.launch(spin, LaunchConfig::linear(1, 1), (cycles(100),))?;
-        s.copy_to_host_view(h, d)
+        s.copy_to_host_view(h, d.into_ref())
     });
     // well before the kernel's 100 ms (compute-sanitizer slows the host calls to ~25 ms)
     assert!(
@@ -395,7 +395,7 @@ fn a_panic_in_a_host_function_of_a_batch_surfaces_from_the_future() {
     let (home, _module, stream) = owned_setup(&device);
     let buf = owned_buffer(&home, &[1.0; 256]);
     let work = stream.submit((buf, vec![0.0f32; 256]), |s, (d, h)| {
-        s.copy_to_host_view(h, d)?;
+        s.copy_to_host_view(h, d.into_ref())?;
         s.host_fn(|| panic!("in a batch's host function"))
     });
     let caught = panic::catch_unwind(AssertUnwindSafe(|| block_on(work)));
@@ -435,7 +435,7 @@ fn a_batch_with_a_part_of_another_context_is_refused_before_any_work() {
     let other = OwnedContext::new(&device, ContextFlags::default()).unwrap();
     let foreign = owned_buffer(&other, &[2.0; 4]);
     let work = stream.submit((foreign, vec![0.0f32; 4]), |s, (d, h)| {
-        s.copy_to_host_view(h, d)
+        s.copy_to_host_view(h, d.into_ref())
     });
     assert!(work.is_done(), "refused at once");
     let (result, (foreign, host)) = work.wait();
@@ -461,8 +461,8 @@ fn a_batch_may_allocate_scratch_and_queue_host_functions() {
     let work = stream.submit((out, vec![0.0f32; 512]), move |s, (d, h)| {
         let scratch = s.alloc_zeroed::<f32>(512)?;
         s.fill(scratch, 5.0f32)?;
-        s.copy_from_device(d, scratch)?;
-        s.copy_to_host_view(h, d)?;
+        s.copy_from_device(d, scratch.into_ref())?;
+        s.copy_to_host_view(h, d.into_ref())?;
         s.host_fn_on(h, move |h| {
             seen2.store(h.iter().filter(|&&x| x == 5.0).count(), Ordering::SeqCst)
         })
@@ -487,7 +487,7 @@ fn waiting_for_a_batch_inside_a_host_function_panics_and_leaks_the_batch() {
     let buf = owned_buffer(&home, &[4.0; 1024]);
     let pending = stream.submit((spin, buf, host), |s, (spin, d, h)| {
         s.launch(spin, LaunchConfig::linear(1, 1), (cycles(20),))?;
-        s.copy_to_host_view(h, d)
+        s.copy_to_host_view(h, d.into_ref())
     });
     let slot = Arc::new(std::sync::Mutex::new(Some(pending)));
     let in_fn = Arc::clone(&slot);

@@ -68,7 +68,7 @@ fn a_phased_program_computes_with_setup_memory_and_bounded_scratch() {
                 let c = s.bind_mut(&mut c);
                 s.launch(&add, config, (&a, &a, tmp))?; // 2a
                 s.launch(&add, config, (tmp, &a, c))?; // 3a
-                s.copy_to_host(&mut pinned, c)
+                s.copy_to_host(&mut pinned, c.into_ref())
             })?;
             assert_eq!(pinned[7], 21.0, "round {round}");
         }

@@ -255,7 +255,7 @@ fn a_pending_dropped_by_its_waker_inside_the_callback_leaks_its_batch() {
     let (result, (buf, host, _)) = stream
         .submit((buf, vec![0.0f32; 256], scale), |s, (d, h, k)| {
             s.launch(k, LaunchConfig::linear(1, 256), (d, 5.0f32))?;
-            s.copy_to_host_view(h, d)
+            s.copy_to_host_view(h, d.into_ref())
         })
         .wait();
     result.unwrap();

@@ -45,7 +45,7 @@ fn alloc_zeroed_memory_is_zero_for_another_stream_behind_a_long_kernel() {
             a.scope_pair(&b, |sa, sb| {
                 sa.launch(&spin, LaunchConfig::linear(1, 1), (LONG,))?;
                 let fresh = sa.alloc_zeroed::<u32>(n)?; // queued behind the spin on a
-                sb.copy_to_host(&mut seen, fresh) // b must wait for a's zeroing
+                sb.copy_to_host(&mut seen, fresh.into_ref()) // b must wait for a's zeroing
             })?;
             let planted = seen.iter().filter(|&&x| x == 0xdead_beef).count();
             assert_eq!(
@@ -93,10 +93,10 @@ fn a_stream_reading_what_another_wrote_waits_and_a_writer_waits_for_readers() {
             let d = sa.bind_mut(&mut buf);
             sa.launch(&spin, LaunchConfig::linear(1, 1), (LONG,))?;
             sa.fill(d, 5u32)?;
-            sb.copy_to_host(&mut first, d)?; // read after a's write
+            sb.copy_to_host(&mut first, d.into_ref())?; // read after a's write
             // a write on a after b's read: must not overwrite before b has read
             sb.launch(&spin, LaunchConfig::linear(1, 1), (LONG,))?;
-            sb.copy_to_host(&mut second, d)?; // queued behind b's spin
+            sb.copy_to_host(&mut second, d.into_ref())?; // queued behind b's spin
             sa.fill(d, 9u32) // must wait for b's second read
         })?;
         assert!(first.iter().all(|&x| x == 5), "b read before a's fill");
@@ -127,7 +127,7 @@ fn four_streams_share_one_buffer_by_chunks_and_overlap() {
                 let part = d.slice(i * chunk..(i + 1) * chunk);
                 lane.copy_from_host(part, src)?;
                 lane.launch(&scale, LaunchConfig::linear(64, 256), (part, 2.0f32))?;
-                lane.copy_to_host(dst, part)?;
+                lane.copy_to_host(dst, part.into_ref())?;
             }
             // then all of it doubled once more on lane 3, after every chunk's lane
             s[3].launch(&scale, LaunchConfig::linear(256, 256), (d, 2.0f32))?;
@@ -196,7 +196,7 @@ fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
         let e = stream
             .scope(|s| {
                 let v = s.bind_mut(&mut d);
-                s.copy_from_device(v.slice(..99), v.slice(1..))
+                s.copy_from_device(v.slice(..99), v.slice(1..).into_ref())
             })
             .unwrap_err();
         assert_eq!(e.call(), "StreamScope::copy_from_device");
@@ -210,7 +210,7 @@ fn an_overlapping_device_copy_is_refused_and_a_disjoint_one_runs() {
         assert_eq!(d.to_vec()?, start);
         stream.scope(|s| {
             let v = s.bind_mut(&mut d);
-            s.copy_from_device(v.slice(..50), v.slice(50..))
+            s.copy_from_device(v.slice(..50), v.slice(50..).into_ref())
         })?;
         let want: Vec<u32> = (50..100).chain(50..100).collect();
         assert_eq!(d.to_vec()?, want);

@@ -18,7 +18,7 @@ fn async_copies_through_pinned_memory_round_trip_in_a_scope() {
         stream.scope(|s| {
             let d = s.bind_mut(&mut dev);
             s.copy_from_host(d, &src)?;
-            s.copy_to_host(&mut dst, d)?;
+            s.copy_to_host(&mut dst, d.into_ref())?;
             Ok::<_, Error>(())
         })?;
         assert!(stream.is_idle()?, "the scope synchronized");
@@ -38,10 +38,10 @@ fn async_copies_from_plain_slices_device_to_device_and_fill() {
         stream.scope(|s| {
             let (a, b) = (s.bind_mut(&mut a), s.bind_mut(&mut b));
             s.copy_from_host(a, &host)?;
-            s.copy_from_device(b, a)?;
+            s.copy_from_device(b, a.into_ref())?;
             s.fill(a, 5u32)?;
-            s.copy_to_host(&mut back, b)?;
-            s.copy_to_host(&mut head, a.slice(..10))?;
+            s.copy_to_host(&mut back, b.into_ref())?;
+            s.copy_to_host(&mut head, a.slice(..10).into_ref())?;
             assert_eq!(a.slice(4..=5).len(), 2);
             Ok::<_, Error>(())
         })?;
@@ -65,11 +65,11 @@ fn stream_ordered_allocation_is_zeroed_usable_and_freed() {
                 0,
                 "from the stream's memory pool"
             );
-            s.copy_to_host(&mut out, zeroed)?;
+            s.copy_to_host(&mut out, zeroed.into_ref())?;
             // SAFETY: filled before it is read.
             let raw = unsafe { s.alloc::<i16>(300) }?;
             s.fill(raw, -9i16)?;
-            s.copy_to_host(&mut out2, raw)?;
+            s.copy_to_host(&mut out2, raw.into_ref())?;
             let empty = s.alloc_zeroed::<u8>(0)?;
             assert!(empty.is_empty());
             Ok::<_, Error>(())
@@ -201,7 +201,7 @@ fn two_streams_are_ordered_by_an_event() {
                 sa.fill(d, round.wrapping_mul(3))?;
                 let filled = done.record(&a)?;
                 sb.wait_event(&filled)?;
-                sb.copy_to_host(&mut host, d)?;
+                sb.copy_to_host(&mut host, d.into_ref())?;
                 Ok::<_, Error>(())
             })?;
             let want = round.wrapping_mul(3);
@@ -225,8 +225,8 @@ fn a_stream_of_an_outer_context_works_inside_a_nested_one() {
                 let d = s.bind_mut(&mut buf);
                 s.fill(d, 12345u32)?;
                 let extra = s.alloc_zeroed::<u32>(1000)?;
-                s.copy_from_device(extra, d)?;
-                s.copy_to_host(&mut host, extra)?;
+                s.copy_from_device(extra, d.into_ref())?;
+                s.copy_to_host(&mut host, extra.into_ref())?;
                 Ok::<_, Error>(())
             })?;
             assert_eq!(common::current(), common::handle(inner));
@@ -277,8 +277,8 @@ fn streams_and_events_are_used_and_dropped_on_scoped_threads() {
                     .scope(|s| {
                         let scratch = s.alloc_zeroed::<u32>(64)?;
                         s.fill(scratch, 9u32)?;
-                        s.copy_from_device(&mut buf, scratch)?;
-                        s.copy_to_host(&mut host, scratch)
+                        s.copy_from_device(&mut buf, scratch.into_ref())?;
+                        s.copy_to_host(&mut host, scratch.into_ref())
                     })
                     .unwrap();
                 assert_eq!(host, vec![9; 64]);
@@ -326,9 +326,9 @@ fn copy_to_vec_appends_once_the_scope_has_synchronized() {
         let mut twice = Vec::with_capacity(4);
         a.scope(|s| {
             let d = s.alloc_from_slice(&host)?;
-            s.copy_to_vec(&mut out, d)?;
-            s.copy_to_vec(&mut empty, d.slice(..0))?;
-            s.copy_to_vec(&mut twice, d.slice(5..7))
+            s.copy_to_vec(&mut out, d.into_ref())?;
+            s.copy_to_vec(&mut empty, d.slice(..0).into_ref())?;
+            s.copy_to_vec(&mut twice, d.slice(5..7).into_ref())
         })?;
         assert_eq!(out.len(), host.len() + 2);
         assert_eq!(out[..2], [9, 8]);
@@ -339,7 +339,7 @@ fn copy_to_vec_appends_once_the_scope_has_synchronized() {
         let mut after_error = Vec::new();
         let r = a.scope(|s| {
             let d = s.alloc_from_slice(&host[..10])?;
-            s.copy_to_vec(&mut after_error, d)?;
+            s.copy_to_vec(&mut after_error, d.into_ref())?;
             Err::<(), _>(Error::new("test", ErrorCode::InvalidValue))
         });
         assert!(r.is_err());
@@ -350,7 +350,7 @@ fn copy_to_vec_appends_once_the_scope_has_synchronized() {
         a.scope_pair(&b, |sa, sb| {
             let d = sa.bind_mut(&mut dev);
             sa.fill(d, 77)?;
-            sb.copy_to_vec(&mut filled, d)
+            sb.copy_to_vec(&mut filled, d.into_ref())
         })?;
         assert_eq!(filled, vec![77u32; 1 << 20]);
         Ok(())

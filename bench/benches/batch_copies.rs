@@ -186,7 +186,7 @@ fn main() {
 
 fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), Error> {
     // SAFETY: the raw column uses the context while it lives and destroys nothing of it.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
     ok(unsafe { sys::cuCtxSetCurrent(raw_ctx) });
     let mut pfn: *mut c_void = std::ptr::null_mut();
     // SAFETY: a NUL-terminated name and a place for the pointer.

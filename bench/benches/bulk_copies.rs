@@ -165,7 +165,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let rs = cudarc_ok(rctx.new_stream());
     // SAFETY (of both handles): the raw column uses them while the context lives, destroys
     // neither, and allocates from the pool only memory it frees itself.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
     // SAFETY: as above (the crate's pool of the device lives as long as the process).
     let raw_pool = unsafe { cuda_brand::MemoryPool::of_device(ctx)?.as_raw() }.cast::<c_void>();
     ok(unsafe { sys::cuCtxSetCurrent(raw_ctx) });

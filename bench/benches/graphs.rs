@@ -133,7 +133,7 @@ fn raw_graph(
 fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), Error> {
     // SAFETY (of the raw handles here): the raw column uses them while their values live,
     // destroys none of them, and launches only on memory that no scope uses meanwhile.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
     // cudarc on the same (primary) context. Its event tracking would record events on the
     // capturing stream (cudarc's own test turns it off for capture), so it is off, for its
     // launches too.
@@ -155,9 +155,9 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let config = LaunchConfig::linear(1, N as u32);
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
     // SAFETY: as for `raw_ctx`.
-    let raw_stream = unsafe { stream.as_raw() };
+    let raw_stream = unsafe { stream.as_raw() }.cast();
     // SAFETY: as for `raw_ctx`; the raw launches keep `add_one_f32`'s declaration.
-    let raw_add = unsafe { add.function().as_raw() };
+    let raw_add = unsafe { add.function().as_raw() }.cast();
 
     // ---- the graphs ---------------------------------------------------------------------
     let launched = std::cell::RefCell::new(ctx.zeroed::<f32>(N)?);

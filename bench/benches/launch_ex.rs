@@ -129,16 +129,16 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let rstream = rctx.new_stream().expect("cudarc stream");
     // SAFETY (of the raw handles here): the raw column uses them while their values live,
     // destroys none of them, and launches only on memory that no scope uses meanwhile.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
 
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
     // SAFETY: as for `raw_ctx`.
-    let raw_stream = unsafe { stream.as_raw() };
+    let raw_stream = unsafe { stream.as_raw() }.cast();
     let module = Module::from_ptx(ctx, PTX)?;
     // SAFETY: empty_ex(float*, size_t) touches nothing.
     let empty = unsafe { module.kernel::<(Out<f32>,)>("empty_ex") }?;
     // SAFETY: as for `raw_ctx`; `empty_ex` touches nothing.
-    let raw_empty = unsafe { empty.function().as_raw() };
+    let raw_empty = unsafe { empty.function().as_raw() }.cast();
     let rmodule = rctx
         .load_module(cudarc::nvrtc::Ptx::from_src(PTX))
         .expect("cudarc module");

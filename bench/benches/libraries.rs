@@ -572,7 +572,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                             .scope(|s| {
                                 let out = s.bind_mut(&mut *dspec);
                                 (0..FFT_REPS)
-                                    .try_for_each(|_| plan.exec(s, dsig, out, Direction::Forward))
+                                    .try_for_each(|_| plan.exec(s, out, dsig, Direction::Forward))
                             })
                             .unwrap()
                     })

@@ -319,12 +319,12 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let rdefault = rctx.default_stream();
     // SAFETY (of the raw handles here): the raw column uses them while their values live,
     // destroys none of them, and touches only memory of its own or memory no scope uses.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
     ok(unsafe { sys::cuCtxSetCurrent(raw_ctx) });
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
     let (st, rs, rd, rc_ctx) = (&stream, &rstream, &rdefault, &rctx);
     // SAFETY: as for `raw_ctx`.
-    let raw_stream = unsafe { stream.as_raw() };
+    let raw_stream = unsafe { stream.as_raw() }.cast();
     let dev = device.as_raw();
     // A live allocation, so that allocations measure the allocator, not the first mapping.
     let _keep = DeviceBuffer::<u8>::zeroed(ctx, MIB)?;
@@ -567,7 +567,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             Timing::Each(500),
             move || {
                 let (mut d, h) = (small_3d.borrow_mut(), small_3d_host.borrow());
-                st.scope(|s| s.copy_3d_from_host(&mut d, &h, SMALL_3D[0], SMALL_3D[1]))
+                st.scope(|s| s.copy_3d_from_host(&mut *d, &h, SMALL_3D[0], SMALL_3D[1]))
                     .unwrap()
             },
             raw_async(

@@ -200,7 +200,7 @@ fn sweep<'ctx>(ctx: ContextGuard<'ctx>, world: &World) -> cuda_brand::Result<Str
             comm.scope_within(&stream, WITHIN, |s| {
                 let d = s.bind_mut(&mut dst[..count]);
                 for _ in 0..k {
-                    comm.all_reduce(s, &src[..count], d, ReduceOp::Sum)?;
+                    comm.all_reduce(s, d, &src[..count], ReduceOp::Sum)?;
                 }
                 Ok::<_, cuda_brand::Error>(())
             })

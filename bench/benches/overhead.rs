@@ -87,20 +87,24 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     // Re-assert our context as current (cudarc binds the same primary context).
     // SAFETY (of the raw handles here): the raw column uses them while their values live,
     // destroys none of them, and touches only memory of its own or memory no scope uses.
-    let raw_ctx = unsafe { ctx.as_raw() };
+    let raw_ctx = unsafe { ctx.as_raw() }.cast();
 
     // ---- shared setup --------------------------------------------------------------
     let stream = Stream::new(ctx, StreamFlags::NonBlocking)?;
     // SAFETY: as for `raw_ctx`.
-    let raw_stream = unsafe { stream.as_raw() };
+    let raw_stream = unsafe { stream.as_raw() }.cast();
     let module = Module::from_ptx(ctx, PTX)?;
     // SAFETY: empty(float*, size_t) touches nothing; empty8 likewise with 8 parameters.
     let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
     // SAFETY: as above.
     let empty8 = unsafe { module.kernel::<(Out<f32>, Out<f32>, In<f32>, In<f32>)>("empty8") }?;
     // SAFETY: as for `raw_ctx`; the raw launches keep the kernels' declarations.
-    let (raw_empty, raw_empty8) =
-        unsafe { (empty.function().as_raw(), empty8.function().as_raw()) };
+    let (raw_empty, raw_empty8) = unsafe {
+        (
+            empty.function().as_raw().cast(),
+            empty8.function().as_raw().cast(),
+        )
+    };
     let rmodule = rctx
         .load_module(cudarc::nvrtc::Ptx::from_src(PTX))
         .expect("cudarc module");
@@ -124,8 +128,13 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
     let (rec_a, rec_b) = (ev_a.record(&stream)?, ev_b.record(&stream)?);
     stream.synchronize()?;
     // SAFETY: as for `raw_ctx`; the raw column records only `ev_rec`, of which no proof lives.
-    let (raw_ev_a, raw_ev_b, raw_ev_rec) =
-        unsafe { (rec_a.as_raw(), rec_b.as_raw(), ev_rec.as_raw()) };
+    let (raw_ev_a, raw_ev_b, raw_ev_rec) = unsafe {
+        (
+            rec_a.as_raw().cast(),
+            rec_b.as_raw().cast(),
+            ev_rec.as_raw().cast(),
+        )
+    };
     let rev_a = rstream
         .record_event(Some(sys_rc_timing()))
         .expect("cudarc event");
@@ -215,7 +224,8 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
             // SAFETY: the primary context is retained for the whole benchmark.
             ours: Box::new(move || {
                 per_op(20000, || unsafe {
-                    with_raw_context(raw_ctx, |c| Ok::<_, Error>(black_box(c).as_raw())).unwrap();
+                    with_raw_context(raw_ctx.cast(), |c| Ok::<_, Error>(black_box(c).as_raw()))
+                        .unwrap();
                 })
             }),
             raw: Box::new(move || {

@@ -288,11 +288,11 @@ fn check_values(
         .map(|(i, buf)| {
             let batch = (buf, vec![1.0f32; LEN], Arc::clone(scale));
             streams[i % streams.len()].submit(batch, |s, (d, host, scale)| {
-                s.copy_from_host_view(d, host)?;
+                s.copy_from_host_view(d, host.into_ref())?;
                 for _ in 0..10 {
                     s.launch(scale, CFG, (d, 2.0))?;
                 }
-                s.copy_to_host_view(host, d)
+                s.copy_to_host_view(host, d.into_ref())
             })
         })
         .collect();
@@ -380,10 +380,13 @@ fn main() {
         std::process::exit(1);
     }
     // the last handle: the teardown's result covers every release that failed on any thread
-    match home.close() {
-        Some(Ok(())) => {}
-        Some(Err(e)) => panic!("closing the owned context reported an error: {e}"),
-        None => panic!("a handle of the owned context outlived the benchmark"),
+    assert_eq!(
+        home.handles(),
+        1,
+        "a handle of the owned context outlived the benchmark"
+    );
+    if let Err(e) = home.close() {
+        panic!("closing the owned context reported an error: {e}");
     }
 }
 

@@ -460,8 +460,8 @@ fn launch_costs(device: &Device) -> Result<(f64, f64), Error> {
             // dropped.
             let (raw_f, raw_s) = unsafe {
                 (
-                    empty.function().as_raw() as rc::CUfunction,
-                    stream.as_raw() as rc::CUstream,
+                    empty.function().as_raw().cast::<rc::CUfunc_st>(),
+                    stream.as_raw().cast::<rc::CUstream_st>(),
                 )
             };
             let raw_d = 0u64;

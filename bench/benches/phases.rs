@@ -70,7 +70,7 @@ fn round_trip<'ctx, K: StreamKind>(
             let d = s.bind_mut(dev);
             let (up, down) = pinned.split_at_mut(512);
             s.copy_from_host(d.slice(..512), &*up)?;
-            s.copy_to_host(down, d.slice(..512))
+            s.copy_to_host(down, d.slice(..512).into_ref())
         })
         .unwrap();
 }
@@ -98,7 +98,7 @@ fn main() {
         // SAFETY (of the raw handles and addresses here): the raw column uses them while
         // their values live, destroys and frees none of them, and touches the buffers only
         // outside the scopes of the other columns.
-        let raw_ctx = unsafe { run.as_raw() };
+        let raw_ctx = unsafe { run.as_raw() }.cast();
         // The plain column: a plain guard of the same context (and the pinned buffer both
         // columns use, since pinned memory is made with a plain guard).
         let measure = |plain: cuda_brand::ContextGuard<'_>| {

@@ -109,7 +109,7 @@ fn main() {
                         ts[3] = Instant::now();
                         s.launch(&add, config, (a, b, c))?;
                         ts[4] = Instant::now();
-                        s.copy_to_vec(&mut out, c)?;
+                        s.copy_to_vec(&mut out, c.into_ref())?;
                         ts[5] = Instant::now();
                         Ok::<_, Error>(())
                     })

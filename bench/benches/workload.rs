@@ -105,7 +105,7 @@ fn scope_round<'ctx>(
         let (a, b) = (s.alloc_from_slice(ha)?, s.alloc_from_slice(hb)?);
         let c = s.alloc_zeroed::<f32>(ha.len())?;
         s.launch(add, config, (a, b, c))?;
-        s.copy_to_vec(&mut out, c)
+        s.copy_to_vec(&mut out, c.into_ref())
     })?;
     verify(ha, hb, &out);
     Ok(())

@@ -635,11 +635,15 @@ where
 /// `raw` must be a live context that nothing destroys, resets or pops while `f` runs, so
 /// that it outlives every value branded inside `f`.
 #[inline]
-pub unsafe fn with_raw_context<R, E, F>(raw: CUcontext, f: F) -> Result<R, E>
+pub unsafe fn with_raw_context<R, E, F>(
+    raw: crate::driver::handles::CUcontext,
+    f: F,
+) -> Result<R, E>
 where
     F: for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<R, E>,
     E: From<Error>,
 {
+    let raw: CUcontext = raw.cast();
     let Some(raw) = NonNull::new(raw) else {
         return Err(Error::with_detail(
             "with_raw_context",

@@ -371,12 +371,12 @@ impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
     /// crate only as the crate's scopes would (a buffer read while nothing writes it and
     /// written while nothing else uses it, alive until that work has finished).
     #[inline]
-    pub unsafe fn as_raw(self) -> CUcontext {
+    pub unsafe fn as_raw(self) -> crate::driver::handles::CUcontext {
         // every pending synchronous write, through the synchronous layer's hook (one
         // atomic load while nothing is pending); a failure is a sticky error that every
         // later call in the context reports
         let _ = teardown::wait_for_sync_writes();
-        self.raw()
+        self.raw().cast()
     }
 
     /// Runs `f` with this context current on the calling thread (see [`in_context`]).
@@ -521,11 +521,11 @@ impl<'ctx> SharedContext<'ctx> {
     /// where this crate pushed it, the handle is not used after the context's closure has
     /// returned, and work queued through it uses this crate's memory as a scope would.
     #[inline]
-    pub unsafe fn as_raw(self) -> CUcontext {
+    pub unsafe fn as_raw(self) -> crate::driver::handles::CUcontext {
         // every pending synchronous write, through the synchronous layer's hook (one
         // atomic load while nothing is pending); a failure is a sticky error that every
         // later call in the context reports
         let _ = teardown::wait_for_sync_writes();
-        self.raw()
+        self.raw().cast()
     }
 }

@@ -31,7 +31,7 @@
 //!         let g = Gemm::new(m, n, k).ops(Op::T, Op::N).alpha(0.5);
 //!         let cv = s.bind_mut(&mut c); // C, for two operations of the scope
 //!         blas.gemm(s, &g, &a, &b, cv)?; // C = 0.5 Aᵀ B: every element 16
-//!         blas.nrm2(s, cv.as_ref(), &mut norm) // in stream order, after the GEMM
+//!         blas.nrm2(s, cv.into_ref(), &mut norm) // in stream order, after the GEMM
 //!     })?;
 //!     assert_eq!(c.to_vec()?[0], 16.0);
 //!     assert_eq!(norm.to_vec()?[0], 16.0 * ((m * n) as f32).sqrt());

@@ -14,9 +14,9 @@
 //!
 //! | plan | cuFFT | `exec` |
 //! |---|---|---|
-//! | `FftPlan<'ctx, Complex32, Complex32>` | C2C | `plan.exec(s, &input, &mut output, Direction::Forward)`, or `exec_in_place(s, &mut buf, direction)` |
-//! | `FftPlan<'ctx, f32, Complex32>` | R2C (always forward) | `plan.exec(s, &input, &mut output)` |
-//! | `FftPlan<'ctx, Complex32, f32>` | C2R (always inverse) | `plan.exec(s, &mut input, &mut output)`: cuFFT overwrites a C2R input, so it is borrowed exclusively |
+//! | `FftPlan<'ctx, Complex32, Complex32>` | C2C | `plan.exec(s, &mut output, &input, Direction::Forward)`, or `exec_in_place(s, &mut buf, direction)` |
+//! | `FftPlan<'ctx, f32, Complex32>` | R2C (always forward) | `plan.exec(s, &mut output, &input)` |
+//! | `FftPlan<'ctx, Complex32, f32>` | C2R (always inverse) | `plan.exec(s, &mut output, &mut input)`: cuFFT overwrites a C2R input, so it is borrowed exclusively |
 //!
 //! and the same with `Complex64` and `f64` (Z2Z, D2Z, Z2D). A plan is made once for a
 //! shape (row-major, the last extent contiguous, one to three extents) and a batch count,
@@ -32,7 +32,7 @@
 //!     let signal: Vec<Complex32> = (0..8).map(|i| Complex32::new(i as f32, 0.0)).collect();
 //!     let input = ctx.from_slice(&signal)?;
 //!     let mut spectrum = ctx.zeroed::<Complex32>(8)?;
-//!     ctx.stream()?.scope(|s| plan.exec(s, &input, &mut spectrum, Direction::Forward))?;
+//!     ctx.stream()?.scope(|s| plan.exec(s, &mut spectrum, &input, Direction::Forward))?;
 //!     assert_eq!(spectrum.to_vec()?[0], Complex32::new(28.0, 0.0)); // the sum
 //!     Ok(())
 //! })

@@ -38,7 +38,7 @@ use crate::stream::HandleOrder;
 ///     assert_eq!((plan.input_len(), plan.output_len()), (24, 16));
 ///     let input = ctx.from_slice(&[1.0f64; 24])?;
 ///     let mut spectrum = ctx.zeroed::<Complex64>(16)?;
-///     ctx.stream()?.scope(|s| plan.exec(s, &input, &mut spectrum))?;
+///     ctx.stream()?.scope(|s| plan.exec(s, &mut spectrum, &input))?;
 ///     assert_eq!(spectrum.to_vec()?[0], Complex64::new(24.0, 0.0)); // only the mean
 ///     Ok(())
 /// })
@@ -225,14 +225,15 @@ macro_rules! complex_to_complex {
         /// Complex-to-complex transforms (feature `cufft`).
         impl<'ctx> FftPlan<'ctx, $c, $c> {
             /// Queues the batch's transforms (`cufftExecC2C`/`Z2Z`) of `input` into
-            /// `output` in `direction`, on `scope`'s stream. Both hold exactly
+            /// `output` in `direction`, on `scope`'s stream: the destination first, as every
+            /// operation of the crate takes it. Both hold exactly
             /// [`input_len`](Self::input_len) elements and do not overlap; checked before
             /// cuFFT, each error naming the argument.
             pub fn exec<'scope, K: StreamKind>(
                 &'scope self,
                 scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-                input: impl IntoDeviceRef<'scope, 'ctx, $c>,
                 output: impl IntoDeviceMut<'scope, 'ctx, $c>,
+                input: impl IntoDeviceRef<'scope, 'ctx, $c>,
                 direction: Direction,
             ) -> Result<()> {
                 const WHAT: &str = "FftPlan::exec";
@@ -281,8 +282,8 @@ macro_rules! real_and_complex {
             pub fn exec<'scope, K: StreamKind>(
                 &'scope self,
                 scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-                input: impl IntoDeviceRef<'scope, 'ctx, $r>,
                 output: impl IntoDeviceMut<'scope, 'ctx, $c>,
+                input: impl IntoDeviceRef<'scope, 'ctx, $r>,
             ) -> Result<()> {
                 const WHAT: &str = "FftPlan::exec";
                 let (i, o) = (input.into_ref(Crate(())), output.into_mut(Crate(())));
@@ -309,8 +310,8 @@ macro_rules! real_and_complex {
             pub fn exec<'scope, K: StreamKind>(
                 &'scope self,
                 scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-                input: impl IntoDeviceMut<'scope, 'ctx, $c>,
                 output: impl IntoDeviceMut<'scope, 'ctx, $r>,
+                input: impl IntoDeviceMut<'scope, 'ctx, $c>,
             ) -> Result<()> {
                 const WHAT: &str = "FftPlan::exec";
                 let (i, o) = (input.into_mut(Crate(())), output.into_mut(Crate(())));

@@ -114,6 +114,7 @@ macro_rules! cu {
 
 pub(crate) mod dylib;
 pub(crate) mod ffi;
+pub(crate) mod handles;
 pub(crate) mod host_fn_flag;
 mod jit_args;
 mod table;

@@ -87,9 +87,9 @@ impl<'g, 'ctx> Graph<'g, 'ctx> {
     /// set: the graph holds exactly the memory its captured nodes use, and instantiation
     /// and updates rely on it); and the handle is not used after this `Graph` is dropped.
     #[inline]
-    pub unsafe fn as_raw(&self) -> CUgraph {
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUgraph {
         order::before_raw_escape(Touched::Anything);
-        self.raw()
+        self.raw().cast()
     }
 
     /// The number of nodes (one per captured operation).
@@ -207,9 +207,9 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// would launch it: the memory it touches alive and used by nothing else until the
     /// launch has finished.
     #[inline]
-    pub unsafe fn as_raw(&self) -> CUgraphExec {
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUgraphExec {
         order::before_raw_escape(Touched::Anything);
-        self.raw()
+        self.raw().cast()
     }
 
     /// The number of nodes of the graph it was made from.

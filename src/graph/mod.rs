@@ -115,10 +115,10 @@
 //!         let (input, inp) = g.lend_host(&mut input);
 //!         let (output, out) = g.lend_host(&mut output);
 //!         let x = g.bind_mut(&mut x);
-//!         g.copy_from_host(x, input)?;
+//!         g.copy_from_host(x, input.into_ref())?;
 //!         g.launch(&scale, LaunchConfig::linear(4, 256), (x, 2.0f32))?;
 //!         g.launch(&scale, LaunchConfig::linear(4, 256), (x, 3.0f32))?;
-//!         g.copy_to_host(output, x)?;
+//!         g.copy_to_host(output, x.into_ref())?;
 //!         Ok((inp, out))
 //!     })?;
 //!     let mut exec = graph.instantiate()?;

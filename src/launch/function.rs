@@ -161,9 +161,9 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// while nothing writes it, written while nothing else uses it, alive until the kernel
     /// has finished).
     #[inline]
-    pub unsafe fn as_raw(&self) -> CUfunction {
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUfunction {
         order::before_raw_escape(Touched::Spans(&[]));
-        self.raw()
+        self.raw().cast()
     }
 
     /// One attribute's value (`cuFuncGetAttribute`).

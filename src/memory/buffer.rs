@@ -630,6 +630,16 @@ impl<'ctx, T: DeviceCopy> Deref for DeviceBuffer<'ctx, T> {
     }
 }
 
+/// The buffer's elements, shared: what a function that reads device memory of either
+/// kind takes as `impl Into<&DeviceSlice>` ([`copy_peer`](crate::copy_peer)'s source), so
+/// that `&buffer` and `&buffer[range]` are accepted and `&mut buffer` is not.
+impl<'a, 'ctx, T: DeviceCopy> From<&'a DeviceBuffer<'ctx, T>> for &'a DeviceSlice<'ctx, T> {
+    #[inline]
+    fn from(buffer: &'a DeviceBuffer<'ctx, T>) -> Self {
+        buffer
+    }
+}
+
 impl<T: DeviceCopy> DerefMut for DeviceBuffer<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut Self::Target {

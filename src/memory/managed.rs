@@ -26,9 +26,9 @@
 //!     data[0] = 10.0; // the host writes it directly
 //!     ctx.stream()?.scope(|s| {
 //!         let d = s.bind_mut(data.as_device_mut());
-//!         s.prefetch(d, MemoryLocation::Device(ctx.device()?))?;
+//!         s.prefetch(d.into_ref(), MemoryLocation::Device(ctx.device()?))?;
 //!         s.launch(&scale, LaunchConfig::linear(1, 32), (d, 2.0f32))?;
-//!         s.prefetch(d, MemoryLocation::Host)
+//!         s.prefetch(d.into_ref(), MemoryLocation::Host)
 //!     })?; // the scope is over: the host may touch it again
 //!     assert_eq!(&data[..], [20.0, 4.0, 6.0]);
 //!     Ok(())

@@ -69,7 +69,7 @@ pub use pinned::PinnedBuffer;
 #[doc(inline)]
 pub use pitched::DeviceBuffer2D;
 #[doc(inline)]
-pub use pitched3d::{DeviceBuffer3D, Region3D};
+pub use pitched3d::{DeviceBuffer3D, Part3D, Part3DMut, Region3D};
 #[doc(inline)]
 pub use pool::{MemoryPool, ReusePolicy};
 #[doc(inline)]

@@ -342,7 +342,9 @@ fn refusal(
 
 /// Copies `src`, memory of the context `'s`, into `dst`, memory of the context `'d`
 /// (`cuMemcpyPeer`), between devices or contexts; complete when it returns. Each buffer
-/// comes with its own context's guard, destination first. Needs no peer access.
+/// comes with its own context's guard, destination first. The source is `&buffer` or
+/// `&buffer[range]`, shared only, so a swapped call does not compile even with one
+/// context's guard given twice. Needs no peer access.
 ///
 /// # Errors
 /// [`Invalid::LengthMismatch`] if the lengths differ (before any
@@ -364,12 +366,27 @@ fn refusal(
 /// })
 /// # }
 /// ```
-pub fn copy_peer<'d, 's, T: DeviceCopy>(
+///
+/// A source borrowed `&mut` is refused, so a call with the two buffers swapped does not
+/// compile, also between two buffers of one context:
+///
+/// ```compile_fail,E0277
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let (mut a, mut b) = (ctx.zeroed::<u32>(4)?, ctx.zeroed::<u32>(4)?);
+///     cuda_brand::copy_peer(&mut a, ctx, &mut b, ctx) // the source `&b`, not `&mut b`
+/// })
+/// # }
+/// ```
+pub fn copy_peer<'a, 'd, 's: 'a, T: DeviceCopy>(
     dst: &mut DeviceSlice<'d, T>,
     dst_ctx: ContextGuard<'d>,
-    src: &DeviceSlice<'s, T>,
+    src: impl Into<&'a DeviceSlice<'s, T>>,
     src_ctx: ContextGuard<'s>,
 ) -> Result<()> {
+    let src = src.into();
     lengths_match("copy_peer", dst.len(), src.len())?;
     if dst.size_in_bytes() == 0 {
         return Ok(());

@@ -3,7 +3,11 @@
 //! `cuMemAllocPitch` of `height * depth` rows, slice after slice), and 3D copies
 //! (`cuMemcpy3D`) of whole volumes or of boxes inside them ([`Region3D`]) between it and
 //! host memory or another 3D buffer, synchronous or queued in a stream scope
-//! (`cuMemcpy3DAsync`).
+//! (`cuMemcpy3DAsync`). A copy's device side is all of a buffer (`&buffer`, `&mut buffer`)
+//! or a box of it ([`buffer.region(r)`](DeviceBuffer3D::region) for a source, a
+//! [`Part3D`]; [`buffer.region_mut(r)`](DeviceBuffer3D::region_mut) for a destination, a
+//! [`Part3DMut`]), as a 1D copy's is a buffer or `&buffer[range]`: one method per kind of
+//! copy takes either.
 //!
 //! A host volume is a slice read (or written) as `depth` slices of `height` rows of `width`
 //! elements, rows `row_len` elements apart and slices `slice_rows` rows apart; a packed
@@ -19,8 +23,8 @@
 //! The stream-scope forms are
 //! [`StreamScope::copy_3d_from_host`](crate::StreamScope::copy_3d_from_host),
 //! [`copy_3d_to_host`](crate::StreamScope::copy_3d_to_host),
-//! [`copy_3d_from_device`](crate::StreamScope::copy_3d_from_device) and their `_region_`
-//! forms; like every scope operation they borrow what they touch until the scope has
+//! [`copy_3d_from_device`](crate::StreamScope::copy_3d_from_device), destination first;
+//! like every scope operation they borrow what they touch until the scope has
 //! synchronized.
 //!
 //! ```no_run
@@ -36,7 +40,7 @@
 //!     assert_eq!(a.to_vec()?, volume);
 //!     // the 2 x 2 x 1 box of `a` at x 1, y 1, z 1, into a buffer of that shape
 //!     let mut b = DeviceBuffer3D::<u32>::zeroed(ctx, 2, 2, 1)?;
-//!     b.copy_region_from_device([0, 0, 0], &a, Region3D::new([1, 1, 1], [2, 2, 1]))?;
+//!     b.copy_from_device(a.region(Region3D::new([1, 1, 1], [2, 2, 1])))?;
 //!     assert_eq!(b.to_vec()?, [17, 18, 21, 22]);
 //!     // back to the host through a stream scope
 //!     let mut back = vec![0u32; 4];
@@ -73,7 +77,7 @@ use crate::synchronous::Access;
 ///     let slice = vec![1.0f32; 64 * 64];
 ///     ctx.stream()?.scope(|s| {
 ///         let third = Region3D::new([0, 0, 3], [64, 64, 1]);
-///         s.copy_3d_region_from_host(&mut volume, third, &slice, 64, 64)
+///         s.copy_3d_from_host(volume.region_mut(third), &slice, 64, 64)
 ///     })?;
 ///     let packed = volume.to_vec()?;
 ///     assert_eq!(packed[3 * 64 * 64], 1.0);
@@ -147,6 +151,277 @@ impl Region3D {
             origin: [0; 3],
             extent,
         }
+    }
+}
+
+/// A box of a [`DeviceBuffer3D`] that a copy reads: all of it (`&buffer`, through
+/// `From`) or a region of it ([`buffer.region(r)`](DeviceBuffer3D::region)). The copy
+/// checks that the region lies inside the buffer, before any driver call. A copy's source
+/// takes this or `&buffer` only, never `&mut buffer`: a swapped destination and source do
+/// not compile.
+///
+/// # The brand
+///
+/// Its brand is its buffer's (`'ctx`, invariant): parts of two contexts' buffers never
+/// have one type, and a copy between two buffers of one context cannot be given one of
+/// each:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{DeviceBuffer3D, Part3D, Region3D};
+///
+/// /// Takes two parts of buffers of one context.
+/// fn one_context<'ctx>(_: Part3D<'_, 'ctx, u32>, _: Part3D<'_, 'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let on_a = DeviceBuffer3D::<u32>::zeroed(a, 4, 4, 4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let on_b = DeviceBuffer3D::<u32>::zeroed(b, 4, 4, 4)?;
+///         let r = Region3D::new([0, 0, 0], [2, 2, 2]);
+///         one_context(on_a.region(r), on_b.region(r)); // two contexts: does not compile
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Part3D<'a, 'ctx, T: DeviceCopy> {
+    /// The buffer, borrowed shared for as long as the part lives. Its brand `'ctx` is the
+    /// buffer's, invariant as the buffer is, so a part of one context's buffer never has
+    /// the type of another's.
+    buffer: &'a DeviceBuffer3D<'ctx, T>,
+    region: Region3D,
+}
+
+impl<T: DeviceCopy> Clone for Part3D<'_, '_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for Part3D<'_, '_, T> {}
+
+/// A box of a [`DeviceBuffer3D`] that a copy writes: all of it (`&mut buffer`, through
+/// `From`) or a region of it ([`buffer.region_mut(r)`](DeviceBuffer3D::region_mut)). The
+/// copy checks that the region lies inside the buffer, before any driver call.
+///
+/// # The brand
+///
+/// Its brand is its buffer's (`'ctx`, invariant), as [`Part3D`]'s:
+///
+/// ```compile_fail,E0521
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{DeviceBuffer3D, Part3DMut, Region3D};
+///
+/// /// Takes two parts of buffers of one context.
+/// fn one_context<'ctx>(_: Part3DMut<'_, 'ctx, u32>, _: Part3DMut<'_, 'ctx, u32>) {}
+///
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |a| {
+///     let mut on_a = DeviceBuffer3D::<u32>::zeroed(a, 4, 4, 4)?;
+///     with_context(&device, ContextFlags::default(), |b| {
+///         let mut on_b = DeviceBuffer3D::<u32>::zeroed(b, 4, 4, 4)?;
+///         let r = Region3D::new([0, 0, 0], [2, 2, 2]);
+///         // two contexts: does not compile
+///         one_context(on_a.region_mut(r), on_b.region_mut(r));
+///         Ok(())
+///     })
+/// })
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Part3DMut<'a, 'ctx, T: DeviceCopy> {
+    /// The buffer, borrowed exclusively for as long as the part lives. Its brand `'ctx` is
+    /// the buffer's, invariant as the buffer is (and as `&mut` makes it anyway).
+    buffer: &'a mut DeviceBuffer3D<'ctx, T>,
+    region: Region3D,
+}
+
+impl<'a, 'ctx, T: DeviceCopy> From<&'a DeviceBuffer3D<'ctx, T>> for Part3D<'a, 'ctx, T> {
+    /// All of the buffer.
+    fn from(buffer: &'a DeviceBuffer3D<'ctx, T>) -> Self {
+        buffer.region(buffer.whole())
+    }
+}
+
+impl<'a, 'ctx, T: DeviceCopy> From<&'a mut DeviceBuffer3D<'ctx, T>> for Part3DMut<'a, 'ctx, T> {
+    /// All of the buffer.
+    fn from(buffer: &'a mut DeviceBuffer3D<'ctx, T>) -> Self {
+        let whole = buffer.whole();
+        buffer.region_mut(whole)
+    }
+}
+
+impl<'a, 'ctx, T: DeviceCopy> Part3D<'a, 'ctx, T> {
+    /// The box, in its buffer.
+    pub fn region(&self) -> Region3D {
+        self.region
+    }
+
+    /// The whole allocation of the buffer, for a scope's order book.
+    pub(crate) fn span(&self) -> Span {
+        self.buffer.span(false)
+    }
+
+    /// A copy of this box into the host volume `dst`, checked (see the
+    /// [module documentation](crate::memory::pitched3d)); `what` names the operation in the
+    /// error.
+    pub(crate) fn plan_to_host(
+        &self,
+        what: &'static str,
+        dst: &mut [T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<Copy3D> {
+        let region = self.region;
+        check_region(what, "the source region", region, self.buffer.shape())?;
+        let pitch = check_host_volume::<T>(what, dst.len(), region.extent, row_len, slice_rows)?;
+        Ok(Copy3D {
+            dst: Side3D {
+                memory: Side2D::HostMut(dst.as_mut_ptr().cast(), pitch),
+                slice_rows,
+                at: [0; 3],
+            },
+            src: self.buffer.side(region.origin),
+            extent: DeviceBuffer3D::<T>::extent_bytes(region.extent),
+        })
+    }
+
+    /// Copies the box into `dst` (from `dst[0]`), rows `row_len` elements and slices
+    /// `slice_rows` rows apart; complete when it returns. Host elements between the rows
+    /// and slices are left as they were.
+    ///
+    /// # Errors
+    /// If the region is not inside the buffer, or `dst` cannot hold the volume (before any
+    /// driver call).
+    pub fn copy_to_host(self, dst: &mut [T], row_len: usize, slice_rows: usize) -> Result<()> {
+        self.copy_to_host_as("Part3D::copy_to_host", dst, row_len, slice_rows)
+    }
+
+    fn copy_to_host_as(
+        self,
+        what: &'static str,
+        dst: &mut [T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<()> {
+        let copy = self.plan_to_host(what, dst, row_len, slice_rows)?;
+        // SAFETY: a plan of this buffer's part; `dst` is borrowed exclusively (any bytes are
+        // a valid `T`), the buffer shared.
+        unsafe { self.buffer.run(&copy) }
+    }
+}
+
+impl<'a, 'ctx, T: DeviceCopy> Part3DMut<'a, 'ctx, T> {
+    /// The box, in its buffer.
+    pub fn region(&self) -> Region3D {
+        self.region
+    }
+
+    /// The whole allocation of the buffer, for a scope's order book.
+    pub(crate) fn span(&self) -> Span {
+        self.buffer.span(true)
+    }
+
+    /// A copy of the host volume `src` into this box, checked (see the
+    /// [module documentation](crate::memory::pitched3d)); `what` names the operation in the
+    /// error.
+    pub(crate) fn plan_from_host(
+        &self,
+        what: &'static str,
+        src: &[T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<Copy3D> {
+        let region = self.region;
+        check_region(what, "the destination region", region, self.buffer.shape())?;
+        let pitch = check_host_volume::<T>(what, src.len(), region.extent, row_len, slice_rows)?;
+        Ok(Copy3D {
+            dst: self.buffer.side(region.origin),
+            src: Side3D {
+                memory: Side2D::Host(src.as_ptr().cast(), pitch),
+                slice_rows,
+                at: [0; 3],
+            },
+            extent: DeviceBuffer3D::<T>::extent_bytes(region.extent),
+        })
+    }
+
+    /// A copy of the box `src` into this one, checked: both inside their buffers, and of
+    /// one extent, or an [`Invalid::ShapeMismatch`] naming both (this box's `expected`,
+    /// the source's `found`).
+    pub(crate) fn plan_from_device(
+        &self,
+        what: &'static str,
+        src: &Part3D<'_, 'ctx, T>,
+    ) -> Result<Copy3D> {
+        check_region(
+            what,
+            "the destination region",
+            self.region,
+            self.buffer.shape(),
+        )?;
+        check_region(what, "the source region", src.region, src.buffer.shape())?;
+        if self.region.extent != src.region.extent {
+            return Err(Error::invalid_input(
+                what,
+                Invalid::ShapeMismatch {
+                    expected: self.region.extent,
+                    found: src.region.extent,
+                },
+            ));
+        }
+        Ok(Copy3D {
+            dst: self.buffer.side(self.region.origin),
+            src: src.buffer.side(src.region.origin),
+            extent: DeviceBuffer3D::<T>::extent_bytes(self.region.extent),
+        })
+    }
+
+    /// Copies a host volume of the box's extent from `src` (rows `row_len` elements and
+    /// slices `slice_rows` rows apart, from `src[0]`) into the box; complete when it
+    /// returns.
+    ///
+    /// # Errors
+    /// If the region is not inside the buffer, or `src` does not hold the volume (before
+    /// any driver call).
+    pub fn copy_from_host(self, src: &[T], row_len: usize, slice_rows: usize) -> Result<()> {
+        self.copy_from_host_as("Part3DMut::copy_from_host", src, row_len, slice_rows)
+    }
+
+    fn copy_from_host_as(
+        self,
+        what: &'static str,
+        src: &[T],
+        row_len: usize,
+        slice_rows: usize,
+    ) -> Result<()> {
+        let copy = self.plan_from_host(what, src, row_len, slice_rows)?;
+        // SAFETY: a plan of this buffer's part; the buffer is borrowed exclusively, `src`
+        // shared.
+        unsafe { self.buffer.run(&copy) }
+    }
+
+    /// Copies `src`, a box of another 3D buffer of this extent (`other.region(r)`, or
+    /// `&other` for all of it), into this box; complete when it returns.
+    ///
+    /// # Errors
+    /// If either region is not inside its buffer, or their extents differ (before any
+    /// driver call).
+    pub fn copy_from_device<'s>(self, src: impl Into<Part3D<'s, 'ctx, T>>) -> Result<()>
+    where
+        'ctx: 's,
+    {
+        self.copy_from_device_as("Part3DMut::copy_from_device", src.into())
+    }
+
+    fn copy_from_device_as(self, what: &'static str, src: Part3D<'_, 'ctx, T>) -> Result<()> {
+        let copy = self.plan_from_device(what, &src)?;
+        // SAFETY: a plan of this buffer's part; this buffer is borrowed exclusively and
+        // `src`'s shared (two distinct allocations).
+        unsafe { self.buffer.run(&copy) }
     }
 }
 
@@ -329,97 +604,14 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         [byte_len::<T>(extent[0]), extent[1], extent[2]]
     }
 
-    /// A copy of the host volume `src` into `region` of this buffer, checked (see the
-    /// [module documentation](crate::memory::pitched3d)); `what` names the operation in the
-    /// error.
-    pub(crate) fn plan_from_host(
-        &self,
-        what: &'static str,
-        region: Region3D,
-        src: &[T],
-        row_len: usize,
-        slice_rows: usize,
-    ) -> Result<Copy3D> {
-        check_region(what, "the destination region", region, self.shape())?;
-        let pitch = check_host_volume::<T>(what, src.len(), region.extent, row_len, slice_rows)?;
-        Ok(Copy3D {
-            dst: self.side(region.origin),
-            src: Side3D {
-                memory: Side2D::Host(src.as_ptr().cast(), pitch),
-                slice_rows,
-                at: [0; 3],
-            },
-            extent: Self::extent_bytes(region.extent),
-        })
-    }
-
-    /// A copy of `region` of this buffer into the host volume `dst`, checked.
-    pub(crate) fn plan_to_host(
-        &self,
-        what: &'static str,
-        region: Region3D,
-        dst: &mut [T],
-        row_len: usize,
-        slice_rows: usize,
-    ) -> Result<Copy3D> {
-        check_region(what, "the source region", region, self.shape())?;
-        let pitch = check_host_volume::<T>(what, dst.len(), region.extent, row_len, slice_rows)?;
-        Ok(Copy3D {
-            dst: Side3D {
-                memory: Side2D::HostMut(dst.as_mut_ptr().cast(), pitch),
-                slice_rows,
-                at: [0; 3],
-            },
-            src: self.side(region.origin),
-            extent: Self::extent_bytes(region.extent),
-        })
-    }
-
-    /// A copy of `src_region` of `src` into this buffer at `origin`, checked.
-    pub(crate) fn plan_from_device(
-        &self,
-        what: &'static str,
-        origin: [usize; 3],
-        src: &DeviceBuffer3D<'ctx, T>,
-        src_region: Region3D,
-    ) -> Result<Copy3D> {
-        check_region(what, "the source region", src_region, src.shape())?;
-        let region = Region3D::new(origin, src_region.extent);
-        check_region(what, "the destination region", region, self.shape())?;
-        Ok(Copy3D {
-            dst: self.side(origin),
-            src: src.side(src_region.origin),
-            extent: Self::extent_bytes(src_region.extent),
-        })
-    }
-
-    /// The plan of a whole-buffer copy from `src`: same shapes, or an
-    /// [`Invalid::ShapeMismatch`] naming both.
-    pub(crate) fn plan_from_same_shape(
-        &self,
-        what: &'static str,
-        src: &DeviceBuffer3D<'ctx, T>,
-    ) -> Result<Copy3D> {
-        if self.shape() != src.shape() {
-            return Err(Error::invalid_input(
-                what,
-                Invalid::ShapeMismatch {
-                    expected: self.shape(),
-                    found: src.shape(),
-                },
-            ));
-        }
-        self.plan_from_device(what, [0; 3], src, src.whole())
-    }
-
     /// Runs `copy`, a plan of this buffer, in the buffer's context: with host memory
     /// complete when it returns, between device buffers completed by a record of the
     /// thread's sync stream (as every synchronous device write: `crate::synchronous`). A copy
     /// of no bytes reaches no driver.
     ///
     /// # Safety
-    /// `copy` was made by one of this buffer's `plan_*` functions, and the caller borrows
-    /// both of its sides for the call (exclusively the one it writes).
+    /// `copy` was made by a `plan_*` function of a part of this buffer, and the caller
+    /// borrows both of its sides for the call (exclusively the one it writes).
     unsafe fn run(&self, copy: &Copy3D) -> Result<()> {
         if copy.is_empty() {
             return Ok(());
@@ -439,112 +631,61 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         })
     }
 
+    /// The box `region` of the buffer, for a copy that reads it
+    /// ([`Part3D::copy_to_host`], or the source of a 3D copy); `&buffer` is all of it.
+    /// The copy checks that `region` lies inside the buffer, before any driver call.
+    pub fn region(&self, region: Region3D) -> Part3D<'_, 'ctx, T> {
+        Part3D {
+            buffer: self,
+            region,
+        }
+    }
+
+    /// The box `region` of the buffer, for a copy that writes it
+    /// ([`Part3DMut::copy_from_host`], [`Part3DMut::copy_from_device`], or the destination
+    /// of a scope's 3D copy); `&mut buffer` is all of it. The copy checks that `region`
+    /// lies inside the buffer, before any driver call.
+    pub fn region_mut(&mut self, region: Region3D) -> Part3DMut<'_, 'ctx, T> {
+        Part3DMut {
+            buffer: self,
+            region,
+        }
+    }
+
     /// Copies a host volume of the buffer's shape from `src`, rows `row_len` elements and
-    /// slices `slice_rows` rows apart, into the buffer; complete when it returns.
+    /// slices `slice_rows` rows apart, into the buffer; complete when it returns. A region
+    /// of the buffer is [`region_mut`](Self::region_mut)`(r).copy_from_host(..)`.
     ///
     /// # Errors
     /// If `src` does not hold the volume (before any driver call).
     pub fn copy_from_host(&mut self, src: &[T], row_len: usize, slice_rows: usize) -> Result<()> {
         let what = "DeviceBuffer3D::copy_from_host";
-        let copy = self.plan_from_host(what, self.whole(), src, row_len, slice_rows)?;
-        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
-        unsafe { self.run(&copy) }
-    }
-
-    /// Copies a host volume of `region`'s extent from `src` (rows `row_len` elements and
-    /// slices `slice_rows` rows apart, from `src[0]`) into `region` of the buffer; complete
-    /// when it returns.
-    ///
-    /// # Errors
-    /// If `region` is not inside the buffer, or `src` does not hold the volume (before any
-    /// driver call).
-    pub fn copy_region_from_host(
-        &mut self,
-        region: Region3D,
-        src: &[T],
-        row_len: usize,
-        slice_rows: usize,
-    ) -> Result<()> {
-        let copy = self.plan_from_host(
-            "DeviceBuffer3D::copy_region_from_host",
-            region,
-            src,
-            row_len,
-            slice_rows,
-        )?;
-        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
-        unsafe { self.run(&copy) }
+        Part3DMut::from(self).copy_from_host_as(what, src, row_len, slice_rows)
     }
 
     /// Copies the buffer into `dst`, rows `row_len` elements and slices `slice_rows` rows
-    /// apart; complete when it returns.
+    /// apart; complete when it returns. A region of the buffer is
+    /// [`region`](Self::region)`(r).copy_to_host(..)`.
     ///
     /// # Errors
     /// If `dst` cannot hold the volume (before any driver call).
     pub fn copy_to_host(&self, dst: &mut [T], row_len: usize, slice_rows: usize) -> Result<()> {
         let what = "DeviceBuffer3D::copy_to_host";
-        let copy = self.plan_to_host(what, self.whole(), dst, row_len, slice_rows)?;
-        // SAFETY: this buffer's plan; `dst` is borrowed exclusively (any bytes are a valid
-        // `T`), `self` shared.
-        unsafe { self.run(&copy) }
+        Part3D::from(self).copy_to_host_as(what, dst, row_len, slice_rows)
     }
 
-    /// Copies `region` of the buffer into `dst` (from `dst[0]`), rows `row_len` elements
-    /// and slices `slice_rows` rows apart; complete when it returns. Host elements between
-    /// the rows and slices are left as they were.
+    /// Copies `src`, another 3D buffer of this one's shape (`&other`) or a box of that
+    /// extent of one (`other.region(r)`), into this buffer; complete when it returns.
     ///
     /// # Errors
-    /// If `region` is not inside the buffer, or `dst` cannot hold the volume (before any
-    /// driver call).
-    pub fn copy_region_to_host(
-        &self,
-        region: Region3D,
-        dst: &mut [T],
-        row_len: usize,
-        slice_rows: usize,
-    ) -> Result<()> {
-        let copy = self.plan_to_host(
-            "DeviceBuffer3D::copy_region_to_host",
-            region,
-            dst,
-            row_len,
-            slice_rows,
-        )?;
-        // SAFETY: this buffer's plan; `dst` is borrowed exclusively (any bytes are a valid
-        // `T`), `self` shared.
-        unsafe { self.run(&copy) }
-    }
-
-    /// Copies another 3D buffer of the same shape into this one; complete when it returns.
-    ///
-    /// # Errors
-    /// If the shapes differ (before any driver call).
-    pub fn copy_from_device(&mut self, src: &DeviceBuffer3D<'ctx, T>) -> Result<()> {
-        let copy = self.plan_from_same_shape("DeviceBuffer3D::copy_from_device", src)?;
-        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
-        unsafe { self.run(&copy) }
-    }
-
-    /// Copies `src_region` of `src` into this buffer, its first element at `origin`;
-    /// complete when it returns.
-    ///
-    /// # Errors
-    /// If `src_region` is not inside `src`, or the box of its extent at `origin` not inside
-    /// this buffer (before any driver call).
-    pub fn copy_region_from_device(
-        &mut self,
-        origin: [usize; 3],
-        src: &DeviceBuffer3D<'ctx, T>,
-        src_region: Region3D,
-    ) -> Result<()> {
-        let copy = self.plan_from_device(
-            "DeviceBuffer3D::copy_region_from_device",
-            origin,
-            src,
-            src_region,
-        )?;
-        // SAFETY: this buffer's plan; `self` is borrowed exclusively, `src` shared.
-        unsafe { self.run(&copy) }
+    /// If the source region is not inside its buffer, or its extent is not this buffer's
+    /// shape (before any driver call).
+    pub fn copy_from_device<'s>(&mut self, src: impl Into<Part3D<'s, 'ctx, T>>) -> Result<()>
+    where
+        'ctx: 's,
+    {
+        let what = "DeviceBuffer3D::copy_from_device";
+        Part3DMut::from(self).copy_from_device_as(what, src.into())
     }
 
     /// The volume, packed (`width * height * depth` elements, slice after slice, row after
@@ -682,69 +823,89 @@ mod tests {
             refusal(a.copy_to_host(&mut out, 3, 3))
                 .starts_with("DeviceBuffer3D::copy_to_host: a host row of 3 elements")
         );
+        // the destination's shape `expected`, the source's `found`, as a length mismatch
         assert_eq!(
             refusal(a.copy_from_device(&b)),
             "DeviceBuffer3D::copy_from_device: the shapes differ: [4, 3, 2] expected, [4, 3, 1] found"
         );
         // region copies: the region, then the host volume
         assert!(
-            refusal(a.copy_region_from_host(outside, &host, 4, 1))
-                .starts_with("DeviceBuffer3D::copy_region_from_host: the destination region")
+            refusal(a.region_mut(outside).copy_from_host(&host, 4, 1))
+                .starts_with("Part3DMut::copy_from_host: the destination region")
         );
         assert!(
-            refusal(a.copy_region_to_host(outside, &mut out, 4, 1))
-                .starts_with("DeviceBuffer3D::copy_region_to_host: the source region")
+            refusal(a.region(outside).copy_to_host(&mut out, 4, 1))
+                .starts_with("Part3D::copy_to_host: the source region")
         );
         let inside = Region3D::new([1, 1, 1], [3, 2, 1]);
         assert!(
-            refusal(a.copy_region_from_host(inside, &host[..2], 3, 2))
+            refusal(a.region_mut(inside).copy_from_host(&host[..2], 3, 2))
                 .contains("the range 0..6 is out of bounds for length 2")
         );
         assert!(
-            refusal(a.copy_region_to_host(inside, &mut out, 3, 1))
+            refusal(a.region(inside).copy_to_host(&mut out, 3, 1))
                 .contains("a host slice of 1 rows is shorter than the 2 rows copied per slice")
         );
         assert!(
-            refusal(a.copy_region_from_device([0, 0, 0], &b, outside))
-                .starts_with("DeviceBuffer3D::copy_region_from_device: the source region")
+            refusal(
+                a.region_mut(Region3D::new([0, 0, 0], [4, 1, 1]))
+                    .copy_from_device(b.region(outside))
+            )
+            .starts_with("Part3DMut::copy_from_device: the source region")
         );
         // the source region fits `b`, but not at this place in `a`
         assert_eq!(
-            refusal(a.copy_region_from_device([0, 0, 2], &b, b.whole())),
-            "DeviceBuffer3D::copy_region_from_device: the destination region (origin \
+            refusal(
+                a.region_mut(Region3D::new([0, 0, 2], [4, 3, 1]))
+                    .copy_from_device(&b)
+            ),
+            "Part3DMut::copy_from_device: the destination region (origin \
              [0, 0, 2], extent [4, 3, 1]) is not inside the buffer's shape [4, 3, 2]"
+        );
+        // two boxes inside their buffers, of two extents
+        assert_eq!(
+            refusal(
+                a.region_mut(inside)
+                    .copy_from_device(b.region(Region3D::new([0, 0, 0], [3, 1, 1])))
+            ),
+            "Part3DMut::copy_from_device: the shapes differ: [3, 2, 1] expected, [3, 1, 1] found"
         );
         // the plans of the scope's copies are the same checks under the scope's names
         assert!(
-            refusal(a.plan_from_host("copy_3d_from_host", a.whole(), &host[..1], 4, 3))
+            refusal(Part3DMut::from(&mut a).plan_from_host("copy_3d_from_host", &host[..1], 4, 3))
                 .starts_with("copy_3d_from_host: the range 0..")
         );
         assert!(
-            refusal(b.plan_to_host("copy_3d_to_host", outside, &mut out, 4, 3))
-                .starts_with("copy_3d_to_host: the source region")
+            refusal(
+                b.region(outside)
+                    .plan_to_host("copy_3d_to_host", &mut out, 4, 3)
+            )
+            .starts_with("copy_3d_to_host: the source region")
         );
         assert!(
-            refusal(a.plan_from_same_shape("copy_3d_from_device", &b))
+            refusal(Part3DMut::from(&mut a).plan_from_device("copy_3d_from_device", &(&b).into()))
                 .starts_with("copy_3d_from_device: the shapes differ: [4, 3, 2]")
         );
         assert!(
-            refusal(a.plan_from_device(
-                "copy_3d_region_from_device",
-                [3, 0, 0],
-                &b,
-                Region3D::new([1, 1, 0], [3, 2, 1]),
-            ))
-            .starts_with("copy_3d_region_from_device: the destination region")
+            refusal(
+                a.region_mut(Region3D::new([3, 0, 0], [3, 2, 1]))
+                    .plan_from_device(
+                        "copy_3d_from_device",
+                        &b.region(Region3D::new([1, 1, 0], [3, 2, 1])),
+                    )
+            )
+            .starts_with("copy_3d_from_device: the destination region")
         );
     }
 
     #[test]
     fn checked_copies_describe_the_right_boxes_to_the_driver() {
-        let a = unallocated([4, 3, 2]);
+        let mut a = unallocated([4, 3, 2]);
         let b = unallocated([4, 3, 1]);
         let host = [0u16; 24];
         let copy = a
-            .plan_from_host("t", Region3D::new([1, 2, 1], [3, 1, 1]), &host, 5, 4)
+            .region_mut(Region3D::new([1, 2, 1], [3, 1, 1]))
+            .plan_from_host("t", &host, 5, 4)
             .unwrap();
         assert_eq!(copy.extent, [6, 1, 1], "bytes per row, rows, slices");
         assert_eq!(copy.dst.at, [2, 2, 1], "x in bytes");
@@ -755,7 +916,8 @@ mod tests {
             "host pitch in bytes"
         );
         let copy = a
-            .plan_from_device("t", [0, 1, 1], &b, Region3D::new([2, 0, 0], [2, 2, 1]))
+            .region_mut(Region3D::new([0, 1, 1], [2, 2, 1]))
+            .plan_from_device("t", &b.region(Region3D::new([2, 0, 0], [2, 2, 1])))
             .unwrap();
         assert_eq!(
             (copy.dst.at, copy.src.at, copy.extent),
@@ -763,7 +925,8 @@ mod tests {
         );
         // an empty box is checked too, then reaches no driver
         let empty = a
-            .plan_from_host("t", Region3D::new([4, 3, 2], [0, 0, 0]), &[], 0, 0)
+            .region_mut(Region3D::new([4, 3, 2], [0, 0, 0]))
+            .plan_from_host("t", &[], 0, 0)
             .unwrap();
         assert!(empty.is_empty());
     }

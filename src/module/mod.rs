@@ -282,9 +282,9 @@ impl<'ctx> Module<'ctx> {
     /// them; and its globals are written through the driver only while no kernel or copy
     /// of this crate may read them.
     #[inline]
-    pub unsafe fn as_raw(&self) -> CUmodule {
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUmodule {
         order::before_raw_escape(Touched::Spans(&[]));
-        self.raw()
+        self.raw().cast()
     }
 
     /// The function `name` (`cuModuleGetFunction`); a name the module does not have is

@@ -24,11 +24,11 @@ where
     pub fn all_reduce<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.defer(comm, Operation::all_reduce(src, dst, op))
+        self.defer(comm, Operation::all_reduce(dst, src, op))
     }
 
     /// [`Communicator::all_reduce_in_place`] on this scope, queued when the group's
@@ -47,11 +47,11 @@ where
     pub fn broadcast<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        self.defer(comm, Operation::broadcast(src, dst, root))
+        self.defer(comm, Operation::broadcast(dst, src, root))
     }
 
     /// [`Communicator::broadcast_in_place`] on this scope, queued when the group's
@@ -70,12 +70,12 @@ where
     pub fn reduce<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        self.defer(comm, Operation::reduce(src, dst, op, root))
+        self.defer(comm, Operation::reduce(dst, src, op, root))
     }
 
     /// [`Communicator::reduce_in_place`] on this scope, queued when the group's
@@ -95,10 +95,10 @@ where
     pub fn all_gather<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        self.defer(comm, Operation::all_gather(src, dst))
+        self.defer(comm, Operation::all_gather(dst, src))
     }
 
     /// [`Communicator::all_gather_in_place`] on this scope, queued when the group's
@@ -116,11 +116,11 @@ where
     pub fn reduce_scatter<T: NcclType>(
         self,
         comm: &'scope Communicator<'ctx>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.defer(comm, Operation::reduce_scatter(src, dst, op))
+        self.defer(comm, Operation::reduce_scatter(dst, src, op))
     }
 
     /// [`Communicator::reduce_scatter_in_place`] on this scope, queued when the group's

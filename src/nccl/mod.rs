@@ -39,8 +39,9 @@
 //! # Operations
 //!
 //! Every operation is a method of the [`Communicator`] taking a stream scope of its
-//! context, like any asynchronous work: `comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum)`
-//! (the scope, then the buffers in NCCL's order, source first). Element
+//! context, like any asynchronous work: `comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum)`
+//! (the scope, then the buffers, destination before source, as every copy of the crate;
+//! NCCL's C API has the source first, and a swapped call does not compile). Element
 //! types map to NCCL's through the sealed [`NcclType`] (`i8`, `u8`, `i32`, `u32`, `i64`,
 //! `u64`, `f32`, `f64`). Operations that read one buffer and write another take two
 //! distinct borrows; the ones that read and write one buffer are the `_in_place` forms
@@ -101,7 +102,7 @@
 //!    every buffer of an operation until it has synchronized its stream, exactly as for a
 //!    copy or a launch: dropping, reading or writing `dst` while an all-reduce may still
 //!    write it does not compile.
-//! 4. **In place or out of place is in the types.** `comm.all_reduce(s, &src, &mut dst, op)`
+//! 4. **In place or out of place is in the types.** `comm.all_reduce(s, &mut dst, &src, op)`
 //!    takes a shared and an exclusive borrow, so `src` and `dst` cannot be one buffer;
 //!    `comm.all_reduce_in_place(s, &mut buf, op)` is the form that reads and writes one.
 //!    Two views of one bound buffer that overlap (which the borrow checker cannot see) are

@@ -80,8 +80,8 @@ pub(super) enum Operation<'s, 'ctx, T> {
 /// scope binds (`&buffer`, `&mut buffer`, a bound view), bound here, once for both fronts.
 impl<'s, 'ctx, T> Operation<'s, 'ctx, T> {
     pub(super) fn all_reduce(
-        src: impl IntoDeviceRef<'s, 'ctx, T>,
         dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
         op: ReduceOp,
     ) -> Self {
         let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
@@ -94,8 +94,8 @@ impl<'s, 'ctx, T> Operation<'s, 'ctx, T> {
     }
 
     pub(super) fn broadcast(
-        src: impl IntoDeviceRef<'s, 'ctx, T>,
         dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
         root: usize,
     ) -> Self {
         let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
@@ -108,8 +108,8 @@ impl<'s, 'ctx, T> Operation<'s, 'ctx, T> {
     }
 
     pub(super) fn reduce(
-        src: impl IntoDeviceRef<'s, 'ctx, T>,
         dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
         op: ReduceOp,
         root: usize,
     ) -> Self {
@@ -127,8 +127,8 @@ impl<'s, 'ctx, T> Operation<'s, 'ctx, T> {
     }
 
     pub(super) fn all_gather(
-        src: impl IntoDeviceRef<'s, 'ctx, T>,
         dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
     ) -> Self {
         let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));
         Operation::AllGather { src, dst }
@@ -140,8 +140,8 @@ impl<'s, 'ctx, T> Operation<'s, 'ctx, T> {
     }
 
     pub(super) fn reduce_scatter(
-        src: impl IntoDeviceRef<'s, 'ctx, T>,
         dst: impl IntoDeviceMut<'s, 'ctx, T>,
+        src: impl IntoDeviceRef<'s, 'ctx, T>,
         op: ReduceOp,
     ) -> Self {
         let (src, dst) = (src.into_ref(Crate(())), dst.into_mut(Crate(())));

@@ -13,8 +13,10 @@ use crate::scope::{IntoDeviceMut, IntoDeviceRef, StreamScope};
 
 /// The NCCL operations (feature `nccl`): each is queued at once on the stream of `scope`, a
 /// scope of the communicator's context, and the scope borrows the communicator and the
-/// buffers until it has synchronized. The scope comes first, then the buffers in NCCL's
-/// order, source first; an operation that reads and writes one buffer is its `_in_place`
+/// buffers until it has synchronized. The scope comes first, then the buffers, the
+/// destination before the source, as every copy of the crate takes them (NCCL's C API
+/// has the source first); the source takes only shared views (`&buffer`, a `DeviceRef`),
+/// so a swapped call does not compile. An operation that reads and writes one buffer is its `_in_place`
 /// form. Checked before NCCL sees anything, each an error naming the operation: lengths
 /// against the communicator's rank count, the root or peer against its ranks, overlap of
 /// an out-of-place operation's source and destination, and, for a
@@ -39,7 +41,7 @@ impl<'ctx> Communicator<'ctx> {
     ///     let comm = clique.communicator(ctx)?;
     ///     let src = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
     ///     let mut dst = ctx.zeroed::<f32>(3)?;
-    ///     ctx.stream()?.scope(|s| comm.all_reduce(s, &src, &mut dst, ReduceOp::Sum))?;
+    ///     ctx.stream()?.scope(|s| comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum))?;
     ///     assert_eq!(dst.to_vec()?, [1.0, 2.0, 3.0]);
     ///     Ok(())
     /// })
@@ -48,11 +50,11 @@ impl<'ctx> Communicator<'ctx> {
     pub fn all_reduce<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
         scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.now(scope, Operation::all_reduce(src, dst, op))
+        self.now(scope, Operation::all_reduce(dst, src, op))
     }
 
     /// Queues an in-place all-reduce (`ncclAllReduce` with one buffer): every rank's `buf`
@@ -71,11 +73,11 @@ impl<'ctx> Communicator<'ctx> {
     pub fn broadcast<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
         scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         root: usize,
     ) -> Result<()> {
-        self.now(scope, Operation::broadcast(src, dst, root))
+        self.now(scope, Operation::broadcast(dst, src, root))
     }
 
     /// Queues an in-place broadcast: rank `root` sends `buf`, every other rank receives
@@ -94,12 +96,12 @@ impl<'ctx> Communicator<'ctx> {
     pub fn reduce<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
         scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        self.now(scope, Operation::reduce(src, dst, op, root))
+        self.now(scope, Operation::reduce(dst, src, op, root))
     }
 
     /// Queues an in-place reduce: rank `root`'s `buf` becomes the reduction of all ranks'
@@ -127,11 +129,11 @@ impl<'ctx> Communicator<'ctx> {
     ///     let comm = clique.communicator(ctx)?;
     ///     let mine = ctx.from_slice(&[1i32, 2])?;
     ///     let mut all = ctx.zeroed::<i32>(2 * comm.ranks())?; // one block per rank
-    ///     ctx.stream()?.scope(|s| comm.all_gather(s, &mine, &mut all))?;
+    ///     ctx.stream()?.scope(|s| comm.all_gather(s, &mut all, &mine))?;
     ///     assert_eq!(all.to_vec()?, [1, 2]);
     ///     // a destination of the wrong length is refused before NCCL sees it
     ///     let mut short = ctx.zeroed::<i32>(1)?;
-    ///     assert!(ctx.stream()?.scope(|s| comm.all_gather(s, &mine, &mut short)).is_err());
+    ///     assert!(ctx.stream()?.scope(|s| comm.all_gather(s, &mut short, &mine)).is_err());
     ///     Ok(())
     /// })
     /// # }
@@ -139,10 +141,10 @@ impl<'ctx> Communicator<'ctx> {
     pub fn all_gather<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
         scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
     ) -> Result<()> {
-        self.now(scope, Operation::all_gather(src, dst))
+        self.now(scope, Operation::all_gather(dst, src))
     }
 
     /// Queues an in-place all-gather: `buf` holds one block per rank (its length a
@@ -162,11 +164,11 @@ impl<'ctx> Communicator<'ctx> {
     pub fn reduce_scatter<'scope, T: NcclType, K: StreamKind>(
         &'scope self,
         scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
-        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
+        src: impl IntoDeviceRef<'scope, 'ctx, T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.now(scope, Operation::reduce_scatter(src, dst, op))
+        self.now(scope, Operation::reduce_scatter(dst, src, op))
     }
 
     /// Queues an in-place reduce-scatter: `buf` holds one block per rank, and block `rank`

@@ -14,7 +14,7 @@ use cuda_driver_sys::CUctx_st;
 
 use super::release;
 use crate::context::{self, ContextFlags, ContextGuard, Device, Held};
-use crate::driver::{self, CUcontext};
+use crate::driver;
 use crate::error::{Error, Invalid, Result};
 use crate::memory::{DeviceBuffer, DeviceCopy, ManagedBuffer, MemoryPool, PinnedBuffer};
 use crate::module::Module;
@@ -645,19 +645,30 @@ impl OwnedContext {
         Ok(unsafe { Owned::from_branded(value, self.clone()) })
     }
 
-    /// Gives up this handle. If it was the last, the context is torn down here and the
-    /// teardown's result returned (`Some`): the context's synchronization (a sticky error
-    /// such as an illegal address), its destruction or release, and the releases of its
-    /// handles that failed when they were dropped. If other handles remain, nothing
-    /// happens and the result is `None`.
-    pub fn close(self) -> Option<Result<()>> {
-        let record = Arc::into_inner(self.record)?;
+    /// Gives up this handle. If it was the last ([`handles`](Self::handles) is 1), the
+    /// context is torn down here and the teardown's result returned: the context's
+    /// synchronization (a sticky error such as an illegal address), its destruction or
+    /// release, and the releases of its handles that failed when they were dropped. If
+    /// other handles remain, nothing else happens and the result is `Ok(())`: the last
+    /// handle's `close` (or drop) tears the context down.
+    pub fn close(self) -> Result<()> {
+        let Some(record) = Arc::into_inner(self.record) else {
+            return Ok(());
+        };
         if driver::in_host_fn() {
             // dropping defers it (see `Drop for Record`)
             drop(record);
-            return Some(Err(driver::driver_call_refused("OwnedContext::close")));
+            return Err(driver::driver_call_refused("OwnedContext::close"));
         }
-        Some(record.give_up())
+        record.give_up()
+    }
+
+    /// How many handles of this context exist now: this one, its clones, and the one each
+    /// [`Owned`] value, [`OwnedKernel`](crate::OwnedKernel) and pending batch of it holds.
+    /// Another thread may change it at any time; `1` means this handle's
+    /// [`close`](Self::close) tears the context down unless a clone is made first.
+    pub fn handles(&self) -> usize {
+        Arc::strong_count(&self.record)
     }
 
     /// Whether `ctx` is a guard of this context: what [`bind`](Owned::bind) and
@@ -738,9 +749,9 @@ impl OwnedContext {
     /// As for [`ContextGuard::as_raw`]: the context is not destroyed, reset or popped where
     /// this crate pushed it, the handle is not used after the last handle of the context is
     /// gone, and work queued through it uses this crate's memory as a scope would.
-    pub unsafe fn as_raw(&self) -> CUcontext {
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUcontext {
         order::before_raw_escape(Touched::Anything);
-        self.record.raw.as_ptr()
+        self.record.raw.as_ptr().cast()
     }
 }
 

@@ -189,7 +189,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
     ///     let mut back = Vec::new();
     ///     ctx.stream()?.scope(|s| {
     ///         let d = s.alloc_from_slice(&host)?;
-    ///         s.copy_to_vec(&mut back, d)
+    ///         s.copy_to_vec(&mut back, d.into_ref())
     ///     })?;
     ///     assert_eq!(back, host);
     ///     Ok(())

@@ -10,7 +10,7 @@ use crate::context::StreamKind;
 use crate::driver;
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::{DeviceCopy, DeviceSlice, Memset, lengths_match, overlap_error};
+use crate::memory::{DeviceCopy, Memset, lengths_match, overlap_error};
 use crate::span::Span;
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
@@ -115,7 +115,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///     stream.scope(|s| {
     ///         let d = s.alloc_zeroed::<f32>(1 << 20)?;
     ///         s.fill(d, 1.5)?;
-    ///         s.copy_to_vec(&mut out, d)
+    ///         s.copy_to_vec(&mut out, d.into_ref())
     ///     })?;
     ///     assert_eq!(out, vec![1.5; 1 << 20]);
     ///     Ok(())
@@ -195,8 +195,9 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
 
     /// Queues a copy from `src`, memory of another context `'peer` (another device,
     /// usually), into `dst`, memory of this scope's context (`cuMemcpyPeerAsync`).
-    /// `src_ctx` is the source's guard, so the two brands cannot be swapped; `src` stays
-    /// borrowed until the scope has synchronized. Needs no peer access.
+    /// `src_ctx` is the source's guard, so the two brands cannot be swapped; `src`
+    /// (`&buffer` or `&buffer[range]`, shared only, as every source) stays borrowed until
+    /// the scope has synchronized. Needs no peer access.
     ///
     /// # Errors
     /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
@@ -204,10 +205,10 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     pub fn copy_from_peer<'peer, T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
-        src: &'scope DeviceSlice<'peer, T>,
+        src: impl IntoDeviceRef<'scope, 'peer, T>,
         src_ctx: crate::context::ContextGuard<'peer>,
     ) -> Result<()> {
-        let dst = dst.into_mut(Crate(()));
+        let (dst, src) = (dst.into_mut(Crate(())), src.into_ref(Crate(())));
         lengths_match("copy_from_peer", dst.len(), src.len())?;
         if dst.bytes() == 0 {
             return Ok(());
@@ -217,7 +218,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         let dst_ctx = unsafe { driver::stream_get_ctx(stream) }?;
         // both ends named: the source, memory of another context, may have a pending
         // synchronous write (of any sync stream) that the copy must follow
-        let spans = [write_span(&dst), src.span(false)];
+        let spans = [write_span(&dst), read_span(&src)];
         self.ordered(&spans, None, || {
             // SAFETY: both contexts are alive (brands); each range is memory its context
             // may access (its own, or a peer's through a `PeerAccess` view); both stay
@@ -227,7 +228,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
                 driver::memcpy_peer_async(
                     dst.ptr,
                     dst_ctx,
-                    src.device_ptr(),
+                    src.ptr,
                     src_ctx.raw(),
                     dst.bytes(),
                     stream,

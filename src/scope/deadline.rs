@@ -141,7 +141,7 @@ impl<'ctx> Stream<'ctx> {
     ///         |s| {
     ///             let d = s[0].bind_mut(&mut buf);
     ///             s[0].fill(d, 7)?;
-    ///             s[1].copy_to_host(&mut host, d) // ordered after the fill by the crate
+    ///             s[1].copy_to_host(&mut host, d.into_ref()) // ordered after the fill by the crate
     ///         },
     ///     )?;
     ///     assert!(host.iter().all(|&x| x == 7));

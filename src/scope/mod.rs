@@ -129,7 +129,7 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 ///     stream.scope(|s| {
 ///         let d = s.bind_mut(&mut buf); // one buffer, written by two operations in order
 ///         s.fill(d, 7)?;
-///         s.copy_to_host(&mut host, d)
+///         s.copy_to_host(&mut host, d.into_ref())
 ///     })?; // synchronized: `host` is complete, `buf` is free again
 ///     assert!(host.iter().all(|&x| x == 7));
 ///     Ok(())

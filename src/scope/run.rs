@@ -40,7 +40,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     ///     stream.scope(|s| {
     ///         let d = s.bind_mut(&mut device_copy);
     ///         s.copy_from_host(d, &host)?;
-    ///         s.copy_to_host(&mut back, d)
+    ///         s.copy_to_host(&mut back, d.into_ref())
     ///     })?; // synchronized here: `back` is complete, `host` and `device_copy` free again
     ///     assert_eq!(back, vec![1.0; 1024]);
     ///     Ok(())
@@ -75,7 +75,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     ///     a.scope_pair(&b, |sa, sb| {
     ///         let d = sa.bind_mut(&mut buf);
     ///         sa.fill(d, 7)?;
-    ///         sb.copy_to_host(&mut host, d) // b waits for a's fill: the crate orders it
+    ///         sb.copy_to_host(&mut host, d.into_ref()) // b waits for a's fill: the crate orders it
     ///     })?;
     ///     assert!(host.iter().all(|&x| x == 7));
     ///     Ok(())
@@ -116,7 +116,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     ///         for (i, (src, dst)) in host.chunks(chunk).zip(back.chunks_mut(chunk)).enumerate() {
     ///             let part = d.slice(i * chunk..(i + 1) * chunk);
     ///             lanes[i].copy_from_host(part, src)?;
-    ///             lanes[i].copy_to_host(dst, part)?;
+    ///             lanes[i].copy_to_host(dst, part.into_ref())?;
     ///         }
     ///         Ok(())
     ///     })?;
@@ -200,7 +200,7 @@ impl<'ctx> Stream<'ctx> {
     ///     a.scope_pair_and_teardown(&b, |sa, sb| {
     ///         let d = sa.bind_mut(&mut buf);
     ///         sa.fill(d, 7)?;
-    ///         Ok::<_, anyhow::Error>(sb.copy_to_host(&mut host, d)?)
+    ///         Ok::<_, anyhow::Error>(sb.copy_to_host(&mut host, d.into_ref())?)
     ///     })
     ///     .map_err(|failed| cuda_brand::Error::with_detail("my step", cuda_brand::ErrorCode::Unknown, failed.to_string()))?;
     ///     Ok(())

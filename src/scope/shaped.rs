@@ -1,12 +1,14 @@
 //! The 2D and 3D copies of a scope: pitched buffers ([`DeviceBuffer2D`],
-//! [`DeviceBuffer3D`]) to and from the host and each other, queued on the scope's stream.
+//! [`DeviceBuffer3D`](crate::memory::DeviceBuffer3D)) to and from the host and each other,
+//! queued on the scope's stream, destination first. A 3D copy's device side is all of a
+//! buffer or a box of it ([`Part3D`], [`Part3DMut`]): one method per kind of copy.
 
 use super::StreamScope;
 use crate::context::StreamKind;
 use crate::driver::{self, Copy3D, Side2D};
 use crate::error::Result;
 use crate::memory::pitched::{DeviceBuffer2D, host_pitch, host_rows};
-use crate::memory::{DeviceBuffer3D, DeviceCopy, Region3D};
+use crate::memory::{DeviceCopy, Part3D, Part3DMut};
 use crate::span::Span;
 
 impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
@@ -29,115 +31,68 @@ impl<'scope, 'ctx, K: StreamKind> StreamScope<'scope, '_, 'ctx, K> {
         })
     }
 
-    /// Queues a 3D copy of a host volume of `dst`'s shape from `src`, rows `row_len`
-    /// elements and slices `slice_rows` rows apart, into `dst` (`cuMemcpy3DAsync`).
+    /// Queues a 3D copy of a host volume from `src`, rows `row_len` elements and slices
+    /// `slice_rows` rows apart (from `src[0]`), into `dst` (`cuMemcpy3DAsync`): all of a
+    /// buffer (`&mut buffer`) or a box of it (`buffer.region_mut(r)`), whose extent the
+    /// volume has.
     ///
     /// # Errors
-    /// If `src` does not hold the volume (before any driver call).
+    /// If the region is not inside its buffer, or `src` does not hold the volume (before
+    /// any driver call).
     pub fn copy_3d_from_host<T: DeviceCopy>(
         &'scope self,
-        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
+        dst: impl Into<Part3DMut<'scope, 'ctx, T>>,
         src: &'scope [T],
         row_len: usize,
         slice_rows: usize,
     ) -> Result<()> {
-        let copy =
-            dst.plan_from_host("copy_3d_from_host", dst.whole(), src, row_len, slice_rows)?;
-        // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope.
-        unsafe { self.queue_3d(&copy, &[dst.span(true)]) }
+        let dst = dst.into();
+        let copy = dst.plan_from_host("copy_3d_from_host", src, row_len, slice_rows)?;
+        // SAFETY: `dst`'s plan; `dst`'s buffer is borrowed exclusively and `src` shared for
+        // 'scope.
+        unsafe { self.queue_3d(&copy, &[dst.span()]) }
     }
 
-    /// Queues a 3D copy of a host volume of `region`'s extent from `src` (from `src[0]`)
-    /// into `region` of `dst` (`cuMemcpy3DAsync`).
-    ///
-    /// # Errors
-    /// If `region` is not inside `dst`, or `src` does not hold the volume (before any
-    /// driver call).
-    pub fn copy_3d_region_from_host<T: DeviceCopy>(
-        &'scope self,
-        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
-        region: Region3D,
-        src: &'scope [T],
-        row_len: usize,
-        slice_rows: usize,
-    ) -> Result<()> {
-        let what = "copy_3d_region_from_host";
-        let copy = dst.plan_from_host(what, region, src, row_len, slice_rows)?;
-        // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope.
-        unsafe { self.queue_3d(&copy, &[dst.span(true)]) }
-    }
-
-    /// Queues a 3D copy of `src` into `dst`, rows `row_len` elements and slices
+    /// Queues a 3D copy of `src`, all of a buffer (`&buffer`) or a box of it
+    /// (`buffer.region(r)`), into `dst` (from `dst[0]`), rows `row_len` elements and slices
     /// `slice_rows` rows apart (`cuMemcpy3DAsync`); `dst` is complete once the scope has
     /// returned.
     ///
     /// # Errors
-    /// If `dst` cannot hold the volume (before any driver call).
+    /// If the region is not inside its buffer, or `dst` cannot hold the volume (before any
+    /// driver call).
     pub fn copy_3d_to_host<T: DeviceCopy>(
         &'scope self,
         dst: &'scope mut [T],
         row_len: usize,
         slice_rows: usize,
-        src: &'scope DeviceBuffer3D<'ctx, T>,
+        src: impl Into<Part3D<'scope, 'ctx, T>>,
     ) -> Result<()> {
-        let copy = src.plan_to_host("copy_3d_to_host", src.whole(), dst, row_len, slice_rows)?;
+        let src = src.into();
+        let copy = src.plan_to_host("copy_3d_to_host", dst, row_len, slice_rows)?;
         // SAFETY: `src`'s plan; `dst` is borrowed exclusively (any bytes are a valid `T`)
-        // and `src` shared for 'scope.
-        unsafe { self.queue_3d(&copy, &[src.span(false)]) }
+        // and `src`'s buffer shared for 'scope.
+        unsafe { self.queue_3d(&copy, &[src.span()]) }
     }
 
-    /// Queues a 3D copy of `region` of `src` into `dst` (from `dst[0]`), rows `row_len`
-    /// elements and slices `slice_rows` rows apart (`cuMemcpy3DAsync`); `dst` is complete
-    /// once the scope has returned.
+    /// Queues a 3D copy of `src` into `dst` (`cuMemcpy3DAsync`), each all of a buffer
+    /// (`&mut buffer`, `&buffer`) or a box of it (`buffer.region_mut(r)`,
+    /// `buffer.region(r)`), of one extent. The source takes only the shared forms, so a
+    /// swapped call does not compile.
     ///
     /// # Errors
-    /// If `region` is not inside `src`, or `dst` cannot hold the volume (before any driver
+    /// If a region is not inside its buffer, or the extents differ (before any driver
     /// call).
-    pub fn copy_3d_region_to_host<T: DeviceCopy>(
-        &'scope self,
-        dst: &'scope mut [T],
-        row_len: usize,
-        slice_rows: usize,
-        src: &'scope DeviceBuffer3D<'ctx, T>,
-        region: Region3D,
-    ) -> Result<()> {
-        let copy = src.plan_to_host("copy_3d_region_to_host", region, dst, row_len, slice_rows)?;
-        // SAFETY: as in `copy_3d_to_host`.
-        unsafe { self.queue_3d(&copy, &[src.span(false)]) }
-    }
-
-    /// Queues a 3D copy of `src` into `dst`, a buffer of the same shape
-    /// (`cuMemcpy3DAsync`).
-    ///
-    /// # Errors
-    /// If the shapes differ (before any driver call).
     pub fn copy_3d_from_device<T: DeviceCopy>(
         &'scope self,
-        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
-        src: &'scope DeviceBuffer3D<'ctx, T>,
+        dst: impl Into<Part3DMut<'scope, 'ctx, T>>,
+        src: impl Into<Part3D<'scope, 'ctx, T>>,
     ) -> Result<()> {
-        let copy = dst.plan_from_same_shape("copy_3d_from_device", src)?;
-        // SAFETY: `dst`'s plan; `dst` is borrowed exclusively and `src` shared for 'scope
-        // (two distinct allocations).
-        unsafe { self.queue_3d(&copy, &[dst.span(true), src.span(false)]) }
-    }
-
-    /// Queues a 3D copy of `src_region` of `src` into `dst`, its first element at
-    /// `origin` (`cuMemcpy3DAsync`).
-    ///
-    /// # Errors
-    /// If `src_region` is not inside `src`, or the box of its extent at `origin` not inside
-    /// `dst` (before any driver call).
-    pub fn copy_3d_region_from_device<T: DeviceCopy>(
-        &'scope self,
-        dst: &'scope mut DeviceBuffer3D<'ctx, T>,
-        origin: [usize; 3],
-        src: &'scope DeviceBuffer3D<'ctx, T>,
-        src_region: Region3D,
-    ) -> Result<()> {
-        let copy = dst.plan_from_device("copy_3d_region_from_device", origin, src, src_region)?;
-        // SAFETY: as in `copy_3d_from_device`.
-        unsafe { self.queue_3d(&copy, &[dst.span(true), src.span(false)]) }
+        let (dst, src) = (dst.into(), src.into());
+        let copy = dst.plan_from_device("copy_3d_from_device", &src)?;
+        // SAFETY: `dst`'s plan; `dst`'s buffer is borrowed exclusively and `src`'s shared
+        // for 'scope (two distinct allocations).
+        unsafe { self.queue_3d(&copy, &[dst.span(), src.span()]) }
     }
 }
 

@@ -20,6 +20,9 @@ use crate::synchronous as order;
 /// Read access to device memory for the length of a scope: a `Copy` handle that the
 /// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
 /// ([`DeviceMut::into_ref`]); operations also take `&buffer` and `&buffer[range]` directly.
+/// A source takes only these: a `DeviceMut` given where an operation reads is refused until
+/// it is converted (`d.into_ref()`), so a swapped destination and source do not compile
+/// (`ui-tests/fail/4_scopes/scope_device_mut_as_source.rs`).
 ///
 /// # The brand
 ///
@@ -42,8 +45,8 @@ use crate::synchronous as order;
 ///         let (mut on_b, stream_b) = (b.zeroed::<u32>(4)?, b.stream()?);
 ///         stream_a.scope(|sa| {
 ///             stream_b.scope(|sb| {
-///                 let ra = sa.bind_mut(&mut on_a).as_ref();
-///                 let rb = sb.bind_mut(&mut on_b).as_ref();
+///                 let ra = sa.bind_mut(&mut on_a).into_ref();
+///                 let rb = sb.bind_mut(&mut on_b).into_ref();
 ///                 one_context(ra, rb); // two contexts: does not compile
 ///                 Ok(())
 ///             })
@@ -238,7 +241,9 @@ scoped_view!(DeviceRef);
 scoped_view!(DeviceMut);
 
 impl<'scope, 'ctx, T> DeviceMut<'scope, 'ctx, T> {
-    /// The same memory, for reading.
+    /// The same memory, for reading: the explicit conversion an operation's source needs,
+    /// since a source takes only shared views ([`IntoDeviceRef`]). `DeviceMut` is `Copy`,
+    /// so `d` stays usable: `s.copy_from_device(e, d.into_ref())` and later writes of `d`.
     #[inline]
     pub fn into_ref(self) -> DeviceRef<'scope, 'ctx, T> {
         DeviceRef::new(self.ptr, self.len)
@@ -269,11 +274,30 @@ impl<'scope, 'ctx, T> DeviceMut<'scope, 'ctx, T> {
 )]
 pub trait IntoDeviceMut<'scope, 'ctx, T>: sealed::IntoMut<'scope, 'ctx, T> {}
 
-/// Device memory a scope's operation may read: `&buffer`, `&buffer[range]`, a
-/// [`DeviceRef`] or a [`DeviceMut`] of the scope. Sealed.
+/// Device memory a scope's operation may read: `&buffer`, `&buffer[range]` or a
+/// [`DeviceRef`] of the scope. Sealed.
+///
+/// Only shared views: an exclusive one (`&mut buffer`, a [`DeviceMut`]) is a destination,
+/// so a copy whose destination and source are swapped does not compile. A `DeviceMut`
+/// read by an operation is converted explicitly, [`d.into_ref()`](DeviceMut::into_ref):
+///
+/// ```compile_fail,E0277
+/// use cuda_brand::prelude::*;
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     let (mut a, mut b) = (ctx.zeroed::<u32>(4)?, ctx.zeroed::<u32>(4)?);
+///     ctx.stream()?.scope(|s| {
+///         let (a, b) = (s.bind_mut(&mut a), s.bind_mut(&mut b));
+///         s.copy_from_device(a, b) // the source is a `DeviceMut`: `b.into_ref()`
+///     })
+/// })
+/// # }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory this scope may read",
-    label = "expected `&buffer`, `&buffer[range]`, a `DeviceRef` or a `DeviceMut` of this scope",
+    label = "expected `&buffer`, `&buffer[range]` or a `DeviceRef` of this scope",
+    note = "a source takes only shared views: `&buffer`, or `d.into_ref()` for a `DeviceMut` `d`; destinations come first",
     note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait IntoDeviceRef<'scope, 'ctx, T>: sealed::IntoRef<'scope, 'ctx, T> {}
@@ -290,7 +314,7 @@ macro_rules! into_view {
     )* };
 }
 into_view!(IntoDeviceMut, IntoMut, into_mut, DeviceMut: &'scope mut DeviceSlice<'ctx, T>, &'scope mut DeviceBuffer<'ctx, T>, DeviceMut<'scope, 'ctx, T>);
-into_view!(IntoDeviceRef, IntoRef, into_ref, DeviceRef: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>, DeviceMut<'scope, 'ctx, T>);
+into_view!(IntoDeviceRef, IntoRef, into_ref, DeviceRef: &'scope DeviceSlice<'ctx, T>, &'scope DeviceBuffer<'ctx, T>, DeviceRef<'scope, 'ctx, T>);
 
 /// The scope's views as kernel arguments: a `DeviceRef` or a `DeviceMut` for an `In` or an
 /// `InPtr`, a `DeviceMut` for an `Out` or an `OutPtr`; lowered by `$lower`

@@ -233,8 +233,8 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
     /// proof of it is alive, since what streams and the host wait for is what the proof
     /// says was recorded.
     #[inline]
-    pub unsafe fn as_raw(&self) -> CUevent {
-        self.raw()
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUevent {
+        self.raw().cast()
     }
 
     /// Records the event on `stream` (`cuEventRecord`): it completes when the work queued
@@ -278,7 +278,7 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
 ///         sa.fill(d, 7)?;
 ///         let done = filled.record(sa)?;
 ///         sb.wait_event(&done)?; // b's work from here on waits for a's fill
-///         sb.copy_to_host(&mut host, d)
+///         sb.copy_to_host(&mut host, d.into_ref())
 ///     })?;
 ///     assert!(host.iter().all(|&x| x == 7));
 ///     Ok(())
@@ -341,8 +341,8 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     /// As for [`Event::as_raw`]: the event is neither destroyed nor recorded again
     /// through the handle, and the handle is not used after the event is dropped.
     #[inline]
-    pub unsafe fn as_raw(&self) -> CUevent {
-        self.raw()
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUevent {
+        self.raw().cast()
     }
 
     /// The event this proof is of.

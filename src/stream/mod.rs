@@ -244,11 +244,11 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// capture of the stream through the handle is open (`cuStreamBeginCapture`), where a
     /// wait for work outside the capture would end the capture in error.
     #[inline]
-    pub unsafe fn as_raw(&self) -> CUstream {
+    pub unsafe fn as_raw(&self) -> crate::driver::handles::CUstream {
         // A failure is not returned, for the reasons `order::before_raw_escape` gives.
         // SAFETY: the stream is alive (borrowed).
         let _ = unsafe { order::stream_after_writes(self.raw(), Touched::Anything) };
-        self.raw()
+        self.raw().cast()
     }
 
     /// Waits until all work queued on the stream has finished (`cuStreamSynchronize`).

@@ -16,9 +16,9 @@ use std::sync::OnceLock;
 // The bindings' handle types, which are the types `as_raw` returns (`cuda_brand::sys`
 // re-exports them).
 use cuda_brand::phase::Phase;
+use cuda_brand::sys::{CUcontext, CUdevice, CUdeviceptr, CUstream};
 use cuda_brand::sys::{CUgraphExec, CUmemoryPool};
 use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
-use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr, CUstream};
 
 /// Device 0. Where there is none the test is skipped (reported `ignored`, with the
 /// driver's error); with `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.

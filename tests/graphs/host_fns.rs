@@ -51,7 +51,7 @@ fn queue_a_panicking_host_fn<'s, 'e, 'ctx>(
 ) -> Result<(), Error> {
     let (d, o) = (producer.bind_mut(dev), producer.bind_host_mut(out));
     producer.fill(d, 5)?;
-    producer.copy_to_host_view(o.slice(..1), d)?;
+    producer.copy_to_host_view(o.slice(..1), d.into_ref())?;
     consumer.host_fn_on(o.slice(..3), move |v| {
         v[1] = v[0] + 1;
         if v[1] == 6 {
@@ -376,7 +376,7 @@ pub fn calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs()
             other.scope(|s| {
                 let d = s.bind_mut(&mut dev);
                 s.fill(d, 7)?;
-                s.copy_to_host(&mut back, d)
+                s.copy_to_host(&mut back, d.into_ref())
             })
         })?;
         assert!(

@@ -45,8 +45,8 @@ fn main() {
             let copy = filled;
             s[1].wait_event(&filled)?;
             s[2].wait_event(&copy)?;
-            s[1].copy_to_host(&mut host_b, d)?;
-            s[2].copy_to_host(&mut host_c, d)?;
+            s[1].copy_to_host(&mut host_b, d.into_ref())?;
+            s[2].copy_to_host(&mut host_c, d.into_ref())?;
             let _in_time: cuda_brand::Waited = filled.synchronize_within(Duration::from_secs(10))?;
             Ok::<_, cuda_brand::Error>(())
         })?;

@@ -24,9 +24,9 @@ fn main() -> cuda_brand::Result<()> {
             let (input, inp) = g.lend_host(&mut input);
             let (output, out) = g.lend_host(&mut output);
             let x = g.bind_mut(&mut x);
-            g.copy_from_host(x, input)?;
+            g.copy_from_host(x, input.into_ref())?;
             g.launch(&scale, LaunchConfig::linear(1, 256), (x, 2.0f32))?;
-            g.copy_to_host(output, x)?;
+            g.copy_to_host(output, x.into_ref())?;
             Ok((inp, out))
         })?;
         let mut exec = graph.instantiate()?;
@@ -63,7 +63,7 @@ fn main() -> cuda_brand::Result<()> {
         s1.scope(|s| {
             let (d, h) = (s.bind_mut(&mut x), s.bind_host_mut(&mut host));
             s.fill(d, 3.0)?;
-            s.copy_to_host_view(h, d)?;
+            s.copy_to_host_view(h, d.into_ref())?;
             s.host_fn_on(h, |values| seen.lock().unwrap().push(values[0]))?;
             s.host_fn(|| {
                 count.fetch_add(1, Ordering::Relaxed);

@@ -20,7 +20,7 @@ fn main() {
         stream.scope(|s| {
             let d = s.bind_mut(&mut on_device);
             s.copy_from_host(d, &upload)?;
-            s.copy_to_host(&mut download, d)?;
+            s.copy_to_host(&mut download, d.into_ref())?;
             Ok::<_, cuda_brand::Error>(())
         })?;
         // synchronized: the host may read `download` and reuse `upload`

@@ -25,7 +25,7 @@ fn main() {
             sa.fill(d, 7)?;
             let fill_done = filled.record(sa)?;
             sb.wait_event(&fill_done)?; // b's copy starts after a's fill
-            sb.copy_to_host(&mut host, d)?;
+            sb.copy_to_host(&mut host, d.into_ref())?;
             Ok::<_, cuda_brand::Error>(())
         })?;
         assert!(host.iter().all(|&x| x == 7));

@@ -30,7 +30,7 @@ fn main() -> cuda_brand::Result<()> {
         Stream::scope_all(&streams.each_ref(), |s| {
             let d = s[0].bind_mut(&mut on_device);
             s[0].fill(d, 7)?;
-            s[1].copy_to_host(&mut host, d) // waits for stream 0's fill
+            s[1].copy_to_host(&mut host, d.into_ref()) // waits for stream 0's fill
         })?;
         assert!(host.iter().all(|&x| x == 7));
 

@@ -25,8 +25,8 @@ fn main() {
             let recorded = stream.scope(|s| {
                 let d = s.bind_mut(&mut on_device);
                 s.fill(d, 3)?;
-                s.copy_from_device(&mut copy, d)?;
-                s.copy_to_host(&mut host, d)?;
+                s.copy_from_device(&mut copy, d.into_ref())?;
+                s.copy_to_host(&mut host, d.into_ref())?;
                 done.record(s)
             })?;
             recorded.synchronize()?;

@@ -177,9 +177,9 @@ impl Owned<Stream<'static>> {
     /// let scale = Arc::new(unsafe { OwnedKernel::<(Out<f32>, f32)>::new(&module, "scale") }?);
     ///
     /// let work = stream.submit((buf, vec![1.0f32; 1024], scale), |s, (d, host, scale)| {
-    ///     s.copy_from_host_view(d, host)?;
+    ///     s.copy_from_host_view(d, host.into_ref())?;
     ///     s.launch(scale, LaunchConfig::linear(4, 256), (d, 3.0))?;
-    ///     s.copy_to_host_view(host, d)
+    ///     s.copy_to_host_view(host, d.into_ref())
     /// });
     /// // `work.await` in async code; here, without a runtime:
     /// let (result, (_buf, host, _scale)) = work.wait();

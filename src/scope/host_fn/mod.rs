@@ -311,7 +311,8 @@ host_view!(HostMut, *mut T);
 host_view!(HostRef, *const T);
 
 impl<'a, T> HostMut<'a, T> {
-    /// The same memory, for reading.
+    /// The same memory, for reading: the explicit conversion a copy's source needs
+    /// ([`IntoHostRef`] takes only shared views). `HostMut` is `Copy`, so `h` stays usable.
     #[inline]
     pub fn into_ref(self) -> HostRef<'a, T> {
         HostRef::new(self.ptr, self.len)
@@ -323,12 +324,13 @@ impl<'a, T> HostMut<'a, T> {
     }
 }
 
-/// Host memory an operation of a scope or capture may read: `&slice`, a [`HostRef`] or a
-/// [`HostMut`]. Sealed.
+/// Host memory an operation of a scope or capture may read: `&slice` or a [`HostRef`].
+/// Sealed. Only shared views, as for device memory ([`IntoDeviceRef`]):
+/// a [`HostMut`] read by a copy is converted explicitly, [`h.into_ref()`](HostMut::into_ref).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not host memory this scope may read",
-    label = "expected `&slice`, a `HostRef` or a `HostMut` of this scope",
-    note = "a `Vec` or an array is passed as a slice: `&v[..]`",
+    label = "expected `&slice` or a `HostRef` of this scope",
+    note = "a `Vec` or an array is passed as a slice: `&v[..]`; a `HostMut` `h` as `h.into_ref()`",
     note = "see the guide, chapter 10 (`cuda_brand::guide`)"
 )]
 pub trait IntoHostRef<'a, T>: sealed::IntoHostRef<'a, T> {}
@@ -380,13 +382,6 @@ impl<'a, T> sealed::IntoHostRef<'a, T> for HostRef<'a, T> {
     }
 }
 impl<'a, T> IntoHostRef<'a, T> for HostRef<'a, T> {}
-impl<'a, T> sealed::IntoHostRef<'a, T> for HostMut<'a, T> {
-    #[inline(always)]
-    fn into_host_ref(self, _by: Crate) -> HostRef<'a, T> {
-        self.into_ref()
-    }
-}
-impl<'a, T> IntoHostRef<'a, T> for HostMut<'a, T> {}
 impl<'a, T> sealed::IntoHostMut<'a, T> for &'a mut [T] {
     #[inline(always)]
     fn into_host_mut(self, _by: Crate) -> HostMut<'a, T> {
@@ -489,7 +484,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ///         let (d, h) = (s.bind_mut(&mut dev), s.bind_host_mut(&mut host));
     ///         for step in 1..=3u32 {
     ///             s.fill(d, step)?;
-    ///             s.copy_to_host_view(h, d)?;
+    ///             s.copy_to_host_view(h, d.into_ref())?;
     ///             s.host_fn_on(h, |values| seen.lock().unwrap().push(values[0]))?;
     ///         }
     ///         Ok(())
@@ -562,8 +557,8 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
         })
     }
 
-    /// Queues a copy of the host memory `src` (a [`HostMut`] or [`HostRef`] of the scope, or
-    /// a slice) into `dst` (`cuMemcpyHtoDAsync`), for data a host function queued before it
+    /// Queues a copy of the host memory `src` (a [`HostRef`] of the scope, `h.into_ref()`
+    /// of a [`HostMut`] `h`, or a slice) into `dst` (`cuMemcpyHtoDAsync`), for data a host function queued before it
     /// wrote.
     ///
     /// # Errors

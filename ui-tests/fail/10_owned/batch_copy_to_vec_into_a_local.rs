@@ -16,7 +16,7 @@ fn main() -> cuda_brand::Result<()> {
     })?;
     let pending = stream.submit(buf, |s, d| {
         let mut v = Vec::new();
-        s.copy_to_vec(&mut v, d)
+        s.copy_to_vec(&mut v, d.into_ref())
     });
     let _ = pending.wait();
     Ok(())

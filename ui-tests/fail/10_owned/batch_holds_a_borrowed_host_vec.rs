@@ -26,7 +26,7 @@ fn main() -> cuda_brand::Result<()> {
     let mut host = vec![0.0f32; 1024];
     let pending = stream.submit(&mut host, |s, h| {
         let d = s.alloc_zeroed::<f32>(1024)?;
-        s.copy_to_host_view(h, d)
+        s.copy_to_host_view(h, d.into_ref())
     });
     drop(pending);
     Ok(())

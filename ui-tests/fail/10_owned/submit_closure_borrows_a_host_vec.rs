@@ -29,7 +29,7 @@ fn main() -> cuda_brand::Result<()> {
         Ok::<_, cuda_brand::Error>((Arc::new(stream), buf))
     })?;
     let mut host = vec![0.0f32; 1024];
-    let pending = stream.submit(buf, |s, d| s.copy_to_host(&mut host, d));
+    let pending = stream.submit(buf, |s, d| s.copy_to_host(&mut host, d.into_ref()));
     let (result, _buf) = pending.wait();
     result
 }

@@ -27,7 +27,7 @@ fn main() -> cuda_brand::Result<()> {
         outer.scope(|so| {
             let d = so.bind_mut(&mut on_device);
             so.fill(d, 1)?;
-            so.copy_to_host(&mut host, d)?;
+            so.copy_to_host(&mut host, d.into_ref())?;
             inner.scope(|si| si.fill(d, 2))
         })
     })

@@ -23,7 +23,7 @@ fn main() -> cuda_brand::Result<()> {
         outer.scope(|so| {
             inner.scope(|si| {
                 let scratch = si.alloc_zeroed::<u32>(1 << 20)?;
-                so.copy_to_host(&mut host, scratch)
+                so.copy_to_host(&mut host, scratch.into_ref())
             }) // `scratch` is freed here, on the inner stream
         })
     })

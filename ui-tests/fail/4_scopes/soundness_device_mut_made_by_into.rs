@@ -31,7 +31,7 @@ fn main() -> cuda_brand::Result<()> {
         a.scope_pair(&b, |sa, sb| {
             let d: DeviceMut<'_, '_, u32> = (&mut on_device).into();
             sa.fill(d, 7)?;
-            sb.copy_to_host(&mut host, d) // b waits for a's fill
+            sb.copy_to_host(&mut host, d.into_ref()) // b waits for a's fill
         })
     })
 }

@@ -34,8 +34,8 @@ fn main() -> cuda_brand::Result<()> {
         a.scope_pair(&b, |sa, sb| {
             let d = sa.bind_mut(&mut on_device);
             sa.fill(d, 7)?;
-            sb.copy_to_host(&mut checksum, d.slice(..1))?; // ordered after the fill
-            c.scope(|sc| sc.copy_to_host(&mut host, d))
+            sb.copy_to_host(&mut checksum, d.slice(..1).into_ref())?; // ordered after the fill
+            c.scope(|sc| sc.copy_to_host(&mut host, d.into_ref()))
         })
     })
 }

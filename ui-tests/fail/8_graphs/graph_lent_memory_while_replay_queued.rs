@@ -15,7 +15,7 @@ fn main() -> cuda_brand::Result<()> {
             let (output, out) = g.lend_host(&mut output);
             let x = g.bind_mut(&mut x);
             g.fill(x, 7)?;
-            g.copy_to_host(output, x)?;
+            g.copy_to_host(output, x.into_ref())?;
             Ok(out)
         })?;
         let mut exec = graph.instantiate()?;

@@ -16,7 +16,7 @@ fn main() -> cuda_brand::Result<()> {
         ctx.stream()?.scope(|s| {
             let d = s.bind_mut(&mut dev);
             s.fill(d, 7)?;
-            s.copy_to_host(&mut host, d)?;
+            s.copy_to_host(&mut host, d.into_ref())?;
             s.host_fn(|| println!("{}", host[0])) // wrong: `host` is borrowed by the copy
         })
     })

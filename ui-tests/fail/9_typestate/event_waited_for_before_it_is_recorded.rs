@@ -27,7 +27,7 @@ fn main() -> cuda_brand::Result<()> {
             let d = sa.bind_mut(&mut on_device);
             sa.fill(d, 7)?;
             sb.wait_event(&done)?;
-            sb.copy_to_host(&mut host, d)
+            sb.copy_to_host(&mut host, d.into_ref())
         })
     })
 }

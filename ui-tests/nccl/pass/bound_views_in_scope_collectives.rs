@@ -20,8 +20,8 @@ fn main() -> cuda_brand::Result<()> {
         ctx.stream()?.scope(|s| {
             let d = s.bind_mut(&mut buf);
             comm.all_reduce_in_place(s, d.slice(..2), ReduceOp::Sum)?;
-            comm.all_reduce(s, d.slice(..2).into_ref(), d.slice(2..), ReduceOp::Sum)?;
-            s.copy_to_host(&mut host, d)
+            comm.all_reduce(s, d.slice(2..), d.slice(..2).into_ref(), ReduceOp::Sum)?;
+            s.copy_to_host(&mut host, d.into_ref())
         })?;
         assert_eq!(host, [1, 2, 1, 2]);
         Ok(())

@@ -23,7 +23,7 @@ fn main() -> cuda_brand::Result<()> {
             b.scope(|sb| {
                 group(|g| {
                     g.on(sa).all_reduce_in_place(&comm, &mut x, ReduceOp::Max)?;
-                    g.on(sb).all_reduce(&comm, &src, &mut y, ReduceOp::Sum)
+                    g.on(sb).all_reduce(&comm, &mut y, &src, ReduceOp::Sum)
                 })
             })
         })?;
