@@ -144,8 +144,8 @@ fn reduce_with_dynamic_shared_memory_sums_exactly_in_two_passes() {
             s.launch(&reduce, first, (&input, out, n as u32))?;
             let out2 = s.alloc_zeroed::<f32>(blocks2 as usize)?;
             s.launch(&reduce, second, (out.into_ref(), out2, blocks))?;
-            s.copy_to_host(&mut partials, out)?;
-            s.copy_to_host(&mut partials2, out2)
+            s.copy_to_host(&mut partials, out.into_ref())?;
+            s.copy_to_host(&mut partials2, out2.into_ref())
         })?;
         // every first-pass partial is its block's sum
         for (b, &p) in partials.iter().enumerate() {
@@ -353,7 +353,7 @@ fn pointer_arguments_are_ordered_across_the_streams_of_one_scope() {
                 // a again: after b's write of y, spin, then y = 3x + y; b copies y out
                 sa.launch(&spin, LaunchConfig::linear(1, 1), (40_000_000i64,))?;
                 sa.launch(&saxpy, config, (n as i32, 3.0f32, x.into_ref(), y))?;
-                sb.copy_to_host(&mut back, y)
+                sb.copy_to_host(&mut back, y.into_ref())
             })?;
             // y grows by 5 * value each round
             let want = 5.0 * (1..=round).map(f32::from).sum::<f32>();
