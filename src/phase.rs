@@ -131,7 +131,7 @@
 
 #[doc(inline)]
 pub use crate::context::phase::{
-    Allocating, Dynamic, Phase, Preallocated, Run, Setup, StreamKind, Unphased,
+    Allocating, Dynamic, NoPhases, Phase, Preallocated, Run, Setup, StreamKind, Unphased,
 };
 use crate::context::{self, ContextFlags, ContextGuard, Device};
 use crate::error::{Error, Result};

@@ -151,13 +151,14 @@ use cuda_driver_sys::CUctx_st;
 use super::confined::{ENTERED, OWNERS, claim, entered, refuse_inside, thread_token, unclaim};
 use super::enter::{pop_exact, run_then};
 #[doc(inline)]
-pub use super::phase::Partitioned;
-use super::{Brand, ComputeCapability, ContextGuard, Device, teardown};
+pub use super::part::{Part, Partitioned, Unpartitioned, Whole};
+use super::{Brand, ComputeCapability, ContextGuard, Device, Unphased, teardown};
 use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 
-/// A partition's guard: `ContextGuard<'p, Partitioned>`.
-pub type PartitionGuard<'p> = ContextGuard<'p, Partitioned>;
+/// A partition's guard: `ContextGuard<'p, Unphased, Partitioned>`, the guard of the whole
+/// context's methods (phase [`Unphased`](crate::Unphased)) on the part [`Partitioned`].
+pub type PartitionGuard<'p> = ContextGuard<'p, Unphased, Partitioned>;
 
 /// What a split of a device's SMs must respect: how many there are, the smallest part and
 /// the multiple each part's size is rounded up to.
@@ -553,7 +554,7 @@ impl SmGroup<'_> {
     /// [`with_partitions`] is.
     pub fn enter<R, E, F>(self, f: F) -> Result<R, E>
     where
-        F: for<'p> FnOnce(ContextGuard<'p, Partitioned>) -> Result<R, E>,
+        F: for<'p> FnOnce(PartitionGuard<'p>) -> Result<R, E>,
         E: From<Error>,
     {
         // inside a partition of this thread every other context is refused, so what is
@@ -578,7 +579,7 @@ impl SmGroup<'_> {
         // `CUcontext` form outlives `'p`.
         let guard = unsafe { ContextGuard::new_unchecked(handle) };
         run_then(
-            || f(guard.with_phase::<Partitioned>()),
+            || f(guard.with_markers::<Unphased, Partitioned>()),
             move || end_partition(raw, green),
         )
     }
@@ -641,7 +642,7 @@ fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     teardown::keep_both(finished, teardown::take_failed_releases(raw))
 }
 
-impl ContextGuard<'_, Partitioned> {
+impl<P: super::Phase> ContextGuard<'_, P, Partitioned> {
     /// How many SMs the partition has: its part's ([`SmGroup::sm_count`]), kept when it was
     /// entered.
     pub fn sm_count(self) -> u32 {

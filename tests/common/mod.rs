@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 // re-exports them).
 use cuda_brand::phase::Phase;
 use cuda_brand::sys::{CUgraphExec, CUmemoryPool};
-use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
+use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, Part, with_context};
 use cuda_driver_sys::{CUcontext, CUdevice, CUdeviceptr, CUstream};
 
 /// Device 0. Where there is none the test is skipped (reported `ignored`, with the
@@ -157,7 +157,7 @@ pub fn driver() -> &'static Driver {
 
 /// The raw handle of `ctx` (`ContextGuard::as_raw`), to compare with the contexts the
 /// driver reports (`current`) and with other guards' handles.
-pub fn handle<P: Phase>(ctx: ContextGuard<'_, P>) -> CUcontext {
+pub fn handle<P: Phase, S: Part>(ctx: ContextGuard<'_, P, S>) -> CUcontext {
     // SAFETY: the tests compare the handle, and pass it to `with_raw_context` while the
     // context is alive; none destroys, resets or pops the context through it while the
     // crate holds the context.
