@@ -92,12 +92,24 @@
 //!   device memory). A pool destroyed while memory of it is still allocated (setup buffers,
 //!   which only the teardown frees) returns at once; the driver releases the pool once
 //!   that memory is freed (`cuMemPoolDestroy`).
-//! * **Takes a plain guard only**, so it is offered neither in setup nor in the run phase
-//!   (a phased context never hands out a plain guard; passing a phase's guard is a type
-//!   mismatch): graph capture ([`ContextGuard::capture`]), peer access
-//!   ([`ContextGuard::enable_peer_access`]), [`Library::function`](crate::Library::function)
-//!   and [`Library::kernel`](crate::Library::kernel), NVRTC's program loading and NCCL's
-//!   communicators (features `nvrtc`, `nccl`).
+//!   The same bound opens to the setup guard what makes no memory the program computes in
+//!   but creates or loads: graph capture ([`ContextGuard::capture`]; the graph borrows its
+//!   buffers and kernels, so one captured in setup is replayed there, on a preallocated
+//!   stream if need be: [`ExecGraph::launch`](crate::ExecGraph::launch) takes any stream),
+//!   peer access ([`ContextGuard::enable_peer_access`]),
+//!   [`Library::function`](crate::Library::function) and
+//!   [`Library::kernel`](crate::Library::kernel) (the library's load into the context
+//!   happens there: declare its kernels in setup, and they serve the run phase), and
+//!   NVRTC's program loading (feature `nvrtc`). A helper that takes any such guard names
+//!   one bound, [`Allocates`](crate::Allocates).
+//! * **Takes a guard bounded by [`NoPhases`]**, so it is offered neither in setup nor in
+//!   the run phase (each is that trait's error,
+//!   `ui-tests/fail/9_typestate/phase_setup_guard_shared_with_other_threads.rs`): the
+//!   shared form of the context ([`ContextGuard::share`], whose `enter` hands out a plain
+//!   guard on any thread and at any time), NCCL's communicators (NCCL sets up connections
+//!   and their buffers at a communicator's first collectives) and the cuBLAS, cuFFT and
+//!   cuRAND handles (features `nccl`, `cublas`, `cufft`, `curand`), which allocate
+//!   workspace when they choose.
 //! * **Scratch of a preallocated stream's scope**: `alloc_in` and `alloc_zeroed_in` from a
 //!   pool made in setup, bounded by the pool, freed when the scope ends (2. above). The
 //!   bound is the one the program gives: a pool of
@@ -121,8 +133,11 @@
 //!   ends (a driver object, no memory the program computes in);
 //! * a [`Library`](crate::Library) is loaded with no guard (it belongs to no context), so
 //!   one may be loaded during the run phase; its kernels reach a context only through a
-//!   plain guard, but with `CUDA_MODULE_LOADING=EAGER` the driver loads a new library into
-//!   every existing context, a phased one included;
+//!   guard that may load (the setup guard here), but with `CUDA_MODULE_LOADING=EAGER` the
+//!   driver loads a new library into every existing context, a phased one included;
+//! * instantiating a graph ([`Graph::instantiate`](crate::Graph::instantiate)) takes the
+//!   graph, not a guard, and the driver allocates for the executable graph: instantiate in
+//!   setup;
 //! * [`with_context`](crate::with_context), [`with_primary_context`](crate::with_primary_context)
 //!   and [`with_phases`] called during the run phase create (or retain) a context of their
 //!   own, with memory of its own: the phases govern one context;

@@ -56,7 +56,7 @@ impl Part for Partitioned {
     message = "a partition's guard cannot do this: its work or its effect would reach beyond the partition",
     label = "a partition's guard, given where a whole context's guard is needed",
     note = "a partition keeps its work on its SMs and its thread: only operations whose every stream is the partition's take its guard",
-    note = "see `cuda_brand::partition`, \"Per partition, and shared\""
+    note = "see the guide, chapter 14 (`cuda_brand::guide`)"
 )]
 pub trait Unpartitioned: Part {}
 

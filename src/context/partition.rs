@@ -51,7 +51,8 @@
 //!   again, and a second split of the same device, by a nested or concurrent
 //!   `with_partitions`, is refused at run time (the types cannot see other closures).
 //! * **A brand per partition.** Each [`SmGroup::enter`] hands its closure a
-//!   `ContextGuard<'p, Partitioned>` with a fresh brand `'p`. What it makes (buffers,
+//!   [`PartitionGuard<'p>`](PartitionGuard) (`ContextGuard<'p, Unphased, Partitioned>`:
+//!   the phase marker and the part marker are independent) with a fresh brand `'p`. What it makes (buffers,
 //!   streams, events, modules, kernels, pools) carries `'p`: one partition's kernel,
 //!   buffer or event on another partition's stream is a compile error, and nothing of a
 //!   partition outlives it.
@@ -75,9 +76,17 @@
 //!   on the green context's SMs; `stream()` and `Stream::new` do this for it.
 //! * **No work outside the partitions.** Inside `with_partitions` no plain guard of the
 //!   device exists: the closure gets SMs, not a context, and a partition's guard is not a
-//!   plain guard (the methods that need one, such as [`ContextGuard::share`](crate::ContextGuard::share), graph
-//!   capture, peer access, NCCL and the libraries, do not take it; a function that takes a
-//!   plain guard cannot be given it). What the types cannot see is refused at run time on
+//!   plain guard (a function that takes `ContextGuard<'ctx>` cannot be given it). Every
+//!   operation whose streams the crate makes takes it and makes them the partition's:
+//!   allocation, loading (modules, [`Library::kernel`](crate::Library::kernel), NVRTC),
+//!   streams and events, graph capture (the capture's stream is the partition's, and a
+//!   graph branded `'p` is launched on the partition's streams only). The operations whose
+//!   work or effect would reach beyond the partition are bounded by [`Unpartitioned`],
+//!   which [`Partitioned`] is not (that trait's error, `ui-tests/fail/11_partitions/`):
+//!   [`ContextGuard::share`](crate::ContextGuard::share) (a green context is current on
+//!   one thread), peer access (it would join two partitions' memory), NCCL and the cuBLAS,
+//!   cuFFT and cuRAND handles (their streams and kernels are the libraries' own). What the
+//!   types cannot see is refused at run time on
 //!   the thread of the closure and of every partition: `with_partitions` itself, and
 //!   [`SmGroup::enter`] on a thread outside every partition, while another context is
 //!   current (the closure could capture that context's guard), and
@@ -156,8 +165,8 @@ use super::{Brand, ComputeCapability, ContextGuard, Device, Unphased, teardown};
 use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 
-/// A partition's guard: `ContextGuard<'p, Unphased, Partitioned>`, the guard of the whole
-/// context's methods (phase [`Unphased`](crate::Unphased)) on the part [`Partitioned`].
+/// A partition's guard: `ContextGuard<'p, Unphased, Partitioned>`, a guard without phases
+/// ([`Unphased`](crate::phase::Unphased)) on the part [`Partitioned`].
 pub type PartitionGuard<'p> = ContextGuard<'p, Unphased, Partitioned>;
 
 /// What a split of a device's SMs must respect: how many there are, the smallest part and

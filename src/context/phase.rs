@@ -33,9 +33,10 @@ pub trait Phase: sealed::Phase + Copy {
 /// whole context or of a partition. Sealed.
 ///
 /// Every public constructor that allocates memory (device, pool, pinned, managed, pitched)
-/// or creates a pool, stream, event or module takes a guard of such a phase, or has no
-/// phased form at all (it takes a plain guard, which a phased context never hands out).
-/// With a run-phase guard each is this trait's error.
+/// or creates a pool, stream, event, module or graph takes a guard of such a phase (a
+/// helper generic over such guards names [`Allocates`](crate::Allocates)), or one of
+/// [`NoPhases`], which a phased context never hands out. With a run-phase guard each is
+/// this trait's error.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot allocate, load or create: this guard is in the run phase",
     label = "a run-phase guard, given where a guard that may allocate is needed",
@@ -124,7 +125,7 @@ impl Allocating for Setup<'_> {
     message = "`{Self}` is a phase of `with_phases`: this operation may allocate at any later time, which the phases cannot allow",
     label = "a guard of `with_phases`, given where a guard without phases is needed",
     note = "use a context without phases (`with_context`) for this operation",
-    note = "see `cuda_brand::phase`, \"Every path that allocates or creates\""
+    note = "see `cuda_brand::phase`"
 )]
 pub trait NoPhases: Allocating {}
 
