@@ -155,11 +155,11 @@ pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
 /// * `P`, its [phase](crate::phase): [`Unphased`] (the default) for the guard of
 ///   [`with_context`] and of a partition, `Setup<'s>` or `Run` for
 ///   [`with_phases`](crate::with_phases), whose run-phase guard has no allocating, loading
-///   or creating method ([`Allocating`](crate::phase::Allocating) bounds them);
-/// * `S`, its part of the device: [`Whole`](crate::Whole) (the default) for a whole
+///   or creating method ([`Allocating`] bounds them);
+/// * `S`, its part of the device: [`Whole`] (the default) for a whole
 ///   context, [`Partitioned`](crate::Partitioned) for an SM partition
-///   ([`with_partitions`](crate::with_partitions)), whose streams run on the partition's
-///   SMs only and which cannot do what [`Unpartitioned`](crate::Unpartitioned) bounds.
+///   ([`with_partitions`]), whose streams run on the partition's
+///   SMs only and which cannot do what [`Unpartitioned`] bounds.
 ///
 /// `ContextGuard<'ctx>` is the plain guard. A helper that takes any guard that may
 /// allocate, whole or partitioned, names one bound, [`Allocates`]:
@@ -220,7 +220,7 @@ pub struct ContextGuard<'ctx, P: Phase = Unphased, S: Part = Whole> {
 
 /// Any guard that may allocate, load and create, whole or partitioned: the one bound of a
 /// helper that makes buffers, streams or modules with whatever guard it is given
-/// (`ContextGuard<'ctx, P, S>` with `P: Allocating`, [`Allocating`](crate::phase::Allocating); the
+/// (`ContextGuard<'ctx, P, S>` with `P: Allocating`, [`Allocating`]; the
 /// run-phase guard is not one). Sealed: only the guard implements it.
 ///
 /// [`into_guard`](Self::into_guard) is the guard itself, with its markers named by the
@@ -249,7 +249,7 @@ pub struct ContextGuard<'ctx, P: Phase = Unphased, S: Part = Whole> {
 /// # }
 /// ```
 ///
-/// A run-phase guard is refused with [`Allocating`](crate::phase::Allocating)'s message
+/// A run-phase guard is refused with [`Allocating`]'s message
 /// (`ui-tests/fail/9_typestate/phase_run_guard_in_a_generic_helper.rs`):
 ///
 /// ```compile_fail,E0277
@@ -418,8 +418,8 @@ impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     ///
     /// A plain guard's only: [`SharedContext::enter`] hands out a plain guard, which in a
     /// phase of [`with_phases`](crate::with_phases) could allocate in the run phase
-    /// ([`NoPhases`](crate::phase::NoPhases)), and a partition's context may be current on
-    /// its own thread only ([`Unpartitioned`](crate::Unpartitioned)).
+    /// ([`NoPhases`]), and a partition's context may be current on
+    /// its own thread only ([`Unpartitioned`]).
     pub fn share(self) -> SharedContext<'ctx>
     where
         P: NoPhases,

@@ -166,7 +166,7 @@ use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 
 /// A partition's guard: `ContextGuard<'p, Unphased, Partitioned>`, a guard without phases
-/// ([`Unphased`](crate::phase::Unphased)) on the part [`Partitioned`].
+/// ([`Unphased`]) on the part [`Partitioned`].
 pub type PartitionGuard<'p> = ContextGuard<'p, Unphased, Partitioned>;
 
 /// What a split of a device's SMs must respect: how many there are, the smallest part and

@@ -138,7 +138,7 @@ impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A setup-phase guard of [`with_phases`](crate::with_phases) takes part, as the
     /// enabling side (the mappings are made now, not in the run phase); `peer` may be in any
     /// phase. A partition's guard does not, on either side
-    /// ([`Unpartitioned`](crate::Unpartitioned), `ui-tests/fail/11_partitions/`): peer
+    /// ([`Unpartitioned`], `ui-tests/fail/11_partitions/`): peer
     /// access is a property of a whole context (a green context's `CUcontext` form shares
     /// the device's memory with the primary context), and between two partitions of one
     /// device the token, given without a driver call, would let one partition's kernels
