@@ -120,7 +120,7 @@ impl Allocating for Setup<'_> {
 /// when it is called (NCCL sets up its connections and their buffers at a communicator's
 /// first collectives), so the phases of [`with_phases`](crate::with_phases) could not keep
 /// the run phase free of allocations with it. With a setup or run guard it is this trait's
-/// error.
+/// error (`ui-tests/fail/9_typestate/phase_setup_guard_shared_with_other_threads.rs`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is a phase of `with_phases`: this operation may allocate at any later time, which the phases cannot allow",
     label = "a guard of `with_phases`, given where a guard without phases is needed",

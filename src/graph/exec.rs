@@ -286,9 +286,9 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// stream of its context. The scope borrows the graph until it has synchronized, so the
     /// graph cannot lend its memory out or be dropped while a replay may run. Replays of one
     /// executable graph run one at a time, in the order they were queued, whatever their
-    /// streams (the driver orders them). Any stream of the context takes it, a preallocated
-    /// one of the run phase of [`with_phases`](crate::with_phases) too: a replay allocates
-    /// nothing (a capture records no allocation), and a partition's, where the graph is the
+    /// streams (the driver orders them). Any stream of the context takes it: a preallocated
+    /// one of [`with_phases`](crate::with_phases) too, since a replay allocates nothing (a
+    /// capture records no allocation), and a partition's, where the graph is the
     /// partition's ([`ContextGuard::capture`]).
     ///
     /// In a multi-stream scope a replay needs no entry in the order book: the graph holds
