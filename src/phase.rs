@@ -62,6 +62,11 @@
 //! # }
 //! ```
 //!
+//! A partition has phases too ([`SmGroup::enter_phases`], `cuda_brand::partition`): its
+//! guards are `ContextGuard<'p, Setup<'s>, Partitioned>` and `ContextGuard<'p, Run,
+//! Partitioned>`, the phase and the part being two independent markers, and the
+//! partition's teardown frees its setup memory.
+//!
 //! The phases cost nothing where the program runs: `ContextGuard<'ctx, Run>` and
 //! `Stream<'ctx, Preallocated>` are one pointer wide like their plain forms (asserted in
 //! the crate root), and a scope of a preallocated stream is the same code as any other.
@@ -144,6 +149,7 @@
 //! * host memory (`Vec`, and the crate's own bookkeeping: a scope's list of allocations,
 //!   error messages) is the program's own.
 
+use crate::context::partition::{Part, Partitioned, SmGroup, Whole};
 #[doc(inline)]
 pub use crate::context::phase::{
     Allocating, Dynamic, NoPhases, Phase, Preallocated, Run, Setup, StreamKind, Unphased,
@@ -151,7 +157,8 @@ pub use crate::context::phase::{
 use crate::context::{self, ContextFlags, ContextGuard, Device};
 use crate::error::{Error, Result};
 
-/// The context of [`with_phases`] before its setup: [`Phases::setup`] is the only way on.
+/// The context of [`with_phases`] (or the partition of [`SmGroup::enter_phases`], `S` =
+/// [`Partitioned`]) before its setup: [`Phases::setup`] is the only way on.
 ///
 /// # The brand
 ///
@@ -175,12 +182,14 @@ use crate::error::{Error, Result};
 /// })
 /// # }
 /// ```
-pub struct Phases<'ctx> {
-    /// The brand is the guard's, invariant in `'ctx`, so this type is invariant too.
-    guard: ContextGuard<'ctx>,
+pub struct Phases<'ctx, S: Part = Whole> {
+    /// The brand is the guard's, invariant in `'ctx`, so this type is invariant too. `S`
+    /// is the part of the device: the whole context of [`with_phases`], or a partition
+    /// ([`SmGroup::enter_phases`]); its guards keep it.
+    guard: ContextGuard<'ctx, Unphased, S>,
 }
 
-impl std::fmt::Debug for Phases<'_> {
+impl<S: Part> std::fmt::Debug for Phases<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Phases")
             .field("context", &self.guard)
@@ -188,17 +197,20 @@ impl std::fmt::Debug for Phases<'_> {
     }
 }
 
-impl<'ctx> Phases<'ctx> {
+impl<'ctx, S: Part> Phases<'ctx, S> {
     /// Runs the setup phase: `f` creates what the program needs with a setup guard. Returns
-    /// what `f` returned and the run-phase guard. Called once: it consumes `self`.
-    pub fn setup<T, E, F>(self, f: F) -> std::result::Result<(T, ContextGuard<'ctx, Run>), E>
+    /// what `f` returned and the run-phase guard. Called once: it consumes `self`. In a
+    /// partition ([`SmGroup::enter_phases`]) both guards are the partition's (`S` is
+    /// [`Partitioned`]): their streams are the partition's.
+    #[allow(clippy::type_complexity)]
+    pub fn setup<T, E, F>(self, f: F) -> std::result::Result<(T, ContextGuard<'ctx, Run, S>), E>
     where
-        F: for<'s> FnOnce(ContextGuard<'ctx, Setup<'s>>) -> std::result::Result<T, E>,
+        F: for<'s> FnOnce(ContextGuard<'ctx, Setup<'s>, S>) -> std::result::Result<T, E>,
     {
         let built = f(self.guard.with_phase())?;
         // the run phase allocates no staging for bulk copies: it uses what setup reserved
         // (`ContextGuard::reserve_staging`), or the driver's own path
-        crate::memory::staging::freeze(self.guard, true);
+        crate::memory::staging::freeze(self.guard.unphased(), true);
         // and creates nothing for its synchronous operations: this thread's sync stream in
         // the context is made now (`docs/design/ordering.md`)
         let raw = self.guard.raw();
@@ -211,7 +223,7 @@ impl<'ctx> Phases<'ctx> {
     }
 }
 
-impl ContextGuard<'_, Setup<'_>> {
+impl<S: Part> ContextGuard<'_, Setup<'_>, S> {
     /// Reserves the page-locked staging memory that bulk copies between the device and
     /// pageable host memory use (see [`DeviceBuffer`](crate::DeviceBuffer)'s documentation):
     /// in the run phase such copies use it instead of allocating; without it they take the
@@ -219,6 +231,59 @@ impl ContextGuard<'_, Setup<'_>> {
     /// and this reserves nothing.
     pub fn reserve_staging(self) -> Result<()> {
         crate::memory::staging::reserve(self.unphased())
+    }
+}
+
+impl SmGroup<'_> {
+    /// [`SmGroup::enter`], in two phases: `f` gets the partition's [`Phases`], sets up with
+    /// [`Phases::setup`] (a `ContextGuard<'p, Setup<'s>, Partitioned>`), then runs with
+    /// what it built and the partition's run guard (`ContextGuard<'p, Run, Partitioned>`),
+    /// as in [`with_phases`]: the run phase allocates, loads and creates nothing, and the
+    /// memory made during setup is freed only by the partition's teardown, before its
+    /// synchronization. Every stream either guard makes is the partition's.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::with_partitions;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_partitions(&device, |sms| {
+    ///     let (part, _rest) = sms.split(16)?;
+    ///     part.enter_phases(|phases| {
+    ///         let ((buf, stream), run) =
+    ///             phases.setup(|p| Ok::<_, Error>((p.from_slice(&[1u32, 2, 3])?, p.stream()?)))?;
+    ///         stream.synchronize()?; // the partition's stream, made in setup
+    ///         assert_eq!(buf.to_vec()?, [1, 2, 3]);
+    ///         run.synchronize()
+    ///     })
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// The partition's run guard allocates nothing, as any run guard
+    /// ([`Allocating`]'s error):
+    ///
+    /// ```compile_fail,E0277
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::with_partitions;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_partitions(&device, |sms| {
+    ///     let (part, _rest) = sms.split(16)?;
+    ///     part.enter_phases(|phases| {
+    ///         let ((), run) = phases.setup(|_| Ok::<_, Error>(()))?;
+    ///         run.zeroed::<u32>(4)?; // the run phase allocates nothing: does not compile
+    ///         Ok::<_, Error>(())
+    ///     })
+    /// })
+    /// # }
+    /// ```
+    pub fn enter_phases<R, E, F>(self, f: F) -> std::result::Result<R, E>
+    where
+        F: for<'p> FnOnce(Phases<'p, Partitioned>) -> std::result::Result<R, E>,
+        E: From<Error>,
+    {
+        self.enter_with(|guard| f(Phases { guard }), true)
     }
 }
 

@@ -16,7 +16,8 @@ use crate::common;
 
 use cuda_brand::prelude::*;
 use cuda_brand::{
-    Allocates, DeviceAttribute, ErrorCode, Library, PartitionGuard, with_partitions, with_phases,
+    Allocates, DeviceAttribute, ErrorCode, Library, MemoryPool, PartitionGuard, with_partitions,
+    with_phases,
 };
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
@@ -906,15 +907,14 @@ fn in_two_partitions(
 }
 
 /// The distinct SMs that `ids` (written by `smid_of_block`, one per block) name, checked to be
-/// at most `p`'s count and none of `other`'s.
-fn assert_on_its_sms(ids: Vec<u32>, p: PartitionGuard<'_>, other: &BTreeSet<u32>, what: &str) {
+/// at most the partition's count, `sm_count`, and none of `other`'s.
+fn assert_on_its_sms(ids: Vec<u32>, sm_count: u32, other: &BTreeSet<u32>, what: &str) {
     let used: BTreeSet<u32> = ids.into_iter().collect();
     eprintln!("{what} ran on {used:?}; the other partition on {other:?}");
     assert!(
-        used.len() <= p.sm_count() as usize,
-        "{what}: {} SMs used, the partition has {}",
+        used.len() <= sm_count as usize,
+        "{what}: {} SMs used, the partition has {sm_count}",
         used.len(),
-        p.sm_count()
     );
     assert!(
         used.is_disjoint(other),
@@ -950,7 +950,7 @@ fn a_graph_captured_in_a_partition_replays_on_its_sms_with_the_right_values() {
         drop(exec);
         assert_eq!(filled.to_vec()?, vec![7; 256]);
         let other = sms_used(b)?;
-        assert_on_its_sms(ids.to_vec()?, a, &other, "the replayed graph");
+        assert_on_its_sms(ids.to_vec()?, a.sm_count(), &other, "the replayed graph");
         Ok(())
     });
 }
@@ -973,10 +973,72 @@ fn a_library_kernel_of_a_partition_runs_on_its_sms() {
         let (ids_a, ids_b) = (run(a)?, run(b)?);
         let used_b: BTreeSet<u32> = ids_b.iter().copied().collect();
         let used_a: BTreeSet<u32> = ids_a.iter().copied().collect();
-        assert_on_its_sms(ids_a, a, &used_b, "A's library kernel");
-        assert_on_its_sms(ids_b, b, &used_a, "B's library kernel");
+        assert_on_its_sms(ids_a, a.sm_count(), &used_b, "A's library kernel");
+        assert_on_its_sms(ids_b, b.sm_count(), &used_a, "B's library kernel");
         Ok(())
     });
+}
+
+/// Bytes in use in the crate's pool of the device, looked at through its primary context
+/// (outside every partitioned closure).
+fn crate_pool_used(device: &Device) -> u64 {
+    with_primary_context(device, |p| MemoryPool::of_device(p)?.used_bytes()).unwrap()
+}
+
+/// A partition in two phases (`SmGroup::enter_phases`): a kernel loaded and a stream made in
+/// setup run on the partition's SMs in the run phase (none of the other partition's), a
+/// setup buffer dropped in the run phase stays allocated (the crate's pool still counts
+/// it), and the partition's teardown frees every setup buffer.
+fn a_partition_in_phases_runs_on_its_sms_and_frees_setup_memory_at_its_teardown() {
+    let device = partitionable();
+    let before = crate_pool_used(&device);
+    with_partitions(&device, |sms| {
+        let each = sms.min_partition().max(8);
+        let (groups, _rest) = sms.split_groups(each, 2)?;
+        let mut groups = groups.into_iter();
+        let (first, second) = (groups.next().unwrap(), groups.next().unwrap());
+        let other = second.enter(sms_used)?;
+        first.enter_phases(|phases| {
+            let ((module, mut ids, stream, pool, spare), run) = phases.setup(|p| {
+                Ok::<_, Error>((
+                    p.load_ptx(SMID_PTX)?,
+                    p.zeroed::<u32>(4 * p.sm_count() as usize)?,
+                    p.stream()?,
+                    MemoryPool::of_device(p)?,
+                    p.zeroed::<u8>(8 << 20)?,
+                ))
+            })?;
+            // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
+            let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
+            let blocks = 4 * run.sm_count();
+            stream.scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut ids,)))?;
+            assert_on_its_sms(
+                ids.to_vec()?,
+                run.sm_count(),
+                &other,
+                "the run phase's kernel",
+            );
+            let used = pool.used_bytes()?;
+            assert!(
+                used >= 8 << 20,
+                "the setup buffers are in the crate's pool: {used}"
+            );
+            drop(spare);
+            run.synchronize()?;
+            assert_eq!(
+                pool.used_bytes()?,
+                used,
+                "a setup buffer dropped in the run phase was freed"
+            );
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+    assert_eq!(
+        crate_pool_used(&device),
+        before,
+        "the partition's teardown frees its setup memory"
+    );
 }
 
 /// `smid_of_block` in CUDA C++, for NVRTC.
@@ -1008,7 +1070,7 @@ fn nvrtc_source_compiled_and_loaded_in_a_partition_runs_on_its_sms() {
         a.stream()?
             .scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut ids,)))?;
         let other = sms_used(b)?;
-        assert_on_its_sms(ids.to_vec()?, a, &other, "NVRTC's kernel");
+        assert_on_its_sms(ids.to_vec()?, a.sm_count(), &other, "NVRTC's kernel");
         Ok(())
     });
 }
@@ -1071,6 +1133,7 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         a_graph_captured_in_a_partition_replays_on_its_sms_with_the_right_values,
         a_library_kernel_of_a_partition_runs_on_its_sms,
         one_allocating_helper_takes_a_plain_a_setup_and_a_partitions_guard,
+        a_partition_in_phases_runs_on_its_sms_and_frees_setup_memory_at_its_teardown,
         a_split_gives_two_partitions_of_the_sizes_asked_on_disjoint_sms,
         each_partition_computes_with_its_own_module_memory_and_stream,
         a_short_kernel_finishes_while_the_other_partition_is_saturated,

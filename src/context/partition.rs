@@ -71,6 +71,11 @@
 //!   synchronization), so nothing leaks. Give each thread a partition of its own: a part
 //!   ([`SmGroup`]) is `Send` and may be entered on a scoped thread. Each check is one
 //!   atomic load while no partition lives.
+//! * **Phases in a partition.** [`SmGroup::enter_phases`] enters a part as
+//!   [`with_phases`](crate::with_phases) enters a context: a setup guard
+//!   (`ContextGuard<'p, Setup<'s>, Partitioned>`) that allocates, then a run guard
+//!   (`ContextGuard<'p, Run, Partitioned>`) that cannot; the partition's teardown frees
+//!   the setup memory before its synchronization.
 //! * **Every stream is the partition's.** A partition's guard creates its streams with
 //!   `cuGreenCtxStreamCreate`, the driver's one documented way to a stream whose work runs
 //!   on the green context's SMs; `stream()` and `Stream::new` do this for it.
@@ -566,6 +571,17 @@ impl SmGroup<'_> {
         F: for<'p> FnOnce(PartitionGuard<'p>) -> Result<R, E>,
         E: From<Error>,
     {
+        self.enter_with(f, false)
+    }
+
+    /// [`SmGroup::enter`], whose teardown also frees the memory made with a setup guard of
+    /// the partition (`phased`: the [`Phases`](crate::Phases) of a partition,
+    /// `SmGroup::enter_phases`), after its parked releases and before its synchronization.
+    pub(crate) fn enter_with<R, E, F>(self, f: F, phased: bool) -> Result<R, E>
+    where
+        F: for<'p> FnOnce(PartitionGuard<'p>) -> Result<R, E>,
+        E: From<Error>,
+    {
         // inside a partition of this thread every other context is refused, so what is
         // current there is a partition; outside, nothing may be
         if driver::partitioned_closures() == 0 && !driver::ctx_get_current()?.is_null() {
@@ -589,7 +605,7 @@ impl SmGroup<'_> {
         let guard = unsafe { ContextGuard::new_unchecked(handle) };
         run_then(
             || f(guard.with_markers::<Unphased, Partitioned>()),
-            move || end_partition(raw, green),
+            move || end_partition(raw, green, phased),
         )
     }
 }
@@ -619,15 +635,24 @@ fn make_partition(
     }
 }
 
-/// The teardown of a partition: synchronize, free what the layers above keep for the
-/// context, pop, destroy the green context, report failed releases of its handles.
-fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
+/// The teardown of a partition: free its setup-phase memory (`phased`), synchronize, free
+/// what the layers above keep for the context, pop, destroy the green context, report
+/// failed releases of its handles.
+fn end_partition(raw: CUcontext, green: CUgreenCtx, phased: bool) -> Result<()> {
     // what scoped threads dropped of the partition's values (they are joined: `f` has
     // returned), released here, on the partition's thread, before the synchronization
     for (what, e) in super::confined::run_parked(raw) {
         teardown::record_failed_release(NonNull::new(raw), what, e);
     }
-    let synced = driver::ctx_synchronize();
+    // the memory of its setup phase, as `with_phases`'s teardown frees it: every value
+    // branded with the partition is gone, and its context is current (on top of this
+    // thread's stack)
+    let freed = if phased {
+        super::deferred::free_deferred(raw)
+    } else {
+        Ok(())
+    };
+    let synced = teardown::keep_both(freed, driver::ctx_synchronize());
     // SAFETY: `raw` is alive and current (on top of this thread's stack).
     unsafe { teardown::run_before_give_up(raw) };
     let popped = pop_exact(raw);
