@@ -2,7 +2,10 @@
 //! asked and as the driver reports them, SMs that do not overlap (read back from `%smid`),
 //! each partition computing with its own module, memory and stream, a short kernel that
 //! runs while the other partition is saturated, and the errors for splits the device
-//! cannot give and for contexts entered inside a partitioned closure. Skips without a
+//! cannot give and for contexts entered inside a partitioned closure; and the operations a
+//! partition's guard takes besides allocation (a graph captured and replayed, a `Library`'s
+//! kernel, NVRTC's module, one `Allocates` helper, phases in a partition), each checked to
+//! run on the partition's SMs. Skips without a
 //! device (or a driver without green contexts: CUDA 12.5 for their streams); fails instead
 //! with `CUDA_BRAND_REQUIRE_GPU=1`.
 //!
