@@ -339,7 +339,7 @@ struct ReadmeDoctests;
 
 #[doc(inline)]
 pub use context::{
-    CacheConfig, ComputeCapability, ContextFlags, ContextGuard, Device, DeviceAttribute,
+    Allocates, CacheConfig, ComputeCapability, ContextFlags, ContextGuard, Device, DeviceAttribute,
     MemoryInfo, PrimaryContextState, ResourceLimit, Scheduling, SharedContext, SharedMemoryConfig,
     StreamPriorityRange, Uuid, with_context, with_context_and_teardown, with_primary_context,
     with_primary_context_and_teardown, with_raw_context,
@@ -431,7 +431,9 @@ pub use module::nvrtc;
 #[doc(inline)]
 pub use module::{JitCacheMode, JitFallback, JitLog, JitOptions, Library, Module};
 #[doc(inline)]
-pub use partition::{PartitionGuard, Partitioned, SmGroup, Sms, with_partitions};
+pub use partition::{
+    Part, PartitionGuard, Partitioned, SmGroup, Sms, Unpartitioned, Whole, with_partitions,
+};
 #[doc(inline)]
 pub use phase::{Phases, with_phases};
 #[doc(inline)]

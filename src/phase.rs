@@ -62,6 +62,11 @@
 //! # }
 //! ```
 //!
+//! A partition has phases too ([`SmGroup::enter_phases`], `cuda_brand::partition`): its
+//! guards are `ContextGuard<'p, Setup<'s>, Partitioned>` and `ContextGuard<'p, Run,
+//! Partitioned>`, the phase and the part being two independent markers, and the
+//! partition's teardown frees its setup memory.
+//!
 //! The phases cost nothing where the program runs: `ContextGuard<'ctx, Run>` and
 //! `Stream<'ctx, Preallocated>` are one pointer wide like their plain forms (asserted in
 //! the crate root), and a scope of a preallocated stream is the same code as any other.
@@ -92,12 +97,24 @@
 //!   device memory). A pool destroyed while memory of it is still allocated (setup buffers,
 //!   which only the teardown frees) returns at once; the driver releases the pool once
 //!   that memory is freed (`cuMemPoolDestroy`).
-//! * **Takes a plain guard only**, so it is offered neither in setup nor in the run phase
-//!   (a phased context never hands out a plain guard; passing a phase's guard is a type
-//!   mismatch): graph capture ([`ContextGuard::capture`]), peer access
-//!   ([`ContextGuard::enable_peer_access`]), [`Library::function`](crate::Library::function)
-//!   and [`Library::kernel`](crate::Library::kernel), NVRTC's program loading and NCCL's
-//!   communicators (features `nvrtc`, `nccl`).
+//!   The same bound opens to the setup guard what makes no memory the program computes in
+//!   but creates or loads: graph capture ([`ContextGuard::capture`]; the graph borrows its
+//!   buffers and kernels, so one captured in setup is replayed there, on a preallocated
+//!   stream if need be: [`ExecGraph::launch`](crate::ExecGraph::launch) takes any stream),
+//!   peer access ([`ContextGuard::enable_peer_access`]),
+//!   [`Library::function`](crate::Library::function) and
+//!   [`Library::kernel`](crate::Library::kernel) (the library's load into the context
+//!   happens there: declare its kernels in setup, and they serve the run phase), and
+//!   NVRTC's program loading (feature `nvrtc`). A helper that takes any such guard names
+//!   one bound, [`Allocates`](crate::Allocates).
+//! * **Takes a guard bounded by [`NoPhases`]**, so it is offered neither in setup nor in
+//!   the run phase (each is that trait's error,
+//!   `ui-tests/fail/9_typestate/phase_setup_guard_shared_with_other_threads.rs`): the
+//!   shared form of the context ([`ContextGuard::share`], whose `enter` hands out a plain
+//!   guard on any thread and at any time), NCCL's communicators (NCCL sets up connections
+//!   and their buffers at a communicator's first collectives) and the cuBLAS, cuFFT and
+//!   cuRAND handles (features `nccl`, `cublas`, `cufft`, `curand`), which allocate
+//!   workspace when they choose.
 //! * **Scratch of a preallocated stream's scope**: `alloc_in` and `alloc_zeroed_in` from a
 //!   pool made in setup, bounded by the pool, freed when the scope ends (2. above). The
 //!   bound is the one the program gives: a pool of
@@ -121,22 +138,27 @@
 //!   ends (a driver object, no memory the program computes in);
 //! * a [`Library`](crate::Library) is loaded with no guard (it belongs to no context), so
 //!   one may be loaded during the run phase; its kernels reach a context only through a
-//!   plain guard, but with `CUDA_MODULE_LOADING=EAGER` the driver loads a new library into
-//!   every existing context, a phased one included;
+//!   guard that may load (the setup guard here), but with `CUDA_MODULE_LOADING=EAGER` the
+//!   driver loads a new library into every existing context, a phased one included;
+//! * instantiating a graph ([`Graph::instantiate`](crate::Graph::instantiate)) takes the
+//!   graph, not a guard, and the driver allocates for the executable graph: instantiate in
+//!   setup;
 //! * [`with_context`](crate::with_context), [`with_primary_context`](crate::with_primary_context)
 //!   and [`with_phases`] called during the run phase create (or retain) a context of their
 //!   own, with memory of its own: the phases govern one context;
 //! * host memory (`Vec`, and the crate's own bookkeeping: a scope's list of allocations,
 //!   error messages) is the program's own.
 
+use crate::context::partition::{Part, Partitioned, SmGroup, Whole};
 #[doc(inline)]
 pub use crate::context::phase::{
-    Allocating, Dynamic, Phase, Preallocated, Run, Setup, StreamKind, Unphased,
+    Allocating, Dynamic, NoPhases, Phase, Preallocated, Run, Setup, StreamKind, Unphased,
 };
 use crate::context::{self, ContextFlags, ContextGuard, Device};
 use crate::error::{Error, Result};
 
-/// The context of [`with_phases`] before its setup: [`Phases::setup`] is the only way on.
+/// The context of [`with_phases`] (or the partition of [`SmGroup::enter_phases`], `S` =
+/// [`Partitioned`]) before its setup: [`Phases::setup`] is the only way on.
 ///
 /// # The brand
 ///
@@ -160,12 +182,14 @@ use crate::error::{Error, Result};
 /// })
 /// # }
 /// ```
-pub struct Phases<'ctx> {
-    /// The brand is the guard's, invariant in `'ctx`, so this type is invariant too.
-    guard: ContextGuard<'ctx>,
+pub struct Phases<'ctx, S: Part = Whole> {
+    /// The brand is the guard's, invariant in `'ctx`, so this type is invariant too. `S`
+    /// is the part of the device: the whole context of [`with_phases`], or a partition
+    /// ([`SmGroup::enter_phases`]); its guards keep it.
+    guard: ContextGuard<'ctx, Unphased, S>,
 }
 
-impl std::fmt::Debug for Phases<'_> {
+impl<S: Part> std::fmt::Debug for Phases<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Phases")
             .field("context", &self.guard)
@@ -173,17 +197,20 @@ impl std::fmt::Debug for Phases<'_> {
     }
 }
 
-impl<'ctx> Phases<'ctx> {
+impl<'ctx, S: Part> Phases<'ctx, S> {
     /// Runs the setup phase: `f` creates what the program needs with a setup guard. Returns
-    /// what `f` returned and the run-phase guard. Called once: it consumes `self`.
-    pub fn setup<T, E, F>(self, f: F) -> std::result::Result<(T, ContextGuard<'ctx, Run>), E>
+    /// what `f` returned and the run-phase guard. Called once: it consumes `self`. In a
+    /// partition ([`SmGroup::enter_phases`]) both guards are the partition's (`S` is
+    /// [`Partitioned`]): their streams are the partition's.
+    #[allow(clippy::type_complexity)]
+    pub fn setup<T, E, F>(self, f: F) -> std::result::Result<(T, ContextGuard<'ctx, Run, S>), E>
     where
-        F: for<'s> FnOnce(ContextGuard<'ctx, Setup<'s>>) -> std::result::Result<T, E>,
+        F: for<'s> FnOnce(ContextGuard<'ctx, Setup<'s>, S>) -> std::result::Result<T, E>,
     {
         let built = f(self.guard.with_phase())?;
         // the run phase allocates no staging for bulk copies: it uses what setup reserved
         // (`ContextGuard::reserve_staging`), or the driver's own path
-        crate::memory::staging::freeze(self.guard, true);
+        crate::memory::staging::freeze(self.guard.unphased(), true);
         // and creates nothing for its synchronous operations: this thread's sync stream in
         // the context is made now (`docs/design/ordering.md`)
         let raw = self.guard.raw();
@@ -196,7 +223,7 @@ impl<'ctx> Phases<'ctx> {
     }
 }
 
-impl ContextGuard<'_, Setup<'_>> {
+impl<S: Part> ContextGuard<'_, Setup<'_>, S> {
     /// Reserves the page-locked staging memory that bulk copies between the device and
     /// pageable host memory use (see [`DeviceBuffer`](crate::DeviceBuffer)'s documentation):
     /// in the run phase such copies use it instead of allocating; without it they take the
@@ -204,6 +231,59 @@ impl ContextGuard<'_, Setup<'_>> {
     /// and this reserves nothing.
     pub fn reserve_staging(self) -> Result<()> {
         crate::memory::staging::reserve(self.unphased())
+    }
+}
+
+impl SmGroup<'_> {
+    /// [`SmGroup::enter`], in two phases: `f` gets the partition's [`Phases`], sets up with
+    /// [`Phases::setup`] (a `ContextGuard<'p, Setup<'s>, Partitioned>`), then runs with
+    /// what it built and the partition's run guard (`ContextGuard<'p, Run, Partitioned>`),
+    /// as in [`with_phases`]: the run phase allocates, loads and creates nothing, and the
+    /// memory made during setup is freed only by the partition's teardown, before its
+    /// synchronization. Every stream either guard makes is the partition's.
+    ///
+    /// ```no_run
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::with_partitions;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// let device = Device::get(0)?;
+    /// with_partitions(&device, |sms| {
+    ///     let (part, _rest) = sms.split(16)?;
+    ///     part.enter_phases(|phases| {
+    ///         let ((buf, stream), run) =
+    ///             phases.setup(|p| Ok::<_, Error>((p.from_slice(&[1u32, 2, 3])?, p.stream()?)))?;
+    ///         stream.synchronize()?; // the partition's stream, made in setup
+    ///         assert_eq!(buf.to_vec()?, [1, 2, 3]);
+    ///         run.synchronize()
+    ///     })
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// The partition's run guard allocates nothing, as any run guard
+    /// ([`Allocating`]'s error):
+    ///
+    /// ```compile_fail,E0277
+    /// use cuda_brand::prelude::*;
+    /// use cuda_brand::with_partitions;
+    /// # fn main() -> cuda_brand::Result<()> {
+    /// # let device = Device::get(0)?;
+    /// with_partitions(&device, |sms| {
+    ///     let (part, _rest) = sms.split(16)?;
+    ///     part.enter_phases(|phases| {
+    ///         let ((), run) = phases.setup(|_| Ok::<_, Error>(()))?;
+    ///         run.zeroed::<u32>(4)?; // the run phase allocates nothing: does not compile
+    ///         Ok::<_, Error>(())
+    ///     })
+    /// })
+    /// # }
+    /// ```
+    pub fn enter_phases<R, E, F>(self, f: F) -> std::result::Result<R, E>
+    where
+        F: for<'p> FnOnce(Phases<'p, Partitioned>) -> std::result::Result<R, E>,
+        E: From<Error>,
+    {
+        self.enter_with(|guard| f(Phases { guard }), true)
     }
 }
 

@@ -2,7 +2,10 @@
 //! asked and as the driver reports them, SMs that do not overlap (read back from `%smid`),
 //! each partition computing with its own module, memory and stream, a short kernel that
 //! runs while the other partition is saturated, and the errors for splits the device
-//! cannot give and for contexts entered inside a partitioned closure. Skips without a
+//! cannot give and for contexts entered inside a partitioned closure; and the operations a
+//! partition's guard takes besides allocation (a graph captured and replayed, a `Library`'s
+//! kernel, NVRTC's module, one `Allocates` helper, phases in a partition), each checked to
+//! run on the partition's SMs. Skips without a
 //! device (or a driver without green contexts: CUDA 12.5 for their streams); fails instead
 //! with `CUDA_BRAND_REQUIRE_GPU=1`.
 //!
@@ -15,7 +18,10 @@ use std::time::{Duration, Instant};
 use crate::common;
 
 use cuda_brand::prelude::*;
-use cuda_brand::{DeviceAttribute, ErrorCode, PartitionGuard, with_partitions};
+use cuda_brand::{
+    Allocates, DeviceAttribute, ErrorCode, Library, MemoryPool, PartitionGuard, with_partitions,
+    with_phases,
+};
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
 
@@ -888,6 +894,236 @@ fn a_partitions_values_dropped_on_another_thread_are_released_by_its_own() {
 
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
+/// Two partitions of at least 8 SMs each, entered one inside the other; `f` gets both guards.
+fn in_two_partitions(
+    device: &Device,
+    f: impl FnOnce(PartitionGuard<'_>, PartitionGuard<'_>) -> Result<(), Error>,
+) {
+    with_partitions(device, |sms| {
+        let each = sms.min_partition().max(8);
+        let (groups, _rest) = sms.split_groups(each, 2)?;
+        let mut groups = groups.into_iter();
+        let (first, second) = (groups.next().unwrap(), groups.next().unwrap());
+        first.enter(|a| second.enter(|b| f(a, b)))
+    })
+    .unwrap();
+}
+
+/// The distinct SMs that `ids` (written by `smid_of_block`, one per block) name, checked to be
+/// at most the partition's count, `sm_count`, and none of `other`'s.
+fn assert_on_its_sms(ids: Vec<u32>, sm_count: u32, other: &BTreeSet<u32>, what: &str) {
+    let used: BTreeSet<u32> = ids.into_iter().collect();
+    eprintln!("{what} ran on {used:?}; the other partition on {other:?}");
+    assert!(
+        used.len() <= sm_count as usize,
+        "{what}: {} SMs used, the partition has {sm_count}",
+        used.len(),
+    );
+    assert!(
+        used.is_disjoint(other),
+        "{what}: ran on the other partition's SMs {:?}",
+        used.intersection(other).collect::<Vec<_>>()
+    );
+}
+
+/// A graph captured in partition A (a fill, then `smid_of_block`) and replayed twice on A's
+/// stream: the fill's values come back, and every block of the replays ran on A's SMs, none
+/// of them B's. (The capture's stream is the partition's, `cuGreenCtxStreamCreate`, so the
+/// graph's kernel node is A's.)
+fn a_graph_captured_in_a_partition_replays_on_its_sms_with_the_right_values() {
+    let device = partitionable();
+    in_two_partitions(&device, |a, b| {
+        let module = a.load_ptx(SMID_PTX)?;
+        // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
+        let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
+        let blocks = 4 * a.sm_count();
+        let mut ids = a.zeroed::<u32>(blocks as usize)?;
+        let mut filled = a.zeroed::<u32>(256)?;
+        let (graph, ()) = a.capture(|g| {
+            g.fill(g.bind_mut(&mut filled), 7)?;
+            let ids = g.bind_mut(&mut ids);
+            g.launch(&smid, LaunchConfig::linear(blocks, 32), (ids,))
+        })?;
+        assert_eq!(graph.node_count()?, 2);
+        let exec = graph.instantiate()?;
+        a.stream()?.scope(|s| {
+            exec.launch(s)?;
+            exec.launch(s)
+        })?;
+        drop(exec);
+        assert_eq!(filled.to_vec()?, vec![7; 256]);
+        let other = sms_used(b)?;
+        assert_on_its_sms(ids.to_vec()?, a.sm_count(), &other, "the replayed graph");
+        Ok(())
+    });
+}
+
+/// One `Library`'s kernel, declared for partition A and for partition B (`cuKernelGetFunction`
+/// with each partition's context current): each runs on its own partition's SMs.
+fn a_library_kernel_of_a_partition_runs_on_its_sms() {
+    let device = partitionable();
+    let library = Library::from_ptx(SMID_PTX).unwrap();
+    in_two_partitions(&device, |a, b| {
+        let run = |p: PartitionGuard<'_>| -> Result<Vec<u32>, Error> {
+            // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
+            let smid = unsafe { library.kernel::<(Out<u32>,)>(p, "smid_of_block") }?;
+            let blocks = 4 * p.sm_count();
+            let mut ids = p.zeroed::<u32>(blocks as usize)?;
+            p.stream()?
+                .scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut ids,)))?;
+            ids.to_vec()
+        };
+        let (ids_a, ids_b) = (run(a)?, run(b)?);
+        let used_b: BTreeSet<u32> = ids_b.iter().copied().collect();
+        let used_a: BTreeSet<u32> = ids_a.iter().copied().collect();
+        assert_on_its_sms(ids_a, a.sm_count(), &used_b, "A's library kernel");
+        assert_on_its_sms(ids_b, b.sm_count(), &used_a, "B's library kernel");
+        Ok(())
+    });
+}
+
+/// Bytes in use in the crate's pool of the device, looked at through its primary context
+/// (outside every partitioned closure).
+fn crate_pool_used(device: &Device) -> u64 {
+    with_primary_context(device, |p| MemoryPool::of_device(p)?.used_bytes()).unwrap()
+}
+
+/// A partition in two phases (`SmGroup::enter_phases`): a kernel loaded and a stream made in
+/// setup run on the partition's SMs in the run phase (none of the other partition's), a
+/// setup buffer dropped in the run phase stays allocated (the crate's pool still counts
+/// it), and the partition's teardown frees every setup buffer.
+fn a_partition_in_phases_runs_on_its_sms_and_frees_setup_memory_at_its_teardown() {
+    let device = partitionable();
+    let before = crate_pool_used(&device);
+    with_partitions(&device, |sms| {
+        let each = sms.min_partition().max(8);
+        let (groups, _rest) = sms.split_groups(each, 2)?;
+        let mut groups = groups.into_iter();
+        let (first, second) = (groups.next().unwrap(), groups.next().unwrap());
+        let other = second.enter(sms_used)?;
+        first.enter_phases(|phases| {
+            let ((module, mut ids, stream, pool, spare), run) = phases.setup(|p| {
+                Ok::<_, Error>((
+                    p.load_ptx(SMID_PTX)?,
+                    p.zeroed::<u32>(4 * p.sm_count() as usize)?,
+                    p.stream()?,
+                    MemoryPool::of_device(p)?,
+                    p.zeroed::<u8>(8 << 20)?,
+                ))
+            })?;
+            // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
+            let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
+            let blocks = 4 * run.sm_count();
+            stream.scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut ids,)))?;
+            assert_on_its_sms(
+                ids.to_vec()?,
+                run.sm_count(),
+                &other,
+                "the run phase's kernel",
+            );
+            let used = pool.used_bytes()?;
+            assert!(
+                used >= 8 << 20,
+                "the setup buffers are in the crate's pool: {used}"
+            );
+            drop(spare);
+            run.synchronize()?;
+            assert_eq!(
+                pool.used_bytes()?,
+                used,
+                "a setup buffer dropped in the run phase was freed"
+            );
+            Ok::<_, Error>(())
+        })
+    })
+    .unwrap();
+    assert_eq!(
+        crate_pool_used(&device),
+        before,
+        "the partition's teardown frees its setup memory"
+    );
+}
+
+/// `smid_of_block` in CUDA C++, for NVRTC.
+#[cfg(feature = "nvrtc")]
+const SMID_CU: &str = r#"
+extern "C" __global__ void smid_of_block(unsigned *out, size_t len) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    if (blockIdx.x < len) out[blockIdx.x] = id;
+}
+"#;
+
+/// CUDA C++ compiled by NVRTC and loaded with a partition's guard (`compile_and_load`): its
+/// kernel runs on the partition's SMs. Skipped without an NVRTC library.
+#[cfg(feature = "nvrtc")]
+fn nvrtc_source_compiled_and_loaded_in_a_partition_runs_on_its_sms() {
+    if let Err(e) = cuda_brand::nvrtc::version() {
+        assert_eq!(e.code(), ErrorCode::NvrtcNotFound, "{e}");
+        common::skip(format!("no NVRTC library ({e})"));
+    }
+    let device = partitionable();
+    in_two_partitions(&device, |a, b| {
+        let options = cuda_brand::nvrtc::CompileOptions::new().name("smid.cu");
+        let (module, _program) = a.compile_and_load(SMID_CU, &options)?;
+        // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
+        let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
+        let blocks = 4 * a.sm_count();
+        let mut ids = a.zeroed::<u32>(blocks as usize)?;
+        a.stream()?
+            .scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut ids,)))?;
+        let other = sms_used(b)?;
+        assert_on_its_sms(ids.to_vec()?, a.sm_count(), &other, "NVRTC's kernel");
+        Ok(())
+    });
+}
+
+/// Uploads `host` with any guard that may allocate (the guide's chapter 1), and reports how
+/// many SMs the stream it made ran `smid_of_block` on.
+fn upload_and_count_sms<'ctx>(
+    ctx: impl Allocates<'ctx>,
+    host: &[u32],
+) -> Result<(Vec<u32>, usize), Error> {
+    let ctx = ctx.into_guard();
+    let buf = ctx.from_slice(host)?;
+    let module = ctx.load_ptx(SMID_PTX)?;
+    // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
+    let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
+    let mut ids = ctx.zeroed::<u32>(512)?;
+    ctx.stream()?
+        .scope(|s| s.launch(&smid, LaunchConfig::linear(512, 32), (&mut ids,)))?;
+    let used: BTreeSet<u32> = ids.to_vec()?.into_iter().collect();
+    Ok((buf.to_vec()?, used.len()))
+}
+
+/// One helper bounded by `Allocates` takes a plain guard, a setup-phase guard and a
+/// partition's: each uploads the values, and in the partition the helper's stream ran on the
+/// partition's SMs only (at most its count).
+fn one_allocating_helper_takes_a_plain_a_setup_and_a_partitions_guard() {
+    let device = partitionable();
+    let (plain, _) = with_context(&device, ContextFlags::default(), |ctx| {
+        upload_and_count_sms(ctx, &[1, 2])
+    })
+    .unwrap();
+    assert_eq!(plain, [1, 2]);
+    let setup = with_phases(&device, ContextFlags::default(), |phases| {
+        let (out, _run) = phases.setup(|setup| upload_and_count_sms(setup, &[3, 4]))?;
+        Ok::<_, Error>(out.0)
+    })
+    .unwrap();
+    assert_eq!(setup, [3, 4]);
+    in_two_partitions(&device, |a, _b| {
+        let (values, sms) = upload_and_count_sms(a, &[5, 6])?;
+        assert_eq!(values, [5, 6]);
+        assert!(
+            sms <= a.sm_count() as usize,
+            "{sms} SMs of {}",
+            a.sm_count()
+        );
+        Ok(())
+    });
+}
+
 pub fn tests_alone() -> Vec<common::harness::Test> {
     use common::harness::{Needs, Test};
     macro_rules! alone {
@@ -895,7 +1131,12 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
             Vec::from([$(Test { name: stringify!($name), needs: Needs::Gpu, body: $name }),*])
         };
     }
-    alone![
+    #[allow(unused_mut)]
+    let mut tests = alone![
+        a_graph_captured_in_a_partition_replays_on_its_sms_with_the_right_values,
+        a_library_kernel_of_a_partition_runs_on_its_sms,
+        one_allocating_helper_takes_a_plain_a_setup_and_a_partitions_guard,
+        a_partition_in_phases_runs_on_its_sms_and_frees_setup_memory_at_its_teardown,
         a_split_gives_two_partitions_of_the_sizes_asked_on_disjoint_sms,
         each_partition_computes_with_its_own_module_memory_and_stream,
         a_short_kernel_finishes_while_the_other_partition_is_saturated,
@@ -913,5 +1154,10 @@ pub fn tests_alone() -> Vec<common::harness::Test> {
         the_other_calls_of_a_partitions_values_are_refused_on_another_thread,
         a_batch_waited_for_while_another_thread_partitions_the_device_comes_back_with_its_values,
         a_batch_polled_while_another_thread_partitions_the_device_comes_back_with_its_values,
-    ]
+    ];
+    #[cfg(feature = "nvrtc")]
+    tests.extend(alone![
+        nvrtc_source_compiled_and_loaded_in_a_partition_runs_on_its_sms
+    ]);
+    tests
 }

@@ -6,7 +6,7 @@ use crate::common;
 
 use cuda_brand::prelude::*;
 use cuda_brand::{DeviceBuffer2D, DeviceBuffer3D, ManagedBuffer};
-use cuda_brand::{ErrorCode, MemoryPool, with_phases};
+use cuda_brand::{ErrorCode, Library, MemoryPool, with_phases};
 
 const PTX: &str = include_str!("../kernels/kernels.ptx");
 
@@ -283,9 +283,116 @@ fn managed_and_pitched_buffers_of_the_setup_phase_are_freed_only_by_the_teardown
 
 /// This file's tests, each to run with no other test of its binary beside it (see the
 /// file's header; `tests/gpu.rs` runs them after the others).
+/// A graph captured with the setup guard (a fill, then two `vector_add`s) and replayed on a
+/// preallocated stream (`Stream<'ctx, Preallocated>`) made in setup: the sums come back. (The
+/// graph borrows its buffers and kernels for its life, so a graph captured in setup is
+/// replayed inside the setup closure, where they live.)
+fn a_graph_captured_in_setup_replays_on_a_preallocated_stream_with_the_right_values() {
+    let device = common::gpu();
+    let n = 4096;
+    let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let out = with_phases(&device, ContextFlags::default(), |phases| {
+        let (out, _run) = phases.setup(|ctx| {
+            let module = ctx.load_ptx(PTX)?;
+            // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
+            // stays below all three lengths.
+            let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
+            let a = ctx.from_slice(&host)?;
+            let (mut b, mut c) = (ctx.zeroed::<f32>(n)?, ctx.zeroed::<f32>(n)?);
+            let config = add.config_for(n)?;
+            let (graph, ()) = ctx.capture(|g| {
+                let (b, c) = (g.bind_mut(&mut b), g.bind_mut(&mut c));
+                g.fill(b, 1.0f32)?; // overwritten below: b = 3a
+                g.launch(&add, config, (&a, &a, c))?; // c = 2a
+                g.launch(&add, config, (c.into_ref(), &a, b)) // b = 3a
+            })?;
+            assert_eq!(graph.node_count()?, 3);
+            let exec = graph.instantiate()?;
+            let stream = ctx.stream()?; // preallocated: made by the setup guard
+            stream.scope(|s| {
+                exec.launch(s)?;
+                exec.launch(s)
+            })?;
+            drop(exec);
+            Ok::<_, Error>((b.to_vec()?, c.to_vec()?))
+        })?;
+        Ok::<_, Error>(out)
+    })
+    .unwrap();
+    for i in [0, 1, n / 2, n - 1] {
+        assert_eq!(out.0[i], 3.0 * i as f32, "b, element {i}");
+        assert_eq!(out.1[i], 2.0 * i as f32, "c, element {i}");
+    }
+}
+
+/// A kernel of a `Library` (loaded with no guard) declared with the setup guard, launched in
+/// the run phase: it computes, and the run phase allocates nothing from the crate's pool.
+fn a_library_kernel_declared_in_setup_launches_in_the_run_phase() {
+    let device = common::gpu();
+    let n = 10_000;
+    let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let library = Library::from_ptx(PTX).unwrap();
+    let out = with_phases(&device, ContextFlags::default(), |phases| {
+        let ((add, a, mut c, stream), run) = phases.setup(|ctx| {
+            // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
+            // stays below all three lengths.
+            let add = unsafe { library.kernel::<(In<f32>, In<f32>, Out<f32>)>(ctx, "vector_add") }?;
+            Ok::<_, Error>((
+                add,
+                ctx.from_slice(&host)?,
+                ctx.zeroed::<f32>(n)?,
+                ctx.stream()?,
+            ))
+        })?;
+        let config = add.config_for(n)?;
+        let used = crate_pool_used(&device);
+        for _ in 0..10 {
+            stream.scope(|s| s.launch(&add, config, (&a, &a, &mut c)))?;
+        }
+        assert_eq!(crate_pool_used(&device), used, "the run phase allocated");
+        run.synchronize()?;
+        c.to_vec()
+    })
+    .unwrap();
+    for i in [0, 1, n / 2, n - 1] {
+        assert_eq!(out[i], 2.0 * i as f32, "element {i}");
+    }
+}
+
+/// Peer access enabled with the setup guard, towards another context of the device: in the
+/// run phase the token views the other context's buffer, which holds its values.
+fn peer_access_enabled_in_setup_views_another_contexts_buffer_in_the_run_phase() {
+    let device = common::gpu();
+    let values: Vec<u32> = (0..1024).map(|i| i * 3 + 1).collect();
+    let seen = with_context(&device, ContextFlags::default(), |other| {
+        let theirs = other.from_slice(&values)?;
+        with_phases(&device, ContextFlags::default(), |phases| {
+            let (access, _run) = phases.setup(|ctx| ctx.enable_peer_access(other))?;
+            access.view(&theirs)?.to_vec()
+        })
+    })
+    .unwrap();
+    assert_eq!(seen, values);
+}
+
 pub fn tests_alone() -> Vec<common::harness::Test> {
     use common::harness::{Needs, Test};
     Vec::from([
+        Test {
+            name: "a_graph_captured_in_setup_replays_on_a_preallocated_stream_with_the_right_values",
+            needs: Needs::Gpu,
+            body: a_graph_captured_in_setup_replays_on_a_preallocated_stream_with_the_right_values,
+        },
+        Test {
+            name: "a_library_kernel_declared_in_setup_launches_in_the_run_phase",
+            needs: Needs::Gpu,
+            body: a_library_kernel_declared_in_setup_launches_in_the_run_phase,
+        },
+        Test {
+            name: "peer_access_enabled_in_setup_views_another_contexts_buffer_in_the_run_phase",
+            needs: Needs::Gpu,
+            body: peer_access_enabled_in_setup_views_another_contexts_buffer_in_the_run_phase,
+        },
         Test {
             name: "a_phased_program_computes_with_setup_memory_and_bounded_scratch",
             needs: Needs::Gpu,

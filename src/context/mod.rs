@@ -50,12 +50,14 @@ use crate::error::{Error, ErrorCode, Invalid, Result};
 // them), `phase.rs` (the phase types), `deferred.rs` (setup-phase memory the teardown
 // frees), `partition.rs` (SM partitions, public as `cuda_brand::partition`:
 // `with_partitions`, the split), `confined.rs` (a partition's values on other threads:
-// refused, their drops parked for its thread).
+// refused, their drops parked for its thread), `part.rs` (the guard's second marker: the
+// whole context or a partition).
 pub(crate) mod confined;
 pub(crate) mod deferred;
 mod device;
 mod enter;
 mod flags;
+pub(crate) mod part;
 pub mod partition;
 pub(crate) mod phase;
 pub(crate) mod teardown;
@@ -77,9 +79,10 @@ pub use enter::{
 pub use flags::{
     CacheConfig, ContextFlags, ResourceLimit, Scheduling, SharedMemoryConfig, StreamPriorityRange,
 };
+pub(crate) use part::{Part, Unpartitioned, Whole};
 #[doc(inline)]
 pub use partition::{SmGroup, Sms, with_partitions};
-pub(crate) use phase::{Allocating, Dynamic, Phase, StreamKind, Unphased};
+pub(crate) use phase::{Allocating, Dynamic, NoPhases, Phase, StreamKind, Unphased};
 
 /// Runs `op` with `ctx` current on the calling thread: directly if it already is (one
 /// `cuCtxGetCurrent`), otherwise between a push and a pop. The pop is checked like the
@@ -147,9 +150,35 @@ pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
 ///
 /// (The UI suite in `ui-tests/fail/` pins this and every other rule with its full error.)
 ///
-/// `P` is the guard's [phase](crate::phase): [`Unphased`] for the guard of
-/// [`with_context`] (the default), `Setup<'s>` or `Run` for [`with_phases`](crate::with_phases),
-/// whose run-phase guard has no allocating, loading or creating method.
+/// The guard has two independent markers:
+///
+/// * `P`, its [phase](crate::phase): [`Unphased`] (the default) for the guard of
+///   [`with_context`] and of a partition, `Setup<'s>` or `Run` for
+///   [`with_phases`](crate::with_phases), whose run-phase guard has no allocating, loading
+///   or creating method ([`Allocating`] bounds them);
+/// * `S`, its part of the device: [`Whole`] (the default) for a whole
+///   context, [`Partitioned`](crate::Partitioned) for an SM partition
+///   ([`with_partitions`]), whose streams run on the partition's
+///   SMs only and which cannot do what [`Unpartitioned`] bounds.
+///
+/// `ContextGuard<'ctx>` is the plain guard. A helper that takes any guard that may
+/// allocate, whole or partitioned, names one bound, [`Allocates`]:
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::Allocates;
+///
+/// fn upload<'ctx>(ctx: impl Allocates<'ctx>, host: &[f32]) -> Result<DeviceBuffer<'ctx, f32>> {
+///     ctx.into_guard().from_slice(host)
+/// }
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| {
+///     assert_eq!(upload(ctx, &[1.0, 2.0])?.to_vec()?, [1.0, 2.0]);
+///     Ok(())
+/// })
+/// # }
+/// ```
 ///
 /// # The brand
 ///
@@ -175,7 +204,7 @@ pub(crate) type Brand<'ctx> = PhantomData<fn(&'ctx ()) -> &'ctx ()>;
 /// # }
 /// ```
 #[derive(Clone, Copy)]
-pub struct ContextGuard<'ctx, P: Phase = Unphased> {
+pub struct ContextGuard<'ctx, P: Phase = Unphased, S: Part = Whole> {
     raw: Handle,
     /// Invariant in `'ctx` (see [`Brand`]). Every branded value is made from a guard and
     /// takes its brand, so this is the one that matters most: were the guard covariant, the
@@ -186,6 +215,80 @@ pub struct ContextGuard<'ctx, P: Phase = Unphased> {
     _brand: Brand<'ctx>,
     _thread: PhantomData<UseShareToCrossThreads>,
     _phase: PhantomData<P>,
+    _part: PhantomData<S>,
+}
+
+/// Any guard that may allocate, load and create, whole or partitioned: the one bound of a
+/// helper that makes buffers, streams or modules with whatever guard it is given
+/// (`ContextGuard<'ctx, P, S>` with `P: Allocating`, [`Allocating`]; the
+/// run-phase guard is not one). Sealed: only the guard implements it.
+///
+/// [`into_guard`](Self::into_guard) is the guard itself, with its markers named by the
+/// trait, so that its methods are reachable in the helper:
+///
+/// ```no_run
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{Allocates, with_partitions, with_phases};
+///
+/// /// Uploads `host` with any guard that may allocate.
+/// fn upload<'ctx>(ctx: impl Allocates<'ctx>, host: &[u32]) -> Result<DeviceBuffer<'ctx, u32>> {
+///     ctx.into_guard().from_slice(host)
+/// }
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_context(&device, ContextFlags::default(), |ctx| upload(ctx, &[1]).map(drop))?;
+/// with_phases(&device, ContextFlags::default(), |phases| {
+///     let (buf, _run) = phases.setup(|setup| upload(setup, &[2]))?;
+///     assert_eq!(buf.to_vec()?, [2]);
+///     Ok::<_, Error>(())
+/// })?;
+/// with_partitions(&device, |sms| {
+///     let (part, _) = sms.split(8)?;
+///     part.enter(|p| upload(p, &[3]).map(drop))
+/// })
+/// # }
+/// ```
+///
+/// A run-phase guard is refused with [`Allocating`]'s message
+/// (`ui-tests/fail/9_typestate/phase_run_guard_in_a_generic_helper.rs`):
+///
+/// ```compile_fail,E0277
+/// use cuda_brand::prelude::*;
+/// use cuda_brand::{Allocates, with_phases};
+///
+/// fn upload<'ctx>(ctx: impl Allocates<'ctx>, host: &[u32]) -> Result<DeviceBuffer<'ctx, u32>> {
+///     ctx.into_guard().from_slice(host)
+/// }
+/// # fn main() -> cuda_brand::Result<()> {
+/// # let device = Device::get(0)?;
+/// with_phases(&device, ContextFlags::default(), |phases| {
+///     let ((), run) = phases.setup(|_| Ok::<_, Error>(()))?;
+///     upload(run, &[1])?; // the run phase allocates nothing: does not compile
+///     Ok::<_, Error>(())
+/// })
+/// # }
+/// ```
+pub trait Allocates<'ctx>: Copy + sealed::Guard {
+    /// The guard's phase: one that may allocate.
+    type Phase: Allocating;
+    /// The guard's part: the whole context or a partition.
+    type Part: Part;
+    /// The guard itself.
+    fn into_guard(self) -> ContextGuard<'ctx, Self::Phase, Self::Part>;
+}
+
+impl<'ctx, P: Allocating, S: Part> Allocates<'ctx> for ContextGuard<'ctx, P, S> {
+    type Phase = P;
+    type Part = S;
+    #[inline(always)]
+    fn into_guard(self) -> Self {
+        self
+    }
+}
+
+mod sealed {
+    pub trait Guard {}
+    impl<P: super::Phase, S: super::Part> Guard for super::ContextGuard<'_, P, S> {}
 }
 
 /// A context handle as a plain value (`Send` and `Sync`: what may be done with it is up to
@@ -273,7 +376,7 @@ unsafe impl Send for SharedContext<'_> {}
 // SAFETY: `SharedContext` has no interior state; `&SharedContext` only allows copying it.
 unsafe impl Sync for SharedContext<'_> {}
 
-impl<P: Phase> fmt::Debug for ContextGuard<'_, P> {
+impl<P: Phase, S: Part> fmt::Debug for ContextGuard<'_, P, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("ContextGuard").field(&self.raw.0).finish()
     }
@@ -303,11 +406,25 @@ impl<'ctx> ContextGuard<'ctx> {
             _brand: PhantomData,
             _thread: PhantomData,
             _phase: PhantomData,
+            _part: PhantomData,
         }
     }
+}
 
+// The bounds are on the method, so that a phase's guard gets `NoPhases`'s message and a
+// partition's `Unpartitioned`'s.
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A copy of this guard that can be sent to and shared with scoped threads.
-    pub fn share(self) -> SharedContext<'ctx> {
+    ///
+    /// A plain guard's only: [`SharedContext::enter`] hands out a plain guard, which in a
+    /// phase of [`with_phases`](crate::with_phases) could allocate in the run phase
+    /// ([`NoPhases`]), and a partition's context may be current on
+    /// its own thread only ([`Unpartitioned`]).
+    pub fn share(self) -> SharedContext<'ctx>
+    where
+        P: NoPhases,
+        S: Unpartitioned,
+    {
         SharedContext {
             raw: self.raw.0,
             _brand: PhantomData,
@@ -315,22 +432,32 @@ impl<'ctx> ContextGuard<'ctx> {
     }
 }
 
-impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
-    /// The same guard in phase `Q` (the crate decides where this is allowed).
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
+    /// The same guard with the markers `Q` and `T` (the crate decides where this is
+    /// allowed).
     #[inline(always)]
-    pub(crate) fn with_phase<Q: Phase>(self) -> ContextGuard<'ctx, Q> {
+    pub(crate) fn with_markers<Q: Phase, T: Part>(self) -> ContextGuard<'ctx, Q, T> {
         ContextGuard {
             raw: self.raw,
             _brand: PhantomData,
             _thread: PhantomData,
             _phase: PhantomData,
+            _part: PhantomData,
         }
     }
 
-    /// The plain guard, for the crate's own use inside a method the phase allows.
+    /// The same guard in phase `Q`, of the same part.
+    #[inline(always)]
+    pub(crate) fn with_phase<Q: Phase>(self) -> ContextGuard<'ctx, Q, S> {
+        self.with_markers()
+    }
+
+    /// The plain guard, for the crate's own use inside a method the markers allow. It
+    /// forgets the part: never use it to create a stream (a partition's would not be the
+    /// partition's) or to hand the guard on to code that may.
     #[inline(always)]
     pub(crate) fn unphased(self) -> ContextGuard<'ctx> {
-        self.with_phase()
+        self.with_markers()
     }
 
     /// The handle, never null.
@@ -478,7 +605,7 @@ pub struct MemoryInfo {
 }
 
 // The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
-impl<P: Phase> ContextGuard<'_, P> {
+impl<P: Phase, S: Part> ContextGuard<'_, P, S> {
     /// Sets a resource limit (the heap and stack limits reserve device memory, so this is
     /// a setup-phase method). The driver may round the value (read it back with
     /// [`ContextGuard::limit`]); a value it cannot honour is an error.

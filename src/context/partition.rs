@@ -51,7 +51,8 @@
 //!   again, and a second split of the same device, by a nested or concurrent
 //!   `with_partitions`, is refused at run time (the types cannot see other closures).
 //! * **A brand per partition.** Each [`SmGroup::enter`] hands its closure a
-//!   `ContextGuard<'p, Partitioned>` with a fresh brand `'p`. What it makes (buffers,
+//!   [`PartitionGuard<'p>`](PartitionGuard) (`ContextGuard<'p, Unphased, Partitioned>`:
+//!   the phase marker and the part marker are independent) with a fresh brand `'p`. What it makes (buffers,
 //!   streams, events, modules, kernels, pools) carries `'p`: one partition's kernel,
 //!   buffer or event on another partition's stream is a compile error, and nothing of a
 //!   partition outlives it.
@@ -70,14 +71,27 @@
 //!   synchronization), so nothing leaks. Give each thread a partition of its own: a part
 //!   ([`SmGroup`]) is `Send` and may be entered on a scoped thread. Each check is one
 //!   atomic load while no partition lives.
+//! * **Phases in a partition.** [`SmGroup::enter_phases`] enters a part as
+//!   [`with_phases`](crate::with_phases) enters a context: a setup guard
+//!   (`ContextGuard<'p, Setup<'s>, Partitioned>`) that allocates, then a run guard
+//!   (`ContextGuard<'p, Run, Partitioned>`) that cannot; the partition's teardown frees
+//!   the setup memory before its synchronization.
 //! * **Every stream is the partition's.** A partition's guard creates its streams with
 //!   `cuGreenCtxStreamCreate`, the driver's one documented way to a stream whose work runs
 //!   on the green context's SMs; `stream()` and `Stream::new` do this for it.
 //! * **No work outside the partitions.** Inside `with_partitions` no plain guard of the
 //!   device exists: the closure gets SMs, not a context, and a partition's guard is not a
-//!   plain guard (the methods that need one, such as [`ContextGuard::share`](crate::ContextGuard::share), graph
-//!   capture, peer access, NCCL and the libraries, do not take it; a function that takes a
-//!   plain guard cannot be given it). What the types cannot see is refused at run time on
+//!   plain guard (a function that takes `ContextGuard<'ctx>` cannot be given it). Every
+//!   operation whose streams the crate makes takes it and makes them the partition's:
+//!   allocation, loading (modules, [`Library::kernel`](crate::Library::kernel), NVRTC),
+//!   streams and events, graph capture (the capture's stream is the partition's, and a
+//!   graph branded `'p` is launched on the partition's streams only). The operations whose
+//!   work or effect would reach beyond the partition are bounded by [`Unpartitioned`],
+//!   which [`Partitioned`] is not (that trait's error, `ui-tests/fail/11_partitions/`):
+//!   [`ContextGuard::share`](crate::ContextGuard::share) (a green context is current on
+//!   one thread), peer access (it would join two partitions' memory), NCCL and the cuBLAS,
+//!   cuFFT and cuRAND handles (their streams and kernels are the libraries' own). What the
+//!   types cannot see is refused at run time on
 //!   the thread of the closure and of every partition: `with_partitions` itself, and
 //!   [`SmGroup::enter`] on a thread outside every partition, while another context is
 //!   current (the closure could capture that context's guard), and
@@ -151,13 +165,14 @@ use cuda_driver_sys::CUctx_st;
 use super::confined::{ENTERED, OWNERS, claim, entered, refuse_inside, thread_token, unclaim};
 use super::enter::{pop_exact, run_then};
 #[doc(inline)]
-pub use super::phase::Partitioned;
-use super::{Brand, ComputeCapability, ContextGuard, Device, teardown};
+pub use super::part::{Part, Partitioned, Unpartitioned, Whole};
+use super::{Brand, ComputeCapability, ContextGuard, Device, Unphased, teardown};
 use crate::driver::{self, CUcontext, CUdevResource, CUdevice, CUgreenCtx};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 
-/// A partition's guard: `ContextGuard<'p, Partitioned>`.
-pub type PartitionGuard<'p> = ContextGuard<'p, Partitioned>;
+/// A partition's guard: `ContextGuard<'p, Unphased, Partitioned>`, a guard without phases
+/// ([`Unphased`]) on the part [`Partitioned`].
+pub type PartitionGuard<'p> = ContextGuard<'p, Unphased, Partitioned>;
 
 /// What a split of a device's SMs must respect: how many there are, the smallest part and
 /// the multiple each part's size is rounded up to.
@@ -553,7 +568,18 @@ impl SmGroup<'_> {
     /// [`with_partitions`] is.
     pub fn enter<R, E, F>(self, f: F) -> Result<R, E>
     where
-        F: for<'p> FnOnce(ContextGuard<'p, Partitioned>) -> Result<R, E>,
+        F: for<'p> FnOnce(PartitionGuard<'p>) -> Result<R, E>,
+        E: From<Error>,
+    {
+        self.enter_with(f, false)
+    }
+
+    /// [`SmGroup::enter`], whose teardown also frees the memory made with a setup guard of
+    /// the partition (`phased`: the [`Phases`](crate::Phases) of a partition,
+    /// `SmGroup::enter_phases`), after its parked releases and before its synchronization.
+    pub(crate) fn enter_with<R, E, F>(self, f: F, phased: bool) -> Result<R, E>
+    where
+        F: for<'p> FnOnce(PartitionGuard<'p>) -> Result<R, E>,
         E: From<Error>,
     {
         // inside a partition of this thread every other context is refused, so what is
@@ -578,8 +604,8 @@ impl SmGroup<'_> {
         // `CUcontext` form outlives `'p`.
         let guard = unsafe { ContextGuard::new_unchecked(handle) };
         run_then(
-            || f(guard.with_phase::<Partitioned>()),
-            move || end_partition(raw, green),
+            || f(guard.with_markers::<Unphased, Partitioned>()),
+            move || end_partition(raw, green, phased),
         )
     }
 }
@@ -609,15 +635,24 @@ fn make_partition(
     }
 }
 
-/// The teardown of a partition: synchronize, free what the layers above keep for the
-/// context, pop, destroy the green context, report failed releases of its handles.
-fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
+/// The teardown of a partition: free its setup-phase memory (`phased`), synchronize, free
+/// what the layers above keep for the context, pop, destroy the green context, report
+/// failed releases of its handles.
+fn end_partition(raw: CUcontext, green: CUgreenCtx, phased: bool) -> Result<()> {
     // what scoped threads dropped of the partition's values (they are joined: `f` has
     // returned), released here, on the partition's thread, before the synchronization
     for (what, e) in super::confined::run_parked(raw) {
         teardown::record_failed_release(NonNull::new(raw), what, e);
     }
-    let synced = driver::ctx_synchronize();
+    // the memory of its setup phase, as `with_phases`'s teardown frees it: every value
+    // branded with the partition is gone, and its context is current (on top of this
+    // thread's stack)
+    let freed = if phased {
+        super::deferred::free_deferred(raw)
+    } else {
+        Ok(())
+    };
+    let synced = teardown::keep_both(freed, driver::ctx_synchronize());
     // SAFETY: `raw` is alive and current (on top of this thread's stack).
     unsafe { teardown::run_before_give_up(raw) };
     let popped = pop_exact(raw);
@@ -641,7 +676,7 @@ fn end_partition(raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     teardown::keep_both(finished, teardown::take_failed_releases(raw))
 }
 
-impl ContextGuard<'_, Partitioned> {
+impl<P: super::Phase> ContextGuard<'_, P, Partitioned> {
     /// How many SMs the partition has: its part's ([`SmGroup::sm_count`]), kept when it was
     /// entered.
     pub fn sm_count(self) -> u32 {

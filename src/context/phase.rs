@@ -1,7 +1,9 @@
 //! The phase types of a context (see [`phase`](crate::phase), where [`with_phases`]
-//! lives): the guard's [`Phase`] ([`Unphased`], [`Setup`], [`Run`]), which phases may
-//! allocate ([`Allocating`]), and the kind of the streams a guard creates ([`StreamKind`]:
-//! [`Dynamic`], [`Preallocated`]).
+//! lives): the guard's first marker, its [`Phase`] ([`Unphased`], [`Setup`], [`Run`]),
+//! which phases may allocate ([`Allocating`]) and which allocate at any time
+//! ([`NoPhases`]), and the kind of the streams a guard creates ([`StreamKind`]:
+//! [`Dynamic`], [`Preallocated`]). The guard's second marker, the part of the device it
+//! works on, is in `part.rs`: the two are independent.
 //!
 //! [`with_phases`]: crate::with_phases
 
@@ -15,29 +17,26 @@ mod sealed {
     pub trait StreamKind {}
 }
 
-/// The phase a [`ContextGuard`] is in: [`Unphased`] (a plain [`with_context`](crate::with_context)
-/// guard), [`Setup`] or [`Run`], or [`Partitioned`] (the guard of an SM partition,
-/// [`with_partitions`](crate::with_partitions)). Sealed.
+/// The phase a [`ContextGuard`] is in: [`Unphased`] (the guard of
+/// [`with_context`](crate::with_context) and of an SM partition), [`Setup`] or [`Run`].
+/// Sealed. Independent of the guard's part ([`Part`](crate::Part): the whole context or a
+/// partition).
 pub trait Phase: sealed::Phase + Copy {
     /// The kind of the streams a guard of this phase creates: [`Dynamic`] without phases,
     /// [`Preallocated`] in setup. (A run-phase guard creates none; its `Preallocated` only
     /// keeps the signatures of the creating methods free of the [`Allocating`] bound, so
     /// that calling one with it is the `Allocating` error, not a missing method.)
     type Streams: StreamKind;
-
-    /// Whether the guard is a partition's ([`Partitioned`]): its streams are made by
-    /// `cuGreenCtxStreamCreate`, so that their work runs on the partition's SMs only.
-    #[doc(hidden)]
-    const PARTITION: bool = false;
 }
 
-/// A phase whose guard may allocate, load and create: [`Unphased`], [`Setup`] and
-/// [`Partitioned`]. Sealed.
+/// A phase whose guard may allocate, load and create: [`Unphased`] and [`Setup`], of a
+/// whole context or of a partition. Sealed.
 ///
 /// Every public constructor that allocates memory (device, pool, pinned, managed, pitched)
-/// or creates a pool, stream, event or module takes a guard of such a phase, or has no
-/// phased form at all (it takes a plain guard, which a phased context never hands out).
-/// With a run-phase guard each is this trait's error.
+/// or creates a pool, stream, event, module or graph takes a guard of such a phase (a
+/// helper generic over such guards names [`Allocates`](crate::Allocates)), or one of
+/// [`NoPhases`], which a phased context never hands out. With a run-phase guard each is
+/// this trait's error.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot allocate, load or create: this guard is in the run phase",
     label = "a run-phase guard, given where a guard that may allocate is needed",
@@ -114,23 +113,23 @@ impl Allocating for Setup<'_> {
     const DEFERS_FREES: bool = true;
 }
 
-/// The guard of an SM partition ([`with_partitions`](crate::with_partitions)): it
-/// allocates, loads and creates as a plain guard does, but every stream it creates is one
-/// of the partition (`cuGreenCtxStreamCreate`), whose work runs on the partition's SMs
-/// only, and the methods that take a plain guard (sharing it with other threads, graph
-/// capture, peer access, the libraries) do not take it. See [`crate::partition`].
-#[derive(Debug, Clone, Copy)]
-pub struct Partitioned;
+/// A phase whose guard may allocate at any time, also where the crate cannot see when an
+/// operation allocates: [`Unphased`] only. Sealed.
+///
+/// An operation bounded by it hands work to code that allocates when it chooses, not only
+/// when it is called (NCCL sets up its connections and their buffers at a communicator's
+/// first collectives), so the phases of [`with_phases`](crate::with_phases) could not keep
+/// the run phase free of allocations with it. With a setup or run guard it is this trait's
+/// error (`ui-tests/fail/9_typestate/phase_setup_guard_shared_with_other_threads.rs`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a phase of `with_phases`: this operation may allocate at any later time, which the phases cannot allow",
+    label = "a guard of `with_phases`, given where a guard without phases is needed",
+    note = "use a context without phases (`with_context`) for this operation",
+    note = "see `cuda_brand::phase`"
+)]
+pub trait NoPhases: Allocating {}
 
-impl sealed::Phase for Partitioned {}
-impl Phase for Partitioned {
-    type Streams = Dynamic;
-    const PARTITION: bool = true;
-}
-
-impl Allocating for Partitioned {
-    const DEFERS_FREES: bool = false;
-}
+impl NoPhases for Unphased {}
 
 /// What a stream's scopes may do with memory: [`Dynamic`] or [`Preallocated`]. Sealed.
 pub trait StreamKind: sealed::StreamKind {}

@@ -9,7 +9,7 @@ use cuda_driver_sys::CUctx_st;
 
 use super::MathMode;
 use super::sys::{self, cublasContext, cublasHandle_t};
-use crate::context::{Brand, ContextGuard, in_context};
+use crate::context::{Brand, ContextGuard, NoPhases, Unpartitioned, in_context};
 use crate::driver::CUstream;
 use crate::error::Result;
 
@@ -114,7 +114,8 @@ impl<'ctx> Blas<'ctx> {
     /// cuBLAS's default workspace. Loads cuBLAS on first use: without it, an error with
     /// [`ErrorCode::CublasNotFound`](crate::ErrorCode::CublasNotFound) naming what was
     /// tried and `CUDA_BRAND_CUBLAS_LIBRARY`.
-    pub fn new(ctx: ContextGuard<'ctx>) -> Result<Blas<'ctx>> {
+    pub fn new<P: NoPhases, S: Unpartitioned>(ctx: ContextGuard<'ctx, P, S>) -> Result<Blas<'ctx>> {
+        let ctx = ctx.unphased();
         sys::api()?;
         let raw = ctx.as_non_null();
         // SAFETY: `with_current` makes the guard's (live) context current for the call.

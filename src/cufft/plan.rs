@@ -11,7 +11,7 @@ use super::layout::{self, Arg, Layout};
 use super::sealed::Sealed;
 use super::sys::{self, Handle};
 use super::{Complex32, Complex64, Direction, FftTypes};
-use crate::context::{Brand, ContextGuard, StreamKind, in_context};
+use crate::context::{Brand, ContextGuard, NoPhases, StreamKind, Unpartitioned, in_context};
 use crate::driver::CUdeviceptr;
 use crate::error::Result;
 use crate::launch::sealed::Crate;
@@ -109,7 +109,12 @@ where
     /// the contiguous layout), in `ctx`'s context. `shape` has 1 to 3 extents, none zero;
     /// `batch` is at least 1; the element counts must fit memory: refused before cuFFT
     /// otherwise, naming the argument.
-    pub fn new(ctx: ContextGuard<'ctx>, shape: &[usize], batch: usize) -> Result<Self> {
+    pub fn new<P: NoPhases, S: Unpartitioned>(
+        ctx: ContextGuard<'ctx, P, S>,
+        shape: &[usize],
+        batch: usize,
+    ) -> Result<Self> {
+        let ctx = ctx.unphased();
         const WHAT: &str = "FftPlan::new";
         let sizes = (size_of::<I>(), size_of::<O>());
         let layout = Layout::new(shape, batch, <(I, O)>::SIDES, sizes, WHAT)?;

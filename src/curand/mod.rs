@@ -47,7 +47,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUctx_st;
 
-use crate::context::{Brand, ContextGuard, StreamKind, in_context};
+use crate::context::{Brand, ContextGuard, NoPhases, StreamKind, Unpartitioned, in_context};
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, Invalid, Result};
 use crate::launch::sealed::Crate;
@@ -243,12 +243,21 @@ fn check_draw<T: RngFloat>(
 
 impl<'ctx> Rng<'ctx> {
     /// A Philox4x32-10 generator seeded with `seed`, in `ctx`'s context.
-    pub fn new(ctx: ContextGuard<'ctx>, seed: u64) -> Result<Rng<'ctx>> {
+    pub fn new<P: NoPhases, S: Unpartitioned>(
+        ctx: ContextGuard<'ctx, P, S>,
+        seed: u64,
+    ) -> Result<Rng<'ctx>> {
+        let ctx = ctx.unphased();
         Rng::with_kind(ctx, RngKind::Philox, seed)
     }
 
     /// A generator of the algorithm `kind` seeded with `seed`.
-    pub fn with_kind(ctx: ContextGuard<'ctx>, kind: RngKind, seed: u64) -> Result<Rng<'ctx>> {
+    pub fn with_kind<P: NoPhases, S: Unpartitioned>(
+        ctx: ContextGuard<'ctx, P, S>,
+        kind: RngKind,
+        seed: u64,
+    ) -> Result<Rng<'ctx>> {
+        let ctx = ctx.unphased();
         ctx.with_current(|| {
             // SAFETY: the guard's context is current.
             let raw = unsafe { sys::create(kind.raw()) }?;

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use cuda_driver_sys::{CUctx_st, CUstream_st};
 
-use crate::context::{self, Brand, ContextGuard};
+use crate::context::{self, Allocating, Brand, ContextGuard, Part, Phase};
 use crate::driver::{self, CUgraph};
 use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{
@@ -89,7 +89,8 @@ pub struct Capture<'c, 'g: 'c, 'ctx: 'g> {
     _thread: PhantomData<GraphsStayOnTheirThread>,
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+// The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// Captures the work `f` queues on its [`Capture`] into a graph of this context
     /// (`cuStreamBeginCapture` on a private stream, `cuStreamEndCapture` after `f`), and
     /// returns it with `f`'s value. Nothing runs: [`Graph::instantiate`] it, then launch it
@@ -99,6 +100,17 @@ impl<'ctx> ContextGuard<'ctx> {
     /// If `f` returns an error or panics, or an operation of the capture failed (even if `f`
     /// went on), the capture is ended, the partial graph destroyed, and the error returned
     /// (the panic resumed).
+    ///
+    /// Any guard that may create takes part (the capture makes a stream of its own):
+    ///
+    /// * a plain guard;
+    /// * a setup-phase guard of [`with_phases`](crate::with_phases): the graph (which
+    ///   allocates nothing when it is launched: a capture has no allocating operation) is
+    ///   captured, and best instantiated, in setup, then launched in the run phase;
+    /// * a partition's guard: the capture's stream is one of the partition
+    ///   (`cuGreenCtxStreamCreate`), so the graph's kernels are the partition's, and the
+    ///   graph, branded `'p`, is launched only in a scope of one of the partition's streams
+    ///   ([`ExecGraph::launch`]): its work runs on the partition's SMs.
     ///
     /// ```no_run
     /// use cuda_brand::prelude::*;
@@ -122,6 +134,7 @@ impl<'ctx> ContextGuard<'ctx> {
     /// ```
     pub fn capture<'g, R, E, F>(self, f: F) -> Result<(Graph<'g, 'ctx>, R), E>
     where
+        P: Allocating,
         'ctx: 'g,
         F: for<'c> FnOnce(&'c Capture<'c, 'g, 'ctx>) -> Result<R, E>,
         E: From<Error>,

@@ -7,7 +7,7 @@ use std::mem::ManuallyDrop;
 
 use cuda_driver_sys::{CUctx_st, CUgraph_st, CUgraphExec_st};
 
-use crate::context::Brand;
+use crate::context::{Brand, StreamKind};
 use crate::driver::{self, CUgraph, CUgraphExec};
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, DeviceSlice};
@@ -286,7 +286,10 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// stream of its context. The scope borrows the graph until it has synchronized, so the
     /// graph cannot lend its memory out or be dropped while a replay may run. Replays of one
     /// executable graph run one at a time, in the order they were queued, whatever their
-    /// streams (the driver orders them).
+    /// streams (the driver orders them). Any stream of the context takes it: a preallocated
+    /// one of [`with_phases`](crate::with_phases) too, since a replay allocates nothing (a
+    /// capture records no allocation), and a partition's, where the graph is the
+    /// partition's ([`ContextGuard::capture`]).
     ///
     /// In a multi-stream scope a replay needs no entry in the order book: the graph holds
     /// everything it writes exclusively (no other operation of any scope can name it) and
@@ -311,9 +314,9 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// # }
     /// ```
     #[inline]
-    pub fn launch<'scope>(
+    pub fn launch<'scope, K: StreamKind>(
         &'scope self,
-        scope: &'scope StreamScope<'scope, '_, 'ctx>,
+        scope: &'scope StreamScope<'scope, '_, 'ctx, K>,
     ) -> Result<()> {
         let stream = scope.stream().raw();
         let exec = self.raw();

@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use super::PinnedBuffer;
 use super::extent::{byte_len, checked_byte_len, empty_address};
 use super::{DeviceCopy, DeviceSlice, MemoryPool, adopt, staging};
-use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
+use crate::context::{self, Allocating, Brand, ContextGuard, Part, Phase};
 use crate::driver::{self, CUdeviceptr, Pattern};
 use crate::error::Result;
 use crate::span::{Span, Touched};
@@ -272,8 +272,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// The contents are whatever the memory held. Reading them before writing is not
     /// undefined behaviour for `DeviceCopy` types (every bit pattern is valid), but it is
     /// a read of stale data, possibly another allocation's: hence `unsafe`.
-    pub unsafe fn uninitialized<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub unsafe fn uninitialized<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         len: usize,
     ) -> Result<Self> {
         Self::allocate_in_phase(ctx, None, len)
@@ -291,8 +291,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     ///
     /// # Safety
     /// As for [`DeviceBuffer::uninitialized`].
-    pub unsafe fn uninitialized_in<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub unsafe fn uninitialized_in<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         pool: &MemoryPool<'ctx>,
         len: usize,
     ) -> Result<Self> {
@@ -312,8 +312,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
 
     /// Allocates `len` elements from `pool` (`None`: the crate's pool) with a guard of
     /// phase `P`; memory of a setup phase goes on its teardown's list.
-    fn allocate_in_phase<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    fn allocate_in_phase<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         pool: Option<driver::CUmemoryPool>,
         len: usize,
     ) -> Result<Self> {
@@ -355,7 +355,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     }
 
     /// Allocates `len` elements set to zero bytes; complete when it returns.
-    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
+    pub fn zeroed<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        len: usize,
+    ) -> Result<Self> {
         // SAFETY: every byte is written below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, len) }?;
         buf.zero()?;
@@ -378,8 +381,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// })
     /// # }
     /// ```
-    pub fn zeroed_in<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn zeroed_in<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         pool: &MemoryPool<'ctx>,
         len: usize,
     ) -> Result<Self> {
@@ -423,7 +426,10 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
     /// Allocates a buffer holding a copy of `src`; complete when it returns. From 512 KiB,
     /// pageable memory is staged: see
     /// [the type's documentation](DeviceBuffer#bulk-copies-to-and-from-pageable-memory).
-    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
+    pub fn from_slice<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        src: &[T],
+    ) -> Result<Self> {
         // SAFETY: every element is written by the copy below before anyone can read it.
         let buf = unsafe { Self::uninitialized(ctx, src.len()) }?;
         buf.fill_from(src)?;
@@ -432,8 +438,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
 
     /// As [`DeviceBuffer::from_slice`], from `pool` (see
     /// [`DeviceBuffer::uninitialized_in`]).
-    pub fn from_slice_in<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn from_slice_in<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         pool: &MemoryPool<'ctx>,
         src: &[T],
     ) -> Result<Self> {
@@ -732,7 +738,7 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<'_, T> {
 // The bounds are on the methods, not on the impl: a run-phase guard then finds the method
 // and fails the bound with `Allocating`'s own message (a bound on the impl would hide the
 // method, and rustc would only say that the method's trait bounds were not satisfied).
-impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// `len` elements of device memory set to zero bytes:
     /// [`DeviceBuffer::zeroed`].
     pub fn zeroed<T: DeviceCopy>(self, len: usize) -> Result<DeviceBuffer<'ctx, T>>

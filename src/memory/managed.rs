@@ -45,7 +45,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use super::{DeviceCopy, DeviceSlice, checked_byte_len, empty_address};
-use crate::context::{Allocating, Brand, ContextGuard, Device};
+use crate::context::{Allocating, Brand, ContextGuard, Device, Part};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Touched;
@@ -152,7 +152,10 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     /// Allocates `len` elements of managed memory set to zero bytes (written by the host,
     /// so the pages start on the host). Made with the setup guard of
     /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
-    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
+    pub fn zeroed<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        len: usize,
+    ) -> Result<Self> {
         let bytes = checked_byte_len::<T>("ManagedBuffer::zeroed", len)?;
         concurrent_access("ManagedBuffer::zeroed", ctx.unphased())?;
         let ptr = if bytes == 0 {
@@ -196,7 +199,10 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
     }
 
     /// Allocates managed memory holding a copy of `src`.
-    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
+    pub fn from_slice<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        src: &[T],
+    ) -> Result<Self> {
         let mut buf = Self::zeroed(ctx, src.len())?;
         buf.copy_from_slice(src);
         Ok(buf)

@@ -32,7 +32,7 @@ use std::ffi::c_uint;
 use std::marker::PhantomData;
 
 use super::{DeviceBuffer, DeviceCopy, DeviceSlice, lengths_match};
-use crate::context::{Brand, ContextGuard};
+use crate::context::{Allocating, Brand, ContextGuard, Part, Phase, Unpartitioned};
 use crate::driver::{self, CUdevice, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 
@@ -117,7 +117,9 @@ impl std::fmt::Debug for PeerAccess<'_, '_> {
     }
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+// The bounds are on the method, so that a run-phase guard gets `Allocating`'s message and
+// a partition's `Unpartitioned`'s.
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// Lets this context access `peer`'s memory (`cuCtxEnablePeerAccess`, one direction;
     /// call it on both guards for both). Idempotent: the driver's "already enabled" answer
     /// is success. Two contexts of one device share its memory already; the token is given
@@ -132,10 +134,24 @@ impl<'ctx> ContextGuard<'ctx> {
     /// own ([`MemoryPool::new`](crate::MemoryPool::new)) or of the device's default pool is
     /// not covered: its view is refused ([`PeerAccess::view`] says why the crate does
     /// not grant such pools too).
-    pub fn enable_peer_access<'peer>(
+    ///
+    /// A setup-phase guard of [`with_phases`](crate::with_phases) takes part, as the
+    /// enabling side (the mappings are made now, not in the run phase); `peer` may be in any
+    /// phase. A partition's guard does not, on either side
+    /// ([`Unpartitioned`], `ui-tests/fail/11_partitions/`): peer
+    /// access is a property of a whole context (a green context's `CUcontext` form shares
+    /// the device's memory with the primary context), and between two partitions of one
+    /// device the token, given without a driver call, would let one partition's kernels
+    /// use another's buffers, which the partitions keep apart by their brands (nothing the
+    /// crate sees orders two partitions' streams).
+    pub fn enable_peer_access<'peer, Q: Phase, T: Unpartitioned>(
         self,
-        peer: ContextGuard<'peer>,
-    ) -> Result<PeerAccess<'ctx, 'peer>> {
+        peer: ContextGuard<'peer, Q, T>,
+    ) -> Result<PeerAccess<'ctx, 'peer>>
+    where
+        P: Allocating,
+        S: Unpartitioned,
+    {
         let (device, peer_device) = (self.device()?, peer.device()?);
         if device != peer_device {
             // SAFETY: the peer's guard proves it alive; self is made current for the call.

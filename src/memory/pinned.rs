@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 
 use super::DeviceCopy;
 use super::extent::checked_byte_len;
-use crate::context::{self, Allocating, Brand, ContextGuard, Phase};
+use crate::context::{self, Allocating, Brand, ContextGuard, Part, Phase};
 use crate::driver;
 use crate::error::{Error, Invalid, Result};
 
@@ -84,7 +84,10 @@ unsafe impl<T: DeviceCopy + Sync> Sync for PinnedBuffer<'_, T> {}
 
 impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     /// Allocates `len` elements of page-locked host memory set to zero bytes.
-    pub fn zeroed<P: Allocating>(ctx: ContextGuard<'ctx, P>, len: usize) -> Result<Self> {
+    pub fn zeroed<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        len: usize,
+    ) -> Result<Self> {
         let bytes = checked_byte_len::<T>("PinnedBuffer::zeroed", len)?;
         let ptr = if bytes == 0 {
             NonNull::dangling()
@@ -137,7 +140,10 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
     }
 
     /// Allocates page-locked memory holding a copy of `src`.
-    pub fn from_slice<P: Allocating>(ctx: ContextGuard<'ctx, P>, src: &[T]) -> Result<Self> {
+    pub fn from_slice<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        src: &[T],
+    ) -> Result<Self> {
         let mut buf = Self::zeroed(ctx, src.len())?;
         buf.copy_from_slice(src);
         Ok(buf)
@@ -223,7 +229,7 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
 // The bounds are on the methods, not on the impl: a run-phase guard then finds the method
 // and fails the bound with `Allocating`'s own message (a bound on the impl would hide the
 // method, and rustc would only say that the method's trait bounds were not satisfied).
-impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// `len` elements of page-locked host memory set to zero bytes:
     /// [`PinnedBuffer::zeroed`].
     pub fn pinned_zeroed<T: DeviceCopy>(self, len: usize) -> Result<PinnedBuffer<'ctx, T>>

@@ -37,7 +37,7 @@ use std::ptr::NonNull;
 use cuda_driver_sys::CUctx_st;
 
 use super::{DeviceCopy, checked_byte_len, empty_address};
-use crate::context::{self, Allocating, Brand, ContextGuard};
+use crate::context::{self, Allocating, Brand, ContextGuard, Part};
 use crate::driver::{self, CUdeviceptr, CUstream, Pattern, Side2D};
 use crate::error::{Error, Invalid, Result};
 use crate::span::Span;
@@ -186,8 +186,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     /// Allocates `height` rows of `width` elements, every byte (padding included) zero;
     /// complete when it returns. Made with the setup guard of
     /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
-    pub fn zeroed<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn zeroed<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         width: usize,
         height: usize,
     ) -> Result<Self> {
@@ -195,9 +195,9 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
     }
 
     /// [`DeviceBuffer2D::zeroed`], its errors naming `call`.
-    pub(crate) fn zeroed_for<P: Allocating>(
+    pub(crate) fn zeroed_for<P: Allocating, S: Part>(
         call: &'static str,
-        ctx: ContextGuard<'ctx, P>,
+        ctx: ContextGuard<'ctx, P, S>,
         width: usize,
         height: usize,
     ) -> Result<Self> {

@@ -55,7 +55,7 @@ use std::fmt;
 
 use super::pitched::{DeviceBuffer2D, host_elements, host_pitch};
 use super::{DeviceCopy, byte_len};
-use crate::context::{Allocating, ContextGuard};
+use crate::context::{Allocating, ContextGuard, Part};
 use crate::driver::{self, CUdeviceptr, Copy3D, Side2D, Side3D};
 use crate::error::{Error, Invalid, Result};
 use crate::span::Span;
@@ -502,8 +502,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
     /// `usize` is an error with `CUDA_ERROR_INVALID_VALUE`, before any driver call; a shape
     /// with no bytes allocates nothing. Made with the setup guard of
     /// [`with_phases`](crate::with_phases), it is freed only by the teardown.
-    pub fn zeroed<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn zeroed<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         width: usize,
         height: usize,
         depth: usize,

@@ -65,7 +65,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use crate::context::{Allocating, Brand, ContextGuard};
+use crate::context::{Allocating, Brand, ContextGuard, Part};
 use crate::driver::{self, CUdevice, CUmemoryPool};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -168,15 +168,15 @@ impl<'ctx> MemoryPool<'ctx> {
     /// A new pool on the context's device, with the driver's defaults (release threshold
     /// 0: freed memory goes back to the driver at the next synchronization). Destroyed when
     /// dropped.
-    pub fn new<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {
+    pub fn new<P: Allocating, S: Part>(ctx: ContextGuard<'ctx, P, S>) -> Result<Self> {
         Self::with_max_size(ctx, 0)
     }
 
     /// A new pool that never holds more than `max_bytes` (allocations beyond it fail with
     /// `CUDA_ERROR_OUT_OF_MEMORY`): a bounded arena. Drivers older than CUDA 12.2 ignore
     /// the bound.
-    pub fn with_max_size<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn with_max_size<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         max_bytes: usize,
     ) -> Result<Self> {
         let raw = ctx.with_current(|| {
@@ -196,7 +196,7 @@ impl<'ctx> MemoryPool<'ctx> {
     /// from by default (see the [module documentation](crate::memory::pool)), created on first use
     /// (hence a guard that may create). An error with `CUDA_ERROR_NOT_SUPPORTED` on a
     /// device without memory pools.
-    pub fn of_device<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {
+    pub fn of_device<P: Allocating, S: Part>(ctx: ContextGuard<'ctx, P, S>) -> Result<Self> {
         let device = ctx.with_current(driver::ctx_get_device)?;
         match crate_pool(device)? {
             Some(raw) => Ok(MemoryPool {
@@ -212,7 +212,7 @@ impl<'ctx> MemoryPool<'ctx> {
     /// The device's default pool (`cuDeviceGetDefaultMemPool`), which the runtime API and
     /// other libraries of the process allocate from too. A buffer made from it waits for the
     /// context's legacy stream (see [`DeviceBuffer::uninitialized_in`](crate::DeviceBuffer::uninitialized_in)).
-    pub fn device_default<P: Allocating>(ctx: ContextGuard<'ctx, P>) -> Result<Self> {
+    pub fn device_default<P: Allocating, S: Part>(ctx: ContextGuard<'ctx, P, S>) -> Result<Self> {
         let device = ctx.with_current(driver::ctx_get_device)?;
         let raw = driver::device_default_mem_pool(device)?;
         let raw = driver::non_null("cuDeviceGetDefaultMemPool", raw)?.as_ptr();

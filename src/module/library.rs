@@ -46,7 +46,9 @@ use std::ptr::NonNull;
 
 use super::jit::{self, JitLog, JitOptions};
 use super::{Source, aligned_image, c_name, check_image, ptx_text};
+#[cfg(doc)]
 use crate::context::ContextGuard;
+use crate::context::{Allocates, confined};
 use crate::driver::{self, CUlib_st, CUlibrary, JitArgs};
 use crate::error::{Error, Result};
 use crate::launch::{Function, Kernel, KernelParams, counts};
@@ -183,11 +185,18 @@ impl Library {
     /// it if it is not yet). The function is branded with `ctx`'s brand and borrows the
     /// library. A name the library does not have is `CUDA_ERROR_NOT_FOUND`, with the name
     /// in the error.
+    ///
+    /// Any guard that may load takes part: a plain guard, a setup-phase guard (the load
+    /// into the context happens here, so do it in setup), and a partition's guard, whose
+    /// `CUcontext` form is current for the call, so the function is the partition's
+    /// (branded `'p`, launched on its streams only, and used on its thread only, as a
+    /// function of a partition's module is: [`crate::partition`]).
     pub fn function<'l, 'ctx>(
         &'l self,
-        ctx: ContextGuard<'ctx>,
+        ctx: impl Allocates<'ctx>,
         name: &str,
     ) -> Result<Function<'l, 'ctx>> {
+        let ctx = ctx.into_guard();
         let c_name = c_name("Library::function", name)?;
         // SAFETY: the library is alive (borrowed).
         let kernel = unsafe { driver::library_get_kernel(self.raw(), &c_name) }.map_err(|e| {
@@ -203,6 +212,10 @@ impl Library {
         let raw = ctx.with_current(|| unsafe { driver::kernel_get_function(kernel.as_ptr()) })?;
         let raw = driver::non_null("cuKernelGetFunction", raw)?;
         counts::note_function(self.raw.as_ptr() as usize, name, raw.as_ptr());
+        // used on the partition's thread only, for a partition's context (forgotten when
+        // the library is unloaded or the partition ends)
+        let (function, library) = (raw.as_ptr() as usize, self.raw.as_ptr() as usize);
+        confined::register_function(function, library, ctx.raw());
         // SAFETY: a function of the context `'ctx`, valid while the library stays loaded,
         // which the result borrows for `'l`.
         Ok(unsafe { Function::from_raw(raw) })
@@ -222,7 +235,7 @@ impl Library {
     /// global variable of the library.
     pub unsafe fn kernel<'l, 'ctx, P: KernelParams>(
         &'l self,
-        ctx: ContextGuard<'ctx>,
+        ctx: impl Allocates<'ctx>,
         name: &str,
     ) -> Result<Kernel<'l, 'ctx, P>> {
         let function = self.function(ctx, name)?;
@@ -235,6 +248,7 @@ impl Drop for Library {
     fn drop(&mut self) {
         // before the unload, while no other library or module can have its handles
         counts::forget(self.raw.as_ptr() as usize);
+        confined::forget_functions_of(self.raw.as_ptr() as usize);
         // SAFETY: nothing uses the library any more: its functions and kernels borrow it,
         // and launches keep that borrow until their scope's stream is idle. Errors cannot
         // be reported from `drop`.

@@ -36,7 +36,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::{CUctx_st, CUmod_st};
 
-use crate::context::{Allocating, Brand, ContextGuard, Phase};
+use crate::context::{Allocating, Brand, ContextGuard, Part, Phase};
 use crate::driver::{self, CUdeviceptr, CUmodule, JitArgs};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
@@ -106,7 +106,10 @@ impl<'ctx> Module<'ctx> {
     /// the offending line. Text the driver would take for a binary image (its first byte
     /// 0x7F: the ELF or Tile IR magic) and text with a NUL byte are refused before the
     /// driver (`InvalidPtx`).
-    pub fn from_ptx<P: Allocating>(ctx: ContextGuard<'ctx, P>, ptx: &str) -> Result<Self> {
+    pub fn from_ptx<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        ptx: &str,
+    ) -> Result<Self> {
         let text = ptx_text("Module::from_ptx", ptx)?;
         // SAFETY: NUL-terminated text that outlives the call, PTX as the driver reads it
         // (`ptx_text` refused text that starts like a binary image).
@@ -133,8 +136,8 @@ impl<'ctx> Module<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn from_ptx_with<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn from_ptx_with<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         ptx: &str,
         options: &JitOptions,
     ) -> Result<(Self, JitLog)> {
@@ -158,7 +161,10 @@ impl<'ctx> Module<'ctx> {
     /// symbol, relocation and `.nv.info` record of a cubin; the fatbin header and every
     /// entry of a fatbin), and the GPU fuzz run behind it, are in `SOUNDNESS.md`.
     /// [`Module::from_binary_unchecked`] skips the check.
-    pub fn from_binary<P: Allocating>(ctx: ContextGuard<'ctx, P>, image: &[u8]) -> Result<Self> {
+    pub fn from_binary<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        image: &[u8],
+    ) -> Result<Self> {
         check_image("Module::from_binary", image)?;
         // SAFETY: every offset and size the image holds was checked against its length
         // (`check_image`), which is what `from_binary_unchecked` requires.
@@ -170,8 +176,8 @@ impl<'ctx> Module<'ctx> {
     /// it has no binary for the device ([`JitOptions::fallback`] chooses between its PTX
     /// and a binary of an older architecture). Returns the module with what the compiler
     /// reported.
-    pub fn from_binary_with<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn from_binary_with<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         image: &[u8],
         options: &JitOptions,
     ) -> Result<(Self, JitLog)> {
@@ -196,8 +202,8 @@ impl<'ctx> Module<'ctx> {
     /// [`Module::from_binary`]'s check passed): the driver follows them without knowing the
     /// slice's length, so a truncated or corrupted image can make it read (and crash)
     /// outside the slice.
-    pub unsafe fn from_binary_unchecked<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub unsafe fn from_binary_unchecked<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         image: &[u8],
     ) -> Result<Self> {
         let aligned = aligned_image("Module::from_binary", image)?;
@@ -208,8 +214,8 @@ impl<'ctx> Module<'ctx> {
 
     /// # Safety
     /// `image` is a complete image, as `driver::module_load` requires.
-    unsafe fn load<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    unsafe fn load<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         image: *const c_void,
         source: Source<'_>,
     ) -> Result<Self> {
@@ -222,8 +228,8 @@ impl<'ctx> Module<'ctx> {
 
     /// # Safety
     /// `image` is a complete image, as `driver::module_load_ex` requires.
-    unsafe fn load_with<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    unsafe fn load_with<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         image: *const c_void,
         mut jit: JitArgs,
         source: Source<'_>,
@@ -235,8 +241,8 @@ impl<'ctx> Module<'ctx> {
         Ok((Self::from_loaded(ctx, raw, source)?, JitLog::read(&jit)))
     }
 
-    fn from_loaded<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    fn from_loaded<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         raw: CUmodule,
         source: Source<'_>,
     ) -> Result<Self> {
@@ -618,7 +624,7 @@ pub(crate) fn c_name(call: &'static str, name: &str) -> Result<CString> {
 }
 
 // The bounds are on the methods, so that a run-phase guard gets `Allocating`'s message.
-impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A module JIT-compiled from PTX text: [`Module::from_ptx`].
     pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>>
     where

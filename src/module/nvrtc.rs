@@ -48,7 +48,7 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::Module;
-use crate::context::{ComputeCapability, ContextGuard};
+use crate::context::{Allocates, Allocating, ComputeCapability, ContextGuard, Part, Phase};
 use crate::driver::dylib::{Library, NotFound, Spec, entry_points};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -538,8 +538,10 @@ impl Program {
     }
 
     /// Loads the program into the context of `ctx`: its cubin if it has one (no JIT
-    /// compilation), else its PTX.
-    pub fn load<'ctx>(&self, ctx: ContextGuard<'ctx>) -> Result<Module<'ctx>> {
+    /// compilation), else its PTX. Any guard that may load takes part, as for
+    /// [`Module::from_ptx`]: a plain guard, a setup-phase guard, a partition's.
+    pub fn load<'ctx>(&self, ctx: impl Allocates<'ctx>) -> Result<Module<'ctx>> {
+        let ctx = ctx.into_guard();
         match (&self.cubin, &self.ptx) {
             // The image check first, where it accepts NVRTC's output (it refuses some, e.g.
             // line information)...
@@ -646,17 +648,24 @@ fn text(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..end]).trim().to_owned()
 }
 
-impl<'ctx> ContextGuard<'ctx> {
+// The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// Compiles CUDA C++ `source` with NVRTC ([`Program::compile`]) for this context's
     /// device (unless `options` name an architecture: then that one; a device newer than
     /// NVRTC knows gets the newest architecture NVRTC supports, as PTX the driver
     /// compiles forward), then loads it into this context ([`Program::load`]). Returns the
     /// module and the program (its log, and the mangled names of its name expressions).
+    ///
+    /// Any guard that may load takes part: a plain guard, a setup-phase guard, a
+    /// partition's.
     pub fn compile_and_load(
         self,
         source: &str,
         options: &CompileOptions,
-    ) -> Result<(Module<'ctx>, Program)> {
+    ) -> Result<(Module<'ctx>, Program)>
+    where
+        P: Allocating,
+    {
         let mut options = options.clone();
         if options.arch.is_none() {
             let device = self.device()?.compute_capability()?;

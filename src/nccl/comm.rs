@@ -15,7 +15,7 @@ use super::book::Book;
 use super::state::{CliqueState, Core, Handle, Origin, Slot};
 use super::sys::{self, Call, Kind, Status, ncclComm_t};
 use super::{NcclCode, ReduceOp};
-use crate::context::{Brand, ContextGuard, Device};
+use crate::context::{Brand, ContextGuard, Device, NoPhases, Unpartitioned};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 
@@ -268,12 +268,13 @@ impl<'ctx> Communicator<'ctx> {
     /// })
     /// # }
     /// ```
-    pub unsafe fn init_rank(
-        ctx: ContextGuard<'ctx>,
+    pub unsafe fn init_rank<P: NoPhases, S: Unpartitioned>(
+        ctx: ContextGuard<'ctx, P, S>,
         id: &UniqueId,
         ranks: usize,
         rank: usize,
     ) -> Result<Communicator<'ctx>> {
+        let ctx = ctx.unphased();
         const CALL: &str = "Communicator::init_rank";
         if ranks == 0 || rank >= ranks || ranks > c_int::MAX as usize {
             return Err(Error::invalid_input(
@@ -668,7 +669,11 @@ impl Clique {
     /// one communicator at a time: claiming it again while it is claimed is an error; once
     /// the communicator is dropped, the rank can be claimed again (by another
     /// `with_primary_context` of the device, or another thread).
-    pub fn communicator<'ctx>(&self, ctx: ContextGuard<'ctx>) -> Result<Communicator<'ctx>> {
+    pub fn communicator<'ctx, P: NoPhases, S: Unpartitioned>(
+        &self,
+        ctx: ContextGuard<'ctx, P, S>,
+    ) -> Result<Communicator<'ctx>> {
+        let ctx = ctx.unphased();
         const CALL: &str = "Clique::communicator";
         let state = &self.state;
         let mut slots = lock(&state.slots);

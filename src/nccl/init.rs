@@ -14,7 +14,7 @@ use super::state::{Handle, poll_until};
 use super::sys::{self, Status};
 use super::world::{World, nccl_comm_id};
 use super::{NcclCode, UniqueId, rendezvous};
-use crate::context::ContextGuard;
+use crate::context::{ContextGuard, NoPhases, Unpartitioned};
 use crate::driver;
 use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::scope::StreamScope;
@@ -78,7 +78,11 @@ impl<'ctx> Communicator<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn from_env(ctx: ContextGuard<'ctx>, within: Duration) -> Result<Communicator<'ctx>> {
+    pub fn from_env<P: NoPhases, S: Unpartitioned>(
+        ctx: ContextGuard<'ctx, P, S>,
+        within: Duration,
+    ) -> Result<Communicator<'ctx>> {
+        let ctx = ctx.unphased();
         let world = World::from_env()?;
         Communicator::from_world(ctx, &world, within)
     }
@@ -153,11 +157,12 @@ impl<'ctx> Communicator<'ctx> {
     /// })
     /// # }
     /// ```
-    pub fn from_world(
-        ctx: ContextGuard<'ctx>,
+    pub fn from_world<P: NoPhases, S: Unpartitioned>(
+        ctx: ContextGuard<'ctx, P, S>,
         world: &World,
         within: Duration,
     ) -> Result<Communicator<'ctx>> {
+        let ctx = ctx.unphased();
         const CALL: &str = rendezvous::CALL;
         let start = Instant::now();
         let deadline = deadline_of(start, within);

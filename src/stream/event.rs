@@ -28,7 +28,7 @@ use cuda_driver_sys::CUevent_st;
 
 use super::Stream;
 use super::deadline::poll_until;
-use crate::context::{Allocating, Brand, ContextGuard, Phase, StreamKind, confined};
+use crate::context::{Allocating, Brand, ContextGuard, Part, Phase, StreamKind, confined};
 use crate::driver::{self, CUevent};
 use crate::error::{Error, Invalid, Result};
 
@@ -183,7 +183,10 @@ unsafe impl<K: EventKind> Sync for Event<'_, K> {}
 
 impl<'ctx> Event<'ctx, Timing> {
     /// Creates an event in `ctx` that records timestamps.
-    pub fn new<P: Allocating>(ctx: ContextGuard<'ctx, P>, flags: EventFlags) -> Result<Self> {
+    pub fn new<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        flags: EventFlags,
+    ) -> Result<Self> {
         Self::create(ctx, flags)
     }
 }
@@ -191,8 +194,8 @@ impl<'ctx> Event<'ctx, Timing> {
 impl<'ctx> Event<'ctx, NoTiming> {
     /// Creates an event in `ctx` that records no timestamps (`CU_EVENT_DISABLE_TIMING`),
     /// for ordering streams and waiting.
-    pub fn without_timing<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn without_timing<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         flags: EventFlags,
     ) -> Result<Self> {
         Self::create(ctx, flags)
@@ -200,11 +203,14 @@ impl<'ctx> Event<'ctx, NoTiming> {
 }
 
 impl<'ctx, K: EventKind> Event<'ctx, K> {
-    fn create<P: Allocating>(ctx: ContextGuard<'ctx, P>, flags: EventFlags) -> Result<Self> {
+    fn create<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
+        flags: EventFlags,
+    ) -> Result<Self> {
         let bits = flags.bits() | <K as sealed::Kind>::FLAGS;
         let raw = ctx.with_current(|| driver::event_create(bits))?;
         let raw = driver::non_null("cuEventCreate", raw)?;
-        if P::PARTITION {
+        if S::PARTITION {
             // used on the partition's thread only (`context::confined`)
             confined::register_handle(raw.as_ptr() as usize, ctx.raw());
         }
@@ -452,7 +458,7 @@ fn duration_of_ms(ms: f32) -> Result<Duration> {
 }
 
 // The bounds are on the methods, so that a run-phase guard gets `Allocating`'s message.
-impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A new event of this context that records timestamps:
     /// [`Event::new`] with default flags.
     pub fn event(self) -> Result<Event<'ctx>>

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 
 use cuda_driver_sys::CUstream_st;
 
-use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Phase, StreamKind, confined};
+use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Part, Phase, StreamKind, confined};
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Touched;
@@ -118,8 +118,8 @@ unsafe impl<K: StreamKind> Sync for Stream<'_, K> {}
 
 impl<'ctx> Stream<'ctx> {
     /// Creates a stream with the lowest priority.
-    pub fn new<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn new<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         flags: StreamFlags,
     ) -> Result<Stream<'ctx, P::Streams>> {
         Stream::create(ctx, flags, 0)
@@ -129,8 +129,8 @@ impl<'ctx> Stream<'ctx> {
     /// [`stream_priority_range`](ContextGuard::stream_priority_range) (lower numbers run
     /// first). The driver would silently clamp an out-of-range priority; this is an error
     /// instead, before the stream is created.
-    pub fn with_priority<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    pub fn with_priority<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         flags: StreamFlags,
         priority: i32,
     ) -> Result<Stream<'ctx, P::Streams>> {
@@ -149,12 +149,12 @@ impl<'ctx> Stream<'ctx> {
 }
 
 impl<'ctx, K: StreamKind> Stream<'ctx, K> {
-    fn create<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    fn create<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         flags: StreamFlags,
         priority: i32,
     ) -> Result<Self> {
-        let raw = if P::PARTITION {
+        let raw = if S::PARTITION {
             Self::create_in_partition(ctx, flags, priority)?
         } else {
             // The stream belongs to the current context: make it `ctx`'s.
@@ -173,8 +173,8 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// documented to (see [`crate::partition`]). The driver requires
     /// `CU_STREAM_NON_BLOCKING`: any other flags are an error before the call.
     #[cold]
-    fn create_in_partition<P: Allocating>(
-        ctx: ContextGuard<'ctx, P>,
+    fn create_in_partition<P: Allocating, S: Part>(
+        ctx: ContextGuard<'ctx, P, S>,
         flags: StreamFlags,
         priority: i32,
     ) -> Result<NonNull<CUstream_st>> {
@@ -291,7 +291,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
 }
 
 // The bound is on the method, so that a run-phase guard gets `Allocating`'s message.
-impl<'ctx, P: Phase> ContextGuard<'ctx, P> {
+impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A new non-blocking stream of this context with the lowest priority:
     /// [`Stream::new`] with [`StreamFlags::NonBlocking`],
     /// the choice for almost every program.

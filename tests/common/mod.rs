@@ -13,12 +13,12 @@ pub use harness::skip;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
-// The bindings' handle types, which are the types `as_raw` returns (`cuda_brand::sys`
-// re-exports them).
+// The crate's handle types, which `as_raw` returns; the raw driver table below is declared
+// with them (they are layout-compatible with `cuda.h`'s).
 use cuda_brand::phase::Phase;
 use cuda_brand::sys::{CUcontext, CUdevice, CUdeviceptr, CUstream};
 use cuda_brand::sys::{CUgraphExec, CUmemoryPool};
-use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, with_context};
+use cuda_brand::{ContextFlags, ContextGuard, Device, Error, ErrorCode, Part, with_context};
 
 /// Device 0. Where there is none the test is skipped (reported `ignored`, with the
 /// driver's error); with `CUDA_BRAND_REQUIRE_GPU=1` a missing device is a failure instead.
@@ -157,7 +157,7 @@ pub fn driver() -> &'static Driver {
 
 /// The raw handle of `ctx` (`ContextGuard::as_raw`), to compare with the contexts the
 /// driver reports (`current`) and with other guards' handles.
-pub fn handle<P: Phase>(ctx: ContextGuard<'_, P>) -> CUcontext {
+pub fn handle<P: Phase, S: Part>(ctx: ContextGuard<'_, P, S>) -> CUcontext {
     // SAFETY: the tests compare the handle, and pass it to `with_raw_context` while the
     // context is alive; none destroys, resets or pops the context through it while the
     // crate holds the context.

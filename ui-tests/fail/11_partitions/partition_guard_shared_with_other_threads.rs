@@ -1,5 +1,6 @@
-// Rule: a partition's guard has no `share()`: the shared form of a context hands out a
-// plain guard on other threads, which would queue work outside the partition.
+// Rule: a partition's guard has no `share()` (its part, `Partitioned`, is not `Unpartitioned`):
+// the shared form of a context hands out a plain guard on other threads, which would queue work
+// outside the partition.
 //
 // Without it: `shared.enter(|ctx| ctx.stream())` on a worker thread would make a stream
 // with `cuStreamCreate`, whose work the driver does not keep on the partition's SMs.
