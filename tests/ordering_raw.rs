@@ -54,7 +54,7 @@ fn a_device_address_is_taken_after_the_pending_fill_of_its_memory() {
 fn a_scope_views_address_is_taken_after_a_fill_made_before_it_was_bound() {
     common::in_context(|ctx| {
         let raw = common::handle(ctx);
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let mut buf = ctx.zeroed::<u32>(N)?;
         for round in 0..ROUNDS as u32 {
@@ -164,7 +164,7 @@ fn a_device_address_does_not_wait_for_another_buffers_pending_fill() {
 fn a_raw_stream_is_ordered_after_a_pending_fill() {
     let driver = common::driver();
     common::in_context(|ctx| {
-        let stream = ctx.stream()?; // non-blocking
+        let stream = ctx.new_stream()?; // non-blocking
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let mut buf = ctx.zeroed::<u32>(N)?;
         // SAFETY (of the test): written only by the raw memsets below, each waited for

@@ -86,7 +86,7 @@
 //!     let (part, _) = sms.split(8)?;
 //!     let mut kept: Vec<Box<dyn Send>> = Vec::new();
 //!     part.enter(|p| {
-//!         kept.push(Box::new(p.stream()?)); // outlives the partition: does not compile
+//!         kept.push(Box::new(p.new_stream()?)); // outlives the partition: does not compile
 //!         Ok::<_, Error>(())
 //!     })?;
 //!     std::thread::scope(|t| {

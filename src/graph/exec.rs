@@ -303,7 +303,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let mut a = ctx.zeroed::<u32>(64)?;
     ///     let exec = ctx.capture(|g| g.fill(&mut a, 3))?.0.instantiate()?;
-    ///     let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+    ///     let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
     ///     s1.scope(|s| exec.launch(s))?; // on any stream of the context
     ///     s2.scope(|s| {
     ///         exec.launch(s)?;
@@ -347,7 +347,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     ///     let (mut a, mut b) = (ctx.zeroed::<u32>(64)?, ctx.zeroed::<u32>(64)?);
     ///     let exec = ctx.capture(|g| g.fill(&mut a, 1))?.0.instantiate()?;
     ///     let exec = exec.update(ctx.capture(|g| g.fill(&mut b, 1))?.0)?; // now fills `b`
-    ///     ctx.stream()?.scope(|s| exec.launch(s))?;
+    ///     ctx.new_stream()?.scope(|s| exec.launch(s))?;
     ///     drop(exec);
     ///     assert_eq!((a.to_vec()?[0], b.to_vec()?[0]), (0, 1));
     ///     Ok(())

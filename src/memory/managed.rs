@@ -24,7 +24,7 @@
 //!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 //!     let mut data = ManagedBuffer::from_slice(ctx, &[1.0f32, 2.0, 3.0])?;
 //!     data[0] = 10.0; // the host writes it directly
-//!     ctx.stream()?.scope(|s| {
+//!     ctx.new_stream()?.scope(|s| {
 //!         let d = s.bind_mut(data.as_device_mut());
 //!         s.prefetch(d.into_ref(), MemoryLocation::Device(ctx.device()?))?;
 //!         s.launch(&scale, LaunchConfig::linear(1, 32), (d, 2.0f32))?;

@@ -31,7 +31,7 @@ use crate::error::{Error, Invalid, Result};
 ///     let mut host = ctx.pinned_zeroed::<u32>(1 << 20)?; // or PinnedBuffer::zeroed
 ///     host.fill(3); // a plain &mut [u32] on the host
 ///     let mut dev = ctx.zeroed::<u32>(1 << 20)?;
-///     ctx.stream()?.scope(|s| s.copy_from_host(&mut dev, &host))?; // truly asynchronous
+///     ctx.new_stream()?.scope(|s| s.copy_from_host(&mut dev, &host))?; // truly asynchronous
 ///     assert_eq!(dev.to_vec()?[17], 3);
 ///     Ok(())
 /// })

@@ -11,7 +11,7 @@
 //!     // only `x[0..x_len]` and no module global.
 //!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 //!     let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
-//!     ctx.stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 2.0f32)))?;
+//!     ctx.new_stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 2.0f32)))?;
 //!     assert_eq!(x.to_vec()?, [2.0, 4.0, 6.0]);
 //!     Ok(())
 //! })
@@ -383,7 +383,7 @@ impl<'ctx> Module<'ctx> {
     ///     {
     ///         // SAFETY: bump(int) writes only the globals `counter` and `table`.
     ///         let mut bump = unsafe { module.kernel_mut::<(i32,)>("bump") }?;
-    ///         ctx.stream()?.scope(|s| {
+    ///         ctx.new_stream()?.scope(|s| {
     ///             let bump = s.bind_kernel(&mut bump);
     ///             s.launch(bump, LaunchConfig::linear(1, 32), (1i32,))?;
     ///             s.launch(bump, LaunchConfig::linear(1, 32), (1i32,))

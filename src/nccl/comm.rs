@@ -157,7 +157,7 @@ unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByT
 ///     let comm = clique.communicator(ctx)?; // a `Communicator` of this context
 ///     assert_eq!((comm.rank(), comm.ranks()), (0, 1));
 ///     let mut counts = ctx.from_slice(&[5u64, 7, 9])?;
-///     ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut counts, ReduceOp::Max))?;
+///     ctx.new_stream()?.scope(|s| comm.all_reduce_in_place(s, &mut counts, ReduceOp::Max))?;
 ///     comm.async_error()?; // nothing went wrong in the background
 ///     Ok(())
 /// }) // the communicator goes back to the clique before the context is released
@@ -262,7 +262,7 @@ impl<'ctx> Communicator<'ctx> {
     ///     // SAFETY: both processes run this same code: the same collectives, in order.
     ///     let comm = unsafe { Communicator::init_rank(ctx, &id, 2, rank) }?;
     ///     let mut x = ctx.from_slice(&[rank as f32 + 1.0; 4])?;
-    ///     ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
+    ///     ctx.new_stream()?.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
     ///     assert_eq!(x.to_vec()?, [3.0; 4]); // 1 + 2 on both ranks
     ///     Ok(())
     /// })
@@ -348,7 +348,7 @@ impl<'ctx> Communicator<'ctx> {
     /// cuda_brand::with_primary_context(&world.device()?, |ctx| {
     ///     let comm = Communicator::from_world(ctx, &world, Duration::from_secs(60))?;
     ///     let mut x = ctx.zeroed::<f32>(1024)?;
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let step = comm.scope_within(&stream, Duration::from_secs(5), |s| {
     ///         comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
     ///     });
@@ -564,7 +564,7 @@ fn exact_one_rank(call: &Call, ranks: usize, version: i32) -> Call {
 ///     with_primary_context(&d1, |c1| {
 ///         let (comm0, comm1) = (clique.communicator(c0)?, clique.communicator(c1)?);
 ///         let (mut x0, mut x1) = (c0.from_slice(&[1u32; 4])?, c1.from_slice(&[2u32; 4])?);
-///         let (s0, s1) = (c0.stream()?, c1.stream()?);
+///         let (s0, s1) = (c0.new_stream()?, c1.new_stream()?);
 ///         // one thread drives both devices: both ranks' all-reduce in one group
 ///         s0.scope(|a| {
 ///             s1.scope(|b| {

@@ -65,7 +65,7 @@
 //!                     with_primary_context(device, |ctx| {
 //!                         let comm = clique.communicator(ctx)?;
 //!                         let mut grads = ctx.from_slice(&[comm.rank() as f32; 1024])?;
-//!                         ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum))?;
+//!                         ctx.new_stream()?.scope(|s| comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum))?;
 //!                         comm.async_error()?;
 //!                         Ok::<_, cuda_brand::Error>(grads.to_vec()?[0])
 //!                     })
@@ -156,7 +156,7 @@
 //!     with_primary_context(&world.device()?, |ctx| {
 //!         let comm = Communicator::from_env(ctx, Duration::from_secs(60))?;
 //!         let mut grads = ctx.from_slice(&vec![comm.rank() as f32; 1 << 20])?;
-//!         let stream = ctx.stream()?;
+//!         let stream = ctx.new_stream()?;
 //!         comm.scope_within(&stream, Duration::from_secs(30), |s| {
 //!             comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum)
 //!         })?;

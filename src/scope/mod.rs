@@ -123,7 +123,7 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 /// # fn main() -> cuda_brand::Result<()> {
 /// let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let stream = ctx.stream()?;
+///     let stream = ctx.new_stream()?;
 ///     let mut buf = ctx.zeroed::<u32>(1024)?;
 ///     let mut host = vec![0u32; 1024];
 ///     stream.scope(|s| {
@@ -153,9 +153,9 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let stream_a = a.stream()?;
+///     let stream_a = a.new_stream()?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let stream_b = b.stream()?;
+///         let stream_b = b.new_stream()?;
 ///         stream_a.scope(|sa| {
 ///             stream_b.scope(|sb| {
 ///                 one_context(sa, sb); // two contexts: does not compile
@@ -178,7 +178,7 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let (stream, buf) = (ctx.stream()?, ctx.zeroed::<u32>(4)?);
+///     let (stream, buf) = (ctx.new_stream()?, ctx.zeroed::<u32>(4)?);
 ///     stream.scope(|s| {
 ///         let mut host = vec![0u32; 4];
 ///         s.copy_to_host(&mut host, &buf) // `host` does not live long enough

@@ -59,7 +59,7 @@ impl StreamFlags {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let stream = ctx.stream()?; // Stream::new(ctx, StreamFlags::NonBlocking)
+///     let stream = ctx.new_stream()?; // Stream::new(ctx, StreamFlags::NonBlocking)
 ///     let high = Stream::with_priority(ctx, StreamFlags::NonBlocking, ctx.stream_priority_range()?.greatest)?;
 ///     let mut buf = ctx.zeroed::<u8>(256)?;
 ///     stream.scope(|s| s.fill(&mut buf, 1u8))?;
@@ -90,9 +90,9 @@ impl StreamFlags {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let on_a = a.stream()?;
+///     let on_a = a.new_stream()?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let on_b = b.stream()?;
+///         let on_b = b.new_stream()?;
 ///         one_context(&on_a, &on_b); // two contexts: does not compile
 ///         Ok(())
 ///     })
@@ -183,7 +183,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
                 "Stream::new",
                 Invalid::argument(
                     "a partition's streams are non-blocking (`cuGreenCtxStreamCreate` requires \
-                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does",
+                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `new_stream()` does",
                 ),
             ));
         }
@@ -295,7 +295,7 @@ impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A new non-blocking stream of this context with the lowest priority:
     /// [`Stream::new`] with [`StreamFlags::NonBlocking`],
     /// the choice for almost every program.
-    pub fn stream(self) -> Result<Stream<'ctx, P::Streams>>
+    pub fn new_stream(self) -> Result<Stream<'ctx, P::Streams>>
     where
         P: Allocating,
     {
@@ -314,7 +314,7 @@ impl<K: StreamKind> Stream<'_, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     stream.close()
     /// })
     /// # }
