@@ -664,7 +664,7 @@ impl OwnedContext {
     }
 
     /// How many handles of this context exist now: this one, its clones, and the one each
-    /// [`Owned`] value, [`OwnedKernel`](crate::OwnedKernel) and pending batch of it holds.
+    /// [`Owned`] value, [`OwnedKernel`](crate::owned::OwnedKernel) and pending batch of it holds.
     /// Another thread may change it at any time; `1` means this handle's
     /// [`close`](Self::close) tears the context down unless a clone is made first.
     pub fn handles(&self) -> usize {
