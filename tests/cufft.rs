@@ -113,7 +113,8 @@ fn r2c_then_c2r_in_2d_f64_returns_n_times_the_input() {
         let x = ctx.from_slice(&host)?;
         let mut half = ctx.zeroed::<Complex64>(72)?;
         let mut back = ctx.zeroed::<f64>(120)?;
-        ctx.new_stream()?.scope(|s| forward.exec(s, &mut half, &x))?;
+        ctx.new_stream()?
+            .scope(|s| forward.exec(s, &mut half, &x))?;
         // the zero frequency of each transform is its sum
         let spectrum = half.to_vec()?;
         for b in 0..batch {

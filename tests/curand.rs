@@ -154,7 +154,8 @@ fn the_same_seed_gives_the_same_values_and_another_seed_others() {
         let draw = |seed| -> cuda_brand::Result<Vec<f32>> {
             let rng = Rng::new(ctx, seed)?;
             let mut out = ctx.zeroed::<f32>(4096)?;
-            ctx.new_stream()?.scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
+            ctx.new_stream()?
+                .scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
             out.to_vec()
         };
         let (a, b, c) = (draw(11)?, draw(11)?, draw(12)?);
@@ -163,9 +164,11 @@ fn the_same_seed_gives_the_same_values_and_another_seed_others() {
         // re-seeding a used generator starts the sequence again
         let mut rng = Rng::new(ctx, 11)?;
         let mut out = ctx.zeroed::<f32>(4096)?;
-        ctx.new_stream()?.scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
+        ctx.new_stream()?
+            .scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
         rng.set_seed(11)?;
-        ctx.new_stream()?.scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
+        ctx.new_stream()?
+            .scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
         assert_eq!(out.to_vec()?, a);
         Ok(())
     });

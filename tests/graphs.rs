@@ -533,7 +533,7 @@ fn a_host_function_sees_the_streams_results_in_order() {
 }
 
 /// In a multi-stream scope, a host function on one stream reading bound host memory that a
-/// copy on another stream writes waits for the copy (the order book), and a copy out of host
+/// copy on another stream writes waits for the copy (the lane record), and a copy out of host
 /// memory that a host function wrote waits for the function.
 fn host_views_are_ordered_across_the_streams_of_a_scope() {
     common::in_context(|ctx| {

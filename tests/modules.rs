@@ -806,7 +806,7 @@ fn attribute_launches_are_ordered_like_others_in_a_two_stream_scope() {
         a.scope_pair(&b, |sa, sb| {
             let x = sa.bind_mut(&mut x);
             sa.launch(&scale, config, (x, 3.0f32))?;
-            // b reads what a's launch wrote: the order book makes it wait for it
+            // b reads what a's launch wrote: the lane record makes it wait for it
             sb.copy_to_host(&mut back, x.into_ref())
         })?;
         assert!(back.iter().all(|&v| v == 3.0), "{:?}", &back[..4]);

@@ -304,7 +304,12 @@ fn many_batches_in_flight_on_several_streams_all_complete_with_their_values() {
     let (home, module, _stream) = owned_setup(&device);
     let scale = scale_kernel(&module);
     let streams: Vec<Arc<OwnedStream>> = (0..4)
-        .map(|_| Arc::new(home.enter(|ctx| home.unbind(ctx, ctx.new_stream()?)).unwrap()))
+        .map(|_| {
+            Arc::new(
+                home.enter(|ctx| home.unbind(ctx, ctx.new_stream()?))
+                    .unwrap(),
+            )
+        })
         .collect();
     let pending: Vec<Pending<_>> = (0..64)
         .map(|i| {

@@ -570,7 +570,7 @@ pub(crate) fn run_parked(ctx: CUcontext) -> Vec<(&'static str, Error)> {
             mine.into_iter().map(|(_, release)| release).collect()
         }
     };
-    // outside the lock: a release takes other locks (the order book's)
+    // outside the lock: a release takes other locks (the lane record's)
     mine.into_iter()
         .filter_map(|(what, release)| release().err().map(|e| (what, e)))
         .collect()

@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::scope::StreamScope;
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 use super::{DeviceKey, GraphsStayOnTheirThread, Handle, HostKey, Lent, in_ctx};
 #[cfg(doc)]
@@ -88,7 +88,7 @@ impl<'g, 'ctx> Graph<'g, 'ctx> {
     /// and updates rely on it); and the handle is not used after this `Graph` is dropped.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUgraph {
-        order::before_raw_escape(Touched::Anything);
+        synchronous::before_raw_escape(Touched::Anything);
         self.raw().cast()
     }
 
@@ -208,7 +208,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// launch has finished.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUgraphExec {
-        order::before_raw_escape(Touched::Anything);
+        synchronous::before_raw_escape(Touched::Anything);
         self.raw().cast()
     }
 
@@ -291,7 +291,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// capture records no allocation), and a partition's, where the graph is the
     /// partition's ([`ContextGuard::capture`]).
     ///
-    /// In a multi-stream scope a replay needs no entry in the order book: the graph holds
+    /// In a multi-stream scope a replay needs no entry in the lane record: the graph holds
     /// everything it writes exclusively (no other operation of any scope can name it) and
     /// everything it reads shared (nothing can write it), so no other stream's work can
     /// conflict with it.

@@ -98,7 +98,7 @@ impl<T: DeviceCopy> sealed::Param for In<T> {
         out[0] = (&mut raw[0] as *mut u64).cast();
         out[1] = (&mut raw[1] as *mut u64).cast();
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
         slice_slots("In", std::any::type_name::<T>(), index, out);
     }
 }
@@ -111,7 +111,7 @@ impl<T: DeviceCopy> sealed::Param for Out<T> {
     fn pointers(raw: &mut [u64; 2], out: &mut [*mut c_void]) {
         <In<T> as sealed::Param>::pointers(raw, out)
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
         slice_slots("Out", std::any::type_name::<T>(), index, out);
     }
 }
@@ -124,8 +124,8 @@ impl<T: DeviceCopy> sealed::Param for ByValue<T> {
     fn pointers(raw: &mut T, out: &mut [*mut c_void]) {
         out[0] = (raw as *mut T).cast();
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
-        out.push(sealed::Slot {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
+        out.push(sealed::CParam {
             size: size_of::<T>(),
             align: std::mem::align_of::<T>(),
             what: format!(
@@ -138,9 +138,9 @@ impl<T: DeviceCopy> sealed::Param for ByValue<T> {
 impl<T: DeviceCopy> KernelParam for ByValue<T> {}
 
 /// The two C parameters of a slice: its device pointer and its `size_t` length.
-fn slice_slots(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::Slot>) {
+fn slice_slots(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::CParam>) {
     for part in ["pointer", "length"] {
-        out.push(sealed::Slot {
+        out.push(sealed::CParam {
             size: 8,
             align: 8,
             what: format!("the {part} of `{kind}<{element}>`, declared parameter {index}"),
@@ -193,8 +193,8 @@ macro_rules! scalar_params {
             fn pointers(raw: &mut $t, out: &mut [*mut c_void]) {
                 out[0] = (raw as *mut $t).cast();
             }
-            fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
-                out.push(sealed::Slot {
+            fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
+                out.push(sealed::CParam {
                     size: size_of::<$t>(),
                     align: std::mem::align_of::<$t>(),
                     what: format!("`{}`, declared parameter {index}", stringify!($t)),
@@ -217,7 +217,7 @@ macro_rules! kernel_params {
     ($max:literal; $n:literal; $($p:ident $a:ident $i:tt),+) => {
         impl<$($p: KernelParam),+> sealed::Params for ($($p,)+) {
             const C_PARAMS: usize = 0 $(+ <$p as sealed::Param>::COUNT)+;
-            fn slots(out: &mut Vec<sealed::Slot>) {
+            fn slots(out: &mut Vec<sealed::CParam>) {
                 $(<$p as sealed::Param>::slots($i, out);)+
             }
         }

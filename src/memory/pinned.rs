@@ -123,7 +123,7 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
             crate::context::deferred::defer_free(
                 ctx.as_non_null().as_ptr(),
                 ptr.as_ptr() as usize,
-                crate::context::deferred::Kind::Pinned,
+                crate::context::deferred::FreeBy::Pinned,
             )?;
         }
         // a context is aligned to at least 8 bytes: the low bit marks memory of a setup phase

@@ -260,7 +260,7 @@ impl<'a, 'ctx, T: DeviceCopy> Part3D<'a, 'ctx, T> {
         self.region
     }
 
-    /// The whole allocation of the buffer, for a scope's order book.
+    /// The whole allocation of the buffer, for a scope's lane record.
     pub(crate) fn span(&self) -> Span {
         self.buffer.span(false)
     }
@@ -320,7 +320,7 @@ impl<'a, 'ctx, T: DeviceCopy> Part3DMut<'a, 'ctx, T> {
         self.region
     }
 
-    /// The whole allocation of the buffer, for a scope's order book.
+    /// The whole allocation of the buffer, for a scope's lane record.
     pub(crate) fn span(&self) -> Span {
         self.buffer.span(true)
     }
@@ -585,7 +585,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         unsafe { self.rows.as_device_ptr() }
     }
 
-    /// The whole allocation, for a scope's order book.
+    /// The whole allocation, for a scope's lane record.
     pub(crate) fn span(&self, write: bool) -> Span {
         self.rows.span(write)
     }

@@ -37,7 +37,7 @@ use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 // The rooms: `Module` here; `library.rs`, `jit.rs` (JIT options and logs), `image/` (the
 // checks of module images and their parameter tables), `nvrtc.rs` (feature `nvrtc`).
@@ -284,7 +284,7 @@ impl<'ctx> Module<'ctx> {
     /// of this crate may read them.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUmodule {
-        order::before_raw_escape(Touched::Spans(&[]));
+        synchronous::before_raw_escape(Touched::Spans(&[]));
         self.raw().cast()
     }
 

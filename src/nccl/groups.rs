@@ -279,7 +279,7 @@ impl<'outer> Group<'outer> {
     /// one stream ([`Stream::scope`](crate::Stream::scope)), opened outside the group's
     /// closure: its stream is synchronized after the group has queued everything. (An
     /// operation on one of the streams of [`Stream::scope_all`](crate::Stream::scope_all)
-    /// is an error: the order book that orders those streams assumes an operation is on
+    /// is an error: the order agreement that orders those streams assumes an operation is on
     /// its stream once its call returns, which a group's operation is not.)
     pub fn on<'g, 'scope, 'env, 'ctx, K: StreamKind>(
         &'g self,

@@ -233,16 +233,16 @@
 //! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
 //! [`Communicator::async_error`].
 
-// The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `book.rs` (a
-// clique's book of what each rank issued), `operation.rs` (each operation once: what it
+// The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `agreement.rs` (a
+// clique's agreement of what each rank issued), `operation.rs` (each operation once: what it
 // is and its checks), `issue.rs` (the one path of every operation to NCCL: ordered on its
-// stream, admitted to the book, queued alone or in a group), `ops.rs` and `groups.rs`
+// stream, admitted to the agreement, queued alone or in a group), `ops.rs` and `groups.rs`
 // (the two fronts: a communicator's operations on a scope, and a scope's in a group),
 // `state.rs` (a communicator's end: abort, and the waits of non-blocking ones), `world.rs`
 // (the launcher's environment), `rendezvous.rs` (the id's exchange over TCP), `init.rs`
 // (communicators across processes: `from_world`, `split`, `finalize`, `scope_within`),
 // `pair.rs` (the control and operations communicators behind one of `from_world`).
-mod book;
+mod agreement;
 mod comm;
 mod groups;
 mod init;

@@ -321,7 +321,7 @@ pub(crate) trait ScopeEnd {
     fn take_host_panic(&self) -> Option<Payload>;
 }
 
-/// The streams of one open scope: one, or several sharing an order book.
+/// The streams of one open scope: one, or several sharing an lane record.
 pub(crate) struct OpenScopes<'a, 'scope, 'env: 'scope, 'ctx, K: StreamKind> {
     pub(crate) scopes: &'a [StreamScope<'scope, 'env, 'ctx, K>],
     pub(crate) lanes: Option<&'a Lanes>,

@@ -15,7 +15,7 @@ use crate::launch::{self, KernelArg};
 use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice};
 use crate::span::Span;
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 /// Read access to device memory for the length of a scope: a `Copy` handle that the
 /// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
@@ -187,7 +187,7 @@ macro_rules! scoped_view {
                         bytes: self.bytes() as u64,
                         write: true,
                     };
-                    order::before_raw_escape(Touched::Spans(&[span]));
+                    synchronous::before_raw_escape(Touched::Spans(&[span]));
                 }
                 self.device_ptr()
             }

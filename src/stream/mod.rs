@@ -11,7 +11,7 @@ use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Part, Phase, Stre
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 // The rooms: `Stream` here, `event.rs` (events and their proofs), `deadline.rs` (the
 // bounded wait; the deadline scopes are in `scope/deadline.rs`).
@@ -245,9 +245,9 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// wait for work outside the capture would end the capture in error.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUstream {
-        // A failure is not returned, for the reasons `order::before_raw_escape` gives.
+        // A failure is not returned, for the reasons `synchronous::before_raw_escape` gives.
         // SAFETY: the stream is alive (borrowed).
-        let _ = unsafe { order::stream_after_writes(self.raw(), Touched::Anything) };
+        let _ = unsafe { synchronous::stream_after_writes(self.raw(), Touched::Anything) };
         self.raw().cast()
     }
 

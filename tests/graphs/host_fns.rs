@@ -38,7 +38,7 @@ const LONG: Duration = Duration::from_secs(60);
 
 /// Queues the work every scope-form test checks. `producer` fills `dev` (one element) with
 /// 5 and copies it into `out[0]`; `consumer` (the same scope, or another stream of the same
-/// multi-stream scope, which the order book makes wait for the copy) queues a host function
+/// multi-stream scope, which the lane record makes wait for the copy) queues a host function
 /// that writes `out[1] = out[0] + 1` and then panics with the payload `form`, before it
 /// writes `out[2]`, and another host function that writes `out[3] = 8`. So `out` ends as
 /// [`OUTPUT`].

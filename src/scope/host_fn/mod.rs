@@ -17,7 +17,7 @@
 //! copies write it ([`StreamScope::copy_to_host_view`]) and read it
 //! ([`StreamScope::copy_from_host_view`]), and [`StreamScope::host_fn_on`] hands it to a
 //! host function as `&mut [T]` when the stream reaches the function: after the copies
-//! queued before it, before those queued after it. In a multi-stream scope the order book
+//! queued before it, before those queued after it. In a multi-stream scope the lane record
 //! orders these accesses across streams like those of device memory.
 //!
 //! # What the driver forbids, and what the crate does about it
@@ -505,7 +505,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             let ptr = ptr.into_inner(); // the whole `SendPtr` moves in, not its field
             // SAFETY: `ptr..ptr + len` is a `&'scope mut [T]` bound to this scope (a
             // `HostMut`), so only the scope's operations touch it until the scope returns;
-            // they are ordered around this function (stream order, and the order book across
+            // they are ordered around this function (stream order, and the lane record across
             // streams), so nothing else accesses it while the function runs.
             f(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
         };
