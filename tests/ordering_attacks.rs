@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::common;
-use crate::common::ordering::{assert_all, keep_busy, raw_read, read_in_scope};
+use crate::common::ordering::{assert_all, keep_busy, lent_copy_graph, raw_read, read_in_scope};
 
 use cuda_brand::owned::OwnedContext;
 use cuda_brand::prelude::*;
@@ -453,12 +453,7 @@ fn a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer() {
         let stream = ctx.new_stream()?;
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let (mut input, mut output) = (ctx.zeroed::<u32>(N)?, ctx.zeroed::<u32>(N)?);
-        let (graph, (input_key, output_key)) = ctx.capture(|g| {
-            let (src, input_key) = g.lend_mut(&mut input);
-            let (dst, output_key) = g.lend_mut(&mut output);
-            g.copy_from_device(dst, src.into_ref())?;
-            Ok::<_, Error>((input_key, output_key))
-        })?;
+        let (graph, (input_key, output_key)) = lent_copy_graph(ctx, &mut input, &mut output)?;
         let mut exec = graph.instantiate()?;
         for round in 0..ROUNDS as u32 {
             keep_busy(&mut slow, 32)?;
