@@ -180,7 +180,7 @@ impl App {
             let module = home.unbind(ctx, ctx.load_ptx(samples::KERNELS_PTX)?)?;
             Ok::<_, Error>((
                 std::sync::Arc::new(module),
-                home.unbind(ctx, ctx.stream()?)?,
+                home.unbind(ctx, ctx.new_stream()?)?,
                 home.unbind(ctx, ctx.zeroed::<f32>(CELLS)?)?,
                 home.unbind(ctx, ctx.zeroed::<f32>(CELLS)?)?,
                 home.unbind(ctx, ctx.zeroed::<f32>(CELLS)?)?,

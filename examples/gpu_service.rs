@@ -243,7 +243,7 @@ impl Service {
             let weights = home.unbind(ctx, ctx.from_slice(&weights)?)?;
             let mut streams = Vec::with_capacity(STREAMS);
             for _ in 0..STREAMS {
-                streams.push(Arc::new(home.unbind(ctx, ctx.stream()?)?));
+                streams.push(Arc::new(home.unbind(ctx, ctx.new_stream()?)?));
             }
             let mut slots = Vec::with_capacity(POOL);
             for _ in 0..POOL {

@@ -150,7 +150,7 @@ fn run(world: &World, args: &Args) -> cuda_brand::Result<bool> {
         let src = ctx.from_slice(&partial)?;
         drop(partial);
         let mut sum = ctx.zeroed::<f32>(N)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         // a warm-up, then the timed steps; the result of the last is checked below
         let mut times = Vec::with_capacity(ITERATIONS);
         let started = Instant::now();

@@ -71,7 +71,7 @@ fn run(n: usize) -> Result<(), Box<dyn std::error::Error>> {
         let saxpy = Saxpy::new(&module)?;
         let dx = ctx.from_slice(&x)?;
         let mut dy = ctx.from_slice(&y)?;
-        ctx.stream()?.scope(|s| saxpy.run(s, a, &dx, &mut dy))?;
+        ctx.new_stream()?.scope(|s| saxpy.run(s, a, &dx, &mut dy))?;
         let out = dy.to_vec()?;
 
         if let Some(i) = (0..n).find(|&i| out[i] != a * x[i] + y[i]) {

@@ -32,7 +32,7 @@
 //!         // float *c, size_t c_len)` reads a and b, writes c, and stays below the lengths.
 //!         let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
 //!         // the launch, on a stream; the scope borrows a, b and c until the stream is done
-//!         let stream = ctx.stream()?;
+//!         let stream = ctx.new_stream()?;
 //!         stream.scope(|s| s.launch(&add, add.config_for(3)?, (&a, &b, &mut c)))?;
 //!         // and back to the host
 //!         assert_eq!(c.to_vec()?, [11.0, 22.0, 33.0]);
@@ -196,7 +196,7 @@
 //!         let a = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
 //!         let b = ctx.from_slice(&[10.0f32, 20.0, 30.0])?;
 //!         let mut c = ctx.zeroed::<f32>(3)?;
-//!         ctx.stream()?.scope(|s| s.launch(&add, add.config_for(3)?, (&a, &b, &mut c)))?;
+//!         ctx.new_stream()?.scope(|s| s.launch(&add, add.config_for(3)?, (&a, &b, &mut c)))?;
 //!         assert_eq!(c.to_vec()?, [11.0, 22.0, 33.0]);
 //!         Ok(())
 //!     })
@@ -232,7 +232,7 @@
 //! fn main() -> cuda_brand::Result<()> {
 //!     let device = Device::get(0)?;
 //!     with_context(&device, ContextFlags::default(), |ctx| {
-//!         let stream = ctx.stream()?;
+//!         let stream = ctx.new_stream()?;
 //!         // SAFETY: only printed.
 //!         let handle = unsafe { stream.as_raw() }; // error: usage of an `unsafe` block
 //!         println!("{handle:?}");

@@ -38,7 +38,7 @@
 //!         Ok::<_, Error>((
 //!             ctx.from_slice(&host)?,
 //!             ctx.zeroed::<f32>(host.len())?,
-//!             ctx.stream()?,
+//!             ctx.new_stream()?,
 //!             MemoryPool::with_max_size(ctx, 1 << 20)?,
 //!             ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?,
 //!         ))
@@ -251,7 +251,7 @@ impl SmGroup<'_> {
     ///     let (part, _rest) = sms.split(16)?;
     ///     part.enter_phases(|phases| {
     ///         let ((buf, stream), run) =
-    ///             phases.setup(|p| Ok::<_, Error>((p.from_slice(&[1u32, 2, 3])?, p.stream()?)))?;
+    ///             phases.setup(|p| Ok::<_, Error>((p.from_slice(&[1u32, 2, 3])?, p.new_stream()?)))?;
     ///         stream.synchronize()?; // the partition's stream, made in setup
     ///         assert_eq!(buf.to_vec()?, [1, 2, 3]);
     ///         run.synchronize()

@@ -21,7 +21,7 @@
 //!         let a = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
 //!         let b = ctx.from_slice(&[10.0f32, 20.0, 30.0])?;
 //!         let mut c = ctx.zeroed::<f32>(3)?;
-//!         ctx.stream()?.scope(|s| s.launch(&add, add.config_for(3)?, (&a, &b, &mut c)))?;
+//!         ctx.new_stream()?.scope(|s| s.launch(&add, add.config_for(3)?, (&a, &b, &mut c)))?;
 //!         assert_eq!(c.to_vec()?, [11.0, 22.0, 33.0]);
 //!         Ok(())
 //!     })

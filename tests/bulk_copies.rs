@@ -11,7 +11,7 @@ use crate::common;
 
 use std::fmt::Debug;
 
-use cuda_brand::__staging::{self as staging, Kind, MAX_STAGINGS_PER_CONTEXT, STAGING_BYTES};
+use cuda_brand::__staging::{self as staging, CopyKind, MAX_STAGINGS_PER_CONTEXT, STAGING_BYTES};
 use cuda_brand::{
     ContextFlags, ContextGuard, DeviceBuffer, DeviceCopy, Error, PinnedBuffer, Stream, StreamFlags,
     with_context, with_primary_context, with_raw_context,
@@ -22,7 +22,7 @@ struct Thresholds;
 
 impl Thresholds {
     fn all(bytes: usize) -> Thresholds {
-        for kind in Kind::ALL {
+        for kind in CopyKind::ALL {
             staging::set_threshold(kind, bytes);
         }
         Thresholds
@@ -31,7 +31,7 @@ impl Thresholds {
 
 impl Drop for Thresholds {
     fn drop(&mut self) {
-        for kind in Kind::ALL {
+        for kind in CopyKind::ALL {
             staging::set_threshold(kind, kind.default_threshold());
         }
     }

@@ -145,7 +145,7 @@ fn gemm_case<'ctx, T: Elem>(
         .lda(lda)
         .ldb(ldb)
         .ldc(ldc);
-    ctx.stream()?
+    ctx.new_stream()?
         .scope(|s| blas.gemm(s, &g, &da, &db, &mut dc))?;
     let got: Vec<f64> = dc.to_vec()?.into_iter().map(T::value).collect();
     // the padding rows of C are untouched
@@ -186,7 +186,7 @@ fn gemm_compute_types_and_math_modes_give_exact_small_integer_products() {
             ctx.from_slice(&[5.0f32, 6.0, 7.0, 8.0])?,
         );
         let mut c = ctx.zeroed::<f32>(4)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for mode in [
             cublas::MathMode::Default,
             cublas::MathMode::Pedantic,
@@ -253,7 +253,7 @@ fn strided_batched_gemm_matches_the_cpu_per_matrix_with_a_shared_b() {
         let mut dc = ctx.zeroed::<f64>(m * n * count)?;
         let g = Gemm::new(m, n, k);
         let batch = Batch::strided(count, m * k, 0, m * n);
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| blas.gemm_strided_batched(s, &g, batch, &da, &db, &mut dc))?;
         assert_eq!(dc.to_vec()?, want);
         // packed strides, B repeated in its buffer
@@ -263,7 +263,7 @@ fn strided_batched_gemm_matches_the_cpu_per_matrix_with_a_shared_b() {
             ctx.from_slice(&a.iter().map(|&x| x as f32).collect::<Vec<_>>())?,
             ctx.from_slice(&b_all.iter().map(|&x| x as f32).collect::<Vec<_>>())?,
         );
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             blas.gemm_strided_batched(
                 s,
                 &Gemm::new(m, n, k),
@@ -284,7 +284,7 @@ fn strided_batched_gemm_matches_the_cpu_per_matrix_with_a_shared_b() {
 fn gemv_axpy_dot_nrm2_and_scal_give_the_cpu_values() {
     in_context(|ctx| {
         let blas = Blas::new(ctx)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         // A = [1 3 5; 2 4 6] (2 × 3, column-major)
         let a = ctx.from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
         let x3 = ctx.from_slice(&[1.0f32, 1.0, 1.0])?;
@@ -325,7 +325,7 @@ fn gemv_axpy_dot_nrm2_and_scal_give_the_cpu_values() {
 fn empty_dimensions_touch_no_memory_and_leave_the_context_usable() {
     in_context(|ctx| {
         let blas = Blas::new(ctx)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let (a0, b0) = (ctx.zeroed::<f32>(0)?, ctx.zeroed::<f32>(0)?);
         let mut c = ctx.from_slice(&[3.0f32; 8])?;
         let mut c0 = ctx.zeroed::<f32>(0)?;
@@ -369,7 +369,7 @@ fn empty_dimensions_touch_no_memory_and_leave_the_context_usable() {
 fn bad_extents_and_overlaps_are_refused_before_cublas_writes_anything() {
     in_context(|ctx| {
         let blas = Blas::new(ctx)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let (a, b) = (
             ctx.from_slice(&[1.0f32; 12])?,
             ctx.from_slice(&[1.0f32; 6])?,
@@ -480,7 +480,7 @@ fn a_handle_moves_to_another_thread_and_works_there() {
             t.spawn(move || {
                 shared.enter(|ctx| {
                     let blas = blas; // moved here: `Blas` is `Send`
-                    ctx.stream()?.scope(|s| blas.scal(s, 3.0, &mut x))?;
+                    ctx.new_stream()?.scope(|s| blas.scal(s, 3.0, &mut x))?;
                     assert_eq!(x.to_vec()?, [3.0, 6.0, 9.0]);
                     Ok::<_, Error>(())
                 })
@@ -511,7 +511,7 @@ fn an_owned_handle_is_bound_in_another_entry_on_another_thread() {
         let home = blas.context().clone();
         home.enter(|ctx| {
             let (b, xv) = (blas.bind(ctx)?, x.bind_mut(ctx)?);
-            ctx.stream()?.scope(|s| b.scal(s, 3.0, &mut *xv))?;
+            ctx.new_stream()?.scope(|s| b.scal(s, 3.0, &mut *xv))?;
             xv.to_vec()
         })
     })

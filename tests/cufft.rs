@@ -57,7 +57,7 @@ fn c2c_f32_batched_1d_round_trip_returns_n_times_the_input() {
         let x = ctx.from_slice(&host)?;
         let mut spectrum = ctx.zeroed::<Complex32>(n * batch)?;
         let mut back = ctx.zeroed::<Complex32>(n * batch)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let sp = s.bind_mut(&mut spectrum); // written, then read, in stream order
             plan.exec(s, sp, &x, Direction::Forward)?;
             plan.exec(s, &mut back, sp.into_ref(), Direction::Inverse)
@@ -86,7 +86,7 @@ fn a_cosine_has_two_peaks_of_n_over_two_and_nothing_else() {
         let plan = FftPlan::<Complex32, Complex32>::new(ctx, &[n], 1)?;
         let input = ctx.from_slice(&x)?;
         let mut out = ctx.zeroed::<Complex32>(n)?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| plan.exec(s, &mut out, &input, Direction::Forward))?;
         for (i, z) in out.to_vec()?.iter().enumerate() {
             let expected = if i == k || i == n - k { 32.0 } else { 0.0 };
@@ -113,14 +113,15 @@ fn r2c_then_c2r_in_2d_f64_returns_n_times_the_input() {
         let x = ctx.from_slice(&host)?;
         let mut half = ctx.zeroed::<Complex64>(72)?;
         let mut back = ctx.zeroed::<f64>(120)?;
-        ctx.stream()?.scope(|s| forward.exec(s, &mut half, &x))?;
+        ctx.new_stream()?
+            .scope(|s| forward.exec(s, &mut half, &x))?;
         // the zero frequency of each transform is its sum
         let spectrum = half.to_vec()?;
         for b in 0..batch {
             let sum: f64 = host[b * 60..(b + 1) * 60].iter().sum();
             assert!((spectrum[b * 36].re - sum).abs() < 1e-9, "batch {b}");
         }
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| inverse.exec(s, &mut back, &mut half))?;
         for (i, (a, b)) in host.iter().zip(back.to_vec()?).enumerate() {
             assert!(
@@ -144,7 +145,7 @@ fn z2z_3d_in_place_round_trip_returns_n_times_the_input() {
             .map(|(i, &x)| Complex64::new(x, i as f64 * 0.01))
             .collect();
         let mut buf = ctx.from_slice(&host)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let b = s.bind_mut(&mut buf);
             plan.exec_in_place(s, b, Direction::Forward)?;
             plan.exec_in_place(s, b, Direction::Inverse)
@@ -164,7 +165,7 @@ fn r2c_3d_f32_of_a_constant_is_one_peak_at_zero() {
         assert_eq!(plan.output_len(), 3 * 4 * 3);
         let x = ctx.from_slice(&[2.0f32; 60])?;
         let mut out = ctx.zeroed::<Complex32>(36)?;
-        ctx.stream()?.scope(|s| plan.exec(s, &mut out, &x))?;
+        ctx.new_stream()?.scope(|s| plan.exec(s, &mut out, &x))?;
         let out = out.to_vec()?;
         assert!(
             (out[0].re - 120.0).abs() < 1e-3 && out[0].im.abs() < 1e-3,
@@ -183,7 +184,7 @@ fn one_plan_serves_two_scopes_and_two_streams() {
         let host = c32(&signal(n));
         let x = ctx.from_slice(&host)?;
         let (mut a, mut b) = (ctx.zeroed::<Complex32>(n)?, ctx.zeroed::<Complex32>(n)?);
-        let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+        let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
         // nested scopes on two streams share the plan (and its work area): ordered
         s1.scope(|p| {
             s2.scope(|q| {
@@ -210,7 +211,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
         let x = ctx.zeroed::<Complex32>(16)?;
         let mut short = ctx.zeroed::<Complex32>(15)?;
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| plan.exec(s, &mut short, &x, Direction::Forward))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput);
@@ -221,7 +222,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
         // two views of one buffer, overlapping
         let mut both = ctx.zeroed::<Complex32>(24)?;
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| {
                 let whole = s.bind_mut(&mut both);
                 let (i, o) = (whole.slice(0..16), whole.slice(8..24));
@@ -233,7 +234,7 @@ fn wrong_lengths_and_overlaps_are_refused_before_cufft() {
         let c2r = FftPlan::<Complex32, f32>::new(ctx, &[8], 2)?;
         let (mut half, mut real) = (ctx.zeroed::<Complex32>(9)?, ctx.zeroed::<f32>(16)?);
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| c2r.exec(s, &mut real, &mut half))
             .unwrap_err();
         assert!(
@@ -260,20 +261,20 @@ fn a_real_side_not_aligned_to_the_complex_type_is_refused_before_cufft() {
         let reals = ctx.from_slice(&[1.0f32; 9])?;
         let mut half = ctx.zeroed::<Complex32>(5)?;
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| r2c.exec(s, &mut half, &reals[1..]))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         assert!(e.to_string().contains("input starts at"), "{e}");
         // the aligned view of the same buffer is transformed
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| r2c.exec(s, &mut half, &reals[..8]))?;
         assert_eq!(half.to_vec()?[0], Complex32::new(8.0, 0.0));
         let c2r = FftPlan::<Complex64, f64>::new(ctx, &[8], 1)?;
         let mut spectrum = ctx.zeroed::<Complex64>(5)?;
         let mut out = ctx.zeroed::<f64>(9)?;
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| c2r.exec(s, &mut out[1..], &mut spectrum))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");

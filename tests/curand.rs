@@ -59,7 +59,7 @@ fn uniform_f32_moments_are_a_half_and_a_twelfth() {
     in_context(|ctx| {
         let rng = Rng::new(ctx, 1234)?;
         let mut out = ctx.zeroed::<f32>(N)?;
-        ctx.stream()?.scope(|s| rng.uniform(s, &mut out))?;
+        ctx.new_stream()?.scope(|s| rng.uniform(s, &mut out))?;
         let v = out.to_vec()?;
         assert!(v.iter().all(|&x| x > 0.0 && x <= 1.0));
         let (mean, var) = moments(v.iter().map(|&x| x as f64));
@@ -82,7 +82,7 @@ fn normal_f32_and_f64_moments_match_mean_and_stddev() {
         let (mean, sd) = (2.0, 3.0);
         let mut a = ctx.zeroed::<f32>(N)?;
         let mut b = ctx.zeroed::<f64>(N)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             rng.normal(s, &mut a, mean as f32, sd as f32)?;
             rng.normal(s, &mut b, mean, sd)
         })?;
@@ -108,7 +108,7 @@ fn log_normal_values_are_exp_of_normal_ones() {
     in_context(|ctx| {
         let rng = Rng::with_kind(ctx, RngKind::Xorwow, 7)?;
         let mut out = ctx.zeroed::<f64>(N)?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| rng.log_normal(s, &mut out, 0.0, 0.5))?;
         let v = out.to_vec()?;
         assert!(v.iter().all(|&x| x > 0.0));
@@ -134,7 +134,7 @@ fn every_kind_makes_uniform_values_in_zero_one() {
         for kind in [RngKind::Philox, RngKind::Xorwow, RngKind::Mrg32k3a] {
             let rng = Rng::with_kind(ctx, kind, 5)?;
             let mut out = ctx.zeroed::<f64>(N)?;
-            ctx.stream()?.scope(|s| rng.uniform(s, &mut out))?;
+            ctx.new_stream()?.scope(|s| rng.uniform(s, &mut out))?;
             let v = out.to_vec()?;
             assert!(v.iter().all(|&x| x > 0.0 && x <= 1.0), "{kind:?}");
             let (mean, _) = moments(v.iter().copied());
@@ -154,7 +154,8 @@ fn the_same_seed_gives_the_same_values_and_another_seed_others() {
         let draw = |seed| -> cuda_brand::Result<Vec<f32>> {
             let rng = Rng::new(ctx, seed)?;
             let mut out = ctx.zeroed::<f32>(4096)?;
-            ctx.stream()?.scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
+            ctx.new_stream()?
+                .scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
             out.to_vec()
         };
         let (a, b, c) = (draw(11)?, draw(11)?, draw(12)?);
@@ -163,9 +164,11 @@ fn the_same_seed_gives_the_same_values_and_another_seed_others() {
         // re-seeding a used generator starts the sequence again
         let mut rng = Rng::new(ctx, 11)?;
         let mut out = ctx.zeroed::<f32>(4096)?;
-        ctx.stream()?.scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
+        ctx.new_stream()?
+            .scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
         rng.set_seed(11)?;
-        ctx.stream()?.scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
+        ctx.new_stream()?
+            .scope(|s| rng.normal(s, &mut out, 0.0, 1.0))?;
         assert_eq!(out.to_vec()?, a);
         Ok(())
     });
@@ -177,7 +180,7 @@ fn the_same_seed_gives_the_same_values_and_another_seed_others() {
 fn one_generator_on_two_streams_draws_what_it_draws_on_one() {
     in_context(|ctx| {
         let n = N / 4;
-        let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+        let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
         let one = Rng::new(ctx, 99)?;
         let mut want = [
             ctx.zeroed::<f32>(n)?,
@@ -219,7 +222,7 @@ fn an_offset_moves_the_sequence() {
             let mut rng = Rng::new(ctx, 3)?;
             rng.set_offset(offset)?;
             let mut out = ctx.zeroed::<f32>(8192)?;
-            ctx.stream()?.scope(|s| rng.uniform(s, &mut out))?;
+            ctx.new_stream()?.scope(|s| rng.uniform(s, &mut out))?;
             Ok(out.to_vec()?.iter().map(|x| x.to_bits()).collect())
         };
         let (zero, again, moved) = (draw(0)?, draw(0)?, draw(1024)?);
@@ -241,7 +244,7 @@ fn seeding_inside_a_host_function_is_refused_before_curand() {
     in_context(|ctx| {
         let mut rng = Rng::new(ctx, 1)?;
         let (mut seeded, mut moved) = (None, None);
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             s.host_fn(|| {
                 seeded = Some(rng.set_seed(2));
                 moved = Some(rng.set_offset(8));
@@ -263,7 +266,7 @@ fn an_odd_length_for_normal_values_is_refused_naming_out() {
         let rng = Rng::new(ctx, 1)?;
         let mut odd = ctx.zeroed::<f32>(5)?;
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| rng.normal(s, &mut odd, 0.0, 1.0))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput);
@@ -274,7 +277,7 @@ fn an_odd_length_for_normal_values_is_refused_naming_out() {
         // an even view at an odd element: misaligned pairs
         let mut buf = ctx.zeroed::<f64>(6)?;
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| rng.log_normal(s, s.bind_mut(&mut buf).slice(1..5), 0.0, 1.0))
             .unwrap_err();
         assert!(
@@ -285,7 +288,7 @@ fn an_odd_length_for_normal_values_is_refused_naming_out() {
             "{e}"
         );
         // uniform values have no such rule
-        ctx.stream()?.scope(|s| rng.uniform(s, &mut odd))?;
+        ctx.new_stream()?.scope(|s| rng.uniform(s, &mut odd))?;
         assert!(odd.to_vec()?.iter().all(|&x| x > 0.0));
         Ok(())
     });

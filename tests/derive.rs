@@ -178,7 +178,7 @@ fn derived_structs_go_through_pinned_memory_in_a_stream_scope() {
         let pinned = PinnedBuffer::from_slice(ctx, &cells)?;
         let mut dev = ctx.zeroed::<Cell>(cells.len())?;
         let mut back = PinnedBuffer::<Cell>::zeroed(ctx, cells.len())?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let dev = s.bind_mut(&mut dev);
             s.copy_from_host(dev, &pinned)?;
             s.copy_to_host(&mut back, dev.into_ref())
@@ -206,7 +206,7 @@ fn a_kernel_reads_and_writes_derived_structs_at_c_offsets() {
         let mut output = ctx.zeroed::<Particle>(n)?;
         let cells_in = ctx.from_slice(&cells)?;
         let mut sums = ctx.zeroed::<u64>(n)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             s.launch(&step, step.config_for(n)?, (&input, &mut output))?;
             s.launch(&sum, sum.config_for(n)?, (&cells_in, &mut sums))
         })?;

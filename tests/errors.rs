@@ -195,7 +195,7 @@ fn enter_and_scope_and_teardown_return_the_closures_error_and_value() {
         assert_eq!(failed.error().to_string(), "worker step");
         assert!(failed.teardown_error().is_none(), "the pop succeeded");
 
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut buf = ctx.zeroed::<u32>(256)?;
         let mut back = vec![0u32; 256];
         let n = stream.scope_and_teardown(|s| {
@@ -222,7 +222,7 @@ fn enter_and_scope_and_teardown_return_the_closures_error_and_value() {
             vec![1; 256],
             "the queued fill ran before the scope returned"
         );
-        let other = ctx.stream()?;
+        let other = ctx.new_stream()?;
         let both = stream.scope_pair_and_teardown(&other, |a, b| {
             let d = a.bind_mut(&mut buf);
             a.fill(d, 4)?;
@@ -268,7 +268,7 @@ fn copies_refuse_bad_input_before_the_driver_and_run_good_input() {
         left.copy_from_device(right)?;
         assert_eq!(buf.to_vec()?, [3, 4, 3, 4]);
 
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut host = vec![0u32; 3];
         let e = stream
             .scope(|s| s.copy_from_host(&mut buf, &[9, 9, 9]))

@@ -46,7 +46,7 @@ fn a_deadline_overrun_calls_the_handler_and_the_scope_returns_after_the_kernel()
     common::in_context(|ctx| {
         let module = load(ctx)?;
         let spin = spin_kernel(&module)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut out = ctx.zeroed::<u32>(N)?;
         // pinned: a copy into pageable memory would block the closure until the kernel ends
         let mut host = ctx.pinned_zeroed::<u32>(N)?;
@@ -97,7 +97,7 @@ fn a_deadline_overrun_calls_the_handler_and_the_scope_returns_after_the_kernel()
 
 fn a_scope_done_before_its_deadline_never_calls_the_handler() {
     common::in_context(|ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut buf = ctx.zeroed::<u32>(1 << 20)?;
         let mut host = vec![0u32; 1 << 20];
         let mut calls = 0;
@@ -125,7 +125,7 @@ fn until_idle_is_asked_once_and_the_scope_still_waits_for_the_kernel() {
     common::in_context(|ctx| {
         let module = load(ctx)?;
         let spin = spin_kernel(&module)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut out = ctx.zeroed::<u32>(N)?;
         let mut calls = 0;
         let started = Instant::now();
@@ -149,7 +149,7 @@ fn scope_all_within_names_the_busy_stream_and_waits_for_every_stream() {
     common::in_context(|ctx| {
         let module = load(ctx)?;
         let spin = spin_kernel(&module)?;
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         let mut quick = ctx.zeroed::<u32>(N)?;
         let mut slow = ctx.zeroed::<u32>(N)?;
         let mut busy = Vec::new();
@@ -181,7 +181,7 @@ fn a_panicking_handler_is_resumed_after_the_stream_is_idle() {
     common::in_context(|ctx| {
         let module = load(ctx)?;
         let spin = spin_kernel(&module)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut out = ctx.zeroed::<u32>(N)?;
         let mut host = ctx.pinned_zeroed::<u32>(N)?;
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -220,7 +220,7 @@ fn an_aborting_handler_stops_the_process_before_the_scope_returns() {
         common::in_context(|ctx| {
             let module = load(ctx)?;
             let spin = spin_kernel(&module)?;
-            let stream = ctx.stream()?;
+            let stream = ctx.new_stream()?;
             let mut out = ctx.zeroed::<u32>(N)?;
             stream.scope_within(
                 MS,
@@ -272,9 +272,9 @@ fn synchronize_within_says_not_yet_then_done() {
     common::in_context(|ctx| {
         let module = load(ctx)?;
         let spin = spin_kernel(&module)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut out = ctx.zeroed::<u32>(N)?;
-        let mut done = ctx.event_without_timing()?;
+        let mut done = ctx.new_event_without_timing()?;
         let (early, early_complete, late, late_complete, waited) = stream.scope(|s| {
             s.launch(&spin, launch_config(), (ns(SPIN_MS), &mut out, 8u32))?;
             let r = done.record(s)?;
@@ -303,9 +303,9 @@ fn timing_records_measure_the_kernel_and_an_incomplete_one_is_not_ready() {
     common::in_context(|ctx| {
         let module = load(ctx)?;
         let spin = spin_kernel(&module)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut out = ctx.zeroed::<u32>(N)?;
-        let (mut start, mut end) = (ctx.event()?, ctx.event()?);
+        let (mut start, mut end) = (ctx.new_event()?, ctx.new_event()?);
         let (t0, t1, too_early) = stream.scope(|s| {
             let t0 = start.record(s)?;
             s.launch(&spin, launch_config(), (ns(20), &mut out, 2u32))?;
@@ -348,10 +348,10 @@ fn a_record_on_one_stream_orders_another_scopes_stream() {
     common::in_context(|ctx| {
         let module = load(ctx)?;
         let spin = spin_kernel(&module)?;
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         let mut out = ctx.zeroed::<u32>(N)?;
-        let (mut start, mut end) = (ctx.event()?, ctx.event()?);
-        let mut kernel_done = ctx.event_without_timing()?;
+        let (mut start, mut end) = (ctx.new_event()?, ctx.new_event()?);
+        let mut kernel_done = ctx.new_event_without_timing()?;
         let (t0, t1) = a.scope(|sa| {
             let t0 = start.record(sa)?;
             sa.launch(&spin, launch_config(), (ns(30), &mut out, 4u32))?;

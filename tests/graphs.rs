@@ -82,7 +82,7 @@ fn a_captured_pipeline_replays_a_thousand_times_with_the_right_answer() {
         assert_eq!(graph.node_count()?, 5, "one node per captured operation");
         let mut exec = graph.instantiate()?;
         assert_eq!(exec.node_count(), 5);
-        let streams = [ctx.stream()?, ctx.stream()?];
+        let streams = [ctx.new_stream()?, ctx.new_stream()?];
         for replay in 0..1000u32 {
             for (j, v) in exec.host_mut(inp).iter_mut().enumerate() {
                 *v = replay.wrapping_mul(7919) ^ j as u32;
@@ -121,7 +121,7 @@ fn a_graph_replays_on_any_stream_of_its_context_any_number_of_times() {
             Ok(key)
         })?;
         let mut exec = graph.instantiate()?;
-        let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+        let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
         s1.scope(|s| {
             for _ in 0..3 {
                 exec.launch(s)?;
@@ -165,7 +165,7 @@ fn a_panic_inside_a_capture_ends_it_and_leaves_everything_usable() {
             "the captured fill never ran"
         );
         // streams and scopes work
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         stream.scope(|s| s.fill(&mut x, 2))?;
         assert!(x.to_vec()?.iter().all(|&v| v == 2));
         // so does a new capture
@@ -313,13 +313,13 @@ fn an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable() {
         let was_kept = kept.is_some();
         if let Some(exec) = { kept } {
             // then the graph must be the whole capture
-            ctx.stream()?.scope(|s| exec.launch(s))?;
+            ctx.new_stream()?.scope(|s| exec.launch(s))?;
         }
         if was_kept {
             assert!(x.to_vec()?.iter().all(|&v| v == 7));
         }
         // everything works afterwards
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         stream.scope(|s| s.fill(&mut x, 8))?;
         let exec = ctx
             .capture(|g| g.launch(&k.set, config(), (&mut x, 9u32)))?
@@ -338,7 +338,7 @@ fn an_error_inside_a_capture_makes_no_graph_and_leaves_everything_usable() {
 fn work_outside_the_capture_inside_its_closure_runs_at_once_and_is_not_captured() {
     common::in_context(|ctx| {
         let mut x = ctx.zeroed::<u32>(N)?;
-        let other = ctx.stream()?;
+        let other = ctx.new_stream()?;
         let (graph, seen) = ctx.capture(|g| {
             let mut y = DeviceBuffer::from_slice(ctx, &[4u32; 16])?;
             let mut back = vec![0u32; 16];
@@ -382,7 +382,7 @@ fn pageable_host_memory_in_a_capture_is_used_at_replay_time_or_refused() {
             Ok(captured) => captured,
         };
         let mut exec = graph.instantiate()?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for replay in 0..20u32 {
             exec.host_mut(inp).fill(replay + 1);
             stream.scope(|s| exec.launch(s))?;
@@ -409,7 +409,7 @@ fn an_executable_graph_is_updated_to_other_buffers_without_instantiating_again()
             DeviceBuffer::from_slice(ctx, &host.iter().map(|v| v * 10).collect::<Vec<_>>())?,
             ctx.zeroed::<u32>(N)?,
         );
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let exec = ctx
             .capture(|g| g.launch(&k.affine, config(), (&xa, &mut ya, 2u32, 1u32)))?
             .0
@@ -509,7 +509,7 @@ fn a_host_function_sees_the_streams_results_in_order() {
         let mut pinned = PinnedBuffer::<u32>::zeroed(ctx, N)?;
         let mut pageable = vec![0u32; N];
         let seen = Mutex::new(Vec::new());
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let d = s.bind_mut(&mut dev);
             let (hp, hv) = (s.bind_host_mut(&mut pinned), s.bind_host_mut(&mut pageable));
             for step in 1..=100u32 {
@@ -533,7 +533,7 @@ fn a_host_function_sees_the_streams_results_in_order() {
 }
 
 /// In a multi-stream scope, a host function on one stream reading bound host memory that a
-/// copy on another stream writes waits for the copy (the order book), and a copy out of host
+/// copy on another stream writes waits for the copy (the lane record), and a copy out of host
 /// memory that a host function wrote waits for the function.
 fn host_views_are_ordered_across_the_streams_of_a_scope() {
     common::in_context(|ctx| {
@@ -542,7 +542,7 @@ fn host_views_are_ordered_across_the_streams_of_a_scope() {
         let (mut a, mut b) = (ctx.zeroed::<u32>(N)?, ctx.zeroed::<u32>(N)?);
         let mut host = PinnedBuffer::<u32>::zeroed(ctx, N)?;
         let seen = Mutex::new(0u32);
-        let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+        let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
         s1.scope_pair(&s2, |x, y| {
             let (a, b, h) = (
                 x.bind_mut(&mut a),
@@ -574,7 +574,7 @@ fn a_host_function_has_run_before_its_scope_returns_even_on_an_early_error() {
         let module = Module::from_ptx(ctx, PTX)?;
         let k = kernels(&module)?;
         let ran = AtomicUsize::new(0);
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         stream.scope(|s| {
             s.launch(&k.spin, LaunchConfig::linear(1, 1), (100_000_000u64,))?;
             s.host_fn(|| {
@@ -607,7 +607,7 @@ fn a_host_function_has_run_before_its_scope_returns_even_on_an_early_error() {
 fn a_panic_in_a_host_function_is_resumed_when_its_scope_returns() {
     common::in_context(|ctx| {
         let mut x = ctx.zeroed::<u32>(N)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let ran_after = AtomicUsize::new(0);
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
             let _ = stream.scope(|s| {
@@ -636,8 +636,8 @@ fn a_panic_in_a_host_function_is_resumed_when_its_scope_returns() {
 fn a_host_function_cannot_call_the_driver_through_the_crate() {
     common::in_context(|ctx| {
         let buf = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
-        let stream = ctx.stream()?;
-        let other = ctx.stream()?;
+        let stream = ctx.new_stream()?;
+        let other = ctx.new_stream()?;
         let results = Mutex::new(Vec::new());
         stream.scope(|s| {
             s.host_fn(|| {
@@ -671,7 +671,7 @@ fn graphs_and_host_functions_compose_with_nested_scopes() {
             .capture(|g| g.launch(&k.set, config(), (&mut x, 5u32)))?
             .0
             .instantiate()?;
-        let (s1, s2): (Stream<'_>, Stream<'_>) = (ctx.stream()?, ctx.stream()?);
+        let (s1, s2): (Stream<'_>, Stream<'_>) = (ctx.new_stream()?, ctx.new_stream()?);
         let count = AtomicUsize::new(0);
         s1.scope(|outer| {
             exec.launch(outer)?;

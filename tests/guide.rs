@@ -589,12 +589,12 @@ fn size_text(bytes: usize) -> String {
 }
 
 /// The staging kind of a copy method: the one whose threshold decides whether it stages.
-fn kind_of(method: &str) -> Option<cuda_brand::__staging::Kind> {
-    use cuda_brand::__staging::Kind;
+fn kind_of(method: &str) -> Option<cuda_brand::__staging::CopyKind> {
+    use cuda_brand::__staging::CopyKind;
     match method {
-        "to_vec" => Some(Kind::ToNewHost),
-        "copy_to_host" => Some(Kind::ToHost),
-        "from_slice" | "from_slice_in" | "copy_from_host" => Some(Kind::FromHost),
+        "to_vec" => Some(CopyKind::ToNewHost),
+        "copy_to_host" => Some(CopyKind::ToHost),
+        "from_slice" | "from_slice_in" | "copy_from_host" => Some(CopyKind::FromHost),
         _ => None,
     }
 }
@@ -602,7 +602,7 @@ fn kind_of(method: &str) -> Option<cuda_brand::__staging::Kind> {
 #[test]
 fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
     use cuda_brand::__staging::{
-        Kind, MAX_STAGINGS_PER_CONTEXT, MAX_WORKERS, SLOT_BYTES, STAGING_BYTES,
+        CopyKind, MAX_STAGINGS_PER_CONTEXT, MAX_WORKERS, SLOT_BYTES, STAGING_BYTES,
     };
     let readme = readme();
     let lines: Vec<&str> = readme.lines().collect();
@@ -642,7 +642,7 @@ fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
             }
         }
     }
-    for kind in Kind::ALL {
+    for kind in CopyKind::ALL {
         assert!(
             seen.contains(&kind),
             "README.md's thresholds leave out {kind:?}"
@@ -674,7 +674,7 @@ fn the_readme_states_the_staging_thresholds_and_sizes_of_the_code() {
 /// kind in the type's section on bulk copies.
 #[test]
 fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
-    use cuda_brand::__staging::Kind;
+    use cuda_brand::__staging::CopyKind;
     // the copies of `DeviceSlice` and the type and constructors of `DeviceBuffer`
     let files = ["src/memory/slice.rs", "src/memory/buffer.rs"];
     let sources: Vec<(&str, String)> = files
@@ -717,15 +717,15 @@ fn the_device_buffer_docs_state_the_staging_thresholds_of_the_code() {
             // "[`to_vec`](..) and [`copy_to_host`](..) from N MiB, ... [`copy_from_host`](..)
             // from M MiB": the two downloads share one threshold, the uploads another
             type_docs_state_them = true;
-            if Kind::ToNewHost.default_threshold() != Kind::ToHost.default_threshold() {
+            if CopyKind::ToNewHost.default_threshold() != CopyKind::ToHost.default_threshold() {
                 problems.push(
                     "DeviceBuffer's docs give to_vec and copy_to_host one threshold; the code has two"
                         .to_owned(),
                 );
             }
             for (method, kind) in [
-                ("copy_to_host", Kind::ToHost),
-                ("copy_from_host", Kind::FromHost),
+                ("copy_to_host", CopyKind::ToHost),
+                ("copy_from_host", CopyKind::FromHost),
             ] {
                 let claim = format!(
                     "[`{method}`](DeviceSlice::{method}) from {}",

@@ -251,7 +251,7 @@ fn module_globals_are_read_and_written() {
 fn every_sample_kernel_runs_as_the_samples_module_documents() {
     common::in_context(|ctx| {
         let mut module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         {
             // SAFETY: the declarations of the table in `cuda_brand::samples`, each the
             // kernel's C parameter list (kernels/kernels.cu); every kernel stays below the
@@ -412,7 +412,7 @@ fn structs_and_arrays_by_value_are_declared_checked_and_passed() {
             module.kernel::<(Out<u64>, ByValue<[u64; 2]>, u32, ByValue<[u32; 3]>)>("by_value")
         }?;
         let mut out = ctx.zeroed::<u64>(6)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             s.launch(
                 &kernel,
                 LaunchConfig::linear(1, 1),

@@ -560,7 +560,10 @@ fn a_3d_volume_wider_than_the_pitch_alignment_round_trips_exactly() {
         let (row_len, slice_rows) = (340, 20);
         let mut padded = vec![f32::NAN; row_len * slice_rows * d];
         let mut other = DeviceBuffer3D::<f32>::zeroed(ctx, w, h, d)?;
-        let streams = (Stream::new(ctx, StreamFlags::NonBlocking)?, ctx.stream()?);
+        let streams = (
+            Stream::new(ctx, StreamFlags::NonBlocking)?,
+            ctx.new_stream()?,
+        );
         // two streams of one scope: one downloads `vol`, the other uploads into `other`
         streams.0.scope_pair(&streams.1, |a, b| {
             a.copy_3d_to_host(&mut padded, row_len, slice_rows, &vol)?;

@@ -66,7 +66,7 @@ fn jit_options_reach_the_compiler_and_its_info_log_comes_back() {
         let a: Vec<f32> = (0..1000).map(|i| i as f32).collect();
         let (da, db) = (ctx.from_slice(&a)?, ctx.from_slice(&a)?);
         let mut dc = ctx.zeroed::<f32>(1000)?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| s.launch(&add, add.config_for(1000)?, (&da, &db, &mut dc)))?;
         assert_eq!(dc.to_vec()?, a.iter().map(|x| 2.0 * x).collect::<Vec<_>>());
         Ok(())
@@ -82,7 +82,7 @@ fn jit_without_optimization_and_with_debug_information_computes_the_same() {
         // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
         let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
         let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 3.0f32)))?;
         assert_eq!(x.to_vec()?, [3.0, 6.0, 9.0]);
         Ok(())
@@ -163,14 +163,14 @@ fn a_library_is_loaded_once_and_used_by_two_contexts() {
             // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
             let scale_a = unsafe { library.kernel::<(Out<f32>, f32)>(a, "scale") }?;
             let mut xa = a.from_slice(&[1.0f32, 2.0])?;
-            a.stream()?
+            a.new_stream()?
                 .scope(|s| s.launch(&scale_a, LaunchConfig::linear(1, 32), (&mut xa, k)))?;
             // a second context, nested: the same library, its own function
             let xb = with_context(&device, ContextFlags::default(), |b| {
                 // SAFETY: as above.
                 let scale_b = unsafe { library.kernel::<(Out<f32>, f32)>(b, "scale") }?;
                 let mut xb = b.from_slice(&[10.0f32, 20.0])?;
-                b.stream()?
+                b.new_stream()?
                     .scope(|s| s.launch(&scale_b, LaunchConfig::linear(1, 32), (&mut xb, k)))?;
                 xb.to_vec()
             })?;
@@ -201,7 +201,7 @@ fn a_library_from_a_checked_cubin_runs_on_hopper() {
         let scale = unsafe { library.kernel::<(Out<f32>, f32)>(ctx, "scale") }?;
         assert_eq!(scale.function().binary_version()?, 90);
         let mut x = ctx.from_slice(&[2.0f32, 4.0])?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 0.5f32)))?;
         assert_eq!(x.to_vec()?, [1.0, 2.0]);
         Ok(())
@@ -530,7 +530,7 @@ fn needs_clusters<'ctx>(ctx: cuda_brand::ContextGuard<'ctx>, module: &Module<'ct
     let mut out = DeviceBuffer::<u32>::zeroed(ctx, 32).unwrap();
     let config = LaunchConfig::linear(8, 32).with_cluster([2, 1, 1]);
     let e = ctx
-        .stream()
+        .new_stream()
         .unwrap()
         .scope(|s| s.launch(&info, config, (&mut out,)))
         .unwrap_err();
@@ -558,7 +558,7 @@ fn a_cluster_launch_gives_each_block_its_rank_in_the_cluster() {
         needs_clusters(ctx, &module);
         // SAFETY: cluster_info(unsigned*, size_t) writes out[4b..4b+4] below out_len only.
         let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let blocks = 8u32;
         for cluster in [None, Some(2u32), Some(4), Some(8)] {
             let mut out = DeviceBuffer::<u32>::zeroed(ctx, 4 * blocks as usize)?;
@@ -587,7 +587,7 @@ fn cluster_launches_are_checked_before_the_driver() {
         needs_clusters(ctx, &module);
         // SAFETY: as above.
         let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let refused = |config: LaunchConfig| {
             let mut out = DeviceBuffer::<u32>::zeroed(ctx, 4 * 16).unwrap();
             let e = stream
@@ -676,7 +676,7 @@ fn a_cooperative_launch_synchronizes_its_whole_grid() {
             .function()
             .max_active_blocks_per_multiprocessor(256, 0)?;
         assert!(per_sm >= 1);
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         // the largest grid that fits at once, and a small one
         for blocks in [sms * per_sm, 3] {
             let n = blocks as usize * 256;
@@ -716,7 +716,7 @@ fn a_cooperative_grid_too_large_is_refused_before_the_driver() {
         let mut out = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
         let config = LaunchConfig::linear(fit + 1, 256).with_cooperative();
         let e = ctx
-            .stream()?
+            .new_stream()?
             .scope(|s| s.launch(&sum, config, (&din, &mut out)))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::CooperativeLaunchTooLarge, "{e}");
@@ -742,7 +742,7 @@ fn a_launch_priority_is_accepted_and_one_out_of_range_refused() {
         // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
         let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
         let range = ctx.stream_priority_range()?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut x = ctx.from_slice(&[1.0f32, 2.0])?;
         if driver() < 12000 {
             let config = LaunchConfig::linear(1, 32).with_priority(range.greatest);
@@ -806,7 +806,7 @@ fn attribute_launches_are_ordered_like_others_in_a_two_stream_scope() {
         a.scope_pair(&b, |sa, sb| {
             let x = sa.bind_mut(&mut x);
             sa.launch(&scale, config, (x, 3.0f32))?;
-            // b reads what a's launch wrote: the order book makes it wait for it
+            // b reads what a's launch wrote: the lane record makes it wait for it
             sb.copy_to_host(&mut back, x.into_ref())
         })?;
         assert!(back.iter().all(|&v| v == 3.0), "{:?}", &back[..4]);
@@ -995,7 +995,7 @@ __global__ void fill(T *x, size_t x_len, T v) {
                 );
             }
             let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
-            let stream = ctx.stream()?;
+            let stream = ctx.new_stream()?;
             stream.scope(|s| s.launch(&add_n, LaunchConfig::linear(1, 32), (&mut x, 1.0f32)))?;
             assert_eq!(x.to_vec()?, [3.25, 5.25, 7.25]);
             // the template, by its mangled name

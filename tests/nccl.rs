@@ -145,7 +145,7 @@ fn identity_for_every_reduction<'ctx, T: Sample>(
 
 fn one_rank_all_reduce_equals_the_input_for_every_type_and_reduction() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         identity_for_every_reduction::<i8>(ctx, comm, &stream)?;
         identity_for_every_reduction::<u8>(ctx, comm, &stream)?;
         identity_for_every_reduction::<i32>(ctx, comm, &stream)?;
@@ -160,7 +160,7 @@ fn one_rank_all_reduce_equals_the_input_for_every_type_and_reduction() {
 
 fn one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let n = 4099;
         let host = samples::<f32>(n, 7);
         let src = ctx.from_slice(&host)?;
@@ -226,7 +226,7 @@ fn one_rank_avg_of_65539_f64_is_the_input_in_every_element() {
                 "NCCL's own Avg"
             }
         );
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let n = (1 << 16) + 3;
         // distinct, exact, both signs, none of them 0.0 (the value the bug left behind)
         let host: Vec<f64> = (0..n)
@@ -304,7 +304,7 @@ fn one_rank_avg_of_65539_f64_is_the_input_in_every_element() {
 /// fills overwrote it (the review of issue 28's ninth step).
 fn a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let n = 16 << 20; // 64 MiB of f32
         let src = ctx.from_slice(&vec![1.0f32; n])?;
         let mut dst = ctx.zeroed::<f32>(n)?;
@@ -326,7 +326,7 @@ fn a_grouped_operation_waits_for_pending_synchronous_writes_of_its_memory() {
 /// over them, and fills of a source before the all-reduce that reads it.
 fn an_operation_queued_at_once_waits_for_pending_synchronous_writes_of_its_memory() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let n = 16 << 20; // 64 MiB of f32
         let src = ctx.from_slice(&vec![1.0f32; n])?;
         let mut dst = ctx.zeroed::<f32>(n)?;
@@ -361,7 +361,7 @@ fn an_operation_queued_at_once_waits_for_pending_synchronous_writes_of_its_memor
 /// `one_rank_broadcast_reduce_all_gather_and_reduce_scatter_copy_exactly`.
 fn one_rank_every_grouped_operation_copies_exactly() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let n = 4099;
         let host = samples::<i32>(n, 3);
         let src = ctx.from_slice(&host)?;
@@ -404,7 +404,7 @@ fn one_rank_every_grouped_operation_copies_exactly() {
 
 fn send_and_receive_to_itself_inside_a_group() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let a = samples::<u64>(100_003, 1);
         let b = samples::<i8>(517, 2);
         let (src_a, src_b) = (ctx.from_slice(&a)?, ctx.from_slice(&b)?);
@@ -435,7 +435,7 @@ fn expect_invalid(result: Result<(), Error>, call: &str, detail: &str) {
 
 fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let src = ctx.from_slice(&[1i32, 2, 3, 4])?;
         let mut short = ctx.zeroed::<i32>(3)?;
         let mut buf = ctx.from_slice(&[5i32, 6, 7, 8, 9, 10])?;
@@ -496,7 +496,7 @@ fn bad_lengths_roots_peers_and_overlaps_are_refused_before_nccl() {
 /// leaves nothing in the group; the communicator works after.
 fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_nccl() {
     one_rank(|ctx, comm| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let src = ctx.from_slice(&[1i32, 2, 3, 4])?;
         let mut short = ctx.zeroed::<i32>(3)?;
         let mut buf = ctx.from_slice(&[5i32, 6, 7, 8, 9, 10])?;
@@ -566,7 +566,7 @@ fn every_grouped_operation_refuses_bad_lengths_roots_peers_and_overlaps_before_n
 
 fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
     one_rank(|ctx, comm| {
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         let mut x = ctx.from_slice(&[1u32, 2, 3, 4])?;
         let mut y = ctx.zeroed::<u32>(4)?;
         a.scope(|s| {
@@ -611,7 +611,7 @@ fn a_group_refuses_overlapping_operations_and_multi_stream_scopes() {
 
 fn collectives_on_a_multi_stream_scope_are_ordered_with_its_other_streams() {
     one_rank(|ctx, comm| {
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         let n = 1 << 22;
         let mut src = ctx.zeroed::<f32>(n)?;
         let mut dst = ctx.zeroed::<f32>(n)?;
@@ -669,7 +669,7 @@ fn a_clique_rank_is_claimed_by_one_communicator_at_a_time() {
     with_primary_context(&device, |ctx| {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[3u8; 5])?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Max))?;
         assert_eq!(x.to_vec()?, [3; 5]);
         Ok::<_, Error>(())
@@ -693,7 +693,7 @@ fn nccl_calls_leave_the_context_stack_as_they_found_it() {
         with_primary_context(&device, |ctx| {
             let comm = inner.communicator(ctx)?;
             let mut x = ctx.from_slice(&[1i64; 64])?;
-            let stream = ctx.stream()?;
+            let stream = ctx.new_stream()?;
             stream.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
             assert_eq!(common::current(), common::handle(ctx));
             stream.scope(|s| group(|g| g.on(s).broadcast_in_place(&comm, &mut x, 0)))?;
@@ -741,7 +741,7 @@ fn a_one_rank_communicator_from_a_unique_id_all_reduces() {
         let host = samples::<f64>(10_007, 3);
         let src = ctx.from_slice(&host)?;
         let mut dst = ctx.zeroed::<f64>(host.len())?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum))?;
         assert_eq!(dst.to_vec()?, host);
         comm.async_error()
@@ -761,7 +761,7 @@ fn async_error_is_ok_on_a_healthy_communicator_before_and_after_work() {
     one_rank(|ctx, comm| {
         comm.async_error()?;
         let mut x = ctx.from_slice(&[2u32; 1000])?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for _ in 0..10 {
             stream.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Prod))?;
             comm.async_error()?;
@@ -925,7 +925,7 @@ fn two_ranks_in_one_thread_all_reduce_exact_values_in_a_group() {
         let ia: Vec<i64> = (0..n as i64).map(|i| i - 500_000).collect();
         let ib: Vec<i64> = (0..n as i64).map(|i| 300_000 - i).collect();
         let (mut x0, mut x1) = (c0.from_slice(&ia)?, c1.from_slice(&ib)?);
-        let (s0, s1) = (c0.stream()?, c1.stream()?);
+        let (s0, s1) = (c0.new_stream()?, c1.new_stream()?);
         s0.scope(|r0| {
             s1.scope(|r1| {
                 group(|g| {
@@ -980,7 +980,7 @@ fn two_ranks_every_collective_element_by_element() {
             c1.from_slice(&b[..n / 2 * 2])?,
         );
         let (mut bi0, mut bi1) = (c0.from_slice(&a)?, c1.zeroed::<u32>(n)?);
-        let (s0, s1) = (c0.stream()?, c1.stream()?);
+        let (s0, s1) = (c0.new_stream()?, c1.new_stream()?);
         s0.scope(|r0| {
             s1.scope(|r1| {
                 group(|g| {
@@ -1060,7 +1060,7 @@ fn one_thread_per_gpu_all_reduces_with_scope_operations() {
                         let r = comm.rank() as f64;
                         let host: Vec<f64> = (0..n).map(|i| i as f64 + r * 0.25).collect();
                         let mut x = ctx.from_slice(&host)?;
-                        let stream = ctx.stream()?;
+                        let stream = ctx.new_stream()?;
                         for _ in 0..3 {
                             stream.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
                         }
@@ -1087,7 +1087,7 @@ fn one_thread_per_gpu_all_reduces_with_scope_operations() {
 fn mismatched_counts_between_ranks_are_refused_before_nccl() {
     two_ranks(|(c0, comm0), (c1, comm1)| {
         let (mut x0, mut x1) = (c0.from_slice(&[1.0f32; 4])?, c1.from_slice(&[2.0f32; 8])?);
-        let (s0, s1) = (c0.stream()?, c1.stream()?);
+        let (s0, s1) = (c0.new_stream()?, c1.new_stream()?);
         let e = s0
             .scope(|r0| {
                 s1.scope(|r1| {
@@ -1182,7 +1182,7 @@ fn two_process_child() {
         let host: Vec<u64> = (0..n as u64).map(|i| i * (rank as u64 + 1)).collect();
         let mut x = ctx.from_slice(&host)?;
         let mut b = ctx.from_slice(&[rank as i32; 1000])?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)?;
             comm.broadcast_in_place(s, &mut b, 1)
         })?;
@@ -1258,7 +1258,7 @@ fn a_world_of_one_from_launcher_variables_all_reduces_splits_and_finalizes() {
             let src = ctx.from_slice(&host)?;
             let mut dst = ctx.zeroed::<f32>(n)?;
             let mut avg = ctx.from_slice(&samples::<f64>(65_539, 1))?;
-            let stream = ctx.stream()?;
+            let stream = ctx.new_stream()?;
             comm.scope_within(&stream, Duration::from_secs(30), |s| {
                 comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum)?;
                 comm.all_reduce_in_place(s, &mut avg, ReduceOp::Avg)
@@ -1295,7 +1295,7 @@ fn from_env_under_torchrun_variables_makes_a_world_of_one() {
             let comm = Communicator::from_env(ctx, Duration::from_secs(30))?;
             assert_eq!((comm.rank(), comm.ranks()), (0, 1));
             let mut x = ctx.from_slice(&[3u32; 1000])?;
-            ctx.stream()?
+            ctx.new_stream()?
                 .scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
             assert_eq!(x.to_vec()?, [3; 1000]);
             println!("from_env: {world}");
@@ -1520,7 +1520,7 @@ fn an_aborted_communicator_refuses_every_call() {
         // SAFETY: spin(long long) busy-waits about that many GPU cycles and writes nothing.
         let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
         let comm = Communicator::from_world(ctx, &world, Duration::from_secs(30))?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut x = ctx.from_slice(&[1.0f32; 1024])?;
         let start = Instant::now();
         let e = comm
@@ -1577,7 +1577,7 @@ fn an_aborted_communicator_refuses_every_call() {
         // SAFETY: as above.
         let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
         let comm = clique.communicator(ctx)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let e = comm
             .scope_within(&stream, Duration::from_millis(100), |s| {
                 s.launch(&spin, LaunchConfig::linear(1, 1), (1_000_000_000i64,))
@@ -1601,7 +1601,7 @@ fn a_clique_communicator_is_not_split_or_finalized_but_bounded_scopes_work() {
         let e = comm.split(Some(0), 0).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput, "{e}");
         let mut x = ctx.from_slice(&[4u8; 100])?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         comm.scope_within(&stream, Duration::from_secs(10), |s| {
             comm.all_reduce_in_place(s, &mut x, ReduceOp::Min)
         })?;
@@ -1628,7 +1628,7 @@ fn a_group_holds_a_clique_communicator_and_a_launchers_together() {
         let of_clique = clique.communicator(ctx)?;
         let of_world = Communicator::from_world(ctx, &World::single(), Duration::from_secs(30))?;
         let (mut a, mut b) = (ctx.from_slice(&[1u32; 8])?, ctx.from_slice(&[2u32; 8])?);
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         of_world.scope_within(&stream, Duration::from_secs(30), |s| {
             group(|g| {
                 g.on(s)
@@ -1652,7 +1652,7 @@ fn a_split_of_a_launchers_communicator_all_reduces_splits_and_ends_in_either_ord
     with_primary_context(&device, |ctx| {
         let within = Duration::from_secs(30);
         let comm = Communicator::from_world(ctx, &World::single(), within)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let host: Vec<f32> = (0..1_048_579).map(|i| (i % 1000) as f32 - 500.0).collect();
         let src = ctx.from_slice(&host)?;
         let mut dst = ctx.zeroed::<f32>(host.len())?;
@@ -1720,7 +1720,7 @@ fn a_launchers_communicator_queues_1000_small_all_reduces_well_under_50_us_each(
     with_primary_context(&device, |ctx| {
         let within = Duration::from_secs(30);
         let comm = Communicator::from_world(ctx, &World::single(), within)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut x = ctx.from_slice(&[1.5f32])?;
         let world = time_small_all_reduces(&comm, &stream, &mut x, OPS)?;
         let of_clique = clique.communicator(ctx)?;
@@ -1754,7 +1754,7 @@ fn two_processes_from_torchrun_variables_all_reduce_and_split() {
             let n = 1_000_003usize;
             let host: Vec<u64> = (0..n as u64).map(|i| i * (rank as u64 + 1)).collect();
             let mut x = ctx.from_slice(&host)?;
-            let stream = ctx.stream()?;
+            let stream = ctx.new_stream()?;
             comm.scope_within(&stream, Duration::from_secs(60), |s| {
                 comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
             })?;

@@ -28,7 +28,7 @@ const ROUNDS: usize = 20;
 fn a_synchronous_fill_is_seen_by_the_next_scope_at_every_size() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for n in SIZES {
             let mut buf = ctx.zeroed::<u32>(n)?;
             for round in 0..ROUNDS as u32 {
@@ -47,7 +47,7 @@ fn a_synchronous_fill_is_seen_by_the_next_scope_at_every_size() {
 fn a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for n in SIZES {
             let pattern: Vec<u32> = (0..n as u32)
                 .map(|i| i.wrapping_mul(2_654_435_761))
@@ -82,7 +82,7 @@ fn a_zeroed_or_uploaded_buffer_is_seen_by_the_next_scope_at_every_size() {
 fn a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let n = 16 << 20;
         let mut buf = ctx.zeroed::<u32>(n)?;
         for round in 0..ROUNDS as u32 {
@@ -102,7 +102,7 @@ fn a_synchronous_write_inside_an_open_scope_is_seen_by_its_later_operations() {
 fn two_streams_of_one_scope_see_a_synchronous_write_made_before_it() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         let n = 16 << 20;
         let mut buf = ctx.zeroed::<u32>(n)?;
         for round in 0..ROUNDS as u32 {
@@ -163,7 +163,7 @@ fn a_buffer_written_on_one_thread_is_seen_by_another_threads_scope() {
         8 << 20,
         |round| round * 3 + 1,
         |g, rx| {
-            let stream = g.stream()?;
+            let stream = g.new_stream()?;
             for (round, buf) in rx {
                 assert_all(&read_in_scope(&stream, &buf), round * 3 + 1, "handed over");
             }
@@ -197,7 +197,7 @@ fn a_buffer_written_on_one_thread_is_seen_by_another_threads_synchronous_copy() 
 fn a_pool_slice_written_in_another_context_is_seen_by_its_own_contexts_scope() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |a| {
-        let stream_a = a.stream()?;
+        let stream_a = a.new_stream()?;
         let n = 16 << 20;
         let mut buf = a.zeroed::<u32>(n)?;
         with_context(&device, ContextFlags::default(), |_b| {
@@ -267,7 +267,7 @@ fn synchronize_waits_for_a_pending_write_of_another_context() {
 fn synchronous_2d_and_3d_copies_are_seen_by_the_next_scope() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let (w, h) = (4096usize, 1024usize);
         let host: Vec<u32> = (0..(w * h) as u32).collect();
         let mut flat = DeviceBuffer2D::<u32>::zeroed(ctx, w, h)?;
@@ -299,7 +299,7 @@ fn a_partitions_green_stream_sees_a_synchronous_write_of_the_partition() {
         let count = sms.min_partition().max(8);
         let (part, _rest) = sms.split(count)?;
         part.enter(|p: PartitionGuard<'_>| {
-            let stream = p.stream()?;
+            let stream = p.new_stream()?;
             let n = 16 << 20;
             let mut buf = p.zeroed::<u32>(n)?;
             for round in 0..ROUNDS as u32 {
@@ -325,7 +325,7 @@ fn a_peer_gpu_sees_a_synchronous_write_on_the_other_gpu() {
     let (d0, d1) = (Device::get(0).unwrap(), Device::get(1).unwrap());
     with_context(&d0, ContextFlags::default(), |a| {
         with_context(&d1, ContextFlags::default(), |b| {
-            let stream_b = b.stream()?;
+            let stream_b = b.new_stream()?;
             let len = 16 << 20;
             for round in 0..ROUNDS as u32 {
                 let src = DeviceBuffer::from_slice(a, &vec![round + 11; len])?;
@@ -358,7 +358,7 @@ fn mixed_synchronous_and_scope_work_on_four_threads_matches_a_model() {
                     t.spawn(move || {
                         shared.enter(|g| {
                             let n = 1 << 20;
-                            let (a, b) = (g.stream()?, g.stream()?);
+                            let (a, b) = (g.new_stream()?, g.new_stream()?);
                             let mut bufs = [
                                 g.zeroed::<u32>(n)?,
                                 g.zeroed::<u32>(n)?,
@@ -458,7 +458,7 @@ fn a_context_another_library_made_current_leaves_no_event_behind() {
     let device = common::gpu();
     let driver = common::driver();
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let n = 16 << 20;
         let mut buf = ctx.zeroed::<u32>(n)?;
         for round in 0..ROUNDS as u32 {
@@ -503,7 +503,7 @@ fn a_module_global_written_synchronously_is_seen_by_a_launch_that_names_no_buffe
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut module = Module::from_ptx(ctx, PTX)?;
         let mut slow = ctx.zeroed::<u32>(1 << 28)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for round in 0..ROUNDS as i32 {
             for i in 0..8 {
                 slow.fill(i)?; // queued on this thread's sync stream, returns at once
@@ -545,7 +545,7 @@ fn unrelated_synchronous_work_of_another_thread_is_not_waited_for() {
         let (started, queued, other) = std::thread::scope(|t| {
             let other = t.spawn(move || {
                 shared.enter(|g| {
-                    let stream = g.stream()?;
+                    let stream = g.new_stream()?;
                     // the sync stream and its bounce ring are made before the fills
                     let warm = g.from_slice(&[0u32; 1024])?;
                     assert_eq!(warm.to_vec()?, [0; 1024]);

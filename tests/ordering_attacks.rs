@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::common;
-use crate::common::ordering::{assert_all, keep_busy, raw_read, read_in_scope};
+use crate::common::ordering::{assert_all, keep_busy, lent_copy_graph, raw_read, read_in_scope};
 
 use cuda_brand::owned::OwnedContext;
 use cuda_brand::prelude::*;
@@ -201,7 +201,7 @@ fn a_queued_wait_on_a_record_of_a_destroyed_context_completes() {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let outcome = with_context(&device, ContextFlags::default(), |a| {
-            let stream = a.stream()?;
+            let stream = a.new_stream()?;
             let mut big = a.zeroed::<u32>(SLOW_LEN)?;
             let mut out = a.zeroed::<u32>(N)?;
             for round in 0..ROUNDS as u32 {
@@ -244,7 +244,7 @@ fn teardowns_on_one_thread_end_another_threads_sync_streams_safely() {
     std::thread::scope(|t| {
         let worker = t.spawn(|| {
             with_primary_context(&device, |p| {
-                let stream = p.stream()?;
+                let stream = p.new_stream()?;
                 let (mut buf, mut copy) = (p.zeroed::<u32>(1 << 20)?, p.zeroed::<u32>(1 << 20)?);
                 let mut round = 0u32;
                 while !stop.load(Ordering::Acquire) || round < 50 {
@@ -278,7 +278,7 @@ fn a_pending_write_of_an_ended_thread_is_seen() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         for round in 0..ROUNDS as u32 {
             let slow = &mut slow;
@@ -382,7 +382,7 @@ fn a_block_freed_with_a_pending_fill_is_zeroed_for_the_next_thread() {
             });
             let reader = t.spawn(move || {
                 shared.enter(|g| {
-                    let stream = g.stream()?;
+                    let stream = g.new_stream()?;
                     for _ in 0..ROUNDS {
                         freed_rx.recv().unwrap();
                         let fresh = g.zeroed::<u32>(N)?;
@@ -412,7 +412,7 @@ fn a_scope_write_on_another_thread_follows_a_pending_synchronous_read() {
             let (to_reader, back) = mpsc::sync_channel(0);
             let writer = t.spawn(move || {
                 shared.enter(|g| {
-                    let stream = g.stream()?;
+                    let stream = g.new_stream()?;
                     for mut src in from_reader {
                         let src: &mut DeviceBuffer<'_, u32> = &mut src;
                         stream.scope(|s| s.fill(&mut *src, 0xeeee_eeee_u32))?;
@@ -450,15 +450,10 @@ fn a_scope_write_on_another_thread_follows_a_pending_synchronous_read() {
 fn a_graph_replay_sees_a_synchronous_write_of_a_lent_buffer() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let (mut input, mut output) = (ctx.zeroed::<u32>(N)?, ctx.zeroed::<u32>(N)?);
-        let (graph, (input_key, output_key)) = ctx.capture(|g| {
-            let (src, input_key) = g.lend_mut(&mut input);
-            let (dst, output_key) = g.lend_mut(&mut output);
-            g.copy_from_device(dst, src.into_ref())?;
-            Ok::<_, Error>((input_key, output_key))
-        })?;
+        let (graph, (input_key, output_key)) = lent_copy_graph(ctx, &mut input, &mut output)?;
         let mut exec = graph.instantiate()?;
         for round in 0..ROUNDS as u32 {
             keep_busy(&mut slow, 32)?;
@@ -528,7 +523,7 @@ fn a_scope_operation_waits_for_a_pending_write_outside_the_books_lock() {
         let mut slow = ctx.zeroed::<u32>(len)?;
         let mut pending = ctx.zeroed::<u32>(1024)?;
         let mut other = ctx.zeroed::<u32>(1024)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         // the raw handles and the address before the pending fill: a raw escape waits for
         // the synchronous writes pending when it is taken
         let raw = Raw {

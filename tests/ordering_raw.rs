@@ -13,7 +13,7 @@
 //! once, before any write: every raw escape waits for what is pending when it is taken.
 
 use crate::common;
-use crate::common::ordering::{assert_all, keep_busy, raw_read};
+use crate::common::ordering::{assert_all, keep_busy, lent_copy_graph, raw_read};
 
 use cuda_brand::prelude::*;
 use cuda_brand::{DeviceBuffer2D, DeviceBuffer3D, with_raw_context};
@@ -54,7 +54,7 @@ fn a_device_address_is_taken_after_the_pending_fill_of_its_memory() {
 fn a_scope_views_address_is_taken_after_a_fill_made_before_it_was_bound() {
     common::in_context(|ctx| {
         let raw = common::handle(ctx);
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let mut buf = ctx.zeroed::<u32>(N)?;
         for round in 0..ROUNDS as u32 {
@@ -164,7 +164,7 @@ fn a_device_address_does_not_wait_for_another_buffers_pending_fill() {
 fn a_raw_stream_is_ordered_after_a_pending_fill() {
     let driver = common::driver();
     common::in_context(|ctx| {
-        let stream = ctx.stream()?; // non-blocking
+        let stream = ctx.new_stream()?; // non-blocking
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let mut buf = ctx.zeroed::<u32>(N)?;
         // SAFETY (of the test): written only by the raw memsets below, each waited for
@@ -291,12 +291,7 @@ fn a_raw_exec_graph_is_launched_after_a_pending_fill_of_its_lent_input() {
     common::in_context(|ctx| {
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let (mut input, mut output) = (ctx.zeroed::<u32>(N)?, ctx.zeroed::<u32>(N)?);
-        let (graph, (input_key, output_key)) = ctx.capture(|g| {
-            let (src, input_key) = g.lend_mut(&mut input);
-            let (dst, output_key) = g.lend_mut(&mut output);
-            g.copy_from_device(dst, src.into_ref())?;
-            Ok::<_, Error>((input_key, output_key))
-        })?;
+        let (graph, (input_key, output_key)) = lent_copy_graph(ctx, &mut input, &mut output)?;
         let mut exec = graph.instantiate()?;
         let mut theirs = std::ptr::null_mut();
         // SAFETY (of the test): the context is current; the out-pointer is a live local;

@@ -60,7 +60,7 @@ fn a_scope_copy_from_peer_waits_for_a_pending_write_of_its_source() {
         let mut slow = a.zeroed::<u32>(SLOW_LEN)?;
         with_context(&device, ContextFlags::default(), |b| {
             let mut dst = b.zeroed::<u32>(N)?; // also gives b a sync stream of this thread
-            let stream = b.stream()?;
+            let stream = b.new_stream()?;
             for round in 0..ROUNDS as u32 {
                 keep_busy(&mut slow, 32)?;
                 src.fill(round + 60)?;
@@ -168,7 +168,7 @@ fn a_sync_stream_made_beside_a_doomed_one_does_not_outlive_its_context() {
         });
         let filler = t.spawn(move || {
             with_context(device, ContextFlags::default(), |y| {
-                let stream = y.stream()?;
+                let stream = y.new_stream()?;
                 let mut small = y.zeroed::<u32>(1024)?;
                 {
                     let _current = Pushed::new(primary);
@@ -261,7 +261,7 @@ fn small_uploads_through_every_slot_of_the_bounce_ring_keep_their_values() {
             std::thread::scope(|t| {
                 t.spawn(|| {
                     shared.enter(|g| {
-                        let stream = g.stream()?;
+                        let stream = g.new_stream()?;
                         for (k, buf) in bufs.iter().enumerate() {
                             let mut seen = vec![0u32; buf.len()];
                             stream.scope(|s| s.copy_to_host(&mut seen, buf))?;
@@ -289,7 +289,7 @@ fn halves_and_wholes_wait_for_each_others_pending_writes() {
     let device = common::gpu();
     with_context(&device, ContextFlags::default(), |ctx| {
         let shared = ctx.share();
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut slow = ctx.zeroed::<u32>(SLOW_LEN)?;
         let mut buf = ctx.zeroed::<u32>(N)?;
         for round in 0..ROUNDS as u32 {
@@ -339,7 +339,7 @@ fn a_smaller_scope_allocation_in_a_freed_block_is_not_overwritten_by_its_pending
             let seen = std::thread::scope(|t| {
                 t.spawn(|| {
                     shared.enter(|g| {
-                        let stream = g.stream()?;
+                        let stream = g.new_stream()?;
                         let mut host = vec![0u32; N / 4];
                         stream.scope(|s| {
                             let fresh = s.alloc_zeroed::<u32>(N / 4)?;

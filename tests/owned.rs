@@ -62,7 +62,7 @@ pub(crate) fn owned_setup(device: &Device) -> (OwnedContext, Arc<OwnedModule>, A
     let (module, stream) = home
         .enter(|ctx| {
             let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
-            let stream = ctx.stream()?;
+            let stream = ctx.new_stream()?;
             Ok::<_, Error>((home.unbind(ctx, module)?, home.unbind(ctx, stream)?))
         })
         .unwrap();
@@ -246,7 +246,7 @@ fn an_owned_buffer_dropped_in_a_host_function_is_released_at_the_next_release_po
     let kept = home.clone();
     release_deferred();
     home.enter(|ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         stream.scope(|s| s.host_fn(move || drop(buf)))
     })
     .unwrap();
@@ -304,7 +304,12 @@ fn many_batches_in_flight_on_several_streams_all_complete_with_their_values() {
     let (home, module, _stream) = owned_setup(&device);
     let scale = scale_kernel(&module);
     let streams: Vec<Arc<OwnedStream>> = (0..4)
-        .map(|_| Arc::new(home.enter(|ctx| home.unbind(ctx, ctx.stream()?)).unwrap()))
+        .map(|_| {
+            Arc::new(
+                home.enter(|ctx| home.unbind(ctx, ctx.new_stream()?))
+                    .unwrap(),
+            )
+        })
         .collect();
     let pending: Vec<Pending<_>> = (0..64)
         .map(|i| {
@@ -493,7 +498,7 @@ fn waiting_for_a_batch_inside_a_host_function_panics_and_leaks_the_batch() {
     let in_fn = Arc::clone(&slot);
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
         home.enter(|ctx| {
-            let other = ctx.stream()?;
+            let other = ctx.new_stream()?;
             other.scope(|s| {
                 s.host_fn(move || {
                     let pending = in_fn.lock().unwrap().take().unwrap();

@@ -77,7 +77,7 @@ fn sms_used(p: PartitionGuard<'_>) -> Result<BTreeSet<u32>, Error> {
     let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
     let blocks = 4 * p.sm_count();
     let mut out = p.zeroed::<u32>(blocks as usize)?;
-    let stream = p.stream()?;
+    let stream = p.new_stream()?;
     stream.scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut out,)))?;
     Ok(out.to_vec()?.into_iter().collect())
 }
@@ -151,7 +151,7 @@ fn each_partition_computes_with_its_own_module_memory_and_stream() {
                     let y: Vec<f32> = x.iter().map(|v| v * k).collect();
                     let (dx, dy) = (p.from_slice(&x)?, p.from_slice(&y)?);
                     let mut dz = p.zeroed::<f32>(n)?;
-                    let stream = p.stream()?;
+                    let stream = p.new_stream()?;
                     stream.scope(|s| s.launch(&add, add.config_for(n)?, (&dx, &dy, &mut dz)))?;
                     dz.to_vec()
                 };
@@ -179,7 +179,7 @@ fn a_short_kernel_finishes_while_the_other_partition_is_saturated() {
                 let spin_a = unsafe { ma.kernel::<(i64,)>("spin") }?;
                 // SAFETY: as above.
                 let spin_b = unsafe { mb.kernel::<(i64,)>("spin") }?;
-                let (sa, sb) = (a.stream()?, b.stream()?);
+                let (sa, sb) = (a.new_stream()?, b.new_stream()?);
                 // warm both up (module loading is lazy)
                 sa.scope(|s| s.launch(&spin_a, LaunchConfig::linear(1, 32), (1,)))?;
                 sb.scope(|s| s.launch(&spin_b, LaunchConfig::linear(1, 32), (1,)))?;
@@ -311,7 +311,7 @@ fn a_partitions_context_is_made_current_on_its_own_thread_only() {
     with_partitions(&device, |sms| {
         let (part, _) = sms.split(1)?;
         part.enter(|p| {
-            let stream = p.stream()?;
+            let stream = p.new_stream()?;
             let on_other = std::thread::scope(|t| {
                 t.spawn(|| stream.scope(|s| s.alloc_zeroed::<u32>(16).map(drop)))
                     .join()
@@ -345,7 +345,7 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
                 with_context(&device, ContextFlags::default(), |plain| {
                     part.enter(|_p| {
                         // were it entered: `plain` is reachable here
-                        plain.stream().map(drop)
+                        plain.new_stream().map(drop)
                     })
                 })
             })
@@ -364,7 +364,7 @@ fn a_part_is_not_entered_on_a_thread_with_a_plain_context_current() {
         );
         // a scoped thread with no context current enters a part as the closure's does
         std::thread::scope(|t| {
-            t.spawn(|| rest.enter(|p| p.stream().map(drop)))
+            t.spawn(|| rest.enter(|p| p.new_stream().map(drop)))
                 .join()
                 .unwrap()
         })
@@ -388,7 +388,7 @@ fn a_panicking_batch_is_waited_for_then_freed_while_another_thread_partitions_th
     let bytes = 64 << 20;
     let (stream, buf) = home
         .enter(|ctx| {
-            let stream = home.unbind(ctx, ctx.stream()?)?;
+            let stream = home.unbind(ctx, ctx.new_stream()?)?;
             let buf = home.unbind(ctx, ctx.zeroed::<u32>(bytes / 4)?)?;
             Ok::<_, Error>((Arc::new(stream), buf))
         })
@@ -447,7 +447,7 @@ fn a_batch_submitted_while_the_device_is_partitioned_is_refused_with_its_batch()
     let device = partitionable();
     let home = OwnedContext::primary(&device).unwrap();
     let stream = home
-        .enter(|ctx| Ok::<_, Error>(Arc::new(home.unbind(ctx, ctx.stream()?)?)))
+        .enter(|ctx| Ok::<_, Error>(Arc::new(home.unbind(ctx, ctx.new_stream()?)?)))
         .unwrap();
     let (to_a, from_b) = mpsc::channel::<()>();
     let (done, wait_done) = mpsc::channel::<()>();
@@ -486,7 +486,7 @@ fn owned_spinner(
     let home = OwnedContext::primary(device).unwrap();
     let (stream, module) = home
         .enter(|ctx| {
-            let stream = home.unbind(ctx, ctx.stream()?)?;
+            let stream = home.unbind(ctx, ctx.new_stream()?)?;
             let module = home.unbind(ctx, ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
             Ok::<_, Error>((Arc::new(stream), Arc::new(module)))
         })
@@ -657,9 +657,9 @@ fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
     with_partitions(&device, |sms| {
         let (part, _) = sms.split(1)?;
         part.enter(|p| {
-            let stream = p.stream()?;
-            let mut event = p.event_without_timing()?;
-            let mut other = p.event_without_timing()?;
+            let stream = p.new_stream()?;
+            let mut event = p.new_event_without_timing()?;
+            let mut other = p.new_event_without_timing()?;
             let module = p.load_ptx(PTX)?;
             let function = module.function("scale")?;
             let recorded = event.record(&stream)?;
@@ -772,8 +772,8 @@ fn the_other_calls_of_a_partitions_values_are_refused_on_another_thread() {
     with_partitions(&device, |sms| {
         let (part, _) = sms.split(1)?;
         part.enter(|p| {
-            let (a, b) = (p.stream()?, p.stream()?);
-            let (mut start, mut end, closed) = (p.event()?, p.event()?, p.event()?);
+            let (a, b) = (p.new_stream()?, p.new_stream()?);
+            let (mut start, mut end, closed) = (p.new_event()?, p.new_event()?, p.new_event()?);
             let module = p.load_ptx(PTX)?;
             // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
             let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
@@ -875,7 +875,7 @@ fn a_partitions_values_dropped_on_another_thread_are_released_by_its_own() {
             let before = pool.used_bytes()?;
             let buf = p.zeroed::<u8>(bytes)?;
             assert_eq!(pool.used_bytes()?, before + bytes as u64);
-            let (stream, event, module) = (p.stream()?, p.event()?, p.load_ptx(PTX)?);
+            let (stream, event, module) = (p.new_stream()?, p.new_event()?, p.load_ptx(PTX)?);
             std::thread::scope(|t| {
                 t.spawn(move || drop((buf, stream, event, module)));
             });
@@ -946,7 +946,7 @@ fn a_graph_captured_in_a_partition_replays_on_its_sms_with_the_right_values() {
         })?;
         assert_eq!(graph.node_count()?, 2);
         let exec = graph.instantiate()?;
-        a.stream()?.scope(|s| {
+        a.new_stream()?.scope(|s| {
             exec.launch(s)?;
             exec.launch(s)
         })?;
@@ -969,7 +969,7 @@ fn a_library_kernel_of_a_partition_runs_on_its_sms() {
             let smid = unsafe { library.kernel::<(Out<u32>,)>(p, "smid_of_block") }?;
             let blocks = 4 * p.sm_count();
             let mut ids = p.zeroed::<u32>(blocks as usize)?;
-            p.stream()?
+            p.new_stream()?
                 .scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut ids,)))?;
             ids.to_vec()
         };
@@ -1006,7 +1006,7 @@ fn a_partition_in_phases_runs_on_its_sms_and_frees_setup_memory_at_its_teardown(
                 Ok::<_, Error>((
                     p.load_ptx(SMID_PTX)?,
                     p.zeroed::<u32>(4 * p.sm_count() as usize)?,
-                    p.stream()?,
+                    p.new_stream()?,
                     MemoryPool::of_device(p)?,
                     p.zeroed::<u8>(8 << 20)?,
                 ))
@@ -1070,7 +1070,7 @@ fn nvrtc_source_compiled_and_loaded_in_a_partition_runs_on_its_sms() {
         let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
         let blocks = 4 * a.sm_count();
         let mut ids = a.zeroed::<u32>(blocks as usize)?;
-        a.stream()?
+        a.new_stream()?
             .scope(|s| s.launch(&smid, LaunchConfig::linear(blocks, 32), (&mut ids,)))?;
         let other = sms_used(b)?;
         assert_on_its_sms(ids.to_vec()?, a.sm_count(), &other, "NVRTC's kernel");
@@ -1090,7 +1090,7 @@ fn upload_and_count_sms<'ctx>(
     // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
     let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
     let mut ids = ctx.zeroed::<u32>(512)?;
-    ctx.stream()?
+    ctx.new_stream()?
         .scope(|s| s.launch(&smid, LaunchConfig::linear(512, 32), (&mut ids,)))?;
     let used: BTreeSet<u32> = ids.to_vec()?.into_iter().collect();
     Ok((buf.to_vec()?, used.len()))

@@ -52,7 +52,7 @@ fn a_phased_program_computes_with_setup_memory_and_bounded_scratch() {
             Ok::<_, Error>((
                 ctx.from_slice(&host)?,
                 ctx.zeroed::<f32>(n)?,
-                ctx.stream()?,
+                ctx.new_stream()?,
                 MemoryPool::with_max_size(ctx, 4 << 20)?,
                 ctx.load_ptx(PTX)?,
                 ctx.pinned_zeroed::<f32>(n)?,
@@ -105,7 +105,7 @@ fn an_exhausted_scratch_pool_is_a_clear_error() {
     let device = common::gpu();
     with_phases(&device, ContextFlags::default(), |phases| {
         let ((stream, scratch), _run) = phases.setup(|ctx| {
-            Ok::<_, Error>((ctx.stream()?, MemoryPool::with_max_size(ctx, 2 << 20)?))
+            Ok::<_, Error>((ctx.new_stream()?, MemoryPool::with_max_size(ctx, 2 << 20)?))
         })?;
         let e = stream
             .scope(|s| {
@@ -201,7 +201,7 @@ fn a_setup_pool_keeps_setup_buffers_until_the_teardown_and_scope_scratch_until_t
         let ((pool, buf, stream), run) = phases.setup(|ctx| {
             let pool = MemoryPool::with_max_size(ctx, 256 * mib)?;
             let buf = ctx.zeroed_in::<u8>(&pool, 128 * mib)?;
-            Ok::<_, Error>((pool, buf, ctx.stream()?))
+            Ok::<_, Error>((pool, buf, ctx.new_stream()?))
         })?;
         let used = pool.used_bytes()?;
         assert!(used >= 128 * mib as u64, "{used}");
@@ -308,7 +308,7 @@ fn a_graph_captured_in_setup_replays_on_a_preallocated_stream_with_the_right_val
             })?;
             assert_eq!(graph.node_count()?, 3);
             let exec = graph.instantiate()?;
-            let stream = ctx.stream()?; // preallocated: made by the setup guard
+            let stream = ctx.new_stream()?; // preallocated: made by the setup guard
             stream.scope(|s| {
                 exec.launch(s)?;
                 exec.launch(s)
@@ -341,7 +341,7 @@ fn a_library_kernel_declared_in_setup_launches_in_the_run_phase() {
                 add,
                 ctx.from_slice(&host)?,
                 ctx.zeroed::<f32>(n)?,
-                ctx.stream()?,
+                ctx.new_stream()?,
             ))
         })?;
         let config = add.config_for(n)?;

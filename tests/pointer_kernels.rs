@@ -41,7 +41,7 @@ fn saxpy_declared_with_pointers_computes_five_i_without_a_raw_address() {
         let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: every launch below passes n at most both lengths, with `config_for(n)`.
         let saxpy = unsafe { saxpy(&module) }?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for n in [1usize, 1000, 1 << 20] {
             let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
             let y: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
@@ -100,7 +100,7 @@ fn vector_add_from_the_cuda_samples_adds_num_elements_floats() {
         let (da, db) = (ctx.from_slice(&a)?, ctx.from_slice(&b)?);
         let mut dc = ctx.from_slice(&vec![-1.0f32; n + 100])?;
         let config = add.config_for(n)?;
-        ctx.stream()?
+        ctx.new_stream()?
             .scope(|s| s.launch(&add, config, (&da, &db, &mut dc, n as i32)))?;
         let c = dc.to_vec()?;
         for i in 0..n {
@@ -139,7 +139,7 @@ fn reduce_with_dynamic_shared_memory_sums_exactly_in_two_passes() {
         let (blocks2, second) = config(blocks as usize);
         let mut partials = vec![0.0f32; blocks as usize];
         let mut partials2 = vec![0.0f32; blocks2 as usize];
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let out = s.alloc_zeroed::<f32>(blocks as usize)?;
             s.launch(&reduce, first, (&input, out, n as u32))?;
             let out2 = s.alloc_zeroed::<f32>(blocks2 as usize)?;
@@ -195,7 +195,7 @@ fn stencil2d_on_pitched_buffers_matches_the_host_exactly() {
         // `width` floats, `pitch` bytes apart, of both arrays; every launch below passes each
         // buffer's own pitch and a width and height that both buffers have.
         let stencil = unsafe { module.kernel::<Stencil2d>("stencil2d") }?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         // odd sizes, so that rows are padded to the pitch
         let (width, height) = (37usize, 23usize);
         let host: Vec<f32> = (0..width * height)
@@ -260,7 +260,7 @@ fn an_out_ptr_overlapping_an_in_ptr_is_refused_before_the_launch() {
         let host: Vec<f32> = (0..=n).map(|i| i as f32).collect();
         let mut d = ctx.from_slice(&host)?;
         let config = LaunchConfig::linear(1, 128);
-        let (shifted, same) = ctx.stream()?.scope(|s| {
+        let (shifted, same) = ctx.new_stream()?.scope(|s| {
             let d = s.bind_mut(&mut d);
             let shifted = s.launch(
                 &saxpy,
@@ -309,7 +309,7 @@ fn an_out_ptr_overlapping_an_in_ptr_is_refused_before_the_launch() {
         assert_eq!(first_range, second_range);
         assert_eq!(d.to_vec()?, host, "nothing ran");
         // disjoint halves: y = d[32..64], x = d[0..32]
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let (lo, hi) = d.split_at_mut(n / 2);
             s.launch(&saxpy, config, ((n / 2) as i32, 2.0f32, &*lo, hi))
         })?;
@@ -336,7 +336,7 @@ fn pointer_arguments_are_ordered_across_the_streams_of_one_scope() {
         let saxpy = unsafe { saxpy(&module) }?;
         // SAFETY: spin(long long) busy-waits and touches no memory.
         let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         let n = 1 << 20;
         let config = saxpy.config_for(n)?;
         let mut x = ctx.zeroed::<f32>(n)?;

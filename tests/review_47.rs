@@ -151,7 +151,10 @@ fn a_short_batch_is_woken_before_a_long_batch_of_another_stream_ends() {
     let device = common::gpu();
     let (home, module, long_stream) = owned_setup(&device);
     let spin = spin_kernel(&module);
-    let short_stream = Arc::new(home.enter(|ctx| home.unbind(ctx, ctx.stream()?)).unwrap());
+    let short_stream = Arc::new(
+        home.enter(|ctx| home.unbind(ctx, ctx.new_stream()?))
+            .unwrap(),
+    );
     let poll_once = |work: &mut Pending<Arc<OwnedKernel<(i64,)>>>| {
         let woken = Arc::new(WokenAt {
             at: Mutex::new(None),
@@ -300,7 +303,7 @@ fn a_cooperative_launch_larger_than_its_partition_is_refused() {
                 part < device_sms,
                 "a part of a split: {part} of {device_sms}"
             );
-            let stream = p.stream()?;
+            let stream = p.new_stream()?;
             // too large for the partition, not for the device
             let per_sm = empty
                 .function()

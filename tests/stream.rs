@@ -319,7 +319,7 @@ fn synchronous_fills_and_copies_are_complete_before_a_non_blocking_stream_reads(
 
 fn copy_to_vec_appends_once_the_scope_has_synchronized() {
     common::in_context(|ctx| {
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         let host: Vec<u32> = (0..100_003).map(|i| i * 3 + 1).collect();
         let mut out = vec![9u32, 8];
         let mut empty: Vec<u32> = Vec::new();

@@ -19,7 +19,7 @@
 //! forced on (threshold 0) and off (threshold `usize::MAX`, the driver's path: the code of
 //! the build before staging, plus one relaxed atomic load and compare), and the smallest
 //! measured size from which staging wins at every larger size: what to set
-//! `Kind::default_threshold` (`src/memory/staging/`) to.
+//! `CopyKind::default_threshold` (`src/memory/staging/`) to.
 //!
 //! Every variant runs interleaved with the others, `ROUNDS` rounds after a warm-up round,
 //! the order rotating each round; a sample is the mean time per copy over `iters(bytes)`
@@ -94,15 +94,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// `--no-default-features`, for a build without staging).
 #[cfg(feature = "staging")]
 mod knobs {
-    pub use cuda_brand::__staging::Kind;
+    pub use cuda_brand::__staging::CopyKind;
     use cuda_brand::__staging::set_threshold;
 
     pub fn defaults() {
-        for kind in Kind::ALL {
+        for kind in CopyKind::ALL {
             set_threshold(kind, kind.default_threshold());
         }
     }
-    pub fn force(kind: Kind, staged: bool) {
+    pub fn force(kind: CopyKind, staged: bool) {
         set_threshold(kind, if staged { 0 } else { usize::MAX });
     }
 }
@@ -110,8 +110,8 @@ mod knobs {
 #[cfg(not(feature = "staging"))]
 mod knobs {
     #[derive(Clone, Copy)]
-    #[allow(clippy::enum_variant_names)] // the names of cuda_brand::__staging::Kind
-    pub enum Kind {
+    #[allow(clippy::enum_variant_names)] // the names of cuda_brand::__staging::CopyKind
+    pub enum CopyKind {
         ToNewHost,
         ToHost,
         FromHost,
@@ -119,14 +119,14 @@ mod knobs {
     pub fn defaults() {}
 }
 
-use knobs::Kind;
+use knobs::CopyKind;
 
 type Variant<'a> = Box<dyn FnMut() -> f64 + 'a>;
 
 /// One operation at one size, measured every way there is.
 struct Row<'a> {
     op: &'static str,
-    kind: Kind,
+    kind: CopyKind,
     ours: Variant<'a>,
     raw: Variant<'a>,
     cudarc: Variant<'a>,
@@ -139,7 +139,7 @@ struct Row<'a> {
 #[cfg_attr(not(feature = "staging"), allow(dead_code))] // `kind`: only the sweep reads it
 struct Result5 {
     op: &'static str,
-    kind: Kind,
+    kind: CopyKind,
     bytes: usize,
     t: [f64; 5],
 }
@@ -199,7 +199,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
         let mut rows: Vec<Row<'_>> = vec![
             Row {
                 op: "to_vec (new Vec)",
-                kind: Kind::ToNewHost,
+                kind: CopyKind::ToNewHost,
                 ours: Box::new(move || {
                     knobs::defaults();
                     to_vec()
@@ -221,11 +221,11 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                         v
                     })
                 }),
-                forced: forced_pair(Kind::ToNewHost, to_vec),
+                forced: forced_pair(CopyKind::ToNewHost, to_vec),
             },
             Row {
                 op: "copy_to_host (reused Vec)",
-                kind: Kind::ToHost,
+                kind: CopyKind::ToHost,
                 ours: Box::new(move || {
                     knobs::defaults();
                     copy_to_host()
@@ -243,11 +243,11 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                         cudarc_ok(rs.synchronize());
                     })
                 }),
-                forced: forced_pair(Kind::ToHost, copy_to_host),
+                forced: forced_pair(CopyKind::ToHost, copy_to_host),
             },
             Row {
                 op: "copy_from_host",
-                kind: Kind::FromHost,
+                kind: CopyKind::FromHost,
                 ours: Box::new(move || {
                     knobs::defaults();
                     copy_from_host()
@@ -265,11 +265,11 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
                         cudarc_ok(rs.synchronize());
                     })
                 }),
-                forced: forced_pair(Kind::FromHost, copy_from_host),
+                forced: forced_pair(CopyKind::FromHost, copy_from_host),
             },
             Row {
                 op: "from_slice (allocate + copy)",
-                kind: Kind::FromHost,
+                kind: CopyKind::FromHost,
                 ours: Box::new(move || {
                     knobs::defaults();
                     timed(iters, || DeviceBuffer::from_slice(ctx, host).unwrap())
@@ -352,7 +352,7 @@ fn run(ctx: ContextGuard<'_>, device: &Device, out: Option<&str>) -> Result<(), 
 
 /// cuda-brand's `op` with staging forced on and off, for the sweep.
 #[cfg(feature = "staging")]
-fn forced_pair<'a>(kind: Kind, op: impl Fn() -> f64 + Copy + 'a) -> Option<[Variant<'a>; 2]> {
+fn forced_pair<'a>(kind: CopyKind, op: impl Fn() -> f64 + Copy + 'a) -> Option<[Variant<'a>; 2]> {
     Some([
         Box::new(move || {
             knobs::force(kind, true);
@@ -366,7 +366,7 @@ fn forced_pair<'a>(kind: Kind, op: impl Fn() -> f64 + Copy + 'a) -> Option<[Vari
 }
 
 #[cfg(not(feature = "staging"))]
-fn forced_pair<'a>(_kind: Kind, _op: impl Fn() -> f64 + Copy + 'a) -> Option<[Variant<'a>; 2]> {
+fn forced_pair<'a>(_kind: CopyKind, _op: impl Fn() -> f64 + Copy + 'a) -> Option<[Variant<'a>; 2]> {
     None
 }
 
@@ -432,7 +432,7 @@ fn report(device: &Device, results: &[Result5]) -> Result<String, Error> {
 #[cfg(feature = "staging")]
 fn settings() -> String {
     use cuda_brand::__staging as st;
-    let thresholds: Vec<String> = Kind::ALL
+    let thresholds: Vec<String> = CopyKind::ALL
         .iter()
         .map(|&k| format!("{k:?} {}", size_name(k.default_threshold())))
         .collect();
@@ -463,7 +463,7 @@ fn sweep(results: &[Result5]) -> String {
         "\nThreshold sweep: cuda-brand with staging forced on (threshold 0) and off (threshold usize::MAX, the driver's path)\n\n| size | operation | staged | driver's path | staged / driver's path |\n|---|---|---:|---:|---:|\n",
     );
     let mut suggestions = Vec::new();
-    for kind in Kind::ALL {
+    for kind in CopyKind::ALL {
         let mut rows: Vec<&Result5> = results
             .iter()
             .filter(|r| r.kind == kind && !r.t[3].is_nan())

@@ -155,7 +155,7 @@ fn raw_comm<'ctx>(
 fn sweep<'ctx>(ctx: ContextGuard<'ctx>, world: &World) -> cuda_brand::Result<String> {
     let comm = Communicator::from_world(ctx, world, WITHIN)?;
     let n = comm.ranks();
-    let stream = ctx.stream()?;
+    let stream = ctx.new_stream()?;
     let nccl = Nccl::open();
     let raw = raw_comm(ctx, &nccl, &comm, &stream);
     let mut raw_stream = std::ptr::null_mut();

@@ -403,7 +403,7 @@ fn run(
 
     // ---- setup: the owned values, and their raw handles ---------------------------------
     let streams: Vec<Arc<OwnedStream>> = (0..STREAMS)
-        .map(|_| Ok::<_, Error>(Arc::new(home.unbind(ctx, ctx.stream()?)?)))
+        .map(|_| Ok::<_, Error>(Arc::new(home.unbind(ctx, ctx.new_stream()?)?)))
         .collect::<Result<_, _>>()?;
     let module = Arc::new(home.unbind(ctx, ctx.load_ptx(samples::KERNELS_PTX)?)?);
     // SAFETY: empty(float *p, size_t p_len) touches nothing.

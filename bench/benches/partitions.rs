@@ -188,7 +188,7 @@ fn crate_partitions(device: &Device, saturate: i64) -> Result<Latency, Error> {
                 let spin_a = unsafe { ma.kernel::<(i64,)>("spin") }?;
                 // SAFETY: as above.
                 let spin_b = unsafe { mb.kernel::<(i64,)>("spin") }?;
-                let (sa, sb) = (a.stream()?, b.stream()?);
+                let (sa, sb) = (a.new_stream()?, b.new_stream()?);
                 let (big, small) = (
                     LaunchConfig::linear(SATURATE_BLOCKS, 256),
                     LaunchConfig::linear(SHORT_BLOCKS, 256),
@@ -453,7 +453,7 @@ fn launch_costs(device: &Device) -> Result<(f64, f64), Error> {
             let module = p.load_ptx(PTX)?;
             // SAFETY: empty(float*, size_t) touches nothing.
             let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
-            let stream = p.stream()?;
+            let stream = p.new_stream()?;
             let mut dev = p.zeroed::<f32>(4)?;
             // SAFETY: raw launches of `empty` on this stream, which touches no memory (its
             // pointer is read only for a length of u64::MAX), waited for before anything is

@@ -87,7 +87,7 @@ fn main() {
     let result = with_phases(&device, ContextFlags::default(), |phases| {
         let ((stream, module, mut dev4, mut dev_u32), run) = phases.setup(|ctx| {
             Ok::<_, Error>((
-                ctx.stream()?,
+                ctx.new_stream()?,
                 ctx.load_ptx(PTX)?,
                 ctx.zeroed::<f32>(4)?,
                 ctx.zeroed::<u32>(1024)?,
@@ -102,7 +102,7 @@ fn main() {
         // The plain column: a plain guard of the same context (and the pinned buffer both
         // columns use, since pinned memory is made with a plain guard).
         let measure = |plain: cuda_brand::ContextGuard<'_>| {
-            let plain_stream = plain.stream()?;
+            let plain_stream = plain.new_stream()?;
             let mut plain_dev4 = plain.zeroed::<f32>(4)?;
             let mut plain_dev_u32 = plain.zeroed::<u32>(1024)?;
             let mut host = plain.pinned_zeroed::<u32>(1024)?;

@@ -68,7 +68,7 @@ fn main() {
         "µs per step, 1 thread, medians of 5 runs of 2000 rounds\n\n| n (f32) | step | cuda-brand, buffers | cuda-brand, one scope | cudarc |\n|---:|---|---:|---:|---:|\n",
     );
     let result = with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let module = ctx.load_ptx(PTX)?;
         // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
         // stays below all three lengths.

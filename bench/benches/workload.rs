@@ -185,7 +185,7 @@ fn worker(
 ) {
     shared
         .enter(|ctx| {
-            let stream = ctx.stream()?;
+            let stream = ctx.new_stream()?;
             let module = ctx.load_ptx(PTX)?;
             // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
             // stays below all three lengths.

@@ -86,7 +86,7 @@
 //!     let (part, _) = sms.split(8)?;
 //!     let mut kept: Vec<Box<dyn Send>> = Vec::new();
 //!     part.enter(|p| {
-//!         kept.push(Box::new(p.stream()?)); // outlives the partition: does not compile
+//!         kept.push(Box::new(p.new_stream()?)); // outlives the partition: does not compile
 //!         Ok::<_, Error>(())
 //!     })?;
 //!     std::thread::scope(|t| {
@@ -570,7 +570,7 @@ pub(crate) fn run_parked(ctx: CUcontext) -> Vec<(&'static str, Error)> {
             mine.into_iter().map(|(_, release)| release).collect()
         }
     };
-    // outside the lock: a release takes other locks (the order book's)
+    // outside the lock: a release takes other locks (the lane record's)
     mine.into_iter()
         .filter_map(|(what, release)| release().err().map(|e| (what, e)))
         .collect()

@@ -11,12 +11,12 @@ use crate::error::{Error, ErrorCode, Result};
 struct Deferred {
     context: usize,
     ptr: usize,
-    kind: Kind,
+    kind: FreeBy,
 }
 
 /// How deferred memory is freed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum FreeBy {
     /// Device memory of a pool: `cuMemFreeAsync` on the legacy stream.
     Pool,
     /// Device memory from `cuMemAlloc`, `cuMemAllocPitch` or `cuMemAllocManaged`:
@@ -30,7 +30,7 @@ pub(crate) enum Kind {
 ///
 /// # Safety
 /// `ptr` is memory of `kind` made in the live `context`, given up by its owner, unused.
-unsafe fn free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
+unsafe fn free(context: CUcontext, ptr: usize, kind: FreeBy) -> Result<()> {
     let Some(ctx) = std::ptr::NonNull::new(context) else {
         return Ok(());
     };
@@ -38,11 +38,11 @@ unsafe fn free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
     let free = || match kind {
         // SAFETY: the caller gives up `ptr`, pool memory with no work pending on it (as the
         // memory layer's `free_buffer_memory` frees a pool buffer).
-        Kind::Pool => unsafe { driver::mem_free_async(ptr_d, std::ptr::null_mut()) },
+        FreeBy::Pool => unsafe { driver::mem_free_async(ptr_d, std::ptr::null_mut()) },
         // SAFETY: the caller gives up `ptr`, from `cuMemAlloc` (as `free_plain`).
-        Kind::Plain => unsafe { driver::mem_free(ptr_d) },
+        FreeBy::Plain => unsafe { driver::mem_free(ptr_d) },
         // SAFETY: the caller gives up `ptr`, from `cuMemHostAlloc`.
-        Kind::Pinned => unsafe { driver::mem_free_host(ptr as *mut std::ffi::c_void) },
+        FreeBy::Pinned => unsafe { driver::mem_free_host(ptr as *mut std::ffi::c_void) },
     };
     // SAFETY: the caller's promise: the context is alive.
     unsafe { in_context(ctx, free) }
@@ -59,7 +59,7 @@ fn deferred() -> std::sync::MutexGuard<'static, Vec<Deferred>> {
 
 /// Records memory made with a setup guard of `context`: its teardown frees it. On failure
 /// (no host memory for the record) frees it now and reports the error.
-pub(crate) fn defer_free(context: CUcontext, ptr: usize, kind: Kind) -> Result<()> {
+pub(crate) fn defer_free(context: CUcontext, ptr: usize, kind: FreeBy) -> Result<()> {
     let mut list = deferred();
     if list.try_reserve(1).is_err() {
         drop(list);

@@ -28,7 +28,7 @@
 //!             let spin_a = unsafe { spin_a.kernel::<(i64,)>("spin") }?;
 //!             // SAFETY: as above.
 //!             let spin_b = unsafe { spin_b.kernel::<(i64,)>("spin") }?;
-//!             let (sa, sb) = (a.stream()?, b.stream()?);
+//!             let (sa, sb) = (a.new_stream()?, b.new_stream()?);
 //!             sa.scope(|s| s.launch(&spin_a, LaunchConfig::linear(1056, 256), (1_000_000_000,)))?;
 //!             // runs at once on partition B's SMs, whatever A's kernel does
 //!             sb.scope(|s| s.launch(&spin_b, LaunchConfig::linear(8, 256), (1_000,)))?;
@@ -78,7 +78,7 @@
 //!   the setup memory before its synchronization.
 //! * **Every stream is the partition's.** A partition's guard creates its streams with
 //!   `cuGreenCtxStreamCreate`, the driver's one documented way to a stream whose work runs
-//!   on the green context's SMs; `stream()` and `Stream::new` do this for it.
+//!   on the green context's SMs; `new_stream()` and `Stream::new` do this for it.
 //! * **No work outside the partitions.** Inside `with_partitions` no plain guard of the
 //!   device exists: the closure gets SMs, not a context, and a partition's guard is not a
 //!   plain guard (a function that takes `ContextGuard<'ctx>` cannot be given it). Every
@@ -362,7 +362,7 @@ fn no_green_contexts(device: &Device, e: Error) -> Error {
 ///         sms.count(), sms.min_partition(), sms.alignment());
 ///     let (fast, rest) = sms.split(16)?; // 16 SMs, and the rest (116 on an H100)
 ///     fast.enter(|b| rest.enter(|a| {
-///         let (sa, sb) = (a.stream()?, b.stream()?);
+///         let (sa, sb) = (a.new_stream()?, b.new_stream()?);
 ///         sa.synchronize()?;
 ///         sb.synchronize()
 ///     }))

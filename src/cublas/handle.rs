@@ -42,7 +42,7 @@ use crate::error::Result;
 ///     let a = ctx.from_slice(&[1.0f32, 2.0, 3.0, 4.0])?;
 ///     let b = ctx.from_slice(&[1.0f32, 0.0, 0.0, 1.0])?;
 ///     let mut c = ctx.zeroed::<f32>(4)?;
-///     ctx.stream()?.scope(|s| blas.gemm(s, &Gemm::new(2, 2, 2), &a, &b, &mut c))?;
+///     ctx.new_stream()?.scope(|s| blas.gemm(s, &Gemm::new(2, 2, 2), &a, &b, &mut c))?;
 ///     assert_eq!(c.to_vec()?, [1.0, 2.0, 3.0, 4.0]);
 ///     Ok(())
 /// })

@@ -27,7 +27,7 @@
 //!     let b = ctx.from_slice(&vec![2.0f32; k * n])?;
 //!     let mut c = ctx.zeroed::<f32>(m * n)?;
 //!     let mut norm = ctx.zeroed::<f32>(1)?;
-//!     ctx.stream()?.scope(|s| {
+//!     ctx.new_stream()?.scope(|s| {
 //!         let g = Gemm::new(m, n, k).ops(Op::T, Op::N).alpha(0.5);
 //!         let cv = s.bind_mut(&mut c); // C, for two operations of the scope
 //!         blas.gemm(s, &g, &a, &b, cv)?; // C = 0.5 Aᵀ B: every element 16

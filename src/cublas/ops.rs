@@ -221,7 +221,7 @@ impl<'ctx> Blas<'ctx> {
     ///     let mut c = ctx.zeroed::<Bf16>(4)?;
     ///     // C (2 × 2) = Aᵀ B, A and B stored 3 × 2
     ///     let g = Gemm::new(2, 2, 3).ops(Op::T, Op::N);
-    ///     ctx.stream()?.scope(|s| blas.gemm(s, &g, &a, &b, &mut c))?;
+    ///     ctx.new_stream()?.scope(|s| blas.gemm(s, &g, &a, &b, &mut c))?;
     ///     assert!(c.to_vec()?.iter().all(|x| x.to_f32() == 3.0));
     ///     Ok(())
     /// })
@@ -262,7 +262,7 @@ impl<'ctx> Blas<'ctx> {
     ///     let b = ctx.from_slice(&[1.0f64, 2.0, 3.0, 4.0])?;
     ///     let mut c = ctx.zeroed::<f64>(12)?;
     ///     let batch = Batch::strided(3, 4, 0, 4);
-    ///     ctx.stream()?.scope(|s| blas.gemm_strided_batched(s, &Gemm::new(2, 2, 2), batch, &a, &b, &mut c))?;
+    ///     ctx.new_stream()?.scope(|s| blas.gemm_strided_batched(s, &Gemm::new(2, 2, 2), batch, &a, &b, &mut c))?;
     ///     assert_eq!(c.to_vec()?[8..], [2.0, 4.0, 6.0, 8.0]);
     ///     Ok(())
     /// })

@@ -32,7 +32,7 @@
 //!     let signal: Vec<Complex32> = (0..8).map(|i| Complex32::new(i as f32, 0.0)).collect();
 //!     let input = ctx.from_slice(&signal)?;
 //!     let mut spectrum = ctx.zeroed::<Complex32>(8)?;
-//!     ctx.stream()?.scope(|s| plan.exec(s, &mut spectrum, &input, Direction::Forward))?;
+//!     ctx.new_stream()?.scope(|s| plan.exec(s, &mut spectrum, &input, Direction::Forward))?;
 //!     assert_eq!(spectrum.to_vec()?[0], Complex32::new(28.0, 0.0)); // the sum
 //!     Ok(())
 //! })

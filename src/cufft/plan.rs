@@ -38,7 +38,7 @@ use crate::stream::HandleOrder;
 ///     assert_eq!((plan.input_len(), plan.output_len()), (24, 16));
 ///     let input = ctx.from_slice(&[1.0f64; 24])?;
 ///     let mut spectrum = ctx.zeroed::<Complex64>(16)?;
-///     ctx.stream()?.scope(|s| plan.exec(s, &mut spectrum, &input))?;
+///     ctx.new_stream()?.scope(|s| plan.exec(s, &mut spectrum, &input))?;
 ///     assert_eq!(spectrum.to_vec()?[0], Complex64::new(24.0, 0.0)); // only the mean
 ///     Ok(())
 /// })

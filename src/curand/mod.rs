@@ -14,7 +14,7 @@
 //! with_context(&Device::get(0)?, ContextFlags::default(), |ctx| {
 //!     let rng = Rng::new(ctx, 42)?; // Philox4x32-10
 //!     let mut noise = ctx.zeroed::<f32>(1 << 20)?;
-//!     ctx.stream()?.scope(|s| rng.normal(s, &mut noise, 0.0, 1.0))?;
+//!     ctx.new_stream()?.scope(|s| rng.normal(s, &mut noise, 0.0, 1.0))?;
 //!     let mean = noise.to_vec()?.iter().sum::<f32>() / (1 << 20) as f32;
 //!     assert!(mean.abs() < 0.01);
 //!     Ok(())

@@ -125,7 +125,7 @@ impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     ///     })?;
     ///     assert_eq!(graph.node_count()?, 2);
     ///     let exec = graph.instantiate()?;
-    ///     ctx.stream()?.scope(|s| exec.launch(s))?;
+    ///     ctx.new_stream()?.scope(|s| exec.launch(s))?;
     ///     drop(exec);
     ///     assert_eq!(a.to_vec()?[200], 2);
     ///     Ok(())

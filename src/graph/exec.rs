@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::scope::StreamScope;
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 use super::{DeviceKey, GraphsStayOnTheirThread, Handle, HostKey, Lent, in_ctx};
 #[cfg(doc)]
@@ -88,7 +88,7 @@ impl<'g, 'ctx> Graph<'g, 'ctx> {
     /// and updates rely on it); and the handle is not used after this `Graph` is dropped.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUgraph {
-        order::before_raw_escape(Touched::Anything);
+        synchronous::before_raw_escape(Touched::Anything);
         self.raw().cast()
     }
 
@@ -208,7 +208,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// launch has finished.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUgraphExec {
-        order::before_raw_escape(Touched::Anything);
+        synchronous::before_raw_escape(Touched::Anything);
         self.raw().cast()
     }
 
@@ -291,7 +291,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// capture records no allocation), and a partition's, where the graph is the
     /// partition's ([`ContextGuard::capture`]).
     ///
-    /// In a multi-stream scope a replay needs no entry in the order book: the graph holds
+    /// In a multi-stream scope a replay needs no entry in the lane record: the graph holds
     /// everything it writes exclusively (no other operation of any scope can name it) and
     /// everything it reads shared (nothing can write it), so no other stream's work can
     /// conflict with it.
@@ -303,7 +303,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let mut a = ctx.zeroed::<u32>(64)?;
     ///     let exec = ctx.capture(|g| g.fill(&mut a, 3))?.0.instantiate()?;
-    ///     let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+    ///     let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
     ///     s1.scope(|s| exec.launch(s))?; // on any stream of the context
     ///     s2.scope(|s| {
     ///         exec.launch(s)?;
@@ -347,7 +347,7 @@ impl<'g, 'ctx> ExecGraph<'g, 'ctx> {
     ///     let (mut a, mut b) = (ctx.zeroed::<u32>(64)?, ctx.zeroed::<u32>(64)?);
     ///     let exec = ctx.capture(|g| g.fill(&mut a, 1))?.0.instantiate()?;
     ///     let exec = exec.update(ctx.capture(|g| g.fill(&mut b, 1))?.0)?; // now fills `b`
-    ///     ctx.stream()?.scope(|s| exec.launch(s))?;
+    ///     ctx.new_stream()?.scope(|s| exec.launch(s))?;
     ///     drop(exec);
     ///     assert_eq!((a.to_vec()?[0], b.to_vec()?[0]), (0, 1));
     ///     Ok(())

@@ -122,7 +122,7 @@
 //!         Ok((inp, out))
 //!     })?;
 //!     let mut exec = graph.instantiate()?;
-//!     let stream = ctx.stream()?;
+//!     let stream = ctx.new_stream()?;
 //!     for i in 0..100 {
 //!         exec.host_mut(inp).fill(i as f32); // lent back between replays
 //!         stream.scope(|s| exec.launch(s))?;

@@ -14,7 +14,7 @@ use crate::context::{Brand, CacheConfig};
 use crate::driver::{self, CUfunction};
 use crate::error::{Error, Invalid, Result};
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 /// A function of a module (`CUfunction`), borrowing the module `'m` of the context
 /// branded `'ctx`. One pointer wide. Launch it after declaring its parameters with
@@ -162,7 +162,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// has finished).
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUfunction {
-        order::before_raw_escape(Touched::Spans(&[]));
+        synchronous::before_raw_escape(Touched::Spans(&[]));
         self.raw().cast()
     }
 
@@ -389,7 +389,7 @@ fn check_declaration<P: KernelParams>(
 
 /// What differs between a declared parameter list and the kernel's, in words; `None`
 /// where they agree.
-fn declaration_problem(declared: &[sealed::Slot], actual: &[ParamInfo]) -> Option<String> {
+fn declaration_problem(declared: &[sealed::CParam], actual: &[ParamInfo]) -> Option<String> {
     if declared.len() != actual.len() {
         return Some(format!(
             "the declaration has {} C parameters, the kernel has {} (a slice `In<T>` or \
@@ -431,7 +431,7 @@ mod tests {
             .collect()
     }
 
-    fn slots<P: KernelParams>() -> Vec<sealed::Slot> {
+    fn slots<P: KernelParams>() -> Vec<sealed::CParam> {
         let mut slots = Vec::new();
         <P as sealed::Params>::slots(&mut slots);
         assert_eq!(slots.len(), <P as sealed::Params>::C_PARAMS);

@@ -29,7 +29,7 @@ use crate::error::{Error, ErrorCode, Result};
 ///     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 ///     let mut x = ctx.from_slice(&[1.0f32; 1000])?;
 ///     let config = scale.config_for(x.len())?; // occupancy-based block size
-///     ctx.stream()?.scope(|s| s.launch(&scale, config, (&mut x, 0.5f32)))?;
+///     ctx.new_stream()?.scope(|s| s.launch(&scale, config, (&mut x, 0.5f32)))?;
 ///     assert_eq!(x.to_vec()?[999], 0.5);
 ///     Ok(())
 /// })
@@ -144,11 +144,11 @@ pub struct KernelMut<'m, 'ctx, P> {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let (mut module_a, stream_a) = (a.load_ptx(PTX)?, a.stream()?);
+///     let (mut module_a, stream_a) = (a.load_ptx(PTX)?, a.new_stream()?);
 ///     // SAFETY: bump(int) writes only the globals `counter` and `table`.
 ///     let mut bump_a = unsafe { module_a.kernel_mut::<(i32,)>("bump") }?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let (mut module_b, stream_b) = (b.load_ptx(PTX)?, b.stream()?);
+///         let (mut module_b, stream_b) = (b.load_ptx(PTX)?, b.new_stream()?);
 ///         // SAFETY: as above.
 ///         let mut bump_b = unsafe { module_b.kernel_mut::<(i32,)>("bump") }?;
 ///         stream_a.scope(|sa| {

@@ -136,7 +136,7 @@ impl<T: DeviceCopy> sealed::Param for In<T> {
         out[0] = (&mut raw[0] as *mut u64).cast();
         out[1] = (&mut raw[1] as *mut u64).cast();
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
         slice_slots("In", std::any::type_name::<T>(), index, out);
     }
 }
@@ -150,7 +150,7 @@ impl<T: DeviceCopy> sealed::Param for Out<T> {
     fn pointers(raw: &mut [u64; 2], out: &mut [*mut c_void]) {
         <In<T> as sealed::Param>::pointers(raw, out)
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
         slice_slots("Out", std::any::type_name::<T>(), index, out);
     }
 }
@@ -164,7 +164,7 @@ impl<T: DeviceCopy> sealed::Param for InPtr<T> {
     fn pointers(raw: &mut u64, out: &mut [*mut c_void]) {
         out[0] = (raw as *mut u64).cast();
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
         pointer_slot("InPtr", std::any::type_name::<T>(), index, out);
     }
 }
@@ -178,7 +178,7 @@ impl<T: DeviceCopy> sealed::Param for OutPtr<T> {
     fn pointers(raw: &mut u64, out: &mut [*mut c_void]) {
         <InPtr<T> as sealed::Param>::pointers(raw, out)
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
         pointer_slot("OutPtr", std::any::type_name::<T>(), index, out);
     }
 }
@@ -192,8 +192,8 @@ impl<T: DeviceCopy> sealed::Param for ByValue<T> {
     fn pointers(raw: &mut T, out: &mut [*mut c_void]) {
         out[0] = (raw as *mut T).cast();
     }
-    fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
-        out.push(sealed::Slot {
+    fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
+        out.push(sealed::CParam {
             size: size_of::<T>(),
             align: std::mem::align_of::<T>(),
             what: format!(
@@ -206,9 +206,9 @@ impl<T: DeviceCopy> sealed::Param for ByValue<T> {
 impl<T: DeviceCopy> KernelParam for ByValue<T> {}
 
 /// The two C parameters of a slice: its device pointer and its `size_t` length.
-fn slice_slots(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::Slot>) {
+fn slice_slots(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::CParam>) {
     for part in ["pointer", "length"] {
-        out.push(sealed::Slot {
+        out.push(sealed::CParam {
             size: 8,
             align: 8,
             what: format!("the {part} of `{kind}<{element}>`, declared parameter {index}"),
@@ -217,8 +217,8 @@ fn slice_slots(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::Sl
 }
 
 /// The one C parameter of a pointer: its device address.
-fn pointer_slot(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::Slot>) {
-    out.push(sealed::Slot {
+fn pointer_slot(kind: &str, element: &str, index: usize, out: &mut Vec<sealed::CParam>) {
+    out.push(sealed::CParam {
         size: 8,
         align: 8,
         what: format!("the pointer `{kind}<{element}>`, declared parameter {index}"),
@@ -300,8 +300,8 @@ macro_rules! scalar_params {
             fn pointers(raw: &mut $t, out: &mut [*mut c_void]) {
                 out[0] = (raw as *mut $t).cast();
             }
-            fn slots(index: usize, out: &mut Vec<sealed::Slot>) {
-                out.push(sealed::Slot {
+            fn slots(index: usize, out: &mut Vec<sealed::CParam>) {
+                out.push(sealed::CParam {
                     size: size_of::<$t>(),
                     align: std::mem::align_of::<$t>(),
                     what: format!("`{}`, declared parameter {index}", stringify!($t)),
@@ -325,7 +325,7 @@ macro_rules! kernel_params {
         impl<$($p: KernelParam),+> sealed::Params for ($($p,)+) {
             const C_PARAMS: usize = 0 $(+ <$p as sealed::Param>::COUNT)+;
             const KINDS: &'static [&'static str] = &[$(<$p as sealed::Param>::KIND),+];
-            fn slots(out: &mut Vec<sealed::Slot>) {
+            fn slots(out: &mut Vec<sealed::CParam>) {
                 $(<$p as sealed::Param>::slots($i, out);)+
             }
         }

@@ -40,12 +40,12 @@ pub trait Param {
     /// Points `out[..COUNT]` at the C parameters inside `raw`.
     fn pointers(raw: &mut Self::Raw, out: &mut [*mut c_void]);
     /// Appends its `COUNT` C parameters, as the declared parameter number `index`.
-    fn slots(index: usize, out: &mut Vec<Slot>);
+    fn slots(index: usize, out: &mut Vec<CParam>);
 }
 
 /// One C parameter of a declaration: its size and alignment in bytes, and what it is,
 /// in words (for the errors of `Function::typed`).
-pub struct Slot {
+pub struct CParam {
     pub(crate) size: usize,
     pub(crate) align: usize,
     pub(crate) what: String,
@@ -62,7 +62,7 @@ pub trait Params {
     /// The kind of each declared parameter ([`Param::KIND`]), in order.
     const KINDS: &'static [&'static str];
     /// Appends every C parameter, in order.
-    fn slots(out: &mut Vec<Slot>);
+    fn slots(out: &mut Vec<CParam>);
 }
 
 #[diagnostic::on_unimplemented(

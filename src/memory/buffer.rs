@@ -321,8 +321,8 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer<'ctx, T> {
         if P::DEFERS_FREES && buf.size_in_bytes() != 0 {
             // on failure the memory is freed there and `buf` (marked deferred) frees nothing
             let kind = match buf.owner.is_plain() {
-                true => crate::context::deferred::Kind::Plain,
-                false => crate::context::deferred::Kind::Pool,
+                true => crate::context::deferred::FreeBy::Plain,
+                false => crate::context::deferred::FreeBy::Pool,
             };
             crate::context::deferred::defer_free(
                 buf.owner.context().as_ptr(),

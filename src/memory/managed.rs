@@ -24,7 +24,7 @@
 //!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 //!     let mut data = ManagedBuffer::from_slice(ctx, &[1.0f32, 2.0, 3.0])?;
 //!     data[0] = 10.0; // the host writes it directly
-//!     ctx.stream()?.scope(|s| {
+//!     ctx.new_stream()?.scope(|s| {
 //!         let d = s.bind_mut(data.as_device_mut());
 //!         s.prefetch(d.into_ref(), MemoryLocation::Device(ctx.device()?))?;
 //!         s.launch(&scale, LaunchConfig::linear(1, 32), (d, 2.0f32))?;
@@ -49,7 +49,7 @@ use crate::context::{Allocating, Brand, ContextGuard, Device, Part};
 use crate::driver::{self, CUdeviceptr};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 /// Managed memory of the context branded `'ctx` (`cuMemAllocManaged`): a `[T]` on the host,
 /// a [`DeviceSlice`] for GPU work. See the [module documentation](crate::memory::managed).
@@ -177,7 +177,7 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
             crate::context::deferred::defer_free(
                 ctx.as_non_null().as_ptr(),
                 ptr as usize,
-                crate::context::deferred::Kind::Plain,
+                crate::context::deferred::FreeBy::Plain,
             )?;
         }
         // (dropped on refusal, `buf` gives the memory back, or leaves it to the teardown)
@@ -401,7 +401,7 @@ impl<T: DeviceCopy> ManagedBuffer<'_, T> {
     pub unsafe fn into_raw_parts(self) -> (CUdeviceptr, usize) {
         if self.len != 0 {
             let touched = [self.as_device().span(true)];
-            order::before_raw_escape(Touched::Spans(&touched));
+            synchronous::before_raw_escape(Touched::Spans(&touched));
         }
         if self.deferred {
             crate::context::deferred::undefer(self.ptr as usize);

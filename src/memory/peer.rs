@@ -53,7 +53,7 @@ use crate::error::{Error, ErrorCode, Invalid, Result};
 ///     with_context(&d1, ContextFlags::default(), |c1| {
 ///         let access = c1.enable_peer_access(c0)?; // c1 may now use c0's memory
 ///         let view = access.view_mut(&mut on0)?; // c0's buffer, as memory of c1
-///         c1.stream()?.scope(|s| s.fill(view, 2.0f32))
+///         c1.new_stream()?.scope(|s| s.fill(view, 2.0f32))
 ///     })?;
 ///     assert_eq!(on0.to_vec()?[0], 2.0);
 ///     Ok(())

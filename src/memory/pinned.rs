@@ -31,7 +31,7 @@ use crate::error::{Error, Invalid, Result};
 ///     let mut host = ctx.pinned_zeroed::<u32>(1 << 20)?; // or PinnedBuffer::zeroed
 ///     host.fill(3); // a plain &mut [u32] on the host
 ///     let mut dev = ctx.zeroed::<u32>(1 << 20)?;
-///     ctx.stream()?.scope(|s| s.copy_from_host(&mut dev, &host))?; // truly asynchronous
+///     ctx.new_stream()?.scope(|s| s.copy_from_host(&mut dev, &host))?; // truly asynchronous
 ///     assert_eq!(dev.to_vec()?[17], 3);
 ///     Ok(())
 /// })
@@ -123,7 +123,7 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
             crate::context::deferred::defer_free(
                 ctx.as_non_null().as_ptr(),
                 ptr.as_ptr() as usize,
-                crate::context::deferred::Kind::Pinned,
+                crate::context::deferred::FreeBy::Pinned,
             )?;
         }
         // a context is aligned to at least 8 bytes: the low bit marks memory of a setup phase

@@ -229,7 +229,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer2D<'ctx, T> {
             crate::context::deferred::defer_free(
                 ctx.as_non_null().as_ptr(),
                 ptr as usize,
-                crate::context::deferred::Kind::Plain,
+                crate::context::deferred::FreeBy::Plain,
             )?;
         }
         if buf.bytes() != 0 {

@@ -44,7 +44,7 @@
 //!     assert_eq!(b.to_vec()?, [17, 18, 21, 22]);
 //!     // back to the host through a stream scope
 //!     let mut back = vec![0u32; 4];
-//!     ctx.stream()?.scope(|s| s.copy_3d_to_host(&mut back, 2, 2, &b))?;
+//!     ctx.new_stream()?.scope(|s| s.copy_3d_to_host(&mut back, 2, 2, &b))?;
 //!     assert_eq!(back, [17, 18, 21, 22]);
 //!     Ok(())
 //! })
@@ -75,7 +75,7 @@ use crate::synchronous::Access;
 ///     let mut volume = DeviceBuffer3D::<f32>::zeroed(ctx, 64, 64, 8)?;
 ///     // one 64 x 64 slice from the host, queued into slice 3 of the volume
 ///     let slice = vec![1.0f32; 64 * 64];
-///     ctx.stream()?.scope(|s| {
+///     ctx.new_stream()?.scope(|s| {
 ///         let third = Region3D::new([0, 0, 3], [64, 64, 1]);
 ///         s.copy_3d_from_host(volume.region_mut(third), &slice, 64, 64)
 ///     })?;
@@ -260,7 +260,7 @@ impl<'a, 'ctx, T: DeviceCopy> Part3D<'a, 'ctx, T> {
         self.region
     }
 
-    /// The whole allocation of the buffer, for a scope's order book.
+    /// The whole allocation of the buffer, for a scope's lane record.
     pub(crate) fn span(&self) -> Span {
         self.buffer.span(false)
     }
@@ -320,7 +320,7 @@ impl<'a, 'ctx, T: DeviceCopy> Part3DMut<'a, 'ctx, T> {
         self.region
     }
 
-    /// The whole allocation of the buffer, for a scope's order book.
+    /// The whole allocation of the buffer, for a scope's lane record.
     pub(crate) fn span(&self) -> Span {
         self.buffer.span(true)
     }
@@ -585,7 +585,7 @@ impl<'ctx, T: DeviceCopy> DeviceBuffer3D<'ctx, T> {
         unsafe { self.rows.as_device_ptr() }
     }
 
-    /// The whole allocation, for a scope's order book.
+    /// The whole allocation, for a scope's lane record.
     pub(crate) fn span(&self, write: bool) -> Span {
         self.rows.span(write)
     }

@@ -20,7 +20,7 @@ use crate::synchronous::{self, Access, Completion};
 /// A zero-sized, align-1 element, so that a `&DeviceSlice` is a fat pointer (device address,
 /// element count) that claims no host-dereferenceable bytes.
 #[repr(transparent)]
-struct Slot(());
+struct NoHostBytes(());
 
 /// A borrowed view of device memory of the context branded `'ctx`: the `[T]` of
 /// [`DeviceBuffer`].
@@ -79,7 +79,7 @@ pub struct DeviceSlice<'ctx, T> {
     /// because this brand cannot be shortened to one common to two contexts.
     _brand: Brand<'ctx>,
     _elem: PhantomData<T>,
-    slots: [Slot],
+    slots: [NoHostBytes],
 }
 
 impl<'ctx, T> DeviceSlice<'ctx, T> {
@@ -91,7 +91,8 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     /// address; it never reaches the driver.
     #[inline]
     pub(crate) unsafe fn from_raw_parts<'a>(ptr: CUdeviceptr, len: usize) -> &'a Self {
-        let fat = std::ptr::slice_from_raw_parts(ptr as usize as *const Slot, len) as *const Self;
+        let fat =
+            std::ptr::slice_from_raw_parts(ptr as usize as *const NoHostBytes, len) as *const Self;
         // SAFETY: `Self` has size zero and alignment one, so any non-null address is a
         // valid reference to it; the caller guarantees the device memory behind it.
         unsafe { &*fat }
@@ -101,7 +102,8 @@ impl<'ctx, T> DeviceSlice<'ctx, T> {
     /// As [`DeviceSlice::from_raw_parts`], and no other view exists during `'a`.
     #[inline]
     pub(crate) unsafe fn from_raw_parts_mut<'a>(ptr: CUdeviceptr, len: usize) -> &'a mut Self {
-        let fat = std::ptr::slice_from_raw_parts_mut(ptr as usize as *mut Slot, len) as *mut Self;
+        let fat =
+            std::ptr::slice_from_raw_parts_mut(ptr as usize as *mut NoHostBytes, len) as *mut Self;
         // SAFETY: as above.
         unsafe { &mut *fat }
     }
@@ -342,7 +344,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         }
         // SAFETY: `dst` is exclusively borrowed and holds `len` elements (checked above),
         // and any bytes are a valid `T` (`DeviceCopy`).
-        unsafe { self.download_into(staging::Kind::ToHost, dst.as_mut_ptr().cast()) }
+        unsafe { self.download_into(staging::CopyKind::ToHost, dst.as_mut_ptr().cast()) }
     }
 
     /// Copies the view's `size_in_bytes` bytes (not zero) into host memory at `dst`, staged
@@ -351,7 +353,11 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
     /// # Safety
     /// `dst` is valid for `size_in_bytes` bytes of writes that nothing else uses during the
     /// call, any bytes being a valid value of its type.
-    unsafe fn download_into(&self, kind: staging::Kind, dst: *mut std::ffi::c_void) -> Result<()> {
+    unsafe fn download_into(
+        &self,
+        kind: staging::CopyKind,
+        dst: *mut std::ffi::c_void,
+    ) -> Result<()> {
         let spans = [self.span(false)];
         in_memory_context_with(self.device_ptr(), |ctx, completion, placed| {
             // SAFETY: `ctx`, where given, is current and alive; both ranges have
@@ -442,7 +448,7 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
         if self.size_in_bytes() != 0 {
             // SAFETY: `dst` is the new `Vec`'s spare room for `len` elements, which nothing
             // else uses; any bytes are a valid `T` (`DeviceCopy`).
-            unsafe { self.download_into(staging::Kind::ToNewHost, dst.as_mut_ptr().cast()) }?;
+            unsafe { self.download_into(staging::CopyKind::ToNewHost, dst.as_mut_ptr().cast()) }?;
         }
         // SAFETY: the copy initialised all `len` elements.
         unsafe { v.set_len(self.len()) };

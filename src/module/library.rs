@@ -24,7 +24,7 @@
 //!         // SAFETY: scale(float *x, size_t x_len, float k) writes only x[0..x_len].
 //!         let scale = unsafe { library.kernel::<(Out<f32>, f32)>(ctx, "scale") }?;
 //!         let mut x = ctx.from_slice(&[1.0f32, 2.0])?;
-//!         ctx.stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, k)))?;
+//!         ctx.new_stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, k)))?;
 //!         assert_eq!(x.to_vec()?, [k, 2.0 * k]);
 //!         Ok(())
 //!     })?;

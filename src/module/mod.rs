@@ -11,7 +11,7 @@
 //!     // only `x[0..x_len]` and no module global.
 //!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 //!     let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
-//!     ctx.stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 2.0f32)))?;
+//!     ctx.new_stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 2.0f32)))?;
 //!     assert_eq!(x.to_vec()?, [2.0, 4.0, 6.0]);
 //!     Ok(())
 //! })
@@ -42,7 +42,7 @@ use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::launch::{Function, Kernel, KernelMut, KernelParams, ParamTable, counts};
 use crate::memory::{DeviceCopy, DeviceSlice};
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 // The rooms: `Module` here; `library.rs`, `jit.rs` (JIT options and logs), `image/` (the
 // checks of module images and their parameter tables), `nvrtc.rs` (feature `nvrtc`).
@@ -289,7 +289,7 @@ impl<'ctx> Module<'ctx> {
     /// of this crate may read them.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUmodule {
-        order::before_raw_escape(Touched::Spans(&[]));
+        synchronous::before_raw_escape(Touched::Spans(&[]));
         self.raw().cast()
     }
 
@@ -436,7 +436,7 @@ impl<'ctx> Module<'ctx> {
     ///     {
     ///         // SAFETY: bump(int) writes only the globals `counter` and `table`.
     ///         let mut bump = unsafe { module.kernel_mut::<(i32,)>("bump") }?;
-    ///         ctx.stream()?.scope(|s| {
+    ///         ctx.new_stream()?.scope(|s| {
     ///             let bump = s.bind_kernel(&mut bump);
     ///             s.launch(bump, LaunchConfig::linear(1, 32), (1i32,))?;
     ///             s.launch(bump, LaunchConfig::linear(1, 32), (1i32,))

@@ -28,7 +28,7 @@
 //!     // SAFETY: add_n(float*, size_t, float) writes x[i] for i < x_len only.
 //!     let add_n = unsafe { module.kernel::<(Out<f32>, f32)>("add_n") }?;
 //!     let mut x = ctx.from_slice(&[1.0f32, 2.0])?;
-//!     ctx.stream()?.scope(|s| s.launch(&add_n, LaunchConfig::linear(1, 32), (&mut x, 1.5f32)))?;
+//!     ctx.new_stream()?.scope(|s| s.launch(&add_n, LaunchConfig::linear(1, 32), (&mut x, 1.5f32)))?;
 //!     assert_eq!(x.to_vec()?, [4.0, 5.0]);
 //!     Ok(())
 //! })

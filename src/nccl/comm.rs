@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cuda_driver_sys::CUctx_st;
 
-use super::book::Book;
+use super::agreement::Agreement;
 use super::state::{CliqueState, Core, Handle, Origin, Slot};
-use super::sys::{self, Call, Kind, Status, ncclComm_t};
+use super::sys::{self, Call, OpKind, Status, ncclComm_t};
 use super::{NcclCode, ReduceOp};
 use crate::context::{Brand, ContextGuard, Device, NoPhases, Unpartitioned};
 use crate::driver::{self, CUstream};
@@ -157,7 +157,7 @@ unsafe impl<T> Sync for OneThreadAtATimePerCommunicator<T> where Self: SharedByT
 ///     let comm = clique.communicator(ctx)?; // a `Communicator` of this context
 ///     assert_eq!((comm.rank(), comm.ranks()), (0, 1));
 ///     let mut counts = ctx.from_slice(&[5u64, 7, 9])?;
-///     ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut counts, ReduceOp::Max))?;
+///     ctx.new_stream()?.scope(|s| comm.all_reduce_in_place(s, &mut counts, ReduceOp::Max))?;
 ///     comm.async_error()?; // nothing went wrong in the background
 ///     Ok(())
 /// }) // the communicator goes back to the clique before the context is released
@@ -262,7 +262,7 @@ impl<'ctx> Communicator<'ctx> {
     ///     // SAFETY: both processes run this same code: the same collectives, in order.
     ///     let comm = unsafe { Communicator::init_rank(ctx, &id, 2, rank) }?;
     ///     let mut x = ctx.from_slice(&[rank as f32 + 1.0; 4])?;
-    ///     ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
+    ///     ctx.new_stream()?.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
     ///     assert_eq!(x.to_vec()?, [3.0; 4]); // 1 + 2 on both ranks
     ///     Ok(())
     /// })
@@ -348,7 +348,7 @@ impl<'ctx> Communicator<'ctx> {
     /// cuda_brand::with_primary_context(&world.device()?, |ctx| {
     ///     let comm = Communicator::from_world(ctx, &world, Duration::from_secs(60))?;
     ///     let mut x = ctx.zeroed::<f32>(1024)?;
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let step = comm.scope_within(&stream, Duration::from_secs(5), |s| {
     ///         comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
     ///     });
@@ -442,11 +442,11 @@ fn not_primary(call: &'static str, device: &Device) -> Error {
 }
 
 impl Core {
-    /// Checks `call` against the other ranks of a clique (see [`Book`]); a communicator from
+    /// Checks `call` against the other ranks of a clique (see [`Agreement`]); a communicator from
     /// `init_rank` has none the crate can see.
     pub(crate) fn admit(&self, call: &Call, what: &'static str) -> Result<()> {
         match &self.origin {
-            Origin::Clique(state) => lock(&state.book).admit(self.rank, call, what),
+            Origin::Clique(state) => lock(&state.agreement).admit(self.rank, call, what),
             Origin::Rank | Origin::World => Ok(()),
         }
     }
@@ -455,7 +455,7 @@ impl Core {
     /// have queued their side of it, so the ranks' sequences no longer match.
     pub(crate) fn poison(&self, why: &Error) {
         if let Origin::Clique(state) = &self.origin {
-            lock(&state.book).poison(why.to_string());
+            lock(&state.agreement).poison(why.to_string());
         }
     }
 
@@ -520,7 +520,7 @@ const ONE_RANK_AVG_FIXED: i32 = 22907;
 fn exact_one_rank(call: &Call, ranks: usize, version: i32) -> Call {
     let reduces = matches!(
         call.kind,
-        Kind::AllReduce | Kind::Reduce | Kind::ReduceScatter
+        OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter
     );
     if reduces && ranks == 1 && call.op == ReduceOp::Avg.raw() && version < ONE_RANK_AVG_FIXED {
         Call {
@@ -564,7 +564,7 @@ fn exact_one_rank(call: &Call, ranks: usize, version: i32) -> Call {
 ///     with_primary_context(&d1, |c1| {
 ///         let (comm0, comm1) = (clique.communicator(c0)?, clique.communicator(c1)?);
 ///         let (mut x0, mut x1) = (c0.from_slice(&[1u32; 4])?, c1.from_slice(&[2u32; 4])?);
-///         let (s0, s1) = (c0.stream()?, c1.stream()?);
+///         let (s0, s1) = (c0.new_stream()?, c1.new_stream()?);
 ///         // one thread drives both devices: both ranks' all-reduce in one group
 ///         s0.scope(|a| {
 ///             s1.scope(|b| {
@@ -649,7 +649,7 @@ impl Clique {
                 primaries: retained.iter().map(|(_, p)| *p).collect(),
                 slots: Mutex::new(comms.iter().copied().map(Slot::Free).collect()),
                 comms,
-                book: Mutex::new(Book::new(ranks)),
+                agreement: Mutex::new(Agreement::new(ranks)),
             }),
         })
     }
@@ -752,7 +752,7 @@ fn open_pools_to_each_other(devices: &[Device]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nccl::book::tests::call;
+    use crate::nccl::agreement::tests::call;
 
     #[test]
     fn a_unique_id_is_its_bytes() {
@@ -779,7 +779,7 @@ mod tests {
             op: ReduceOp::Avg.raw(),
             ..call(kind, 65_539, 9, 0)
         };
-        for kind in [Kind::AllReduce, Kind::Reduce, Kind::ReduceScatter] {
+        for kind in [OpKind::AllReduce, OpKind::Reduce, OpKind::ReduceScatter] {
             // PyTorch's NCCL 2.28.9, the last one with the bug, the oldest the crate loads
             for version in [22809, 22906, sys::MINIMUM_NCCL] {
                 let sent = exact_one_rank(&avg(kind), 1, version);
@@ -802,11 +802,16 @@ mod tests {
         for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
             let c = Call {
                 op: op.raw(),
-                ..call(Kind::AllReduce, 3, 9, 0)
+                ..call(OpKind::AllReduce, 3, 9, 0)
             };
             assert_eq!(exact_one_rank(&c, 1, 22809), c);
         }
-        for kind in [Kind::Broadcast, Kind::AllGather, Kind::Send, Kind::Recv] {
+        for kind in [
+            OpKind::Broadcast,
+            OpKind::AllGather,
+            OpKind::Send,
+            OpKind::Recv,
+        ] {
             let c = Call {
                 op: ReduceOp::Avg.raw(),
                 ..call(kind, 3, 9, 0)

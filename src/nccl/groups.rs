@@ -182,7 +182,7 @@ struct GroupsStayOnTheirThread {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_primary_context(&device, |ctx| {
-///     let stream = ctx.stream()?;
+///     let stream = ctx.new_stream()?;
 ///     group(|g| {
 ///         stream.scope(|s| {
 ///             let _ = g.on(s); // a scope opened in the group's closure: does not compile
@@ -235,9 +235,9 @@ impl fmt::Debug for Group<'_> {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let stream_a = a.stream()?;
+///     let stream_a = a.new_stream()?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let stream_b = b.stream()?;
+///         let stream_b = b.new_stream()?;
 ///         stream_a.scope(|sa| {
 ///             stream_b.scope(|sb| {
 ///                 group(|g| {
@@ -279,7 +279,7 @@ impl<'outer> Group<'outer> {
     /// one stream ([`Stream::scope`](crate::Stream::scope)), opened outside the group's
     /// closure: its stream is synchronized after the group has queued everything. (An
     /// operation on one of the streams of [`Stream::scope_all`](crate::Stream::scope_all)
-    /// is an error: the order book that orders those streams assumes an operation is on
+    /// is an error: the order agreement that orders those streams assumes an operation is on
     /// its stream once its call returns, which a group's operation is not.)
     pub fn on<'g, 'scope, 'env, 'ctx, K: StreamKind>(
         &'g self,
@@ -335,7 +335,7 @@ where
 ///     let comm = clique.communicator(ctx)?;
 ///     let src = ctx.from_slice(&[1u64, 2, 3])?;
 ///     let mut dst = ctx.zeroed::<u64>(3)?;
-///     ctx.stream()?.scope(|s| {
+///     ctx.new_stream()?.scope(|s| {
 ///         // to itself: the send and the receive must be in flight together
 ///         group(|g| {
 ///             g.on(s).send(&comm, &src, 0)?;

@@ -68,7 +68,7 @@ impl<'ctx> Communicator<'ctx> {
     /// with_primary_context(&world.device()?, |ctx| {
     ///     let comm = Communicator::from_env(ctx, Duration::from_secs(60))?;
     ///     let mut x = ctx.from_slice(&[comm.rank() as f32; 1024])?;
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     comm.scope_within(&stream, Duration::from_secs(30), |s| {
     ///         comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
     ///     })?;
@@ -236,7 +236,7 @@ impl<'ctx> Communicator<'ctx> {
     ///     // even and odd ranks, each a communicator of their own
     ///     let half = comm.split(Some(comm.rank() as u32 % 2), comm.rank() as u32)?.unwrap();
     ///     let mut x = ctx.from_slice(&[1u64; 8])?;
-    ///     ctx.stream()?.scope(|s| half.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
+    ///     ctx.new_stream()?.scope(|s| half.all_reduce_in_place(s, &mut x, ReduceOp::Sum))?;
     ///     assert_eq!(x.to_vec()?, [half.ranks() as u64; 8]);
     ///     Ok(())
     /// })
@@ -438,7 +438,7 @@ impl<'ctx> Communicator<'ctx> {
     /// with_primary_context(&world.device()?, |ctx| {
     ///     let comm = Communicator::from_world(ctx, &world, Duration::from_secs(60))?;
     ///     let mut grads = ctx.zeroed::<f32>(1 << 20)?;
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let step = comm.scope_within(&stream, Duration::from_secs(10), |s| {
     ///         comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum)
     ///     });

@@ -1,7 +1,7 @@
 //! The one path from an [`Operation`] to NCCL, for both fronts: [`ordered`] checks it and
 //! orders it on its scope's stream (the ordering step every operation of a scope takes),
 //! [`issue`] hands it to NCCL, alone or as a group's (`ncclGroupStart` ... `ncclGroupEnd`),
-//! with the clique's book kept and poisoned on the way.
+//! with the clique's agreement kept and poisoned on the way.
 //!
 //! A [`Pending`] is made only by [`ordered`], after its stream has waited for the pending
 //! synchronous writes of its memory, so nothing reaches [`issue`] unordered.
@@ -43,7 +43,7 @@ pub(super) enum Issue<'p, 'a> {
 /// and in a multi-stream scope for the other streams' conflicting work, which then waits
 /// for this operation. `then` runs inside that ordering, so the immediate front issues the
 /// operation there. A grouped operation is queued only after `then` returns, which the
-/// order book of a multi-stream scope cannot see: on one of its streams it is refused.
+/// order agreement of a multi-stream scope cannot see: on one of its streams it is refused.
 /// Waiting at record time is enough for a group: the memory is borrowed for `'s` from here
 /// on, so no synchronous write of it can begin before the group queues the operation.
 pub(super) fn ordered<'s, 'ctx, T: NcclType, K: StreamKind>(
@@ -76,9 +76,9 @@ pub(super) fn ordered<'s, 'ctx, T: NcclType, K: StreamKind>(
 }
 
 /// Queues `what` through NCCL: checks that no operation of a group writes memory another
-/// touches, admits every operation to its clique's book ([`Core::admit`]), and queues them
+/// touches, admits every operation to its clique's agreement ([`Core::admit`]), and queues them
 /// (a group's inside `ncclGroupStart` ... `ncclGroupEnd`, waiting for a non-blocking
-/// group's end). From the first admission on, any failure leaves the cliques' books ahead
+/// group's end). From the first admission on, any failure leaves the cliques' agreements ahead
 /// of what NCCL was given: every clique of the operations is then poisoned.
 pub(super) fn issue(what: Issue<'_, '_>) -> Result<()> {
     let (pending, grouped) = match what {
@@ -128,7 +128,7 @@ fn launch_all(pending: &[Pending<'_>]) -> Result<()> {
         // scopes outlive the group, `Group::on`'s bound, and it issues before its closure's
         // caller resumes); the stream is alive (borrowed by the scope). Lengths, roots,
         // peers and an out-of-place operation's overlap were checked (`Operation::check`),
-        // the peers admitted by the clique's book (`issue`), promised by `init_rank`'s
+        // the peers admitted by the clique's agreement (`issue`), promised by `init_rank`'s
         // caller, or unable to write this rank's memory (`from_world`: one rank per
         // process). The stream waited for the pending synchronous operations on the
         // memory, and a multi-stream scope orders its other streams around the operation

@@ -65,7 +65,7 @@
 //!                     with_primary_context(device, |ctx| {
 //!                         let comm = clique.communicator(ctx)?;
 //!                         let mut grads = ctx.from_slice(&[comm.rank() as f32; 1024])?;
-//!                         ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum))?;
+//!                         ctx.new_stream()?.scope(|s| comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum))?;
 //!                         comm.async_error()?;
 //!                         Ok::<_, cuda_brand::Error>(grads.to_vec()?[0])
 //!                     })
@@ -156,7 +156,7 @@
 //!     with_primary_context(&world.device()?, |ctx| {
 //!         let comm = Communicator::from_env(ctx, Duration::from_secs(60))?;
 //!         let mut grads = ctx.from_slice(&vec![comm.rank() as f32; 1 << 20])?;
-//!         let stream = ctx.stream()?;
+//!         let stream = ctx.new_stream()?;
 //!         comm.scope_within(&stream, Duration::from_secs(30), |s| {
 //!             comm.all_reduce_in_place(s, &mut grads, ReduceOp::Sum)
 //!         })?;
@@ -233,16 +233,16 @@
 //! needs 4`). Asynchronous errors (a peer that died, a network failure) come from
 //! [`Communicator::async_error`].
 
-// The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `book.rs` (a
-// clique's book of what each rank issued), `operation.rs` (each operation once: what it
+// The rooms: `sys.rs` (the library), `comm.rs` (communicators and cliques), `agreement.rs` (a
+// clique's agreement of what each rank issued), `operation.rs` (each operation once: what it
 // is and its checks), `issue.rs` (the one path of every operation to NCCL: ordered on its
-// stream, admitted to the book, queued alone or in a group), `ops.rs` and `groups.rs`
+// stream, admitted to the agreement, queued alone or in a group), `ops.rs` and `groups.rs`
 // (the two fronts: a communicator's operations on a scope, and a scope's in a group),
 // `state.rs` (a communicator's end: abort, and the waits of non-blocking ones), `world.rs`
 // (the launcher's environment), `rendezvous.rs` (the id's exchange over TCP), `init.rs`
 // (communicators across processes: `from_world`, `split`, `finalize`, `scope_within`),
 // `pair.rs` (the control and operations communicators behind one of `from_world`).
-mod book;
+mod agreement;
 mod comm;
 mod groups;
 mod init;

@@ -7,7 +7,7 @@
 use std::ffi::c_int;
 use std::mem::size_of;
 
-use super::sys::{Call, Kind};
+use super::sys::{Call, OpKind};
 use super::{NcclType, ReduceOp};
 use crate::driver::CUdeviceptr;
 use crate::error::{Error, Invalid, Result};
@@ -256,55 +256,63 @@ impl<T: NcclType> Operation<'_, '_, T> {
         let p = match self {
             O::AllReduce { src, dst, op } => {
                 same_len(what, src.len(), dst.len())?;
-                out_of_place(Kind::AllReduce, src, dst, src.len(), op.raw(), 0, what)?
+                out_of_place(OpKind::AllReduce, src, dst, src.len(), op.raw(), 0, what)?
             }
             O::AllReduceInPlace { buf, op } => {
-                in_place(Kind::AllReduce, buf, whole(&buf), buf.len(), op.raw(), 0)
+                in_place(OpKind::AllReduce, buf, whole(&buf), buf.len(), op.raw(), 0)
             }
             O::Broadcast { src, dst, root } => {
                 let root = at.rank_of(root, "root", what)?;
                 same_len(what, src.len(), dst.len())?;
-                out_of_place(Kind::Broadcast, src, dst, src.len(), 0, root, what)?
+                out_of_place(OpKind::Broadcast, src, dst, src.len(), 0, root, what)?
             }
             O::BroadcastInPlace { buf, root } => {
                 let root = at.rank_of(root, "root", what)?;
-                in_place(Kind::Broadcast, buf, whole(&buf), buf.len(), 0, root)
+                in_place(OpKind::Broadcast, buf, whole(&buf), buf.len(), 0, root)
             }
             O::Reduce { src, dst, op, root } => {
                 let root = at.rank_of(root, "root", what)?;
                 same_len(what, src.len(), dst.len())?;
-                out_of_place(Kind::Reduce, src, dst, src.len(), op.raw(), root, what)?
+                out_of_place(OpKind::Reduce, src, dst, src.len(), op.raw(), root, what)?
             }
             O::ReduceInPlace { buf, op, root } => {
                 let root = at.rank_of(root, "root", what)?;
-                in_place(Kind::Reduce, buf, whole(&buf), buf.len(), op.raw(), root)
+                in_place(OpKind::Reduce, buf, whole(&buf), buf.len(), op.raw(), root)
             }
             O::AllGather { src, dst } => {
                 at.gathered(what, src.len(), dst.len())?;
-                out_of_place(Kind::AllGather, src, dst, src.len(), 0, 0, what)?
+                out_of_place(OpKind::AllGather, src, dst, src.len(), 0, 0, what)?
             }
             O::AllGatherInPlace { buf } => {
                 let (block, own) = at.blocks(&buf, what)?;
-                in_place(Kind::AllGather, buf, (own, buf.device_ptr()), block, 0, 0)
+                in_place(OpKind::AllGather, buf, (own, buf.device_ptr()), block, 0, 0)
             }
             O::ReduceScatter { src, dst, op } => {
                 at.scattered(what, src.len(), dst.len())?;
-                out_of_place(Kind::ReduceScatter, src, dst, dst.len(), op.raw(), 0, what)?
+                out_of_place(
+                    OpKind::ReduceScatter,
+                    src,
+                    dst,
+                    dst.len(),
+                    op.raw(),
+                    0,
+                    what,
+                )?
             }
             O::ReduceScatterInPlace { buf, op } => {
                 let (block, own) = at.blocks(&buf, what)?;
                 let sent = (buf.device_ptr(), own);
-                in_place(Kind::ReduceScatter, buf, sent, block, op.raw(), 0)
+                in_place(OpKind::ReduceScatter, buf, sent, block, op.raw(), 0)
             }
             O::Send { src, peer } => {
                 let peer = at.rank_of(peer, "peer", what)?;
                 let (ptr, len) = (src.device_ptr(), src.len());
-                one_way::<T>(Kind::Send, (ptr, 0), len, peer, "the source", false)
+                one_way::<T>(OpKind::Send, (ptr, 0), len, peer, "the source", false)
             }
             O::Recv { dst, peer } => {
                 let peer = at.rank_of(peer, "peer", what)?;
                 let (ptr, len) = (dst.device_ptr(), dst.len());
-                one_way::<T>(Kind::Recv, (0, ptr), len, peer, "the destination", true)
+                one_way::<T>(OpKind::Recv, (0, ptr), len, peer, "the destination", true)
             }
         };
         Ok(Prepared { what, ..p }) // each layout named once, here
@@ -414,7 +422,7 @@ fn whole<T>(buf: &DeviceMut<'_, '_, T>) -> (CUdeviceptr, CUdeviceptr) {
 /// pointers `send` and `recv`, its reduction `op` and its root or peer `peer`; its spans
 /// and their names are filled in by the caller.
 fn call<T: NcclType>(
-    kind: Kind,
+    kind: OpKind,
     (send, recv): (CUdeviceptr, CUdeviceptr),
     count: usize,
     op: c_int,
@@ -433,7 +441,7 @@ fn call<T: NcclType>(
 
 /// An operation reading `src` and writing `dst`, which must not overlap.
 fn out_of_place<T: NcclType>(
-    kind: Kind,
+    kind: OpKind,
     src: DeviceRef<'_, '_, T>,
     dst: DeviceMut<'_, '_, T>,
     count: usize,
@@ -461,7 +469,7 @@ fn out_of_place<T: NcclType>(
 
 /// An operation on `buf` alone, NCCL's send and receive pointers `pointers` inside it.
 fn in_place<T: NcclType>(
-    kind: Kind,
+    kind: OpKind,
     buf: DeviceMut<'_, '_, T>,
     pointers: (CUdeviceptr, CUdeviceptr),
     count: usize,
@@ -480,7 +488,7 @@ fn in_place<T: NcclType>(
 /// A send (of `len` elements at NCCL's send pointer) or a receive (into its receive
 /// pointer): one span, `name`, written by a receive.
 fn one_way<T: NcclType>(
-    kind: Kind,
+    kind: OpKind,
     pointers: (CUdeviceptr, CUdeviceptr),
     len: usize,
     peer: c_int,
@@ -519,7 +527,7 @@ mod tests {
     }
 
     /// `(kind, send, recv, count, op, peer)` of a prepared call.
-    type Args = (Kind, u64, u64, usize, c_int, c_int);
+    type Args = (OpKind, u64, u64, usize, c_int, c_int);
     /// `(start, bytes, written)` of each span.
     type Spans = Vec<(u64, u64, bool)>;
 
@@ -542,32 +550,32 @@ mod tests {
         #[rustfmt::skip]
         let cases: Vec<(Operation<'_, '_, f32>, Args, Spans)> = vec![
             (O::AllReduce { src: r(src, 8), dst: w(dst, 8), op: max },
-                (Kind::AllReduce, src, dst, 8, 2, 0), vec![(src, 32, false), (dst, 32, true)]),
+                (OpKind::AllReduce, src, dst, 8, 2, 0), vec![(src, 32, false), (dst, 32, true)]),
             (O::AllReduceInPlace { buf: w(buf, 8), op: sum },
-                (Kind::AllReduce, buf, buf, 8, 0, 0), vec![(buf, 32, true)]),
+                (OpKind::AllReduce, buf, buf, 8, 0, 0), vec![(buf, 32, true)]),
             (O::Broadcast { src: r(src, 8), dst: w(dst, 8), root: 3 },
-                (Kind::Broadcast, src, dst, 8, 0, 3), vec![(src, 32, false), (dst, 32, true)]),
+                (OpKind::Broadcast, src, dst, 8, 0, 3), vec![(src, 32, false), (dst, 32, true)]),
             (O::BroadcastInPlace { buf: w(buf, 8), root: 2 },
-                (Kind::Broadcast, buf, buf, 8, 0, 2), vec![(buf, 32, true)]),
+                (OpKind::Broadcast, buf, buf, 8, 0, 2), vec![(buf, 32, true)]),
             (O::Reduce { src: r(src, 8), dst: w(dst, 8), op: avg, root: 1 },
-                (Kind::Reduce, src, dst, 8, 4, 1), vec![(src, 32, false), (dst, 32, true)]),
+                (OpKind::Reduce, src, dst, 8, 4, 1), vec![(src, 32, false), (dst, 32, true)]),
             (O::ReduceInPlace { buf: w(buf, 8), op: max, root: 0 },
-                (Kind::Reduce, buf, buf, 8, 2, 0), vec![(buf, 32, true)]),
+                (OpKind::Reduce, buf, buf, 8, 2, 0), vec![(buf, 32, true)]),
             // NCCL's count of an all-gather is the send count, 2 of the 4 × 2 received
             (O::AllGather { src: r(src, 2), dst: w(dst, 8) },
-                (Kind::AllGather, src, dst, 2, 0, 0), vec![(src, 8, false), (dst, 32, true)]),
+                (OpKind::AllGather, src, dst, 2, 0, 0), vec![(src, 8, false), (dst, 32, true)]),
             // in place, rank 1 sends its own block: the second of four of 2 elements
             (O::AllGatherInPlace { buf: w(buf, 8) },
-                (Kind::AllGather, buf + 8, buf, 2, 0, 0), vec![(buf, 32, true)]),
+                (OpKind::AllGather, buf + 8, buf, 2, 0, 0), vec![(buf, 32, true)]),
             // and of a reduce-scatter the receive count
             (O::ReduceScatter { src: r(src, 8), dst: w(dst, 2), op: sum },
-                (Kind::ReduceScatter, src, dst, 2, 0, 0), vec![(src, 32, false), (dst, 8, true)]),
+                (OpKind::ReduceScatter, src, dst, 2, 0, 0), vec![(src, 32, false), (dst, 8, true)]),
             (O::ReduceScatterInPlace { buf: w(buf, 8), op: avg },
-                (Kind::ReduceScatter, buf, buf + 8, 2, 4, 0), vec![(buf, 32, true)]),
+                (OpKind::ReduceScatter, buf, buf + 8, 2, 4, 0), vec![(buf, 32, true)]),
             (O::Send { src: r(src, 5), peer: 3 },
-                (Kind::Send, src, 0, 5, 0, 3), vec![(src, 20, false)]),
+                (OpKind::Send, src, 0, 5, 0, 3), vec![(src, 20, false)]),
             (O::Recv { dst: w(dst, 5), peer: 0 },
-                (Kind::Recv, 0, dst, 5, 0, 0), vec![(dst, 20, true)]),
+                (OpKind::Recv, 0, dst, 5, 0, 0), vec![(dst, 20, true)]),
         ];
         for (op, call, spans) in cases {
             let what = op.what(Front::Communicator);

@@ -41,7 +41,7 @@ impl<'ctx> Communicator<'ctx> {
     ///     let comm = clique.communicator(ctx)?;
     ///     let src = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
     ///     let mut dst = ctx.zeroed::<f32>(3)?;
-    ///     ctx.stream()?.scope(|s| comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum))?;
+    ///     ctx.new_stream()?.scope(|s| comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum))?;
     ///     assert_eq!(dst.to_vec()?, [1.0, 2.0, 3.0]);
     ///     Ok(())
     /// })
@@ -129,11 +129,11 @@ impl<'ctx> Communicator<'ctx> {
     ///     let comm = clique.communicator(ctx)?;
     ///     let mine = ctx.from_slice(&[1i32, 2])?;
     ///     let mut all = ctx.zeroed::<i32>(2 * comm.ranks())?; // one block per rank
-    ///     ctx.stream()?.scope(|s| comm.all_gather(s, &mut all, &mine))?;
+    ///     ctx.new_stream()?.scope(|s| comm.all_gather(s, &mut all, &mine))?;
     ///     assert_eq!(all.to_vec()?, [1, 2]);
     ///     // a destination of the wrong length is refused before NCCL sees it
     ///     let mut short = ctx.zeroed::<i32>(1)?;
-    ///     assert!(ctx.stream()?.scope(|s| comm.all_gather(s, &mut short, &mine)).is_err());
+    ///     assert!(ctx.new_stream()?.scope(|s| comm.all_gather(s, &mut short, &mine)).is_err());
     ///     Ok(())
     /// })
     /// # }
@@ -184,7 +184,7 @@ impl<'ctx> Communicator<'ctx> {
     /// with_primary_context(&device, |ctx| {
     ///     let comm = clique.communicator(ctx)?;
     ///     let mut grads = ctx.from_slice(&[0.5f64; 1024])?; // 1024 / ranks per block
-    ///     ctx.stream()?.scope(|s| comm.reduce_scatter_in_place(s, &mut grads, ReduceOp::Avg))?;
+    ///     ctx.new_stream()?.scope(|s| comm.reduce_scatter_in_place(s, &mut grads, ReduceOp::Avg))?;
     ///     let r = comm.rank();
     ///     let block = 1024 / comm.ranks();
     ///     assert!(grads.to_vec()?[r * block..(r + 1) * block].iter().all(|&g| g == 0.5));

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use cuda_driver_sys::CUctx_st;
 
 use super::NcclCode;
-use super::book::Book;
+use super::agreement::Agreement;
 use super::sys::{self, ncclComm, ncclComm_t};
 use crate::context::Device;
 use crate::driver;
@@ -99,7 +99,7 @@ pub(super) struct CliqueState {
     pub(super) comms: Vec<NonNull<ncclComm>>,
     /// Each rank's communicator: free to claim, claimed, or aborted.
     pub(super) slots: Mutex<Vec<Slot>>,
-    pub(super) book: Mutex<Book>,
+    pub(super) agreement: Mutex<Agreement>,
 }
 
 /// A rank of a clique, as `Clique::communicator` finds it.
@@ -114,9 +114,9 @@ pub(super) enum Slot {
 
 // SAFETY: handles only, whose use is serialized: a communicator is used by the one
 // `Communicator` that claimed it (not `Sync`) or, unclaimed, by nobody until the state's
-// drop destroys it; the slots and the book are behind locks.
+// drop destroys it; the slots and the agreement are behind locks.
 unsafe impl Send for CliqueState {}
-// SAFETY: as above: `&CliqueState` only reaches the locked slots and book.
+// SAFETY: as above: `&CliqueState` only reaches the locked slots and agreement.
 unsafe impl Sync for CliqueState {}
 
 impl Drop for CliqueState {
@@ -227,7 +227,7 @@ impl Core {
     /// communicator first (NCCL stops its work on the GPU, so the streams it was queued on
     /// become idle, and frees it), then the control communicator of a pair (which joins
     /// any background work of its own). Every later call is refused with `why`
-    /// ([`Core::live`]). A clique's book is poisoned: its other ranks' peer is gone. A
+    /// ([`Core::live`]). A clique's agreement is poisoned: its other ranks' peer is gone. A
     /// communicator that has ended already is left alone (`Ok`); the error is
     /// `ncclCommAbort`'s own (the first), after which the handles are NCCL's no more
     /// either.

@@ -694,7 +694,7 @@ pub(crate) unsafe fn group_end() -> Result<Status> {
 
 /// Which NCCL operation a [`Call`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Kind {
+pub(crate) enum OpKind {
     AllReduce,
     Broadcast,
     Reduce,
@@ -704,17 +704,17 @@ pub(crate) enum Kind {
     Recv,
 }
 
-impl Kind {
+impl OpKind {
     /// The NCCL entry point.
     pub(crate) const fn entry(self) -> &'static str {
         match self {
-            Kind::AllReduce => "ncclAllReduce",
-            Kind::Broadcast => "ncclBroadcast",
-            Kind::Reduce => "ncclReduce",
-            Kind::AllGather => "ncclAllGather",
-            Kind::ReduceScatter => "ncclReduceScatter",
-            Kind::Send => "ncclSend",
-            Kind::Recv => "ncclRecv",
+            OpKind::AllReduce => "ncclAllReduce",
+            OpKind::Broadcast => "ncclBroadcast",
+            OpKind::Reduce => "ncclReduce",
+            OpKind::AllGather => "ncclAllGather",
+            OpKind::ReduceScatter => "ncclReduceScatter",
+            OpKind::Send => "ncclSend",
+            OpKind::Recv => "ncclRecv",
         }
     }
 }
@@ -724,7 +724,7 @@ impl Kind {
 /// root of a broadcast or reduce and the peer of a send or receive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Call {
-    pub(crate) kind: Kind,
+    pub(crate) kind: OpKind,
     pub(crate) send: CUdeviceptr,
     pub(crate) recv: CUdeviceptr,
     pub(crate) count: usize,
@@ -759,19 +759,21 @@ pub(crate) unsafe fn launch(comm: ncclComm_t, call: &Call, stream: CUstream) -> 
     // argument order.
     let raw = match call.kind {
         // SAFETY: see above.
-        Kind::AllReduce => unsafe { (nccl.AllReduce)(send, recv, n, t, op, comm, stream) },
+        OpKind::AllReduce => unsafe { (nccl.AllReduce)(send, recv, n, t, op, comm, stream) },
         // SAFETY: see above.
-        Kind::Broadcast => unsafe { (nccl.Broadcast)(send, recv, n, t, peer, comm, stream) },
+        OpKind::Broadcast => unsafe { (nccl.Broadcast)(send, recv, n, t, peer, comm, stream) },
         // SAFETY: see above.
-        Kind::Reduce => unsafe { (nccl.Reduce)(send, recv, n, t, op, peer, comm, stream) },
+        OpKind::Reduce => unsafe { (nccl.Reduce)(send, recv, n, t, op, peer, comm, stream) },
         // SAFETY: see above.
-        Kind::AllGather => unsafe { (nccl.AllGather)(send, recv, n, t, comm, stream) },
+        OpKind::AllGather => unsafe { (nccl.AllGather)(send, recv, n, t, comm, stream) },
         // SAFETY: see above.
-        Kind::ReduceScatter => unsafe { (nccl.ReduceScatter)(send, recv, n, t, op, comm, stream) },
+        OpKind::ReduceScatter => unsafe {
+            (nccl.ReduceScatter)(send, recv, n, t, op, comm, stream)
+        },
         // SAFETY: see above.
-        Kind::Send => unsafe { (nccl.Send)(send, n, t, peer, comm, stream) },
+        OpKind::Send => unsafe { (nccl.Send)(send, n, t, peer, comm, stream) },
         // SAFETY: see above.
-        Kind::Recv => unsafe { (nccl.Recv)(recv, n, t, peer, comm, stream) },
+        OpKind::Recv => unsafe { (nccl.Recv)(recv, n, t, peer, comm, stream) },
     };
     check_status(call.kind.entry(), raw)
 }

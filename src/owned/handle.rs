@@ -20,7 +20,7 @@ use crate::memory::{DeviceBuffer, DeviceCopy, ManagedBuffer, MemoryPool, PinnedB
 use crate::module::Module;
 use crate::span::Touched;
 use crate::stream::{Event, EventKind, Stream};
-use crate::synchronous as order;
+use crate::synchronous;
 
 pub(crate) mod sealed {
     /// A branded type with its brand set to `'static` (`Self`), and the same type at any
@@ -750,7 +750,7 @@ impl OwnedContext {
     /// this crate pushed it, the handle is not used after the last handle of the context is
     /// gone, and work queued through it uses this crate's memory as a scope would.
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUcontext {
-        order::before_raw_escape(Touched::Anything);
+        synchronous::before_raw_escape(Touched::Anything);
         self.record.raw.as_ptr().cast()
     }
 }

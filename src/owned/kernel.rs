@@ -32,7 +32,7 @@ use crate::module::Library;
 /// // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
 /// let scale = unsafe { OwnedKernel::<Scale>::new(&module, "scale") }?;
 /// let host = home.enter(|ctx| {
-///     let (scale, stream) = (scale.bind(ctx)?, ctx.stream()?);
+///     let (scale, stream) = (scale.bind(ctx)?, ctx.new_stream()?);
 ///     let mut buf = ctx.from_slice(&[2.0f32; 256])?;
 ///     stream.scope(|s| s.launch(scale, scale.config_for(256)?, (&mut buf, 3.0)))?;
 ///     buf.to_vec()

@@ -187,7 +187,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx, Dynamic> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let host = vec![7u32; 1000];
     ///     let mut back = Vec::new();
-    ///     ctx.stream()?.scope(|s| {
+    ///     ctx.new_stream()?.scope(|s| {
     ///         let d = s.alloc_from_slice(&host)?;
     ///         s.copy_to_vec(&mut back, d.into_ref())
     ///     })?;

@@ -30,7 +30,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let mut buf = ctx.zeroed::<u32>(4)?;
-    ///     let e = ctx.stream()?.scope(|s| s.copy_from_host(&mut buf, &[1, 2, 3]));
+    ///     let e = ctx.new_stream()?.scope(|s| s.copy_from_host(&mut buf, &[1, 2, 3]));
     ///     assert_eq!(
     ///         e.unwrap_err().invalid(),
     ///         Some(&Invalid::LengthMismatch { expected: 4, found: 3 })
@@ -110,7 +110,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let mut out = Vec::new();
     ///     stream.scope(|s| {
     ///         let d = s.alloc_zeroed::<f32>(1 << 20)?;

@@ -66,7 +66,7 @@ impl<'ctx> Stream<'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let mut buf = ctx.zeroed::<f32>(1 << 20)?;
     ///     let mut late = 0;
     ///     stream.scope_within(
@@ -128,7 +128,7 @@ impl<'ctx> Stream<'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
+    ///     let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
     ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
     ///     let mut host = vec![0u32; 1 << 20];
     ///     Stream::scope_all_within(

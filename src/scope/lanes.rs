@@ -1,4 +1,4 @@
-//! The order book of a multi-stream scope ([`Lanes`]): which ranges each stream's queued
+//! The record of queued accesses of a multi-stream scope ([`Lanes`]): which ranges each stream's queued
 //! operations write and read, and the event waits that order a stream after another's
 //! conflicting work.
 
@@ -12,7 +12,7 @@ use crate::span::Span;
 use crate::stream::in_stream_context;
 use crate::tracker::{Access, Tracker};
 
-/// The order book of a multi-stream scope: the accesses queued so far, in a [`Tracker`]
+/// The record of queued accesses of a multi-stream scope: the accesses queued so far, in a [`Tracker`]
 /// whose `who` is the lane and the number of its operation ([`Op`]), and for each lane how
 /// far it has waited for each other lane. Operations are counted per lane from 1.
 ///
@@ -194,10 +194,10 @@ mod tests {
         }
     }
 
-    /// The order book's decisions, without a GPU: which earlier accesses each new access
+    /// The record's decisions, without a GPU: which earlier accesses each new access
     /// must wait for, and what stays recorded.
     #[test]
-    fn the_order_book_finds_exactly_the_conflicting_accesses() {
+    fn the_record_of_lanes_finds_exactly_the_conflicting_accesses() {
         let lanes = Lanes::new([std::ptr::null_mut(); 3].into_iter());
         let no_op = || Ok(());
         // lane 1 allocates [0x2000, 0x2100): its first operation, a write

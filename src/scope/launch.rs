@@ -32,7 +32,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     ///     // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t).
     ///     let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
     ///     let mut d = ctx.from_slice(&[1.0f32; 8])?;
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let e = stream.scope(|s| {
     ///         let d = s.bind_mut(&mut d);
     ///         // the output overlaps an input: refused before the driver sees it

@@ -37,7 +37,7 @@
 //! [`Stream::scope_all`] (and [`Stream::scope_pair`] for two) opens one scope over several
 //! streams: the closure gets one [`StreamScope`] per stream, sharing one `'scope`, so a view
 //! bound (or allocated) on one stream can be used on another. Then the crate orders them:
-//! it keeps an order book of the ranges each stream's operations have written and read
+//! it keeps an lane record of the ranges each stream's operations have written and read
 //! (and of the module globals a [`KernelMut`] writes), and before an operation on a stream
 //! touches memory that another stream's queued work conflicts with, it makes the stream
 //! wait (`cuEventRecord` on the other stream, `cuStreamWaitEvent` on this one): a write
@@ -72,7 +72,7 @@
 
 // The rooms: `StreamScope` and its markers here; `run.rs` (opening and ending a scope),
 // `views.rs`, `copies.rs`, `shaped.rs` (2D and 3D copies), `launch.rs`, `alloc.rs`,
-// `lanes.rs` (the order book of several streams), `deadline.rs`, `host_fn/`.
+// `lanes.rs` (the lane record of several streams), `deadline.rs`, `host_fn/`.
 mod alloc;
 mod copies;
 pub mod deadline;
@@ -123,7 +123,7 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 /// # fn main() -> cuda_brand::Result<()> {
 /// let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let stream = ctx.stream()?;
+///     let stream = ctx.new_stream()?;
 ///     let mut buf = ctx.zeroed::<u32>(1024)?;
 ///     let mut host = vec![0u32; 1024];
 ///     stream.scope(|s| {
@@ -153,9 +153,9 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let stream_a = a.stream()?;
+///     let stream_a = a.new_stream()?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let stream_b = b.stream()?;
+///         let stream_b = b.new_stream()?;
 ///         stream_a.scope(|sa| {
 ///             stream_b.scope(|sb| {
 ///                 one_context(sa, sb); // two contexts: does not compile
@@ -178,7 +178,7 @@ pub use views::{DeviceMut, DeviceRef, IntoDeviceMut, IntoDeviceRef};
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let (stream, buf) = (ctx.stream()?, ctx.zeroed::<u32>(4)?);
+///     let (stream, buf) = (ctx.new_stream()?, ctx.zeroed::<u32>(4)?);
 ///     stream.scope(|s| {
 ///         let mut host = vec![0u32; 4];
 ///         s.copy_to_host(&mut host, &buf) // `host` does not live long enough
@@ -193,7 +193,7 @@ pub struct StreamScope<'scope, 'env: 'scope, 'ctx, K: StreamKind = Dynamic> {
     allocations: Mutex<Allocations>,
     /// What launches with attributes looked up (`launch/attributes.rs`).
     launch_cache: Mutex<LaunchCache>,
-    /// The shared order book of a multi-stream scope, and this stream's place in it.
+    /// The shared lane record of a multi-stream scope, and this stream's place in it.
     lanes: Option<(&'scope Lanes, usize)>,
     /// The host functions queued on the stream (`host_fn/`), finished at the scope's end.
     pub(crate) host_fns: host_fn::HostFns,

@@ -33,7 +33,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let host = ctx.pinned_from_slice(&[1.0f32; 1024])?;
     ///     let mut device_copy = ctx.zeroed::<f32>(1024)?;
     ///     let mut back = vec![0.0f32; 1024];
@@ -69,7 +69,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
+    ///     let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
     ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
     ///     let mut host = vec![0u32; 1 << 20];
     ///     a.scope_pair(&b, |sa, sb| {
@@ -105,7 +105,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let streams = [ctx.stream()?, ctx.stream()?, ctx.stream()?, ctx.stream()?];
+    ///     let streams = [ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?];
     ///     let host: Vec<f32> = (0..1 << 20).map(|i| i as f32).collect();
     ///     let mut dev = ctx.zeroed::<f32>(host.len())?;
     ///     let mut back = vec![0.0f32; host.len()];
@@ -155,7 +155,7 @@ impl<'ctx> Stream<'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     let mut buf = ctx.zeroed::<u32>(1024)?;
     ///     let wanted = 1024;
     ///     let done = stream.scope_and_teardown(|s| {
@@ -194,7 +194,7 @@ impl<'ctx> Stream<'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let (a, b) = (ctx.stream()?, ctx.stream()?);
+    ///     let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
     ///     let mut buf = ctx.zeroed::<u32>(1024)?;
     ///     let mut host = vec![0u32; 1024];
     ///     a.scope_pair_and_teardown(&b, |sa, sb| {
@@ -230,7 +230,7 @@ impl<'ctx> Stream<'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let streams = [ctx.stream()?, ctx.stream()?];
+    ///     let streams = [ctx.new_stream()?, ctx.new_stream()?];
     ///     let mut buf = ctx.zeroed::<u32>(1024)?;
     ///     let done = Stream::scope_all_and_teardown(&streams.each_ref(), |lanes| {
     ///         let d = lanes[0].bind_mut(&mut buf);
@@ -321,7 +321,7 @@ pub(crate) trait ScopeEnd {
     fn take_host_panic(&self) -> Option<Payload>;
 }
 
-/// The streams of one open scope: one, or several sharing an order book.
+/// The streams of one open scope: one, or several sharing an lane record.
 pub(crate) struct OpenScopes<'a, 'scope, 'env: 'scope, 'ctx, K: StreamKind> {
     pub(crate) scopes: &'a [StreamScope<'scope, 'env, 'ctx, K>],
     pub(crate) lanes: Option<&'a Lanes>,

@@ -15,7 +15,7 @@ use crate::launch::{self, KernelArg};
 use crate::memory::{self, DeviceBuffer, DeviceCopy, DeviceSlice};
 use crate::span::Span;
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 /// Read access to device memory for the length of a scope: a `Copy` handle that the
 /// scope's operations accept wherever they read device memory. Made from a [`DeviceMut`]
@@ -40,9 +40,9 @@ use crate::synchronous as order;
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let (mut on_a, stream_a) = (a.zeroed::<u32>(4)?, a.stream()?);
+///     let (mut on_a, stream_a) = (a.zeroed::<u32>(4)?, a.new_stream()?);
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let (mut on_b, stream_b) = (b.zeroed::<u32>(4)?, b.stream()?);
+///         let (mut on_b, stream_b) = (b.zeroed::<u32>(4)?, b.new_stream()?);
 ///         stream_a.scope(|sa| {
 ///             stream_b.scope(|sb| {
 ///                 let ra = sa.bind_mut(&mut on_a).into_ref();
@@ -86,9 +86,9 @@ pub struct DeviceRef<'scope, 'ctx, T> {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let (mut on_a, stream_a) = (a.zeroed::<u32>(4)?, a.stream()?);
+///     let (mut on_a, stream_a) = (a.zeroed::<u32>(4)?, a.new_stream()?);
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let (mut on_b, stream_b) = (b.zeroed::<u32>(4)?, b.stream()?);
+///         let (mut on_b, stream_b) = (b.zeroed::<u32>(4)?, b.new_stream()?);
 ///         stream_a.scope(|sa| {
 ///             stream_b.scope(|sb| {
 ///                 // two contexts: does not compile
@@ -187,7 +187,7 @@ macro_rules! scoped_view {
                         bytes: self.bytes() as u64,
                         write: true,
                     };
-                    order::before_raw_escape(Touched::Spans(&[span]));
+                    synchronous::before_raw_escape(Touched::Spans(&[span]));
                 }
                 self.device_ptr()
             }
@@ -287,7 +287,7 @@ pub trait IntoDeviceMut<'scope, 'ctx, T>: sealed::IntoMut<'scope, 'ctx, T> {}
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
 ///     let (mut a, mut b) = (ctx.zeroed::<u32>(4)?, ctx.zeroed::<u32>(4)?);
-///     ctx.stream()?.scope(|s| {
+///     ctx.new_stream()?.scope(|s| {
 ///         let (a, b) = (s.bind_mut(&mut a), s.bind_mut(&mut b));
 ///         s.copy_from_device(a, b) // the source is a `DeviceMut`: `b.into_ref()`
 ///     })

@@ -8,9 +8,9 @@
 //!   an event that was never recorded everywhere and says it has completed, so a wait for
 //!   it does not wait at all; and `cuEventElapsedTime` fails at run time for it.
 //! * **Only events that record timestamps are timed.** The kind is a type parameter:
-//!   [`Event<'ctx, Timing>`](Timing) (the default, from [`ContextGuard::event`]) records
+//!   [`Event<'ctx, Timing>`](Timing) (the default, from [`ContextGuard::new_event`]) records
 //!   timestamps, [`Event<'ctx, NoTiming>`](NoTiming) (from
-//!   [`ContextGuard::event_without_timing`]) does not and is cheaper to record and wait for
+//!   [`ContextGuard::new_event_without_timing`]) does not and is cheaper to record and wait for
 //!   (`CU_EVENT_DISABLE_TIMING`). [`Recorded::elapsed`] exists for `Timing` events only.
 //!
 //! A `Recorded` borrows its event mutably (`record` takes `&mut self`), so an event is not
@@ -83,13 +83,13 @@ mod sealed {
 pub trait EventKind: sealed::Kind + Send + Sync + 'static {}
 
 /// The kind of an event that records timestamps, so that [`Recorded::elapsed`] can time
-/// two of its records: [`Event::new`], [`ContextGuard::event`]. The default kind.
+/// two of its records: [`Event::new`], [`ContextGuard::new_event`]. The default kind.
 #[derive(Debug)]
 pub enum Timing {}
 
 /// The kind of an event that records no timestamps (`CU_EVENT_DISABLE_TIMING`): cheaper to
 /// record and wait for, the choice for ordering streams. [`Event::without_timing`],
-/// [`ContextGuard::event_without_timing`].
+/// [`ContextGuard::new_event_without_timing`].
 #[derive(Debug)]
 pub enum NoTiming {}
 
@@ -108,7 +108,7 @@ impl EventKind for NoTiming {}
 #[diagnostic::on_unimplemented(
     message = "an event created without timing cannot be timed",
     label = "`elapsed` needs events of kind `Timing`, this one is `{Self}`",
-    note = "make both events that `elapsed` measures with `ctx.event()` or `Event::new` (kind `Timing`); `ctx.event_without_timing()` makes events that only order streams and wait",
+    note = "make both events that `elapsed` measures with `ctx.new_event()` or `Event::new` (kind `Timing`); `ctx.new_event_without_timing()` makes events that only order streams and wait",
     note = "see the guide, chapter 5 (`cuda_brand::guide`)"
 )]
 pub trait Timed: EventKind {}
@@ -127,8 +127,8 @@ impl Timed for Timing {}
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let stream = ctx.stream()?;
-///     let (mut start, mut end) = (ctx.event()?, ctx.event()?);
+///     let stream = ctx.new_stream()?;
+///     let (mut start, mut end) = (ctx.new_event()?, ctx.new_event()?);
 ///     let mut buf = ctx.zeroed::<u8>(64 << 20)?;
 ///     let (t0, t1) = stream.scope(|s| {
 ///         let t0 = start.record(s)?;
@@ -156,9 +156,9 @@ impl Timed for Timing {}
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let on_a = a.event()?;
+///     let on_a = a.new_event()?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let on_b = b.event()?;
+///         let on_b = b.new_event()?;
 ///         one_context(&on_a, &on_b); // two contexts: does not compile
 ///         Ok(())
 ///     })
@@ -275,8 +275,8 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let (a, b) = (ctx.stream()?, ctx.stream()?);
-///     let mut filled = ctx.event_without_timing()?;
+///     let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+///     let mut filled = ctx.new_event_without_timing()?;
 ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
 ///     let mut host = vec![0u32; 1 << 20];
 ///     a.scope_pair(&b, |sa, sb| {
@@ -308,10 +308,10 @@ impl<'ctx, K: EventKind> Event<'ctx, K> {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let (mut event_a, stream_a) = (a.event()?, a.stream()?);
+///     let (mut event_a, stream_a) = (a.new_event()?, a.new_stream()?);
 ///     let on_a = event_a.record(&stream_a)?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let (mut event_b, stream_b) = (b.event()?, b.stream()?);
+///         let (mut event_b, stream_b) = (b.new_event()?, b.new_stream()?);
 ///         let on_b = event_b.record(&stream_b)?;
 ///         one_context(on_a, on_b); // two contexts: does not compile
 ///         Ok(())
@@ -389,8 +389,8 @@ impl<'e, 'ctx, K: EventKind> Recorded<'e, 'ctx, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// # let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let stream = ctx.stream()?;
-    ///     let mut done = ctx.event_without_timing()?;
+    ///     let stream = ctx.new_stream()?;
+    ///     let mut done = ctx.new_event_without_timing()?;
     ///     let mut buf = ctx.zeroed::<u8>(1 << 20)?;
     ///     stream.scope(|s| {
     ///         s.fill(&mut buf, 1u8)?;
@@ -461,7 +461,7 @@ fn duration_of_ms(ms: f32) -> Result<Duration> {
 impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A new event of this context that records timestamps:
     /// [`Event::new`] with default flags.
-    pub fn event(self) -> Result<Event<'ctx>>
+    pub fn new_event(self) -> Result<Event<'ctx>>
     where
         P: Allocating,
     {
@@ -470,7 +470,7 @@ impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
 
     /// A new event of this context without timestamps, for ordering streams and waiting:
     /// [`Event::without_timing`] with default flags.
-    pub fn event_without_timing(self) -> Result<Event<'ctx, NoTiming>>
+    pub fn new_event_without_timing(self) -> Result<Event<'ctx, NoTiming>>
     where
         P: Allocating,
     {
@@ -500,7 +500,7 @@ impl<K: EventKind> Event<'_, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let event = ctx.event()?;
+    ///     let event = ctx.new_event()?;
     ///     event.close()
     /// })
     /// # }

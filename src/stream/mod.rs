@@ -11,7 +11,7 @@ use crate::context::{Allocating, Brand, ContextGuard, Dynamic, Part, Phase, Stre
 use crate::driver::{self, CUstream};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 use crate::span::Touched;
-use crate::synchronous as order;
+use crate::synchronous;
 
 // The rooms: `Stream` here, `event.rs` (events and their proofs), `deadline.rs` (the
 // bounded wait; the deadline scopes are in `scope/deadline.rs`).
@@ -59,7 +59,7 @@ impl StreamFlags {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let stream = ctx.stream()?; // Stream::new(ctx, StreamFlags::NonBlocking)
+///     let stream = ctx.new_stream()?; // Stream::new(ctx, StreamFlags::NonBlocking)
 ///     let high = Stream::with_priority(ctx, StreamFlags::NonBlocking, ctx.stream_priority_range()?.greatest)?;
 ///     let mut buf = ctx.zeroed::<u8>(256)?;
 ///     stream.scope(|s| s.fill(&mut buf, 1u8))?;
@@ -90,9 +90,9 @@ impl StreamFlags {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let on_a = a.stream()?;
+///     let on_a = a.new_stream()?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let on_b = b.stream()?;
+///         let on_b = b.new_stream()?;
 ///         one_context(&on_a, &on_b); // two contexts: does not compile
 ///         Ok(())
 ///     })
@@ -183,7 +183,7 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
                 "Stream::new",
                 Invalid::argument(
                     "a partition's streams are non-blocking (`cuGreenCtxStreamCreate` requires \
-                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `stream()` does",
+                 CU_STREAM_NON_BLOCKING): pass `StreamFlags::NonBlocking`, as `new_stream()` does",
                 ),
             ));
         }
@@ -245,9 +245,9 @@ impl<'ctx, K: StreamKind> Stream<'ctx, K> {
     /// wait for work outside the capture would end the capture in error.
     #[inline]
     pub unsafe fn as_raw(&self) -> crate::driver::handles::CUstream {
-        // A failure is not returned, for the reasons `order::before_raw_escape` gives.
+        // A failure is not returned, for the reasons `synchronous::before_raw_escape` gives.
         // SAFETY: the stream is alive (borrowed).
-        let _ = unsafe { order::stream_after_writes(self.raw(), Touched::Anything) };
+        let _ = unsafe { synchronous::stream_after_writes(self.raw(), Touched::Anything) };
         self.raw().cast()
     }
 
@@ -295,7 +295,7 @@ impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A new non-blocking stream of this context with the lowest priority:
     /// [`Stream::new`] with [`StreamFlags::NonBlocking`],
     /// the choice for almost every program.
-    pub fn stream(self) -> Result<Stream<'ctx, P::Streams>>
+    pub fn new_stream(self) -> Result<Stream<'ctx, P::Streams>>
     where
         P: Allocating,
     {
@@ -314,7 +314,7 @@ impl<K: StreamKind> Stream<'_, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let stream = ctx.stream()?;
+    ///     let stream = ctx.new_stream()?;
     ///     stream.close()
     /// })
     /// # }

@@ -19,7 +19,7 @@ use cuda_driver_sys::CUctx_st;
 
 use super::book::BOUNCE_SLOT;
 use super::outside::before_legacy_op;
-use super::sync_stream::{Slot, SyncStream, legacy_wait};
+use super::sync_stream::{BounceSlot, SyncStream, legacy_wait};
 use crate::driver::{self, CUdeviceptr, CUstream};
 use crate::error::Result;
 use crate::span::Touched;
@@ -251,7 +251,7 @@ pub(crate) unsafe fn upload(
 /// As [`upload`], with `bytes` at most [`BOUNCE_SLOT`]; `slot` is `sync`'s.
 unsafe fn bounced(
     sync: SyncStream,
-    slot: Slot,
+    slot: BounceSlot,
     touched: Touched<'_>,
     dst: CUdeviceptr,
     src: *const c_void,

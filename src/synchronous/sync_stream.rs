@@ -124,7 +124,7 @@ pub(crate) struct SyncStream {
     pub(super) thread: usize,
     pub(super) stream: CUstream,
     /// The bounce slot lent to this operation (`begin` with `slot`).
-    pub(super) slot: Option<Slot>,
+    pub(super) slot: Option<BounceSlot>,
     /// `begin` was asked for a slot, and the sync stream has no bounce ring yet: the first
     /// [`SyncStream::slot`] makes it.
     pub(super) needs_ring: bool,
@@ -134,7 +134,7 @@ pub(crate) struct SyncStream {
 
 /// A slot of a sync stream's bounce ring, lent to one small upload.
 #[derive(Clone, Copy)]
-pub(crate) struct Slot {
+pub(crate) struct BounceSlot {
     index: usize,
     /// [`BOUNCE_SLOT`](super::book::BOUNCE_SLOT) bytes of host memory of the crate's own.
     pub(crate) host: *mut u8,
@@ -145,9 +145,9 @@ pub(crate) struct Slot {
     pub(crate) in_flight: bool,
 }
 
-impl Slot {
-    fn new((index, host, event, in_flight): (usize, usize, usize, bool)) -> Slot {
-        Slot {
+impl BounceSlot {
+    fn new((index, host, event, in_flight): (usize, usize, usize, bool)) -> BounceSlot {
+        BounceSlot {
             index,
             host: host as *mut u8,
             event: event as CUevent,
@@ -209,7 +209,7 @@ impl SyncStream {
             book.reserve_ring(i, register);
         }
         let slot = match slot {
-            true => book.take_slot(i).map(Slot::new),
+            true => book.take_slot(i).map(BounceSlot::new),
             false => None,
         };
         book.entries[i].busy = true;
@@ -234,7 +234,7 @@ impl SyncStream {
     /// Ending the operation with [`SyncStream::end`] records the slot's event. The sync
     /// stream's first slot makes its ring here, outside the book's lock (every thread's
     /// synchronous operations take that lock).
-    pub(crate) fn slot(&mut self) -> Option<Slot> {
+    pub(crate) fn slot(&mut self) -> Option<BounceSlot> {
         if self.needs_ring {
             // the context is current (`begin`'s promise); the sync stream is busy, so its
             // entry stays in the book until this operation ends
@@ -248,7 +248,7 @@ impl SyncStream {
             // reservation (`Ring::Coming`) in `Drop`, so that no sync stream is left without
             // a ring, and no place of the cap taken, for good
             self.needs_ring = false;
-            self.slot = book.take_slot(i).map(Slot::new);
+            self.slot = book.take_slot(i).map(BounceSlot::new);
         }
         self.slot
     }

@@ -53,3 +53,24 @@ pub fn assert_all(values: &[u32], want: u32, what: &str) {
         );
     }
 }
+
+/// The keys of [`lent_copy_graph`]'s two lent buffers.
+pub type LentKeys<'ctx> = (
+    cuda_brand::graph::DeviceKey<'ctx, u32>,
+    cuda_brand::graph::DeviceKey<'ctx, u32>,
+);
+
+/// A captured graph that copies `input` into `output`, both lent to it (written between
+/// replays through the graph's keys), and the keys of the two.
+pub fn lent_copy_graph<'g, 'ctx>(
+    ctx: ContextGuard<'ctx>,
+    input: &'g mut DeviceSlice<'ctx, u32>,
+    output: &'g mut DeviceSlice<'ctx, u32>,
+) -> Result<(cuda_brand::graph::Graph<'g, 'ctx>, LentKeys<'ctx>), Error> {
+    ctx.capture(|g| {
+        let (src, input_key) = g.lend_mut(input);
+        let (dst, output_key) = g.lend_mut(output);
+        g.copy_from_device(dst, src.into_ref())?;
+        Ok::<_, Error>((input_key, output_key))
+    })
+}

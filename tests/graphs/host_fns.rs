@@ -38,7 +38,7 @@ const LONG: Duration = Duration::from_secs(60);
 
 /// Queues the work every scope-form test checks. `producer` fills `dev` (one element) with
 /// 5 and copies it into `out[0]`; `consumer` (the same scope, or another stream of the same
-/// multi-stream scope, which the order book makes wait for the copy) queues a host function
+/// multi-stream scope, which the lane record makes wait for the copy) queues a host function
 /// that writes `out[1] = out[0] + 1` and then panics with the payload `form`, before it
 /// writes `out[2]`, and another host function that writes `out[3] = 8`. So `out` ends as
 /// [`OUTPUT`].
@@ -76,7 +76,7 @@ fn a_host_functions_panic_surfaces(
     ),
 ) {
     common::in_context(|ctx| {
-        let streams = [ctx.stream()?, ctx.stream()?];
+        let streams = [ctx.new_stream()?, ctx.new_stream()?];
         let mut dev = ctx.zeroed::<u32>(1)?;
         let mut out = [0u32; 4];
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -252,7 +252,7 @@ fn call_while_a_host_function_waits<R: Send>(
 pub fn crate_calls_inside_a_host_function_are_refused_and_nothing_runs() {
     common::in_context(|ctx| {
         let shared = ctx.share();
-        let (stream, other) = (ctx.stream()?, ctx.stream()?);
+        let (stream, other) = (ctx.new_stream()?, ctx.new_stream()?);
         let mut filled = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
         let mut scoped = DeviceBuffer::from_slice(ctx, &[4u32, 5, 6])?;
         let results = Mutex::new(Vec::new());
@@ -293,7 +293,7 @@ pub fn a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_
     common::in_context(|ctx| {
         let shared = ctx.share();
         let blocking = Stream::new(ctx, StreamFlags::Default)?;
-        let nonblocking = ctx.stream()?;
+        let nonblocking = ctx.new_stream()?;
         let src = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
         let mut filled = ctx.zeroed::<u32>(3)?;
         let mut scoped = ctx.zeroed::<u32>(3)?;
@@ -351,14 +351,14 @@ pub fn a_call_that_waits_for_a_running_host_functions_stream_returns_only_after_
     });
 }
 
-/// While a host function runs on a non-blocking stream (what `ctx.stream()` makes), calls
+/// While a host function runs on a non-blocking stream (what `ctx.new_stream()` makes), calls
 /// on another thread that do not wait for that stream return: the crate's synchronous copy
 /// (on the legacy default stream, which waits for no non-blocking stream) and a whole scope
 /// on another non-blocking stream. The host function receives their reports while it waits.
 pub fn calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs() {
     common::in_context(|ctx| {
         let shared = ctx.share();
-        let (stream, other) = (ctx.stream()?, ctx.stream()?);
+        let (stream, other) = (ctx.new_stream()?, ctx.new_stream()?);
         let src = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
         let mut dev = ctx.zeroed::<u32>(3)?;
         let mut back = [0u32; 3];
@@ -401,7 +401,7 @@ pub fn calls_that_do_not_wait_for_a_host_functions_stream_return_while_it_runs()
 /// only after it (`waited: true`), and checks that each did its work.
 pub fn calls_the_driver_may_make_wait_for_a_running_host_function() {
     common::in_context(|ctx| {
-        let (stream, other) = (ctx.stream()?, ctx.stream()?);
+        let (stream, other) = (ctx.new_stream()?, ctx.new_stream()?);
 
         let pitched = DeviceBuffer2D::<u32>::zeroed(ctx, 64, 4)?;
         assert_eq!(pitched.to_vec()?, vec![0u32; 256]);
@@ -442,7 +442,7 @@ pub fn a_buffer_dropped_inside_a_host_function_is_reported_by_its_contexts_teard
     let device = common::gpu();
     let result = cuda_brand::with_context(&device, cuda_brand::ContextFlags::default(), |ctx| {
         let buf = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3])?;
-        ctx.stream()?.scope(|s| s.host_fn(move || drop(buf)))?;
+        ctx.new_stream()?.scope(|s| s.host_fn(move || drop(buf)))?;
         Ok::<_, Error>(7)
     });
     let e = result.expect_err("the refused free is reported");

@@ -50,7 +50,7 @@ pub fn a_captured_launch_and_a_scope_launch_of_the_same_kernel_give_the_same_res
         let x = ctx.from_slice(&host)?;
         let (mut by_scope, mut by_graph) = (ctx.zeroed::<u32>(N)?, ctx.zeroed::<u32>(N)?);
         let config = LaunchConfig::linear(4, 256);
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         stream.scope(|s| s.launch(&affine, config, (&x, &mut by_scope, 3u32, 1u32)))?;
         let (graph, key) = ctx.capture(|g| {
             let (y, key) = g.lend_mut(&mut by_graph);
@@ -101,7 +101,7 @@ pub fn a_refused_launch_reads_the_same_in_a_scope_and_in_a_capture() {
         let module = Module::from_ptx(ctx, PTX)?;
         let affine = affine(&module)?;
         let mut x = ctx.zeroed::<u32>(N)?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let parts = |e: &Error| {
             (
                 e.call(),
@@ -146,7 +146,7 @@ pub fn a_captured_cluster_launch_keeps_its_clusters() {
         // SAFETY: cluster_info(unsigned*, size_t) writes out[4b..4b+4] below out_len only.
         let info = unsafe { module.kernel::<(Out<u32>,)>("cluster_info") }?;
         let blocks = 8u32;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for c in [2u32, 4] {
             let config = LaunchConfig::linear(blocks, 32).with_cluster([c, 1, 1]);
             let mut by_scope = DeviceBuffer::<u32>::zeroed(ctx, 4 * blocks as usize)?;
@@ -211,7 +211,7 @@ pub fn a_captured_cooperative_launch_synchronizes_its_whole_grid() {
             .function()
             .max_active_blocks_per_multiprocessor(256, 0)?;
         let fit = sms * per_sm;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for blocks in [fit, 3] {
             let n = blocks as usize * 256;
             let input: Vec<u32> = (0..n as u32).map(|i| i % 1000).collect();
@@ -273,7 +273,7 @@ fn a_cooperative_node_is_not_updated_to_a_plain_one<'ctx>(
         "{refused}"
     );
     let exec = refused.into_exec().expect("handed back unchanged");
-    ctx.stream()?.scope(|s| exec.launch(s))?;
+    ctx.new_stream()?.scope(|s| exec.launch(s))?;
     drop(exec);
     let out = out.to_vec()?;
     let parts: Vec<u32> = input.chunks(256).map(|c| c.iter().sum()).collect();

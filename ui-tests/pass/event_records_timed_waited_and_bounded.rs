@@ -19,10 +19,10 @@ fn main() {
         return;
     };
     with_context(&device, ContextFlags::default(), |ctx| {
-        let (a, b, c) = (ctx.stream()?, ctx.stream()?, ctx.stream()?);
+        let (a, b, c) = (ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?);
         let mut buf = ctx.zeroed::<u32>(1 << 16)?;
-        let (mut start, mut end) = (ctx.event()?, ctx.event()?);
-        let mut ordered = ctx.event_without_timing()?;
+        let (mut start, mut end) = (ctx.new_event()?, ctx.new_event()?);
+        let mut ordered = ctx.new_event_without_timing()?;
 
         // timed rounds: each round's proofs end with the round
         for round in 1..=3u32 {

@@ -30,7 +30,7 @@ fn main() -> cuda_brand::Result<()> {
             Ok((inp, out))
         })?;
         let mut exec = graph.instantiate()?;
-        let (s1, s2) = (ctx.stream()?, ctx.stream()?);
+        let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);
         exec.host_mut(inp).fill(1.0);
         s1.scope(|s| exec.launch(s))?;
         assert_eq!(exec.host(out)[0], 2.0);

@@ -16,7 +16,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut buf = ctx.zeroed::<f32>(16)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let view = s.bind_mut(&mut buf);
             // SAFETY: (the case is about the lint, not the promise)
             let address = unsafe { view.as_device_ptr() };

@@ -17,8 +17,8 @@ use cuda_brand::prelude::*;
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let mut event = ctx.event()?;
-        let stream = ctx.stream()?;
+        let mut event = ctx.new_event()?;
+        let stream = ctx.new_stream()?;
         let recorded = event.record(&stream)?;
         // SAFETY: (the case is about the lint, not the promise)
         let handle = unsafe { recorded.as_raw() };

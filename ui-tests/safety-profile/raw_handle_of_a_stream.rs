@@ -17,7 +17,7 @@ use cuda_brand::prelude::*;
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         // SAFETY: (the case is about the lint, not the promise)
         let handle = unsafe { stream.as_raw() };
         println!("{handle:?}");

@@ -15,7 +15,7 @@ use cuda_brand::prelude::*;
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             // SAFETY: (the case is about the lint, not the promise)
             let scratch = unsafe { s.alloc::<u32>(16) }?;
             s.fill(scratch, 7)

@@ -17,7 +17,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
         let pool = MemoryPool::new(ctx)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             // SAFETY: (the case is about the lint, not the promise)
             let scratch = unsafe { s.alloc_in::<u32>(&pool, 16) }?;
             s.fill(scratch, 7)

@@ -11,7 +11,7 @@
 //!
 //! # How
 //!
-//! A copy of at least a threshold's bytes ([`Kind`], [`threshold`]) is cut into chunks,
+//! A copy of at least a threshold's bytes ([`CopyKind`], [`threshold`]) is cut into chunks,
 //! the DMA's units: powers of two from 256 KiB to [`SLOT_BYTES`], each inside one block
 //! of its size in the host range and at most half of what is left, the first few growing
 //! from 256 KiB; so a large copy moves 2 MiB chunks that each fill one huge page, and its
@@ -174,7 +174,7 @@ pub(crate) unsafe fn upload(
     src: *const c_void,
     bytes: usize,
 ) -> Result<()> {
-    let staged = ctx.filter(|_| wanted(Kind::FromHost, bytes));
+    let staged = ctx.filter(|_| wanted(CopyKind::FromHost, bytes));
     let held = completion.held();
     let mut stage = staged.map(|ctx| {
         // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given
@@ -197,14 +197,14 @@ pub(crate) unsafe fn upload(
 pub(crate) unsafe fn download(
     ctx: Option<NonNull<CUctx_st>>,
     completion: Completion,
-    kind: Kind,
+    kind: CopyKind,
     touched: Touched<'_>,
     dst: *mut c_void,
     src: CUdeviceptr,
     bytes: usize,
 ) -> Result<()> {
     let staged = ctx.filter(|_| wanted(kind, bytes));
-    let (fresh, held) = (kind == Kind::ToNewHost, completion.held());
+    let (fresh, held) = (kind == CopyKind::ToNewHost, completion.held());
     let mut stage = staged.map(|ctx| {
         // SAFETY: the caller's promises, on a stream of `ctx` that the staging is given (as
         // in `upload`), after the pending accesses `touched` conflicts with; complete when
@@ -291,7 +291,7 @@ pub(crate) fn freeze(ctx: ContextGuard<'_>, frozen: bool) {
 // the copies' directions are named by where the host side is (crate-private without the
 // `staging` feature, where clippy would ask for other names)
 #[allow(clippy::enum_variant_names)]
-pub enum Kind {
+pub enum CopyKind {
     /// Device to a new `Vec`: [`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec).
     ToNewHost = 0,
     /// Device to an existing slice: [`DeviceSlice::copy_to_host`](crate::DeviceSlice::copy_to_host).
@@ -301,10 +301,10 @@ pub enum Kind {
     FromHost = 2,
 }
 
-impl Kind {
+impl CopyKind {
     /// Every kind, in order.
     #[cfg(all(feature = "staging", feature = "test-hooks"))]
-    pub const ALL: [Kind; 3] = [Kind::ToNewHost, Kind::ToHost, Kind::FromHost];
+    pub const ALL: [CopyKind; 3] = [CopyKind::ToNewHost, CopyKind::ToHost, CopyKind::FromHost];
 
     /// The built-in threshold in bytes: copies of at least this size are staged. Picked
     /// by `bench/benches/bulk_copies.rs`, whose sweep reports where staging starts to
@@ -316,23 +316,23 @@ impl Kind {
             // most runs, but not all: up to 1.04 of the driver's time); into it, with
             // streaming stores into the slots, from 512 KiB (0.76-0.83 in six H200 sweeps;
             // with plain copies it lost there, 1.03-1.35)
-            Kind::ToNewHost => 1 << 20,
-            Kind::ToHost => 1 << 20,
-            Kind::FromHost => 512 << 10,
+            CopyKind::ToNewHost => 1 << 20,
+            CopyKind::ToHost => 1 << 20,
+            CopyKind::FromHost => 512 << 10,
         }
     }
 }
 
 static THRESHOLDS: [AtomicUsize; 3] = [
-    AtomicUsize::new(Kind::ToNewHost.default_threshold()),
-    AtomicUsize::new(Kind::ToHost.default_threshold()),
-    AtomicUsize::new(Kind::FromHost.default_threshold()),
+    AtomicUsize::new(CopyKind::ToNewHost.default_threshold()),
+    AtomicUsize::new(CopyKind::ToHost.default_threshold()),
+    AtomicUsize::new(CopyKind::FromHost.default_threshold()),
 ];
 
 /// Whether a copy of `bytes` of `kind` should be staged: one relaxed load and a compare,
 /// all that a small copy pays; never without the `staging` feature.
 #[inline(always)]
-pub(crate) fn wanted(kind: Kind, bytes: usize) -> bool {
+pub(crate) fn wanted(kind: CopyKind, bytes: usize) -> bool {
     cfg!(feature = "staging") && bytes >= THRESHOLDS[kind as usize].load(Ordering::Relaxed)
 }
 
@@ -345,7 +345,7 @@ pub(crate) fn wanted(kind: Kind, bytes: usize) -> bool {
 pub mod hidden {
     use std::sync::atomic::Ordering;
 
-    pub use super::Kind;
+    pub use super::CopyKind;
     use super::THRESHOLDS;
     use super::kept::{FAIL_ALLOCATIONS, LIVE_BYTES};
     pub use super::kept::{
@@ -355,15 +355,15 @@ pub mod hidden {
     use crate::context::ContextGuard;
     use crate::error::Result;
 
-    /// The threshold of `kind` now: its [default](Kind::default_threshold) unless
+    /// The threshold of `kind` now: its [default](CopyKind::default_threshold) unless
     /// [`set_threshold`] changed it.
-    pub fn threshold(kind: Kind) -> usize {
+    pub fn threshold(kind: CopyKind) -> usize {
         THRESHOLDS[kind as usize].load(Ordering::Relaxed)
     }
 
     /// Sets the threshold of `kind` for the whole process (the benchmark's sweep: 0 stages
     /// every copy, `usize::MAX` none).
-    pub fn set_threshold(kind: Kind, bytes: usize) {
+    pub fn set_threshold(kind: CopyKind, bytes: usize) {
         THRESHOLDS[kind as usize].store(bytes, Ordering::Relaxed);
     }
 

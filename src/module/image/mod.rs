@@ -124,7 +124,7 @@ pub(crate) use params::{table_of_image, table_of_ptx};
 
 /// What [`check`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum ImageKind {
     /// A CUDA ELF image.
     Cubin,
     /// A fatbin container.
@@ -150,15 +150,15 @@ const FATBIN_MAGIC: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
 const FATBIN_WRAPPER_MAGIC: [u8; 4] = 0x4662_43B1u32.to_le_bytes();
 
 /// Checks that every offset and size the driver could follow in `image` lies inside it.
-pub(crate) fn check(image: &[u8]) -> Result<Kind, ImageError> {
+pub(crate) fn check(image: &[u8]) -> Result<ImageKind, ImageError> {
     let kind = match image.get(..4) {
         Some(m) if m == ELF_MAGIC => {
             cubin::check_elf(image).map_err(ImageError)?;
-            Kind::Cubin
+            ImageKind::Cubin
         }
         Some(m) if m == FATBIN_MAGIC => {
             fatbin::check_fatbin(image).map_err(ImageError)?;
-            Kind::Fatbin
+            ImageKind::Fatbin
         }
         Some(m) if m == FATBIN_WRAPPER_MAGIC => {
             return Err(ImageError(

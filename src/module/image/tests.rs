@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use super::elf::{SHT_CUDA_INFO, SHT_NOBITS, SHT_REL, SHT_RELA, SHT_SYMTAB};
 use super::fatbin::FATBIN_ELF;
-use super::{ELF_MAGIC, FATBIN_MAGIC, Kind, check};
+use super::{ELF_MAGIC, FATBIN_MAGIC, ImageKind, check};
 
 const CUBIN: &[u8] = include_bytes!("../../../kernels/kernels_sm90.cubin");
 const FATBIN: &[u8] = include_bytes!("../../../kernels/kernels.fatbin");
@@ -311,8 +311,8 @@ fn rewalk_contents(b: &[u8], shoff: u128, shnum: u128, i: u128) -> Result<(), St
 
 #[test]
 fn committed_images_pass() {
-    assert_eq!(check(CUBIN), Ok(Kind::Cubin));
-    assert_eq!(check(FATBIN), Ok(Kind::Fatbin));
+    assert_eq!(check(CUBIN), Ok(ImageKind::Cubin));
+    assert_eq!(check(FATBIN), Ok(ImageKind::Fatbin));
     rewalk(CUBIN).unwrap();
     rewalk(FATBIN).unwrap();
 }

@@ -168,7 +168,7 @@ impl Owned<Stream<'static>> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let home = OwnedContext::primary(&Device::get(0)?)?;
     /// let (stream, buf, module) = home.enter(|ctx| {
-    ///     let stream = home.unbind(ctx, ctx.stream()?)?;
+    ///     let stream = home.unbind(ctx, ctx.new_stream()?)?;
     ///     let buf = home.unbind(ctx, ctx.zeroed::<f32>(1024)?)?;
     ///     let module = home.unbind(ctx, ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
     ///     Ok::<_, cuda_brand::Error>((Arc::new(stream), buf, Arc::new(module)))

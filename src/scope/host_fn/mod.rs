@@ -17,7 +17,7 @@
 //! copies write it ([`StreamScope::copy_to_host_view`]) and read it
 //! ([`StreamScope::copy_from_host_view`]), and [`StreamScope::host_fn_on`] hands it to a
 //! host function as `&mut [T]` when the stream reaches the function: after the copies
-//! queued before it, before those queued after it. In a multi-stream scope the order book
+//! queued before it, before those queued after it. In a multi-stream scope the lane record
 //! orders these accesses across streams like those of device memory.
 //!
 //! # What the driver forbids, and what the crate does about it
@@ -108,7 +108,7 @@
 //!
 //!   Calls that do not wait for the host function's stream return while it runs. Tested:
 //!   a whole scope on another non-blocking stream, and, when the host function's stream is
-//!   non-blocking (as [`ContextGuard::stream`](crate::ContextGuard::stream) makes it), the
+//!   non-blocking (as [`ContextGuard::new_stream`](crate::ContextGuard::new_stream) makes it), the
 //!   crate's synchronous copy (`to_vec`).
 //! * **Why the crate does not refuse the waiting call.** When the call is made, the crate
 //!   could see a synchronous wait behind a host function that is running, but that is
@@ -172,7 +172,7 @@ use crate::span::Span;
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
 ///     let (mut host_a, mut host_b) = (vec![0u32; 4], vec![0u32; 4]);
-///     let (stream_a, stream_b) = (ctx.stream()?, ctx.stream()?);
+///     let (stream_a, stream_b) = (ctx.new_stream()?, ctx.new_stream()?);
 ///     stream_a.scope(|sa| {
 ///         stream_b.scope(|sb| {
 ///             // two scopes: does not compile
@@ -211,7 +211,7 @@ pub struct HostMut<'a, T> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
 ///     let (mut host_a, mut host_b) = (vec![0u32; 4], vec![0u32; 4]);
-///     let (stream_a, stream_b) = (ctx.stream()?, ctx.stream()?);
+///     let (stream_a, stream_b) = (ctx.new_stream()?, ctx.new_stream()?);
 ///     stream_a.scope(|sa| {
 ///         stream_b.scope(|sb| {
 ///             let ra = sa.bind_host_mut(&mut host_a).as_ref();
@@ -442,7 +442,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let mut buf = ctx.zeroed::<u32>(1 << 20)?;
     ///     let done = AtomicUsize::new(0); // borrowed, not 'static
-    ///     ctx.stream()?.scope(|s| {
+    ///     ctx.new_stream()?.scope(|s| {
     ///         s.fill(&mut buf, 7)?;
     ///         s.host_fn(|| {
     ///             done.fetch_add(1, Ordering::Relaxed); // after the fill
@@ -480,7 +480,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
     ///     let mut dev = ctx.zeroed::<u32>(4)?;
     ///     let mut host = ctx.pinned_zeroed::<u32>(4)?;
     ///     let seen = Mutex::new(Vec::new());
-    ///     ctx.stream()?.scope(|s| {
+    ///     ctx.new_stream()?.scope(|s| {
     ///         let (d, h) = (s.bind_mut(&mut dev), s.bind_host_mut(&mut host));
     ///         for step in 1..=3u32 {
     ///             s.fill(d, step)?;
@@ -505,7 +505,7 @@ impl<'scope, 'env, 'ctx> StreamScope<'scope, 'env, 'ctx> {
             let ptr = ptr.into_inner(); // the whole `SendPtr` moves in, not its field
             // SAFETY: `ptr..ptr + len` is a `&'scope mut [T]` bound to this scope (a
             // `HostMut`), so only the scope's operations touch it until the scope returns;
-            // they are ordered around this function (stream order, and the order book across
+            // they are ordered around this function (stream order, and the lane record across
             // streams), so nothing else accesses it while the function runs.
             f(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
         };

@@ -20,7 +20,7 @@ use cuda_brand::owned::OwnedContext;
 fn main() -> cuda_brand::Result<()> {
     let home = OwnedContext::primary(&Device::get(0)?)?;
     let stream = Arc::new(home.enter(|ctx| {
-        Ok::<_, cuda_brand::Error>(home.unbind(ctx, ctx.stream()?)?)
+        Ok::<_, cuda_brand::Error>(home.unbind(ctx, ctx.new_stream()?)?)
     })?);
     home.enter(|ctx| {
         let weights = ctx.from_slice(&[0.5f32; 1024])?;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 fn main() -> cuda_brand::Result<()> {
     let home = OwnedContext::primary(&Device::get(0)?)?;
     let stream =
-        home.enter(|ctx| Ok::<_, cuda_brand::Error>(Arc::new(home.unbind(ctx, ctx.stream()?)?)))?;
+        home.enter(|ctx| Ok::<_, cuda_brand::Error>(Arc::new(home.unbind(ctx, ctx.new_stream()?)?)))?;
     let keep: Arc<Mutex<Option<DeviceMut<'static, 'static, u32>>>> = Arc::default();
     let k = Arc::clone(&keep);
     let pending = stream.submit((), move |s, ()| {

@@ -15,7 +15,7 @@ fn main() -> cuda_brand::Result<()> {
     let home = OwnedContext::primary(&Device::get(0)?)?;
     let (stream, buf) = home.enter(|ctx| {
         Ok::<_, cuda_brand::Error>((
-            Arc::new(home.unbind(ctx, ctx.stream()?)?),
+            Arc::new(home.unbind(ctx, ctx.new_stream()?)?),
             home.unbind(ctx, ctx.zeroed::<u32>(16)?)?,
         ))
     })?;

@@ -22,8 +22,8 @@ use cuda_brand::owned::OwnedContext;
 fn main() -> cuda_brand::Result<()> {
     let home = OwnedContext::primary(&Device::get(0)?)?;
     let (stream, other, buf) = home.enter(|ctx| {
-        let stream = home.unbind(ctx, ctx.stream()?)?;
-        let other = home.unbind(ctx, ctx.stream()?)?;
+        let stream = home.unbind(ctx, ctx.new_stream()?)?;
+        let other = home.unbind(ctx, ctx.new_stream()?)?;
         let buf = home.unbind(ctx, ctx.zeroed::<f32>(1024)?)?;
         Ok::<_, cuda_brand::Error>((Arc::new(stream), Arc::new(other), buf))
     })?;

@@ -21,7 +21,7 @@ use cuda_brand::owned::OwnedContext;
 fn main() -> cuda_brand::Result<()> {
     let home = OwnedContext::primary(&Device::get(0)?)?;
     let stream = Arc::new(home.enter(|ctx| {
-        Ok::<_, cuda_brand::Error>(home.unbind(ctx, ctx.stream()?)?)
+        Ok::<_, cuda_brand::Error>(home.unbind(ctx, ctx.new_stream()?)?)
     })?);
     let pending = home.enter(|ctx| {
         let mut buf = ctx.zeroed::<f32>(1024)?;

@@ -21,7 +21,7 @@ fn main() -> cuda_brand::Result<()> {
                 let module = b.load_ptx(include_str!("../../../kernels/kernels.ptx"))?;
                 // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
                 let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
-                let stream = b.stream()?;
+                let stream = b.new_stream()?;
                 stream.scope(|s| s.launch(&scale, scale.config_for(1024)?, (&mut on_a, 2.0)))
             })
         })

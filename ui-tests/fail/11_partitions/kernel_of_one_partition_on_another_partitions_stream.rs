@@ -20,7 +20,7 @@ fn main() -> cuda_brand::Result<()> {
                 let module = a.load_ptx(include_str!("../../../kernels/kernels.ptx"))?;
                 // SAFETY: spin(long long cycles) touches no memory.
                 let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
-                let on_b = b.stream()?;
+                let on_b = b.new_stream()?;
                 on_b.scope(|s| s.launch(&spin, LaunchConfig::linear(8, 256), (1_000,)))
             })
         })

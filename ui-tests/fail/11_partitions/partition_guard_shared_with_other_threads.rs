@@ -2,7 +2,7 @@
 // the shared form of a context hands out a plain guard on other threads, which would queue work
 // outside the partition.
 //
-// Without it: `shared.enter(|ctx| ctx.stream())` on a worker thread would make a stream
+// Without it: `shared.enter(|ctx| ctx.new_stream())` on a worker thread would make a stream
 // with `cuStreamCreate`, whose work the driver does not keep on the partition's SMs.
 //
 // Fix: give each worker thread a part of the split and let it enter the part itself

@@ -16,7 +16,7 @@ use cuda_brand::with_partitions;
 
 /// Written for a plain context: its stream runs on any SM.
 fn warm_up(ctx: ContextGuard<'_>) -> cuda_brand::Result<()> {
-    let stream = ctx.stream()?;
+    let stream = ctx.new_stream()?;
     stream.synchronize()
 }
 

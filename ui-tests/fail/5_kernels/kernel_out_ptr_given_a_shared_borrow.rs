@@ -23,6 +23,6 @@ fn main() -> cuda_brand::Result<()> {
         let y = ctx.from_slice(&[2.0f32; 256])?;
         let config = saxpy.config_for(256)?;
         // wrong: a shared borrow for the pointer the kernel writes
-        ctx.stream()?.scope(|s| s.launch(&saxpy, config, (256i32, 3.0f32, &x, &y)))
+        ctx.new_stream()?.scope(|s| s.launch(&saxpy, config, (256i32, 3.0f32, &x, &y)))
     })
 }

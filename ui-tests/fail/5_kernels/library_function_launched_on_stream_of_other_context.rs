@@ -24,7 +24,7 @@ fn main() -> cuda_brand::Result<()> {
         with_context(&device, ContextFlags::default(), |b| {
             let mut on_b = b.from_slice(&[1.0f32, 2.0])?;
             // wrong: `scale` was taken for context a
-            b.stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut on_b, 2.0f32)))
+            b.new_stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut on_b, 2.0f32)))
         })
     })
 }

@@ -17,6 +17,6 @@ fn main() -> cuda_brand::Result<()> {
         let scale = unsafe { library.kernel::<(Out<f32>, f32)>(ctx, "scale") }?;
         drop(library); // unloads the code, in every context
         let mut x = ctx.from_slice(&[1.0f32, 2.0])?;
-        ctx.stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 2.0f32)))
+        ctx.new_stream()?.scope(|s| s.launch(&scale, LaunchConfig::linear(1, 32), (&mut x, 2.0f32)))
     })
 }

@@ -16,7 +16,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut x = ctx.zeroed::<u32>(1024)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let x = s.bind_mut(&mut x);
             s.fill(x, 1)?;
             let (_graph, ()) = ctx.capture(|g| g.fill(x, 7))?; // wrong: `x` is the scope's view

@@ -12,7 +12,7 @@ fn main() -> cuda_brand::Result<()> {
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut x = ctx.zeroed::<u32>(1024)?;
         let exec = ctx.capture(|g| g.fill(&mut x, 7))?.0.instantiate()?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         stream.scope(|s| exec.launch(s))?;
         println!("{:?}", x.to_vec()?); // wrong: the graph still holds `x`
         stream.scope(|s| exec.launch(s))

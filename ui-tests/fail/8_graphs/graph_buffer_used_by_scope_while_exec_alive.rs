@@ -12,7 +12,7 @@ fn main() -> cuda_brand::Result<()> {
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut x = ctx.zeroed::<u32>(1024)?;
         let exec = ctx.capture(|g| g.fill(&mut x, 7))?.0.instantiate()?;
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         a.scope_pair(&b, |sa, sb| {
             exec.launch(sa)?;
             sb.fill(&mut x, 1) // wrong: the graph writes `x`, unordered with this fill

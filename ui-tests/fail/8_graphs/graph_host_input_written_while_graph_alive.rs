@@ -15,7 +15,7 @@ fn main() -> cuda_brand::Result<()> {
         let mut input = ctx.pinned_zeroed::<u32>(1024)?;
         let mut x = ctx.zeroed::<u32>(1024)?;
         let exec = ctx.capture(|g| g.copy_from_host(&mut x, &input[..]))?.0.instantiate()?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         for i in 0..10 {
             input.fill(i); // wrong: the graph reads `input` at every replay
             stream.scope(|s| exec.launch(s))?;

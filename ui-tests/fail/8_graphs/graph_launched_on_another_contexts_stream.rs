@@ -11,7 +11,7 @@ fn main() -> cuda_brand::Result<()> {
         let mut x = a.zeroed::<u32>(1024)?;
         let exec = a.capture(|g| g.fill(&mut x, 7))?.0.instantiate()?;
         with_context(&device, ContextFlags::default(), |b| {
-            let stream_b = b.stream()?;
+            let stream_b = b.new_stream()?;
             stream_b.scope(|s| exec.launch(s)) // wrong: `exec` is a graph of context a
         })
     })

@@ -19,7 +19,7 @@ fn main() -> cuda_brand::Result<()> {
             Ok(out)
         })?;
         let mut exec = graph.instantiate()?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             exec.launch(s)?;
             println!("{}", exec.host_mut(out)[0]); // wrong: the replay may still be writing it
             Ok(())

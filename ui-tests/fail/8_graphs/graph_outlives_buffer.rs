@@ -14,6 +14,6 @@ fn main() -> cuda_brand::Result<()> {
         let (graph, ()) = ctx.capture(|g| g.fill(&mut x, 7))?;
         let exec = graph.instantiate()?;
         drop(x); // wrong: the graph still writes `x` at every replay
-        ctx.stream()?.scope(|s| exec.launch(s))
+        ctx.new_stream()?.scope(|s| exec.launch(s))
     })
 }

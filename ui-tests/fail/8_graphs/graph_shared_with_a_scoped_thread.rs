@@ -14,7 +14,7 @@ fn main() -> cuda_brand::Result<()> {
         let shared = ctx.share();
         std::thread::scope(|threads| {
             threads.spawn(|| {
-                shared.enter(|ctx| ctx.stream()?.scope(|s| exec.launch(s)))
+                shared.enter(|ctx| ctx.new_stream()?.scope(|s| exec.launch(s)))
             });
         });
         Ok(())

@@ -9,7 +9,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut dev = ctx.zeroed::<u32>(1 << 20)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let label = String::from("filled");
             s.fill(&mut dev, 7)?;
             s.host_fn(|| println!("{label}")) // wrong: `label` is dropped when the closure returns

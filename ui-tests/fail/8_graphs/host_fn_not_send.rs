@@ -11,7 +11,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
         let count = Rc::new(0);
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let mine = Rc::clone(&count);
             s.host_fn(move || println!("{mine}")) // wrong: runs on the driver's thread
         })

@@ -13,7 +13,7 @@ fn main() -> cuda_brand::Result<()> {
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut dev = ctx.zeroed::<u32>(1024)?;
         let mut host = ctx.pinned_zeroed::<u32>(1024)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let d = s.bind_mut(&mut dev);
             s.fill(d, 7)?;
             s.copy_to_host(&mut host, d.into_ref())?;

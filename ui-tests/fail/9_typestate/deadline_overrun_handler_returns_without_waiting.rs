@@ -21,7 +21,7 @@ use cuda_brand::{ContextFlags, Device, with_context};
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut buf = ctx.zeroed::<f32>(1 << 20)?;
         stream.scope_within(
             Duration::from_millis(2),

@@ -13,8 +13,8 @@ use cuda_brand::{ContextFlags, Device, with_context};
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
-        let mut done = ctx.event_without_timing()?;
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+        let mut done = ctx.new_event_without_timing()?;
         let recorded = done.record(&a)?;
         drop(done);
         b.wait_event(&recorded)?;

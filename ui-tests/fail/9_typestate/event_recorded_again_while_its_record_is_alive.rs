@@ -19,9 +19,9 @@ use cuda_brand::{ContextFlags, Device, with_context};
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         let mut buf = ctx.zeroed::<u8>(64 << 20)?;
-        let (mut start, mut end) = (ctx.event()?, ctx.event()?);
+        let (mut start, mut end) = (ctx.new_event()?, ctx.new_event()?);
         stream.scope(|s| {
             let t0 = start.record(s)?;
             s.fill(&mut buf, 1u8)?;

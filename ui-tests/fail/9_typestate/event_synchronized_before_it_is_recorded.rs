@@ -15,8 +15,8 @@ use cuda_brand::{ContextFlags, Device, with_context};
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let stream = ctx.stream()?;
-        let done = ctx.event_without_timing()?;
+        let stream = ctx.new_stream()?;
+        let done = ctx.new_event_without_timing()?;
         let on_device = ctx.from_slice(&[7u32; 1024])?;
         let mut host = vec![0u32; 1024];
         stream.scope(|s| {

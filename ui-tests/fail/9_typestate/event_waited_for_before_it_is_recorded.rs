@@ -19,8 +19,8 @@ use cuda_brand::{ContextFlags, Device, with_context};
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
-        let done = ctx.event_without_timing()?;
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+        let done = ctx.new_event_without_timing()?;
         let mut on_device = ctx.zeroed::<u32>(1 << 20)?;
         let mut host = vec![0u32; 1 << 20];
         a.scope_pair(&b, |sa, sb| {

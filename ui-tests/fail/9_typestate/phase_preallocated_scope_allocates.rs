@@ -13,7 +13,7 @@ use cuda_brand::{with_phases, ContextFlags, Device, Error};
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_phases(&device, ContextFlags::default(), |phases| {
-        let (stream, _run) = phases.setup(|ctx| ctx.stream())?;
+        let (stream, _run) = phases.setup(|ctx| ctx.new_stream())?;
         stream.scope(|s| {
             let scratch = s.alloc_zeroed::<f32>(1024)?;
             s.fill(scratch, 1.0)

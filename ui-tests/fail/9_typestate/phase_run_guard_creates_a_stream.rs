@@ -1,5 +1,5 @@
 // Rule: streams are created during the setup phase of `with_phases` (as
-// `Stream<'ctx, Preallocated>`): the run-phase guard is not `Allocating`, so `stream()`
+// `Stream<'ctx, Preallocated>`): the run-phase guard is not `Allocating`, so `new_stream()`
 // and `Stream::new` do not take it.
 //
 // Without it: creating a stream allocates driver resources in the middle of the run,
@@ -13,7 +13,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_phases(&device, ContextFlags::default(), |phases| {
         let ((), run) = phases.setup(|_ctx| Ok::<_, Error>(()))?;
-        let stream = run.stream()?;
+        let stream = run.new_stream()?;
         drop(stream);
         Ok::<_, Error>(())
     })

@@ -1,4 +1,4 @@
-// Rule: events are created during the setup phase of `with_phases`: `event()`,
+// Rule: events are created during the setup phase of `with_phases`: `new_event()`,
 // `event_without_timing()`, `Event::new` and `Event::without_timing` need a guard that may
 // create, and the run-phase guard is not one.
 //
@@ -13,7 +13,7 @@ fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_phases(&device, ContextFlags::default(), |phases| {
         let ((), run) = phases.setup(|_ctx| Ok::<_, Error>(()))?;
-        let event = run.event()?;
+        let event = run.new_event()?;
         drop(event);
         Ok::<_, Error>(())
     })

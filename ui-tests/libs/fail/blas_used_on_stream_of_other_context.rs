@@ -24,7 +24,7 @@ fn main() -> cuda_brand::Result<()> {
             let y = b.from_slice(&[1.0f32; 4])?;
             let mut z = b.zeroed::<f32>(4)?;
             // wrong: context a's handle on context b's stream
-            b.stream()?.scope(|s| blas.gemm(s, &Gemm::new(2, 2, 2), &x, &y, &mut z))
+            b.new_stream()?.scope(|s| blas.gemm(s, &Gemm::new(2, 2, 2), &x, &y, &mut z))
         })
     })
 }

@@ -19,7 +19,7 @@ fn main() -> cuda_brand::Result<()> {
         let plan = FftPlan::<Complex32, Complex32>::new(ctx, &[8], 1)?;
         let input = ctx.from_slice(&[Complex32::new(1.0, 0.0); 8])?;
         let mut output = ctx.zeroed::<Complex32>(8)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             plan.exec(s, &mut output, &input, Direction::Forward)?;
             // wrong: the transform may still be running
             drop(plan);

@@ -23,7 +23,7 @@ fn main() -> cuda_brand::Result<()> {
             let input = b.from_slice(&[Complex32::new(1.0, 0.0); 8])?;
             let mut output = b.zeroed::<Complex32>(8)?;
             // wrong: context a's plan on context b's stream
-            b.stream()?.scope(|s| plan.exec(s, &mut output, &input, Direction::Forward))
+            b.new_stream()?.scope(|s| plan.exec(s, &mut output, &input, Direction::Forward))
         })
     })
 }

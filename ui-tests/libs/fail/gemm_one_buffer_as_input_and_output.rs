@@ -18,6 +18,6 @@ fn main() -> cuda_brand::Result<()> {
         let mut a = ctx.from_slice(&[1.0f32; 4])?;
         let b = ctx.from_slice(&[1.0f32; 4])?;
         // wrong: `a` as the input A and the output C
-        ctx.stream()?.scope(|s| blas.gemm(s, &Gemm::new(2, 2, 2), &a, &b, &mut a))
+        ctx.new_stream()?.scope(|s| blas.gemm(s, &Gemm::new(2, 2, 2), &a, &b, &mut a))
     })
 }

@@ -16,7 +16,7 @@ fn main() -> cuda_brand::Result<()> {
         let a = ctx.from_slice(&[1.0f32; 4])?;
         let b = ctx.from_slice(&[1.0f32; 4])?;
         let mut c = ctx.zeroed::<f32>(4)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             blas.gemm(s, &Gemm::new(2, 2, 2), &a, &b, &mut c)?;
             // wrong: the GEMM may still be writing `c`
             println!("{:?}", c.to_vec()?);

@@ -18,7 +18,7 @@ fn main() -> cuda_brand::Result<()> {
     with_context(&device, ContextFlags::default(), |ctx| {
         let rng = Rng::new(ctx, 42)?;
         let mut out = ctx.zeroed::<f32>(8)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             rng.normal(s, &mut out, 0.0, 1.0)?;
             // wrong: the generation may still be running
             drop(rng);

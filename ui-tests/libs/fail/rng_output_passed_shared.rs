@@ -15,6 +15,6 @@ fn main() -> cuda_brand::Result<()> {
         let rng = Rng::new(ctx, 42)?;
         let out = ctx.zeroed::<f32>(8)?;
         // wrong: `&out` is a shared borrow
-        ctx.stream()?.scope(|s| rng.uniform(s, &out))
+        ctx.new_stream()?.scope(|s| rng.uniform(s, &out))
     })
 }

@@ -15,7 +15,7 @@ fn main() -> cuda_brand::Result<()> {
     with_context(&device, ContextFlags::default(), |ctx| {
         let mut rng = Rng::new(ctx, 1)?;
         let mut out = ctx.zeroed::<f32>(8)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             rng.uniform(s, &mut out)?;
             // wrong: the scope still holds `rng`
             rng.set_seed(2)

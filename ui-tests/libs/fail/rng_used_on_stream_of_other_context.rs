@@ -23,7 +23,7 @@ fn main() -> cuda_brand::Result<()> {
         with_context(&device, ContextFlags::default(), |b| {
             let mut out = b.zeroed::<f32>(8)?;
             // wrong: context a's generator on context b's stream
-            b.stream()?.scope(|s| rng.uniform(s, &mut out))
+            b.new_stream()?.scope(|s| rng.uniform(s, &mut out))
         })
     })
 }

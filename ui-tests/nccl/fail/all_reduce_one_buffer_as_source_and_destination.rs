@@ -17,6 +17,6 @@ fn main() -> cuda_brand::Result<()> {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[1.0f32; 4])?;
         // wrong: `x` as the source and the destination
-        ctx.stream()?.scope(|s| comm.all_reduce(s, &mut x, &x, ReduceOp::Sum))
+        ctx.new_stream()?.scope(|s| comm.all_reduce(s, &mut x, &x, ReduceOp::Sum))
     })
 }

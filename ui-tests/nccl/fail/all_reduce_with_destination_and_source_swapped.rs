@@ -22,6 +22,6 @@ fn main() -> cuda_brand::Result<()> {
         let mut grads = ctx.from_slice(&[1.0f32; 4])?;
         let mut sum = ctx.zeroed::<f32>(4)?;
         // wrong: the source first, as `ncclAllReduce(sendbuff, recvbuff, ..)`
-        ctx.stream()?.scope(|s| comm.all_reduce(s, &mut grads, &mut sum, ReduceOp::Sum))
+        ctx.new_stream()?.scope(|s| comm.all_reduce(s, &mut grads, &mut sum, ReduceOp::Sum))
     })
 }

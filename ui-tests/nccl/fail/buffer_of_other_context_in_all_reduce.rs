@@ -25,7 +25,7 @@ fn main() -> cuda_brand::Result<()> {
             let comm1 = clique.communicator(c1)?;
             let mut on1 = c1.zeroed::<f32>(4)?;
             // wrong: `on0` is device 0's memory
-            c1.stream()?.scope(|s| comm1.all_reduce(s, &mut on1, &on0, ReduceOp::Sum))
+            c1.new_stream()?.scope(|s| comm1.all_reduce(s, &mut on1, &on0, ReduceOp::Sum))
         })
     })
 }

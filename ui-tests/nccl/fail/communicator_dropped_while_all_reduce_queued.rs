@@ -16,7 +16,7 @@ fn main() -> cuda_brand::Result<()> {
     with_primary_context(&device, |ctx| {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[1.0f32; 4])?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum)?;
             // wrong: the all-reduce may still be running
             drop(comm);

@@ -17,7 +17,7 @@ fn main() -> cuda_brand::Result<()> {
         let comm = clique.communicator(ctx)?;
         let src = ctx.from_slice(&[1.0f32; 4])?;
         let mut dst = ctx.zeroed::<f32>(4)?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             comm.all_reduce(s, &mut dst, &src, ReduceOp::Sum)?;
             // wrong: the all-reduce may still be writing `dst`
             println!("{:?}", dst.to_vec()?);

@@ -17,6 +17,6 @@ fn main() -> cuda_brand::Result<()> {
         let comm = clique.communicator(ctx)?;
         // wrong: NCCL has no 16-bit integer type
         let mut x = ctx.from_slice(&[1u16; 4])?;
-        ctx.stream()?.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))
+        ctx.new_stream()?.scope(|s| comm.all_reduce_in_place(s, &mut x, ReduceOp::Sum))
     })
 }

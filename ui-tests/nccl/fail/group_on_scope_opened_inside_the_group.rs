@@ -21,7 +21,7 @@ fn main() -> cuda_brand::Result<()> {
     with_primary_context(&device, |ctx| {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[1.0f32; 4])?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         group(|g| {
             // wrong: this scope ends before the group queues its operations
             stream.scope(|s| g.on(s).all_reduce_in_place(&comm, &mut x, ReduceOp::Sum))

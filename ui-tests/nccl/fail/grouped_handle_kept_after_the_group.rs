@@ -15,7 +15,7 @@ fn main() -> cuda_brand::Result<()> {
     with_primary_context(&device, |ctx| {
         let comm = clique.communicator(ctx)?;
         let mut x = ctx.from_slice(&[1.0f32; 4])?;
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let mut kept = None;
             group(|g| {
                 // wrong: the handle leaves the group's closure

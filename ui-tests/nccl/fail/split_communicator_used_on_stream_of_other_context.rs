@@ -24,7 +24,7 @@ fn main() -> cuda_brand::Result<()> {
         with_primary_context(&d1, |c1| {
             let mut x = c1.from_slice(&[1.0f32; 4])?;
             // wrong: device 0's sub-communicator on device 1's stream
-            c1.stream()?.scope(|s| half.all_reduce_in_place(s, &mut x, ReduceOp::Sum))
+            c1.new_stream()?.scope(|s| half.all_reduce_in_place(s, &mut x, ReduceOp::Sum))
         })
     })
 }

@@ -17,7 +17,7 @@ fn main() -> cuda_brand::Result<()> {
         let comm = clique.communicator(ctx)?;
         let mut buf = ctx.from_slice(&[1u32, 2, 3, 4])?;
         let mut host = vec![0u32; 4];
-        ctx.stream()?.scope(|s| {
+        ctx.new_stream()?.scope(|s| {
             let d = s.bind_mut(&mut buf);
             comm.all_reduce_in_place(s, d.slice(..2), ReduceOp::Sum)?;
             comm.all_reduce(s, d.slice(2..), d.slice(..2).into_ref(), ReduceOp::Sum)?;

@@ -18,7 +18,7 @@ fn main() -> cuda_brand::Result<()> {
         let mut x = ctx.from_slice(&[1.0f32, 2.0])?;
         let src = ctx.from_slice(&[3i64, 4, 5])?;
         let mut y = ctx.zeroed::<i64>(3)?;
-        let (a, b) = (ctx.stream()?, ctx.stream()?);
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
         a.scope(|sa| {
             b.scope(|sb| {
                 group(|g| {

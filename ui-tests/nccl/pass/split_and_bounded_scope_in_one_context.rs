@@ -17,7 +17,7 @@ fn main() {
         let comm = Communicator::from_world(ctx, &world, Duration::from_secs(30))?;
         let half = comm.split(Some(0), 0)?.unwrap();
         let mut x = ctx.from_slice(&[1.0f32; 4])?;
-        let stream = ctx.stream()?;
+        let stream = ctx.new_stream()?;
         half.scope_within(&stream, Duration::from_secs(30), |s| {
             half.all_reduce_in_place(s, &mut x, ReduceOp::Sum)
         })?;

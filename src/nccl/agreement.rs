@@ -1,4 +1,4 @@
-//! The book of a [`Clique`](super::Clique): what each rank of its communicators has
+//! The agreement of a [`Clique`](super::Clique): what each rank of its communicators has
 //! issued, so that an operation the other ranks did not issue the same way is refused
 //! before NCCL sees it (NCCL would wait for it forever).
 
@@ -6,14 +6,14 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::c_int;
 
 use super::ReduceOp;
-use super::sys::{Call, Kind};
+use super::sys::{Call, OpKind};
 use crate::error::{Error, ErrorCode, Invalid, Result};
 
 /// What one rank's operation must agree on with its peers': for a collective, everything
 /// but the buffers; for a send or receive, the element type and count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Shape {
-    kind: Kind,
+    kind: OpKind,
     datatype: c_int,
     count: usize,
     op: c_int,
@@ -23,31 +23,31 @@ struct Shape {
 impl Shape {
     fn describe(&self) -> String {
         let what = match self.kind {
-            Kind::AllReduce => "all-reduce",
-            Kind::Broadcast => "broadcast",
-            Kind::Reduce => "reduce",
-            Kind::AllGather => "all-gather",
-            Kind::ReduceScatter => "reduce-scatter",
-            Kind::Send | Kind::Recv => "send/receive",
+            OpKind::AllReduce => "all-reduce",
+            OpKind::Broadcast => "broadcast",
+            OpKind::Reduce => "reduce",
+            OpKind::AllGather => "all-gather",
+            OpKind::ReduceScatter => "reduce-scatter",
+            OpKind::Send | OpKind::Recv => "send/receive",
         };
         let mut text = format!("{what} of {} {}", self.count, datatype_name(self.datatype));
         if matches!(
             self.kind,
-            Kind::AllReduce | Kind::Reduce | Kind::ReduceScatter
+            OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter
         ) {
             if let Some(op) = ReduceOp::from_raw(self.op) {
                 text.push_str(&format!(" ({op:?})"));
             }
         }
-        if matches!(self.kind, Kind::Broadcast | Kind::Reduce) {
+        if matches!(self.kind, OpKind::Broadcast | OpKind::Reduce) {
             text.push_str(&format!(" rooted at rank {}", self.root));
         }
         text
     }
 }
 
-fn is_p2p(kind: Kind) -> bool {
-    matches!(kind, Kind::Send | Kind::Recv)
+fn is_p2p(kind: OpKind) -> bool {
+    matches!(kind, OpKind::Send | OpKind::Recv)
 }
 
 fn datatype_name(datatype: c_int) -> &'static str {
@@ -109,16 +109,16 @@ impl Ledger {
 /// `b` (receiving) walk. NCCL matches operations the same way, so a rank whose operation
 /// differs from what a peer issued at the same place would make the peer read or write
 /// with other counts than its own.
-pub(super) struct Book {
+pub(super) struct Agreement {
     ranks: usize,
     collectives: Ledger,
     pairs: HashMap<(usize, usize), Ledger>,
     poisoned: Option<String>,
 }
 
-impl Book {
+impl Agreement {
     pub(super) fn new(ranks: usize) -> Self {
-        Book {
+        Agreement {
             ranks,
             collectives: Ledger::new(ranks),
             pairs: HashMap::new(),
@@ -150,12 +150,12 @@ impl Book {
         let peer = call.peer as usize;
         debug_assert!(rank < self.ranks && (peer < self.ranks || !is_p2p(call.kind)));
         let (key, participant, place) = match call.kind {
-            Kind::Send => (
+            OpKind::Send => (
                 Some((rank, peer)),
                 0,
                 format!("from rank {rank} to rank {peer}"),
             ),
-            Kind::Recv => (
+            OpKind::Recv => (
                 Some((peer, rank)),
                 1,
                 format!("from rank {peer} to rank {rank}"),
@@ -172,8 +172,8 @@ impl Book {
         };
         // sends and receives compare type and count only
         let shape = match call.kind {
-            Kind::Send | Kind::Recv => Shape {
-                kind: Kind::Send,
+            OpKind::Send | OpKind::Recv => Shape {
+                kind: OpKind::Send,
                 op: 0,
                 root: 0,
                 ..shape
@@ -205,7 +205,7 @@ impl Book {
 pub(super) mod tests {
     use super::*;
 
-    pub(in crate::nccl) fn call(kind: Kind, count: usize, datatype: c_int, peer: c_int) -> Call {
+    pub(in crate::nccl) fn call(kind: OpKind, count: usize, datatype: c_int, peer: c_int) -> Call {
         Call {
             kind,
             send: 0x1000,
@@ -218,31 +218,43 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn the_book_admits_matching_ranks_and_refuses_a_mismatch_for_good() {
-        let mut book = Book::new(2);
-        let ar = |n| call(Kind::AllReduce, n, 7, 0);
+    fn the_agreement_admits_matching_ranks_and_refuses_a_mismatch_for_good() {
+        let mut agreement = Agreement::new(2);
+        let ar = |n| call(OpKind::AllReduce, n, 7, 0);
         // rank 0 runs ahead by two collectives, rank 1 follows with the same ones
-        book.admit(0, &ar(4), "t").unwrap();
-        book.admit(0, &ar(8), "t").unwrap();
-        book.admit(1, &ar(4), "t").unwrap();
+        agreement.admit(0, &ar(4), "t").unwrap();
+        agreement.admit(0, &ar(8), "t").unwrap();
+        agreement.admit(1, &ar(4), "t").unwrap();
         assert_eq!(
-            book.collectives.entries.len(),
+            agreement.collectives.entries.len(),
             1,
             "the first is passed by both"
         );
-        book.admit(1, &ar(8), "t").unwrap();
-        assert!(book.collectives.entries.is_empty());
+        agreement.admit(1, &ar(8), "t").unwrap();
+        assert!(agreement.collectives.entries.is_empty());
         // sends and receives pair up per direction, in order, apart from collectives
-        book.admit(0, &call(Kind::Send, 16, 2, 1), "t").unwrap();
-        book.admit(1, &call(Kind::Send, 3, 2, 0), "t").unwrap();
-        book.admit(1, &call(Kind::Recv, 16, 2, 0), "t").unwrap();
-        book.admit(0, &call(Kind::Recv, 3, 2, 1), "t").unwrap();
+        agreement
+            .admit(0, &call(OpKind::Send, 16, 2, 1), "t")
+            .unwrap();
+        agreement
+            .admit(1, &call(OpKind::Send, 3, 2, 0), "t")
+            .unwrap();
+        agreement
+            .admit(1, &call(OpKind::Recv, 16, 2, 0), "t")
+            .unwrap();
+        agreement
+            .admit(0, &call(OpKind::Recv, 3, 2, 1), "t")
+            .unwrap();
         // a send to oneself pairs with a receive from oneself
-        book.admit(0, &call(Kind::Recv, 5, 1, 0), "t").unwrap();
-        book.admit(0, &call(Kind::Send, 5, 1, 0), "t").unwrap();
+        agreement
+            .admit(0, &call(OpKind::Recv, 5, 1, 0), "t")
+            .unwrap();
+        agreement
+            .admit(0, &call(OpKind::Send, 5, 1, 0), "t")
+            .unwrap();
         // a count that differs from the peer's at the same place is refused ...
-        book.admit(0, &ar(4), "t").unwrap();
-        let e = book
+        agreement.admit(0, &ar(4), "t").unwrap();
+        let e = agreement
             .admit(1, &ar(5), "Communicator::all_reduce")
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidInput);
@@ -253,28 +265,40 @@ pub(super) mod tests {
             "{detail}"
         );
         // ... and so is everything after it, on every rank
-        let e = book.admit(0, &ar(4), "t").unwrap_err();
+        let e = agreement.admit(0, &ar(4), "t").unwrap_err();
         assert_eq!(e.code(), ErrorCode::IllegalState);
     }
 
     #[test]
-    fn the_book_compares_type_root_and_reduction_too() {
-        let mut book = Book::new(2);
-        book.admit(0, &call(Kind::Broadcast, 4, 7, 0), "t").unwrap();
-        assert!(book.admit(1, &call(Kind::Broadcast, 4, 7, 1), "t").is_err());
-        let mut book = Book::new(2);
-        book.admit(0, &call(Kind::Send, 4, 7, 1), "t").unwrap();
-        let e = book.admit(1, &call(Kind::Recv, 4, 8, 0), "t").unwrap_err();
+    fn the_agreement_compares_type_root_and_reduction_too() {
+        let mut agreement = Agreement::new(2);
+        agreement
+            .admit(0, &call(OpKind::Broadcast, 4, 7, 0), "t")
+            .unwrap();
+        assert!(
+            agreement
+                .admit(1, &call(OpKind::Broadcast, 4, 7, 1), "t")
+                .is_err()
+        );
+        let mut agreement = Agreement::new(2);
+        agreement
+            .admit(0, &call(OpKind::Send, 4, 7, 1), "t")
+            .unwrap();
+        let e = agreement
+            .admit(1, &call(OpKind::Recv, 4, 8, 0), "t")
+            .unwrap_err();
         assert!(
             e.invalid()
                 .map(ToString::to_string)
                 .unwrap()
                 .contains("send #0 from rank 0 to rank 1")
         );
-        let mut book = Book::new(2);
-        let mut max = call(Kind::AllReduce, 4, 7, 0);
+        let mut agreement = Agreement::new(2);
+        let mut max = call(OpKind::AllReduce, 4, 7, 0);
         max.op = 2;
-        book.admit(0, &call(Kind::AllReduce, 4, 7, 0), "t").unwrap();
-        assert!(book.admit(1, &max, "t").is_err());
+        agreement
+            .admit(0, &call(OpKind::AllReduce, 4, 7, 0), "t")
+            .unwrap();
+        assert!(agreement.admit(1, &max, "t").is_err());
     }
 }
