@@ -177,7 +177,7 @@ impl App {
     fn new(device: &Device) -> Result<App, Error> {
         let home = OwnedContext::primary(device)?;
         let (module, stream, heat, next, source) = home.enter(|ctx| {
-            let module = home.unbind(ctx, ctx.load_ptx(samples::KERNELS_PTX)?)?;
+            let module = home.unbind(ctx, ctx.module_from_ptx(samples::KERNELS_PTX)?)?;
             Ok::<_, Error>((
                 std::sync::Arc::new(module),
                 home.unbind(ctx, ctx.new_stream()?)?,

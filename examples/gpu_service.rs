@@ -239,7 +239,7 @@ impl Service {
         let weights: Vec<f32> = (0..DIM).map(weight).collect();
         // Made in one entry of the context, owned from then on.
         let (module, weights, streams, slots) = home.enter(|ctx| {
-            let module = home.unbind(ctx, ctx.load_ptx(samples::KERNELS_PTX)?)?;
+            let module = home.unbind(ctx, ctx.module_from_ptx(samples::KERNELS_PTX)?)?;
             let weights = home.unbind(ctx, ctx.from_slice(&weights)?)?;
             let mut streams = Vec::with_capacity(STREAMS);
             for _ in 0..STREAMS {

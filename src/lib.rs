@@ -27,7 +27,7 @@
 //!         let mut c = ctx.zeroed::<f32>(3)?;
 //!         // the kernel: declaring its parameter list is the one promise the crate cannot check
 //!         // (the crate's sample kernels, compiled into it: `cuda_brand::samples`)
-//!         let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+//!         let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
 //!         // SAFETY: `vector_add(const float *a, size_t a_len, const float *b, size_t b_len,
 //!         // float *c, size_t c_len)` reads a and b, writes c, and stays below the lengths.
 //!         let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
@@ -191,7 +191,7 @@
 //! fn main() -> cuda_brand::Result<()> {
 //!     let device = Device::get(0)?;
 //!     with_context(&device, ContextFlags::default(), |ctx| {
-//!         let module = ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?;
+//!         let module = ctx.module_from_ptx(include_str!("../kernels/kernels.ptx"))?;
 //!         let add = kernels::vector_add(&module)?;
 //!         let a = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
 //!         let b = ctx.from_slice(&[10.0f32, 20.0, 30.0])?;

@@ -40,7 +40,7 @@
 //!             ctx.zeroed::<f32>(host.len())?,
 //!             ctx.new_stream()?,
 //!             MemoryPool::with_max_size(ctx, 1 << 20)?,
-//!             ctx.load_ptx(include_str!("../kernels/kernels.ptx"))?,
+//!             ctx.module_from_ptx(include_str!("../kernels/kernels.ptx"))?,
 //!         ))
 //!     })?;
 //!     // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t).
@@ -92,8 +92,8 @@
 //!   [`MemoryPool`](crate::MemoryPool)'s `new`, `with_max_size`, `of_device` and
 //!   `device_default`; [`Stream`](crate::Stream)'s `new` and `with_priority` (`stream`);
 //!   [`Event`](crate::Event)'s `new` and `without_timing` (`event`,
-//!   `event_without_timing`); [`Module`](crate::Module)'s constructors (`load_ptx`,
-//!   `load_ptx_with`); [`ContextGuard::set_limit`] (the heap and stack limits reserve
+//!   `event_without_timing`); [`Module`](crate::Module)'s constructors (`module_from_ptx`,
+//!   `module_from_ptx_logged`); [`ContextGuard::set_limit`] (the heap and stack limits reserve
 //!   device memory). A pool destroyed while memory of it is still allocated (setup buffers,
 //!   which only the teardown frees) returns at once; the driver releases the pool once
 //!   that memory is freed (`cuMemPoolDestroy`).

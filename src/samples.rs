@@ -14,7 +14,7 @@
 //! fn main() -> cuda_brand::Result<()> {
 //!     let device = Device::get(0)?;
 //!     with_context(&device, ContextFlags::default(), |ctx| {
-//!         let module = ctx.load_ptx(samples::KERNELS_PTX)?;
+//!         let module = ctx.module_from_ptx(samples::KERNELS_PTX)?;
 //!         // SAFETY: vector_add's C parameter list is this (see the table in
 //!         // `cuda_brand::samples`), and it stays below the lengths it is given.
 //!         let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
@@ -59,7 +59,7 @@
 //! The CUDA C source, `kernels/kernels.cu`, ships in the package next to the PTX.
 
 /// The PTX of `kernels/kernels.cu`: the kernels in the [module's table](self#the-kernels),
-/// for [`ContextGuard::load_ptx`](crate::ContextGuard::load_ptx) or
+/// for [`ContextGuard::module_from_ptx`](crate::ContextGuard::module_from_ptx) or
 /// [`Module::from_ptx`](crate::Module::from_ptx).
 pub const KERNELS_PTX: &str = include_str!("../kernels/kernels.ptx");
 

@@ -190,7 +190,7 @@ fn derived_structs_go_through_pinned_memory_in_a_stream_scope() {
 
 fn a_kernel_reads_and_writes_derived_structs_at_c_offsets() {
     common::in_context(|ctx| {
-        let module = ctx.load_ptx(PTX)?;
+        let module = ctx.module_from_ptx(PTX)?;
         // SAFETY: `particles_step(const Particle *in, size_t in_len, Particle *out, size_t
         // out_len)`, with `Particle` laid out as the Rust struct (`#[repr(C)]`, same fields);
         // it reads `in` and writes `out` below the smaller length.

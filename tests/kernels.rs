@@ -250,7 +250,7 @@ fn module_globals_are_read_and_written() {
 /// `vectorAdd`, `reduce`, `stencil2d`) run in `tests/pointer_kernels.rs`.
 fn every_sample_kernel_runs_as_the_samples_module_documents() {
     common::in_context(|ctx| {
-        let mut module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let mut module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         let stream = ctx.new_stream()?;
         {
             // SAFETY: the declarations of the table in `cuda_brand::samples`, each the

@@ -48,7 +48,7 @@ fn jit_options_reach_the_compiler_and_its_info_log_comes_back() {
             .target(cc)
             .generate_line_info(true)
             .log_verbose(true);
-        let (module, log) = ctx.load_ptx_with(&uncached_ptx(), &options)?;
+        let (module, log) = ctx.module_from_ptx_logged(&uncached_ptx(), &options)?;
         println!("JIT info log ({:?}):\n{}", log.wall_time, log.info);
         assert!(
             log.info.contains("scale") && log.info.contains("registers"),
@@ -78,7 +78,7 @@ fn jit_without_optimization_and_with_debug_information_computes_the_same() {
         let options = JitOptions::new()
             .optimization_level(0)
             .generate_debug_info(true);
-        let (module, _) = Module::from_ptx_with(ctx, PTX, &options)?;
+        let (module, _) = Module::from_ptx_logged(ctx, PTX, &options)?;
         // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
         let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
         let mut x = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
@@ -94,7 +94,7 @@ fn a_fatbin_loads_with_options_and_uses_its_exact_binary() {
         let cc = ctx.device()?.compute_capability()?;
         for fallback in [JitFallback::PreferPtx, JitFallback::PreferBinary] {
             let options = JitOptions::new().fallback(fallback);
-            let (module, _) = Module::from_binary_with(ctx, FATBIN, &options)?;
+            let (module, _) = Module::from_binary_logged(ctx, FATBIN, &options)?;
             let scale = module.function("scale")?;
             assert_eq!(scale.binary_version()?, cc.major * 10 + cc.minor);
             // the fatbin: an sm_90 cubin (from compute_90) and compute_75 PTX
@@ -106,9 +106,9 @@ fn a_fatbin_loads_with_options_and_uses_its_exact_binary() {
             assert_eq!(scale.ptx_version()?, expected_ptx, "{fallback:?}");
         }
         // the image is checked first, with options too
-        let e = Module::from_binary_with(ctx, &FATBIN[..100], &JitOptions::new()).unwrap_err();
+        let e = Module::from_binary_logged(ctx, &FATBIN[..100], &JitOptions::new()).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidImage);
-        assert_eq!(e.call(), "Module::from_binary_with");
+        assert_eq!(e.call(), "Module::from_binary_logged");
         Ok(())
     });
 }
@@ -118,7 +118,7 @@ fn a_broken_ptx_with_options_reports_the_error_log_naming_the_line() {
     common::in_context(|ctx| {
         let broken = ".version 7.4\n.target sm_52\n.address_size 64\n\n.visible .entry broken()\n{\n\tthis_is_not_an_instruction;\n\tret;\n}\n";
         let e =
-            Module::from_ptx_with(ctx, broken, &JitOptions::new().log_verbose(true)).unwrap_err();
+            Module::from_ptx_logged(ctx, broken, &JitOptions::new().log_verbose(true)).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidPtx, "{e}");
         let log = e.detail().expect("the JIT log");
         assert!(log.starts_with("JIT log:"), "{log}");
@@ -129,7 +129,7 @@ fn a_broken_ptx_with_options_reports_the_error_log_naming_the_line() {
 
 /// Runs everywhere: refused before the driver (and before `cuInit`).
 fn jit_values_the_driver_would_misread_are_refused_before_it() {
-    let e = Library::from_ptx_with(PTX, &JitOptions::new().optimization_level(9)).unwrap_err();
+    let e = Library::from_ptx_logged(PTX, &JitOptions::new().optimization_level(9)).unwrap_err();
     assert_eq!(
         e.to_string(),
         "Library::from_ptx failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): JIT \
@@ -476,8 +476,8 @@ fn every_load_path_reads_each_kernels_parameters_without_a_driver_error() {
         let cc = ctx.device()?.compute_capability()?;
         let module = Module::from_ptx(ctx, PTX)?;
         same_params("Module::from_ptx", |n| layout(module.function(n)?));
-        let (module, _) = Module::from_ptx_with(ctx, PTX, &JitOptions::new())?;
-        same_params("Module::from_ptx_with", |n| layout(module.function(n)?));
+        let (module, _) = Module::from_ptx_logged(ctx, PTX, &JitOptions::new())?;
+        same_params("Module::from_ptx_logged", |n| layout(module.function(n)?));
         let module = Module::from_binary(ctx, FATBIN)?;
         same_params("Module::from_binary (fatbin)", |n| {
             layout(module.function(n)?)

@@ -1516,7 +1516,7 @@ fn an_aborted_communicator_refuses_every_call() {
     let device = device0();
     let world = World::single();
     with_primary_context(&device, |ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: spin(long long) busy-waits about that many GPU cycles and writes nothing.
         let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
         let comm = Communicator::from_world(ctx, &world, Duration::from_secs(30))?;
@@ -1573,7 +1573,7 @@ fn an_aborted_communicator_refuses_every_call() {
     // the same for a clique's rank, which the clique then refuses to hand out again
     let clique = Clique::new(&[device]).unwrap();
     with_primary_context(&device, |ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: as above.
         let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
         let comm = clique.communicator(ctx)?;

@@ -61,7 +61,7 @@ pub(crate) fn owned_setup(device: &Device) -> (OwnedContext, Arc<OwnedModule>, A
     let home = OwnedContext::new(device, ContextFlags::default()).unwrap();
     let (module, stream) = home
         .enter(|ctx| {
-            let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+            let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
             let stream = ctx.new_stream()?;
             Ok::<_, Error>((home.unbind(ctx, module)?, home.unbind(ctx, stream)?))
         })

@@ -72,7 +72,7 @@ fn partitionable() -> Device {
 
 /// The distinct SMs that 4 * `sm_count` blocks of `smid_of_block` ran on, in partition `p`.
 fn sms_used(p: PartitionGuard<'_>) -> Result<BTreeSet<u32>, Error> {
-    let module = p.load_ptx(SMID_PTX)?;
+    let module = p.module_from_ptx(SMID_PTX)?;
     // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
     let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
     let blocks = 4 * p.sm_count();
@@ -143,7 +143,7 @@ fn each_partition_computes_with_its_own_module_memory_and_stream() {
         first.enter(|a| {
             second.enter(|b| {
                 let run = |p: PartitionGuard<'_>, k: f32| -> Result<Vec<f32>, Error> {
-                    let module = p.load_ptx(PTX)?;
+                    let module = p.module_from_ptx(PTX)?;
                     // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*,
                     // size_t) stays below all three lengths.
                     let add =
@@ -174,7 +174,7 @@ fn a_short_kernel_finishes_while_the_other_partition_is_saturated() {
         let (critical, bulk) = sms.split(16)?;
         bulk.enter(|a| {
             critical.enter(|b| {
-                let (ma, mb) = (a.load_ptx(PTX)?, b.load_ptx(PTX)?);
+                let (ma, mb) = (a.module_from_ptx(PTX)?, b.module_from_ptx(PTX)?);
                 // SAFETY: spin(long long cycles) touches no memory.
                 let spin_a = unsafe { ma.kernel::<(i64,)>("spin") }?;
                 // SAFETY: as above.
@@ -487,7 +487,8 @@ fn owned_spinner(
     let (stream, module) = home
         .enter(|ctx| {
             let stream = home.unbind(ctx, ctx.new_stream()?)?;
-            let module = home.unbind(ctx, ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
+            let module =
+                home.unbind(ctx, ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
             Ok::<_, Error>((Arc::new(stream), Arc::new(module)))
         })
         .unwrap();
@@ -660,7 +661,7 @@ fn a_partitions_stream_event_and_function_are_refused_on_another_thread() {
             let stream = p.new_stream()?;
             let mut event = p.new_event_without_timing()?;
             let mut other = p.new_event_without_timing()?;
-            let module = p.load_ptx(PTX)?;
+            let module = p.module_from_ptx(PTX)?;
             let function = module.function("scale")?;
             let recorded = event.record(&stream)?;
             std::thread::scope(|t| {
@@ -774,7 +775,7 @@ fn the_other_calls_of_a_partitions_values_are_refused_on_another_thread() {
         part.enter(|p| {
             let (a, b) = (p.new_stream()?, p.new_stream()?);
             let (mut start, mut end, closed) = (p.new_event()?, p.new_event()?, p.new_event()?);
-            let module = p.load_ptx(PTX)?;
+            let module = p.module_from_ptx(PTX)?;
             // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
             let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
             let function = scale.function();
@@ -875,7 +876,8 @@ fn a_partitions_values_dropped_on_another_thread_are_released_by_its_own() {
             let before = pool.used_bytes()?;
             let buf = p.zeroed::<u8>(bytes)?;
             assert_eq!(pool.used_bytes()?, before + bytes as u64);
-            let (stream, event, module) = (p.new_stream()?, p.new_event()?, p.load_ptx(PTX)?);
+            let (stream, event, module) =
+                (p.new_stream()?, p.new_event()?, p.module_from_ptx(PTX)?);
             std::thread::scope(|t| {
                 t.spawn(move || drop((buf, stream, event, module)));
             });
@@ -933,7 +935,7 @@ fn assert_on_its_sms(ids: Vec<u32>, sm_count: u32, other: &BTreeSet<u32>, what: 
 fn a_graph_captured_in_a_partition_replays_on_its_sms_with_the_right_values() {
     let device = partitionable();
     in_two_partitions(&device, |a, b| {
-        let module = a.load_ptx(SMID_PTX)?;
+        let module = a.module_from_ptx(SMID_PTX)?;
         // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
         let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
         let blocks = 4 * a.sm_count();
@@ -1004,7 +1006,7 @@ fn a_partition_in_phases_runs_on_its_sms_and_frees_setup_memory_at_its_teardown(
         first.enter_phases(|phases| {
             let ((module, mut ids, stream, pool, spare), run) = phases.setup(|p| {
                 Ok::<_, Error>((
-                    p.load_ptx(SMID_PTX)?,
+                    p.module_from_ptx(SMID_PTX)?,
                     p.zeroed::<u32>(4 * p.sm_count() as usize)?,
                     p.new_stream()?,
                     MemoryPool::of_device(p)?,
@@ -1086,7 +1088,7 @@ fn upload_and_count_sms<'ctx>(
 ) -> Result<(Vec<u32>, usize), Error> {
     let ctx = ctx.into_guard();
     let buf = ctx.from_slice(host)?;
-    let module = ctx.load_ptx(SMID_PTX)?;
+    let module = ctx.module_from_ptx(SMID_PTX)?;
     // SAFETY: smid_of_block(unsigned*, size_t) writes out[blockIdx.x] only below len.
     let smid = unsafe { module.kernel::<(Out<u32>,)>("smid_of_block") }?;
     let mut ids = ctx.zeroed::<u32>(512)?;

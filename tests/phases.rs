@@ -54,7 +54,7 @@ fn a_phased_program_computes_with_setup_memory_and_bounded_scratch() {
                 ctx.zeroed::<f32>(n)?,
                 ctx.new_stream()?,
                 MemoryPool::with_max_size(ctx, 4 << 20)?,
-                ctx.load_ptx(PTX)?,
+                ctx.module_from_ptx(PTX)?,
                 ctx.pinned_zeroed::<f32>(n)?,
             ))
         })?;
@@ -293,7 +293,7 @@ fn a_graph_captured_in_setup_replays_on_a_preallocated_stream_with_the_right_val
     let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let out = with_phases(&device, ContextFlags::default(), |phases| {
         let (out, _run) = phases.setup(|ctx| {
-            let module = ctx.load_ptx(PTX)?;
+            let module = ctx.module_from_ptx(PTX)?;
             // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
             // stays below all three lengths.
             let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;

@@ -290,7 +290,7 @@ fn a_cooperative_launch_larger_than_its_partition_is_refused() {
     let outcome = with_partitions(&device, |sms| {
         let (small, _rest) = sms.split(16)?;
         small.enter(|p| {
-            let module = p.load_ptx(LAUNCH_EX_PTX)?;
+            let module = p.module_from_ptx(LAUNCH_EX_PTX)?;
             // SAFETY: empty_ex(float *p, size_t p_len) writes p[0] only when p_len is
             // SIZE_MAX, never here.
             let empty = unsafe { module.kernel::<(Out<f32>,)>("empty_ex") }?;

@@ -405,7 +405,7 @@ fn run(
     let streams: Vec<Arc<OwnedStream>> = (0..STREAMS)
         .map(|_| Ok::<_, Error>(Arc::new(home.unbind(ctx, ctx.new_stream()?)?)))
         .collect::<Result<_, _>>()?;
-    let module = Arc::new(home.unbind(ctx, ctx.load_ptx(samples::KERNELS_PTX)?)?);
+    let module = Arc::new(home.unbind(ctx, ctx.module_from_ptx(samples::KERNELS_PTX)?)?);
     // SAFETY: empty(float *p, size_t p_len) touches nothing.
     let empty = Arc::new(unsafe { OwnedKernel::<Empty>::new(&module, "empty") }?);
     // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.

@@ -183,7 +183,7 @@ fn crate_partitions(device: &Device, saturate: i64) -> Result<Latency, Error> {
         let (b_part, a_part) = sms.split(B_SMS)?;
         a_part.enter(|a| {
             b_part.enter(|b| {
-                let (ma, mb) = (a.load_ptx(PTX)?, b.load_ptx(PTX)?);
+                let (ma, mb) = (a.module_from_ptx(PTX)?, b.module_from_ptx(PTX)?);
                 // SAFETY: spin(long long cycles) touches no memory.
                 let spin_a = unsafe { ma.kernel::<(i64,)>("spin") }?;
                 // SAFETY: as above.
@@ -220,7 +220,7 @@ fn crate_partitions(device: &Device, saturate: i64) -> Result<Latency, Error> {
 
 fn plain_streams(device: &Device, saturate: i64) -> Result<Latency, Error> {
     with_context(device, ContextFlags::default(), |ctx| {
-        let module = ctx.load_ptx(PTX)?;
+        let module = ctx.module_from_ptx(PTX)?;
         // SAFETY: spin(long long cycles) touches no memory.
         let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
         let (sa, sb) = (
@@ -450,7 +450,7 @@ fn launch_costs(device: &Device) -> Result<(f64, f64), Error> {
     with_partitions(device, |sms| {
         let (b, _a) = sms.split(B_SMS)?;
         b.enter(|p| {
-            let module = p.load_ptx(PTX)?;
+            let module = p.module_from_ptx(PTX)?;
             // SAFETY: empty(float*, size_t) touches nothing.
             let empty = unsafe { module.kernel::<(Out<f32>,)>("empty") }?;
             let stream = p.new_stream()?;

@@ -88,7 +88,7 @@ fn main() {
         let ((stream, module, mut dev4, mut dev_u32), run) = phases.setup(|ctx| {
             Ok::<_, Error>((
                 ctx.new_stream()?,
-                ctx.load_ptx(PTX)?,
+                ctx.module_from_ptx(PTX)?,
                 ctx.zeroed::<f32>(4)?,
                 ctx.zeroed::<u32>(1024)?,
             ))
@@ -106,7 +106,7 @@ fn main() {
             let mut plain_dev4 = plain.zeroed::<f32>(4)?;
             let mut plain_dev_u32 = plain.zeroed::<u32>(1024)?;
             let mut host = plain.pinned_zeroed::<u32>(1024)?;
-            let plain_module = plain.load_ptx(PTX)?;
+            let plain_module = plain.module_from_ptx(PTX)?;
             // SAFETY: as above.
             let plain_empty = unsafe { plain_module.kernel::<(Out<f32>,)>("empty") }?;
             // SAFETY: as for `raw_ctx`.

@@ -186,7 +186,7 @@ fn worker(
     shared
         .enter(|ctx| {
             let stream = ctx.new_stream()?;
-            let module = ctx.load_ptx(PTX)?;
+            let module = ctx.module_from_ptx(PTX)?;
             // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t)
             // stays below all three lengths.
             let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;

@@ -233,7 +233,7 @@ fn main() -> Result<(), Error> {
 /// `which`: 0 = brand, 2 = brand in the previous style, 3 = raw.
 fn measure_ours(ctx: ContextGuard<'_>, hosts: &Hosts, which: usize) -> Result<f64, Error> {
     let stream = ctx.new_stream()?;
-    let module = ctx.load_ptx(PTX)?;
+    let module = ctx.module_from_ptx(PTX)?;
     // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t) stays
     // below all three lengths.
     let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;

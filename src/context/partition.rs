@@ -23,7 +23,7 @@
 //!     bulk.enter(|a| {
 //!         critical.enter(|b| {
 //!             // each partition loads its own module; its streams run on its SMs only
-//!             let (spin_a, spin_b) = (a.load_ptx(ptx)?, b.load_ptx(ptx)?);
+//!             let (spin_a, spin_b) = (a.module_from_ptx(ptx)?, b.module_from_ptx(ptx)?);
 //!             // SAFETY: spin(long long cycles) touches no memory.
 //!             let spin_a = unsafe { spin_a.kernel::<(i64,)>("spin") }?;
 //!             // SAFETY: as above.

@@ -25,7 +25,7 @@ use crate::synchronous;
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+///     let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
 ///     let f = module.function("sum_u64")?;
 ///     println!("{} registers, {} B static shared memory", f.num_registers()?, f.static_shared_bytes()?);
 ///     assert!(f.max_threads_per_block()? >= 256);
@@ -51,9 +51,9 @@ use crate::synchronous;
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let module_a = a.load_ptx(PTX)?;
+///     let module_a = a.module_from_ptx(PTX)?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let module_b = b.load_ptx(PTX)?;
+///         let module_b = b.module_from_ptx(PTX)?;
 ///         let (f_a, f_b) = (module_a.function("scale")?, module_b.function("scale")?);
 ///         one_context(f_a, f_b); // two contexts: does not compile
 ///         Ok(())
@@ -272,7 +272,7 @@ impl<'m, 'ctx> Function<'m, 'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// # let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+    ///     let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
     ///     // scale(float *x, size_t x_len, float k)
     ///     let params = module.function("scale")?.params()?;
     ///     let layout: Vec<(usize, usize)> = params.iter().map(|p| (p.offset, p.size)).collect();

@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorCode, Result};
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |ctx| {
-///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+///     let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
 ///     // SAFETY: scale(float*, size_t, float) writes only x[0..x_len] and no global.
 ///     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 ///     let mut x = ctx.from_slice(&[1.0f32; 1000])?;
@@ -55,11 +55,11 @@ use crate::error::{Error, ErrorCode, Result};
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let module_a = a.load_ptx(PTX)?;
+///     let module_a = a.module_from_ptx(PTX)?;
 ///     // SAFETY: scale(float*, size_t, float) writes only x[0..x_len] and no global.
 ///     let on_a = unsafe { module_a.kernel::<Scale>("scale") }?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let module_b = b.load_ptx(PTX)?;
+///         let module_b = b.module_from_ptx(PTX)?;
 ///         // SAFETY: as above.
 ///         let on_b = unsafe { module_b.kernel::<Scale>("scale") }?;
 ///         one_context(&on_a, &on_b); // two contexts: does not compile
@@ -102,11 +102,11 @@ pub struct Kernel<'m, 'ctx, P> {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let mut module_a = a.load_ptx(PTX)?;
+///     let mut module_a = a.module_from_ptx(PTX)?;
 ///     // SAFETY: bump(int) writes only the globals `counter` and `table`.
 ///     let on_a = unsafe { module_a.kernel_mut::<(i32,)>("bump") }?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let mut module_b = b.load_ptx(PTX)?;
+///         let mut module_b = b.module_from_ptx(PTX)?;
 ///         // SAFETY: as above.
 ///         let on_b = unsafe { module_b.kernel_mut::<(i32,)>("bump") }?;
 ///         one_context(&on_a, &on_b); // two contexts: does not compile
@@ -144,11 +144,11 @@ pub struct KernelMut<'m, 'ctx, P> {
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let (mut module_a, stream_a) = (a.load_ptx(PTX)?, a.new_stream()?);
+///     let (mut module_a, stream_a) = (a.module_from_ptx(PTX)?, a.new_stream()?);
 ///     // SAFETY: bump(int) writes only the globals `counter` and `table`.
 ///     let mut bump_a = unsafe { module_a.kernel_mut::<(i32,)>("bump") }?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let (mut module_b, stream_b) = (b.load_ptx(PTX)?, b.new_stream()?);
+///         let (mut module_b, stream_b) = (b.module_from_ptx(PTX)?, b.new_stream()?);
 ///         // SAFETY: as above.
 ///         let mut bump_b = unsafe { module_b.kernel_mut::<(i32,)>("bump") }?;
 ///         stream_a.scope(|sa| {

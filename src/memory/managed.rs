@@ -19,7 +19,7 @@
 //! # fn main() -> cuda_brand::Result<()> {
 //! let device = Device::get(0)?;
 //! with_context(&device, ContextFlags::default(), |ctx| {
-//!     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+//!     let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
 //!     // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
 //!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
 //!     let mut data = ManagedBuffer::from_slice(ctx, &[1.0f32, 2.0, 3.0])?;

@@ -22,7 +22,7 @@
 //!         .max_registers(32)
 //!         .generate_line_info(true)
 //!         .log_verbose(true);
-//!     let (module, log) = ctx.load_ptx_with(include_str!("../../kernels/kernels.ptx"), &options)?;
+//!     let (module, log) = ctx.module_from_ptx_logged(include_str!("../../kernels/kernels.ptx"), &options)?;
 //!     println!("JIT took {:?}:\n{}", log.wall_time, log.info);
 //!     assert!(module.function("scale")?.num_registers()? <= 32);
 //!     Ok(())
@@ -318,13 +318,13 @@ mod tests {
     fn values_the_driver_would_misread_are_refused() {
         let e = JitOptions::new()
             .optimization_level(5)
-            .to_args("Module::from_ptx_with")
+            .to_args("Module::from_ptx_logged")
             .err()
             .unwrap();
         assert_eq!(e.code(), ErrorCode::InvalidInput);
         assert_eq!(
             e.to_string(),
-            "Module::from_ptx_with failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): JIT \
+            "Module::from_ptx_logged failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): JIT \
              optimization level 5 is not one of 0 to 4"
         );
         #[cfg(target_pointer_width = "64")]

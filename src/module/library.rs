@@ -82,12 +82,12 @@ impl Library {
     /// Text that starts like a binary image (byte 0x7F) or holds a NUL byte is refused
     /// first, as by [`Module::from_ptx`](crate::Module::from_ptx).
     pub fn from_ptx(ptx: &str) -> Result<Library> {
-        Self::from_ptx_with(ptx, &JitOptions::default()).map(|(library, _)| library)
+        Self::from_ptx_logged(ptx, &JitOptions::default()).map(|(library, _)| library)
     }
 
     /// As [`Library::from_ptx`], with the JIT compiler's `options`; returns the library
     /// with what the compiler reported while loading it.
-    pub fn from_ptx_with(ptx: &str, options: &JitOptions) -> Result<(Library, JitLog)> {
+    pub fn from_ptx_logged(ptx: &str, options: &JitOptions) -> Result<(Library, JitLog)> {
         const CALL: &str = "Library::from_ptx";
         let text = ptx_text(CALL, ptx)?;
         let jit = options.to_args(CALL)?;
@@ -102,12 +102,12 @@ impl Library {
     /// check is `CUDA_ERROR_INVALID_IMAGE` with what is wrong in the detail, before any
     /// driver call.
     pub fn from_binary(image: &[u8]) -> Result<Library> {
-        Self::from_binary_with(image, &JitOptions::default()).map(|(library, _)| library)
+        Self::from_binary_logged(image, &JitOptions::default()).map(|(library, _)| library)
     }
 
     /// As [`Library::from_binary`] (the same check first), with the JIT compiler's
     /// `options` for the PTX a fatbin may hold.
-    pub fn from_binary_with(image: &[u8], options: &JitOptions) -> Result<(Library, JitLog)> {
+    pub fn from_binary_logged(image: &[u8], options: &JitOptions) -> Result<(Library, JitLog)> {
         const CALL: &str = "Library::from_binary";
         check_image(CALL, image)?;
         let aligned = aligned_image(CALL, image)?;

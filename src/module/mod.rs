@@ -6,7 +6,7 @@
 //! # fn main() -> cuda_brand::Result<()> {
 //! let device = Device::get(0)?;
 //! with_context(&device, ContextFlags::default(), |ctx| {
-//!     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+//!     let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
 //!     // SAFETY: `scale(float *x, size_t x_len, float k)` has this parameter list, writes
 //!     // only `x[0..x_len]` and no module global.
 //!     let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
@@ -76,9 +76,9 @@ pub use library::Library;
 /// # fn main() -> cuda_brand::Result<()> {
 /// # let device = Device::get(0)?;
 /// with_context(&device, ContextFlags::default(), |a| {
-///     let on_a = a.load_ptx(PTX)?;
+///     let on_a = a.module_from_ptx(PTX)?;
 ///     with_context(&device, ContextFlags::default(), |b| {
-///         let on_b = b.load_ptx(PTX)?;
+///         let on_b = b.module_from_ptx(PTX)?;
 ///         one_context(&on_a, &on_b); // two contexts: does not compile
 ///         Ok(())
 ///     })
@@ -129,19 +129,19 @@ impl<'ctx> Module<'ctx> {
     /// with_context(&device, ContextFlags::default(), |ctx| {
     ///     let options = JitOptions::new().max_registers(16).log_verbose(true);
     ///     let (module, log) =
-    ///         Module::from_ptx_with(ctx, include_str!("../../kernels/kernels.ptx"), &options)?;
+    ///         Module::from_ptx_logged(ctx, include_str!("../../kernels/kernels.ptx"), &options)?;
     ///     println!("{}", log.info); // e.g. "ptxas info : Used 16 registers ..."
     ///     assert!(module.function("sum_u64")?.num_registers()? <= 16);
     ///     Ok(())
     /// })
     /// # }
     /// ```
-    pub fn from_ptx_with<P: Allocating, S: Part>(
+    pub fn from_ptx_logged<P: Allocating, S: Part>(
         ctx: ContextGuard<'ctx, P, S>,
         ptx: &str,
         options: &JitOptions,
     ) -> Result<(Self, JitLog)> {
-        const CALL: &str = "Module::from_ptx_with";
+        const CALL: &str = "Module::from_ptx_logged";
         let text = ptx_text(CALL, ptx)?;
         let jit = options.to_args(CALL)?;
         // SAFETY: NUL-terminated text that outlives the call, PTX as the driver reads it
@@ -176,12 +176,12 @@ impl<'ctx> Module<'ctx> {
     /// it has no binary for the device ([`JitOptions::fallback`] chooses between its PTX
     /// and a binary of an older architecture). Returns the module with what the compiler
     /// reported.
-    pub fn from_binary_with<P: Allocating, S: Part>(
+    pub fn from_binary_logged<P: Allocating, S: Part>(
         ctx: ContextGuard<'ctx, P, S>,
         image: &[u8],
         options: &JitOptions,
     ) -> Result<(Self, JitLog)> {
-        const CALL: &str = "Module::from_binary_with";
+        const CALL: &str = "Module::from_binary_logged";
         check_image(CALL, image)?;
         let aligned = aligned_image(CALL, image)?;
         let jit = options.to_args(CALL)?;
@@ -431,7 +431,7 @@ impl<'ctx> Module<'ctx> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// # let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let mut module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+    ///     let mut module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
     ///     module.global_mut::<i32>("counter")?.copy_from_host(&[40])?;
     ///     {
     ///         // SAFETY: bump(int) writes only the globals `counter` and `table`.
@@ -626,7 +626,7 @@ pub(crate) fn c_name(call: &'static str, name: &str) -> Result<CString> {
 // The bounds are on the methods, so that a run-phase guard gets `Allocating`'s message.
 impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     /// A module JIT-compiled from PTX text: [`Module::from_ptx`].
-    pub fn load_ptx(self, ptx: &str) -> Result<Module<'ctx>>
+    pub fn module_from_ptx(self, ptx: &str) -> Result<Module<'ctx>>
     where
         P: Allocating,
     {
@@ -634,12 +634,16 @@ impl<'ctx, P: Phase, S: Part> ContextGuard<'ctx, P, S> {
     }
 
     /// A module JIT-compiled from PTX text with the compiler's `options`, and what the
-    /// compiler reported: [`Module::from_ptx_with`].
-    pub fn load_ptx_with(self, ptx: &str, options: &JitOptions) -> Result<(Module<'ctx>, JitLog)>
+    /// compiler reported: [`Module::from_ptx_logged`].
+    pub fn module_from_ptx_logged(
+        self,
+        ptx: &str,
+        options: &JitOptions,
+    ) -> Result<(Module<'ctx>, JitLog)>
     where
         P: Allocating,
     {
-        Module::from_ptx_with(self, ptx, options)
+        Module::from_ptx_logged(self, ptx, options)
     }
 }
 
@@ -653,7 +657,7 @@ impl Module<'_> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+    ///     let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
     ///     module.close()
     /// })
     /// # }

@@ -26,7 +26,7 @@ use crate::module::Library;
 /// # fn main() -> cuda_brand::Result<()> {
 /// let home = OwnedContext::primary(&Device::get(0)?)?;
 /// let module = Arc::new(home.enter(|ctx| {
-///     let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+///     let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
 ///     Ok::<_, cuda_brand::Error>(home.unbind(ctx, module)?)
 /// })?);
 /// // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.

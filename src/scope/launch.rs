@@ -28,7 +28,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// # fn main() -> cuda_brand::Result<()> {
     /// let device = Device::get(0)?;
     /// with_context(&device, ContextFlags::default(), |ctx| {
-    ///     let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+    ///     let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
     ///     // SAFETY: vector_add(const float*, size_t, const float*, size_t, float*, size_t).
     ///     let add = unsafe { module.kernel::<(In<f32>, In<f32>, Out<f32>)>("vector_add") }?;
     ///     let mut d = ctx.from_slice(&[1.0f32; 8])?;

@@ -14,7 +14,7 @@ fn main() -> cuda_brand::Result<()> {
         return Ok(());
     };
     with_context(&device, ContextFlags::default(), |ctx| {
-        let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+        let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
         // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
         let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
         let mut input = ctx.pinned_zeroed::<f32>(256)?;

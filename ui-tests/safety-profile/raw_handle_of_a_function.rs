@@ -17,7 +17,7 @@ use cuda_brand::prelude::*;
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let module = ctx.load_ptx(include_str!("../../kernels/kernels.ptx"))?;
+        let module = ctx.module_from_ptx(include_str!("../../kernels/kernels.ptx"))?;
         let function = module.function("vector_add")?;
         // SAFETY: (the case is about the lint, not the promise)
         let handle = unsafe { function.as_raw() };

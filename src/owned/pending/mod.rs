@@ -170,7 +170,7 @@ impl Owned<Stream<'static>> {
     /// let (stream, buf, module) = home.enter(|ctx| {
     ///     let stream = home.unbind(ctx, ctx.new_stream()?)?;
     ///     let buf = home.unbind(ctx, ctx.zeroed::<f32>(1024)?)?;
-    ///     let module = home.unbind(ctx, ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
+    ///     let module = home.unbind(ctx, ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?)?;
     ///     Ok::<_, cuda_brand::Error>((Arc::new(stream), buf, Arc::new(module)))
     /// })?;
     /// // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.

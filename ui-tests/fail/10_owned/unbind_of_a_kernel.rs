@@ -18,7 +18,7 @@ use cuda_brand::{Device, Out};
 fn main() -> cuda_brand::Result<()> {
     let home = OwnedContext::primary(&Device::get(0)?)?;
     let scale = home.enter(|ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: scale(float *x, size_t x_len, float k) writes x[0..x_len] only.
         let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
         Ok::<_, cuda_brand::Error>(home.unbind(ctx, scale)?)

@@ -18,7 +18,7 @@ fn main() -> cuda_brand::Result<()> {
         first.enter(|a| {
             let mut on_a = a.zeroed::<f32>(1024)?;
             second.enter(|b| {
-                let module = b.load_ptx(include_str!("../../../kernels/kernels.ptx"))?;
+                let module = b.module_from_ptx(include_str!("../../../kernels/kernels.ptx"))?;
                 // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
                 let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
                 let stream = b.new_stream()?;

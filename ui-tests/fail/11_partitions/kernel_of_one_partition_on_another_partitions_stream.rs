@@ -6,7 +6,7 @@
 // runs on B's SMs work that the program meant for A, and the split no longer says which
 // workload may use which SMs.
 //
-// Fix: load the module in each partition that launches it (`b.load_ptx(...)`).
+// Fix: load the module in each partition that launches it (`b.module_from_ptx(...)`).
 
 use cuda_brand::prelude::*;
 use cuda_brand::with_partitions;
@@ -17,7 +17,7 @@ fn main() -> cuda_brand::Result<()> {
         let (first, second) = sms.split(16)?;
         first.enter(|a| {
             second.enter(|b| {
-                let module = a.load_ptx(include_str!("../../../kernels/kernels.ptx"))?;
+                let module = a.module_from_ptx(include_str!("../../../kernels/kernels.ptx"))?;
                 // SAFETY: spin(long long cycles) touches no memory.
                 let spin = unsafe { module.kernel::<(i64,)>("spin") }?;
                 let on_b = b.new_stream()?;

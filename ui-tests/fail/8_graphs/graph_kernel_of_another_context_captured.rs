@@ -11,7 +11,7 @@ use cuda_brand::prelude::*;
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |a| {
-        let module = a.load_ptx(include_str!("../../../kernels/kernels.ptx"))?;
+        let module = a.module_from_ptx(include_str!("../../../kernels/kernels.ptx"))?;
         // SAFETY: scale(float*, size_t, float) writes only x[0..x_len].
         let scale = unsafe { module.kernel::<(Out<f32>, f32)>("scale") }?;
         with_context(&device, ContextFlags::default(), |b| {

@@ -32,7 +32,7 @@ fn main() -> cuda_brand::Result<()> {
     let ordinal: cuda_brand::sys::CUdevice = device.as_raw();
     println!("device {ordinal}");
     with_context(&device, ContextFlags::default(), |ctx| {
-        let module = ctx.load_ptx(include_str!("../../../kernels/kernels.ptx"))?;
+        let module = ctx.module_from_ptx(include_str!("../../../kernels/kernels.ptx"))?;
         let add = kernels::vector_add(&module)?;
         let a = ctx.from_slice(&[1.0f32, 2.0, 3.0])?;
         let b = ctx.from_slice(&[10.0f32, 20.0, 30.0])?;
