@@ -67,7 +67,7 @@ fn run(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let a = 3.0f32;
 
     with_context(&device, ContextFlags::default(), |ctx| {
-        let module = ctx.load_ptx(samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(samples::KERNELS_PTX)?;
         let saxpy = Saxpy::new(&module)?;
         let dx = ctx.from_slice(&x)?;
         let mut dy = ctx.from_slice(&y)?;

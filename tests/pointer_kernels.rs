@@ -38,7 +38,7 @@ unsafe fn saxpy<'m, 'ctx>(module: &'m Module<'ctx>) -> Result<Kernel<'m, 'ctx, S
 /// `x[i] = i`, `y[i] = 2i`, `a = 3`: `y[i] = 5i`, exact in `f32` below 2^24 / 5.
 fn saxpy_declared_with_pointers_computes_five_i_without_a_raw_address() {
     common::in_context(|ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: every launch below passes n at most both lengths, with `config_for(n)`.
         let saxpy = unsafe { saxpy(&module) }?;
         let stream = ctx.new_stream()?;
@@ -89,7 +89,7 @@ fn saxpy_declared_with_pointers_computes_five_i_without_a_raw_address() {
 /// after it keep their value.
 fn vector_add_from_the_cuda_samples_adds_num_elements_floats() {
     common::in_context(|ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: vectorAdd's C parameter list is `VectorAdd`; it touches A, B and C below
         // numElements (int indices), and the one launch passes numElements at most every
         // length, with a grid of `config_for(n)`.
@@ -116,7 +116,7 @@ fn vector_add_from_the_cuda_samples_adds_num_elements_floats() {
 /// Small integers, so every sum is exact in `f32` (all below 2^24) whatever the order.
 fn reduce_with_dynamic_shared_memory_sums_exactly_in_two_passes() {
     common::in_context(|ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         const BLOCK: u32 = 256;
         let config = |inputs: usize| {
             let blocks = inputs.div_ceil(2 * BLOCK as usize) as u32;
@@ -190,7 +190,7 @@ fn grid_2d(width: usize, height: usize) -> LaunchConfig {
 /// computes. A 3D buffer is one more 2D array, of `height * depth` rows.
 fn stencil2d_on_pitched_buffers_matches_the_host_exactly() {
     common::in_context(|ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: stencil2d's C parameter list is `Stencil2d`; it touches rows 0..height of
         // `width` floats, `pitch` bytes apart, of both arrays; every launch below passes each
         // buffer's own pitch and a width and height that both buffers have.
@@ -253,7 +253,7 @@ fn stencil2d_on_pitched_buffers_matches_the_host_exactly() {
 /// buffer keeps its values. Halves that do not overlap launch.
 fn an_out_ptr_overlapping_an_in_ptr_is_refused_before_the_launch() {
     common::in_context(|ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: every launch below passes n at most both lengths, in one block.
         let saxpy = unsafe { saxpy(&module) }?;
         let n = 64usize;
@@ -331,7 +331,7 @@ fn an_out_ptr_overlapping_an_in_ptr_is_refused_before_the_launch() {
 /// copy on `b` of what a launch on `a` writes (`OutPtr`) waits for the launch.
 fn pointer_arguments_are_ordered_across_the_streams_of_one_scope() {
     common::in_context(|ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: every launch below passes n = both lengths, with `config_for(n)`.
         let saxpy = unsafe { saxpy(&module) }?;
         // SAFETY: spin(long long) busy-waits and touches no memory.

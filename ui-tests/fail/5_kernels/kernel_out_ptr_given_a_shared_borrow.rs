@@ -15,7 +15,7 @@ use cuda_brand::prelude::*;
 fn main() -> cuda_brand::Result<()> {
     let device = Device::get(0)?;
     with_context(&device, ContextFlags::default(), |ctx| {
-        let module = ctx.load_ptx(cuda_brand::samples::KERNELS_PTX)?;
+        let module = ctx.module_from_ptx(cuda_brand::samples::KERNELS_PTX)?;
         // SAFETY: saxpy(int n, float a, const float *x, float *y) reads x[0..n] and writes
         // y[0..n]; every launch below passes n at most both lengths.
         let saxpy = unsafe { module.kernel::<(i32, f32, InPtr<f32>, OutPtr<f32>)>("saxpy") }?;
