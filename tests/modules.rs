@@ -303,7 +303,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
             wrong(e),
             "Module::kernel failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): the \
              declaration has 4 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` is \
-             two: a pointer and a `size_t` length)"
+             two: a pointer and a `size_t` length; a pointer `InPtr<T>` or `OutPtr<T>` is one)"
         );
         // too few (the slice's length forgotten: a pointer alone)
         // SAFETY: refused.
@@ -312,7 +312,7 @@ fn declarations_are_checked_against_the_kernels_parameters() {
             wrong(e),
             "Module::kernel failed: CUDA_BRAND_INVALID_INPUT (invalid input, refused before the driver saw it): the \
              declaration has 2 C parameters, the kernel has 3 (a slice `In<T>` or `Out<T>` is \
-             two: a pointer and a `size_t` length)"
+             two: a pointer and a `size_t` length; a pointer `InPtr<T>` or `OutPtr<T>` is one)"
         );
         // a scalar of the wrong size
         // SAFETY: refused.

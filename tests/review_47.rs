@@ -90,41 +90,52 @@ fn an_executor_polling_inside_wake_finishes_the_batch_on_the_repoll_thread() {
     let (home, module, stream) = owned_setup(&device);
     let (spin, scale) = (spin_kernel(&module), scale_kernel(&module));
     let n = 4096;
-    let buf = owned_buffer(&home, &vec![2.0; n]);
-    let work = stream.submit(
-        (buf, vec![0.0f32; 0], spin, scale),
-        move |s, (d, _host, spin, scale)| {
-            s.launch(spin, LaunchConfig::linear(1, 1), (cycles(20),))?;
-            s.launch(scale, LaunchConfig::linear(16, 256), (d, 3.0f32))
-        },
-    );
-    let task = Arc::new(InlineTask {
-        future: Mutex::new(Some(work)),
-        again: AtomicBool::new(false),
-        polls: AtomicUsize::new(0),
-        output: Mutex::new(None),
-    });
-    task.run(); // the first poll, here: arms the callback
-    assert!(
-        task.output.lock().unwrap().is_none(),
-        "a 20 ms kernel is still running at the first poll"
-    );
-    wait_for("the batch's end", || task.output.lock().unwrap().is_some());
-    let ((result, (buf, _host, _spin, _scale)), finished_on) =
-        task.output.lock().unwrap().take().unwrap();
-    result.unwrap();
-    assert_eq!(
-        finished_on.as_deref(),
-        Some("cuda-brand-repoll"),
-        "finished by the crate's thread, after {} polls",
-        task.polls.load(Ordering::SeqCst)
-    );
-    assert!(
-        task.polls.load(Ordering::SeqCst) >= 3,
-        "here, in the callback, on the thread"
-    );
-    let values = home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap();
-    assert_eq!(values, vec![6.0f32; n]);
+    let mut buf = owned_buffer(&home, &vec![2.0; n]);
+    let mut want = 2.0f32;
+    // The case needs the batch still running when the first poll returns; a host slowed
+    // down (compute-sanitizer intercepts every driver call) can take longer than a short
+    // kernel to get there, so the kernel grows until it outlasts the first poll.
+    for ms in [20, 200, 2000] {
+        let work = stream.submit(
+            (buf, vec![0.0f32; 0], Arc::clone(&spin), Arc::clone(&scale)),
+            move |s, (d, _host, spin, scale)| {
+                s.launch(spin, LaunchConfig::linear(1, 1), (cycles(ms),))?;
+                s.launch(scale, LaunchConfig::linear(16, 256), (d, 3.0f32))
+            },
+        );
+        let task = Arc::new(InlineTask {
+            future: Mutex::new(Some(work)),
+            again: AtomicBool::new(false),
+            polls: AtomicUsize::new(0),
+            output: Mutex::new(None),
+        });
+        task.run(); // the first poll, here: arms the callback
+        let running_after_first_poll = task.output.lock().unwrap().is_none();
+        wait_for("the batch's end", || task.output.lock().unwrap().is_some());
+        let ((result, (back, _host, _spin, _scale)), finished_on) =
+            task.output.lock().unwrap().take().unwrap();
+        result.unwrap();
+        buf = back;
+        want *= 3.0;
+        if !running_after_first_poll {
+            eprintln!("the {ms} ms kernel ended before the first poll returned: again, longer");
+            continue;
+        }
+        assert_eq!(
+            finished_on.as_deref(),
+            Some("cuda-brand-repoll"),
+            "finished by the crate's thread, after {} polls",
+            task.polls.load(Ordering::SeqCst)
+        );
+        assert!(
+            task.polls.load(Ordering::SeqCst) >= 3,
+            "here, in the callback, on the thread"
+        );
+        let values = home.enter(|ctx| buf.bind(ctx)?.to_vec()).unwrap();
+        assert_eq!(values, vec![want; n]);
+        return;
+    }
+    panic!("even a 2 s kernel ended before the first poll returned");
 }
 
 /// A waker that notes when it is first woken.
