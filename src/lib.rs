@@ -294,6 +294,7 @@
 //!   partitions that keep one workload from starving another, [`partition`]); [`Error`]
 //!   (every failure, naming the driver call).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(

@@ -286,7 +286,7 @@ pub(crate) fn freeze(ctx: ContextGuard<'_>, frozen: bool) {
     let _ = (ctx, frozen);
 }
 
-/// The kinds of bulk copy, each with its own threshold (see [`threshold`]).
+/// The kinds of bulk copy, each with its own threshold (see `threshold` in this module).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 // the copies' directions are named by where the host side is (crate-private without the
 // `staging` feature, where clippy would ask for other names)
