@@ -1,6 +1,6 @@
 //! Streams the crate does not own (a scope's stream, the legacy stream) ordered after the
 //! pending accesses their next work conflicts with, without queueing anything on them
-//! while the book's lock is held (issue 46, item 5).
+//! while the book's lock is held.
 //!
 //! The driver may block a call that queues work on a stream whose queue is full, until the
 //! stream moves on. A user's stream can be full behind a host function that waits for

@@ -46,7 +46,7 @@
 //! the one every other synchronous operation of the thread uses there
 //! (`crate::synchronous`): the thread's sync stream, a non-blocking stream that waits for no
 //! `StreamFlags::Default` stream (so a staged copy returns while such a stream's host
-//! function waits, issue 46), ordered after the pending accesses the copy conflicts with
+//! function waits), ordered after the pending accesses the copy conflicts with
 //! and synchronized at the end, as any operation that touches host memory; the legacy
 //! stream, after those accesses, only where no synchronous operation may use a sync stream
 //! (memory the host reads directly, pool memory in a context with no sync stream of the
