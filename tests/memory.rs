@@ -627,6 +627,33 @@ fn a_scope_copy_takes_the_destination_first_and_leaves_the_source_as_it_was() {
     });
 }
 
+/// `copy_from_peer` with the scope's own guard as the source's and two overlapping views of
+/// one bound buffer (a bound view is `Copy`): refused before the driver, as
+/// `copy_from_device` refuses it, and nothing is queued. (Found by the review of the 0.2
+/// API: the peer copy had no overlap check.)
+fn a_peer_copy_whose_source_overlaps_its_destination_is_refused_before_the_driver() {
+    common::in_context(|ctx| {
+        let start: Vec<f32> = (0..64).map(|i| i as f32).collect();
+        let mut b = ctx.from_slice(&start)?;
+        let stream = ctx.new_stream()?;
+        let e = stream
+            .scope(|s| {
+                let d = s.bind_mut(&mut b);
+                // b[16..48] into b[0..32]: b[16..32] is both source and destination
+                s.copy_from_peer(d.slice(..32), d.slice(16..48).into_ref(), ctx)
+            })
+            .unwrap_err();
+        assert_eq!(e.call(), "StreamScope::copy_from_peer", "{e}");
+        assert!(
+            matches!(e.invalid(), Some(cuda_brand::Invalid::Overlap { .. })),
+            "{e}"
+        );
+        // nothing was queued: the buffer is as it was
+        assert_eq!(b.to_vec()?, start);
+        Ok(())
+    })
+}
+
 fn a_3d_copy_between_boxes_copies_the_source_box_into_the_destination_box() {
     use cuda_brand::{DeviceBuffer3D, Invalid, Region3D};
     common::in_context(|ctx| {
@@ -1446,6 +1473,7 @@ gpu_tests!(
     empty_3d_buffers_allocate_nothing_and_copy_nothing,
     a_scope_copy_takes_the_destination_first_and_leaves_the_source_as_it_was,
     a_3d_copy_between_boxes_copies_the_source_box_into_the_destination_box,
+    a_peer_copy_whose_source_overlaps_its_destination_is_refused_before_the_driver,
     managed_memory_is_seen_in_order_by_the_host_and_kernels,
     a_pool_of_ones_own_serves_buffers_and_scopes_with_its_settings,
     copy_round_trip_preserves_values_of_several_types_and_sizes,

@@ -230,8 +230,8 @@ macro_rules! complex_to_complex {
         /// Complex-to-complex transforms (feature `cufft`).
         impl<'ctx> FftPlan<'ctx, $c, $c> {
             /// Queues the batch's transforms (`cufftExecC2C`/`Z2Z`) of `input` into
-            /// `output` in `direction`, on `scope`'s stream: the destination first, as every
-            /// operation of the crate takes it. Both hold exactly
+            /// `output` in `direction`, on `scope`'s stream: the destination first, as
+            /// every copy-like operation of the crate takes it. Both hold exactly
             /// [`input_len`](Self::input_len) elements and do not overlap; checked before
             /// cuFFT, each error naming the argument.
             pub fn exec<'scope, K: StreamKind>(

@@ -200,8 +200,9 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
     /// the scope has synchronized. Needs no peer access.
     ///
     /// # Errors
-    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ (before any
-    /// driver call).
+    /// [`Invalid::LengthMismatch`](crate::Invalid::LengthMismatch) if the lengths differ, and
+    /// [`Invalid::Overlap`](crate::Invalid::Overlap) if the two ranges overlap (two views of
+    /// one buffer, with the scope's own guard as `src_ctx`), before any driver call.
     pub fn copy_from_peer<'peer, T: DeviceCopy>(
         &'scope self,
         dst: impl IntoDeviceMut<'scope, 'ctx, T>,
@@ -219,11 +220,23 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         // both ends named: the source, memory of another context, may have a pending
         // synchronous write (of any sync stream) that the copy must follow
         let spans = [write_span(&dst), read_span(&src)];
+        // `src_ctx` may be this scope's own guard, and a bound view is `Copy`: the two
+        // ends can be two views of one buffer (addresses are unified, so memory of two
+        // contexts never overlaps)
+        if spans[0].overlaps(&spans[1]) {
+            return Err(overlap_error(
+                "StreamScope::copy_from_peer",
+                ["the destination", "the source"],
+                &spans[0],
+                &spans[1],
+            ));
+        }
         self.ordered(&spans, None, || {
             // SAFETY: both contexts are alive (brands); each range is memory its context
             // may access (its own, or a peer's through a `PeerAccess` view); both stay
-            // borrowed until the scope synchronizes; `src` is borrowed shared, so nothing
-            // writes it meanwhile.
+            // borrowed until the scope synchronizes; they are disjoint (checked above), and
+            // nothing else writes `src` meanwhile (borrowed shared, or a view of the scope's
+            // that no other operation of this copy touches).
             unsafe {
                 driver::memcpy_peer_async(
                     dst.ptr,
