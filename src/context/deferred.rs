@@ -80,7 +80,8 @@ pub(crate) fn defer_free(context: CUcontext, ptr: usize, kind: FreeBy) -> Result
 }
 
 /// Frees the buffers deferred for `context`, after synchronizing it and waiting for every
-/// pending synchronous write (the context is current). Returns the first error.
+/// pending synchronous write (the context is current). Returns the first error; if a wait
+/// fails, nothing is freed (the memory stays allocated: work may still use it).
 pub(crate) fn free_deferred(context: CUcontext) -> Result<()> {
     let mine: Vec<Deferred> = {
         let mut list = deferred();
@@ -97,12 +98,18 @@ pub(crate) fn free_deferred(context: CUcontext) -> Result<()> {
     // was current, on that context's sync stream, which the synchronization of this one
     // does not cover: every pending record is waited for too, before the blocks go back
     // to their pools (`docs/design/ordering.md`).
-    let mut first = driver::ctx_synchronize().and(super::teardown::wait_for_sync_writes());
+    // If either wait fails, work may still use the memory: it is left allocated (as every
+    // release after a failed wait in the crate), and the error returned.
+    driver::ctx_synchronize()?;
+    super::teardown::wait_for_sync_writes()?;
+    let mut first = Ok(());
     for d in mine {
-        // SAFETY: allocated in `context` during its setup phase; the context is idle and
-        // every buffer handle is gone (the brand cannot leave the closure); freed once,
-        // since the record was taken off the list.
-        first = first.and(unsafe { free(context, d.ptr, d.kind) });
+        // SAFETY: allocated in `context` during its setup phase; the context is idle (both
+        // waits above succeeded) and every buffer handle is gone (the brand cannot leave
+        // the closure); freed once, since the record was taken off the list. Every one is
+        // freed, the first failure returned.
+        let freed = unsafe { free(context, d.ptr, d.kind) };
+        first = first.and(freed);
     }
     first
 }
