@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::launch::{
     self, KernelArgs, KernelMut, KernelParams, Launch, LaunchCache, LaunchConfig, ScopedKernel,
 };
-use crate::memory::{self, DeviceCopy, DeviceSlice, Memset, lengths_match, overlap_error};
+use crate::memory::{self, DeviceCopy, DeviceSlice, Memset, copy_ends_disjoint, lengths_match};
 use crate::scope::sealed::IntoMut as _;
 use crate::scope::{DeviceMut, HostMut, IntoDeviceMut, IntoDeviceRef, IntoHostMut, IntoHostRef};
 use crate::span::Span;
@@ -393,15 +393,8 @@ impl<'c, 'g, 'ctx> Capture<'c, 'g, 'ctx> {
                 write: false,
             },
         ];
-        if spans[0].overlaps(&spans[1]) {
-            return self.op(|| {
-                Err(overlap_error(
-                    "Capture::copy_from_device",
-                    ["the destination", "the source"],
-                    &spans[0],
-                    &spans[1],
-                ))
-            });
+        if let Err(e) = copy_ends_disjoint("Capture::copy_from_device", &spans[0], &spans[1]) {
+            return self.op(|| Err(e));
         }
         self.op(|| {
             // SAFETY: same lengths, disjoint (checked), both held for the graph's life.

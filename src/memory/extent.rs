@@ -29,6 +29,21 @@ pub(crate) fn overlap_error<N: Into<Cow<'static, str>>>(
     )
 }
 
+/// `Ok` if a copy's destination `dst` and source `src` are disjoint, else the overlap error
+/// of `call` naming them "the destination" and "the source" (before any driver call).
+#[inline]
+pub(crate) fn copy_ends_disjoint(call: &'static str, dst: &Span, src: &Span) -> Result<()> {
+    if dst.overlaps(src) {
+        return Err(overlap_error(
+            call,
+            ["the destination", "the source"],
+            dst,
+            src,
+        ));
+    }
+    Ok(())
+}
+
 /// Panics with the checks' error (before any driver call): `"{call}: {invalid}"`, the
 /// message of the indexing-like forms that return no `Result` (`split_at`, `chunks`).
 #[cold]

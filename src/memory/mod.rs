@@ -58,7 +58,8 @@ pub(crate) use buffer::free_plain;
 #[doc(inline)]
 pub use copy::{DeviceCopy, Memset};
 pub(crate) use extent::{
-    bounds, byte_len, checked_byte_len, empty_address, lengths_match, overlap_error,
+    bounds, byte_len, checked_byte_len, copy_ends_disjoint, empty_address, lengths_match,
+    overlap_error,
 };
 #[doc(inline)]
 pub use managed::{Advice, ManagedBuffer, MemoryLocation};

@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 #[cfg(doc)]
 use super::DeviceBuffer;
 use super::extent::{
-    bounds, byte_len, chunk_size, fail, lengths_match, overlap_error, split_point,
+    bounds, byte_len, chunk_size, copy_ends_disjoint, fail, lengths_match, split_point,
 };
 use super::{DeviceCopy, Memset, sealed, staging};
 use crate::context::{self, Brand};
@@ -389,16 +389,9 @@ impl<'ctx, T: DeviceCopy> DeviceSlice<'ctx, T> {
             return Ok(());
         }
         let (dst_span, src_span) = (self.span(true), src.span(false));
-        if dst_span.overlaps(&src_span) {
-            // unreachable through the borrow rules (`self` is borrowed exclusively, `src`
-            // shared); checked anyway, it costs two compares
-            return Err(overlap_error(
-                "DeviceSlice::copy_from_device",
-                ["the destination", "the source"],
-                &dst_span,
-                &src_span,
-            ));
-        }
+        // unreachable through the borrow rules (`self` is borrowed exclusively, `src`
+        // shared); checked anyway, it costs two compares
+        copy_ends_disjoint("DeviceSlice::copy_from_device", &dst_span, &src_span)?;
         // A source the host reads and writes directly (managed memory: `ManagedBuffer`
         // lends it as a view) has a later user the sync stream's record does not order: the
         // host, as soon as this returns. The copy is then waited for, as one touching host

@@ -10,7 +10,7 @@ use crate::context::StreamKind;
 use crate::driver;
 use crate::error::Result;
 use crate::launch::sealed::Crate;
-use crate::memory::{DeviceCopy, Memset, lengths_match, overlap_error};
+use crate::memory::{DeviceCopy, Memset, copy_ends_disjoint, lengths_match};
 use crate::span::Span;
 
 impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
@@ -178,14 +178,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
             return Ok(());
         }
         let spans = [write_span(&dst), read_span(&src)];
-        if spans[0].overlaps(&spans[1]) {
-            return Err(overlap_error(
-                "StreamScope::copy_from_device",
-                ["the destination", "the source"],
-                &spans[0],
-                &spans[1],
-            ));
-        }
+        copy_ends_disjoint("StreamScope::copy_from_device", &spans[0], &spans[1])?;
         self.ordered(&spans, None, || {
             // SAFETY: same lengths, disjoint (checked above), both device ranges borrowed
             // until the scope synchronizes; other streams are ordered by `ordered`.
@@ -223,14 +216,7 @@ impl<'scope, 'env, 'ctx, K: StreamKind> StreamScope<'scope, 'env, 'ctx, K> {
         // `src_ctx` may be this scope's own guard, and a bound view is `Copy`: the two
         // ends can be two views of one buffer (addresses are unified, so memory of two
         // contexts never overlaps)
-        if spans[0].overlaps(&spans[1]) {
-            return Err(overlap_error(
-                "StreamScope::copy_from_peer",
-                ["the destination", "the source"],
-                &spans[0],
-                &spans[1],
-            ));
-        }
+        copy_ends_disjoint("StreamScope::copy_from_peer", &spans[0], &spans[1])?;
         self.ordered(&spans, None, || {
             // SAFETY: both contexts are alive (brands); each range is memory its context
             // may access (its own, or a peer's through a `PeerAccess` view); both stay
