@@ -383,6 +383,18 @@ fn skips_reported_as_passes(source: &str) -> Vec<(usize, &'static str)> {
                     "returns, passing, on a probe: call common::skip(reason) instead",
                 ));
             }
+            // under compute-sanitizer: a return anywhere in the block (after its prints)
+            let block = (i + 1..).take_while(|&j| j < lines.len() && at(j) != "}");
+            if condition.contains("under_sanitizer()")
+                && !condition.starts_with('!')
+                && block.into_iter().any(|j| BARE.contains(&at(j)))
+            {
+                found.push((
+                    i + 1,
+                    "returns, passing, under compute-sanitizer: call common::skip(reason) \
+                     instead",
+                ));
+            }
         }
     }
     found
@@ -516,4 +528,20 @@ fn b() {
 pub fn skip_under_sanitizer(what: &str) {}
 "#;
     assert_eq!(skips_reported_as_passes(new), []);
+    let sanitized = "
+if common::under_sanitizer() {
+    // compute-sanitizer runs one kernel at a time
+    eprintln!(\"under compute-sanitizer: not asserted\");
+    return Ok(());
+}
+let ms = if common::under_sanitizer() { 1000 } else { 100 };
+if !common::under_sanitizer() {
+    return;
+}
+";
+    let lines: Vec<usize> = skips_reported_as_passes(sanitized)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(lines, [2, 8]);
 }

@@ -160,6 +160,9 @@ impl Wake for WokenAt {
 /// (`OwnedContext::notifier` gives each stream with batches awaited at once its own).
 fn a_short_batch_is_woken_before_a_long_batch_of_another_stream_ends() {
     let device = common::gpu();
+    if common::under_sanitizer() {
+        common::skip(common::SERIAL_UNDER_SANITIZER);
+    }
     let (home, module, long_stream) = owned_setup(&device);
     let spin = spin_kernel(&module);
     let short_stream = Arc::new(

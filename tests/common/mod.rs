@@ -206,6 +206,11 @@ pub fn under_sanitizer() -> bool {
     std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
 }
 
+/// The reason a test that measures two kernels side by side is skipped under
+/// compute-sanitizer (see [`under_sanitizer`]).
+pub const SERIAL_UNDER_SANITIZER: &str =
+    "compute-sanitizer runs one kernel at a time: a kernel beside a running one waits for it";
+
 /// Runs `f` in a fresh context of device 0, or skips (see [`gpu`]); a failure panics.
 pub fn in_context(f: impl for<'ctx> FnOnce(ContextGuard<'ctx>) -> Result<(), Error>) {
     with_context(&gpu(), ContextFlags::default(), f).unwrap();
