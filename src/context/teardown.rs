@@ -248,6 +248,8 @@ static SYNC_HOOKS: OnceLock<SyncHooks> = OnceLock::new();
 static SYNC_STREAMS_MADE: AtomicU64 = AtomicU64::new(0);
 /// How many sync streams exist (a teardown's fast path).
 static SYNC_STREAMS_LIVE: AtomicU64 = AtomicU64::new(0);
+/// How many accesses of sync streams are pending ([`publish_sync_pending`]).
+static SYNC_PENDING: AtomicU64 = AtomicU64::new(0);
 
 /// Registers the synchronous layer's hooks (once: later calls change nothing). Called
 /// before that layer makes a sync stream, so that every teardown after it ends it.
@@ -304,10 +306,37 @@ pub(crate) unsafe fn end_sync_streams(raw: CUcontext, mark: u64) {
     }
 }
 
+/// Publishes how many accesses of sync streams are pending, for the readers without the
+/// synchronous layer's book ([`sync_writes_settled`]). Called under the book's lock after
+/// every change.
+#[inline]
+pub(crate) fn publish_sync_pending(pending: u64) {
+    SYNC_PENDING.store(pending, Ordering::Release);
+}
+
+/// Whether no synchronous write of the crate is pending: no work needs to wait for any
+/// sync stream. One atomic load.
+#[inline(always)]
+pub(crate) fn sync_writes_settled() -> bool {
+    SYNC_PENDING.load(Ordering::Acquire) == 0
+}
+
 /// Waits on the host for every synchronous write of the crate still pending on the GPU, in
-/// any context (`ContextGuard::synchronize`, a setup phase's frees): nothing to wait for
-/// before the first sync stream is made.
+/// any context (`ContextGuard::synchronize`, a setup phase's frees, every scope's end): one
+/// atomic load while none is pending ([`sync_writes_settled`]).
+#[inline(always)]
 pub(crate) fn wait_for_sync_writes() -> Result<()> {
+    if sync_writes_settled() {
+        return Ok(());
+    }
+    wait_for_pending_sync_writes()
+}
+
+/// [`wait_for_sync_writes`] past its fast path: the synchronous layer's wait (something is
+/// pending, so the hooks were registered before it).
+#[cold]
+#[inline(never)]
+fn wait_for_pending_sync_writes() -> Result<()> {
     match SYNC_HOOKS.get() {
         Some(hooks) => (hooks.wait_on_host)(),
         None => Ok(()),

@@ -4,7 +4,6 @@
 //! teardown and in `ContextGuard::synchronize` ([`HOOKS`], registered before the first
 //! sync stream is made).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::book::Book;
@@ -17,9 +16,6 @@ use crate::span::Touched;
 /// The process's book; handles as numbers (`CUevent` and `CUstream` are raw pointers, not
 /// `Send`).
 pub(super) static BOOK: Mutex<Book<usize>> = Mutex::new(Book::new());
-/// How many accesses are pending in the book ([`Book::pending`]), readable without the
-/// lock: while it is 0, no work needs to wait for any sync stream.
-static PENDING: AtomicU64 = AtomicU64::new(0);
 
 /// The book, locked: refused inside a host function (a driver thread), whose every driver
 /// call is refused anyway, so that no host function can ever wait for the lock while its
@@ -34,10 +30,11 @@ pub(super) fn book() -> Result<MutexGuard<'static, Book<usize>>> {
     Ok(BOOK.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// Publishes how many accesses are pending, for the readers without the book's lock
-/// ([`is_settled`]). Called under the lock after every change.
+/// Publishes how many accesses are pending in the book ([`Book::pending`]), for the readers
+/// without its lock ([`is_settled`], the context layer's teardowns:
+/// `teardown::publish_sync_pending`). Called under the lock after every change.
 pub(super) fn publish(book: &Book<usize>) {
-    PENDING.store(book.pending() as u64, Ordering::Release);
+    teardown::publish_sync_pending(book.pending() as u64);
 }
 
 /// Publishes how many sync streams were made and how many live, for the context layer's
@@ -379,7 +376,7 @@ pub(crate) unsafe fn prepare(ctx: CUcontext) {
 /// Whether nothing is pending: no work needs to wait for any sync stream. One atomic load.
 #[inline(always)]
 pub(crate) fn is_settled() -> bool {
-    PENDING.load(Ordering::Acquire) == 0
+    teardown::sync_writes_settled()
 }
 
 /// Waits on the host for every pending record (before `cuMemFree`, which the driver does
