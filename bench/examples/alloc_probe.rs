@@ -1,4 +1,5 @@
-//! Where does stream-ordered allocation spend its time? A diagnostic for BENCHMARKS.md:
+//! Where does stream-ordered allocation spend its time? A diagnostic (its first table is in
+//! `bench/results/2026-11-23-first-runs/README.md`):
 //! 100 allocations of 1 KiB, a stream synchronize, 100 frees, timed five ways in rotating
 //! order, 31 rounds, medians per allocation and free:
 //!
