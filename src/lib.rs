@@ -45,40 +45,10 @@
 //!
 //! Each rule is a compile error, pinned by a folder of compile-fail cases in the
 //! repository's `ui-tests/fail/`, each case with the compiler's full message committed
-//! next to it:
+//! next to it. The list is `docs/rules.md`, the same words as the README's and the
+//! [`guide`]'s:
 //!
-//! 1. **A context lives exactly as long as its closure**: nothing carrying `'ctx` (guard,
-//!    buffer, stream, event, module, kernel) leaves it (`1_context_lifetime`).
-//! 2. **One context's values never mix with another's**: `'ctx` is invariant, so two
-//!    contexts' brands never unify (`2_one_context`).
-//! 3. **The guard stays on its thread**: [`ContextGuard`] is not `Send`; scoped threads use
-//!    a [`SharedContext`] and [`SharedContext::enter`] (`3_threads`).
-//! 4. **Asynchronous work happens in a stream scope**: [`Stream::scope`] hands a closure a
-//!    [`StreamScope`], which borrows every buffer and host slice it touches until it has
-//!    synchronized the stream (`4_scopes`).
-//! 5. **Kernels: one `unsafe` declaration, then safe launches**: [`Module::kernel`]
-//!    declares a kernel's parameter list; launches are type-checked against it, and their
-//!    kernel, stream and buffers share one brand (`5_kernels`).
-//! 6. **Several devices: two brands only where it is meant**: [`copy_peer`] and
-//!    [`StreamScope::copy_from_peer`] are the only operations naming two brands, and a
-//!    kernel reaches another context's memory only through a view of a [`PeerAccess`]
-//!    (`6_devices`).
-//! 7. **Your own types in GPU memory are plain data**: [`derive@DeviceCopy`] takes a
-//!    `#[repr(C)]` struct of `DeviceCopy` fields without padding, and refuses everything
-//!    a kernel could make invalid or that would carry host memory (`7_derive`).
-//! 8. **A graph holds what it captured for its whole life**: [`ContextGuard::capture`]
-//!    borrows what the graph's work touches for as long as the graph exists, lending it
-//!    back only between replays; host functions borrow like every operation of their
-//!    scope (`8_graphs`).
-//! 9. **States in types: events, deadlines and phases**: only a [`Recorded`] proof is
-//!    waited for or timed, a deadline scope ([`Stream::scope_within`]) never returns early,
-//!    and the run phase of [`with_phases`] cannot allocate, load or create (`9_typestate`).
-//! 10. **Owned handles re-enter the brand**: the [`owned`] layer's handles have no brand
-//!     and may be kept anywhere (a server's state, a task, a `static`);
-//!     [`Owned::bind`](owned::Owned::bind) gives a value back with a guard's brand after one
-//!     compare of contexts, and the view ends with the guard's closure; an awaited batch
-//!     ([`submit`](owned::Owned::submit)) owns everything its work touches, so its closure
-//!     borrows nothing (`10_owned`).
+#![doc = include_str!("../docs/rules.md")]
 //!
 //! Rule 2, as in `ui-tests/fail/2_one_context/buffers_of_two_contexts_copied.rs`: a buffer
 //! of context `a` cannot take a copy of a buffer of context `b`.
@@ -330,8 +300,42 @@ mod span;
 pub mod stream;
 mod synchronous;
 mod tracker;
-#[doc = include_str!("../docs/guide.md")]
-pub mod guide {}
+#[doc = include_str!("../docs/guide/README.md")]
+#[doc = include_str!("../docs/rules.md")]
+pub mod guide {
+    #[doc = include_str!("../docs/guide/01-contexts.md")]
+    pub mod ch01_contexts {}
+    #[doc = include_str!("../docs/guide/02-context-lifetime.md")]
+    pub mod ch02_context_lifetime {}
+    #[doc = include_str!("../docs/guide/03-one-context.md")]
+    pub mod ch03_one_context {}
+    #[doc = include_str!("../docs/guide/04-threads.md")]
+    pub mod ch04_threads {}
+    #[doc = include_str!("../docs/guide/05a-stream-scopes.md")]
+    pub mod ch05a_stream_scopes {}
+    #[doc = include_str!("../docs/guide/05b-events-and-deadlines.md")]
+    pub mod ch05b_events_and_deadlines {}
+    #[doc = include_str!("../docs/guide/06-kernels.md")]
+    pub mod ch06_kernels {}
+    #[doc = include_str!("../docs/guide/07-devices.md")]
+    pub mod ch07_devices {}
+    #[doc = include_str!("../docs/guide/08-not-covered.md")]
+    pub mod ch08_not_covered {}
+    #[doc = include_str!("../docs/guide/09a-errors-borrows.md")]
+    pub mod ch09a_errors_borrows {}
+    #[doc = include_str!("../docs/guide/09b-errors-traits.md")]
+    pub mod ch09b_errors_traits {}
+    #[doc = include_str!("../docs/guide/10-graphs.md")]
+    pub mod ch10_graphs {}
+    #[doc = include_str!("../docs/guide/11-owned.md")]
+    pub mod ch11_owned {}
+    #[doc = include_str!("../docs/guide/12-libraries.md")]
+    pub mod ch12_libraries {}
+    #[doc = include_str!("../docs/guide/13-processes.md")]
+    pub mod ch13_processes {}
+    #[doc = include_str!("../docs/guide/14-partitions.md")]
+    pub mod ch14_partitions {}
+}
 
 // The README's Rust examples, compiled as doc tests (`cargo test --doc`).
 #[cfg(doctest)]

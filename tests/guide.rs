@@ -1,4 +1,12 @@
-//! Keeps the guide (`docs/guide.md`, the crate's `guide` module) true to what it quotes.
+//! Keeps the guide (`docs/guide/`, the crate's `guide` module) true to what it quotes.
+//!
+//! The guide is a folder: `docs/guide/README.md`, the `guide` module's own page (the table
+//! of chapters, ending with the rules), and one file per chapter page, `NN-topic.md` (a
+//! long chapter has two pages, `NNa-...` and `NNb-...`), read in the order of their names,
+//! each the page of a module `guide::chNN_topic` in `src/lib.rs`. Each chapter file begins
+//! with its chapter's heading, `# N. ...`; a second page of a chapter repeats its number.
+//! The rules are one file, `docs/rules.md`: the crate's front page and the guide's page
+//! include it, and the README's list must be the same text.
 //!
 //! The guide quotes the compiler's errors from the compile-fail suite and the output of
 //! the C programs in `docs/c/`. A quote is a fenced ```text block right after an HTML
@@ -54,10 +62,12 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// A quote in the guide: the file it names, its text, and where it is.
+/// A quote in the guide: the file it names, its text, and where it is (a guide file and
+/// the line its text starts on).
 struct Quote {
     source: String,
     text: String,
+    file: String,
     line: usize,
 }
 
@@ -99,9 +109,105 @@ fn marker<'a>(line: &'a str, kind: &str) -> Option<&'a str> {
     Some(path)
 }
 
-fn parse(guide: &str) -> Vec<Chapter> {
-    let lines: Vec<&str> = guide.lines().collect();
+/// A file of the guide: its path from the repository's root and its text.
+struct GuideFile {
+    path: String,
+    text: String,
+}
+
+impl GuideFile {
+    /// `name:line`, for messages.
+    fn at(&self, line: usize) -> String {
+        format!("{}:{line}", self.path)
+    }
+
+    /// The module whose page the file is: `guide` for the README, `guide::ch05a_stream_scopes`
+    /// for `05a-stream-scopes.md`.
+    fn module(&self) -> String {
+        let name = self.path.trim_start_matches("docs/guide/");
+        match name.strip_suffix(".md") {
+            Some("README") | None => String::from("guide"),
+            Some(stem) => format!("guide::ch{}", stem.replace('-', "_")),
+        }
+    }
+}
+
+/// The number a chapter file's name starts with (`5` of `05a-stream-scopes.md`).
+fn chapter_prefix(name: &str) -> Option<usize> {
+    let digits: String = name.chars().take_while(char::is_ascii_digit).collect();
+    let rest = &name[digits.len()..];
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_lowercase());
+    (digits.len() == 2 && rest.starts_with('-') && name.ends_with(".md"))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// The guide's files in order: `docs/guide/README.md`, then the chapters `NN-topic.md`
+/// sorted by name. Each chapter file begins with the heading of chapter NN.
+fn guide_files() -> Vec<GuideFile> {
+    let dir = root().join("docs/guide");
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    let mut files = vec![GuideFile {
+        path: String::from("docs/guide/README.md"),
+        text: read(&dir.join("README.md")),
+    }];
+    for name in names.iter().filter(|n| *n != "README.md") {
+        let number = chapter_prefix(name).unwrap_or_else(|| {
+            panic!("docs/guide/{name}: not a chapter file (NN-topic.md) or README.md")
+        });
+        let text = read(&dir.join(name));
+        let first = text.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with(&format!("# {number}. ")),
+            "docs/guide/{name}:1: a chapter file begins with its chapter's heading, `# {number}. ...`, not {first:?}"
+        );
+        files.push(GuideFile {
+            path: format!("docs/guide/{name}"),
+            text,
+        });
+    }
+    assert!(
+        files.len() > 9,
+        "docs/guide/ has {} chapter files, expected one per rule (9) at least",
+        files.len() - 1
+    );
+    files
+}
+
+/// All of the guide's text, its files one after the other.
+fn guide_text() -> String {
+    guide_files()
+        .iter()
+        .map(|f| f.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The number a chapter heading's title starts with (`9` of `9. Reading ...`).
+fn title_number(title: &str) -> Option<usize> {
+    let digits: String = title.chars().take_while(char::is_ascii_digit).collect();
+    title[digits.len()..]
+        .starts_with(". ")
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+fn parse(files: &[GuideFile]) -> Vec<Chapter> {
     let mut chapters: Vec<Chapter> = Vec::new();
+    for file in files {
+        parse_file(file, &mut chapters);
+    }
+    chapters
+}
+
+/// The chapters of one file, added to `chapters`; a heading with the last chapter's
+/// number (a chapter's second page) continues that chapter.
+fn parse_file(file: &GuideFile, chapters: &mut Vec<Chapter>) {
+    let lines: Vec<&str> = file.text.lines().collect();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
@@ -115,8 +221,8 @@ fn parse(guide: &str) -> Vec<Chapter> {
                     .map_or(String::new(), |t| t.to_string());
                 let chapter = chapters.last_mut().unwrap_or_else(|| {
                     panic!(
-                        "line {}: a compile_fail example before the first chapter",
-                        i + 1
+                        "{}: a compile_fail example before the first chapter",
+                        file.at(i + 1)
                     )
                 });
                 chapter.compile_fail_codes.push(code);
@@ -129,15 +235,20 @@ fn parse(guide: &str) -> Vec<Chapter> {
             continue;
         }
         if let Some(title) = line.strip_prefix("# ") {
-            if title.starts_with(|c: char| c.is_ascii_digit()) {
-                chapters.push(Chapter {
-                    title: title.to_string(),
-                    stderr_quotes: Vec::new(),
-                    output_quotes: Vec::new(),
-                    excerpts: Vec::new(),
-                    compile_fail_codes: Vec::new(),
-                    exempt: false,
-                });
+            if let Some(number) = title_number(title) {
+                let continued = chapters
+                    .last()
+                    .is_some_and(|c| title_number(&c.title) == Some(number));
+                if !continued {
+                    chapters.push(Chapter {
+                        title: title.to_string(),
+                        stderr_quotes: Vec::new(),
+                        output_quotes: Vec::new(),
+                        excerpts: Vec::new(),
+                        compile_fail_codes: Vec::new(),
+                        exempt: false,
+                    });
+                }
             }
         }
         if line.trim().starts_with("<!-- no stderr quote:") {
@@ -152,20 +263,21 @@ fn parse(guide: &str) -> Vec<Chapter> {
             let fence = i + 1;
             assert!(
                 lines.get(fence) == Some(&"```text"),
-                "docs/guide.md:{}: the `{kind}` marker for {source} must be followed directly by a ```text block",
-                i + 1
+                "{}: the `{kind}` marker for {source} must be followed directly by a ```text block",
+                file.at(i + 1)
             );
             let end = (fence + 1..lines.len())
                 .find(|&j| lines[j].starts_with("```"))
-                .unwrap_or_else(|| panic!("docs/guide.md:{}: unclosed ```text block", fence + 1));
+                .unwrap_or_else(|| panic!("{}: unclosed ```text block", file.at(fence + 1)));
             let quote = Quote {
                 source: source.to_string(),
                 text: lines[fence + 1..end].join("\n"),
+                file: file.path.clone(),
                 line: fence + 2,
             };
-            let chapter = chapters.last_mut().unwrap_or_else(|| {
-                panic!("docs/guide.md:{}: a quote before the first chapter", i + 1)
-            });
+            let chapter = chapters
+                .last_mut()
+                .unwrap_or_else(|| panic!("{}: a quote before the first chapter", file.at(i + 1)));
             match kind {
                 "stderr" => chapter.stderr_quotes.push(quote),
                 "output" => chapter.output_quotes.push(quote),
@@ -175,17 +287,35 @@ fn parse(guide: &str) -> Vec<Chapter> {
         }
         i += 1;
     }
-    chapters
 }
 
 fn guide() -> Vec<Chapter> {
-    let chapters = parse(&read(&root().join("docs/guide.md")));
+    let chapters = parse(&guide_files());
     assert!(
         chapters.len() >= 9,
-        "docs/guide.md has {} numbered chapters, expected one per rule (9)",
+        "docs/guide/ has {} numbered chapters, expected one per rule (9)",
         chapters.len()
     );
     chapters
+}
+
+/// The longest a page of the guide may be, in lines: a longer chapter is split into pages
+/// (`NNa-...`, `NNb-...`) at a section.
+const MAX_PAGE_LINES: usize = 800;
+
+#[test]
+fn every_page_of_the_guide_is_short() {
+    let long: Vec<String> = guide_files()
+        .iter()
+        .map(|f| (f, f.text.lines().count()))
+        .filter(|(_, n)| *n > MAX_PAGE_LINES)
+        .map(|(f, n)| format!("{}: {n} lines", f.path))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "pages of the guide longer than {MAX_PAGE_LINES} lines; split them at a section:\n{}",
+        long.join("\n")
+    );
 }
 
 /// Where two texts first differ, for the failure message.
@@ -212,15 +342,16 @@ fn mismatches<'a>(quotes: impl Iterator<Item = &'a Quote>) -> Vec<String> {
         let path = root().join(&quote.source);
         let Ok(actual) = fs::read_to_string(&path) else {
             problems.push(format!(
-                "docs/guide.md:{}: quotes {}, which does not exist",
-                quote.line, quote.source
+                "{}:{}: quotes {}, which does not exist",
+                quote.file, quote.line, quote.source
             ));
             continue;
         };
         let (quoted, actual) = (normalize(&quote.text), normalize(&actual));
         if quoted != actual {
             problems.push(format!(
-                "docs/guide.md:{}: the quote of {} differs from the file; {}",
+                "{}:{}: the quote of {} differs from the file; {}",
+                quote.file,
                 quote.line,
                 quote.source,
                 first_difference(&quoted, &actual)
@@ -236,7 +367,7 @@ fn quoted_compiler_errors_match_the_ui_suite() {
     let problems = mismatches(chapters.iter().flat_map(|c| &c.stderr_quotes));
     assert!(
         problems.is_empty(),
-        "{} quoted compiler error(s) no longer match the UI suite; copy the .stderr files into docs/guide.md:\n{}",
+        "{} quoted compiler error(s) no longer match the UI suite; copy the .stderr files into docs/guide/:\n{}",
         problems.len(),
         problems.join("\n")
     );
@@ -249,15 +380,15 @@ fn quoted_excerpts_appear_in_their_files() {
     for quote in chapters.iter().flat_map(|c| &c.excerpts) {
         if !(quote.source.starts_with("ui-tests/") && quote.source.ends_with(".stderr")) {
             problems.push(format!(
-                "docs/guide.md:{}: an excerpt must name a ui-tests/**/*.stderr file, not {}",
-                quote.line, quote.source
+                "{}:{}: an excerpt must name a ui-tests/**/*.stderr file, not {}",
+                quote.file, quote.line, quote.source
             ));
             continue;
         }
         let Ok(actual) = fs::read_to_string(root().join(&quote.source)) else {
             problems.push(format!(
-                "docs/guide.md:{}: quotes {}, which does not exist",
-                quote.line, quote.source
+                "{}:{}: quotes {}, which does not exist",
+                quote.file, quote.line, quote.source
             ));
             continue;
         };
@@ -268,7 +399,8 @@ fn quoted_excerpts_appear_in_their_files() {
             }
             if !file.any(|l| l == line) {
                 problems.push(format!(
-                    "docs/guide.md:{}: this line of the excerpt of {} is not in the file (or not in its order): {line}",
+                    "{}:{}: this line of the excerpt of {} is not in the file (or not in its order): {line}",
+                    quote.file,
                     quote.line + k,
                     quote.source
                 ));
@@ -344,7 +476,7 @@ fn quoted_c_outputs_match_their_files() {
 
 #[test]
 fn every_c_program_has_its_observed_output_in_the_guide() {
-    let guide_text = read(&root().join("docs/guide.md"));
+    let guide_text = guide_text();
     let quoted: BTreeSet<String> = guide()
         .iter()
         .flat_map(|c| &c.output_quotes)
@@ -374,11 +506,11 @@ fn every_c_program_has_its_observed_output_in_the_guide() {
         if unrecorded.contains(&out) {
             if root().join(&out).exists() {
                 problems.push(format!(
-                    "{out} has been recorded: quote it in docs/guide.md and remove its `<!-- no output: ... -->` comment"
+                    "{out} has been recorded: quote it in docs/guide/ and remove its `<!-- no output: ... -->` comment"
                 ));
             }
             if !guide_text.contains(&format!("docs/c/{name}.c")) {
-                problems.push(format!("docs/guide.md never mentions docs/c/{name}.c"));
+                problems.push(format!("docs/guide/ never mentions docs/c/{name}.c"));
             }
             continue;
         }
@@ -388,10 +520,10 @@ fn every_c_program_has_its_observed_output_in_the_guide() {
             ));
         }
         if !quoted.contains(&out) {
-            problems.push(format!("docs/guide.md quotes no {out}"));
+            problems.push(format!("docs/guide/ quotes no {out}"));
         }
         if !guide_text.contains(&format!("docs/c/{name}.c")) {
-            problems.push(format!("docs/guide.md never mentions docs/c/{name}.c"));
+            problems.push(format!("docs/guide/ never mentions docs/c/{name}.c"));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -400,12 +532,30 @@ fn every_c_program_has_its_observed_output_in_the_guide() {
 #[test]
 fn the_guide_is_the_guide_module_of_the_crate_docs() {
     let lib = read(&root().join("src/lib.rs"));
+    // the `guide` module: its page is the README and the rules, and each chapter file, in
+    // order, is the page of a module of its own
+    let files = guide_files();
+    let mut expected = String::from(
+        "#[doc = include_str!(\"../docs/guide/README.md\")]\n\
+         #[doc = include_str!(\"../docs/rules.md\")]\n\
+         pub mod guide {\n",
+    );
+    for file in &files[1..] {
+        let module = file.module();
+        let module = module.trim_start_matches("guide::");
+        expected.push_str(&format!(
+            "    #[doc = include_str!(\"../{}\")]\n    pub mod {module} {{}}\n",
+            file.path
+        ));
+    }
+    expected.push_str("}\n");
     assert!(
-        lib.contains("#[doc = include_str!(\"../docs/guide.md\")]\npub mod guide {}"),
-        "src/lib.rs must include docs/guide.md as the `guide` module"
+        lib.contains(&expected),
+        "src/lib.rs must include docs/guide/README.md and docs/rules.md as the `guide` module, \
+         and each chapter file as a module inside it, in order:\n{expected}"
     );
     // Every program the guide names exists.
-    let guide_text = read(&root().join("docs/guide.md"));
+    let guide_text = guide_text();
     for (at, _) in guide_text.match_indices("docs/c/") {
         let name: String = guide_text[at..]
             .chars()
@@ -415,7 +565,7 @@ fn the_guide_is_the_guide_module_of_the_crate_docs() {
         if name.ends_with(".c") || name.ends_with(".sh") {
             assert!(
                 root().join(name).exists(),
-                "docs/guide.md names {name}, which does not exist"
+                "docs/guide/ names {name}, which does not exist"
             );
         }
     }
@@ -562,6 +712,71 @@ fn the_readme_has_one_rule_per_folder_of_the_compile_fail_suite() {
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The README's list of rules, as text: the lines of the numbered list after its
+/// "N rules, one folder ..." line.
+fn readme_rule_list(readme: &str) -> String {
+    let lines: Vec<&str> = readme.lines().collect();
+    let intro = lines
+        .iter()
+        .position(|l| l.contains(" rules, one folder of compile-fail cases each in `ui-tests/fail/`"))
+        .expect("README.md: no line \"N rules, one folder of compile-fail cases each in `ui-tests/fail/`\"");
+    let first = (intro + 1..lines.len())
+        .find(|&k| lines[k].starts_with("1. "))
+        .expect("README.md: no numbered list of rules after its \"N rules\" line");
+    let end = (first..lines.len())
+        .find(|&k| lines[k].trim().is_empty())
+        .unwrap_or(lines.len());
+    lines[first..end].join("\n")
+}
+
+#[test]
+fn the_rules_are_one_file_that_the_readme_repeats_and_the_docs_include() {
+    let rules = normalize(&read(&root().join("docs/rules.md")));
+    let listed = normalize(&readme_rule_list(&readme()));
+    assert!(
+        listed == rules,
+        "README.md's list of rules differs from docs/rules.md, the one source of the rules; copy docs/rules.md into the README; {}",
+        first_difference(&listed, &rules)
+    );
+    let (_, items) = readme_rules(&readme());
+    assert_eq!(
+        items.len(),
+        rule_folders().len(),
+        "docs/rules.md: one rule per folder of ui-tests/fail/"
+    );
+    // the crate's front page includes the file, and states no list of its own
+    let lib = read(&root().join("src/lib.rs"));
+    assert!(
+        lib.contains("\n#![doc = include_str!(\"../docs/rules.md\")]\n"),
+        "src/lib.rs: the crate docs must include docs/rules.md (`#![doc = include_str!(\"../docs/rules.md\")]`)"
+    );
+    let restated: Vec<&str> = lib
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("//! ")
+                .and_then(|rest| rest.split_once(". **"))
+                .is_some_and(|(n, _)| n.parse::<usize>().is_ok())
+        })
+        .collect();
+    assert!(
+        restated.is_empty(),
+        "src/lib.rs states rules of its own next to docs/rules.md: {restated:?}"
+    );
+    // and so does the guide's page (`the_guide_is_the_guide_module_of_the_crate_docs`
+    // checks the attribute), which states no list of its own either
+    for file in guide_files() {
+        for (k, line) in file.text.lines().enumerate() {
+            if let Some(first) = rules.lines().next() {
+                assert!(
+                    line != first,
+                    "{}: the guide restates docs/rules.md; it shows the file (the `guide` module includes it)",
+                    file.at(k + 1)
+                );
+            }
+        }
+    }
 }
 
 /// `"16 MiB"` or `"512 KiB"` (the start of `text`) in bytes.
@@ -824,84 +1039,138 @@ fn heading_id(heading: &str) -> String {
         .collect()
 }
 
-/// A section of chapter 9: its heading, the first lines it stands for, and its cases.
+/// A section of chapter 9: its heading, the page it is on, the first lines it stands
+/// for, and its cases.
 struct ErrorSection {
     heading: String,
+    /// The module whose page has the section (`guide::ch09b_errors_traits`).
+    module: String,
     patterns: Vec<String>,
-    /// `(case path without .rs, line of the guide)`.
-    cases: Vec<(String, usize)>,
+    /// `(case path without .rs, where the guide lists it)`.
+    cases: Vec<(String, String)>,
 }
 
-/// The sections of the chapter "Reading the compiler's errors", and the `(#anchor)` links
-/// of its text (with their lines).
-fn error_sections() -> (Vec<ErrorSection>, Vec<(String, usize)>) {
-    let guide = read(&root().join("docs/guide.md"));
-    let lines: Vec<&str> = guide.lines().collect();
-    let start = lines
+/// A link of chapter 9 to one of its sections: the page it names (its own for `(#anchor)`,
+/// `guide::MODULE` for `(crate::guide::MODULE#anchor)`), the anchor, and where it is.
+struct SectionLink {
+    module: String,
+    anchor: String,
+    at: String,
+}
+
+/// The links to sections in a line of a page of `module`: `(#anchor)` and
+/// `(crate::guide::MODULE#anchor)`.
+fn section_links(line: &str, module: &str, at: &str) -> Vec<SectionLink> {
+    let mut links = Vec::new();
+    for (i, _) in line.match_indices("](") {
+        let target: String = line[i + 2..].chars().take_while(|&c| c != ')').collect();
+        let (page, anchor) = if let Some(anchor) = target.strip_prefix('#') {
+            (module.to_string(), anchor)
+        } else if let Some((page, anchor)) = target
+            .strip_prefix("crate::")
+            .and_then(|rest| rest.split_once('#'))
+            .filter(|(page, _)| page.starts_with("guide::"))
+        {
+            (page.to_string(), anchor)
+        } else {
+            continue;
+        };
+        links.push(SectionLink {
+            module: page,
+            anchor: anchor.to_string(),
+            at: at.to_string(),
+        });
+    }
+    links
+}
+
+/// The sections of the chapter "Reading the compiler's errors" (its pages, one file after
+/// another), and the links to sections in its text.
+fn error_sections() -> (Vec<ErrorSection>, Vec<SectionLink>) {
+    let files = guide_files();
+    let (first, start) = files
         .iter()
-        .position(|l| l.starts_with("# ") && l.ends_with(". Reading the compiler's errors"))
-        .expect("docs/guide.md has no chapter \"N. Reading the compiler's errors\"");
+        .enumerate()
+        .find_map(|(f, file)| {
+            let k = file.text.lines().position(|l| {
+                l.starts_with("# ") && l.ends_with(". Reading the compiler's errors")
+            })?;
+            Some((f, k))
+        })
+        .expect("docs/guide/ has no chapter \"N. Reading the compiler's errors\"");
+    let number = title_number(
+        files[first]
+            .text
+            .lines()
+            .nth(start)
+            .and_then(|l| l.strip_prefix("# "))
+            .unwrap_or(""),
+    );
     let mut sections: Vec<ErrorSection> = Vec::new();
     let mut links = Vec::new();
-    let mut in_code = false;
     let mut folder: Option<String> = None;
     let mut produced_by = false;
-    for (k, line) in lines.iter().enumerate().skip(start + 1) {
-        let at = k + 1;
-        if line.starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            continue;
-        }
-        if line.starts_with("# ") {
-            break;
-        }
-        if let Some(heading) = line.strip_prefix("## ") {
-            sections.push(ErrorSection {
-                heading: heading.to_string(),
-                patterns: code_spans(heading)
-                    .into_iter()
-                    .filter(|s| s.starts_with("error"))
-                    .map(str::to_string)
-                    .collect(),
-                cases: Vec::new(),
-            });
-            produced_by = false;
-            continue;
-        }
-        for (i, _) in line.match_indices("](#") {
-            let anchor: String = line[i + 3..].chars().take_while(|&c| c != ')').collect();
-            links.push((anchor, at));
-        }
-        if line.starts_with("**Produced by.**") {
-            produced_by = true;
-            folder = None;
-        } else if line.trim().is_empty() {
-            produced_by = false;
-        }
-        if !produced_by {
-            continue;
-        }
-        let section = sections.last_mut().unwrap_or_else(|| {
-            panic!(
-                "docs/guide.md:{at}: a \"Produced by\" paragraph before the chapter's first section"
-            )
-        });
-        for span in code_spans(line) {
-            if span.ends_with('/') {
-                assert!(
-                    span.starts_with("ui-tests/"),
-                    "docs/guide.md:{at}: `{span}` is no folder of ui-tests/ (name folders from the repository's root)"
-                );
-                folder = Some(span.to_string());
+    'files: for (f, file) in files.iter().enumerate().skip(first) {
+        let module = file.module();
+        let skip = if f == first { start + 1 } else { 0 };
+        let mut in_code = false;
+        for (k, line) in file.text.lines().enumerate().skip(skip) {
+            let at = file.at(k + 1);
+            if line.starts_with("```") {
+                in_code = !in_code;
                 continue;
             }
-            let folder = folder.as_deref().unwrap_or_else(|| {
-                panic!("docs/guide.md:{at}: `{span}` comes before any folder (`ui-tests/.../`)")
+            if in_code {
+                continue;
+            }
+            if let Some(title) = line.strip_prefix("# ") {
+                // the chapter's next page goes on; another chapter ends it
+                if title_number(title) == number && k == 0 && f != first {
+                    continue;
+                }
+                break 'files;
+            }
+            if let Some(heading) = line.strip_prefix("## ") {
+                sections.push(ErrorSection {
+                    heading: heading.to_string(),
+                    module: module.clone(),
+                    patterns: code_spans(heading)
+                        .into_iter()
+                        .filter(|s| s.starts_with("error"))
+                        .map(str::to_string)
+                        .collect(),
+                    cases: Vec::new(),
+                });
+                produced_by = false;
+                continue;
+            }
+            links.extend(section_links(line, &module, &at));
+            if line.starts_with("**Produced by.**") {
+                produced_by = true;
+                folder = None;
+            } else if line.trim().is_empty() {
+                produced_by = false;
+            }
+            if !produced_by {
+                continue;
+            }
+            let section = sections.last_mut().unwrap_or_else(|| {
+                panic!("{at}: a \"Produced by\" paragraph before the chapter's first section")
             });
-            section.cases.push((format!("{folder}{span}"), at));
+            for span in code_spans(line) {
+                if span.ends_with('/') {
+                    assert!(
+                        span.starts_with("ui-tests/"),
+                        "{at}: `{span}` is no folder of ui-tests/ (name folders from the repository's root)"
+                    );
+                    folder = Some(span.to_string());
+                    continue;
+                }
+                let folder = folder.as_deref().unwrap_or_else(|| {
+                    panic!("{at}: `{span}` comes before any folder (`ui-tests/.../`)")
+                });
+                section.cases.push((format!("{folder}{span}"), at.clone()));
+            }
         }
     }
     (sections, links)
@@ -958,7 +1227,7 @@ fn every_compile_fail_case_is_indexed_under_its_first_error_line() {
         cases.len()
     );
     let mut problems = Vec::new();
-    let mut listed: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    let mut listed: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
     for section in &sections {
         if section.patterns.is_empty() && !section.cases.is_empty() {
             problems.push(format!(
@@ -973,11 +1242,9 @@ fn every_compile_fail_case_is_indexed_under_its_first_error_line() {
             ));
         }
         for (case, at) in &section.cases {
-            listed.entry(case.as_str()).or_default().push(*at);
+            listed.entry(case.as_str()).or_default().push(at);
             if !root().join(format!("{case}.rs")).exists() {
-                problems.push(format!(
-                    "docs/guide.md:{at}: lists {case}, which does not exist"
-                ));
+                problems.push(format!("{at}: lists {case}, which does not exist"));
                 continue;
             }
             match first_error_line(case) {
@@ -989,7 +1256,7 @@ fn every_compile_fail_case_is_indexed_under_its_first_error_line() {
                         .any(|p| first_line_matches(p, &line))
                     {
                         problems.push(format!(
-                            "docs/guide.md:{at}: {case} is listed under \"## {}\", but its first error line is\n    {line}",
+                            "{at}: {case} is listed under \"## {}\", but its first error line is\n    {line}",
                             section.heading
                         ));
                     }
@@ -1000,7 +1267,7 @@ fn every_compile_fail_case_is_indexed_under_its_first_error_line() {
     for (case, lines) in &listed {
         if lines.len() > 1 {
             problems.push(format!(
-                "{case} is listed {} times (docs/guide.md lines {lines:?}); list it once, under its first error line",
+                "{case} is listed {} times (at {lines:?}); list it once, under its first error line",
                 lines.len()
             ));
         }
@@ -1013,19 +1280,28 @@ fn every_compile_fail_case_is_indexed_under_its_first_error_line() {
             ));
         }
     }
-    // the chapter's index table and its other links lead to its sections
-    let ids: Vec<String> = sections.iter().map(|s| heading_id(&s.heading)).collect();
-    for (anchor, at) in &links {
-        if !ids.contains(anchor) {
+    // the chapter's index table and its other links lead to its sections, on their pages
+    let ids: Vec<(String, String)> = sections
+        .iter()
+        .map(|s| (s.module.clone(), heading_id(&s.heading)))
+        .collect();
+    for link in &links {
+        if !ids
+            .iter()
+            .any(|(m, id)| *m == link.module && *id == link.anchor)
+        {
             problems.push(format!(
-                "docs/guide.md:{at}: the link #{anchor} leads to no section of the chapter"
+                "{}: the link to {}#{} leads to no section of the chapter (a section on another page is linked as crate::guide::MODULE#anchor)",
+                link.at, link.module, link.anchor
             ));
         }
     }
-    for (section, id) in sections.iter().zip(&ids) {
-        if !section.patterns.is_empty() && !links.iter().any(|(a, _)| a == id) {
+    for (section, (module, id)) in sections.iter().zip(&ids) {
+        if !section.patterns.is_empty()
+            && !links.iter().any(|l| l.module == *module && l.anchor == *id)
+        {
             problems.push(format!(
-                "the chapter's index table has no row linking to \"## {}\" (#{id})",
+                "the chapter's index table has no row linking to \"## {}\" ({module}#{id})",
                 section.heading
             ));
         }
@@ -1194,16 +1470,26 @@ fn every_crate_message_ends_with_where_the_rule_is_explained() {
         "found {} #[diagnostic::on_unimplemented] in src/, expected at least 30",
         messages.len()
     );
-    let guide = read(&root().join("docs/guide.md"));
-    // each numbered chapter's number and text
+    let guide = guide_text();
+    // each numbered chapter's number and text (a chapter's second page continues it)
     let mut chapters: Vec<(String, String)> = Vec::new();
+    let mut current = None;
     for line in guide.lines() {
         if let Some(title) = line.strip_prefix("# ") {
             let number: String = title.chars().take_while(char::is_ascii_digit).collect();
-            chapters.push((number, String::new()));
+            current = Some(
+                chapters
+                    .iter()
+                    .position(|(n, _)| *n == number)
+                    .unwrap_or_else(|| {
+                        chapters.push((number, String::new()));
+                        chapters.len() - 1
+                    }),
+            );
             continue;
         }
-        if let Some((_, text)) = chapters.last_mut() {
+        if let Some(k) = current {
+            let text = &mut chapters[k].1;
             text.push_str(line);
             text.push('\n');
         }

@@ -1,4 +1,4 @@
-/* Chapter 5 of docs/guide.md (rule 4): asynchronous copies and host memory lifetimes.
+/* Chapter 5 of docs/guide/05a-stream-scopes.md (rule 4): asynchronous copies and host memory lifetimes.
  *
  * A 64 MiB copy is queued behind about 20 ms of kernel work (`spin`) on the same stream,
  * so it cannot start right away. Right after the copy call returns, the host overwrites

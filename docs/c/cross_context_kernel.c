@@ -1,4 +1,4 @@
-/* Chapter 3 of docs/guide.md (rule 2): one context's memory in another context.
+/* Chapter 3 of docs/guide/03-one-context.md (rule 2): one context's memory in another context.
  *
  * A kernel of context B writes a buffer of context A, and B copies its own memory into
  * A's buffer. Both contexts are on the same device, which has unified addressing: every

@@ -1,4 +1,4 @@
-/* Chapter 3 of docs/guide.md (rule 2): streams, events and kernels of another context.
+/* Chapter 3 of docs/guide/03-one-context.md (rule 2): streams, events and kernels of another context.
  *
  * Context A has a module, a stream, an event and a buffer; context B (current) has a
  * stream. A's function is launched on B's stream, A's event is recorded on B's stream,

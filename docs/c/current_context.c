@@ -1,4 +1,4 @@
-/* Chapter 1 of docs/guide.md: what a context is, and what is current on a thread.
+/* Chapter 1 of docs/guide/01-contexts.md: what a context is, and what is current on a thread.
  *
  * Most driver calls name no context: they use the one on top of the calling thread's
  * stack of current contexts. This program allocates "for A" while B is current, and

@@ -1,4 +1,4 @@
-/* Chapter 2 of docs/guide.md (rule 1): why nothing of a context may outlive it.
+/* Chapter 2 of docs/guide/02-context-lifetime.md (rule 1): why nothing of a context may outlive it.
  *
  * Create a context, a stream and some memory, destroy the context, create another one
  * (so that some context is current, as in a program that goes on), then use the first

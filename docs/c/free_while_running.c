@@ -1,4 +1,4 @@
-/* Chapter 5 of docs/guide.md (rule 4): freeing memory that queued work still uses.
+/* Chapter 5 of docs/guide/05a-stream-scopes.md (rule 4): freeing memory that queued work still uses.
  *
  * A stream gets about 0.5 s of kernel work (`spin`), then a kernel that doubles every
  * element of a buffer (`scale`). While both are still queued, the host frees the buffer.

@@ -1,4 +1,4 @@
-/* Chapter 10 of docs/guide.md: a buffer freed while an instantiated graph still uses it.
+/* Chapter 10 of docs/guide/10-graphs.md: a buffer freed while an instantiated graph still uses it.
  *
  * A graph is captured once: a kernel that doubles every element of a buffer (`scale`). It
  * is instantiated and replayed; then the host frees the buffer, allocates a new one of the

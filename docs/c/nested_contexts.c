@@ -1,4 +1,4 @@
-/* Chapter 2 of docs/guide.md (rule 1), "Nested contexts".
+/* Chapter 2 of docs/guide/02-context-lifetime.md (rule 1), "Nested contexts".
  *
  * An outer context, then an inner one created while the outer is current (the inner is
  * pushed on top of it). Code written for the outer context runs while the inner is

@@ -1,4 +1,4 @@
-/* Chapter 6 of docs/guide.md (rule 5): what stays unsafe. A kernel is told a buffer is longer
+/* Chapter 6 of docs/guide/06-kernels.md (rule 5): what stays unsafe. A kernel is told a buffer is longer
  * than it is: `scale(x, n, 0.0)` with `n` past the end of `x`. Nothing checks a kernel's
  * bounds: the neighbouring buffer is overwritten, and every call reports success.
  *

@@ -1,4 +1,4 @@
-/* Chapter 7 of docs/guide.md (rule 6): several devices, peer access and peer views.
+/* Chapter 7 of docs/guide/07-devices.md (rule 6): several devices, peer access and peer views.
  *
  * Two devices, a context on each. Context 0 owns a buffer on device 0; context 1 (device
  * 1) has a module, a stream and the kernel `scale`. Three steps, each in a child process

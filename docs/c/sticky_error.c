@@ -1,4 +1,4 @@
-/* Chapter 6 of docs/guide.md (rule 5): what stays unsafe. A kernel that writes through a wild
+/* Chapter 6 of docs/guide/06-kernels.md (rule 5): what stays unsafe. A kernel that writes through a wild
  * pointer (`write_wild`): the launch succeeds, the fault shows up later, and it is
  * sticky: every later call in the context fails, until the context is destroyed.
  *

@@ -1,4 +1,4 @@
-/* Chapter 4 of docs/guide.md (rule 3): threads.
+/* Chapter 4 of docs/guide/04-threads.md (rule 3): threads.
  *
  * The stack of current contexts belongs to a thread. The main thread creates a context
  * (current there); a second thread starts with no context current, tries to allocate,
