@@ -184,10 +184,11 @@ impl<'ctx, T: DeviceCopy> ManagedBuffer<'ctx, T> {
         if ptr as usize % std::mem::align_of::<T>() != 0 {
             return Err(Error::invalid_input(
                 "ManagedBuffer::zeroed",
-                Invalid::argument(format!(
-                    "managed memory at {ptr:#x} is not aligned for `{}`",
-                    std::any::type_name::<T>()
-                )),
+                Invalid::Misaligned {
+                    what: "the driver's managed memory",
+                    value: ptr,
+                    align: std::mem::align_of::<T>(),
+                },
             ));
         }
         if bytes != 0 {

@@ -100,12 +100,11 @@ impl<'ctx, T: DeviceCopy> PinnedBuffer<'ctx, T> {
                     ctx.with_current(|| unsafe { driver::mem_free_host(p.as_ptr().cast()) });
                 let refused = Error::invalid_input(
                     "PinnedBuffer::zeroed",
-                    Invalid::argument(format!(
-                        "the driver's page-locked memory at {:p} is not aligned for `{}` (alignment {})",
-                        p.as_ptr(),
-                        std::any::type_name::<T>(),
-                        std::mem::align_of::<T>()
-                    )),
+                    Invalid::Misaligned {
+                        what: "the driver's page-locked memory",
+                        value: p.as_ptr() as u64,
+                        align: std::mem::align_of::<T>(),
+                    },
                 );
                 // the free's error, if any, comes along
                 return Err(match freed {
