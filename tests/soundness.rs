@@ -1,6 +1,6 @@
-//! The holes of the adversarial review, each performed in the form the crate still allows,
-//! asserting the safe outcome. (The forms it no longer allows are compile errors, pinned in
-//! `ui-tests/fail/soundness_*`.) Skips without a device; fails instead with
+//! The attacks with safe code of `SOUNDNESS.md` ("Attacks with safe code, and what stops
+//! each"), each performed in the form the crate allows, asserting the safe outcome. (The
+//! forms it does not allow are compile errors, pinned in `ui-tests/fail/soundness_*`.) Skips without a device; fails instead with
 //! `CUDA_BRAND_REQUIRE_GPU=1`.
 
 use crate::common;

@@ -21,7 +21,7 @@
 //! * a drop of a partition's stream, event, buffer or module does not reach the driver
 //!   either: its release is parked ([`release_handle`], [`release_in`]) and run by the
 //!   partition's own thread when the partition ends ([`run_parked`], from its teardown,
-//!   with its context current), where it used to be refused and leaked.
+//!   with its context current), neither refused nor leaked.
 //!
 //! Nothing is parked after that: a value of a partition is branded `'p`, which no code
 //! outside `SmGroup::enter`'s closure can name, so every thread that holds one is a scoped

@@ -112,7 +112,7 @@
 //! | SMs | the partition's own | the partition's own |
 //! | streams | the green context's (`cuGreenCtxStreamCreate`) | branded `'p` |
 //! | modules, kernels | loaded with the partition's context current; the driver treats its `CUcontext` form as the primary context for what does not depend on SMs | branded `'p`: another partition's kernel is a compile error |
-//! | device memory | device-wide (one address space, the primary context's) | branded `'p`: passing it to another partition is a compile error, because the two partitions' streams are not ordered by anything the crate can see (the rule of `SOUNDNESS.md`, "Order between streams"); copy through the host |
+//! | device memory | device-wide (one address space, the primary context's) | branded `'p`: passing it to another partition is a compile error, because the two partitions' streams are not ordered by anything the crate can see (`SOUNDNESS.md`, "SM partitions", "A brand per partition"); copy through the host |
 //! | events | per context | branded `'p` |
 //! | limits, cache configuration | the primary context's, so one partition's `set_limit` changes them for all | not separated: set them before the split |
 //! | memory bandwidth, L2 cache, copy engines, PCIe/NVLink | shared by all | shared by all |

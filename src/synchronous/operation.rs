@@ -9,8 +9,9 @@
 //! a slot of the sync stream's bounce ring on the host first ([`bounced`]), and is then a
 //! write of device memory alone. A staged bulk copy ([`Stage`], the memory layer's
 //! `staging`) runs on the same stream and is complete when it returns. Only operations
-//! without a sync stream wait for a `StreamFlags::Default` stream of the context
-//! (`docs/design/ordering.md`, seventh step, has the exact list).
+//! without a sync stream wait for a `StreamFlags::Default` stream of the context (the exact
+//! list: `docs/design/ordering.md`, "Which synchronous operations run on the legacy
+//! stream").
 
 use std::ffi::c_void;
 use std::ptr::NonNull;

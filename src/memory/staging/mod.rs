@@ -51,7 +51,8 @@
 //! stream, after those accesses, only where no synchronous operation may use a sync stream
 //! (memory the host reads directly, pool memory in a context with no sync stream of the
 //! crate, no context of the memory's device current, `CUDA_BRAND_SYNC_WRITES=wait`: the
-//! list is in `docs/design/ordering.md`, seventh step), which waits for every
+//! list is in `docs/design/ordering.md`, "Which synchronous operations run on the legacy
+//! stream"), which waits for every
 //! `StreamFlags::Default` stream of the context. A copy that finds every staging of its
 //! context held by other threads' copies waits for one of them to end. The events are made
 //! for the copy and destroyed at its end. Host memory the driver already knows (page-locked or registered: a

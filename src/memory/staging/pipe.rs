@@ -544,7 +544,7 @@ mod tests {
         assert_eq!(run(&[(w, 4), (w + 2, 5)], 4), [(w, 4, 1), (w + 2, 5, 1)]);
     }
 
-    /// Runs out of any ready queue (random, from the review): each entry leaves once, in a
+    /// Runs out of any ready queue (random): each entry leaves once, in a
     /// run of the next chunks in the next slots, all but the last whole, at most `most`.
     #[test]
     fn runs_out_of_random_ready_queues_take_each_entry_once() {
@@ -671,7 +671,7 @@ mod tests {
 
     /// A kept thread that panics while it holds a piece never finishes it, so its slot
     /// never changes hands: the calling thread's wait returns an error instead of waiting
-    /// for good (found by review; before, this test timed out).
+    /// for good.
     #[test]
     fn a_panic_holding_a_piece_breaks_the_wait_of_the_calling_thread() {
         use std::sync::{Arc, mpsc};

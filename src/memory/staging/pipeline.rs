@@ -877,6 +877,6 @@ mod tests {
 }
 
 /// The pipelines against a stricter fake device: every size and thread count, and an
-/// error or a panic at every DMA (from an adversarial review).
+/// error or a panic at every DMA.
 #[cfg(test)]
 mod strict_tests;

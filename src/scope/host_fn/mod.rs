@@ -86,8 +86,9 @@
 //!     `StreamFlags::Default` stream of its context: operations on managed or host memory,
 //!     on pool memory while the current context has no sync stream of the crate (another
 //!     library's, or the crate's own before its first one), with no context of the
-//!     memory's device current, or under `CUDA_BRAND_SYNC_WRITES=wait`
-//!     (`docs/design/ordering.md`, seventh step, has the list). Every other synchronous
+//!     memory's device current, or under `CUDA_BRAND_SYNC_WRITES=wait` (the list is
+//!     `docs/design/ordering.md`, "Which synchronous operations run on the legacy
+//!     stream"). Every other synchronous
 //!     operation ([`DeviceSlice::to_vec`](crate::DeviceSlice::to_vec),
 //!     [`DeviceSlice::fill`](crate::DeviceSlice::fill), staged bulk copies, ...) runs on
 //!     the calling thread's non-blocking sync stream and returns; so does the drop of a

@@ -1,4 +1,4 @@
-//! The staged pipelines' strictest sweeps (from an adversarial review), with the unit
+//! The staged pipelines' strictest sweeps, with the unit
 //! tests' fake device ([`FakeDma`]): a DMA's bytes move only at its wait, a slot read or
 //! written by a thread while its DMA is queued is counted as a violation, and the k-th DMA
 //! fails or panics, for every k.
