@@ -384,10 +384,10 @@ fn skips_reported_as_passes(source: &str) -> Vec<(usize, &'static str)> {
                 ));
             }
             // under compute-sanitizer: a return anywhere in the block (after its prints)
-            let block = (i + 1..).take_while(|&j| j < lines.len() && at(j) != "}");
+            let mut block = (i + 1..).take_while(|&j| j < lines.len() && at(j) != "}");
             if condition.contains("under_sanitizer()")
                 && !condition.starts_with('!')
-                && block.into_iter().any(|j| BARE.contains(&at(j)))
+                && block.any(|j| BARE.contains(&at(j)))
             {
                 found.push((
                     i + 1,
